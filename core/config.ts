@@ -1,0 +1,56 @@
+/**
+ * Runtime settings, read from the environment on each call so tests and the local runtime can set them.
+ * In AWS the stacks set these variables on every function (stacks/Api.ts); locally `local/env.ts` does.
+ */
+const env = (name: string): string | undefined => {
+  const value = process.env[name];
+  return value === undefined || value === "" ? undefined : value;
+};
+
+const required = (name: string): string => {
+  const value = env(name);
+  if (!value) throw new Error(`Missing required setting ${name}`);
+  return value;
+};
+
+const list = (name: string): string[] =>
+  (env(name) ?? "")
+    .split(",")
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
+
+const flag = (name: string, fallback: boolean): boolean => {
+  const value = env(name);
+  if (value === undefined) return fallback;
+  return ["1", "true", "on", "yes"].includes(value.toLowerCase());
+};
+
+export const Config = {
+  /** Stage name: "local" for the embedded runtime, the SST stage in AWS. */
+  stage: () => env("STAGE") ?? "local",
+  tableName: () => required("TABLE_NAME"),
+  bucketName: () => required("BUCKET_NAME"),
+  /** DynamoDB endpoint override (DynamoDB Local); unset in AWS. */
+  dynamoEndpoint: () => env("DYNAMODB_ENDPOINT"),
+  /** S3 endpoint override (local object store); unset in AWS. */
+  s3Endpoint: () => env("S3_ENDPOINT"),
+  region: () => env("AWS_REGION") ?? "us-east-1",
+  jwt: () => ({
+    issuer: required("JWT_ISSUER"),
+    audience: required("JWT_AUDIENCE"),
+    /** JWKS URI of the identity provider (AWS). */
+    jwksUri: env("JWT_JWKS_URI"),
+    /** Inline JWKS JSON (embedded runtime and tests): handed to aws-jwt-verify's cacheJwks. */
+    jwks: env("JWT_JWKS"),
+  }),
+  /** Product-led access gating: new users start pending until they redeem an access code. */
+  accessGating: () => flag("ACCESS_GATING", env("STAGE") !== undefined && env("STAGE") !== "local"),
+  founderEmails: () => list("FOUNDER_EMAILS"),
+  adminEmails: () => list("ADMIN_EMAILS"),
+  /** Standard Webhooks signing secret of the identity provider ("whsec_..."). */
+  idpWebhookSecret: () => env("IDP_WEBHOOK_SECRET"),
+  corsOrigins: () => (env("CORS_ORIGINS") ?? "*").split(",").map((s) => s.trim()),
+  /** Days a new workspace's trial lasts. */
+  trialDays: () => Number(env("TRIAL_DAYS") ?? 14),
+  logLevel: () => env("LOG_LEVEL") ?? "INFO",
+};

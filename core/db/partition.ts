@@ -1,0 +1,74 @@
+import { BatchWriteCommand, QueryCommand, type QueryCommandInput } from "@aws-sdk/lib-dynamodb";
+import { Config } from "../config";
+import { dynamoClient } from "./client";
+
+type Key = { pk: string; sk: string };
+
+/** All keys of a partition, optionally only those whose sort key starts with `skPrefix` (strongly consistent Query). */
+export async function partitionKeys(pk: string, skPrefix?: string): Promise<Key[]> {
+  const keys: Key[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const input: QueryCommandInput = {
+      TableName: Config.tableName(),
+      KeyConditionExpression: skPrefix ? "pk = :pk AND begins_with(sk, :sk)" : "pk = :pk",
+      ExpressionAttributeValues: skPrefix ? { ":pk": pk, ":sk": skPrefix } : { ":pk": pk },
+      ProjectionExpression: "pk, sk",
+      ConsistentRead: true,
+      ExclusiveStartKey: start,
+    };
+    const page = await dynamoClient().send(new QueryCommand(input));
+    for (const item of page.Items ?? []) keys.push({ pk: item.pk as string, sk: item.sk as string });
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return keys;
+}
+
+/** Number of items in a partition whose sort key starts with `skPrefix` (Select COUNT, no item data read back). */
+export async function countByPrefix(pk: string, skPrefix: string): Promise<number> {
+  let count = 0;
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await dynamoClient().send(
+      new QueryCommand({
+        TableName: Config.tableName(),
+        KeyConditionExpression: "pk = :pk AND begins_with(sk, :sk)",
+        ExpressionAttributeValues: { ":pk": pk, ":sk": skPrefix },
+        Select: "COUNT",
+        ExclusiveStartKey: start,
+      }),
+    );
+    count += page.Count ?? 0;
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return count;
+}
+
+/**
+ * Delete the given keys in BatchWrite chunks of 25, re-sending unprocessed items with backoff.
+ * @throws Error when DynamoDB keeps refusing items after 8 attempts (nothing is silently left behind).
+ */
+export async function deleteKeys(keys: Key[]): Promise<void> {
+  for (let i = 0; i < keys.length; i += 25) {
+    let requests = keys.slice(i, i + 25).map((Key) => ({ DeleteRequest: { Key } }));
+    for (let attempt = 0; requests.length > 0; attempt++) {
+      if (attempt >= 8) throw new Error(`DynamoDB left ${requests.length} deletes unprocessed`);
+      if (attempt > 0) await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
+      const out = await dynamoClient().send(new BatchWriteCommand({ RequestItems: { [Config.tableName()]: requests } }));
+      requests = (out.UnprocessedItems?.[Config.tableName()] ?? []) as typeof requests;
+    }
+  }
+}
+
+/**
+ * Delete every item of a partition. Items whose sort key equals `lastSk` go last, so a failure part-way
+ * leaves the parent in place and the delete can be retried.
+ */
+export async function purgePartition(pk: string, lastSk?: string): Promise<number> {
+  const keys = await partitionKeys(pk);
+  const rest = keys.filter((k) => k.sk !== lastSk);
+  await deleteKeys(rest);
+  const last = keys.filter((k) => k.sk === lastSk);
+  await deleteKeys(last);
+  return keys.length;
+}

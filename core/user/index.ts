@@ -1,0 +1,208 @@
+import { randomInt } from "node:crypto";
+import { v5 as uuidv5 } from "uuid";
+import type { EntityItem } from "electrodb";
+import { Config } from "../config";
+import { AppError, Errors } from "../error";
+import { db } from "../db/service";
+import type { UserEntity } from "./user.entity";
+import type { IdpWebhookEvent, TokenClaims, UserProfile } from "./schema";
+
+export * from "./schema";
+
+export type User = EntityItem<typeof UserEntity>;
+
+/** Namespace for deriving our user id from the identity provider's id (UUID v5), so user creation is idempotent. */
+const USER_ID_NAMESPACE = "6f1c4a52-3b0e-4c1e-9b1a-2f4d6f0e8a11";
+
+/** Our user id for an identity-provider user id. Deterministic: the same idp id always maps to the same UUID. */
+export const userIdFor = (idpId: string): string => uuidv5(idpId, USER_ID_NAMESPACE);
+
+const CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"; // no 0/O, 1/I: codes are read aloud and retyped
+
+/** A random code of `length` characters from an unambiguous alphabet (crypto-random). */
+export function randomCode(length = 8): string {
+  let out = "";
+  for (let i = 0; i < length; i++) out += CODE_ALPHABET[randomInt(CODE_ALPHABET.length)];
+  return out;
+}
+
+/** True when the user may create workspaces and use the product (spec 01: active, or a founder). */
+export const hasProductAccess = (user: Pick<User, "access_status" | "is_founder">): boolean =>
+  user.is_founder === true || user.access_status === "active";
+
+/** Spec 01 profile, snake_case plus camelCase aliases. */
+export function toProfile(user: User): UserProfile {
+  const access = hasProductAccess(user);
+  return {
+    id: user.id,
+    email: user.email,
+    name: user.name ?? "",
+    avatar_url: user.avatar_url ?? null,
+    idp_id: user.idp_id,
+    idpUserId: user.idp_id,
+    access_status: user.access_status,
+    accessStatus: user.access_status,
+    has_product_access: access,
+    hasProductAccess: access,
+    is_founder: user.is_founder ?? false,
+    isFounder: user.is_founder ?? false,
+    referral_code: user.referral_code,
+    referralCode: user.referral_code,
+    activated_at: user.activated_at ?? null,
+    activatedAt: user.activated_at ?? null,
+    created_at: user.created_at,
+  };
+}
+
+/** Fetch a user by our id (strongly consistent), or null. */
+export async function get(id: string): Promise<User | null> {
+  const { data } = await db().entities.user.get({ id }).go({ consistent: true });
+  return data;
+}
+
+/** Find a user by e-mail (case-insensitive), or null. */
+export async function findByEmail(email: string): Promise<User | null> {
+  const { data } = await db().entities.user.query.byEmail({ email: email.toLowerCase() }).go({ limit: 1 });
+  return data[0] ?? null;
+}
+
+/**
+ * Create the local user for an identity-provider user, or return the existing one (spec 01, Access status).
+ * New users are `pending` while access gating is on, `active` when it is off; founders are always active.
+ * The user item and its referral-code guard are written in one transaction; concurrent first requests
+ * resolve to the same user because the id is derived from the idp id.
+ */
+export async function ensure(input: { idpId: string; email: string; name?: string; avatarUrl?: string }): Promise<User> {
+  const id = userIdFor(input.idpId);
+  const existing = await get(id);
+  if (existing) return existing;
+  const email = input.email.toLowerCase();
+  const isFounder = Config.founderEmails().includes(email);
+  const active = isFounder || !Config.accessGating();
+  const now = new Date().toISOString();
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const code = randomCode();
+    const result = await db()
+      .transaction.write(({ user, referralCode }) => [
+        user
+          .create({
+            id,
+            idp_id: input.idpId,
+            email,
+            name: input.name ?? "",
+            avatar_url: input.avatarUrl,
+            access_status: active ? "active" : "pending",
+            is_founder: isFounder,
+            referral_code: code,
+            activated_at: active ? now : undefined,
+          })
+          .commit(),
+        referralCode.create({ code, user_id: id }).commit(),
+      ])
+      .go();
+    if (!result.canceled) return (await get(id))!;
+    const raced = await get(id);
+    if (raced) return raced; // another request created this user first
+    // otherwise the referral code collided: draw another
+  }
+  throw new AppError("INTERNAL", "Could not allocate a unique referral code");
+}
+
+/**
+ * Resolve the caller from verified token claims, creating the user from the claims if the identity
+ * provider's user.created webhook has not arrived yet.
+ * @throws AppError UNAUTHORIZED when the token carries no e-mail and the user is unknown.
+ */
+export async function fromClaims(claims: TokenClaims): Promise<User> {
+  const existing = await get(userIdFor(claims.sub));
+  if (existing) return existing;
+  if (!claims.email) throw Errors.unauthorized("Token has no email claim and the user is not known yet");
+  return ensure({ idpId: claims.sub, email: claims.email, name: claims.name, avatarUrl: claims.picture });
+}
+
+/**
+ * Redeem an access code (spec 01 Access status: pending -> active). The code and the user change in one
+ * transaction guarded by conditions, so a code is redeemed once even under concurrent redemption.
+ * @throws AppError INVALID_ACCESS_CODE (400) unknown or revoked code; ACCESS_CODE_REDEEMED (409) used code;
+ *   ALREADY_ACTIVE (409) the caller already has access; FORBIDDEN (403) a suspended account.
+ */
+export async function redeemCode(user: User, rawCode: string): Promise<User> {
+  const code = rawCode.trim().toUpperCase();
+  if (user.access_status === "suspended") throw new AppError("FORBIDDEN", "This account is suspended");
+  if (hasProductAccess(user)) throw new AppError("ALREADY_ACTIVE", "You already have product access; keep the code for someone else");
+  const { data: found } = await db().entities.accessCode.get({ code }).go({ consistent: true });
+  if (!found || found.status === "revoked") throw new AppError("INVALID_ACCESS_CODE", "That access code is not valid");
+  if (found.status === "redeemed") throw new AppError("ACCESS_CODE_REDEEMED", "That access code has already been redeemed");
+  const now = new Date().toISOString();
+  const result = await db()
+    .transaction.write(({ accessCode, user: users }) => [
+      accessCode
+        .patch({ code })
+        .set({ status: "redeemed", redeemed_by: user.id, redeemed_by_email: user.email, redeemed_at: now })
+        .where((attr, op) => op.eq(attr.status, "available"))
+        .commit(),
+      users
+        .patch({ id: user.id })
+        .set({ access_status: "active", activated_at: now })
+        .where((attr, op) => op.eq(attr.access_status, "pending"))
+        .commit(),
+    ])
+    .go();
+  if (result.canceled) {
+    const { data: after } = await db().entities.accessCode.get({ code }).go({ consistent: true });
+    if (after?.status === "redeemed") throw new AppError("ACCESS_CODE_REDEEMED", "That access code has already been redeemed");
+    throw new AppError("CONFLICT", "Your account changed while redeeming; try again");
+  }
+  return (await get(user.id))!;
+}
+
+/**
+ * Generate `count` fresh access codes (admin CLI now, admin endpoints later). Each is created with a
+ * conditional put, so an existing code is never overwritten.
+ */
+export async function generateAccessCodes(count: number, metadata: Record<string, unknown> = {}) {
+  const codes: { code: string; metadata: Record<string, unknown> }[] = [];
+  while (codes.length < count) {
+    const code = randomCode(10);
+    try {
+      await db().entities.accessCode.create({ code, metadata }).go();
+      codes.push({ code, metadata });
+    } catch (err) {
+      if ((err as { cause?: { name?: string } }).cause?.name !== "ConditionalCheckFailedException") throw err;
+    }
+  }
+  return codes;
+}
+
+/**
+ * Apply an identity-provider webhook event (spec 02, Inbound webhook events). Replays are harmless:
+ * create is idempotent, update writes the same values, delete of a missing user does nothing.
+ */
+export async function applyIdpEvent(event: IdpWebhookEvent, removeOwned: (user: User) => Promise<void>): Promise<void> {
+  const { type, data } = event;
+  const id = userIdFor(data.id);
+  if (type === "user.created" || type === "user.updated") {
+    const existing = await get(id);
+    if (!existing) {
+      if (!data.email) throw new AppError("BAD_REQUEST", `${type} without an email for an unknown user`);
+      await ensure({ idpId: data.id, email: data.email, name: data.name, avatarUrl: data.avatar_url });
+      return;
+    }
+    if (type === "user.updated") {
+      await db()
+        .entities.user.patch({ id })
+        .set({
+          ...(data.email ? { email: data.email.toLowerCase() } : {}),
+          ...(data.name !== undefined ? { name: data.name } : {}),
+          ...(data.avatar_url !== undefined ? { avatar_url: data.avatar_url } : {}),
+        })
+        .go();
+    }
+    return;
+  }
+  const existing = await get(id);
+  if (!existing) return;
+  await removeOwned(existing);
+  await db().entities.referralCode.delete({ code: existing.referral_code }).go();
+  await db().entities.user.delete({ id }).go();
+}

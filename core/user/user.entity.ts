@@ -1,0 +1,70 @@
+import { Entity } from "electrodb";
+
+/** A person known to the service (spec 01, User). Keyed by our id, which is derived from the idp id. */
+export const UserEntity = new Entity({
+  model: { entity: "user", version: "1", service: "r2d" },
+  attributes: {
+    id: { type: "string", required: true },
+    idp_id: { type: "string", required: true },
+    email: { type: "string", required: true },
+    name: { type: "string", default: "" },
+    avatar_url: { type: "string" },
+    access_status: { type: ["pending", "active", "suspended"] as const, required: true },
+    is_founder: { type: "boolean", default: false },
+    referral_code: { type: "string", required: true },
+    activated_at: { type: "string" },
+    created_at: { type: "string", required: true, readOnly: true, default: () => new Date().toISOString() },
+    updated_at: { type: "string", required: true, default: () => new Date().toISOString(), set: () => new Date().toISOString(), watch: "*" },
+  },
+  indexes: {
+    byId: {
+      pk: { field: "pk", composite: ["id"], template: "user#${id}", casing: "none" },
+      sk: { field: "sk", composite: [], template: "user", casing: "none" },
+    },
+    byEmail: {
+      index: "gsi2",
+      pk: { field: "gsi2pk", composite: ["email"], template: "email#${email}", casing: "none" },
+      sk: { field: "gsi2sk", composite: ["id"], template: "user#${id}", casing: "none" },
+    },
+  },
+});
+
+/** Uniqueness guard for referral codes: written in the same transaction as the user. */
+export const ReferralCodeEntity = new Entity({
+  model: { entity: "referral_code", version: "1", service: "r2d" },
+  attributes: {
+    code: { type: "string", required: true },
+    user_id: { type: "string", required: true },
+  },
+  indexes: {
+    byCode: {
+      pk: { field: "pk", composite: ["code"], template: "referral#${code}", casing: "none" },
+      sk: { field: "sk", composite: [], template: "referral", casing: "none" },
+    },
+  },
+});
+
+/** Product access codes (spec 02, Access code). Redeemed once, by a conditional write. */
+export const AccessCodeEntity = new Entity({
+  model: { entity: "access_code", version: "1", service: "r2d" },
+  attributes: {
+    code: { type: "string", required: true },
+    status: { type: ["available", "redeemed", "revoked"] as const, required: true, default: "available" },
+    redeemed_by: { type: "string" },
+    redeemed_by_email: { type: "string" },
+    redeemed_at: { type: "string" },
+    metadata: { type: "any", default: () => ({}) },
+    created_at: { type: "string", required: true, readOnly: true, default: () => new Date().toISOString() },
+  },
+  indexes: {
+    byCode: {
+      pk: { field: "pk", composite: ["code"], template: "accesscode#${code}", casing: "none" },
+      sk: { field: "sk", composite: [], template: "accesscode", casing: "none" },
+    },
+    all: {
+      index: "gsi2",
+      pk: { field: "gsi2pk", composite: [], template: "accesscodes", casing: "none" },
+      sk: { field: "gsi2sk", composite: ["created_at", "code"], template: "${created_at}#${code}", casing: "none" },
+    },
+  },
+});

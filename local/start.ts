@@ -1,0 +1,64 @@
+import { resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { devIdp } from "./idp";
+import { applyLocalEnv } from "./env";
+import { ensureTable, PrerequisiteError, startDynamoLocal } from "./dynamodb";
+import { startS3 } from "./s3";
+import { startGateway } from "./gateway";
+import { mkdir, rm, writeFile } from "node:fs/promises";
+
+/**
+ * `npm start`: the embedded runtime. DynamoDB Local (data under .data/dynamodb), the local object store
+ * (.data/s3), and the local gateway on http://127.0.0.1:3000 (PORT to change). Ctrl-C stops everything.
+ */
+async function main() {
+  const { values } = parseArgs({ options: { port: { type: "string" }, data: { type: "string" } } });
+  const dataDir = resolve(values.data ?? process.env.DATA_DIR ?? ".data");
+  const port = Number(values.port ?? process.env.PORT ?? 3000);
+  await mkdir(resolve(dataDir, "dynamodb"), { recursive: true });
+
+  const dynamo = await startDynamoLocal({ dbPath: resolve(dataDir, "dynamodb"), port: Number(process.env.DYNAMODB_PORT ?? 0) || undefined });
+  const stops: (() => Promise<unknown>)[] = [dynamo.stop];
+  try {
+    const tableName = process.env.TABLE_NAME ?? "research-to-delivery";
+    const bucketName = process.env.BUCKET_NAME ?? "research-uploads";
+    await ensureTable(dynamo.endpoint, tableName);
+    const s3 = await startS3({ directory: resolve(dataDir, "s3"), bucket: bucketName });
+    stops.unshift(s3.stop);
+    const idp = await devIdp(dataDir);
+    applyLocalEnv({ dynamoEndpoint: dynamo.endpoint, s3Endpoint: s3.endpoint, idp, tableName, bucketName });
+    const { wireLocalEvents } = await import("./events");
+    wireLocalEvents(s3);
+    const server = await startGateway(port);
+    stops.unshift(() => new Promise((r) => server.close(r)));
+    const base = `http://127.0.0.1:${port}`;
+    // Other local CLIs (npm run codes) find the running emulators here.
+    await writeFile(resolve(dataDir, "runtime.json"), JSON.stringify({ dynamoEndpoint: dynamo.endpoint, s3Endpoint: s3.endpoint, tableName, bucketName, base, pid: process.pid }));
+    stops.push(() => rm(resolve(dataDir, "runtime.json"), { force: true }));
+    console.log(`Research-to-delivery is running at ${base}`);
+    console.log(`  API docs:   ${base}/api/docs`);
+    console.log(`  Get a token: npm run token -- --email you@example.com`);
+    console.log(`  Then:        curl -H "Authorization: Bearer $TOKEN" ${base}/api/auth/me`);
+    console.log(`  Data kept in ${dataDir}. Ctrl-C to stop.`);
+  } catch (err) {
+    for (const stop of stops) await stop().catch(() => undefined);
+    throw err;
+  }
+  let stopping = false;
+  const shutdown = async () => {
+    if (stopping) return;
+    stopping = true;
+    console.log("\nStopping...");
+    for (const stop of stops) await stop().catch((e: unknown) => console.error(e));
+    process.exit(0);
+  };
+  process.on("SIGINT", shutdown);
+  process.on("SIGTERM", shutdown);
+}
+
+main().catch((err: unknown) => {
+  if (err instanceof PrerequisiteError) console.error(err.message);
+  else if ((err as { code?: string }).code === "EADDRINUSE") console.error(`Port already in use: ${(err as Error).message}. Set PORT to another port.`);
+  else console.error(err);
+  process.exit(1);
+});
