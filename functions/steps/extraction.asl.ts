@@ -1,0 +1,92 @@
+/**
+ * The extraction state machine (spec 01 Research source processing), defined once: deployed to Step Functions
+ * by stacks/Pipelines.ts and run locally by aws-local-stepfunctions with each Task state overridden by the same
+ * handler module (local/pipeline.ts).
+ *
+ * Input: { workspace_id, source_id, bucket, key }.
+ * Validate -> Route (Choice) -> one of: Parse (in-Lambda parsers; all formats on the embedded runtime),
+ * Textract (async text detection, polled), Transcribe (speaker labels, polled) -> Complete.
+ * Any failure is caught into MarkFailed, which records a reason a user can act on.
+ */
+
+/** Task states and the handler module (functions/steps/<file>.ts, export `handler`) each one runs. */
+export const STEP_TASKS = {
+  Validate: "validate",
+  Parse: "parse",
+  StartTextract: "textract-start",
+  CheckTextract: "textract-check",
+  StartTranscribe: "transcribe-start",
+  CheckTranscribe: "transcribe-check",
+  Complete: "complete",
+  MarkFailed: "fail",
+} as const;
+export type StepTaskName = keyof typeof STEP_TASKS;
+
+/** Placeholder for a task's Lambda ARN in the definition; the stack substitutes it (DefinitionSubstitutions). */
+export const arnPlaceholder = (task: StepTaskName) => `\${${task}Arn}`;
+
+// Throttling and transient Lambda faults are retried with exponential backoff; anything else is a real failure.
+const RETRY = [
+  {
+    ErrorEquals: [
+      "ThrottlingException",
+      "ProvisionedThroughputExceededException",
+      "ProvisionedThroughputExceeded",
+      "TooManyRequestsException",
+      "LimitExceededException",
+      "Lambda.TooManyRequestsException",
+      "Lambda.ServiceException",
+      "Lambda.SdkClientException",
+    ],
+    IntervalSeconds: 2,
+    MaxAttempts: 5,
+    BackoffRate: 2,
+  },
+];
+const CATCH = [{ ErrorEquals: ["States.ALL"], ResultPath: "$.error", Next: "MarkFailed" }];
+
+const task = (name: StepTaskName, next: string | null, extra: Record<string, unknown> = {}) => ({
+  Type: "Task",
+  Resource: arnPlaceholder(name),
+  Retry: RETRY,
+  ...(name === "MarkFailed" ? {} : { Catch: CATCH }),
+  ...(next ? { Next: next } : { End: true }),
+  ...extra,
+});
+
+/** The Amazon States Language definition. */
+export const extractionDefinition = {
+  Comment: "Research source text extraction",
+  StartAt: "Validate",
+  TimeoutSeconds: 3600,
+  States: {
+    Validate: task("Validate", "Route"),
+    Route: {
+      Type: "Choice",
+      Choices: [
+        { Variable: "$.route", StringEquals: "textract", Next: "StartTextract" },
+        { Variable: "$.route", StringEquals: "transcribe", Next: "StartTranscribe" },
+      ],
+      Default: "Parse",
+    },
+    Parse: task("Parse", "Complete"),
+    StartTextract: task("StartTextract", "WaitTextract"),
+    WaitTextract: { Type: "Wait", Seconds: 5, Next: "CheckTextract" },
+    CheckTextract: task("CheckTextract", "TextractDone"),
+    TextractDone: {
+      Type: "Choice",
+      Choices: [{ Variable: "$.job.status", StringEquals: "IN_PROGRESS", Next: "WaitTextract" }],
+      Default: "Complete",
+    },
+    StartTranscribe: task("StartTranscribe", "WaitTranscribe"),
+    WaitTranscribe: { Type: "Wait", Seconds: 15, Next: "CheckTranscribe" },
+    CheckTranscribe: task("CheckTranscribe", "TranscribeDone"),
+    TranscribeDone: {
+      Type: "Choice",
+      Choices: [{ Variable: "$.job.status", StringEquals: "IN_PROGRESS", Next: "WaitTranscribe" }],
+      Default: "Complete",
+    },
+    Complete: task("Complete", null),
+    MarkFailed: task("MarkFailed", null),
+  },
+} as const;
