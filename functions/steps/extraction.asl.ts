@@ -7,6 +7,8 @@
  * Validate -> Route (Choice) -> one of: Parse (in-Lambda parsers; all formats on the embedded runtime),
  * Textract (async text detection, polled), Transcribe (speaker labels, polled) -> Complete.
  * Any failure is caught into MarkFailed, which records a reason a user can act on.
+ * Index (embedding the source's mentions for synthesis) runs after Complete: the text is already usable, so an
+ * Index failure ends in IndexSkipped (synthesis embeds on the fly) instead of failing the source.
  */
 
 /** Task states and the handler module (functions/steps/<file>.ts, export `handler`) each one runs. */
@@ -18,6 +20,7 @@ export const STEP_TASKS = {
   StartTranscribe: "transcribe-start",
   CheckTranscribe: "transcribe-check",
   Complete: "complete",
+  Index: "index",
   MarkFailed: "fail",
 } as const;
 export type StepTaskName = keyof typeof STEP_TASKS;
@@ -86,7 +89,9 @@ export const extractionDefinition = {
       Choices: [{ Variable: "$.job.status", StringEquals: "IN_PROGRESS", Next: "WaitTranscribe" }],
       Default: "Complete",
     },
-    Complete: task("Complete", null),
+    Complete: task("Complete", "Index"),
+    Index: task("Index", null, { Catch: [{ ErrorEquals: ["States.ALL"], ResultPath: "$.indexError", Next: "IndexSkipped" }] }),
+    IndexSkipped: { Type: "Succeed" },
     MarkFailed: task("MarkFailed", null),
   },
 } as const;
