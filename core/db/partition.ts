@@ -24,8 +24,11 @@ export async function partitionKeys(pk: string, skPrefix?: string): Promise<Key[
   return keys;
 }
 
-/** Number of items in a partition whose sort key starts with `skPrefix` (Select COUNT, no item data read back). */
-export async function countByPrefix(pk: string, skPrefix: string): Promise<number> {
+/**
+ * Number of items in a partition whose sort key starts with `skPrefix` (Select COUNT, no item data read back).
+ * `entity` keeps only items of that ElectroDB entity (children can share their parent's prefix).
+ */
+export async function countByPrefix(pk: string, skPrefix: string, entity?: string): Promise<number> {
   let count = 0;
   let start: Record<string, unknown> | undefined;
   do {
@@ -33,7 +36,9 @@ export async function countByPrefix(pk: string, skPrefix: string): Promise<numbe
       new QueryCommand({
         TableName: Config.tableName(),
         KeyConditionExpression: "pk = :pk AND begins_with(sk, :sk)",
-        ExpressionAttributeValues: { ":pk": pk, ":sk": skPrefix },
+        ...(entity
+          ? { FilterExpression: "#e = :e", ExpressionAttributeNames: { "#e": "__edb_e__" }, ExpressionAttributeValues: { ":pk": pk, ":sk": skPrefix, ":e": entity } }
+          : { ExpressionAttributeValues: { ":pk": pk, ":sk": skPrefix } }),
         Select: "COUNT",
         ExclusiveStartKey: start,
       }),

@@ -8,6 +8,12 @@ import {
   WorkspaceEntity,
   WorkspaceSettingsEntity,
 } from "../workspace/workspace.entity";
+import { UsageEntity } from "../billing/usage.entity";
+import { ResearchSourceEntity } from "../research/research-source.entity";
+import { InsightEntity } from "../insight/insight.entity";
+import { RecommendationEntity } from "../recommendation/recommendation.entity";
+import { AgentRunEntity, GuardEntity } from "../agent/agent-run.entity";
+import { AnnotationEntity, BlockEntity, DocumentEntity, RevisionEntity } from "../document/document.entity";
 
 /** Every ElectroDB entity of the service, registered once (DESIGN.md section 3). */
 const service = new Service({
@@ -18,6 +24,16 @@ const service = new Service({
   membership: MembershipEntity,
   workspaceSettings: WorkspaceSettingsEntity,
   subscription: SubscriptionEntity,
+  usage: UsageEntity,
+  researchSource: ResearchSourceEntity,
+  insight: InsightEntity,
+  recommendation: RecommendationEntity,
+  document: DocumentEntity,
+  revision: RevisionEntity,
+  block: BlockEntity,
+  annotation: AnnotationEntity,
+  agentRun: AgentRunEntity,
+  guard: GuardEntity,
 });
 
 let configuredFor: string | undefined;

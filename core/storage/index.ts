@@ -1,4 +1,14 @@
-import { DeleteObjectsCommand, ListObjectsV2Command } from "@aws-sdk/client-s3";
+import {
+  DeleteObjectCommand,
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  NoSuchKey,
+  NotFound,
+  PutObjectCommand,
+} from "@aws-sdk/client-s3";
+import { createPresignedPost } from "@aws-sdk/s3-presigned-post";
 import { Config } from "../config";
 import { s3Client } from "../db/client";
 
@@ -29,4 +39,50 @@ export async function deletePrefix(prefix: string): Promise<number> {
     token = page.IsTruncated ? page.NextContinuationToken : undefined;
   } while (token);
   return deleted;
+}
+
+/** Store an object in the uploads bucket. */
+export async function putObject(key: string, body: Buffer | string, contentType: string, metadata: Record<string, string> = {}): Promise<void> {
+  await s3Client().send(new PutObjectCommand({ Bucket: Config.bucketName(), Key: key, Body: body, ContentType: contentType, Metadata: metadata }));
+}
+
+/** Read a whole object, or only `range` ("bytes=0-4199"). @returns null when the object does not exist. */
+export async function getObject(key: string, range?: string): Promise<Buffer | null> {
+  try {
+    const out = await s3Client().send(new GetObjectCommand({ Bucket: Config.bucketName(), Key: key, ...(range ? { Range: range } : {}) }));
+    return Buffer.from(await out.Body!.transformToByteArray());
+  } catch (err) {
+    if (err instanceof NoSuchKey || (err as { name?: string }).name === "NotFound") return null;
+    throw err;
+  }
+}
+
+/** Size in bytes of an object, or null when it does not exist. */
+export async function objectSize(key: string): Promise<number | null> {
+  try {
+    const out = await s3Client().send(new HeadObjectCommand({ Bucket: Config.bucketName(), Key: key }));
+    return out.ContentLength ?? 0;
+  } catch (err) {
+    if (err instanceof NotFound || err instanceof NoSuchKey) return null;
+    throw err;
+  }
+}
+
+export async function deleteObject(key: string): Promise<void> {
+  await s3Client().send(new DeleteObjectCommand({ Bucket: Config.bucketName(), Key: key }));
+}
+
+/**
+ * A presigned S3 POST for one object (DESIGN.md section 5: uploads above the gateway's payload limit).
+ * The policy pins the key, the content type and a content-length range, so S3 itself refuses anything else.
+ */
+export async function presignedPost(key: string, contentType: string, maxBytes: number, expiresSeconds = 900) {
+  const post = await createPresignedPost(s3Client(), {
+    Bucket: Config.bucketName(),
+    Key: key,
+    Conditions: [["content-length-range", 1, maxBytes], ["eq", "$Content-Type", contentType]],
+    Fields: { "Content-Type": contentType },
+    Expires: expiresSeconds,
+  });
+  return { url: post.url, fields: post.fields, expires_at: new Date(Date.now() + expiresSeconds * 1000).toISOString() };
 }

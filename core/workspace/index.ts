@@ -190,7 +190,7 @@ export async function updateSettings(userId: string, workspaceId: string, input:
     const unmet: string[] = [];
     const sub = await subscriptionOf(workspaceId);
     if (sub.plan !== HIGHEST_PLAN) unmet.push(`the ${HIGHEST_PLAN} plan (this workspace is on ${sub.plan})`);
-    const sources = await countByPrefix(partitionOf(workspaceId), CHILD_PREFIX.source);
+    const sources = await countByPrefix(partitionOf(workspaceId), CHILD_PREFIX.source, "research_source");
     if (sources < RESEARCH_CYCLE_MIN_SOURCES) unmet.push(`at least ${RESEARCH_CYCLE_MIN_SOURCES} research sources (it has ${sources})`);
     if (!program || program.goals.length === 0) unmet.push("a research program with goals");
     if (unmet.length > 0) {
@@ -218,10 +218,10 @@ export async function agentIntro(userId: string, workspaceId: string): Promise<A
   const pk = partitionOf(workspaceId);
   const [workspace, source_count, insight_count, recommendation_count, document_count] = await Promise.all([
     getItem(workspaceId),
-    countByPrefix(pk, CHILD_PREFIX.source),
-    countByPrefix(pk, CHILD_PREFIX.insight),
-    countByPrefix(pk, CHILD_PREFIX.recommendation),
-    countByPrefix(pk, CHILD_PREFIX.document),
+    countByPrefix(pk, CHILD_PREFIX.source, "research_source"),
+    countByPrefix(pk, CHILD_PREFIX.insight, "insight"),
+    countByPrefix(pk, CHILD_PREFIX.recommendation, "recommendation"),
+    countByPrefix(pk, CHILD_PREFIX.document, "document"),
   ]);
   const product = workspace?.product_name || workspace?.name || "your product";
   const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;

@@ -16,6 +16,10 @@ import {
   WorkspaceList,
   WorkspaceSettings,
 } from "../../core/workspace/schema";
+import { researchRoutes } from "./routes/research";
+import { insightRoutes } from "./routes/insights";
+import { recommendationRoutes } from "./routes/recommendations";
+import { blockRoutes, documentRoutes } from "./routes/documents";
 
 /**
  * The route table: method, path, group, schemas, access. Read by the stacks (one Lambda per group), the local
@@ -112,6 +116,12 @@ export const routes = defineRoutes({
     params: MemberParam,
     responses: { 204: null },
   },
+
+  ...researchRoutes,
+  ...insightRoutes,
+  ...recommendationRoutes,
+  ...documentRoutes,
+  ...blockRoutes,
 
   // --- webhooks (spec 02 Webhooks)
   "webhooks.idp": {

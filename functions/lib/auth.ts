@@ -25,7 +25,7 @@ function verifier(): Verifier {
 /**
  * Verify the `Authorization: Bearer <JWT>` header with aws-jwt-verify (signature against the issuer's JWKS,
  * issuer, audience, expiry) and return the claims the service uses (spec 01 Authentication).
- * @throws AppError UNAUTHORIZED (401) for a missing, malformed, expired or otherwise invalid token.
+ * @throws AppError UNAUTHORIZED (401) for a missing, malformed, expired or otherwise invalid token, or one without `sub`.
  */
 export async function verifyBearer(authorization: string | undefined): Promise<TokenClaims> {
   if (!authorization) throw Errors.unauthorized("Not authenticated: send Authorization: Bearer <token>");
@@ -38,9 +38,11 @@ export async function verifyBearer(authorization: string | undefined): Promise<T
     if (err instanceof JwtBaseError) throw Errors.unauthorized(`Invalid token: ${err.message}`);
     throw err;
   }
+  // The subject is the user's identity: without one, every such token would resolve to the same local user.
+  if (typeof payload.sub !== "string" || payload.sub === "") throw Errors.unauthorized("Invalid token: no sub claim");
   const groups = payload["cognito:groups"] ?? payload.groups ?? [];
   return {
-    sub: String(payload.sub ?? ""),
+    sub: payload.sub,
     email: typeof payload.email === "string" ? payload.email : undefined,
     name: typeof payload.name === "string" ? payload.name : undefined,
     picture: typeof payload.picture === "string" ? payload.picture : undefined,

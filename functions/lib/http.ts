@@ -13,13 +13,12 @@ import { AppError, Errors, type FieldError } from "../../core/error";
 import { Config } from "../../core/config";
 import * as User from "../../core/user";
 import { isAdminClaims, verifyBearer } from "./auth";
+import { MULTIPART_MAX_BYTES } from "../../core/research/schema";
 import type { Reply, RouteContext, RouteImpl, RouteSpec } from "./route";
 import { routesOf, type RouteId, type Routes } from "../http/routes";
 
 export const logger = new Logger({ serviceName: "research-to-delivery", logLevel: Config.logLevel() as "INFO" });
 
-/** Upload limit of the multipart route: what API Gateway + Lambda accept in one request (DESIGN.md section 5). */
-export const MULTIPART_MAX_BYTES = 6 * 1024 * 1024;
 
 type Event = APIGatewayProxyEventV2 & { rawBody?: string };
 type Request = middy.Request<Event, APIGatewayProxyResultV2, Error, Context>;
@@ -46,9 +45,10 @@ const requestIdMiddleware = (): middy.MiddlewareObj<Event, APIGatewayProxyResult
 
 /**
  * JSON body parsing that keeps the raw body (webhook signatures need it) and answers malformed JSON with 422
- * (spec 01 Errors: malformed request body), not 415.
+ * (spec 01 Errors: malformed request body), not 415. Routes with `bodyType: "raw"` (route keys in `rawRoutes`)
+ * only get the raw body: their handler verifies a signature first (spec 02: an invalid webhook payload is 400).
  */
-const jsonBodyMiddleware = (): middy.MiddlewareObj<Event, APIGatewayProxyResultV2> => ({
+const jsonBodyMiddleware = (rawRoutes: ReadonlySet<string>): middy.MiddlewareObj<Event, APIGatewayProxyResultV2> => ({
   before: (request) => {
     const { event } = request;
     if (typeof event.body !== "string") return;
@@ -56,6 +56,7 @@ const jsonBodyMiddleware = (): middy.MiddlewareObj<Event, APIGatewayProxyResultV
     const type = event.headers?.["content-type"] ?? "";
     if (type.startsWith("multipart/")) return;
     event.rawBody = raw;
+    if (rawRoutes.has(event.routeKey)) return;
     if (!/^application\/([\w.+-]+\+)?json\b/i.test(type) || raw.trim() === "") return;
     try {
       (event as { body: unknown }).body = JSON.parse(raw);
@@ -65,6 +66,27 @@ const jsonBodyMiddleware = (): middy.MiddlewareObj<Event, APIGatewayProxyResultV
     }
   },
 });
+
+/**
+ * One spelling per response header: middy's middlewares add capitalised names (Content-Security-Policy), our code
+ * lower-case ones. Without this a route's own header (the docs page's CSP) would go out next to the middleware's
+ * default and a browser would enforce both. Lower-cases every name; a route's lower-case header wins.
+ */
+const oneSpellingPerHeader = (): middy.MiddlewareObj<Event, APIGatewayProxyResultV2> => {
+  const merge = (request: Request) => {
+    const res = request.response;
+    if (!res || typeof res !== "object" || !res.headers) return;
+    const out: Record<string, string | number | boolean> = {};
+    for (const [name, value] of Object.entries(res.headers)) {
+      if (value === undefined) continue;
+      const key = name.toLowerCase();
+      if (key in out && name !== key) continue;
+      out[key] = value;
+    }
+    res.headers = out;
+  };
+  return { after: merge, onError: merge };
+};
 
 const CODE_FOR_HTTP_STATUS: Record<number, AppError["code"]> = {
   400: "BAD_REQUEST",
@@ -194,13 +216,15 @@ export function httpGroup<G extends string>(group: G, impls: GroupImpl<G>) {
     })
     // Literal paths before parameterised ones, as API Gateway matches.
     .sort((a, b) => a.literal - b.literal);
+  const rawRoutes = new Set(table.filter(([, spec]) => spec.bodyType === "raw").map(([, spec]) => `${spec.method} ${spec.path}`));
   return middy<Event, APIGatewayProxyResultV2, Error, Context>()
     .use(injectLambdaContext(logger, { resetKeys: true }))
     .use(requestIdMiddleware())
     .use(httpHeaderNormalizer())
     .use(httpEventNormalizer())
-    .use(jsonBodyMiddleware())
+    .use(jsonBodyMiddleware(rawRoutes))
     .use(httpMultipartBodyParser({ disableContentTypeError: true, busboy: { limits: { fileSize: MULTIPART_MAX_BYTES, files: 1 } } }))
+    .use(oneSpellingPerHeader())
     .use(httpSecurityHeaders())
     .use(httpCors({ origins: Config.corsOrigins(), headers: "authorization,content-type", exposeHeaders: "x-request-id" }))
     .use(errorEnvelopeMiddleware())

@@ -1,0 +1,47 @@
+import { Entity } from "electrodb";
+
+/** One AI call (spec 02 Agent run): what ran, how long, what it cost. Newest first by sort key. */
+export const AgentRunEntity = new Entity({
+  model: { entity: "agent_run", version: "1", service: "r2d" },
+  attributes: {
+    id: { type: "string", required: true },
+    workspace_id: { type: "string", required: true },
+    agent_type: { type: ["synthesis", "recommendation", "drafting", "chat", "block_action", "embedding"] as const, required: true },
+    tool_name: { type: "string" },
+    engine: { type: "string", required: true },
+    model_id: { type: "string" },
+    input_data: { type: "any" },
+    output_data: { type: "any" },
+    latency_ms: { type: "number", required: true },
+    tokens_used: { type: "number", required: true, default: 0 },
+    cost_usd: { type: "number", required: true, default: 0 },
+    status: { type: ["success", "failed", "partial"] as const, required: true },
+    error_message: { type: "string" },
+    executed_at: { type: "string", required: true, default: () => new Date().toISOString() },
+  },
+  indexes: {
+    byWorkspace: {
+      pk: { field: "pk", composite: ["workspace_id"], template: "ws#${workspace_id}", casing: "none" },
+      sk: { field: "sk", composite: ["executed_at", "id"], template: "agentrun#${executed_at}#${id}", casing: "none" },
+    },
+  },
+});
+
+/** Short-lived guard items: the per-workspace synthesis lock and fixed-window rate counters. Expire by TTL. */
+export const GuardEntity = new Entity({
+  model: { entity: "guard", version: "1", service: "r2d" },
+  attributes: {
+    scope: { type: "string", required: true },
+    name: { type: "string", required: true },
+    owner: { type: "string" },
+    count: { type: "number" },
+    /** Epoch seconds after which the guard no longer holds (also the DynamoDB TTL). */
+    ttl: { type: "number", required: true },
+  },
+  indexes: {
+    byName: {
+      pk: { field: "pk", composite: ["scope"], template: "${scope}", casing: "none" },
+      sk: { field: "sk", composite: ["name"], template: "guard#${name}", casing: "none" },
+    },
+  },
+});

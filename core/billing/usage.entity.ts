@@ -1,0 +1,19 @@
+import { Entity } from "electrodb";
+
+/**
+ * Per-workspace usage counters that plan limits are enforced against. Changed in the same transaction as the
+ * resource they count, with a condition on the limit, so concurrent requests cannot overshoot it.
+ */
+export const UsageEntity = new Entity({
+  model: { entity: "usage", version: "1", service: "r2d" },
+  attributes: {
+    workspace_id: { type: "string", required: true },
+    research_sources: { type: "number", default: 0 },
+  },
+  indexes: {
+    byWorkspace: {
+      pk: { field: "pk", composite: ["workspace_id"], template: "ws#${workspace_id}", casing: "none" },
+      sk: { field: "sk", composite: [], template: "usage", casing: "none" },
+    },
+  },
+});

@@ -1,0 +1,261 @@
+import { randomUUID } from "node:crypto";
+import type { EntityItem } from "electrodb";
+import { AppError, Errors } from "../error";
+import { db } from "../db/service";
+import { requireMember } from "../workspace";
+import { emptyBlockContent, validateBlockContent, DEFAULT_TITLES, type BlockType } from "./blocks";
+import { extractBlocks, parseIntent } from "./markdown";
+import { requireDocument, type DocumentItem } from "./index";
+import type { AnnotationEntity, BlockEntity } from "./document.entity";
+import type { Block as BlockView, CreateBlockInput, UpdateBlockInput } from "./schema";
+
+export type BlockItem = EntityItem<typeof BlockEntity>;
+type AnnotationItem = EntityItem<typeof AnnotationEntity>;
+
+export const blockView = (b: BlockItem): BlockView => ({
+  id: b.id,
+  document_id: b.document_id,
+  block_type: b.block_type,
+  title: b.title ?? "",
+  content: (b.content as Record<string, unknown>) ?? {},
+  position: b.position,
+  created_at: b.created_at,
+  updated_at: b.updated_at,
+});
+
+/** The document's blocks ordered by position (strongly consistent). */
+export async function blocksOf(doc: Pick<DocumentItem, "workspace_id" | "id">): Promise<BlockItem[]> {
+  const { data } = await db()
+    .entities.block.query.byDocument({ workspace_id: doc.workspace_id, document_id: doc.id })
+    .go({ pages: "all", consistent: true });
+  return data.sort((a, b) => a.position - b.position || a.created_at.localeCompare(b.created_at));
+}
+
+/** Write new positions for the blocks whose position changed (transactions of up to 100 items). */
+async function writePositions(blocks: BlockItem[], order: string[]): Promise<void> {
+  const byId = new Map(blocks.map((b) => [b.id, b]));
+  const changes = order
+    .map((id, position) => ({ block: byId.get(id)!, position }))
+    .filter(({ block, position }) => block.position !== position);
+  for (let i = 0; i < changes.length; i += 100) {
+    const chunk = changes.slice(i, i + 100);
+    const result = await db()
+      .transaction.write(({ block }) =>
+        chunk.map(({ block: b, position }) =>
+          block.patch({ workspace_id: b.workspace_id, document_id: b.document_id, id: b.id }).set({ position }).commit(),
+        ),
+      )
+      .go();
+    if (result.canceled) throw new AppError("CONFLICT", "Blocks changed meanwhile; reload and retry");
+  }
+}
+
+/** `GET /api/documents/{id}/blocks`: all blocks ordered by position. */
+export async function listBlocks(userId: string, documentId: string) {
+  const doc = await requireDocument(userId, documentId);
+  const blocks = (await blocksOf(doc)).map(blockView);
+  return { blocks, total: blocks.length };
+}
+
+async function requireBlockOf(doc: DocumentItem, blockId: string): Promise<BlockItem> {
+  const { data } = await db().entities.block.get({ workspace_id: doc.workspace_id, document_id: doc.id, id: blockId }).go({ consistent: true });
+  if (!data) throw Errors.notFound("Block");
+  return data;
+}
+
+/**
+ * Resolve a block fetched by id alone (block actions) with its document, checking membership.
+ * @throws AppError NOT_FOUND, FORBIDDEN.
+ */
+export async function requireBlock(userId: string, blockId: string): Promise<{ doc: DocumentItem; block: BlockItem }> {
+  const { data } = await db().entities.block.query.byId({ id: blockId }).go({ limit: 1 });
+  const found = data[0];
+  if (!found) throw Errors.notFound("Block");
+  await requireMember(userId, found.workspace_id);
+  const doc = await requireDocument(userId, found.document_id);
+  return { doc, block: await requireBlockOf(doc, blockId) };
+}
+
+/**
+ * `POST /api/documents/{id}/blocks`: content is validated against the block type's schema (an empty skeleton when
+ * omitted); inserting at a position shifts the blocks at and after it.
+ * @throws AppError VALIDATION_ERROR (422) for content that does not fit the type.
+ */
+export async function createBlock(userId: string, documentId: string, input: CreateBlockInput): Promise<BlockView> {
+  const doc = await requireDocument(userId, documentId);
+  const content = validateBlockContent(input.block_type, input.content ?? emptyBlockContent(input.block_type));
+  const existing = await blocksOf(doc);
+  const position = Math.min(input.position ?? existing.length, existing.length);
+  const id = randomUUID();
+  await db()
+    .entities.block.create({
+      id,
+      workspace_id: doc.workspace_id,
+      document_id: doc.id,
+      block_type: input.block_type,
+      title: input.title ?? DEFAULT_TITLES[input.block_type],
+      content,
+      position: existing.length, // appended first, then moved into place with the others
+    })
+    .go();
+  const all = [...existing, { id, position: existing.length } as BlockItem];
+  const order = existing.map((b) => b.id);
+  order.splice(position, 0, id);
+  await writePositions(all, order);
+  return blockView(await requireBlockOf(doc, id));
+}
+
+/** `PATCH /api/documents/{id}/blocks/{block_id}`: title, content (validated for the block's type) or position. */
+export async function updateBlock(userId: string, documentId: string, blockId: string, input: UpdateBlockInput): Promise<BlockView> {
+  const doc = await requireDocument(userId, documentId);
+  const block = await requireBlockOf(doc, blockId);
+  const content = input.content !== undefined ? validateBlockContent(block.block_type as BlockType, input.content) : undefined;
+  if (input.title !== undefined || content !== undefined) {
+    await db()
+      .entities.block.patch({ workspace_id: doc.workspace_id, document_id: doc.id, id: blockId })
+      .set({ ...(input.title !== undefined ? { title: input.title } : {}), ...(content !== undefined ? { content } : {}) })
+      .go();
+  }
+  if (input.position !== undefined && input.position !== block.position) {
+    const all = await blocksOf(doc);
+    const order = all.map((b) => b.id).filter((id) => id !== blockId);
+    order.splice(Math.min(input.position, order.length), 0, blockId);
+    await writePositions(all, order);
+  }
+  return blockView(await requireBlockOf(doc, blockId));
+}
+
+/** `DELETE /api/documents/{id}/blocks/{block_id}`: the block and its annotations; later blocks move up. */
+export async function deleteBlock(userId: string, documentId: string, blockId: string): Promise<void> {
+  const doc = await requireDocument(userId, documentId);
+  await requireBlockOf(doc, blockId);
+  const notes = await annotationsOf(doc, blockId);
+  await db().entities.block.delete({ workspace_id: doc.workspace_id, document_id: doc.id, id: blockId }).go();
+  if (notes.length) await db().entities.annotation.delete(notes.map((n) => ({ workspace_id: n.workspace_id, document_id: n.document_id, block_id: n.block_id, id: n.id }))).go();
+  const rest = (await blocksOf(doc)).filter((b) => b.id !== blockId);
+  await writePositions(rest, rest.map((b) => b.id));
+}
+
+/**
+ * `PATCH /api/documents/{id}/blocks/reorder`: `block_ids` must be a permutation of the document's blocks;
+ * positions become 0..n-1 in that order.
+ * @throws AppError VALIDATION_ERROR naming missing, unknown or repeated ids.
+ */
+export async function reorderBlocks(userId: string, documentId: string, blockIds: string[]) {
+  const doc = await requireDocument(userId, documentId);
+  const all = await blocksOf(doc);
+  const known = new Set(all.map((b) => b.id));
+  const seen = new Set<string>();
+  const repeated = blockIds.filter((id) => (seen.has(id) ? true : (seen.add(id), false)));
+  const unknown = blockIds.filter((id) => !known.has(id));
+  const missing = all.map((b) => b.id).filter((id) => !seen.has(id));
+  if (repeated.length || unknown.length || missing.length) {
+    const errors = [
+      ...repeated.map((id) => ({ loc: ["body", "block_ids"], msg: `block ${id} appears more than once`, type: "duplicate" })),
+      ...unknown.map((id) => ({ loc: ["body", "block_ids"], msg: `block ${id} is not in this document`, type: "unknown_id" })),
+      ...missing.map((id) => ({ loc: ["body", "block_ids"], msg: `block ${id} is missing`, type: "missing" })),
+    ];
+    throw new AppError("VALIDATION_ERROR", "block_ids must list every block of the document exactly once", { errors });
+  }
+  await writePositions(all, blockIds);
+  const blocks = (await blocksOf(doc)).map(blockView);
+  return { blocks, total: blocks.length };
+}
+
+/**
+ * `POST /api/blocks/extract`: replace the document's blocks with typed blocks extracted from the Markdown sections
+ * of its content (content is the source of truth; see docs/decisions.md).
+ */
+export async function extractFromContent(userId: string, workspaceId: string, documentId: string) {
+  const doc = await requireDocument(userId, documentId);
+  if (doc.workspace_id !== workspaceId) throw Errors.notFound("Document");
+  const drafts = extractBlocks(doc.content);
+  const old = await blocksOf(doc);
+  if (old.length) {
+    await db().entities.block.delete(old.map((b) => ({ workspace_id: b.workspace_id, document_id: b.document_id, id: b.id }))).go();
+  }
+  if (drafts.length) {
+    await db()
+      .entities.block.put(
+        drafts.map((d, i) => ({
+          id: randomUUID(),
+          workspace_id: doc.workspace_id,
+          document_id: doc.id,
+          block_type: d.block_type,
+          title: d.title ?? DEFAULT_TITLES[d.block_type],
+          content: d.content as Record<string, unknown>,
+          position: i,
+        })),
+      )
+      .go();
+  }
+  const blocks = (await blocksOf(doc)).map(blockView);
+  return { document_id: doc.id, blocks, count: blocks.length, replaced: old.length };
+}
+
+/** `POST /api/intent/parse`: a block skeleton decomposed from free text (nothing is stored). */
+export async function intent(userId: string, rawInput: string, workspaceId?: string) {
+  if (workspaceId) await requireMember(userId, workspaceId);
+  return {
+    blocks: parseIntent(rawInput).map((d, i) => ({
+      block_type: d.block_type,
+      title: d.title ?? DEFAULT_TITLES[d.block_type],
+      content: d.content as Record<string, unknown>,
+      position: i,
+    })),
+  };
+}
+
+/** Up to 8 blocks nearest by position to `block` (spec 01: block actions use up to 8 surrounding blocks). */
+export async function contextFor(doc: DocumentItem, block: BlockItem): Promise<BlockItem[]> {
+  const others = (await blocksOf(doc)).filter((b) => b.id !== block.id);
+  return others
+    .sort((a, b) => Math.abs(a.position - block.position) - Math.abs(b.position - block.position) || a.position - b.position)
+    .slice(0, 8)
+    .sort((a, b) => a.position - b.position);
+}
+
+// ---- annotations (DESIGN.md section 5) ----
+
+async function annotationsOf(doc: DocumentItem, blockId: string): Promise<AnnotationItem[]> {
+  const { data } = await db()
+    .entities.annotation.query.byBlock({ workspace_id: doc.workspace_id, document_id: doc.id, block_id: blockId })
+    .go({ pages: "all", consistent: true });
+  return data.sort((a, b) => a.created_at.localeCompare(b.created_at));
+}
+
+const annotationView = (a: AnnotationItem) => ({
+  id: a.id,
+  block_id: a.block_id,
+  document_id: a.document_id,
+  body: a.body,
+  kind: a.kind,
+  author_id: a.author_id,
+  created_at: a.created_at,
+});
+
+export async function listAnnotations(userId: string, documentId: string, blockId: string) {
+  const doc = await requireDocument(userId, documentId);
+  await requireBlockOf(doc, blockId);
+  const annotations = (await annotationsOf(doc, blockId)).map(annotationView);
+  return { annotations, total: annotations.length };
+}
+
+export async function createAnnotation(userId: string, documentId: string, blockId: string, input: { body: string; kind: AnnotationItem["kind"] }) {
+  const doc = await requireDocument(userId, documentId);
+  await requireBlockOf(doc, blockId);
+  const { data } = await db()
+    .entities.annotation.create({ id: randomUUID(), workspace_id: doc.workspace_id, document_id: doc.id, block_id: blockId, body: input.body, kind: input.kind, author_id: userId })
+    .go();
+  return annotationView(data as AnnotationItem);
+}
+
+/** Delete an annotation: its author, or a workspace owner or admin. */
+export async function deleteAnnotation(userId: string, documentId: string, blockId: string, annotationId: string): Promise<void> {
+  const doc = await requireDocument(userId, documentId);
+  const key = { workspace_id: doc.workspace_id, document_id: doc.id, block_id: blockId, id: annotationId };
+  const { data } = await db().entities.annotation.get(key).go({ consistent: true });
+  if (!data) throw Errors.notFound("Annotation");
+  if (data.author_id !== userId) await requireMember(userId, doc.workspace_id, ["owner", "admin"]);
+  await db().entities.annotation.delete(key).go();
+}

@@ -1,0 +1,152 @@
+import { randomUUID } from "node:crypto";
+import type { EntityItem } from "electrodb";
+import { Errors } from "../error";
+import { db } from "../db/service";
+import { requireMember } from "../workspace";
+import type { InsightEntity } from "./insight.entity";
+import type {
+  BatchInsightsInput,
+  CreateInsightInput,
+  Insight as InsightView,
+  ListInsightsQuery,
+  UpdateInsightInput,
+} from "./schema";
+
+export * from "./schema";
+
+export type InsightItem = EntityItem<typeof InsightEntity>;
+
+export const toView = (i: InsightItem): InsightView => ({
+  id: i.id,
+  workspace_id: i.workspace_id,
+  insight_type: i.insight_type as InsightView["insight_type"],
+  title: i.title,
+  description: i.description,
+  source_ids: i.source_ids ?? [],
+  quotes: (i.quotes ?? []).map((q) => ({ text: q.text, source_id: q.source_id, speaker: q.speaker ?? null })),
+  frequency: i.frequency,
+  mention_count: i.mention_count,
+  severity: i.severity,
+  impact: i.impact ?? null,
+  is_archived: i.is_archived,
+  notes: i.notes ?? null,
+  rating: i.rating ?? null,
+  created_at: i.created_at,
+  updated_at: i.updated_at,
+});
+
+/** All insights of a workspace (strongly consistent), unsorted. */
+export async function allOf(workspaceId: string): Promise<InsightItem[]> {
+  const { data } = await db().entities.insight.query.byWorkspace({ workspace_id: workspaceId }).go({ pages: "all", consistent: true });
+  return data;
+}
+
+/**
+ * Resolve an insight fetched by id alone and check membership of its workspace.
+ * @throws AppError NOT_FOUND (404), FORBIDDEN (403).
+ */
+export async function requireInsight(userId: string, insightId: string): Promise<InsightItem> {
+  const { data } = await db().entities.insight.query.byId({ id: insightId }).go({ limit: 1 });
+  const found = data[0];
+  if (!found) throw Errors.notFound("Insight");
+  await requireMember(userId, found.workspace_id);
+  const { data: item } = await db().entities.insight.get({ workspace_id: found.workspace_id, id: insightId }).go({ consistent: true });
+  if (!item) throw Errors.notFound("Insight");
+  return item;
+}
+
+/**
+ * `POST /api/insights`: a manual insight. frequency defaults to the number of distinct sources (at least 1);
+ * mention_count to the number of quotes (at least 1).
+ */
+export async function create(userId: string, input: CreateInsightInput): Promise<InsightView> {
+  await requireMember(userId, input.workspace_id);
+  const sourceIds = [...new Set([...input.source_ids, ...input.quotes.map((q) => q.source_id)])];
+  const { data } = await db()
+    .entities.insight.create({
+      id: randomUUID(),
+      workspace_id: input.workspace_id,
+      insight_type: input.insight_type,
+      title: input.title,
+      description: input.description,
+      source_ids: sourceIds,
+      quotes: input.quotes.map((q) => ({ text: q.text, source_id: q.source_id, ...(q.speaker ? { speaker: q.speaker } : {}) })),
+      frequency: input.frequency ?? Math.max(1, sourceIds.length),
+      mention_count: Math.max(1, input.quotes.length),
+      severity: input.severity,
+      impact: input.impact,
+      origin: "manual",
+      created_by: userId,
+    })
+    .go();
+  return toView(data as InsightItem);
+}
+
+/** Newest first, then id, so pages are stable. */
+const newestFirst = (a: InsightItem, b: InsightItem) => b.created_at.localeCompare(a.created_at) || b.id.localeCompare(a.id);
+
+/**
+ * `GET /api/insights`: filtered, newest first, paginated (limit default 200, max 500); archived insights are
+ * hidden unless `is_archived` is given.
+ */
+export async function list(userId: string, q: ListInsightsQuery): Promise<{ insights: InsightView[]; total: number }> {
+  await requireMember(userId, q.workspace_id);
+  const archived = q.is_archived ?? false;
+  const matching = (await allOf(q.workspace_id))
+    .filter(
+      (i) =>
+        i.is_archived === archived &&
+        (!q.insight_type || i.insight_type === q.insight_type) &&
+        (!q.severity || i.severity === q.severity) &&
+        (!q.min_frequency || i.frequency >= q.min_frequency),
+    )
+    .sort(newestFirst);
+  return { insights: matching.slice(q.offset, q.offset + q.limit).map(toView), total: matching.length };
+}
+
+export async function get(userId: string, insightId: string): Promise<InsightView> {
+  return toView(await requireInsight(userId, insightId));
+}
+
+/** `PATCH /api/insights/{id}`: only the given fields change; a title or description change drops the stale embedding. */
+export async function update(userId: string, insightId: string, input: UpdateInsightInput): Promise<InsightView> {
+  const item = await requireInsight(userId, insightId);
+  const textChanged = input.title !== undefined || input.description !== undefined;
+  const { notes, rating, ...rest } = input;
+  const removals: ("notes" | "rating" | "vector" | "embedder_id")[] = [];
+  if (notes === null) removals.push("notes");
+  if (rating === null) removals.push("rating");
+  if (textChanged) removals.push("vector", "embedder_id");
+  const { data } = await db()
+    .entities.insight.patch({ workspace_id: item.workspace_id, id: item.id })
+    .set({ ...rest, ...(notes ? { notes } : {}), ...(rating ? { rating } : {}) })
+    .remove(removals)
+    .go({ response: "all_new" });
+  return toView(data as InsightItem);
+}
+
+/** `DELETE /api/insights/{id}`: permanent. */
+export async function remove(userId: string, insightId: string): Promise<void> {
+  const item = await requireInsight(userId, insightId);
+  await db().entities.insight.delete({ workspace_id: item.workspace_id, id: item.id }).go();
+}
+
+/**
+ * `POST /api/insights/batch`: archive or unarchive the listed insights of the workspace. Ids that are not
+ * insights of this workspace are not touched and not counted.
+ */
+export async function batch(userId: string, input: BatchInsightsInput): Promise<{ updated_count: number; insight_ids: string[] }> {
+  await requireMember(userId, input.workspace_id);
+  const archive = input.action === "archive";
+  const unique = [...new Set(input.insight_ids)];
+  const { data } = await db()
+    .entities.insight.get(unique.map((id) => ({ workspace_id: input.workspace_id, id })))
+    .go({ consistent: true });
+  const targets = data.filter((i) => i.is_archived !== archive);
+  await Promise.all(
+    targets.map((i) =>
+      db().entities.insight.patch({ workspace_id: i.workspace_id, id: i.id }).set({ is_archived: archive }).go(),
+    ),
+  );
+  return { updated_count: targets.length, insight_ids: targets.map((i) => i.id) };
+}

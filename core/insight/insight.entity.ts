@@ -1,0 +1,52 @@
+import { Entity } from "electrodb";
+
+/** An insight (spec 01 Insight). Its embedding is kept on the item (base64 Float32) for semantic search. */
+export const InsightEntity = new Entity({
+  model: { entity: "insight", version: "1", service: "r2d" },
+  attributes: {
+    id: { type: "string", required: true },
+    workspace_id: { type: "string", required: true },
+    insight_type: { type: "string", required: true },
+    title: { type: "string", required: true },
+    description: { type: "string", required: true },
+    source_ids: { type: "list", items: { type: "string" }, default: () => [] },
+    quotes: {
+      type: "list",
+      default: () => [],
+      items: {
+        type: "map",
+        properties: {
+          text: { type: "string", required: true },
+          source_id: { type: "string", required: true },
+          speaker: { type: "string" },
+        },
+      },
+    },
+    frequency: { type: "number", required: true, default: 1 },
+    mention_count: { type: "number", required: true, default: 1 },
+    severity: { type: ["low", "medium", "high", "critical"] as const, required: true, default: "medium" },
+    impact: { type: "string" },
+    is_archived: { type: "boolean", required: true, default: false },
+    notes: { type: "string" },
+    rating: { type: "number" },
+    /** Where it came from: "manual" or "synthesis". */
+    origin: { type: "string", default: "manual" },
+    /** base64 of a unit-length Float32Array, and the embedder that made it. */
+    vector: { type: "string" },
+    embedder_id: { type: "string" },
+    created_by: { type: "string" },
+    created_at: { type: "string", required: true, readOnly: true, default: () => new Date().toISOString() },
+    updated_at: { type: "string", required: true, default: () => new Date().toISOString(), set: () => new Date().toISOString(), watch: "*" },
+  },
+  indexes: {
+    byWorkspace: {
+      pk: { field: "pk", composite: ["workspace_id"], template: "ws#${workspace_id}", casing: "none" },
+      sk: { field: "sk", composite: ["id"], template: "insight#${id}", casing: "none" },
+    },
+    byId: {
+      index: "gsi1",
+      pk: { field: "gsi1pk", composite: ["id"], template: "insight#${id}", casing: "none" },
+      sk: { field: "gsi1sk", composite: [], template: "insight", casing: "none" },
+    },
+  },
+});

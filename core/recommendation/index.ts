@@ -1,0 +1,181 @@
+import { randomUUID } from "node:crypto";
+import type { EntityItem } from "electrodb";
+import { AppError, Errors } from "../error";
+import { db } from "../db/service";
+import { requireMember } from "../workspace";
+import { assertTransition, checkBatchTransition } from "./status";
+import type { RecommendationEntity } from "./recommendation.entity";
+import type {
+  BatchStatusInput,
+  CreateRecommendationInput,
+  ListRecommendationsQuery,
+  Recommendation as RecommendationView,
+  StatusChangeInput,
+  UpdateRecommendationInput,
+} from "./schema";
+
+export * from "./schema";
+
+export type RecommendationItem = EntityItem<typeof RecommendationEntity>;
+
+export const toView = (r: RecommendationItem): RecommendationView => ({
+  id: r.id,
+  workspace_id: r.workspace_id,
+  title: r.title,
+  description: r.description,
+  addresses_insight_ids: r.addresses_insight_ids ?? [],
+  rationale: r.rationale ?? null,
+  effort_estimate: r.effort_estimate ?? null,
+  effort_weeks: r.effort_weeks ?? null,
+  impact_score: r.impact_score ?? null,
+  success_metrics: r.success_metrics ?? [],
+  target_repo: r.target_repo ?? null,
+  status: r.status,
+  user_notes: r.user_notes ?? null,
+  priority_rank: r.priority_rank ?? null,
+  created_at: r.created_at,
+  updated_at: r.updated_at,
+});
+
+/**
+ * Resolve a recommendation fetched by id alone and check membership of its workspace.
+ * @throws AppError NOT_FOUND (404), FORBIDDEN (403).
+ */
+export async function requireRecommendation(userId: string, id: string): Promise<RecommendationItem> {
+  const { data } = await db().entities.recommendation.query.byId({ id }).go({ limit: 1 });
+  const found = data[0];
+  if (!found) throw Errors.notFound("Recommendation");
+  await requireMember(userId, found.workspace_id);
+  const { data: item } = await db().entities.recommendation.get({ workspace_id: found.workspace_id, id }).go({ consistent: true });
+  if (!item) throw Errors.notFound("Recommendation");
+  return item;
+}
+
+/** Insights referenced must belong to the workspace. @throws AppError VALIDATION_ERROR naming the unknown ids. */
+export async function checkInsightIds(workspaceId: string, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  const unique = [...new Set(ids)];
+  const { data } = await db().entities.insight.get(unique.map((id) => ({ workspace_id: workspaceId, id }))).go();
+  const known = new Set(data.map((i) => i.id));
+  const unknown = unique.filter((id) => !known.has(id));
+  if (unknown.length > 0) {
+    throw new AppError("VALIDATION_ERROR", `Unknown insight ids for this workspace: ${unknown.join(", ")}`, {
+      errors: unknown.map((id) => ({ loc: ["body", "addresses_insight_ids"], msg: `insight ${id} is not in this workspace`, type: "unknown_id" })),
+    });
+  }
+}
+
+/** `POST /api/recommendations`: a manual recommendation, status suggested. */
+export async function create(userId: string, input: CreateRecommendationInput, extra: Partial<RecommendationItem> = {}): Promise<RecommendationView> {
+  await requireMember(userId, input.workspace_id);
+  await checkInsightIds(input.workspace_id, input.addresses_insight_ids);
+  const { data } = await db()
+    .entities.recommendation.create({ ...input, ...extra, id: randomUUID(), status: "suggested", created_by: userId })
+    .go();
+  return toView(data as RecommendationItem);
+}
+
+/** `GET /api/recommendations`: filtered, by priority (impact) then newest, paginated (limit 200, max 500). */
+export async function list(userId: string, q: ListRecommendationsQuery): Promise<{ recommendations: RecommendationView[]; total: number }> {
+  await requireMember(userId, q.workspace_id);
+  const { data } = await db().entities.recommendation.query.byWorkspace({ workspace_id: q.workspace_id }).go({ pages: "all", consistent: true });
+  const matching = data
+    .filter(
+      (r) =>
+        (!q.status || r.status === q.status) &&
+        (q.min_impact === undefined || (r.impact_score ?? 0) >= q.min_impact) &&
+        (!q.effort_estimate || r.effort_estimate === q.effort_estimate),
+    )
+    .sort((a, b) => b.created_at.localeCompare(a.created_at) || (a.priority_rank ?? 99) - (b.priority_rank ?? 99) || a.id.localeCompare(b.id));
+  return { recommendations: matching.slice(q.offset, q.offset + q.limit).map(toView), total: matching.length };
+}
+
+export async function get(userId: string, id: string): Promise<RecommendationView> {
+  return toView(await requireRecommendation(userId, id));
+}
+
+/** `PATCH /api/recommendations/{id}`: resource fields only; null clears an optional field. */
+export async function update(userId: string, id: string, input: UpdateRecommendationInput): Promise<RecommendationView> {
+  const item = await requireRecommendation(userId, id);
+  if (input.addresses_insight_ids) await checkInsightIds(item.workspace_id, input.addresses_insight_ids);
+  const set: Record<string, unknown> = {};
+  const removals: string[] = [];
+  for (const [k, v] of Object.entries(input)) {
+    if (v === null) removals.push(k);
+    else if (v !== undefined) set[k] = v;
+  }
+  const { data } = await db()
+    .entities.recommendation.patch({ workspace_id: item.workspace_id, id })
+    .set(set)
+    .remove(removals as never)
+    .go({ response: "all_new" });
+  return toView(data as RecommendationItem);
+}
+
+export async function remove(userId: string, id: string): Promise<void> {
+  const item = await requireRecommendation(userId, id);
+  await db().entities.recommendation.delete({ workspace_id: item.workspace_id, id }).go();
+}
+
+const conditionalFailed = (err: unknown) => (err as { cause?: { name?: string } }).cause?.name === "ConditionalCheckFailedException";
+
+/**
+ * Move one recommendation's status by the transition table, guarded by a conditional write on the status it was
+ * read with (spec 01 Recommendation status).
+ * @throws AppError INVALID_TRANSITION (422, with valid_transitions); CONFLICT (409) when it changed meanwhile.
+ */
+async function transition(item: RecommendationItem, to: RecommendationItem["status"], notes: string | undefined): Promise<RecommendationItem> {
+  assertTransition(item.status, to);
+  try {
+    const { data } = await db()
+      .entities.recommendation.patch({ workspace_id: item.workspace_id, id: item.id })
+      .set({ status: to, status_changed_at: new Date().toISOString(), ...(notes !== undefined ? { user_notes: notes } : {}) })
+      .where((attr, op) => op.eq(attr.status, item.status))
+      .go({ response: "all_new" });
+    return data as RecommendationItem;
+  } catch (err) {
+    if (conditionalFailed(err)) throw new AppError("CONFLICT", "The recommendation's status changed meanwhile; reload and retry");
+    throw err;
+  }
+}
+
+/** `PATCH /api/recommendations/{id}/status`. */
+export async function changeStatus(userId: string, id: string, input: StatusChangeInput): Promise<RecommendationView> {
+  const item = await requireRecommendation(userId, id);
+  return toView(await transition(item, input.status, input.user_notes));
+}
+
+/**
+ * `PATCH /api/recommendations/batch/status`: each item moves independently; an invalid transition (or an id that
+ * is not a recommendation of the workspace) is reported in `errors` and does not block the others.
+ */
+export async function batchStatus(userId: string, input: BatchStatusInput) {
+  await requireMember(userId, input.workspace_id);
+  const ids = [...new Set(input.recommendation_ids)];
+  const { data } = await db()
+    .entities.recommendation.get(ids.map((id) => ({ workspace_id: input.workspace_id, id })))
+    .go({ consistent: true });
+  const byId = new Map(data.map((r) => [r.id, r]));
+  const errors: { recommendation_id: string; error: string; valid_transitions: RecommendationItem["status"][] }[] = [];
+  let updated = 0;
+  for (const id of ids) {
+    const item = byId.get(id);
+    if (!item) {
+      errors.push({ recommendation_id: id, error: "not_found", valid_transitions: [] });
+      continue;
+    }
+    const invalid = checkBatchTransition(item.status, input.status);
+    if (invalid) {
+      errors.push({ recommendation_id: id, ...invalid });
+      continue;
+    }
+    try {
+      await transition(item, input.status, input.user_notes);
+      updated++;
+    } catch (err) {
+      if (!(err instanceof AppError)) throw err;
+      errors.push({ recommendation_id: id, error: "conflict: status changed meanwhile", valid_transitions: [] });
+    }
+  }
+  return { updated_count: updated, failed_count: errors.length, errors };
+}

@@ -1,0 +1,303 @@
+import { randomUUID } from "node:crypto";
+import type { EntityItem } from "electrodb";
+import { AppError, Errors } from "../error";
+import { Config } from "../config";
+import { db } from "../db/service";
+import { requireActiveSubscription } from "../billing";
+import { requireMember } from "../workspace";
+import { deleteObject, deletePrefix, getObject, presignedPost, putObject } from "../storage";
+import { startExtraction } from "../pipeline";
+import { inspectUpload, inspectDeclared } from "../extract/validate";
+import type { Extraction } from "../extract/types";
+import type { ResearchSourceEntity } from "./research-source.entity";
+import {
+  MAX_UPLOAD_BYTES,
+  MULTIPART_MAX_BYTES,
+  type ListSourcesQuery,
+  type ResearchSource as SourceView,
+  type ResearchSourceDetail,
+  type UploadBody,
+  type UploadUrlInput,
+} from "./schema";
+
+export * from "./schema";
+
+export type SourceItem = EntityItem<typeof ResearchSourceEntity>;
+
+/** Processing transitions (spec 01 Research source processing), enforced with conditional writes. */
+export const PROCESSING_TRANSITIONS = {
+  pending: ["completed", "failed", "pending"],
+  failed: ["pending"],
+  completed: [],
+} as const satisfies Record<SourceItem["processing_status"], readonly SourceItem["processing_status"][]>;
+
+/** Where a source's files live: the original under `original/`, derived files beside it. */
+const sourcePrefix = (workspaceId: string, sourceId: string) => `workspaces/${workspaceId}/sources/${sourceId}/`;
+const originalKey = (workspaceId: string, sourceId: string, fileName: string) =>
+  `${sourcePrefix(workspaceId, sourceId)}original/${fileName.replace(/[^\w.\- ]+/g, "_").slice(-200) || "file"}`;
+/** Key of the extraction result (text, transcript, units) of a source. */
+export const extractionKey = (workspaceId: string, sourceId: string) => `${sourcePrefix(workspaceId, sourceId)}extraction.json`;
+/** Key of the source's embedded mentions (written by the Index step). */
+export const mentionsKey = (workspaceId: string, sourceId: string) => `${sourcePrefix(workspaceId, sourceId)}mentions.json`;
+
+/** Parse an uploads-bucket key of an original file back into its workspace and source. */
+export function parseOriginalKey(key: string): { workspace_id: string; source_id: string } | null {
+  const m = /^workspaces\/([0-9a-f-]{36})\/sources\/([0-9a-f-]{36})\/original\/.+$/.exec(key);
+  return m ? { workspace_id: m[1]!, source_id: m[2]! } : null;
+}
+
+export const toView = (s: SourceItem): SourceView => ({
+  id: s.id,
+  workspace_id: s.workspace_id,
+  source_type: s.source_type,
+  title: s.title,
+  file_name: s.file_name,
+  file_url: `s3://${Config.bucketName()}/${s.file_key}`,
+  file_type: s.file_type,
+  file_size_bytes: s.file_size_bytes,
+  processing_status: s.processing_status,
+  processing_error: s.processing_error ?? null,
+  char_count: s.char_count ?? null,
+  unit_count: s.unit_count ?? null,
+  pages: s.pages ?? null,
+  created_at: s.created_at,
+  processed_at: s.processed_at ?? null,
+});
+
+/** A source by workspace and id, strongly consistent; null when absent. */
+export async function getItem(workspaceId: string, sourceId: string): Promise<SourceItem | null> {
+  const { data } = await db().entities.researchSource.get({ workspace_id: workspaceId, id: sourceId }).go({ consistent: true });
+  return data;
+}
+
+/**
+ * Resolve a source fetched by id alone and check the caller's membership of its workspace.
+ * @throws AppError NOT_FOUND (404), FORBIDDEN (403).
+ */
+export async function requireSource(userId: string, sourceId: string): Promise<SourceItem> {
+  const { data } = await db().entities.researchSource.query.byId({ id: sourceId }).go({ limit: 1 });
+  const found = data[0];
+  if (!found) throw Errors.notFound("Research source");
+  await requireMember(userId, found.workspace_id);
+  const item = await getItem(found.workspace_id, sourceId);
+  if (!item) throw Errors.notFound("Research source");
+  return item;
+}
+
+/**
+ * Create the source item and count it against the plan's research-source limit in one transaction.
+ * @throws AppError USAGE_LIMIT_EXCEEDED (402) when the limit is reached.
+ */
+async function createCounted(item: Omit<SourceItem, "created_at" | "updated_at" | "processing_attempt"> & { processing_attempt?: number }, max: number | null) {
+  const result = await db()
+    .transaction.write(({ researchSource, usage }) => [
+      researchSource.create(item as never).commit(),
+      usage
+        .update({ workspace_id: item.workspace_id })
+        .add({ research_sources: 1 })
+        .where((attr, op) => (max === null ? "" : `${op.notExists(attr.research_sources)} OR ${op.lt(attr.research_sources, max)}`))
+        .commit(),
+    ])
+    .go();
+  if (result.canceled) {
+    throw new AppError("USAGE_LIMIT_EXCEEDED", `This plan allows ${max} research sources; delete some or upgrade the plan`, { limit: max });
+  }
+}
+
+async function uncount(workspaceId: string, sourceId: string): Promise<void> {
+  await db()
+    .transaction.write(({ researchSource, usage }) => [
+      researchSource.delete({ workspace_id: workspaceId, id: sourceId }).commit(),
+      usage.update({ workspace_id: workspaceId }).subtract({ research_sources: 1 }).commit(),
+    ])
+    .go();
+}
+
+/**
+ * `POST /api/research/upload` (spec 01): validate the file before anything is stored (size, executables, declared
+ * type vs leading bytes), then write the pending source and the object. If storing the object fails, the item is
+ * removed again, so a refused or failed upload leaves nothing behind. The object-created event starts extraction.
+ * @throws AppError EMPTY_FILE, BLOCKED_FILE_TYPE, FILE_TYPE_MISMATCH (400), PAYLOAD_TOO_LARGE (413),
+ *   UNSUPPORTED_MEDIA_TYPE (415), SUBSCRIPTION_REQUIRED / USAGE_LIMIT_EXCEEDED (402), FORBIDDEN (403).
+ */
+export async function upload(userId: string, body: UploadBody): Promise<SourceView> {
+  await requireMember(userId, body.workspace_id);
+  const sub = await requireActiveSubscription(body.workspace_id);
+  const { content, filename, mimetype, truncated } = body.file;
+  if (truncated) {
+    throw new AppError("PAYLOAD_TOO_LARGE", `Files over ${MULTIPART_MAX_BYTES / 1024 / 1024} MB go through POST /api/research/upload-url (up to 100 MB)`);
+  }
+  const inspected = await inspectUpload({ head: content.subarray(0, 8192), declaredType: mimetype, filename, size: content.length });
+  const id = randomUUID();
+  const item = {
+    id,
+    workspace_id: body.workspace_id,
+    source_type: body.source_type,
+    title: body.title,
+    file_name: filename,
+    file_key: originalKey(body.workspace_id, id, filename),
+    file_type: inspected.contentType,
+    file_kind: inspected.kind,
+    file_size_bytes: content.length,
+    upload_method: "multipart" as const,
+    processing_status: "pending" as const,
+    created_by: userId,
+  };
+  await createCounted(item, sub.limits.max_research_sources);
+  try {
+    await putObject(item.file_key, content, inspected.contentType, { "source-id": id });
+  } catch (err) {
+    await uncount(body.workspace_id, id);
+    throw err;
+  }
+  return toView((await getItem(body.workspace_id, id))!);
+}
+
+/**
+ * `POST /api/research/upload-url` (DESIGN.md section 5): a presigned S3 POST for files up to 100 MB. What can be
+ * checked without the bytes is checked now (size, blocked names and types); the byte checks run when the object's
+ * S3 event arrives, and a refused object is deleted and the source marked failed with the reason.
+ */
+export async function createUploadUrl(userId: string, input: UploadUrlInput) {
+  await requireMember(userId, input.workspace_id);
+  const sub = await requireActiveSubscription(input.workspace_id);
+  const declared = inspectDeclared({ declaredType: input.content_type, filename: input.file_name, size: input.file_size_bytes });
+  const id = randomUUID();
+  const item = {
+    id,
+    workspace_id: input.workspace_id,
+    source_type: input.source_type,
+    title: input.title,
+    file_name: input.file_name,
+    file_key: originalKey(input.workspace_id, id, input.file_name),
+    file_type: declared.contentType,
+    file_kind: declared.kind,
+    file_size_bytes: input.file_size_bytes,
+    upload_method: "presigned" as const,
+    processing_status: "pending" as const,
+    created_by: userId,
+  };
+  await createCounted(item, sub.limits.max_research_sources);
+  const upload = await presignedPost(item.file_key, declared.contentType, Math.min(MAX_UPLOAD_BYTES, input.file_size_bytes));
+  return { source: toView((await getItem(input.workspace_id, id))!), upload: { ...upload, max_bytes: input.file_size_bytes } };
+}
+
+/** `GET /api/research/sources`: newest first, filtered, paginated (limit default 200, max 500). */
+export async function list(userId: string, query: ListSourcesQuery): Promise<{ sources: SourceView[]; total: number }> {
+  await requireMember(userId, query.workspace_id);
+  const { data } = await db()
+    .entities.researchSource.query.byWorkspace({ workspace_id: query.workspace_id })
+    .where((attr, op) =>
+      [
+        query.source_type ? op.eq(attr.source_type, query.source_type) : "",
+        query.processing_status ? op.eq(attr.processing_status, query.processing_status) : "",
+      ]
+        .filter(Boolean)
+        .join(" AND "),
+    )
+    .go({ pages: "all" });
+  const sorted = data.sort((a, b) => b.created_at.localeCompare(a.created_at) || b.id.localeCompare(a.id));
+  return { sources: sorted.slice(query.offset, query.offset + query.limit).map(toView), total: sorted.length };
+}
+
+/** The stored extraction of a source, or null before extraction completes. */
+export async function readExtraction(workspaceId: string, sourceId: string): Promise<Extraction | null> {
+  const raw = await getObject(extractionKey(workspaceId, sourceId));
+  return raw ? (JSON.parse(raw.toString("utf8")) as Extraction) : null;
+}
+
+/** `GET /api/research/sources/{id}`: the source with extracted_text and transcript. */
+export async function get(userId: string, sourceId: string): Promise<ResearchSourceDetail> {
+  const item = await requireSource(userId, sourceId);
+  const extraction = item.processing_status === "completed" ? await readExtraction(item.workspace_id, item.id) : null;
+  return { ...toView(item), extracted_text: extraction?.extracted_text ?? null, transcript: extraction?.transcript ?? null };
+}
+
+/** `DELETE /api/research/sources/{id}`: the stored file and derived files first, then the item and its count. */
+export async function remove(userId: string, sourceId: string): Promise<void> {
+  const item = await requireSource(userId, sourceId);
+  await deletePrefix(sourcePrefix(item.workspace_id, item.id));
+  await uncount(item.workspace_id, item.id);
+}
+
+/**
+ * `POST /api/research/sources/{id}/reprocess`: pending or failed goes (back) to pending with a new attempt number
+ * and extraction runs again; completed is refused.
+ * @throws AppError ALREADY_PROCESSED (422) for a completed source.
+ */
+export async function reprocess(userId: string, sourceId: string): Promise<SourceView> {
+  const item = await requireSource(userId, sourceId);
+  if (item.processing_status === "completed") throw new AppError("ALREADY_PROCESSED", "This source is already processed");
+  const attempt = item.processing_attempt + 1;
+  try {
+    await db()
+      .entities.researchSource.patch({ workspace_id: item.workspace_id, id: item.id })
+      .set({ processing_status: "pending", processing_attempt: attempt })
+      .remove(["processing_error"])
+      .where((attr, op) => `${op.eq(attr.processing_attempt, item.processing_attempt)} AND ${op.ne(attr.processing_status, "completed")}`)
+      .go();
+  } catch (err) {
+    if ((err as { cause?: { name?: string } }).cause?.name === "ConditionalCheckFailedException") {
+      throw new AppError("CONFLICT", "The source changed while reprocessing was requested; try again");
+    }
+    throw err;
+  }
+  await startExtraction({ workspace_id: item.workspace_id, source_id: item.id, bucket: Config.bucketName(), key: item.file_key, attempt });
+  return toView((await getItem(item.workspace_id, item.id))!);
+}
+
+// ---- used by the extraction steps (functions/steps) ----
+
+/** Store an extraction result next to the source file. */
+export async function writeExtraction(workspaceId: string, sourceId: string, extraction: Extraction): Promise<void> {
+  await putObject(extractionKey(workspaceId, sourceId), JSON.stringify(extraction), "application/json");
+}
+
+const conditionalFailed = (err: unknown) => (err as { cause?: { name?: string } }).cause?.name === "ConditionalCheckFailedException";
+
+/**
+ * pending -> completed for the given attempt. A superseded attempt (the source was reprocessed meanwhile) is a
+ * no-op. @returns whether the write happened.
+ */
+export async function markCompleted(
+  workspaceId: string,
+  sourceId: string,
+  attempt: number,
+  meta: { char_count: number; unit_count: number; pages?: number; engine: string },
+): Promise<boolean> {
+  try {
+    await db()
+      .entities.researchSource.patch({ workspace_id: workspaceId, id: sourceId })
+      .set({ processing_status: "completed", processed_at: new Date().toISOString(), ...meta })
+      .remove(["processing_error"])
+      .where((attr, op) => `${op.eq(attr.processing_status, "pending")} AND ${op.eq(attr.processing_attempt, attempt)}`)
+      .go();
+    return true;
+  } catch (err) {
+    if (conditionalFailed(err)) return false;
+    throw err;
+  }
+}
+
+/** pending -> failed with the reason, for the given attempt (superseded attempts are a no-op). */
+export async function markFailed(workspaceId: string, sourceId: string, attempt: number, reason: string): Promise<boolean> {
+  try {
+    await db()
+      .entities.researchSource.patch({ workspace_id: workspaceId, id: sourceId })
+      .set({ processing_status: "failed", processing_error: reason.slice(0, 2000), processed_at: new Date().toISOString() })
+      .where((attr, op) => `${op.eq(attr.processing_status, "pending")} AND ${op.eq(attr.processing_attempt, attempt)}`)
+      .go();
+    return true;
+  } catch (err) {
+    if (conditionalFailed(err)) return false;
+    throw err;
+  }
+}
+
+/** Record that the source's mentions are embedded and stored (Index step). */
+export async function markIndexed(workspaceId: string, sourceId: string): Promise<void> {
+  await db().entities.researchSource.patch({ workspace_id: workspaceId, id: sourceId }).set({ indexed: true }).go();
+}
+
+/** Remove a refused object (presigned uploads that fail the byte checks). */
+export const deleteOriginal = (item: SourceItem) => deleteObject(item.file_key);

@@ -1,0 +1,97 @@
+import { z } from "zod";
+
+export const SourceType = z.enum(["interview", "support_ticket", "survey", "usage_data", "feedback", "other"]);
+export const ProcessingStatus = z.enum(["pending", "completed", "failed"]);
+
+/** Largest accepted research file: 100 MB (spec 01 Limits). */
+export const MAX_UPLOAD_BYTES = 100 * 1024 * 1024;
+
+/** Largest file one multipart request carries through API Gateway and Lambda (DESIGN.md section 5); larger files use upload-url. */
+export const MULTIPART_MAX_BYTES = 6 * 1024 * 1024;
+
+/** The source as listed (spec 01 Research source). */
+export const ResearchSource = z
+  .object({
+    id: z.uuid(),
+    workspace_id: z.uuid(),
+    source_type: SourceType,
+    title: z.string(),
+    file_name: z.string(),
+    file_url: z.string().describe("s3://bucket/key of the stored file"),
+    file_type: z.string().describe("MIME type"),
+    file_size_bytes: z.int(),
+    processing_status: ProcessingStatus,
+    processing_error: z.string().nullable().describe("why processing failed, in words a user can act on"),
+    char_count: z.int().nullable(),
+    unit_count: z.int().nullable().describe("mentions found: survey responses, transcript turns, paragraphs"),
+    pages: z.int().nullable(),
+    created_at: z.string(),
+    processed_at: z.string().nullable(),
+  })
+  .meta({ id: "ResearchSource" });
+export type ResearchSource = z.infer<typeof ResearchSource>;
+
+/** The single-source read adds the text (spec 01: extracted_text and transcript on the single-source read). */
+export const ResearchSourceDetail = ResearchSource.extend({
+  extracted_text: z.string().nullable(),
+  transcript: z.string().nullable(),
+}).meta({ id: "ResearchSourceDetail" });
+export type ResearchSourceDetail = z.infer<typeof ResearchSourceDetail>;
+
+export const SourceList = z.object({ sources: z.array(ResearchSource), total: z.int() }).meta({ id: "SourceList" });
+
+const pageLimit = z.coerce.number().int().min(1).max(500).default(200);
+const pageOffset = z.coerce.number().int().min(0).default(0);
+
+export const ListSourcesQuery = z.object({
+  workspace_id: z.uuid(),
+  source_type: SourceType.optional(),
+  processing_status: ProcessingStatus.optional(),
+  limit: pageLimit,
+  offset: pageOffset,
+});
+export type ListSourcesQuery = z.infer<typeof ListSourcesQuery>;
+
+/** The text fields of `POST /api/research/upload` (multipart; `file` is the file part). */
+export const UploadFields = z.object({
+  workspace_id: z.uuid(),
+  source_type: SourceType,
+  title: z.string().trim().min(1).max(300),
+});
+
+/** Multipart body as parsed by the middy multipart parser: the file part is an object. */
+export const UploadBody = UploadFields.extend({
+  file: z
+    .object({
+      filename: z.string(),
+      mimetype: z.string(),
+      content: z.instanceof(Buffer),
+      truncated: z.boolean().optional(),
+    })
+    .describe("the research file (binary)"),
+}).meta({ id: "UploadBody" });
+export type UploadBody = z.infer<typeof UploadBody>;
+
+/** Body of `POST /api/research/upload-url`: a presigned upload for files above the gateway's payload limit. */
+export const UploadUrlInput = UploadFields.extend({
+  file_name: z.string().trim().min(1).max(255),
+  content_type: z.string().trim().min(3).max(255),
+  file_size_bytes: z.int().min(1).max(MAX_UPLOAD_BYTES),
+})
+  .strict()
+  .meta({ id: "UploadUrlInput" });
+export type UploadUrlInput = z.infer<typeof UploadUrlInput>;
+
+export const UploadUrlResponse = z
+  .object({
+    source: ResearchSource,
+    upload: z.object({
+      url: z.string(),
+      fields: z.record(z.string(), z.string()).describe("form fields to send before the file in a multipart POST"),
+      expires_at: z.string(),
+      max_bytes: z.int(),
+    }),
+  })
+  .meta({ id: "UploadUrlResponse" });
+
+export const SourceIdParam = z.object({ source_id: z.uuid() });

@@ -1,0 +1,26 @@
+import { httpGroup } from "../lib/http";
+import { created, noContent, ok } from "../lib/route";
+import * as Blocks from "../../core/document/block-ops";
+
+/** Typed blocks, extraction, intent parsing, annotations (spec 01 Documents and blocks). */
+export const handler = httpGroup("blocks", {
+  "blocks.list": async ({ user, params }) => ok(await Blocks.listBlocks(user.id, params.document_id)),
+  "blocks.create": async ({ user, params, body }) => created(await Blocks.createBlock(user.id, params.document_id, body)),
+  "blocks.reorder": async ({ user, params, body }) => ok(await Blocks.reorderBlocks(user.id, params.document_id, body.block_ids)),
+  "blocks.update": async ({ user, params, body }) =>
+    ok(await Blocks.updateBlock(user.id, params.document_id, params.block_id, body)),
+  "blocks.delete": async ({ user, params }) => {
+    await Blocks.deleteBlock(user.id, params.document_id, params.block_id);
+    return noContent();
+  },
+  "blocks.extract": async ({ user, body }) => ok(await Blocks.extractFromContent(user.id, body.workspace_id, body.document_id)),
+  "blocks.intent": async ({ user, body }) => ok(await Blocks.intent(user.id, body.raw_input, body.workspace_id)),
+  "blocks.listAnnotations": async ({ user, params }) =>
+    ok(await Blocks.listAnnotations(user.id, params.document_id, params.block_id)),
+  "blocks.createAnnotation": async ({ user, params, body }) =>
+    created(await Blocks.createAnnotation(user.id, params.document_id, params.block_id, body)),
+  "blocks.deleteAnnotation": async ({ user, params }) => {
+    await Blocks.deleteAnnotation(user.id, params.document_id, params.block_id, params.annotation_id);
+    return noContent();
+  },
+});

@@ -1,0 +1,52 @@
+import { defineRoutes, type RouteSpec } from "../../lib/route";
+import {
+  BatchInsightsInput,
+  BatchInsightsResult,
+  CreateInsightInput,
+  Insight,
+  InsightIdParam,
+  InsightList,
+  ListInsightsQuery,
+  UpdateInsightInput,
+} from "../../../core/insight/schema";
+
+/** Insights (spec 01 Insights). */
+export const insightRoutes = defineRoutes({
+  "insights.create": {
+    method: "POST", path: "/api/insights", group: "insights", access: "user", workspaceScope: "body",
+    summary: "Create an insight by hand",
+    body: CreateInsightInput,
+    responses: { 201: Insight },
+  },
+  "insights.list": {
+    method: "GET", path: "/api/insights", group: "insights", access: "user", workspaceScope: "query",
+    summary: "Insights of a workspace, newest first; archived hidden unless is_archived is given",
+    query: ListInsightsQuery,
+    responses: { 200: InsightList },
+  },
+  "insights.batch": {
+    method: "POST", path: "/api/insights/batch", group: "insights", access: "user", workspaceScope: "body",
+    summary: "Archive or unarchive several insights",
+    body: BatchInsightsInput,
+    responses: { 200: BatchInsightsResult },
+  },
+  "insights.get": {
+    method: "GET", path: "/api/insights/{insight_id}", group: "insights", access: "user", workspaceScope: "resource",
+    summary: "One insight",
+    params: InsightIdParam,
+    responses: { 200: Insight },
+  },
+  "insights.update": {
+    method: "PATCH", path: "/api/insights/{insight_id}", group: "insights", access: "user", workspaceScope: "resource",
+    summary: "Change title, description, severity, is_archived, notes or rating",
+    params: InsightIdParam,
+    body: UpdateInsightInput,
+    responses: { 200: Insight },
+  },
+  "insights.delete": {
+    method: "DELETE", path: "/api/insights/{insight_id}", group: "insights", access: "user", workspaceScope: "resource",
+    summary: "Delete an insight permanently",
+    params: InsightIdParam,
+    responses: { 204: null },
+  },
+} satisfies Record<string, RouteSpec>);

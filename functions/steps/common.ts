@@ -1,0 +1,21 @@
+import type { ExtractionInput } from "../../core/pipeline";
+import type { FileKind } from "../../core/extract";
+
+/** The state that flows through the extraction state machine (kept small: Step Functions payloads cap at 256 KB). */
+export interface StepState extends ExtractionInput {
+  route?: "parse" | "textract" | "transcribe";
+  kind?: FileKind;
+  content_type?: string;
+  file_name?: string;
+  job?: { id: string; status: "IN_PROGRESS" | "SUCCEEDED" };
+  stats?: { char_count: number; unit_count: number; pages?: number; engine: string };
+  error?: { Error: string; Cause?: string };
+}
+
+/** Which engines extraction uses: "aws" (Textract, Transcribe) in deployed stages, "local" on the embedded runtime. */
+export const engineMode = (): "aws" | "local" => (process.env.EXTRACTION_ENGINES === "aws" ? "aws" : "local");
+
+/** Raised when an execution belongs to a superseded attempt or a deleted source: nothing must be written. */
+export class StaleExecutionError extends Error {
+  override readonly name = "StaleExecutionError";
+}

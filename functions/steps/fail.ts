@@ -1,0 +1,27 @@
+import * as Research from "../../core/research";
+import type { StepState } from "./common";
+
+/**
+ * The reason to show a user. Step Functions puts a Lambda error's JSON ({errorType, errorMessage}) in Cause; the
+ * local runner puts the message itself.
+ */
+export function reasonOf(error: StepState["error"]): string {
+  if (!error) return "Extraction failed for an unknown reason; try reprocessing";
+  let message = error.Cause ?? "";
+  try {
+    const parsed = JSON.parse(message) as { errorMessage?: string };
+    if (parsed && typeof parsed.errorMessage === "string") message = parsed.errorMessage;
+  } catch {
+    // Cause was the message itself
+  }
+  if (error.Error === "States.Timeout") return "Extraction timed out; try reprocessing, or split the file";
+  return message || `Extraction failed (${error.Error}); try reprocessing`;
+}
+
+/** MarkFailed step: pending -> failed with a reason a user can act on (a superseded attempt writes nothing). */
+export async function handler(state: StepState): Promise<StepState> {
+  if (state.error?.Error !== "StaleExecutionError") {
+    await Research.markFailed(state.workspace_id, state.source_id, state.attempt, reasonOf(state.error));
+  }
+  return state;
+}

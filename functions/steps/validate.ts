@@ -1,0 +1,29 @@
+import { AppError } from "../../core/error";
+import * as Research from "../../core/research";
+import { inspectUpload, SNIFF_BYTES } from "../../core/extract";
+import { deleteObject, getObject, objectSize } from "../../core/storage";
+import { engineMode, StaleExecutionError, type StepState } from "./common";
+
+/**
+ * Validate step: the same checks as the multipart upload, run on the stored object (presigned uploads are first
+ * seen here). A refused object is deleted; the error goes on to MarkFailed with its reason. Then choose the route.
+ */
+export async function handler(state: StepState): Promise<StepState> {
+  const item = await Research.getItem(state.workspace_id, state.source_id);
+  if (!item || item.processing_attempt !== state.attempt || item.processing_status !== "pending") {
+    throw new StaleExecutionError(`source ${state.source_id} attempt ${state.attempt} is no longer current`);
+  }
+  const size = await objectSize(state.key);
+  if (size === null) throw new AppError("NOT_FOUND", "The uploaded file is missing from storage; upload it again");
+  const head = (await getObject(state.key, `bytes=0-${SNIFF_BYTES - 1}`)) ?? Buffer.alloc(0);
+  let verdict;
+  try {
+    verdict = await inspectUpload({ head, declaredType: item.file_type, filename: item.file_name, size });
+  } catch (err) {
+    if (err instanceof AppError) await deleteObject(state.key);
+    throw err;
+  }
+  const aws = engineMode() === "aws";
+  const route = aws && verdict.kind === "pdf" ? "textract" : aws && (verdict.kind === "audio" || verdict.kind === "video") ? "transcribe" : "parse";
+  return { ...state, route, kind: verdict.kind, content_type: verdict.contentType, file_name: item.file_name };
+}
