@@ -9,6 +9,8 @@ export const UsageEntity = new Entity({
   attributes: {
     workspace_id: { type: "string", required: true },
     research_sources: { type: "number", default: 0 },
+    /** Bumped on every insight write, so search caches of the workspace's vectors know when to reload. */
+    insights_version: { type: "number", default: 0 },
   },
   indexes: {
     byWorkspace: {

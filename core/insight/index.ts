@@ -35,6 +35,20 @@ export const toView = (i: InsightItem): InsightView => ({
   updated_at: i.updated_at,
 });
 
+/**
+ * Mark the workspace's insights as changed: search caches compare this version before reusing loaded vectors.
+ * Called after every insight write.
+ */
+export async function bumpInsightsVersion(workspaceId: string): Promise<void> {
+  await db().entities.usage.update({ workspace_id: workspaceId }).add({ insights_version: 1 }).go();
+}
+
+/** The workspace's current insights version (0 before any insight write). */
+export async function insightsVersion(workspaceId: string): Promise<number> {
+  const { data } = await db().entities.usage.get({ workspace_id: workspaceId }).go({ consistent: true });
+  return data?.insights_version ?? 0;
+}
+
 /** All insights of a workspace (strongly consistent), unsorted. */
 export async function allOf(workspaceId: string): Promise<InsightItem[]> {
   const { data } = await db().entities.insight.query.byWorkspace({ workspace_id: workspaceId }).go({ pages: "all", consistent: true });
@@ -79,6 +93,7 @@ export async function create(userId: string, input: CreateInsightInput): Promise
       created_by: userId,
     })
     .go();
+  await bumpInsightsVersion(input.workspace_id);
   return toView(data as InsightItem);
 }
 
@@ -122,6 +137,7 @@ export async function update(userId: string, insightId: string, input: UpdateIns
     .set({ ...rest, ...(notes ? { notes } : {}), ...(rating ? { rating } : {}) })
     .remove(removals)
     .go({ response: "all_new" });
+  await bumpInsightsVersion(item.workspace_id);
   return toView(data as InsightItem);
 }
 
@@ -129,6 +145,7 @@ export async function update(userId: string, insightId: string, input: UpdateIns
 export async function remove(userId: string, insightId: string): Promise<void> {
   const item = await requireInsight(userId, insightId);
   await db().entities.insight.delete({ workspace_id: item.workspace_id, id: item.id }).go();
+  await bumpInsightsVersion(item.workspace_id);
 }
 
 /**
@@ -148,5 +165,6 @@ export async function batch(userId: string, input: BatchInsightsInput): Promise<
       db().entities.insight.patch({ workspace_id: i.workspace_id, id: i.id }).set({ is_archived: archive }).go(),
     ),
   );
+  if (targets.length) await bumpInsightsVersion(input.workspace_id);
   return { updated_count: targets.length, insight_ids: targets.map((i) => i.id) };
 }

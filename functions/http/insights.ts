@@ -1,12 +1,14 @@
 import { httpGroup } from "../lib/http";
 import { created, noContent, ok } from "../lib/route";
 import * as Insight from "../../core/insight";
+import { search } from "../../core/insight/search";
 
 /** Insights: CRUD, list, batch archive (spec 01 Insights). */
 export const handler = httpGroup("insights", {
   "insights.create": async ({ user, body }) => created(await Insight.create(user.id, body)),
   "insights.list": async ({ user, query }) => ok(await Insight.list(user.id, query)),
   "insights.batch": async ({ user, body }) => ok(await Insight.batch(user.id, body)),
+  "insights.search": async ({ user, body }) => ok(await search(user.id, body)),
   "insights.get": async ({ user, params }) => ok(await Insight.get(user.id, params.insight_id)),
   "insights.update": async ({ user, params, body }) => ok(await Insight.update(user.id, params.insight_id, body)),
   "insights.delete": async ({ user, params }) => {

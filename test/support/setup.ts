@@ -15,6 +15,8 @@ process.env.VALIDATE_RESPONSES = "1";
 process.env.LOG_LEVEL = "SILENT";
 process.env.POWERTOOLS_LOG_LEVEL = "SILENT";
 process.env.LOCAL_RETRY_INTERVAL_MS = "5";
+// Embedding mentions at ingestion costs CPU the other tests need; synthesis tests turn it back on.
+process.env.MENTION_INDEXING = process.env.MENTION_INDEXING ?? "off";
 
 const idp = await fromPrivateJwk(JSON.parse(inject("idpPrivateJwk")) as JWK);
 const dir = await mkdtemp(join(tmpdir(), "r2d-s3-"));

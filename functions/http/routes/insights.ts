@@ -7,8 +7,11 @@ import {
   InsightIdParam,
   InsightList,
   ListInsightsQuery,
+  SearchInsightsInput,
+  SearchResult,
   UpdateInsightInput,
 } from "../../../core/insight/schema";
+import { SynthesizeInput, SynthesizeResult } from "../../../core/insight/synthesis";
 
 /** Insights (spec 01 Insights). */
 export const insightRoutes = defineRoutes({
@@ -30,6 +33,12 @@ export const insightRoutes = defineRoutes({
     body: BatchInsightsInput,
     responses: { 200: BatchInsightsResult },
   },
+  "insights.search": {
+    method: "POST", path: "/api/insights/search", group: "insights", access: "user", workspaceScope: "body",
+    summary: "Rank insights by semantic relevance (text matching when embeddings are unavailable); archived included",
+    body: SearchInsightsInput,
+    responses: { 200: SearchResult },
+  },
   "insights.get": {
     method: "GET", path: "/api/insights/{insight_id}", group: "insights", access: "user", workspaceScope: "resource",
     summary: "One insight",
@@ -48,5 +57,11 @@ export const insightRoutes = defineRoutes({
     summary: "Delete an insight permanently",
     params: InsightIdParam,
     responses: { 204: null },
+  },
+  "synthesis.synthesize": {
+    method: "POST", path: "/api/research/synthesize", group: "synthesis", access: "user", workspaceScope: "body",
+    summary: "Synthesize completed sources into grounded insights (blocking; one per workspace at a time; 10 a minute)",
+    body: SynthesizeInput,
+    responses: { 200: SynthesizeResult },
   },
 } satisfies Record<string, RouteSpec>);

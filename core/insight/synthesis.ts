@@ -1,0 +1,176 @@
+import { randomUUID } from "node:crypto";
+import { z } from "zod";
+import { AppError } from "../error";
+import { db } from "../db/service";
+import { requireActiveSubscription } from "../billing";
+import { requireMember } from "../workspace";
+import { acquireLock, rateLimit, recordRun } from "../agent";
+import * as Research from "../research";
+import { getObject } from "../storage";
+import { aiEngine, embedder, model } from "../ai/select";
+import { decodeVector, encodeVector } from "../ai/vectors";
+import { groundQuotes, synthesize as localSynthesize, type InsightDraft, type SynthesisSource } from "../ai/synthesis";
+import { synthesizeWithModel } from "../ai/synthesis/bedrock";
+import type { StoredMentions } from "../../functions/steps/index";
+import { allOf, bumpInsightsVersion, toView, type InsightItem } from "./index";
+import { Insight } from "./schema";
+
+export const SynthesizeInput = z
+  .object({
+    workspace_id: z.uuid(),
+    source_ids: z.array(z.uuid()).min(1).max(200),
+    synthesis_type: z.enum(["comprehensive", "quick"]).default("comprehensive"),
+  })
+  .strict()
+  .meta({ id: "SynthesizeInput" });
+export type SynthesizeInput = z.infer<typeof SynthesizeInput>;
+
+export const SynthesizeResult = z
+  .object({
+    insights: z.array(Insight),
+    insight_ids: z.array(z.uuid()),
+    summary: z.string(),
+    created_ids: z.array(z.uuid()),
+    merged: z.array(z.object({ insight_id: z.uuid(), title: z.string() })).describe("existing insights the new findings were merged into"),
+    engine: z.enum(["local", "bedrock"]),
+  })
+  .meta({ id: "SynthesizeResult" });
+
+/** Synthesis requests per user per minute (spec 01 Limits). */
+export const SYNTHESIS_RATE_PER_MINUTE = 10;
+/** The per-workspace synthesis lock expires after this long, so a crashed synthesis cannot block forever. */
+export const SYNTHESIS_LOCK_SECONDS = 300;
+
+async function loadSource(item: Research.SourceItem): Promise<SynthesisSource> {
+  const [extraction, mentionsRaw] = await Promise.all([
+    Research.readExtraction(item.workspace_id, item.id),
+    item.indexed ? getObject(Research.mentionsKey(item.workspace_id, item.id)) : Promise.resolve(null),
+  ]);
+  if (!extraction) throw new AppError("SOURCE_NOT_READY", `Source ${item.id} has no extracted text; reprocess it`, { source_ids: [item.id] });
+  const stored = mentionsRaw ? (JSON.parse(mentionsRaw.toString("utf8")) as StoredMentions) : null;
+  return {
+    id: item.id,
+    title: item.title,
+    source_type: item.source_type,
+    units: extraction.units,
+    extracted_text: extraction.extracted_text,
+    ...(stored ? { vectors: stored.vectors.map((v) => decodeVector(v)), vectors_embedder_id: stored.embedder_id } : {}),
+  };
+}
+
+/** Merge a draft into an existing insight: union of sources and quotes; counts recomputed (docs/decisions.md). */
+function mergedFields(existing: InsightItem, draft: InsightDraft) {
+  const sourceIds = [...new Set([...(existing.source_ids ?? []), ...draft.source_ids])];
+  const seen = new Set((existing.quotes ?? []).map((q) => q.text));
+  const quotes = [...(existing.quotes ?? [])];
+  for (const q of draft.quotes) {
+    if (!seen.has(q.text) && quotes.length < 12) {
+      quotes.push({ text: q.text, source_id: q.source_id, ...(q.speaker ? { speaker: q.speaker } : {}) });
+      seen.add(q.text);
+    }
+  }
+  // Re-synthesising sources already counted must not double their mentions.
+  const onlyKnownSources = draft.source_ids.every((id) => (existing.source_ids ?? []).includes(id));
+  const mention_count = onlyKnownSources ? Math.max(existing.mention_count, draft.mention_count) : existing.mention_count + draft.mention_count;
+  return { source_ids: sourceIds, quotes, frequency: sourceIds.length, mention_count };
+}
+
+/**
+ * `POST /api/research/synthesize` (spec 01): turn completed sources into grounded insights.
+ * Preconditions, in order: membership; active or trialing subscription (402); at most 10 requests a minute per user
+ * (429); every source belongs to the workspace (404) and is completed (422 SOURCE_NOT_READY naming the others); no
+ * other synthesis running in the workspace (409 SYNTHESIS_IN_PROGRESS; the lock expires after 5 minutes).
+ * Every stored quote is re-checked verbatim against its source's extracted text. A finding that matches an existing
+ * insight is merged into it; the response lists which.
+ */
+export async function synthesize(userId: string, input: SynthesizeInput) {
+  await requireMember(userId, input.workspace_id);
+  await requireActiveSubscription(input.workspace_id);
+  await rateLimit(`user#${userId}`, SYNTHESIS_RATE_PER_MINUTE, 60);
+  const ids = [...new Set(input.source_ids)];
+  const { data: items } = await db()
+    .entities.researchSource.get(ids.map((id) => ({ workspace_id: input.workspace_id, id })))
+    .go({ consistent: true });
+  const missing = ids.filter((id) => !items.some((s) => s.id === id));
+  if (missing.length) throw new AppError("NOT_FOUND", `Sources not found in this workspace: ${missing.join(", ")}`, { source_ids: missing });
+  const notReady = items.filter((s) => s.processing_status !== "completed");
+  if (notReady.length) {
+    throw new AppError(
+      "SOURCE_NOT_READY",
+      `Sources not yet processed: ${notReady.map((s) => `${s.title} (${s.processing_status})`).join(", ")}`,
+      { source_ids: notReady.map((s) => s.id) },
+    );
+  }
+  const release = await acquireLock(`ws#${input.workspace_id}`, "synthesis", SYNTHESIS_LOCK_SECONDS, "SYNTHESIS_IN_PROGRESS", "A synthesis is already running in this workspace; try again when it finishes");
+  try {
+    const sources = await Promise.all(items.map(loadSource));
+    const existingItems = await allOf(input.workspace_id);
+    const engine = aiEngine();
+    const emb = await embedder();
+    const existing = existingItems.map((i) => ({
+      id: i.id,
+      title: i.title,
+      description: i.description,
+      ...(i.vector && i.embedder_id === emb.id ? { vector: decodeVector(i.vector) } : {}),
+    }));
+    const output = await recordRun(
+      { workspaceId: input.workspace_id, agentType: "synthesis", toolName: "synthesize", engine, input: { source_ids: ids, synthesis_type: input.synthesis_type } },
+      async (usage) => {
+        if (engine === "bedrock") {
+          const result = await synthesizeWithModel({ sources, model: (await model())!, embedder: emb, existing });
+          if (result.usage) usage.add(result.usage);
+          return result;
+        }
+        return localSynthesize({ sources, embedder: emb, existing });
+      },
+      (r) => ({ insights: r.insights.map((i) => i.title), stats: r.stats }),
+    );
+    const texts = new Map(sources.map((s) => [s.id, { extracted_text: s.extracted_text }]));
+    const byId = new Map(existingItems.map((i) => [i.id, i]));
+    const createdIds: string[] = [];
+    const merged: { insight_id: string; title: string }[] = [];
+    for (const draft of output.insights) {
+      // Belt and braces: the engines ground their quotes; storage checks again.
+      const quotes = groundQuotes(draft.quotes, texts);
+      const target = draft.merge_into ? byId.get(draft.merge_into) : undefined;
+      if (target) {
+        await db()
+          .entities.insight.patch({ workspace_id: target.workspace_id, id: target.id })
+          .set(mergedFields(target, { ...draft, quotes }))
+          .go();
+        merged.push({ insight_id: target.id, title: target.title });
+        continue;
+      }
+      const id = randomUUID();
+      await db()
+        .entities.insight.create({
+          id,
+          workspace_id: input.workspace_id,
+          insight_type: draft.insight_type,
+          title: draft.title,
+          description: draft.description,
+          source_ids: draft.source_ids,
+          quotes: quotes.map((q) => ({ text: q.text, source_id: q.source_id, ...(q.speaker ? { speaker: q.speaker } : {}) })),
+          frequency: draft.frequency,
+          mention_count: draft.mention_count,
+          severity: draft.severity,
+          origin: "synthesis",
+          vector: encodeVector(draft.vector),
+          embedder_id: draft.embedder_id,
+          created_by: userId,
+        })
+        .go();
+      createdIds.push(id);
+    }
+    await bumpInsightsVersion(input.workspace_id);
+    const insightIds = [...createdIds, ...merged.map((m) => m.insight_id)];
+    const { data: fresh } = insightIds.length
+      ? await db().entities.insight.get(insightIds.map((id) => ({ workspace_id: input.workspace_id, id }))).go({ consistent: true })
+      : { data: [] as InsightItem[] };
+    const order = new Map(insightIds.map((id, i) => [id, i]));
+    const insights = fresh.sort((a, b) => order.get(a.id)! - order.get(b.id)!).map(toView);
+    return { insights, insight_ids: insightIds, summary: output.summary, created_ids: createdIds, merged, engine };
+  } finally {
+    await release();
+  }
+}

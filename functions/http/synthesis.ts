@@ -1,0 +1,8 @@
+import { httpGroup } from "../lib/http";
+import { ok } from "../lib/route";
+import { synthesize } from "../../core/insight/synthesis";
+
+/** `POST /api/research/synthesize`: its own Lambda, because it blocks for up to a minute (spec 01). */
+export const handler = httpGroup("synthesis", {
+  "synthesis.synthesize": async ({ user, body }) => ok(await synthesize(user.id, body)),
+});

@@ -1,0 +1,31 @@
+import * as Research from "../../core/research";
+import { embedder } from "../../core/ai/select";
+import { embedUnits } from "../../core/ai/synthesis";
+import { encodeVector } from "../../core/ai/vectors";
+import { putObject } from "../../core/storage";
+import type { StepState } from "./common";
+
+/** What the Index step stores beside a source: per-unit mention vectors (see SynthesisSource.vectors). */
+export interface StoredMentions {
+  embedder_id: string;
+  dimensions: number;
+  /** One base64 Float32Array per extraction unit, same order. */
+  vectors: string[];
+}
+
+/**
+ * Index step: embed the source's mentions once, at ingestion, so synthesis only clusters and names. A failure here
+ * does not fail the source (the state machine catches it; synthesis then embeds on the fly).
+ */
+export async function handler(state: StepState): Promise<StepState> {
+  // MENTION_INDEXING=off skips the precomputation (tests that do not synthesize; synthesis embeds on the fly).
+  if (process.env.MENTION_INDEXING === "off") return state;
+  const extraction = await Research.readExtraction(state.workspace_id, state.source_id);
+  if (!extraction) return state;
+  const engine = await embedder();
+  const vectors = await embedUnits(extraction.units, engine);
+  const stored: StoredMentions = { embedder_id: engine.id, dimensions: engine.dimensions, vectors: vectors.map(encodeVector) };
+  await putObject(Research.mentionsKey(state.workspace_id, state.source_id), JSON.stringify(stored), "application/json");
+  await Research.markIndexed(state.workspace_id, state.source_id);
+  return state;
+}
