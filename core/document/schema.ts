@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { DocumentStatus } from "./status";
 import { BlockType } from "./blocks";
+import { ChallengeResult, ExpandResult, SimulateResult } from "./engine/types";
 
 export { DocumentStatus };
 export const DocumentType = z.enum(["prd", "spec", "memo", "user_story", "roadmap_update", "release_notes"]);
@@ -194,3 +195,11 @@ export const CreateAnnotationInput = z
   .strict()
   .meta({ id: "CreateAnnotationInput" });
 export const AnnotationParam = z.object({ document_id: z.uuid(), block_id: z.uuid(), annotation_id: z.uuid() });
+
+const actionBase = { block_id: z.uuid(), block_type: BlockType, context_block_ids: z.array(z.uuid()).max(8) };
+/** Responses of the block actions (not shown by the spec): the engine's result plus which blocks were context. */
+export const BlockActionResult = {
+  expand: ExpandResult.extend({ ...actionBase, action: z.literal("expand") }).meta({ id: "BlockExpandResponse" }),
+  challenge: ChallengeResult.extend({ ...actionBase, action: z.literal("challenge") }).meta({ id: "BlockChallengeResponse" }),
+  simulate: SimulateResult.extend({ ...actionBase, action: z.literal("simulate") }).meta({ id: "BlockSimulateResponse" }),
+};

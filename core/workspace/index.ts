@@ -325,3 +325,14 @@ export async function removeAllOf(user: User.User): Promise<void> {
     else await db().entities.membership.delete({ workspace_id: m.workspace_id, user_id: user.id }).go();
   }
 }
+
+/** The workspace's product fields, as context for the AI engines (no membership check: callers have done it). */
+export async function productContext(workspaceId: string) {
+  const w = await getItem(workspaceId);
+  return {
+    product_name: w?.product_name ?? w?.name ?? null,
+    product_description: w?.product_description ?? null,
+    target_users: w?.target_users ?? null,
+    current_stage: w?.current_stage ?? null,
+  };
+}

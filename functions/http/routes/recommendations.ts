@@ -3,6 +3,8 @@ import {
   BatchStatusInput,
   BatchStatusResult,
   CreateRecommendationInput,
+  GenerateInput,
+  GenerateResult,
   ListRecommendationsQuery,
   Recommendation,
   RecommendationIdParam,
@@ -56,5 +58,11 @@ export const recommendationRoutes = defineRoutes({
     params: RecommendationIdParam,
     body: StatusChangeInput,
     responses: { 200: Recommendation },
+  },
+  "recommendations.generate": {
+    method: "POST", path: "/api/recommendations/generate", group: "generation", access: "user", workspaceScope: "body",
+    summary: "Generate 3 to 7 prioritized recommendations from insights and focus areas (blocking)",
+    body: GenerateInput,
+    responses: { 200: GenerateResult },
   },
 } satisfies Record<string, RouteSpec>);

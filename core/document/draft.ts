@@ -1,0 +1,80 @@
+import { Errors } from "../error";
+import { db } from "../db/service";
+import { requireActiveSubscription } from "../billing";
+import { productContext, requireMember } from "../workspace";
+import { recordRun } from "../agent";
+import { model } from "../ai/select";
+import { allOf } from "../insight";
+import { loadInsights, toEngineInput } from "../insight/inputs";
+import { toView as recommendationView } from "../recommendation";
+import { documentEngine } from "./engine";
+import { create } from "./index";
+import type { DraftInput } from "./schema";
+
+/** Insights a draft without a recommendation or explicit ids is grounded in: the most widespread, at most this many. */
+const DEFAULT_DRAFT_INSIGHTS = 10;
+
+/**
+ * `POST /api/documents/draft` (spec 01): draft a document of any type from a recommendation, its insights and their
+ * quotes, plus the user's instructions; stored as a draft with an `ai_draft` revision. Without a recommendation or
+ * insight ids, the workspace's most widespread insights ground it. Recorded as a `drafting` agent run.
+ */
+export async function draft(userId: string, input: DraftInput) {
+  await requireMember(userId, input.workspace_id);
+  await requireActiveSubscription(input.workspace_id);
+  let recommendation: ReturnType<typeof recommendationView> | undefined;
+  if (input.recommendation_id) {
+    const { data } = await db().entities.recommendation.get({ workspace_id: input.workspace_id, id: input.recommendation_id }).go({ consistent: true });
+    if (!data) throw Errors.notFound("Recommendation");
+    recommendation = recommendationView(data);
+  }
+  const ids = input.insight_ids ?? recommendation?.addresses_insight_ids;
+  const insights = ids
+    ? await loadInsights(input.workspace_id, ids)
+    : (await allOf(input.workspace_id))
+        .filter((i) => !i.is_archived)
+        .sort((a, b) => b.frequency - a.frequency || b.mention_count - a.mention_count)
+        .slice(0, DEFAULT_DRAFT_INSIGHTS);
+  const engine = documentEngine(await model());
+  const product = await productContext(input.workspace_id);
+  const { result } = await recordRun(
+    { workspaceId: input.workspace_id, agentType: "drafting", toolName: "draft_document", engine: engine.kind, input: { ...input } },
+    async (usage) => {
+      const out = await engine.draft({
+        document_type: input.document_type,
+        recommendation: recommendation
+          ? {
+              id: recommendation.id,
+              title: recommendation.title,
+              description: recommendation.description,
+              addresses_insight_ids: recommendation.addresses_insight_ids,
+              rationale: recommendation.rationale ?? "",
+              effort_estimate: recommendation.effort_estimate ?? "medium",
+              effort_weeks: recommendation.effort_weeks ?? 2,
+              impact_score: recommendation.impact_score ?? 0.5,
+              success_metrics: recommendation.success_metrics,
+              ...(recommendation.target_repo ? { target_repo: recommendation.target_repo } : {}),
+            }
+          : undefined,
+        insights: insights.map(toEngineInput),
+        user_instructions: input.user_instructions,
+        product,
+      });
+      if (out.usage) usage.add(out.usage);
+      return out;
+    },
+    (out) => ({ title: out.result.title, chars: out.result.content.length }),
+  );
+  return create(
+    userId,
+    {
+      workspace_id: input.workspace_id,
+      document_type: input.document_type,
+      title: result.title,
+      content: result.content,
+      related_recommendation_id: recommendation?.id,
+      related_insight_ids: insights.map((i) => i.id),
+    },
+    { changeType: "ai_draft", metadata: { drafted_by: engine.kind, ...(input.user_instructions ? { user_instructions: input.user_instructions } : {}) } },
+  );
+}

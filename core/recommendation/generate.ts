@@ -1,0 +1,47 @@
+import { randomUUID } from "node:crypto";
+import { db } from "../db/service";
+import { requireActiveSubscription } from "../billing";
+import { productContext, requireMember } from "../workspace";
+import { recordRun } from "../agent";
+import { model } from "../ai/select";
+import { loadInsights, toEngineInput } from "../insight/inputs";
+import { recommendationEngine } from "./engine";
+import { toView, type RecommendationItem } from "./index";
+import type { GenerateInput } from "./schema";
+
+/**
+ * `POST /api/recommendations/generate` (spec 01): 3 to 7 prioritized recommendations from the given insights and
+ * focus areas, stored as `suggested` with their priority rank, and the prioritization summary. Needs an active or
+ * trialing subscription; recorded as a `recommendation` agent run.
+ */
+export async function generate(userId: string, input: GenerateInput) {
+  await requireMember(userId, input.workspace_id);
+  await requireActiveSubscription(input.workspace_id);
+  const insights = (await loadInsights(input.workspace_id, input.insight_ids)).map(toEngineInput);
+  const engine = recommendationEngine(await model());
+  const product = await productContext(input.workspace_id);
+  const { result } = await recordRun(
+    { workspaceId: input.workspace_id, agentType: "recommendation", toolName: "generate_recommendations", engine: engine.kind, input: { insight_ids: input.insight_ids, focus_areas: input.focus_areas } },
+    async (usage) => {
+      const out = await engine.generate({ insights, focus_areas: input.focus_areas, product });
+      if (out.usage) usage.add(out.usage);
+      return out;
+    },
+    (out) => ({ titles: out.result.recommendations.map((r) => r.title) }),
+  );
+  const items = result.recommendations.map((r, i) => ({
+    ...r,
+    id: randomUUID(),
+    workspace_id: input.workspace_id,
+    status: "suggested" as const,
+    priority_rank: i + 1,
+    origin: "generate",
+    created_by: userId,
+  }));
+  await db().entities.recommendation.put(items).go();
+  const { data } = await db()
+    .entities.recommendation.get(items.map((r) => ({ workspace_id: input.workspace_id, id: r.id })))
+    .go({ consistent: true });
+  const recommendations = (data as RecommendationItem[]).sort((a, b) => (a.priority_rank ?? 0) - (b.priority_rank ?? 0)).map(toView);
+  return { recommendations, count: recommendations.length, prioritization_summary: result.prioritization_summary };
+}

@@ -1,0 +1,14 @@
+import { httpGroup } from "../lib/http";
+import { ok } from "../lib/route";
+import { generate } from "../../core/recommendation/generate";
+import { draft } from "../../core/document/draft";
+import { blockAction } from "../../core/document/block-ops";
+
+/** The AI delivery endpoints: their own Lambda, with the longer timeout the engines need (spec 01 typical durations). */
+export const handler = httpGroup("generation", {
+  "recommendations.generate": async ({ user, body }) => ok(await generate(user.id, body)),
+  "documents.draft": async ({ user, body }) => ok(await draft(user.id, body)),
+  "blocks.expand": async ({ user, params }) => ok(await blockAction(user.id, params.block_id, "expand")),
+  "blocks.challenge": async ({ user, params }) => ok(await blockAction(user.id, params.block_id, "challenge")),
+  "blocks.simulate": async ({ user, params }) => ok(await blockAction(user.id, params.block_id, "simulate")),
+});
