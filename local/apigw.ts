@@ -82,16 +82,42 @@ export function groupHandler(group: string): Promise<GroupHandler> {
 }
 
 /**
+ * CORS preflight, answered by the gateway itself as API Gateway's CORS configuration does in AWS
+ * (stacks/Api.ts), with the same origins setting the handlers use.
+ */
+function preflight(req: HttpRequestLike): APIGatewayProxyStructuredResultV2 {
+  const origins = (process.env.CORS_ORIGINS ?? "*").split(",").map((o) => o.trim());
+  const origin = req.headers.origin ?? req.headers.Origin;
+  const allow = origins.includes("*") ? "*" : origin && origins.includes(origin) ? origin : undefined;
+  return {
+    statusCode: 204,
+    headers: {
+      ...(allow ? { "access-control-allow-origin": allow } : {}),
+      "access-control-allow-methods": "GET,POST,PUT,PATCH,DELETE,OPTIONS",
+      "access-control-allow-headers": "authorization,content-type",
+      "access-control-max-age": "600",
+      vary: "origin",
+    },
+  };
+}
+
+/**
  * Route a request as API Gateway would and invoke the group's handler. Unknown paths answer 404 and a known path
  * under another method 405, in the service's error envelope.
  */
 export async function dispatch(req: HttpRequestLike): Promise<APIGatewayProxyStructuredResultV2> {
   const match = matchRoute(req.method, req.path);
+  if (req.method.toUpperCase() === "OPTIONS" && match === "methodMismatch") return preflight(req);
   if (match === null || match === "methodMismatch") {
     const status = match === null ? 404 : 405;
     const code = match === null ? "NOT_FOUND" : "METHOD_NOT_ALLOWED";
     const detail = match === null ? `No route for ${req.path}` : `${req.method} is not allowed on ${req.path}`;
-    return { statusCode: status, headers: { "content-type": "application/json" }, body: JSON.stringify({ detail, code, request_id: randomUUID() }) };
+    const request_id = randomUUID();
+    return {
+      statusCode: status,
+      headers: { "content-type": "application/json", "x-request-id": request_id },
+      body: JSON.stringify({ detail, code, request_id }),
+    };
   }
   const handler = await groupHandler(match.spec.group);
   const event = toApiGatewayEvent(req, match.pathParameters, `${match.spec.method} ${match.spec.path}`);

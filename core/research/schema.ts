@@ -65,7 +65,7 @@ export const UploadBody = UploadFields.extend({
     .object({
       filename: z.string(),
       mimetype: z.string(),
-      content: z.instanceof(Buffer),
+      content: z.instanceof(Buffer).meta({ type: "string", format: "binary" }),
       truncated: z.boolean().optional(),
     })
     .describe("the research file (binary)"),
@@ -76,7 +76,9 @@ export type UploadBody = z.infer<typeof UploadBody>;
 export const UploadUrlInput = UploadFields.extend({
   file_name: z.string().trim().min(1).max(255),
   content_type: z.string().trim().min(3).max(255),
-  file_size_bytes: z.int().min(1).max(MAX_UPLOAD_BYTES),
+  // Bounds are checked by inspectDeclared, so 0 is 400 EMPTY_FILE and over 100 MB is 413 PAYLOAD_TOO_LARGE
+  // (docs/decisions.md), not a generic 422.
+  file_size_bytes: z.int().min(0).describe(`the file's size in bytes; at most ${MAX_UPLOAD_BYTES} (100 MB)`),
 })
   .strict()
   .meta({ id: "UploadUrlInput" });

@@ -9,7 +9,8 @@ import * as Workspace from "../../core/workspace";
  * with the Standard Webhooks library (webhook-id, webhook-timestamp, webhook-signature headers; 5-minute
  * tolerance) before the body is trusted.
  * @throws AppError INVALID_SIGNATURE (400) for a missing or bad signature or an unconfigured secret;
- *   VALIDATION_ERROR (422) for a well-signed but malformed event.
+ *   BAD_REQUEST (400, with `errors`) for a well-signed payload that is not a user event (spec 02 Errors:
+ *   an invalid webhook payload is 400).
  */
 export async function receiveIdpWebhook(rawBody: string, headers: Record<string, string | undefined>): Promise<{ status: "ok" }> {
   const secret = Config.idpWebhookSecret();
@@ -23,11 +24,12 @@ export async function receiveIdpWebhook(rawBody: string, headers: Record<string,
     });
   } catch (err) {
     if (err instanceof WebhookVerificationError) throw new AppError("INVALID_SIGNATURE", `Webhook signature rejected: ${err.message}`);
+    if (err instanceof SyntaxError) throw new AppError("BAD_REQUEST", "Webhook payload is not JSON");
     throw err;
   }
   const parsed = User.IdpWebhookEvent.safeParse(payload);
   if (!parsed.success) {
-    throw new AppError("VALIDATION_ERROR", "Webhook payload is not a user event", {
+    throw new AppError("BAD_REQUEST", "Webhook payload is not a user event", {
       errors: parsed.error.issues.map((i) => ({ loc: ["body", ...i.path.map(String)], msg: i.message, type: i.code })),
     });
   }

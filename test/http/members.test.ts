@@ -1,0 +1,187 @@
+/**
+ * Workspace members (DESIGN.md section 5: GET/POST /api/workspaces/{id}/members, PATCH/DELETE .../members/{user_id};
+ * roles of spec 01: owner, admin manage members; member does not; anyone may leave; the owner stays owner).
+ */
+import { randomUUID } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import { call, newUser, newWorkspace } from "../support/api";
+import { expectEnvelope, userWithEmail } from "./_helpers";
+import { PLANS } from "../../core/billing/plans";
+
+const members = (id: string, userId?: string) => `/api/workspaces/${id}/members${userId ? `/${userId}` : ""}`;
+
+async function add(workspaceId: string, token: string, email: string, role?: string) {
+  return call("POST", members(workspaceId), { token, body: role ? { email, role } : { email } });
+}
+
+describe("workspace members", () => {
+  it("lists the owner alone on a new workspace", async () => {
+    const { owner, workspace } = await newWorkspace();
+    const res = await call("GET", members(workspace.id), { token: owner.token });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      members: [{ user_id: owner.id, email: owner.email, name: "Test User", role: "owner", created_at: expect.any(String) }],
+      total: 1,
+    });
+  });
+
+  it("the owner adds users by e-mail (any case) with a role; member is the default role; the list orders owner, admin, member", async () => {
+    const { owner, workspace } = await newWorkspace();
+    const admin = await userWithEmail(undefined, "Ada Admin");
+    const member = await userWithEmail(undefined, "Mo Member");
+
+    const addedMember = await add(workspace.id, owner.token, member.email.toUpperCase());
+    const addedAdmin = await add(workspace.id, owner.token, admin.email, "admin");
+
+    expect(addedMember.status, addedMember.text).toBe(201);
+    expect(addedMember.body).toMatchObject({ user_id: member.id, email: member.email, name: "Mo Member", role: "member" });
+    expect(addedAdmin.status).toBe(201);
+    expect(addedAdmin.body).toMatchObject({ user_id: admin.id, role: "admin" });
+    const list = await call("GET", members(workspace.id), { token: member.token });
+    expect(list.body.total).toBe(3);
+    expect(list.body.members.map((m: { user_id: string; role: string }) => [m.user_id, m.role])).toEqual([
+      [owner.id, "owner"],
+      [admin.id, "admin"],
+      [member.id, "member"],
+    ]);
+    const seen = await call("GET", "/api/workspaces", { token: member.token });
+    expect(seen.body.workspaces.map((w: { id: string }) => w.id)).toEqual([workspace.id]);
+  });
+
+  it("an unknown e-mail is 404 USER_NOT_FOUND", async () => {
+    const { owner, workspace } = await newWorkspace();
+    const res = await add(workspace.id, owner.token, `nobody-${randomUUID().slice(0, 8)}@example.com`);
+    expectEnvelope(res, 404, "USER_NOT_FOUND");
+    expect((await call("GET", members(workspace.id), { token: owner.token })).body.total).toBe(1);
+  });
+
+  it("adding someone twice (or the owner) is 409 ALREADY_MEMBER and keeps the first role", async () => {
+    const { owner, workspace } = await newWorkspace();
+    const u = await newUser();
+    expect((await add(workspace.id, owner.token, u.email, "member")).status).toBe(201);
+
+    const again = await add(workspace.id, owner.token, u.email, "admin");
+    const ownerAgain = await add(workspace.id, owner.token, owner.email, "member");
+
+    expectEnvelope(again, 409, "ALREADY_MEMBER");
+    expectEnvelope(ownerAgain, 409, "ALREADY_MEMBER");
+    const list = (await call("GET", members(workspace.id), { token: owner.token })).body.members;
+    expect(list.find((m: { user_id: string }) => m.user_id === u.id).role).toBe("member");
+    expect(list.find((m: { user_id: string }) => m.user_id === owner.id).role).toBe("owner");
+  });
+
+  it("invalid member bodies are 422: bad e-mail, role owner, unknown field", async () => {
+    const { owner, workspace } = await newWorkspace();
+    for (const body of [{ email: "not-an-email" }, { email: owner.email, role: "owner" }, { email: owner.email, extra: 1 }]) {
+      const res = await call("POST", members(workspace.id), { token: owner.token, body });
+      expectEnvelope(res, 422, "VALIDATION_ERROR");
+    }
+  });
+
+  it("changes a member's role (owner or admin)", async () => {
+    const { owner, workspace } = await newWorkspace();
+    const [a, b] = await Promise.all([newUser(), newUser()]);
+    await add(workspace.id, owner.token, a.email, "member");
+    await add(workspace.id, owner.token, b.email, "member");
+
+    const promoted = await call("PATCH", members(workspace.id, a.id), { token: owner.token, body: { role: "admin" } });
+    const byAdmin = await call("PATCH", members(workspace.id, b.id), { token: a.token, body: { role: "admin" } });
+    const demoted = await call("PATCH", members(workspace.id, b.id), { token: owner.token, body: { role: "member" } });
+
+    expect(promoted.status, promoted.text).toBe(200);
+    expect(promoted.body).toMatchObject({ user_id: a.id, role: "admin", email: a.email });
+    expect(byAdmin.status).toBe(200);
+    expect(byAdmin.body.role).toBe("admin");
+    expect(demoted.body.role).toBe("member");
+    const after = await call("GET", `/api/workspaces/${workspace.id}`, { token: a.token });
+    expect(after.body.role).toBe("admin");
+  });
+
+  it("the owner cannot be demoted or removed, by an admin or by themselves (403)", async () => {
+    const { owner, workspace } = await newWorkspace();
+    const admin = await newUser();
+    await add(workspace.id, owner.token, admin.email, "admin");
+
+    const results = [
+      await call("PATCH", members(workspace.id, owner.id), { token: admin.token, body: { role: "member" } }),
+      await call("PATCH", members(workspace.id, owner.id), { token: owner.token, body: { role: "admin" } }),
+      await call("DELETE", members(workspace.id, owner.id), { token: admin.token }),
+      await call("DELETE", members(workspace.id, owner.id), { token: owner.token }),
+    ];
+
+    for (const res of results) expectEnvelope(res, 403, "FORBIDDEN");
+    const list = (await call("GET", members(workspace.id), { token: owner.token })).body.members;
+    expect(list[0]).toMatchObject({ user_id: owner.id, role: "owner" });
+    expect(list).toHaveLength(2);
+  });
+
+  it("an admin adds and removes members; the removed user loses access", async () => {
+    const { owner, workspace } = await newWorkspace();
+    const [admin, u] = await Promise.all([newUser(), newUser()]);
+    await add(workspace.id, owner.token, admin.email, "admin");
+
+    const added = await add(workspace.id, admin.token, u.email, "member");
+    const removed = await call("DELETE", members(workspace.id, u.id), { token: admin.token });
+
+    expect(added.status).toBe(201);
+    expect(removed.status, removed.text).toBe(204);
+    expect(removed.text).toBe("");
+    expectEnvelope(await call("GET", `/api/workspaces/${workspace.id}`, { token: u.token }), 403, "FORBIDDEN");
+    expect((await call("GET", members(workspace.id), { token: owner.token })).body.total).toBe(2);
+  });
+
+  it("a member cannot manage members (403), and nothing changes", async () => {
+    const { owner, workspace } = await newWorkspace();
+    const [m, other, outsider] = await Promise.all([newUser(), newUser(), newUser()]);
+    await add(workspace.id, owner.token, m.email, "member");
+    await add(workspace.id, owner.token, other.email, "member");
+
+    expectEnvelope(await add(workspace.id, m.token, outsider.email, "member"), 403, "FORBIDDEN");
+    expectEnvelope(await call("PATCH", members(workspace.id, other.id), { token: m.token, body: { role: "admin" } }), 403, "FORBIDDEN");
+    expectEnvelope(await call("PATCH", members(workspace.id, m.id), { token: m.token, body: { role: "admin" } }), 403, "FORBIDDEN");
+    expectEnvelope(await call("DELETE", members(workspace.id, other.id), { token: m.token }), 403, "FORBIDDEN");
+
+    const list = (await call("GET", members(workspace.id), { token: owner.token })).body.members;
+    expect(list.map((x: { role: string }) => x.role)).toEqual(["owner", "member", "member"]);
+  });
+
+  it("a member can leave (remove themselves)", async () => {
+    const { owner, workspace } = await newWorkspace();
+    const m = await newUser();
+    await add(workspace.id, owner.token, m.email, "member");
+
+    const res = await call("DELETE", members(workspace.id, m.id), { token: m.token });
+
+    expect(res.status, res.text).toBe(204);
+    expect((await call("GET", "/api/workspaces", { token: m.token })).body.total).toBe(0);
+    expect((await call("GET", members(workspace.id), { token: owner.token })).body.total).toBe(1);
+  });
+
+  it("changing or removing someone who is not a member is 404", async () => {
+    const { owner, workspace } = await newWorkspace();
+    const stranger = await newUser();
+    expectEnvelope(await call("PATCH", members(workspace.id, stranger.id), { token: owner.token, body: { role: "admin" } }), 404, "NOT_FOUND");
+    expectEnvelope(await call("DELETE", members(workspace.id, randomUUID()), { token: owner.token }), 404, "NOT_FOUND");
+  });
+
+  it("member routes on a workspace that does not exist are 404", async () => {
+    const u = await newUser();
+    expectEnvelope(await call("GET", members(randomUUID()), { token: u.token }), 404, "NOT_FOUND");
+    expectEnvelope(await add(randomUUID(), u.token, u.email), 404, "NOT_FOUND");
+  });
+
+  it("the plan's seats per workspace cap the members (402 USAGE_LIMIT_EXCEEDED)", async () => {
+    const { owner, workspace } = await newWorkspace();
+    const seats = PLANS.trial.max_seats_per_workspace!;
+    for (let i = 1; i < seats; i++) {
+      const m = await newUser();
+      expect((await add(workspace.id, owner.token, m.email)).status).toBe(201);
+    }
+    const extra = await newUser();
+
+    const res = await add(workspace.id, owner.token, extra.email);
+
+    expectEnvelope(res, 402, "USAGE_LIMIT_EXCEEDED");
+    expect((await call("GET", members(workspace.id), { token: owner.token })).body.total).toBe(seats);
+  });
+});

@@ -1,0 +1,223 @@
+/**
+ * POST /api/webhooks/idp (spec 02 Webhooks, Inbound webhook events): Standard Webhooks signatures, user.created /
+ * user.updated / user.deleted, replays, and the 400s for missing or bad signatures and an unconfigured secret.
+ */
+import { randomBytes, randomUUID } from "node:crypto";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { Webhook } from "standardwebhooks";
+import * as User from "../../core/user";
+import { db } from "../../core/db/service";
+import { call, idp, newUser, newWorkspace } from "../support/api";
+import { expectEnvelope, partitionItems } from "./_helpers";
+
+const newSecret = () => `whsec_${randomBytes(32).toString("base64")}`;
+let secret: string;
+let savedSecret: string | undefined;
+
+beforeEach(() => {
+  savedSecret = process.env.IDP_WEBHOOK_SECRET;
+  secret = newSecret();
+  process.env.IDP_WEBHOOK_SECRET = secret;
+});
+afterEach(() => {
+  if (savedSecret === undefined) delete process.env.IDP_WEBHOOK_SECRET;
+  else process.env.IDP_WEBHOOK_SECRET = savedSecret;
+});
+
+interface SendOptions {
+  msgId?: string;
+  at?: Date;
+  signWith?: string;
+  /** Replace the signed headers (missing or tampered signatures). */
+  headers?: Record<string, string>;
+  /** Send this body instead of the one that was signed. */
+  sentBody?: string;
+}
+
+/** Sign `event` as the identity provider would (Standard Webhooks) and post it. */
+async function send(event: unknown, opts: SendOptions = {}) {
+  const payload = JSON.stringify(event);
+  const msgId = opts.msgId ?? `msg_${randomUUID()}`;
+  const at = opts.at ?? new Date();
+  const signature = new Webhook(opts.signWith ?? secret).sign(msgId, at, payload);
+  const headers = opts.headers ?? {
+    "webhook-id": msgId,
+    "webhook-timestamp": String(Math.floor(at.getTime() / 1000)),
+    "webhook-signature": signature,
+  };
+  return call("POST", "/api/webhooks/idp", { headers, raw: { data: opts.sentBody ?? payload, contentType: "application/json" } });
+}
+
+const idpUser = () => {
+  const idpId = `user_${randomUUID()}`;
+  return { idpId, email: `hook-${randomUUID().slice(0, 8)}@example.com`, id: User.userIdFor(idpId) };
+};
+
+describe("user.created", () => {
+  it("creates the local user; a token with that idp id later resolves to the same user", async () => {
+    const u = idpUser();
+
+    const res = await send({ type: "user.created", data: { id: u.idpId, email: u.email, name: "Hook Created", avatar_url: "https://img.example/a.png" } });
+
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual({ status: "ok" });
+    const stored = await User.get(u.id);
+    expect(stored).toMatchObject({ idp_id: u.idpId, email: u.email, name: "Hook Created", avatar_url: "https://img.example/a.png" });
+    // The token carries another name: the profile must be the webhook-created user, not a new one from claims.
+    const token = await idp().sign({ email: u.email, sub: u.idpId, name: "Name In Token" });
+    const me = await call("GET", "/api/auth/me", { token });
+    expect(me.status).toBe(200);
+    expect(me.body).toMatchObject({ id: u.id, idp_id: u.idpId, idpUserId: u.idpId, name: "Hook Created", referral_code: stored!.referral_code });
+    expect(me.body.created_at).toBe(stored!.created_at);
+  });
+
+  it("creates a pending user while access gating is on", async () => {
+    const saved = process.env.ACCESS_GATING;
+    process.env.ACCESS_GATING = "true";
+    try {
+      const u = idpUser();
+      expect((await send({ type: "user.created", data: { id: u.idpId, email: u.email } })).status).toBe(200);
+      expect((await User.get(u.id))?.access_status).toBe("pending");
+    } finally {
+      process.env.ACCESS_GATING = saved;
+    }
+  });
+
+  it("a replay of the same event is harmless: 200 again, one user, unchanged", async () => {
+    const u = idpUser();
+    const msgId = `msg_${randomUUID()}`;
+    const event = { type: "user.created", data: { id: u.idpId, email: u.email, name: "Once" } };
+    expect((await send(event, { msgId })).status).toBe(200);
+    const first = await User.get(u.id);
+
+    const replay = await send(event, { msgId });
+
+    expect(replay.status).toBe(200);
+    expect(replay.body).toEqual({ status: "ok" });
+    expect(await User.get(u.id)).toEqual(first);
+    const byEmail = await db().entities.user.query.byEmail({ email: u.email }).go();
+    expect(byEmail.data).toHaveLength(1);
+  });
+});
+
+describe("user.updated", () => {
+  it("syncs name, e-mail and avatar; the e-mail index follows", async () => {
+    const u = idpUser();
+    await send({ type: "user.created", data: { id: u.idpId, email: u.email, name: "Old Name" } });
+    const newEmail = `Renamed-${randomUUID().slice(0, 6)}@Example.com`;
+
+    const res = await send({ type: "user.updated", data: { id: u.idpId, email: newEmail, name: "New Name", avatar_url: "https://img.example/b.png" } });
+
+    expect(res.status, res.text).toBe(200);
+    const token = await idp().sign({ email: newEmail, sub: u.idpId });
+    const me = await call("GET", "/api/auth/me", { token });
+    expect(me.body).toMatchObject({ id: u.id, email: newEmail.toLowerCase(), name: "New Name", avatar_url: "https://img.example/b.png" });
+    expect((await User.findByEmail(newEmail))?.id).toBe(u.id);
+    expect(await User.findByEmail(u.email)).toBeNull();
+  });
+
+  it("a partial update leaves the other fields alone", async () => {
+    const u = idpUser();
+    await send({ type: "user.created", data: { id: u.idpId, email: u.email, name: "Keep Email" } });
+    await send({ type: "user.updated", data: { id: u.idpId, name: "Only Name" } });
+    expect(await User.get(u.id)).toMatchObject({ email: u.email, name: "Only Name" });
+  });
+});
+
+describe("user.deleted", () => {
+  it("cascades: owned workspaces are purged, memberships elsewhere removed, the user is gone", async () => {
+    const u = idpUser();
+    const token = await idp().sign({ email: u.email, sub: u.idpId });
+    await call("GET", "/api/auth/me", { token });
+    const owned = await call("POST", "/api/workspaces", { token, body: { name: "Owned by the leaver" } });
+    expect(owned.status).toBe(201);
+    const colleague = await newUser();
+    await call("POST", `/api/workspaces/${owned.body.id}/members`, { token, body: { email: colleague.email } });
+    const { owner: other, workspace: elsewhere } = await newWorkspace("Elsewhere");
+    await call("POST", `/api/workspaces/${elsewhere.id}/members`, { token: other.token, body: { email: u.email, role: "admin" } });
+    const referral = (await User.get(u.id))!.referral_code;
+
+    const res = await send({ type: "user.deleted", data: { id: u.idpId } });
+
+    expect(res.status, res.text).toBe(200);
+    expect(await partitionItems(`ws#${owned.body.id}`)).toEqual([]);
+    const remaining = await call("GET", `/api/workspaces/${elsewhere.id}/members`, { token: other.token });
+    expect(remaining.body.members.map((m: { user_id: string }) => m.user_id)).toEqual([other.id]);
+    expect(await User.get(u.id)).toBeNull();
+    expect((await db().entities.referralCode.get({ code: referral }).go()).data).toBeNull();
+    expect((await call("GET", "/api/workspaces", { token: colleague.token })).body.total).toBe(0);
+    expect((await call("GET", `/api/workspaces/${elsewhere.id}`, { token: other.token })).status).toBe(200);
+  });
+
+  it("a replay (or a delete of an unknown user) is 200 and changes nothing", async () => {
+    const u = idpUser();
+    await send({ type: "user.created", data: { id: u.idpId, email: u.email } });
+    const msgId = `msg_${randomUUID()}`;
+    expect((await send({ type: "user.deleted", data: { id: u.idpId } }, { msgId })).status).toBe(200);
+
+    const replay = await send({ type: "user.deleted", data: { id: u.idpId } }, { msgId });
+    const unknown = await send({ type: "user.deleted", data: { id: `user_${randomUUID()}` } });
+
+    expect(replay.status).toBe(200);
+    expect(unknown.status).toBe(200);
+    expect(await User.get(u.id)).toBeNull();
+  });
+});
+
+describe("signature checks (400, nothing applied)", () => {
+  const created = (u: ReturnType<typeof idpUser>) => ({ type: "user.created", data: { id: u.idpId, email: u.email } });
+
+  it.each<[string, (u: ReturnType<typeof idpUser>) => Promise<Awaited<ReturnType<typeof send>>>]>([
+    ["no signature headers", (u) => send(created(u), { headers: {} })],
+    ["a signature header but no id or timestamp", (u) => send(created(u), { headers: { "webhook-signature": "v1,abc" } })],
+    ["a signature made with another secret", (u) => send(created(u), { signWith: newSecret() })],
+    ["a body changed after signing", (u) => send(created(u), { sentBody: JSON.stringify({ ...created(u), data: { id: u.idpId, email: "evil@example.com" } }) })],
+    ["a timestamp older than the tolerance", (u) => send(created(u), { at: new Date(Date.now() - 10 * 60_000) })],
+    ["a timestamp in the future", (u) => send(created(u), { at: new Date(Date.now() + 10 * 60_000) })],
+  ])("rejects %s", async (_label, attempt) => {
+    const u = idpUser();
+    const res = await attempt(u);
+    expectEnvelope(res, 400, "INVALID_SIGNATURE");
+    expect(await User.get(u.id)).toBeNull();
+  });
+
+  it("an unconfigured secret is 400 and nothing is applied", async () => {
+    const u = idpUser();
+    delete process.env.IDP_WEBHOOK_SECRET;
+    const res = await send(created(u), { signWith: newSecret() });
+    expectEnvelope(res, 400, "INVALID_SIGNATURE");
+    expect(res.body.detail).toMatch(/not configured/);
+    expect(await User.get(u.id)).toBeNull();
+  });
+
+  it("malformed JSON is checked for its signature first: unsigned is 400 INVALID_SIGNATURE", async () => {
+    const res = await call("POST", "/api/webhooks/idp", { raw: { data: '{"type": "user.created", ', contentType: "application/json" } });
+    expectEnvelope(res, 400, "INVALID_SIGNATURE");
+  });
+});
+
+describe("invalid payloads (400, spec 02 Errors)", () => {
+  it("a well-signed but unknown event type is 400 with the field errors (no bearer token needed)", async () => {
+    const res = await send({ type: "user.exploded", data: { id: "x" } });
+    expectEnvelope(res, 400, "BAD_REQUEST");
+    expect(res.body.errors[0].loc).toEqual(["body", "type"]);
+  });
+
+  it("a well-signed body that is not JSON is 400", async () => {
+    const msgId = `msg_${randomUUID()}`;
+    const at = new Date();
+    const body = "user.created but not json";
+    const res = await call("POST", "/api/webhooks/idp", {
+      headers: { "webhook-id": msgId, "webhook-timestamp": String(Math.floor(at.getTime() / 1000)), "webhook-signature": new Webhook(secret).sign(msgId, at, body) },
+      raw: { data: body, contentType: "application/json" },
+    });
+    expectEnvelope(res, 400, "BAD_REQUEST");
+  });
+
+  it("user.created without an e-mail for an unknown user is 400 and creates nothing", async () => {
+    const u = idpUser();
+    const res = await send({ type: "user.created", data: { id: u.idpId } });
+    expectEnvelope(res, 400, "BAD_REQUEST");
+    expect(await User.get(u.id)).toBeNull();
+  });
+});
