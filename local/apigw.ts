@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
-import { matchRoute } from "../functions/http/routes";
+import { matchRoute, timeoutOf } from "../functions/http/routes";
 
 export interface HttpRequestLike {
   method: string;
@@ -50,8 +50,8 @@ export function toApiGatewayEvent(req: HttpRequestLike, pathParameters: Record<s
 }
 
 /** A Lambda context good enough for the handlers (they read the request id and remaining time). */
-export function lambdaContext(functionName: string): Context {
-  const deadline = Date.now() + 30_000;
+export function lambdaContext(functionName: string, timeoutSeconds = 30): Context {
+  const deadline = Date.now() + timeoutSeconds * 1000;
   return {
     callbackWaitsForEmptyEventLoop: false,
     functionName,
@@ -121,6 +121,6 @@ export async function dispatch(req: HttpRequestLike): Promise<APIGatewayProxyStr
   }
   const handler = await groupHandler(match.spec.group);
   const event = toApiGatewayEvent(req, match.pathParameters, `${match.spec.method} ${match.spec.path}`);
-  const result = await handler(event, lambdaContext(`http-${match.spec.group}`));
+  const result = await handler(event, lambdaContext(`http-${match.spec.group}`, timeoutOf(match.spec.group)));
   return typeof result === "string" ? { statusCode: 200, body: result } : result;
 }

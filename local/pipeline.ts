@@ -8,13 +8,31 @@ type TaskHandler = (input: unknown) => Promise<unknown>;
 const inFlight = new Set<Promise<unknown>>();
 
 /**
+ * The extraction definition as the local runner executes it. aws-local-stepfunctions gives a Task state without
+ * `TimeoutSeconds` a 60-second timeout, where Step Functions waits for the task (in AWS its Lambda's own 300 s
+ * timeout bounds it). Locally there is no Lambda timeout, and OCR or transcription of a minute of audio on a small
+ * machine takes longer than 60 s, so such a task would fail with States.Timeout ("Extraction timed out") although
+ * the engine was still working within its own limits. Those tasks get the execution's TimeoutSeconds instead.
+ */
+export function localExtractionDefinition(): typeof extractionDefinition {
+  const definition = structuredClone(extractionDefinition) as unknown as {
+    TimeoutSeconds: number;
+    States: Record<string, { Type: string; TimeoutSeconds?: number }>;
+  };
+  for (const state of Object.values(definition.States)) {
+    if (state.Type === "Task" && state.TimeoutSeconds === undefined) state.TimeoutSeconds = definition.TimeoutSeconds;
+  }
+  return definition as unknown as typeof extractionDefinition;
+}
+
+/**
  * The embedded runtime's workflow runner: aws-local-stepfunctions runs the same ASL definition as Step Functions,
  * each Task state overridden by the same handler module. Wait states are skipped (nothing is polled locally);
  * retry intervals can be shortened with LOCAL_RETRY_INTERVAL_MS (tests). At most `concurrency` executions run at
  * once, because OCR and transcription are CPU-bound on a small machine.
  */
 export function localWorkflowRunner(concurrency = 2): WorkflowRunner {
-  const machine = new StateMachine(extractionDefinition as never, { validationOptions: { checkPaths: false } });
+  const machine = new StateMachine(localExtractionDefinition() as never, { validationOptions: { checkPaths: false } });
   const limit = pLimit(concurrency);
   const taskHandlers: Record<string, TaskHandler> = {};
   for (const [state, file] of Object.entries(STEP_TASKS)) {

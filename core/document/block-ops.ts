@@ -8,10 +8,6 @@ import { extractBlocks, parseIntent } from "./markdown";
 import { requireDocument, type DocumentItem } from "./index";
 import type { AnnotationEntity, BlockEntity } from "./document.entity";
 import type { Block as BlockView, CreateBlockInput, UpdateBlockInput } from "./schema";
-import { recordRun } from "../agent";
-import { model } from "../ai/select";
-import { loadInsights, toEngineInput } from "../insight/inputs";
-import { documentEngine } from "./engine";
 
 export type BlockItem = EntityItem<typeof BlockEntity>;
 type AnnotationItem = EntityItem<typeof AnnotationEntity>;
@@ -262,31 +258,4 @@ export async function deleteAnnotation(userId: string, documentId: string, block
   if (!data) throw Errors.notFound("Annotation");
   if (data.author_id !== userId) await requireMember(userId, doc.workspace_id, ["owner", "admin"]);
   await db().entities.annotation.delete(key).go();
-}
-
-// ---- AI block actions (spec 01: expand, challenge, simulate; up to 8 surrounding blocks as context) ----
-
-const asActionBlock = (b: BlockItem) => ({ id: b.id, block_type: b.block_type, title: b.title, content: b.content, position: b.position });
-
-/**
- * Run one block action with the configured engine (local rules or the Model port), the 8 nearest blocks as context
- * and the document's related insights as evidence; recorded as a `block_action` agent run. Nothing is stored: the
- * result is a proposal (docs/decisions.md).
- */
-export async function blockAction(userId: string, blockId: string, action: "expand" | "challenge" | "simulate") {
-  const { doc, block } = await requireBlock(userId, blockId);
-  const [context, insights] = await Promise.all([
-    contextFor(doc, block),
-    loadInsights(doc.workspace_id, (doc.related_insight_ids ?? []).slice(0, 20), "related_insight_ids", { skipMissing: true }),
-  ]);
-  const engine = documentEngine(await model());
-  const { result } = await recordRun(
-    { workspaceId: doc.workspace_id, agentType: "block_action", toolName: `${action}_block`, engine: engine.kind, input: { block_id: blockId, action } },
-    async (usage) => {
-      const out = await engine[action](asActionBlock(block), context.map(asActionBlock), insights.map(toEngineInput));
-      if (out.usage) usage.add(out.usage);
-      return out;
-    },
-  );
-  return { block_id: block.id, block_type: block.block_type, action, context_block_ids: context.map((b) => b.id), ...result };
 }

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { DocumentStatus } from "./status";
 import { BlockType } from "./blocks";
 import { ChallengeResult, ExpandResult, SimulateResult } from "./engine/types";

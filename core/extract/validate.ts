@@ -273,7 +273,13 @@ export async function inspectUpload(upload: UploadHead): Promise<UploadVerdict> 
 
   const sniffed = sniff(head, ft, truncated);
   const unsupportedContent = () =>
-    unsupported(sniffed.mime === "application/x-cfb" ? "legacy Office files (.doc, .xls); save them as .docx or .xlsx" : sniffed.mime);
+    unsupported(
+      sniffed.mime === "application/x-cfb"
+        ? "legacy Office files (.doc, .xls); save them as .docx or .xlsx"
+        : sniffed.mime === NOT_UTF8
+          ? NOT_UTF8_HINT
+          : sniffed.mime,
+    );
 
   // What the client claims: the declared type, or the extension when the declared type says nothing.
   let claim: Declared | undefined;
@@ -346,7 +352,22 @@ function sniff(head: Buffer, ft: { mime: string } | undefined, truncated: boolea
     if (m === "II*\0" || m === "MM\0*") return { family: "tiff", mime: "image/tiff" };
   }
   if (isUtf8Text(head, truncated)) return { family: "text", mime: "text/plain" };
+  // Text in another encoding (Excel's "Unicode Text" is UTF-16, its plain "CSV" is Windows-1252) is refused like
+  // binary, but named, so the message can say how to fix it.
+  if ((head[0] === 0xff && head[1] === 0xfe) || (head[0] === 0xfe && head[1] === 0xff)) return { mime: NOT_UTF8 };
+  if (!head.includes(0) && printableShare(head) > 0.95) return { mime: NOT_UTF8 };
   return { mime: "application/octet-stream" };
+}
+
+const NOT_UTF8 = "text/x-not-utf8";
+const NOT_UTF8_HINT = "text that is not UTF-8 encoded (save it as UTF-8, e.g. Excel's \"CSV UTF-8\", and upload it again)";
+
+/** Share of bytes that are printable ASCII, whitespace or high (>= 0x80) bytes of some 8-bit encoding. */
+function printableShare(bytes: Buffer): number {
+  if (!bytes.length) return 0;
+  let ok = 0;
+  for (const b of bytes) if (b >= 0x20 || b === 0x09 || b === 0x0a || b === 0x0d) ok++;
+  return ok / bytes.length;
 }
 
 function compatible(claimed: Family, sniffed: Family): boolean {
@@ -458,7 +479,9 @@ function isUtf8Text(bytes: Buffer, truncated: boolean): boolean {
 }
 
 function describe(s: Sniffed): string {
-  return s.family ? `${FAMILY_NAMES[s.family]} (${s.family === "text" ? "text/plain" : s.mime})` : s.mime === "application/octet-stream" ? "unrecognised binary data" : s.mime;
+  if (s.family) return `${FAMILY_NAMES[s.family]} (${s.family === "text" ? "text/plain" : s.mime})`;
+  if (s.mime === NOT_UTF8) return NOT_UTF8_HINT;
+  return s.mime === "application/octet-stream" ? "unrecognised binary data" : s.mime;
 }
 
 const normalizeMime = (t: string): string => {

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 /**
  * Insight types: the values the spec lists. We treat the set as closed (decision in docs/decisions.md) so
@@ -114,3 +114,25 @@ export type BatchInsightsInput = z.infer<typeof BatchInsightsInput>;
 export const BatchInsightsResult = z.object({ updated_count: z.int(), insight_ids: z.array(z.uuid()) }).meta({ id: "BatchInsightsResult" });
 
 export const InsightIdParam = z.object({ insight_id: z.uuid() });
+
+export const SynthesizeInput = z
+  .object({
+    workspace_id: z.uuid(),
+    source_ids: z.array(z.uuid()).min(1).max(200),
+    synthesis_type: z.enum(["comprehensive", "quick"]).default("comprehensive"),
+  })
+  .strict()
+  .meta({ id: "SynthesizeInput" });
+export type SynthesizeInput = z.infer<typeof SynthesizeInput>;
+
+export const SynthesizeResult = z
+  .object({
+    insights: z.array(Insight),
+    insight_ids: z.array(z.uuid()),
+    summary: z.string(),
+    created_ids: z.array(z.uuid()),
+    merged: z.array(z.object({ insight_id: z.uuid(), title: z.string() })).describe("existing insights the new findings were merged into"),
+    engine: z.enum(["local", "bedrock"]),
+  })
+  .meta({ id: "SynthesizeResult" });
+

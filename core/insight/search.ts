@@ -62,7 +62,13 @@ export async function search(userId: string, input: SearchInsightsInput) {
   const version = await insightsVersion(input.workspace_id);
   let loaded = cache.get(input.workspace_id);
   if (!loaded || loaded.version !== version || loaded.embedderId !== (emb?.id ?? null)) {
-    loaded = await load(input.workspace_id, version, emb);
+    try {
+      loaded = await load(input.workspace_id, version, emb);
+    } catch (err) {
+      if (!emb) throw err;
+      emb = null; // embedding the stored insights failed (embedder unavailable): text fallback below
+      loaded = await load(input.workspace_id, version, null);
+    }
     cache.delete(input.workspace_id);
     if (cache.size >= MAX_CACHED_WORKSPACES) cache.delete(cache.keys().next().value!);
     cache.set(input.workspace_id, loaded);

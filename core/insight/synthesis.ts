@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import { z } from "zod";
 import { AppError } from "../error";
 import { db } from "../db/service";
 import { requireActiveSubscription } from "../billing";
@@ -13,28 +12,7 @@ import { groundQuotes, synthesize as localSynthesize, type InsightDraft, type Sy
 import { synthesizeWithModel } from "../ai/synthesis/bedrock";
 import type { StoredMentions } from "../../functions/steps/index";
 import { allOf, bumpInsightsVersion, toView, type InsightItem } from "./index";
-import { Insight } from "./schema";
-
-export const SynthesizeInput = z
-  .object({
-    workspace_id: z.uuid(),
-    source_ids: z.array(z.uuid()).min(1).max(200),
-    synthesis_type: z.enum(["comprehensive", "quick"]).default("comprehensive"),
-  })
-  .strict()
-  .meta({ id: "SynthesizeInput" });
-export type SynthesizeInput = z.infer<typeof SynthesizeInput>;
-
-export const SynthesizeResult = z
-  .object({
-    insights: z.array(Insight),
-    insight_ids: z.array(z.uuid()),
-    summary: z.string(),
-    created_ids: z.array(z.uuid()),
-    merged: z.array(z.object({ insight_id: z.uuid(), title: z.string() })).describe("existing insights the new findings were merged into"),
-    engine: z.enum(["local", "bedrock"]),
-  })
-  .meta({ id: "SynthesizeResult" });
+import type { SynthesizeInput } from "./schema";
 
 /** Synthesis requests per user per minute (spec 01 Limits). */
 export const SYNTHESIS_RATE_PER_MINUTE = 10;

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { RecommendationStatus } from "./status";
 import { EffortEstimate, TargetRepo } from "./engine/types";
 

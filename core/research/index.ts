@@ -104,13 +104,19 @@ async function createCounted(item: Omit<SourceItem, "created_at" | "updated_at" 
   }
 }
 
-async function uncount(workspaceId: string, sourceId: string): Promise<void> {
-  await db()
+/**
+ * Delete the source item and give its slot back, in one transaction. The delete is conditional on the item
+ * existing, so two deletes racing each other give the slot back once (the loser's transaction is cancelled).
+ * @returns whether this call deleted the item.
+ */
+async function uncount(workspaceId: string, sourceId: string): Promise<boolean> {
+  const result = await db()
     .transaction.write(({ researchSource, usage }) => [
-      researchSource.delete({ workspace_id: workspaceId, id: sourceId }).commit(),
+      researchSource.remove({ workspace_id: workspaceId, id: sourceId }).commit(),
       usage.update({ workspace_id: workspaceId }).subtract({ research_sources: 1 }).commit(),
     ])
     .go();
+  return !result.canceled;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 export const SourceType = z.enum(["interview", "support_ticket", "survey", "usage_data", "feedback", "other"]);
 export const ProcessingStatus = z.enum(["pending", "completed", "failed"]);

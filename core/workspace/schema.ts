@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 export const Role = z.enum(["owner", "admin", "member"]);
 export type Role = z.infer<typeof Role>;

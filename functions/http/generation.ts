@@ -2,7 +2,7 @@ import { httpGroup } from "../lib/http";
 import { ok } from "../lib/route";
 import { generate } from "../../core/recommendation/generate";
 import { draft } from "../../core/document/draft";
-import { blockAction } from "../../core/document/block-ops";
+import { blockAction } from "../../core/document/block-actions";
 
 /** The AI delivery endpoints: their own Lambda, with the longer timeout the engines need (spec 01 typical durations). */
 export const handler = httpGroup("generation", {

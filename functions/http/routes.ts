@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { defineRoutes, type RouteSpec } from "../lib/route";
 import { IdpWebhookEvent, RedeemCodeInput, UserProfile, WebhookAck } from "../../core/user/schema";
 import {
@@ -155,6 +155,15 @@ export const routes = defineRoutes({
 
 export type Routes = typeof routes;
 export type RouteId = keyof Routes;
+
+/**
+ * Lambda timeout in seconds per group (the stacks and the local gateway use the same figures). The AI groups block
+ * for up to a minute (spec 01 typical durations), beyond API Gateway's 30 s integration limit, so the stacks also
+ * give them Function URLs.
+ */
+export const GROUP_TIMEOUT_SECONDS: Record<string, number> = { synthesis: 180, generation: 120 };
+export const DEFAULT_TIMEOUT_SECONDS = 29;
+export const timeoutOf = (group: string): number => GROUP_TIMEOUT_SECONDS[group] ?? DEFAULT_TIMEOUT_SECONDS;
 
 /** The endpoint groups, each one Lambda. */
 export const groups = (): string[] => [...new Set(Object.values(routes).map((r) => r.group))].sort();

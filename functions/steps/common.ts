@@ -1,5 +1,6 @@
 import type { ExtractionInput } from "../../core/pipeline";
 import type { FileKind } from "../../core/extract";
+import * as Research from "../../core/research";
 
 /** The state that flows through the extraction state machine (kept small: Step Functions payloads cap at 256 KB). */
 export interface StepState extends ExtractionInput {
@@ -18,4 +19,17 @@ export const engineMode = (): "aws" | "local" => (process.env.EXTRACTION_ENGINES
 /** Raised when an execution belongs to a superseded attempt or a deleted source: nothing must be written. */
 export class StaleExecutionError extends Error {
   override readonly name = "StaleExecutionError";
+}
+
+/**
+ * The source of this execution, if the execution is still the current one: the source exists, is pending and its
+ * processing attempt is this execution's.
+ * @throws StaleExecutionError otherwise (reprocessed or deleted meanwhile, or already finished).
+ */
+export async function requireCurrentAttempt(state: StepState): Promise<Research.SourceItem> {
+  const item = await Research.getItem(state.workspace_id, state.source_id);
+  if (!item || item.processing_attempt !== state.attempt || item.processing_status !== "pending") {
+    throw new StaleExecutionError(`source ${state.source_id} attempt ${state.attempt} is no longer current`);
+  }
+  return item;
 }

@@ -1,5 +1,9 @@
 import * as Research from "../../core/research";
 import type { StepState } from "./common";
+import { extractionDefinition } from "./extraction.asl";
+
+/** Errors the state machine retries (the Validate task's Retry policy is the one every task uses). */
+const RETRIED_ERRORS: ReadonlySet<string> = new Set(extractionDefinition.States.Validate.Retry.flatMap((r) => r.ErrorEquals));
 
 /**
  * The reason to show a user. Step Functions puts a Lambda error's JSON ({errorType, errorMessage}) in Cause; the
@@ -15,6 +19,8 @@ export function reasonOf(error: StepState["error"]): string {
     // Cause was the message itself
   }
   if (error.Error === "States.Timeout") return "Extraction timed out; try reprocessing, or split the file";
+  // Retries exhausted on throttling or a transient Lambda fault: the engine's own words ("Rate exceeded") say nothing to act on.
+  if (RETRIED_ERRORS.has(error.Error)) return `The extraction service was busy (${error.Error}); try reprocessing in a few minutes`;
   return message || `Extraction failed (${error.Error}); try reprocessing`;
 }
 

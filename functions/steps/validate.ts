@@ -1,18 +1,14 @@
 import { AppError } from "../../core/error";
-import * as Research from "../../core/research";
 import { inspectUpload, SNIFF_BYTES } from "../../core/extract";
 import { deleteObject, getObject, objectSize } from "../../core/storage";
-import { engineMode, StaleExecutionError, type StepState } from "./common";
+import { engineMode, requireCurrentAttempt, type StepState } from "./common";
 
 /**
  * Validate step: the same checks as the multipart upload, run on the stored object (presigned uploads are first
  * seen here). A refused object is deleted; the error goes on to MarkFailed with its reason. Then choose the route.
  */
 export async function handler(state: StepState): Promise<StepState> {
-  const item = await Research.getItem(state.workspace_id, state.source_id);
-  if (!item || item.processing_attempt !== state.attempt || item.processing_status !== "pending") {
-    throw new StaleExecutionError(`source ${state.source_id} attempt ${state.attempt} is no longer current`);
-  }
+  const item = await requireCurrentAttempt(state);
   const size = await objectSize(state.key);
   if (size === null) throw new AppError("NOT_FOUND", "The uploaded file is missing from storage; upload it again");
   const head = (await getObject(state.key, `bytes=0-${SNIFF_BYTES - 1}`)) ?? Buffer.alloc(0);

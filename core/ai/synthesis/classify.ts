@@ -1,0 +1,202 @@
+/**
+ * Steps 5–6 of synthesis: what kind of insight a cluster is, and how severe.
+ *
+ * Each mention is scanned for cue words (lemmas, wink-nlp) in five lexicons: pain (problems, failure, effort),
+ * request (wishes, asks, "would like", "should", "add"), positive (praise), behaviour (habits, frequency, "I use")
+ * and unmet need (gaps, workarounds, "doesn't address", "missing"). Negation flips polarity: a negated positive
+ * word ("not easy", "doesn't work") is a pain cue, a negated pain word ("not hard") is not. A survey answer also
+ * gets a cue from its question ("What hinders you…" → pain, "What new features…" → request, "What makes it
+ * pleasant…" → positive). The cluster's type is the kind with the largest share of cued mentions, with minimum
+ * shares; otherwise `feedback_theme`.
+ *
+ * Severity combines how widespread the theme is (share of sources, share of mentions) with pain intensity
+ * (share of mentions with strong cues: crashes, data loss, "unusable", intensifiers such as "very", "extremely").
+ */
+import type { Token } from "./nlp";
+
+export type InsightType = "pain_point" | "feature_request" | "opportunity" | "behavior" | "feedback_theme";
+export type Severity = "low" | "medium" | "high" | "critical";
+
+export interface Cues {
+  pain: boolean;
+  request: boolean;
+  positive: boolean;
+  behavior: boolean;
+  unmet: boolean;
+  /** Strong pain: crash, data loss, unusable, or pain with an intensifier. */
+  intense: boolean;
+}
+
+const PAIN = new Set([
+  "hard", "difficult", "difficulty", "confusing", "confuse", "confused", "slow", "slowly", "crash", "fail", "failure",
+  "error", "bug", "buggy", "broken", "break", "lose", "lost", "loss", "frustrating", "frustrate", "frustrated",
+  "frustration", "annoying", "annoy", "annoyed", "painful", "pain", "problem", "issue", "struggle", "cumbersome",
+  "clunky", "unusable", "impossible", "hate", "awful", "terrible", "bad", "poor", "unreliable", "laggy", "lag", "freeze",
+  "hang", "stuck", "timeout", "inconsistent", "tedious", "messy", "complicated", "unclear", "die", "dead", "corrupt",
+  "overwrite", "unstable", "glitch", "glitchy", "horrible", "useless", "worse", "worst", "clumsy", "ugly", "limited",
+  "limitation", "difficult", "trouble", "headache", "nightmare", "unintuitive", "counterintuitive", "disappointed",
+  "disappointing", "irritating", "stressful", "fiddly", "awkward", "wrong", "delay", "wait", "waiting", "forget",
+  "kick", "logout", "expire", "reset", "crashes", "complaint", "nuisance", "sucks", "suck", "pita", "flaky",
+]);
+const POSITIVE = new Set([
+  "easy", "love", "great", "nice", "good", "helpful", "useful", "intuitive", "simple", "convenient", "awesome",
+  "excellent", "fantastic", "enjoy", "fast", "quick", "clean", "pleasant", "best", "amazing", "happy", "perfect",
+  "wonderful", "flexible", "powerful", "work", "works", "reliable", "smooth", "beautiful", "fun", "handy", "efficient",
+  "straightforward", "appreciate", "like", "glad", "thank", "thanks", "interactive", "accessible",
+]);
+const REQUEST = new Set([
+  "wish", "want", "need", "please", "should", "add", "feature", "support", "ability", "option", "allow", "integrate",
+  "integration", "improve", "improvement", "request", "suggest", "suggestion", "hope", "prefer", "provide", "offer",
+  "enable", "implement", "include", "introduce", "better", "more", "easier", "faster", "native", "built-in", "builtin",
+]);
+const BEHAVIOR = new Set([
+  "usually", "always", "often", "daily", "weekly", "monthly", "mostly", "typically", "routinely", "habit", "workflow",
+  "rely", "regularly", "sometimes", "every", "frequently", "mainly", "primarily", "teach", "teaching",
+  "share", "sharing", "demo", "present", "explore", "prototype",
+]);
+const UNMET = new Set([
+  "missing", "lack", "lacking", "workaround", "instead", "gap", "absent", "unavailable", "alternative", "switch",
+  "outside", "elsewhere", "manually", "hack", "hacky",
+]);
+const INTENSE = new Set([
+  "crash", "crashes", "lose", "lost", "loss", "unusable", "impossible", "corrupt", "useless", "terrible", "horrible",
+  "awful", "nightmare", "never", "hate", "worst", "die", "dead", "broken", "data",
+]);
+const INTENSIFIERS = new Set(["very", "really", "extremely", "so", "totally", "completely", "constantly", "always", "super", "incredibly", "significantly"]);
+
+/** Multi-word request and unmet-need patterns over the lower-cased mention text. */
+const REQUEST_RE = /\b(would (?:like|love|be (?:nice|great|good|awesome|helpful|useful|cool))|i'?d (?:like|love)|it'?d be|wish (?:there|it|i|we)|would appreciate|be able to|ability to|option to|support for|way to|can you|could you|needs? to|have to be|make it (?:easier|possible))\b/;
+const UNMET_RE = /\b(does ?n[o']?t (?:address|support|have|allow|let)|do ?n[o']?t (?:have|support)|there (?:is|'s) no|no way to|not able to|unable to|can ?no?'?t (?:do|find|see|get)|i have to|we have to|end up|rather than|fall back)\b/;
+const BEHAVIOR_RE = /\b(i use|we use|i'm using|we're using|i usually|we usually|i always|i often|every (?:day|week|time|morning)|most of the time|for (?:teaching|demos|workshops|research|exploration|prototyping))\b/;
+
+/** Cue words a survey question lends to its answers. */
+function questionCues(q: string | undefined): Partial<Cues> {
+  if (!q) return {};
+  const s = q.toLowerCase();
+  return {
+    pain: /hinder|difficult|pain|problem|challenge|frustrat|struggle|stressful|not address|get in the way/.test(s),
+    request: /feature|change|like to see|would you like|enhancement|improve|integrat|wish|add/.test(s),
+    positive: /pleasant|like about|enjoy|best|love/.test(s) && !/not|difficult/.test(s),
+    behavior: /how often|how do you (?:run|use|access)|use case|use .* for|what do you .*use|workflow .* address|primary/.test(s) && !/not address/.test(s),
+    unmet: /not address|missing|would have made/.test(s),
+  };
+}
+
+/**
+ * Cues of one mention from its tokens (negation-aware) and, for survey answers, its question.
+ * @param tokens the mention's wink tokens
+ * @param text the mention text (for multi-word patterns)
+ * @param question the survey question of a `response` unit, if any
+ */
+export function mentionCues(tokens: Token[], text: string, question?: string): Cues {
+  const lower = text.toLowerCase();
+  const c: Cues = { pain: false, request: false, positive: false, behavior: false, unmet: false, intense: false };
+  let intensifier = false;
+  for (const t of tokens) {
+    const l = t.lemma.toLowerCase();
+    const v = t.normal;
+    if (INTENSIFIERS.has(v)) intensifier = true;
+    const isPain = PAIN.has(l) || PAIN.has(v);
+    // "work" and "like" are praise only as verbs ("it works", "I like"), not in "my work" or "like RStudio".
+    const isPos = (POSITIVE.has(l) || POSITIVE.has(v)) && !((l === "work" || l === "like") && t.pos !== "VERB");
+    if (t.negated) {
+      // "not easy", "doesn't work" -> pain; "not hard" -> neither.
+      if (isPos && t.pos !== "NOUN") c.pain = true;
+      continue;
+    }
+    if (isPain) c.pain = true;
+    if (isPos) c.positive = true;
+    if (REQUEST.has(l) || REQUEST.has(v)) c.request = true;
+    if (BEHAVIOR.has(l) || BEHAVIOR.has(v)) c.behavior = true;
+    if (UNMET.has(l) || UNMET.has(v)) c.unmet = true;
+    if (INTENSE.has(l) || INTENSE.has(v)) c.intense = true;
+  }
+  // "not able", "can't", "doesn't work" have negated non-lexicon heads; catch them as patterns.
+  if (/\b(can ?no?'?t|cannot|could ?n[o']?t|does ?n[o']?t work|do ?n[o']?t work|is ?n[o']?t working|not working|won'?t (?:load|start|work|open|let))\b/.test(lower)) c.pain = true;
+  if (REQUEST_RE.test(lower)) c.request = true;
+  if (UNMET_RE.test(lower)) c.unmet = true;
+  if (BEHAVIOR_RE.test(lower)) c.behavior = true;
+  if (c.pain && intensifier) c.intense = true;
+  if (!c.pain) c.intense = false;
+  const q = questionCues(question);
+  if (q.pain) c.pain = true;
+  if (q.request) c.request = true;
+  if (q.positive) c.positive = true;
+  if (q.behavior) c.behavior = true;
+  if (q.unmet) c.unmet = true;
+  return c;
+}
+
+export interface CueShares {
+  pain: number;
+  request: number;
+  positive: number;
+  behavior: number;
+  unmet: number;
+  intense: number;
+}
+
+/** Share (0..1) of mentions carrying each cue. */
+export function cueShares(cues: Cues[]): CueShares {
+  const n = Math.max(1, cues.length);
+  const share = (k: keyof Cues) => cues.filter((c) => c[k]).length / n;
+  return {
+    pain: share("pain"),
+    request: share("request"),
+    positive: share("positive"),
+    behavior: share("behavior"),
+    unmet: share("unmet"),
+    intense: share("intense"),
+  };
+}
+
+/**
+ * Insight type from cue shares: the kind with the largest share wins when it reaches its minimum share
+ * (pain 0.25, request 0.3, unmet need 0.2 → opportunity, behaviour 0.3, positive 0.35 → feedback_theme);
+ * problems outrank wishes when close (pain ≥ 0.8 × request), because a wish that follows a problem is mostly a fix
+ * for it. Otherwise `feedback_theme`.
+ */
+export function classifyType(s: CueShares): { type: InsightType; positive: boolean } {
+  const candidates: [InsightType | "positive", number, number][] = [
+    ["pain_point", s.pain, 0.25],
+    ["feature_request", s.request, 0.3],
+    ["opportunity", s.unmet * 1.2, 0.24],
+    ["behavior", s.behavior * 0.9, 0.27],
+    ["positive", s.positive, 0.35],
+  ];
+  const eligible = candidates.filter(([, v, min]) => v >= min).sort((a, b) => b[1] - a[1]);
+  if (!eligible.length) return { type: "feedback_theme", positive: false };
+  let [top] = eligible[0];
+  if (top === "feature_request" && s.pain >= 0.25 && s.pain >= 0.8 * s.request) top = "pain_point";
+  if (top === "positive") return { type: "feedback_theme", positive: true };
+  return { type: top, positive: false };
+}
+
+/**
+ * Severity from reach, volume and (for problems) intensity, each 0..1:
+ * - reach = share of the synthesis's sources that mention it (counted only from 3 sources up; with fewer, 0.5);
+ * - volume = mentions / (2 × the average cluster's mentions), capped at 1 (an average theme scores 0.5);
+ * - intensity = pain share + 2 × strong-pain share, capped at 1.
+ * Pain points and opportunities: score = 0.25·reach + 0.35·volume + 0.4·intensity; critical ≥ 0.7 (pain points
+ * only), high ≥ 0.5, medium ≥ 0.3, else low. Other types (wishes, habits, feedback) are not urgent by themselves:
+ * score = 0.4·reach + 0.6·volume, at most high (≥ 0.7), medium ≥ 0.4, else low.
+ * @param sourceShare distinct sources of the insight / sources in the synthesis (0..1)
+ * @param sources sources in the synthesis
+ * @param relativeVolume the insight's mentions / average mentions per insight
+ */
+export function severityOf(type: InsightType, sourceShare: number, sources: number, relativeVolume: number, s: CueShares): Severity {
+  const reach = sources >= 3 ? sourceShare : 0.5;
+  const volume = Math.min(1, relativeVolume / 2);
+  if (type === "pain_point" || type === "opportunity") {
+    const intensity = Math.min(1, s.pain + 2 * s.intense);
+    const score = 0.25 * reach + 0.35 * volume + 0.4 * intensity;
+    if (score >= 0.7 && type === "pain_point") return "critical";
+    if (score >= 0.5) return "high";
+    if (score >= 0.3) return "medium";
+    return "low";
+  }
+  const score = 0.4 * reach + 0.6 * volume;
+  if (score >= 0.7) return "high";
+  if (score >= 0.4) return "medium";
+  return "low";
+}

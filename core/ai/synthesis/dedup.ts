@@ -1,0 +1,57 @@
+/**
+ * Dedup against the workspace: which new insight is the same theme as an insight the workspace already has,
+ * so the caller merges (adds quotes, sources, counts) instead of creating a duplicate.
+ */
+import type { Embedder } from "../ports";
+import { dot } from "../vectors";
+import type { ExistingInsight } from "./types";
+
+export interface MatchOptions {
+  /** Centroid-to-stored-vector cosine threshold (default 0.85). */
+  threshold?: number;
+  /** Centroid-to-text cosine threshold, for existing insights without a usable vector (default 0.6). */
+  textThreshold?: number;
+}
+
+/**
+ * For each new insight, the id of the existing insight it duplicates, or undefined.
+ *
+ * An existing insight with a stored vector of the same dimension is compared with the new insight's centroid
+ * (both are centroids of mention vectors from the same embedder; same theme ⇒ cosine ≥ `threshold`). One without
+ * a usable vector (created by hand through POST /api/insights, or by another embedder) is embedded from
+ * "title. description" and compared with the centroid at `textThreshold` (a statement about a theme sits
+ * further from the mean mention than another mean mention does). The best match above threshold wins; ties go
+ * to the earlier existing insight.
+ * @param drafts new insights' unit-length centroids
+ * @param existing the workspace's insights
+ * @param embedder the embedder the centroids came from (used only for existing insights without vectors)
+ */
+export async function matchExisting(
+  drafts: { vector: Float32Array }[],
+  existing: ExistingInsight[],
+  embedder: Embedder,
+  opts: MatchOptions = {},
+): Promise<(string | undefined)[]> {
+  const threshold = opts.threshold ?? 0.85;
+  const textThreshold = opts.textThreshold ?? 0.6;
+  if (!existing.length || !drafts.length) return drafts.map(() => undefined);
+  const needText = existing.filter((e) => !e.vector || e.vector.length !== embedder.dimensions);
+  const textVecs = needText.length ? await embedder.embed(needText.map((e) => `${e.title}. ${e.description}`)) : [];
+  const compare = existing.map((e) => {
+    const i = needText.indexOf(e);
+    return i >= 0 ? { id: e.id, vector: textVecs[i], min: textThreshold } : { id: e.id, vector: e.vector!, min: threshold };
+  });
+  return drafts.map((d) => {
+    let best: string | undefined;
+    let bestScore = -Infinity;
+    for (const c of compare) {
+      if (c.vector.length !== d.vector.length) continue;
+      const s = dot(d.vector, c.vector);
+      if (s >= c.min && s - c.min > bestScore) {
+        bestScore = s - c.min;
+        best = c.id;
+      }
+    }
+    return best;
+  });
+}

@@ -1,0 +1,473 @@
+/**
+ * LOCAL SYNTHESIS ENGINE (DESIGN.md section 2: "a deterministic local engine (no LLM exists offline)").
+ * Implements POST /api/research/synthesize's core (spec 01 Research sources and synthesis; Insight fields).
+ *
+ * What it does, honestly: it finds recurring themes by clustering sentence embeddings, names them with words the
+ * users used, and backs every insight with verbatim quotes. It does not "understand" the research: titles come
+ * from templates filled with keyphrases, types and severities from cue-word lexicons. Every step is deterministic
+ * for the same input (seeded PRNG, stable sorts), and every quote is checked verbatim against its source.
+ *
+ * Pipeline (details and thresholds in README.md beside this file):
+ *  1. mentions: units → verbatim mentions (whole short units, else sentences), dropping headings, too-short,
+ *     non-informative answers, interviewer prompts/speakers, multiple-choice survey columns, boilerplate, duplicates;
+ *  2. vectors: reuse per-unit vectors precomputed at ingestion (`embedUnits`), embed the rest in one batch;
+ *  3. clusters: spherical k-means++ (k ≈ √(n/2)) with bound pruning, noise pruned (cos < 0.3 to the centroid),
+ *     near-duplicate centroids merged (cos ≥ 0.8), clusters with too little support dropped;
+ *  4. names: c-TF-IDF keyphrases from wink-nlp noun phrases; clusters sharing their top keyphrase are merged;
+ *  5. type and severity: negation-aware cue lexicons + survey-question cues; reach and intensity;
+ *  6. quotes: 3–5 central, diverse mentions (MMR), then `groundQuotes` keeps only verbatim ones;
+ *  7. dedup against the workspace: `matchExisting` sets `merge_into`.
+ */
+import type { Embedder } from "../ports";
+import { toMatrix, type Matrix } from "../vectors";
+import { classifyType, cueShares, mentionCues, severityOf, type Cues, type InsightType } from "./classify";
+import { centered, centroidOf, cohesion, mergeClusters, pruneMembers, sphericalKMeans, type Cluster } from "./cluster";
+import { matchExisting } from "./dedup";
+import { vectorsAligned } from "./embed";
+import { boilerplateTexts, structuredQuestions, interviewerSpeakers, unitSkipReason } from "./filters";
+import { normalizeText, unitMentions, type MentionSpan } from "./mentions";
+import { distinctTop, MIN_COVERAGE, mentionPhrases, phraseSpread, rankPhrases, titleFor, type PhraseOcc, type RankedPhrase } from "./naming";
+import { groundQuotes, pickQuotes, type Quote } from "./quotes";
+import type {
+  InsightDraft,
+  SynthesisInput,
+  SynthesisOptions,
+  SynthesisOutput,
+  SynthesisSource,
+  SynthesisStats,
+} from "./types";
+
+export * from "./types";
+export { embedUnits } from "./embed";
+export { groundQuotes } from "./quotes";
+export { matchExisting } from "./dedup";
+export { unitMentions } from "./mentions";
+
+export const DEFAULT_OPTIONS: SynthesisOptions = {
+  seed: 42,
+  kScale: 1.5,
+  maxInsights: 25,
+  mergeThreshold: 0.7,
+  memberThreshold: 0.3,
+  matchThreshold: 0.85,
+  textMatchThreshold: 0.6,
+};
+
+/** One mention in the corpus being synthesised. */
+export interface Mention {
+  sourceIndex: number;
+  unitIndex: number;
+  span: MentionSpan;
+  speaker: string | null;
+  question?: string;
+  norm: string;
+}
+
+/** Mentions of all sources after every filter, with their vectors, plus filter counts. */
+export interface Corpus {
+  mentions: Mention[];
+  vectors: Float32Array[];
+  stats: Pick<SynthesisStats, "units" | "mentions" | "dropped" | "vectors_reused" | "vectors_computed">;
+  /** Time spent in the embedder, ms. */
+  embedMs: number;
+}
+
+/**
+ * Steps 1–2: mentions and their vectors for a set of sources (shared with the Bedrock engine).
+ * @param embedder used for mentions without valid precomputed vectors
+ * @throws whatever the embedder throws
+ */
+export async function collectMentions(sources: SynthesisSource[], embedder: Embedder): Promise<Corpus> {
+  const dims = embedder.dimensions;
+  const spanCache = new Map<string, MentionSpan[]>();
+  const spansOf = (u: SynthesisSource["units"][number]) => {
+    const key = `${u.kind}\u0000${u.text}`;
+    let s = spanCache.get(key);
+    if (!s) {
+      s = unitMentions(u);
+      spanCache.set(key, s);
+    }
+    return s;
+  };
+  const dropped = { interviewer_units: 0, structured_answer_units: 0, boilerplate: 0, duplicate: 0 };
+  let units = 0;
+  let reused = 0;
+  let computed = 0;
+  const raw: { m: Mention; vec?: Float32Array }[] = [];
+  const toEmbed: number[] = [];
+
+  for (let si = 0; si < sources.length; si++) {
+    const src = sources[si];
+    units += src.units.length;
+    const interviewers = interviewerSpeakers(src.units);
+    const choices = structuredQuestions(src.units);
+    const skip = src.units.map((u) => unitSkipReason(u, interviewers, choices));
+    const spans = src.units.map((u, ui) => (skip[ui] ? null : spansOf(u)));
+    const aligned = src.vectors ? vectorsAligned(spans, src.vectors, dims, src.vectors_embedder_id, embedder.id) : false;
+    src.units.forEach((u, ui) => {
+      const reason = skip[ui];
+      if (reason) {
+        dropped[`${reason}_units`]++;
+        return;
+      }
+      spans[ui]!.forEach((span, j) => {
+        const m: Mention = {
+          sourceIndex: si,
+          unitIndex: ui,
+          span,
+          speaker: u.speaker ?? null,
+          question: u.fields?.question,
+          norm: normalizeText(span.text),
+        };
+        if (aligned) {
+          raw.push({ m, vec: src.vectors![ui].subarray(j * dims, (j + 1) * dims) });
+          reused++;
+        } else {
+          toEmbed.push(raw.length);
+          raw.push({ m });
+        }
+      });
+    });
+  }
+  const tEmbed = performance.now();
+  if (toEmbed.length) {
+    const vecs = await embedder.embed(toEmbed.map((i) => raw[i].m.span.text));
+    if (vecs.length !== toEmbed.length) throw new Error(`embedder returned ${vecs.length} vectors for ${toEmbed.length} texts`);
+    toEmbed.forEach((i, k) => {
+      if (vecs[k].length !== dims) throw new Error(`embedder returned ${vecs[k].length} dimensions, expected ${dims}`);
+      raw[i].vec = vecs[k];
+    });
+    computed = toEmbed.length;
+  }
+  const embedMs = performance.now() - tEmbed;
+  const total = raw.length;
+  const boiler = boilerplateTexts(raw.map((r) => ({ norm: r.m.norm, sourceId: sources[r.m.sourceIndex].id })));
+  const seen = new Set<string>();
+  const mentions: Mention[] = [];
+  const vectors: Float32Array[] = [];
+  for (const r of raw) {
+    if (boiler.has(r.m.norm)) {
+      dropped.boilerplate++;
+      continue;
+    }
+    const key = `${r.m.sourceIndex}\u0000${r.m.speaker ?? ""}\u0000${r.m.norm}`;
+    if (seen.has(key)) {
+      dropped.duplicate++;
+      continue;
+    }
+    seen.add(key);
+    mentions.push(r.m);
+    vectors.push(r.vec!);
+  }
+  return {
+    mentions,
+    vectors,
+    stats: { units, mentions: total, dropped, vectors_reused: reused, vectors_computed: computed },
+    embedMs,
+  };
+}
+
+/** Number of clusters k-means starts from: scale·√(n/2), between 2 and 150 (over-clustering; merging follows). */
+export function initialK(n: number, scale = 1): number {
+  return Math.max(2, Math.min(150, Math.round(scale * Math.sqrt(n / 2))));
+}
+
+/** Centred-space centroid similarity above which clusters sharing a keyphrase are merged. */
+const ANCHORED_MERGE = 0.55;
+
+/** Share of members containing at least one of the top phrases. */
+function coverageOf(phrases: PhraseOcc[][], members: number[], top: RankedPhrase[]): number {
+  if (!top.length || !members.length) return 0;
+  const keys = new Set(top.map((t) => t.key));
+  return members.filter((i) => phrases[i].some((p) => keys.has(p.key))).length / members.length;
+}
+
+/**
+ * Order of insights: volume × reach × tightness = mention_count · (1 + ½·log2 frequency) · cohesion, so a theme
+ * many people raise in several sources, stated consistently, comes first.
+ */
+export function rankScore(d: Pick<InsightDraft, "mention_count" | "frequency" | "cohesion">): number {
+  return d.mention_count * (1 + 0.5 * Math.log2(Math.max(1, d.frequency))) * d.cohesion;
+}
+
+const unitKey = (m: Mention) => `${m.sourceIndex}:${m.unitIndex}`;
+
+function distinctUnits(mentions: Mention[], members: number[]): number {
+  return new Set(members.map((i) => unitKey(mentions[i]))).size;
+}
+
+function listJoin(items: string[]): string {
+  if (items.length <= 1) return items.join("");
+  return `${items.slice(0, -1).join(", ")} and ${items[items.length - 1]}`;
+}
+
+const pct = (x: number) => `${Math.round(x * 100)}%`;
+
+const TYPE_LABEL: Record<InsightType, string> = {
+  pain_point: "pain points",
+  feature_request: "feature requests",
+  opportunity: "opportunities",
+  behavior: "behaviours",
+  feedback_theme: "feedback themes",
+};
+
+interface Named {
+  cluster: Cluster;
+  top: RankedPhrase[];
+}
+
+/**
+ * Synthesise insights from completed sources with the local engine.
+ *
+ * @param input sources (units + extracted_text, optional precomputed vectors), an embedder, the workspace's
+ *   existing insights (for `merge_into`) and options (see `SynthesisOptions`; defaults in `DEFAULT_OPTIONS`)
+ * @returns insights (most widespread first, at most `maxInsights`), a one-paragraph summary and stats
+ * @throws whatever the embedder throws; Error when a precomputed or embedded vector has the wrong dimension
+ */
+export async function synthesize(input: SynthesisInput): Promise<SynthesisOutput> {
+  const t0 = performance.now();
+  const opts: SynthesisOptions = { ...DEFAULT_OPTIONS, ...input.options };
+  const { sources, embedder } = input;
+
+  const corpus = await collectMentions(sources, embedder);
+  const t1 = performance.now();
+  const { mentions } = corpus;
+  const x: Matrix = toMatrix(corpus.vectors, embedder.dimensions);
+  const n = mentions.length;
+
+  // 3. Cluster.
+  const k = initialK(n, opts.kScale);
+  let clusters: Cluster[] = [];
+  let clustersInitial = 0;
+  let noise = 0;
+  // Clustering runs in the centred space (see `centered`); output centroids are in the embedder's own space.
+  const xc = centered(x);
+  if (n >= 2) {
+    const tk = performance.now();
+    const cpu0 = process.cpuUsage();
+    const km = sphericalKMeans(xc, k, opts.seed);
+    const cpu = process.cpuUsage(cpu0);
+    if (process.env.SYNTH_DEBUG) console.log("kmeans cpu ms", ((cpu.user + cpu.system) / 1000).toFixed(0));
+    if (process.env.SYNTH_DEBUG) console.log("kmeans", k, "ms", (performance.now() - tk).toFixed(0), "iters", km.iterations, "scans", km.scans);
+    const groups: number[][] = Array.from({ length: km.centroids.rows }, () => []);
+    for (let i = 0; i < n; i++) groups[km.assign[i]].push(i);
+    clusters = groups.filter((g) => g.length).map((g) => ({ members: g, centroid: centroidOf(xc, g) }));
+    clustersInitial = clusters.length;
+    if (process.env.SYNTH_DEBUG) {
+      const sims: number[] = [];
+      for (let a = 0; a < clusters.length; a++) for (let b = a + 1; b < clusters.length; b++) sims.push(dotVec(clusters[a].centroid, clusters[b].centroid));
+      sims.sort((p, q) => q - p);
+      console.log("centroid sims top", sims.slice(0, 10).map((v) => v.toFixed(2)).join(" "), "median", sims[Math.floor(sims.length / 2)]?.toFixed(2));
+      const ms = Array.from(km.sim).sort((p, q) => p - q);
+      console.log("member sims p10/p50/p90", [0.1, 0.5, 0.9].map((q) => ms[Math.floor(q * ms.length)].toFixed(2)).join(" "));
+    }
+    const pruned = pruneMembers(xc, clusters, opts.memberThreshold);
+    noise = pruned.noise.length;
+    clusters = mergeClusters(xc, pruned.clusters, opts.mergeThreshold);
+    if (process.env.SYNTH_DEBUG) console.log("after prune", pruned.clusters.length, "after merge", clusters.length, clusters.map((c) => c.members.length).join(","));
+  }
+  const unitsWithMentions = new Set(mentions.map(unitKey)).size;
+  const minMentions = opts.minMentions ?? Math.max(3, Math.ceil(0.004 * unitsWithMentions));
+  clusters = clusters.filter((c) => distinctUnits(mentions, c.members) >= minMentions);
+  const t2 = performance.now();
+
+  // 4. Name: c-TF-IDF keyphrases; clusters sharing their top phrase are one theme.
+  const phrases: PhraseOcc[][] = mentions.map((m) => mentionPhrases(m.span));
+  const globalCount = new Map<string, number>();
+  for (const list of phrases) for (const p of list) globalCount.set(p.key, (globalCount.get(p.key) ?? 0) + 1);
+  const name = (cs: Cluster[]): Named[] => {
+    const avg = n / Math.max(1, cs.length);
+    const spread = phraseSpread(cs.map((c) => c.members.map((i) => phrases[i])));
+    return cs.map((c) => ({
+      cluster: c,
+      top: distinctTop(rankPhrases(c.members.map((i) => phrases[i]), globalCount, avg, spread), 3),
+    }));
+  };
+  let named = name(clusters);
+  const coverage = (members: number[], top: RankedPhrase[]) => coverageOf(phrases, members, top);
+  // Clusters named by the same phrase are one theme: same top phrase, or one's top phrase among the other's
+  // top three with centroids at least `ANCHORED_MERGE` similar.
+  for (let pass = 0; pass < 5; pass++) {
+    const parent = named.map((_, i) => i);
+    const find = (i: number): number => (parent[i] === i ? i : (parent[i] = find(parent[i])));
+    let merges = 0;
+    for (let a = 0; a < named.length; a++) {
+      for (let b = a + 1; b < named.length; b++) {
+        const ta = named[a].top;
+        const tb = named[b].top;
+        if (!ta.length || !tb.length) continue;
+        const same = ta[0].key === tb[0].key;
+        const anchored =
+          (tb.some((t) => t.key === ta[0].key) || ta.some((t) => t.key === tb[0].key)) &&
+          dotVec(named[a].cluster.centroid, named[b].cluster.centroid) >= ANCHORED_MERGE;
+        if ((same || anchored) && find(a) !== find(b)) {
+          parent[find(b)] = find(a);
+          merges++;
+        }
+      }
+    }
+    if (!merges) break;
+    const groups = new Map<number, number[]>();
+    named.forEach((_, i) => groups.set(find(i), [...(groups.get(find(i)) ?? []), i]));
+    named = name(
+      [...groups.values()].map((g) => {
+        if (g.length === 1) return named[g[0]].cluster;
+        const members = g.flatMap((i) => named[i].cluster.members).sort((p, q) => p - q);
+        return { members, centroid: centroidOf(xc, members) };
+      }),
+    );
+  }
+
+  // A cluster whose best phrase covers too few of its mentions has no nameable shared topic: drop it.
+  const unnamed = named.filter((c) => coverage(c.cluster.members, c.top) < MIN_COVERAGE);
+  if (process.env.SYNTH_DEBUG === "3") {
+    const pairs: [number, number, number][] = [];
+    for (let a = 0; a < named.length; a++) for (let b = a + 1; b < named.length; b++) pairs.push([dotVec(named[a].cluster.centroid, named[b].cluster.centroid), a, b]);
+    pairs.sort((p, q) => q[0] - p[0]);
+    for (const [sv, a, b] of pairs.slice(0, 60)) console.log("PAIR", sv.toFixed(3), named[a].top.map((t) => t.surface).join("|"), "<>", named[b].top.map((t) => t.surface).join("|"));
+  }
+  if (process.env.SYNTH_DEBUG === "2") {
+    const avg = n / Math.max(1, named.length);
+    for (const c of named) {
+      const r = rankPhrases(c.cluster.members.map((i) => phrases[i]), globalCount, avg).slice(0, 8);
+      console.log("CLUSTER", c.cluster.members.length, "cov", coverage(c.cluster.members, c.top).toFixed(2), r.map((p) => `${p.surface}:${p.count}:${p.score.toFixed(3)}:g${globalCount.get(p.key)}`).join(" | "));
+      for (const i of c.cluster.members.slice(0, 5)) console.log("     -", mentions[i].span.text.slice(0, 110).replace(/\n/g, " "));
+    }
+  }
+  named = named.filter((c) => !unnamed.includes(c));
+  if (process.env.SYNTH_DEBUG) {
+    for (const c of unnamed) {
+      console.log("UNNAMED", c.cluster.members.length, cohesion(x, c.cluster).toFixed(3), c.top.map((t) => `${t.surface}:${t.count}`).join(", "));
+      for (const i of c.cluster.members.slice(0, 6)) console.log("     -", mentions[i].span.text.slice(0, 100).replace(/\n/g, " "));
+    }
+  }
+
+  // 5–6. Type, severity, quotes, description.
+  const sourcesById = new Map(sources.map((s) => [s.id, s]));
+  let quotesProposed = 0;
+  let quotesGrounded = 0;
+  const totalClustered = named.reduce((a, c) => a + c.cluster.members.length, 0);
+  const avgMentions = Math.max(1, named.reduce((a, c) => a + distinctUnits(mentions, c.cluster.members), 0) / Math.max(1, named.length));
+  let drafts: InsightDraft[] = [];
+  for (const { cluster, top } of named) {
+    const members = cluster.members;
+    const centroid = centroidOf(x, members); // in the embedder's space: stored, searched, matched later
+    const cues: Cues[] = members.map((i) => mentionCues(mentions[i].span.tokens, mentions[i].span.text, mentions[i].question));
+    const shares = cueShares(cues);
+    const { type, positive } = classifyType(shares);
+    const bySource = new Map<number, number>();
+    for (const i of members) bySource.set(mentions[i].sourceIndex, (bySource.get(mentions[i].sourceIndex) ?? 0) + 1);
+    const sourceOrder = [...bySource.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0]).map(([s]) => s);
+    const source_ids = sourceOrder.map((s) => sources[s].id);
+    const frequency = source_ids.length;
+    const mention_count = distinctUnits(mentions, members);
+    const severity = severityOf(type, frequency / Math.max(1, sources.length), sources.length, mention_count / avgMentions, shares);
+    const topKeys = new Set(top.map((t) => t.key));
+
+    const candidates = members.map((i) => ({
+      quote: { text: mentions[i].span.text, source_id: sources[mentions[i].sourceIndex].id, speaker: mentions[i].speaker } as Quote,
+      sim: dotRow(x, i, centroid),
+      vector: x.data.subarray(i * x.dims, (i + 1) * x.dims),
+      onTopic: phrases[i].some((p) => topKeys.has(p.key)),
+    }));
+    const proposed = pickQuotes(candidates, 3, 5);
+    const quotes = groundQuotes(proposed, sourcesById);
+    quotesProposed += proposed.length;
+    quotesGrounded += quotes.length;
+    if (!quotes.length) continue;
+
+    const title = titleFor(type, positive, top);
+    const types = [...new Set(sourceOrder.map((s) => sources[s].source_type))];
+    const about = top.length ? listJoin(top.map((t) => `“${t.surface}”`)) : "a shared topic";
+    const description =
+      `${mention_count} ${mention_count === 1 ? "mention" : "mentions"} across ${frequency} ${frequency === 1 ? "source" : "sources"} ` +
+      `(${types.join(", ")}) concern ${about}. ` +
+      `${pct(shares.pain)} describe a problem, ${pct(shares.request)} ask for a change, ${pct(shares.positive)} are positive` +
+      (shares.intense > 0 ? `, ${pct(shares.intense)} report severe impact (crashes, lost work, blocked tasks).` : ".") +
+      (frequency > 1 ? ` Most mentions come from “${sources[sourceOrder[0]].title}”.` : "");
+    drafts.push({
+      title,
+      description,
+      insight_type: type,
+      severity,
+      quotes,
+      source_ids,
+      frequency,
+      mention_count,
+      vector: centroid,
+      embedder_id: embedder.id,
+      keyphrases: top.map((t) => t.surface),
+      cohesion: Math.round(cohesion(x, { members, centroid }) * 1000) / 1000,
+    });
+  }
+  // Same title twice can only come from different phrase keys with one written form: keep the larger.
+  drafts.sort((a, b) => rankScore(b) - rankScore(a) || a.title.localeCompare(b.title));
+  const seenTitles = new Set<string>();
+  drafts = drafts.filter((d) => {
+    const key = d.title.toLowerCase();
+    if (seenTitles.has(key)) return false;
+    seenTitles.add(key);
+    return true;
+  });
+  const insights: InsightDraft[] = drafts.slice(0, opts.maxInsights);
+  const t3 = performance.now();
+
+  // 7. Dedup against the workspace.
+  if (input.existing?.length) {
+    const matches = await matchExisting(insights, input.existing, embedder, {
+      threshold: opts.matchThreshold,
+      textThreshold: opts.textMatchThreshold,
+    });
+    matches.forEach((id, i) => {
+      if (id) insights[i].merge_into = id;
+    });
+  }
+
+  const counts = new Map<InsightType, number>();
+  for (const d of insights) counts.set(d.insight_type, (counts.get(d.insight_type) ?? 0) + 1);
+  const breakdown = [...counts.entries()].sort((a, b) => b[1] - a[1]).map(([t, c]) => `${c} ${TYPE_LABEL[t]}`);
+  const summary = insights.length
+    ? `Synthesised ${insights.length} insights from ${totalClustered} of ${n} mentions across ${sources.length} sources` +
+      ` (${listJoin(breakdown)}). Most widespread: ${insights
+        .slice(0, 3)
+        .map((d) => `${d.title} (${d.frequency} ${d.frequency === 1 ? "source" : "sources"}, ${d.mention_count} mentions)`)
+        .join("; ")}.`
+    : `No recurring theme had enough support in ${n} mentions across ${sources.length} sources.`;
+
+  const t4 = performance.now();
+  return {
+    insights,
+    summary,
+    stats: {
+      sources: sources.length,
+      ...corpus.stats,
+      clustered: totalClustered,
+      noise,
+      clusters_initial: clustersInitial,
+      clusters_final: named.length,
+      clusters_unnamed: unnamed.length,
+      quotes_proposed: quotesProposed,
+      quotes_grounded: quotesGrounded,
+      timings_ms: {
+        mentions: Math.round(t1 - t0 - corpus.embedMs),
+        embed: Math.round(corpus.embedMs),
+        cluster: Math.round(t2 - t1),
+        name: Math.round(t3 - t2),
+        total: Math.round(t4 - t0),
+      },
+    },
+  };
+}
+
+function dotVec(a: Float32Array, b: Float32Array): number {
+  let s = 0;
+  for (let t = 0; t < a.length; t++) s += a[t] * b[t];
+  return s;
+}
+
+function dotRow(x: Matrix, i: number, c: Float32Array): number {
+  let s = 0;
+  const off = i * x.dims;
+  for (let t = 0; t < x.dims; t++) s += x.data[off + t] * c[t];
+  return s;
+}

@@ -1,0 +1,74 @@
+/**
+ * Document-shaped sources (Markdown, plain text, DOCX, PDF) all reduce to a list of blocks; this turns blocks into
+ * an Extraction: paragraph units with their heading context, or speaker turns when the document is a transcript.
+ */
+import { TextBuilder, detectTranscript } from "./text";
+import type { Extraction, TextUnit } from "./types";
+
+export type Block =
+  | { type: "heading"; depth: number; text: string }
+  /** `list`: a list item, shown with a "- " bullet in extracted_text. */
+  | { type: "paragraph"; text: string; list?: boolean; locator?: string }
+  /** A table row, cells joined with " | ". A header row is context in extracted_text, not a unit. */
+  | { type: "row"; text: string; header?: boolean; locator?: string }
+  /** Code or preformatted text: kept in extracted_text, never a unit (it is not anyone's words). */
+  | { type: "code"; text: string };
+
+/**
+ * Lay blocks out as extracted_text (blocks separated by a blank line, list items by a newline) and record units:
+ * - prose: one `paragraph` unit per paragraph or list item, `row` per table row, with `fields.heading` (innermost
+ *   heading) and `fields.section` (the heading path "A > B" when nested);
+ * - transcripts (see detectTranscript): one `turn` per paragraph with `speaker` (carried over to unlabelled
+ *   follow-on paragraphs) and `timestamp` when the paragraph opens with one; the label stays in extracted_text,
+ *   the unit text is the words after it.
+ */
+export function blocksToExtraction(blocks: Block[], engine: string, extra: { pages?: number } = {}): Extraction {
+  const b = new TextBuilder();
+  const paragraphs = blocks.filter((x): x is Extract<Block, { type: "paragraph" }> => x.type === "paragraph");
+  const turns = detectTranscript(paragraphs.map((p) => p.text));
+  const turnOf = new Map(turns ? paragraphs.map((p, i) => [p, turns[i]] as const) : []);
+
+  const headings: string[] = [];
+  let speaker: string | undefined;
+  let previous: Block | undefined;
+  for (const block of blocks) {
+    if (!block.text.trim()) continue;
+    if (previous) b.text(previous.type === "paragraph" && previous.list && block.type === "paragraph" && block.list ? "\n" : "\n\n");
+    previous = block;
+
+    if (block.type === "heading") {
+      headings.length = Math.max(0, Math.min(headings.length, block.depth - 1));
+      headings.push(block.text.trim());
+      b.text(block.text);
+      continue;
+    }
+    if (block.type === "code" || (block.type === "row" && block.header)) {
+      b.text(block.text);
+      continue;
+    }
+    const fields: Record<string, string> = {};
+    if (headings.length) fields.heading = headings[headings.length - 1];
+    if (headings.length > 1) fields.section = headings.join(" > ");
+    const locator = block.locator;
+
+    if (block.type === "row") {
+      b.unit({ kind: "row", text: block.text, fields, locator });
+      continue;
+    }
+    if (block.list) b.text("- ");
+    const turn = turnOf.get(block);
+    if (turn) {
+      if (turn.speaker) speaker = turn.speaker;
+      // Everything before the words (timestamp, "Name: ") stays in the text as it was written.
+      b.text(block.text.slice(0, block.text.length - turn.text.length));
+      const unit: TextUnit = speaker
+        ? { kind: "turn", text: turn.text.trim(), speaker, timestamp: turn.timestamp, fields, locator }
+        : { kind: "paragraph", text: turn.text.trim(), timestamp: turn.timestamp, fields, locator };
+      b.unit(unit);
+      b.text(turn.text.slice(turn.text.trimEnd().length));
+      continue;
+    }
+    b.unit({ kind: "paragraph", text: block.text.trim(), fields, locator });
+  }
+  return b.build(engine, { transcript: Boolean(turns), pages: extra.pages });
+}

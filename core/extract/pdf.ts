@@ -1,0 +1,151 @@
+/** PDF text extraction with unpdf (PDF.js built for serverless), in both runtimes. */
+import { extractTextItems, getDocumentProxy, type StructuredTextItem } from "unpdf";
+import { blocksToExtraction, type Block } from "./blocks";
+import { ExtractionError, messageOf } from "./errors";
+import type { Extraction } from "./types";
+
+interface Line {
+  text: string;
+  /** Baseline y in PDF space (grows upwards). */
+  y: number;
+  fontSize: number;
+}
+
+/**
+ * Extract a PDF's text layer (engine "unpdf"): `paragraph` units with locator "page N", `pages` = page count.
+ *
+ * PDF.js gives positioned text runs, not paragraphs; lines are rebuilt from end-of-line markers and grouped into
+ * paragraphs where the vertical gap exceeds ~1.5 lines, the font size changes, or the text jumps upward (next
+ * column). Lines set noticeably larger than the body text (>= 1.3x the median size) and short become heading context.
+ * Lines are joined with a space; a word hyphenated across a line break is joined without one.
+ *
+ * @throws ExtractionError `encrypted` for password-protected files, `corrupt` for unreadable ones ("The PDF could
+ *   not be read (it may be truncated or corrupt): ..."), `no_text` when there is no text layer (a scan).
+ */
+export async function extractPdf(bytes: Buffer): Promise<Extraction> {
+  let pdf;
+  try {
+    // A copy: PDF.js may take ownership of (detach) the buffer it is given, and the caller still holds these bytes.
+    pdf = await getDocumentProxy(new Uint8Array(bytes), { verbosity: 0 });
+  } catch (err) {
+    throw pdfError(err);
+  }
+  try {
+    let items: StructuredTextItem[][];
+    try {
+      ({ items } = await extractTextItems(pdf));
+    } catch (err) {
+      throw pdfError(err);
+    }
+    const pages = pdf.numPages;
+    const pageLines = items.map(toLines);
+    const bodySize = bodyFontSize(pageLines.flat()) || 10;
+
+    const blocks: Block[] = [];
+    pageLines.forEach((lines, i) => {
+      const locator = `page ${i + 1}`;
+      for (const para of paragraphs(lines)) {
+        const text = joinLines(para.map((l) => l.text));
+        // Page furniture: bare page numbers ("7", "7 / 53", "Page 7 of 53") are not content.
+        if (!/[\p{L}\p{N}]/u.test(text) || /^(page\s+)?\d+(\s*(\/|of)\s*\d+)?$/i.test(text)) continue;
+        const size = Math.max(...para.map((l) => l.fontSize));
+        if (size >= bodySize * 1.3 && text.length <= 120 && para.length <= 3) blocks.push({ type: "heading", depth: 1, text });
+        else blocks.push({ type: "paragraph", text, locator });
+      }
+    });
+    const extraction = blocksToExtraction(blocks, "unpdf", { pages });
+    if (!extraction.extracted_text.trim()) {
+      throw new ExtractionError(
+        "no_text",
+        "The PDF has no text layer (it looks like a scan). Upload the pages as PNG, JPEG or TIFF images so they can be OCR'd, or export the PDF with text",
+      );
+    }
+    return extraction;
+  } finally {
+    await pdf.destroy().catch(() => undefined);
+  }
+}
+
+function pdfError(err: unknown): ExtractionError {
+  const name = err instanceof Error ? err.name : "";
+  if (name === "PasswordException") {
+    return new ExtractionError("encrypted", "The PDF is password-protected; upload a copy without a password", { cause: err });
+  }
+  return new ExtractionError("corrupt", `The PDF could not be read (it may be truncated or corrupt): ${messageOf(err)}`, { cause: err });
+}
+
+/** Text runs -> lines, using PDF.js' end-of-line flags. */
+function toLines(items: StructuredTextItem[]): Line[] {
+  const lines: Line[] = [];
+  let text = "";
+  let y = 0;
+  let fontSize = 0;
+  const flush = () => {
+    const t = text.replace(/\s+/g, " ").trim();
+    if (t) lines.push({ text: t, y, fontSize });
+    text = "";
+    fontSize = 0;
+  };
+  for (const item of items) {
+    if (item.str) {
+      if (!text.trim()) y = item.y;
+      text += item.str;
+      fontSize = Math.max(fontSize, item.fontSize);
+    }
+    if (item.hasEOL) flush();
+  }
+  flush();
+  return lines;
+}
+
+function paragraphs(lines: Line[]): Line[][] {
+  // Line spacing varies by document (single, 1.5, double); a paragraph break is a gap clearly above this page's usual one.
+  const gaps = lines
+    .slice(1)
+    .map((l, i) => lines[i].y - l.y)
+    .filter((g, i) => g > 0 && g < 3 * (lines[i].fontSize || 10))
+    .sort((a, b) => a - b);
+  const usual = gaps.length >= 3 ? gaps[Math.floor(gaps.length / 2)] : undefined;
+  const out: Line[][] = [];
+  let current: Line[] = [];
+  for (const line of lines) {
+    const prev = current[current.length - 1];
+    if (prev) {
+      const gap = prev.y - line.y;
+      const size = Math.max(prev.fontSize, line.fontSize) || 10;
+      const sizeChange = Math.abs(prev.fontSize - line.fontSize) > 0.15 * size;
+      const limit = usual !== undefined ? Math.max(usual * 1.35, size * 1.1) : size * 1.6;
+      // A bullet glyph opens a new list item even when the spacing does not show it.
+      const bullet = /^[●•▪◦■]\s/.test(line.text);
+      if (gap > limit || gap < -0.5 * size || sizeChange || bullet) {
+        out.push(current);
+        current = [];
+      }
+    }
+    current.push(line);
+  }
+  if (current.length) out.push(current);
+  return out;
+}
+
+function joinLines(lines: string[]): string {
+  let s = "";
+  for (const line of lines) {
+    if (!s) s = line;
+    else if (/\p{L}-$/u.test(s) && /^\p{Ll}/u.test(line)) s += line;
+    else s += ` ${line}`;
+  }
+  return s;
+}
+
+/** The font size most of the text is set in: the character-weighted median of line sizes. */
+function bodyFontSize(lines: Line[]): number {
+  const sorted = [...lines].sort((a, b) => a.fontSize - b.fontSize);
+  const total = sorted.reduce((n, l) => n + l.text.length, 0);
+  let seen = 0;
+  for (const l of sorted) {
+    seen += l.text.length;
+    if (seen >= total / 2) return l.fontSize;
+  }
+  return 0;
+}
