@@ -7,6 +7,9 @@ const env = (name: string): string | undefined => {
   return value === undefined || value === "" ? undefined : value;
 };
 
+/** A secret: SST binds it with prefetch as `SST_Secret_value_<NAME>`; a plain variable of the name wins (local). */
+const secret = (name: string): string | undefined => env(name) ?? env(`SST_Secret_value_${name}`);
+
 const required = (name: string): string => {
   const value = env(name);
   if (!value) throw new Error(`Missing required setting ${name}`);
@@ -48,7 +51,7 @@ export const Config = {
   founderEmails: () => list("FOUNDER_EMAILS"),
   adminEmails: () => list("ADMIN_EMAILS"),
   /** Standard Webhooks signing secret of the identity provider ("whsec_..."). */
-  idpWebhookSecret: () => env("IDP_WEBHOOK_SECRET"),
+  idpWebhookSecret: () => secret("IDP_WEBHOOK_SECRET"),
   corsOrigins: () => (env("CORS_ORIGINS") ?? "*").split(",").map((s) => s.trim()),
   /** Days a new workspace's trial lasts. */
   trialDays: () => Number(env("TRIAL_DAYS") ?? 14),

@@ -52,6 +52,8 @@ export interface FieldError {
  * (e.g. `valid_transitions` for INVALID_TRANSITION, `source_ids` for SOURCE_NOT_READY).
  */
 export class AppError extends Error {
+  /** A stable name, so a Step Functions Catch (which sees only the name) can tell our errors from defects. */
+  override name = "AppError";
   readonly status: number;
   constructor(
     readonly code: ErrorCode,

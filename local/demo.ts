@@ -9,6 +9,7 @@ import { ensureTable, freePort, PrerequisiteError, startDynamoLocal } from "./dy
 import { startS3 } from "./s3";
 import { startGateway } from "./gateway";
 import { wireLocalEvents } from "./events";
+import { MULTIPART_MAX_BYTES } from "../core/research/schema";
 
 /**
  * `npm run demo -- [--folder jupyter] [--url http://127.0.0.1:3000] [--until ingest|synthesize|recommend|all]`
@@ -77,7 +78,7 @@ class Api {
   }
   async upload(workspaceId: string, file: string, data: Buffer, type: string, sourceType: string) {
     const title = basename(file);
-    if (data.length <= 6 * 1024 * 1024) {
+    if (data.length <= MULTIPART_MAX_BYTES) {
       const form = new FormData();
       form.append("workspace_id", workspaceId);
       form.append("source_type", sourceType);

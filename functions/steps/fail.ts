@@ -21,8 +21,13 @@ export function reasonOf(error: StepState["error"]): string {
   if (error.Error === "States.Timeout") return "Extraction timed out; try reprocessing, or split the file";
   // Retries exhausted on throttling or a transient Lambda fault: the engine's own words ("Rate exceeded") say nothing to act on.
   if (RETRIED_ERRORS.has(error.Error)) return `The extraction service was busy (${error.Error}); try reprocessing in a few minutes`;
-  return message || `Extraction failed (${error.Error}); try reprocessing`;
+  // Our own errors carry messages written for users; anything else is a defect whose text means nothing to them.
+  if (USER_FACING_ERRORS.has(error.Error) && message) return message;
+  return `Extraction failed unexpectedly (${error.Error}); try reprocessing, and report it if it happens again`;
 }
+
+/** Error names whose messages are written for users (AppError and its subclasses). */
+const USER_FACING_ERRORS: ReadonlySet<string> = new Set(["AppError", "ExtractionError"]);
 
 /** MarkFailed step: pending -> failed with a reason a user can act on (a superseded attempt writes nothing). */
 export async function handler(state: StepState): Promise<StepState> {

@@ -2,8 +2,8 @@ import * as Research from "../../core/research";
 import { embedder } from "../../core/ai/select";
 import { embedUnits } from "../../core/ai/synthesis";
 import { encodeVector } from "../../core/ai/vectors";
-import { putObject } from "../../core/storage";
-import type { StepState } from "./common";
+import { deleteObject, putObject } from "../../core/storage";
+import { requireCurrentAttempt, type StepState } from "./common";
 
 /** What the Index step stores beside a source: per-unit mention vectors (see SynthesisSource.vectors). */
 export interface StoredMentions {
@@ -20,12 +20,30 @@ export interface StoredMentions {
 export async function handler(state: StepState): Promise<StepState> {
   // MENTION_INDEXING=off skips the precomputation (tests that do not synthesize; synthesis embeds on the fly).
   if (process.env.MENTION_INDEXING === "off") return state;
+  await requireCurrentAttemptOrCompleted(state);
   const extraction = await Research.readExtraction(state.workspace_id, state.source_id);
   if (!extraction) return state;
   const engine = await embedder();
   const vectors = await embedUnits(extraction.units, engine);
   const stored: StoredMentions = { embedder_id: engine.id, dimensions: engine.dimensions, vectors: vectors.map(encodeVector) };
-  await putObject(Research.mentionsKey(state.workspace_id, state.source_id), JSON.stringify(stored), "application/json");
+  // Re-check after the slow embedding: a source deleted or reprocessed meanwhile must not get (or keep) the file.
+  const key = Research.mentionsKey(state.workspace_id, state.source_id);
+  await requireCurrentAttemptOrCompleted(state);
+  await putObject(key, JSON.stringify(stored), "application/json");
+  try {
+    await requireCurrentAttemptOrCompleted(state);
+  } catch (err) {
+    await deleteObject(key);
+    throw err;
+  }
   await Research.markIndexed(state.workspace_id, state.source_id);
   return state;
+}
+
+/** Index runs after Complete: the source must be this attempt's, and completed. */
+async function requireCurrentAttemptOrCompleted(state: StepState): Promise<void> {
+  const item = await Research.getItem(state.workspace_id, state.source_id);
+  if (!item || item.processing_attempt !== state.attempt || item.processing_status !== "completed") {
+    await requireCurrentAttempt(state); // throws StaleExecutionError with the reason
+  }
 }

@@ -1,0 +1,26 @@
+import type { SSTConfig } from "sst";
+import { Api } from "./stacks/Api";
+import { FUNCTION_DEFAULTS } from "./stacks/defaults";
+import { Pipelines } from "./stacks/Pipelines";
+import { Secrets } from "./stacks/Secrets";
+import { Storage } from "./stacks/Storage";
+
+/**
+ * SST v2 app (DESIGN.md sections 2-3). Deploy with `npx sst deploy --stage <stage>`; the region comes from
+ * `--region`, else AWS_REGION, else us-east-1. Stacks are added in dependency order: settings, storage,
+ * the extraction pipeline, then the HTTP API (which starts extractions on reprocess).
+ */
+export default {
+  config(input) {
+    return {
+      name: "research-to-delivery",
+      region: input.region ?? process.env.AWS_REGION ?? "us-east-1",
+    };
+  },
+  stacks(app) {
+    app.setDefaultFunctionProps(FUNCTION_DEFAULTS);
+    // Only production keeps data when a stage is removed; every other stage cleans up after itself.
+    if (app.stage !== "prod") app.setDefaultRemovalPolicy("destroy");
+    app.stack(Secrets).stack(Storage).stack(Pipelines).stack(Api);
+  },
+} satisfies SSTConfig;

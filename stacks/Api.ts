@@ -1,0 +1,101 @@
+import { Api as HttpApi, Function, use, type ApiRouteProps, type StackContext } from "sst/constructs";
+import { DEFAULT_TIMEOUT_SECONDS, groups, routesOf, timeoutOf } from "../functions/http/routes";
+import { bedrockInvokeStatement, FUNCTION_DEFAULTS, pascal } from "./defaults";
+import { Pipelines } from "./Pipelines";
+import { runtimeEnvironment, Secrets, type SecretName } from "./Secrets";
+import { Storage } from "./Storage";
+
+/** The handler module of an endpoint group (DESIGN.md section 3: one Lambda per group). */
+export const groupHandler = (group: string) => `functions/http/${group}.handler`;
+
+/** API Gateway route key of a route-table row, e.g. `GET /api/workspaces/{workspace_id}`. */
+export const routeKey = (route: { method: string; path: string }) => `${route.method} ${route.path}`;
+
+/**
+ * Which endpoint groups get which secrets (bound with prefetch: the value arrives as `SST_Secret_value_<NAME>`).
+ * Only the groups that verify or call the provider hold its secret; a group not listed gets none.
+ */
+export const GROUP_SECRETS: Record<string, readonly SecretName[]> = {
+  webhooks: ["IDP_WEBHOOK_SECRET", "STRIPE_WEBHOOK_SECRET", "STRIPE_SECRET_KEY"],
+  billing: ["STRIPE_SECRET_KEY"],
+};
+
+/** Groups that start an extraction themselves (reprocess of a research source); the rest only need the ARN. */
+export const GROUPS_STARTING_EXTRACTION: readonly string[] = ["research"];
+
+/**
+ * Per-group Node bundling. The docs group serves Swagger UI's static files from the `swagger-ui-dist` package
+ * at run time (resolved from disk, not imported), so it is installed into the bundle instead of bundled.
+ */
+const GROUP_NODEJS: Record<string, { install: string[] }> = {
+  docs: { install: ["swagger-ui-dist"] },
+};
+
+/** Request headers browsers may send; `authorization` must be named, a wildcard does not cover it. */
+const CORS_ALLOW_HEADERS = ["authorization", "content-type", "idempotency-key", "x-request-id"];
+
+/**
+ * The Api stack: one API Gateway HTTP API generated from the route table (`functions/http/routes.ts`).
+ *
+ * Exactly one Lambda per endpoint group (handler `functions/http/<group>.handler`); every route of the group is
+ * attached to that Function construct, so SST does not create a function per route. JWTs are verified inside
+ * the functions (the middy stack), so the gateway itself has no authorizer: public, user and webhook routes all
+ * reach their function. Every function gets the runtime environment of `core/config.ts`, table and bucket
+ * read/write, Bedrock model invocation, and the extraction state machine's ARN.
+ */
+export function Api({ stack, app }: StackContext) {
+  const { table, bucket } = use(Storage);
+  const { secrets, parameters } = use(Secrets);
+  const { extraction } = use(Pipelines);
+  const environment = {
+    ...runtimeEnvironment(app.stage, { tableName: table.tableName, bucketName: bucket.bucketName }, parameters),
+    EXTRACTION_STATE_MACHINE_ARN: extraction.stateMachineArn,
+  };
+
+  const functions: Record<string, Function> = {};
+  const routes: Record<string, ApiRouteProps<string>> = {};
+  for (const group of groups()) {
+    const bound = (GROUP_SECRETS[group] ?? []).map((name) => secrets[name]);
+    const fn = new Function(stack, `Http${pascal(group)}`, {
+      handler: groupHandler(group),
+      description: `HTTP endpoint group ${group}`,
+      environment,
+      bind: bound,
+      prefetchSecrets: bound.length > 0,
+      ...(GROUP_NODEJS[group] ? { nodejs: { ...FUNCTION_DEFAULTS.nodejs, ...GROUP_NODEJS[group] } } : {}),
+      // The AI groups block for up to a minute (spec 01 typical durations): a longer timeout, and a Function URL
+      // (auth still by our JWT check), because API Gateway cuts integrations off at 30 s.
+      timeout: timeoutOf(group),
+      ...(timeoutOf(group) > DEFAULT_TIMEOUT_SECONDS ? { url: { authorizer: "none" as const, cors: false } } : {}),
+    });
+    table.cdk.table.grantReadWriteData(fn);
+    bucket.cdk.bucket.grantReadWrite(fn);
+    // Synthesis, recommendations, documents and chat all run the AI ports inside the request.
+    fn.addToRolePolicy(bedrockInvokeStatement(stack));
+    if (GROUPS_STARTING_EXTRACTION.includes(group)) extraction.grantStartExecution(fn);
+    functions[group] = fn;
+    for (const [, route] of routesOf(group)) routes[routeKey(route)] = { function: fn };
+  }
+
+  const origins = parameters.CORS_ORIGINS.value.split(",").map((s) => s.trim()).filter(Boolean);
+  const methods = [...new Set(Object.keys(routes).map((key) => key.split(" ")[0]))] as ("GET" | "POST" | "PUT" | "PATCH" | "DELETE")[];
+  const api = new HttpApi(stack, "Api", {
+    cors: {
+      allowOrigins: origins.length ? origins : ["*"],
+      allowHeaders: CORS_ALLOW_HEADERS,
+      allowMethods: methods,
+      exposeHeaders: ["x-request-id"],
+      maxAge: "1 day",
+    },
+    accessLog: true,
+    routes,
+  });
+
+  const longRunning = Object.fromEntries(
+    Object.entries(functions)
+      .filter(([group]) => timeoutOf(group) > DEFAULT_TIMEOUT_SECONDS)
+      .map(([group, fn]) => [`${pascal(group)}FunctionUrl`, fn.url ?? ""]),
+  );
+  stack.addOutputs({ ApiUrl: api.url, ...longRunning });
+  return { api, functions };
+}

@@ -1,0 +1,107 @@
+import { aws_iam as iam, aws_logs as logs, aws_s3 as s3, aws_s3_notifications as s3n, aws_stepfunctions as sfn, RemovalPolicy } from "aws-cdk-lib";
+import { Function, use, type StackContext } from "sst/constructs";
+import { STEP_TASKS, arnPlaceholder, extractionDefinition, type StepTaskName } from "../functions/steps/extraction.asl";
+import { bedrockInvokeStatement } from "./defaults";
+import { runtimeEnvironment, Secrets } from "./Secrets";
+import { Storage, UPLOAD_PREFIX } from "./Storage";
+
+/** The handler module of a Step Functions task (DESIGN.md section 3: one task per file). */
+export const stepHandler = (task: StepTaskName) => `functions/steps/${STEP_TASKS[task]}.handler`;
+
+/** The S3 event consumer that validates an upload and starts extraction. */
+export const UPLOAD_HANDLER = "functions/events/s3-upload.handler";
+
+/** The `DefinitionSubstitutions` key of a task: its ARN placeholder without the `${...}` around it. */
+export const substitutionKey = (task: StepTaskName) => arnPlaceholder(task).slice(2, -1);
+
+// The AWS calls of each task (core/extract/textract.ts, core/extract/transcribe.ts). Textract and Transcribe have
+// no resource-level scoping for these calls, hence "*"; each action goes only to the task that makes it.
+const SERVICE_ACTIONS: Partial<Record<StepTaskName, string[]>> = {
+  // Images are read with Textract's synchronous text detection inside Parse (functions/steps/parse.ts).
+  Parse: ["textract:DetectDocumentText"],
+  StartTextract: ["textract:StartDocumentTextDetection"],
+  CheckTextract: ["textract:GetDocumentTextDetection"],
+  StartTranscribe: ["transcribe:StartTranscriptionJob"],
+  CheckTranscribe: ["transcribe:GetTranscriptionJob"],
+};
+/** Tasks that call the AI ports (Index embeds the source's mentions with the Embedder). */
+const AI_TASKS: readonly StepTaskName[] = ["Index"];
+
+/**
+ * The Pipelines stack: research source extraction (spec 01 Research source processing).
+ *
+ * - One Lambda per Task state of `functions/steps/extraction.asl.ts` (5 minutes, 2 GB: parsing and OCR are
+ *   CPU- and memory-bound), each with table and bucket read/write. Textract and Transcribe read the object
+ *   with the caller's credentials, so their tasks need the bucket grant as well as the service actions;
+ *   the Index task may invoke Bedrock (embeddings).
+ * - The Standard state machine deployed from that same ASL, each `${<Task>Arn}` substituted with the task's ARN.
+ * - The S3 object-created notification under `workspaces/` to `functions/events/s3-upload.handler`, which starts
+ *   an execution (EXTRACTION_STATE_MACHINE_ARN). The notification sits on an imported reference to the bucket so
+ *   its custom resource lives in this stack: Storage never depends on Pipelines, so there is no stack cycle.
+ *
+ * @returns the state machine and the functions, for the Api stack (reprocess starts an execution too).
+ */
+export function Pipelines({ stack, app }: StackContext) {
+  const { table, bucket } = use(Storage);
+  const { parameters } = use(Secrets);
+  const environment = runtimeEnvironment(app.stage, { tableName: table.tableName, bucketName: bucket.bucketName }, parameters);
+
+  const grantStorage = (fn: Function) => {
+    table.cdk.table.grantReadWriteData(fn);
+    bucket.cdk.bucket.grantReadWrite(fn);
+  };
+
+  const tasks = Object.fromEntries(
+    (Object.keys(STEP_TASKS) as StepTaskName[]).map((task) => {
+      const fn = new Function(stack, `Step${task}`, {
+        handler: stepHandler(task),
+        description: `Extraction task ${task}`,
+        timeout: 300,
+        memorySize: 2048,
+        environment,
+      });
+      grantStorage(fn);
+      const actions = SERVICE_ACTIONS[task];
+      if (actions) fn.addToRolePolicy(new iam.PolicyStatement({ actions, resources: ["*"] }));
+      if (AI_TASKS.includes(task)) fn.addToRolePolicy(bedrockInvokeStatement(stack));
+      return [task, fn];
+    }),
+  ) as Record<StepTaskName, Function>;
+
+  const extraction = new sfn.StateMachine(stack, "Extraction", {
+    stateMachineType: sfn.StateMachineType.STANDARD,
+    definitionBody: sfn.DefinitionBody.fromString(JSON.stringify(extractionDefinition)),
+    definitionSubstitutions: Object.fromEntries(
+      (Object.keys(tasks) as StepTaskName[]).map((task) => [substitutionKey(task), tasks[task].functionArn]),
+    ),
+    tracingEnabled: true,
+    // Failed executions must be diagnosable without turning on full execution-data logging (it holds file text).
+    logs: {
+      destination: new logs.LogGroup(stack, "ExtractionLogs", {
+        retention: logs.RetentionDays.ONE_MONTH,
+        removalPolicy: app.stage === "prod" ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+      }),
+      level: sfn.LogLevel.ERROR,
+      includeExecutionData: false,
+    },
+  });
+  // A definition given as a string carries no construct references, so CDK cannot infer these grants.
+  for (const fn of Object.values(tasks)) fn.grantInvoke(extraction);
+
+  const onUpload = new Function(stack, "OnUpload", {
+    handler: UPLOAD_HANDLER,
+    description: "Validate a research upload and start its extraction",
+    environment: { ...environment, EXTRACTION_STATE_MACHINE_ARN: extraction.stateMachineArn },
+  });
+  grantStorage(onUpload);
+  extraction.grantStartExecution(onUpload);
+
+  const uploads = s3.Bucket.fromBucketAttributes(stack, "UploadsRef", {
+    bucketArn: bucket.bucketArn,
+    bucketName: bucket.bucketName,
+  });
+  uploads.addEventNotification(s3.EventType.OBJECT_CREATED, new s3n.LambdaDestination(onUpload), { prefix: UPLOAD_PREFIX });
+
+  stack.addOutputs({ ExtractionStateMachineArn: extraction.stateMachineArn });
+  return { extraction, tasks, onUpload };
+}

@@ -1,0 +1,471 @@
+import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp, readdir, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { promisify } from "node:util";
+import { Match, Template } from "aws-cdk-lib/assertions";
+import { App, getStack } from "sst/constructs";
+import { initProject, setProject, useProject } from "sst/project.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import sstConfig from "../../sst.config";
+import { TABLE_KEYS } from "../../core/db/table";
+import { toApiGatewayEvent } from "../../local/apigw";
+import { groups, routes, routesOf } from "../../functions/http/routes";
+import { STEP_TASKS, extractionDefinition, type StepTaskName } from "../../functions/steps/extraction.asl";
+import { Api, GROUP_SECRETS, groupHandler, routeKey } from "../../stacks/Api";
+import { Pipelines, UPLOAD_HANDLER, stepHandler, substitutionKey } from "../../stacks/Pipelines";
+import { Secrets } from "../../stacks/Secrets";
+import { Storage, UPLOAD_PREFIX } from "../../stacks/Storage";
+
+/*
+ * Stack tests (DESIGN.md section 2): the whole app is synthesized once, offline, the way `sst deploy` does it but
+ * without the STS call: initProject reads sst.config.ts, an App in "deploy" mode runs the config's stacks, and
+ * app.finish() runs SST's deferred tasks, which bundle every function with esbuild (a missing or broken handler
+ * fails here). NODE_ENV=test is SST's own switch for skipping the bootstrap-stack lookup in AWS.
+ */
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+// Bundling ~20 functions takes 30-60 s on an idle 2-core machine and stretches with CPU contention (a full
+// `npm test` runs other files beside this one), hence the generous limit on the one beforeAll that does it.
+const BUILD_TIMEOUT = 600_000;
+const execFileAsync = promisify(execFile);
+
+// Deploy-time settings as an operator would export them; values distinct enough to trace into the template.
+const SETTINGS = {
+  JWT_ISSUER: "https://idp.example.test/",
+  JWT_AUDIENCE: "r2d-api",
+  ADMIN_EMAILS: "ops@example.test",
+  ACCESS_GATING: undefined,
+  JWT_JWKS_URI: undefined,
+  FOUNDER_EMAILS: undefined,
+  CORS_ORIGINS: undefined,
+};
+
+type Resource = { Type: string; Properties: Record<string, any> };
+type Resources = Record<string, Resource>;
+
+let work: string;
+let outdir: string;
+let savedEnv: Record<string, string | undefined>;
+const templates = {} as Record<"Secrets" | "Storage" | "Pipelines" | "Api", Template>;
+
+/** The handler file of a `path/to/file.handler` string, as SST looks it up. */
+const handlerFile = (handler: string) => join(ROOT, `${handler.slice(0, handler.lastIndexOf("."))}.ts`);
+
+const resourcesOf = (template: Template, type: string): Resources => template.findResources(type) as Resources;
+
+/** Lambda functions of a template keyed by logical id, with the handler SST's bundler gave them. */
+const lambdas = (template: Template) => resourcesOf(template, "AWS::Lambda::Function");
+
+/** The single logical id of the Lambda whose handler is `handler`; fails when there are none or several. */
+function lambdaIdFor(template: Template, handler: string): string {
+  const ids = Object.entries(lambdas(template))
+    .filter(([, r]) => r.Properties.Handler === handler)
+    .map(([id]) => id);
+  expect(ids, `Lambdas with handler ${handler}`).toHaveLength(1);
+  return ids[0];
+}
+
+const getAttArn = (logicalId: string) => ({ "Fn::GetAtt": [logicalId, "Arn"] });
+
+describe("handler modules referenced by the stacks", () => {
+  const handlers = [
+    ...groups().map(groupHandler),
+    ...(Object.keys(STEP_TASKS) as StepTaskName[]).map(stepHandler),
+    UPLOAD_HANDLER,
+  ];
+  it.each(handlers)("%s exists", (handler) => {
+    expect(existsSync(handlerFile(handler)), `${handlerFile(handler)} is missing`).toBe(true);
+  });
+});
+
+describe("synthesized app", () => {
+  beforeAll(async () => {
+    savedEnv = Object.fromEntries(Object.keys(SETTINGS).map((k) => [k, process.env[k]]));
+    for (const [k, v] of Object.entries(SETTINGS)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+    // SST runs (cores - 1) bundling jobs, one on a 2-core runner; the jobs mostly wait on esbuild and npm.
+    process.env.SST_BUILD_CONCURRENCY ??= "4";
+    // SST's own test switch (App.isRunningSSTTest): skips the bootstrap-stack lookup, the one AWS call of a synth.
+    process.env.NODE_ENV = "test";
+
+    work = await mkdtemp(join(tmpdir(), "r2d-stacks-"));
+    outdir = join(work, "cdk.out");
+    await initProject({ stage: "test", root: ROOT });
+    // Bundles go to a private directory: concurrent runs would otherwise rebuild into the same .sst/artifacts.
+    const project = useProject();
+    setProject({ ...project, paths: { ...project.paths, artifacts: join(work, "artifacts") } });
+
+    const app = new App(
+      { mode: "deploy", name: project.config.name, stage: project.config.stage, region: project.config.region, account: "123456789012" },
+      { outdir },
+    );
+    await sstConfig.stacks(app);
+    await app.finish();
+    templates.Secrets = Template.fromStack(getStack(Secrets));
+    templates.Storage = Template.fromStack(getStack(Storage));
+    templates.Pipelines = Template.fromStack(getStack(Pipelines));
+    templates.Api = Template.fromStack(getStack(Api));
+  }, BUILD_TIMEOUT);
+
+  afterAll(async () => {
+    for (const [k, v] of Object.entries(savedEnv ?? {})) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+    // A failed build leaves SST's other bundling jobs still writing; retry until they let go.
+    if (work) await rm(work, { recursive: true, force: true, maxRetries: 10, retryDelay: 500 });
+  });
+
+  it("names stacks after the stage and app", () => {
+    expect(getStack(Api).stackName).toBe("test-research-to-delivery-Api");
+    expect(getStack(Storage).stackName).toBe("test-research-to-delivery-Storage");
+  });
+
+  it("bundles every function without installed packages, except Swagger UI for the docs group", async () => {
+    const stacks = [templates.Pipelines, templates.Api];
+    const ours = stacks.flatMap((t) => Object.values(lambdas(t)).filter((r) => String(r.Properties.Handler).startsWith("functions/")));
+    expect(ours.length).toBe(groups().length + Object.keys(STEP_TASKS).length + 1);
+    for (const fn of ours) {
+      const dir = join(outdir, `asset.${(fn.Properties.Code.S3Key as string).replace(/\.zip$/, "")}`);
+      const installed = existsSync(join(dir, "node_modules"))
+        ? (await readdir(join(dir, "node_modules"))).filter((name) => !name.startsWith("."))
+        : [];
+      // swagger-ui-dist comes with its own dependency (@scarf/scarf); nothing else may be installed anywhere:
+      // a native package such as sharp would be npm-installed for Linux at deploy time.
+      if (fn.Properties.Handler === groupHandler("docs")) expect(installed).toContain("swagger-ui-dist");
+      else expect(installed, fn.Properties.Handler).toEqual([]);
+    }
+  });
+
+  describe("Storage", () => {
+    it("has one table with the shared key shape, TTL and a stream of both images", () => {
+      const tables = Object.values(resourcesOf(templates.Storage, "AWS::DynamoDB::Table"));
+      expect(tables).toHaveLength(1);
+      const t = tables[0].Properties;
+      expect(t.BillingMode).toBe("PAY_PER_REQUEST");
+      expect(t.KeySchema).toEqual([
+        { AttributeName: TABLE_KEYS.partitionKey, KeyType: "HASH" },
+        { AttributeName: TABLE_KEYS.sortKey, KeyType: "RANGE" },
+      ]);
+      expect(t.TimeToLiveSpecification).toEqual({ AttributeName: "ttl", Enabled: true });
+      expect(t.StreamSpecification).toEqual({ StreamViewType: "NEW_AND_OLD_IMAGES" });
+      expect(t.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
+
+      const expectedIndexes = Object.entries(TABLE_KEYS.globalIndexes).map(([name, k]) => ({
+        IndexName: name,
+        KeySchema: [
+          { AttributeName: k.partitionKey, KeyType: "HASH" },
+          { AttributeName: k.sortKey, KeyType: "RANGE" },
+        ],
+        Projection: { ProjectionType: "ALL" },
+      }));
+      expect(expectedIndexes.map((i) => i.IndexName)).toEqual(["gsi1", "gsi2", "gsi3"]);
+      expect(t.GlobalSecondaryIndexes).toHaveLength(3);
+      expect(t.GlobalSecondaryIndexes).toEqual(expect.arrayContaining(expectedIndexes));
+
+      const keyAttrs = ["pk", "sk", "gsi1pk", "gsi1sk", "gsi2pk", "gsi2sk", "gsi3pk", "gsi3sk"];
+      expect(t.AttributeDefinitions).toHaveLength(keyAttrs.length);
+      expect(t.AttributeDefinitions).toEqual(expect.arrayContaining(keyAttrs.map((a) => ({ AttributeName: a, AttributeType: "S" }))));
+    });
+
+    it("has a private uploads bucket that accepts browser POST uploads", () => {
+      const buckets = Object.values(resourcesOf(templates.Storage, "AWS::S3::Bucket"));
+      expect(buckets).toHaveLength(1);
+      const b = buckets[0].Properties;
+      expect(b.PublicAccessBlockConfiguration).toEqual({
+        BlockPublicAcls: true,
+        BlockPublicPolicy: true,
+        IgnorePublicAcls: true,
+        RestrictPublicBuckets: true,
+      });
+      expect(b.OwnershipControls).toEqual({ Rules: [{ ObjectOwnership: "BucketOwnerEnforced" }] });
+      expect(b.CorsConfiguration.CorsRules).toEqual([
+        expect.objectContaining({ AllowedMethods: expect.arrayContaining(["POST", "GET"]), AllowedOrigins: ["*"] }),
+      ]);
+      // SST's enforceSSL: a bucket policy denying plain-HTTP access.
+      templates.Storage.hasResourceProperties("AWS::S3::BucketPolicy", {
+        PolicyDocument: {
+          Statement: Match.arrayWith([
+            Match.objectLike({ Effect: "Deny", Condition: { Bool: { "aws:SecureTransport": "false" } } }),
+          ]),
+        },
+      });
+      // Notifications belong to the Pipelines stack; one here too would make the stacks depend on each other.
+      expect(Object.keys(resourcesOf(templates.Storage, "Custom::S3BucketNotifications"))).toHaveLength(0);
+    });
+  });
+
+  describe("Secrets", () => {
+    it("records every parameter in SSM with the deploy-time value or its default", () => {
+      const params = Object.values(resourcesOf(templates.Secrets, "AWS::SSM::Parameter")).map((r) => r.Properties);
+      const value = (name: string) =>
+        params.find((p) => p.Name === `/sst/research-to-delivery/test/Parameter/${name}/value`)?.Value as string | undefined;
+      expect(value("JWT_ISSUER")).toBe("https://idp.example.test/");
+      expect(value("JWT_AUDIENCE")).toBe("r2d-api");
+      expect(value("JWT_JWKS_URI")).toBe("https://idp.example.test/.well-known/jwks.json");
+      expect(value("ADMIN_EMAILS")).toBe("ops@example.test");
+      expect(value("FOUNDER_EMAILS")).toBe(",");
+      expect(value("ACCESS_GATING")).toBe("true");
+      expect(value("CORS_ORIGINS")).toBe("*");
+    });
+  });
+
+  describe("Api", () => {
+    const allRoutes = Object.values(routes);
+
+    it("has exactly one Lambda per endpoint group and no other application function", () => {
+      const handlers = Object.values(lambdas(templates.Api))
+        .map((r) => r.Properties.Handler as string)
+        .filter((h) => h.startsWith("functions/"));
+      expect(handlers.sort()).toEqual(groups().map(groupHandler).sort());
+    });
+
+    it("routes every row of the route table to its group's function", () => {
+      const apiRoutes = Object.values(resourcesOf(templates.Api, "AWS::ApiGatewayV2::Route")).map((r) => r.Properties);
+      const integrations = resourcesOf(templates.Api, "AWS::ApiGatewayV2::Integration");
+      expect(apiRoutes.map((r) => r.RouteKey).sort()).toEqual(allRoutes.map(routeKey).sort());
+
+      for (const group of groups()) {
+        const fnId = lambdaIdFor(templates.Api, groupHandler(group));
+        for (const [id, spec] of routesOf(group)) {
+          const route = apiRoutes.find((r) => r.RouteKey === routeKey(spec));
+          expect(route, `route ${id}`).toBeDefined();
+          // Target is "integrations/<ref>"; the integration proxies to the group's Lambda.
+          const integrationId = route!.Target["Fn::Join"][1][1].Ref as string;
+          const integration = integrations[integrationId];
+          expect(integration.Properties, `integration of ${id}`).toMatchObject({
+            IntegrationType: "AWS_PROXY",
+            PayloadFormatVersion: "2.0",
+            IntegrationUri: getAttArn(fnId),
+          });
+          // JWTs are verified in the function, so API Gateway must let every route through.
+          expect(route!.AuthorizationType).toBe("NONE");
+        }
+      }
+    });
+
+    it("lets API Gateway invoke each group function", () => {
+      const permissions = Object.values(resourcesOf(templates.Api, "AWS::Lambda::Permission")).map((r) => r.Properties);
+      for (const group of groups()) {
+        const fnId = lambdaIdFor(templates.Api, groupHandler(group));
+        expect(
+          permissions.some((p) => p.Principal === "apigateway.amazonaws.com" && JSON.stringify(p.FunctionName) === JSON.stringify(getAttArn(fnId))),
+          `invoke permission for ${group}`,
+        ).toBe(true);
+      }
+    });
+
+    it("gives every group function the runtime environment core/config.ts reads", () => {
+      for (const group of groups()) {
+        const fn = lambdas(templates.Api)[lambdaIdFor(templates.Api, groupHandler(group))].Properties;
+        const env = fn.Environment.Variables;
+        expect(env).toMatchObject({
+          STAGE: "test",
+          JWT_ISSUER: "https://idp.example.test/",
+          JWT_AUDIENCE: "r2d-api",
+          JWT_JWKS_URI: "https://idp.example.test/.well-known/jwks.json",
+          ADMIN_EMAILS: "ops@example.test",
+          FOUNDER_EMAILS: ",",
+          ACCESS_GATING: "true",
+          CORS_ORIGINS: "*",
+          AI_ENGINE: "bedrock",
+          EXTRACTION_ENGINES: "aws",
+        });
+        // Storage names and the state machine come from the other stacks as CloudFormation imports.
+        for (const key of ["TABLE_NAME", "BUCKET_NAME", "EXTRACTION_STATE_MACHINE_ARN"]) {
+          expect(env[key], `${group} ${key}`).toEqual({ "Fn::ImportValue": expect.any(String) });
+        }
+        expect(fn).toMatchObject({ Runtime: "nodejs22.x", Architectures: ["arm64"], MemorySize: 1024, Timeout: 30 });
+      }
+    });
+
+    it("grants each group function table and bucket read/write and Bedrock invocation", () => {
+      const policies = Object.values(resourcesOf(templates.Api, "AWS::IAM::Policy")).map((r) => r.Properties);
+      for (const group of groups()) {
+        const fnId = lambdaIdFor(templates.Api, groupHandler(group));
+        const role = lambdas(templates.Api)[fnId].Properties.Role["Fn::GetAtt"][0] as string;
+        const actions = policies
+          .filter((p) => p.Roles.some((r: { Ref: string }) => r.Ref === role))
+          .flatMap((p) => p.PolicyDocument.Statement.flatMap((s: { Action: string | string[] }) => s.Action));
+        // Transactions have no IAM action of their own: TransactWriteItems is authorized by these item actions.
+        expect(actions, group).toEqual(expect.arrayContaining(["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:ConditionCheckItem"]));
+        expect(actions, group).toEqual(expect.arrayContaining(["s3:GetObject*", "s3:PutObject", "s3:DeleteObject*"]));
+        expect(actions, group).toEqual(expect.arrayContaining(["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"]));
+      }
+    });
+
+    it("binds secrets only to the groups that use them, prefetched into the environment", () => {
+      for (const group of groups()) {
+        const fnId = lambdaIdFor(templates.Api, groupHandler(group));
+        const env = lambdas(templates.Api)[fnId].Properties.Environment.Variables as Record<string, unknown>;
+        const bound = Object.keys(env).filter((k) => k.startsWith("SST_Secret_value_")).map((k) => k.slice("SST_Secret_value_".length));
+        expect(bound.sort(), group).toEqual([...(GROUP_SECRETS[group] ?? [])].sort());
+      }
+      expect(GROUP_SECRETS.webhooks).toContain("IDP_WEBHOOK_SECRET");
+      const prefetchers = Object.values(resourcesOf(templates.Api, "Custom::SecretPrefetcher"));
+      expect(prefetchers.length).toBe(groups().filter((g) => (GROUP_SECRETS[g] ?? []).length > 0).length);
+    });
+
+    it("ships swagger-ui-dist with the docs function", () => {
+      const fn = lambdas(templates.Api)[lambdaIdFor(templates.Api, groupHandler("docs"))].Properties;
+      const assetHash = (fn.Code.S3Key as string).replace(/\.zip$/, "");
+      const assetDir = join(outdir, `asset.${assetHash}`);
+      expect(existsSync(join(assetDir, "functions/http/docs.mjs"))).toBe(true);
+      for (const file of ["swagger-ui.css", "swagger-ui-bundle.js", "swagger-ui-standalone-preset.js"]) {
+        expect(existsSync(join(assetDir, "node_modules/swagger-ui-dist", file)), file).toBe(true);
+      }
+    });
+
+    it("serves Swagger UI's files from the docs bundle as it will be deployed", async () => {
+      const fn = lambdas(templates.Api)[lambdaIdFor(templates.Api, groupHandler("docs"))].Properties;
+      const bundle = join(outdir, `asset.${(fn.Code.S3Key as string).replace(/\.zip$/, "")}`, `${fn.Handler.slice(0, fn.Handler.lastIndexOf("."))}.mjs`);
+      const event = toApiGatewayEvent({ method: "GET", path: "/api/docs/swagger-ui.css", headers: {} }, { asset: "swagger-ui.css" }, "GET /api/docs/{asset}");
+      // Plain Node loads the bundle the way the Lambda runtime does (no Vite transform, only its own node_modules).
+      const script = `const { handler } = await import(${JSON.stringify(pathToFileURL(bundle).href)});
+        const res = await handler(${JSON.stringify(event)}, { awsRequestId: "stack-test", getRemainingTimeInMillis: () => 30000 });
+        process.stdout.write(JSON.stringify(res));`;
+      const { stdout } = await execFileAsync(process.execPath, ["--input-type=module", "-e", script], { cwd: work, env: { ...process.env, LOG_LEVEL: "SILENT" } });
+      const res = JSON.parse(stdout) as { statusCode: number; headers: Record<string, string>; body: string };
+      expect(res.statusCode).toBe(200);
+      expect(res.headers["content-type"]).toMatch(/^text\/css/);
+      expect(res.body).toContain(".swagger-ui");
+    }, 60_000);
+
+    it("allows browser calls with CORS and outputs the API URL", () => {
+      const apis = Object.values(resourcesOf(templates.Api, "AWS::ApiGatewayV2::Api")).map((r) => r.Properties);
+      expect(apis).toHaveLength(1);
+      expect(apis[0].ProtocolType).toBe("HTTP");
+      expect(apis[0].CorsConfiguration).toMatchObject({
+        AllowOrigins: ["*"],
+        AllowHeaders: expect.arrayContaining(["authorization", "content-type"]),
+        AllowMethods: expect.arrayContaining([...new Set(allRoutes.map((r) => r.method))]),
+      });
+      expect(Object.keys(templates.Api.findOutputs("ApiUrl"))).toEqual(["ApiUrl"]);
+    });
+  });
+
+  describe("Pipelines", () => {
+    const tasks = Object.keys(STEP_TASKS) as StepTaskName[];
+
+    const stateMachine = () => {
+      const machines = Object.values(resourcesOf(templates.Pipelines, "AWS::StepFunctions::StateMachine"));
+      expect(machines).toHaveLength(1);
+      return machines[0].Properties;
+    };
+
+    it("deploys the shared ASL with every task, its Retry and its Catch", () => {
+      const sm = stateMachine();
+      const definition = JSON.parse(sm.DefinitionString as string);
+      expect(definition).toEqual(JSON.parse(JSON.stringify(extractionDefinition)));
+      for (const task of tasks) {
+        const state = definition.States[task];
+        expect(state, task).toMatchObject({ Type: "Task", Resource: `\${${substitutionKey(task)}}` });
+        expect(state.Retry[0].ErrorEquals, task).toContain("Lambda.TooManyRequestsException");
+        expect(state.Retry[0]).toMatchObject({ IntervalSeconds: 2, MaxAttempts: 5, BackoffRate: 2 });
+        // Every task but the failure recorder catches everything (into MarkFailed, or its own fallback).
+        const source = extractionDefinition.States[task] as { Catch?: unknown };
+        if (task === "MarkFailed") expect(state.Catch).toBeUndefined();
+        else {
+          expect(state.Catch, task).toEqual(source.Catch);
+          expect(state.Catch[0].ErrorEquals, task).toEqual(["States.ALL"]);
+        }
+      }
+    });
+
+    it("runs the tasks with the AWS engines and the shared runtime environment", () => {
+      for (const task of tasks) {
+        const env = lambdas(templates.Pipelines)[lambdaIdFor(templates.Pipelines, stepHandler(task))].Properties.Environment.Variables;
+        expect(env, task).toMatchObject({ STAGE: "test", AI_ENGINE: "bedrock", EXTRACTION_ENGINES: "aws" });
+        expect(env.TABLE_NAME, task).toEqual({ "Fn::ImportValue": expect.any(String) });
+        expect(env.BUCKET_NAME, task).toEqual({ "Fn::ImportValue": expect.any(String) });
+      }
+    });
+
+    it("substitutes each task's ARN with its own Lambda (5 minutes, 2 GB)", () => {
+      const sm = stateMachine();
+      expect(Object.keys(sm.DefinitionSubstitutions).sort()).toEqual(tasks.map(substitutionKey).sort());
+      for (const task of tasks) {
+        const fnId = lambdaIdFor(templates.Pipelines, stepHandler(task));
+        expect(sm.DefinitionSubstitutions[substitutionKey(task)], task).toEqual(getAttArn(fnId));
+        expect(lambdas(templates.Pipelines)[fnId].Properties).toMatchObject({
+          Timeout: 300,
+          MemorySize: 2048,
+          Runtime: "nodejs22.x",
+          Architectures: ["arm64"],
+        });
+      }
+    });
+
+    it("lets the state machine invoke every task function", () => {
+      const smRole = stateMachine().RoleArn["Fn::GetAtt"][0] as string;
+      const statements = Object.values(resourcesOf(templates.Pipelines, "AWS::IAM::Policy"))
+        .map((r) => r.Properties)
+        .filter((p) => p.Roles.some((r: { Ref: string }) => r.Ref === smRole))
+        .flatMap((p) => p.PolicyDocument.Statement);
+      for (const task of tasks) {
+        const fnId = lambdaIdFor(templates.Pipelines, stepHandler(task));
+        expect(
+          statements.some((s: { Action: string; Resource: unknown }) => s.Action === "lambda:InvokeFunction" && JSON.stringify(s.Resource).includes(`"${fnId}"`)),
+          `invoke ${task}`,
+        ).toBe(true);
+      }
+    });
+
+    it("gives Textract, Transcribe and Bedrock to their own tasks only", () => {
+      const policies = Object.values(resourcesOf(templates.Pipelines, "AWS::IAM::Policy")).map((r) => r.Properties);
+      const actionsOf = (task: StepTaskName) => {
+        const role = lambdas(templates.Pipelines)[lambdaIdFor(templates.Pipelines, stepHandler(task))].Properties.Role["Fn::GetAtt"][0];
+        return policies
+          .filter((p) => p.Roles.some((r: { Ref: string }) => r.Ref === role))
+          .flatMap((p) => p.PolicyDocument.Statement.flatMap((s: { Action: string | string[] }) => s.Action));
+      };
+      // Exactly the AWS calls each task's code makes (core/extract/textract.ts, transcribe.ts, ai/bedrock.ts).
+      const expected: Partial<Record<StepTaskName, string[]>> = {
+        Parse: ["textract:DetectDocumentText"],
+        StartTextract: ["textract:StartDocumentTextDetection"],
+        CheckTextract: ["textract:GetDocumentTextDetection"],
+        StartTranscribe: ["transcribe:StartTranscriptionJob"],
+        CheckTranscribe: ["transcribe:GetTranscriptionJob"],
+        Index: ["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"],
+      };
+      for (const task of tasks) {
+        const service = actionsOf(task).filter((a: string) => /^(textract|transcribe|bedrock):/.test(a));
+        expect(service.sort(), task).toEqual((expected[task] ?? []).sort());
+      }
+      for (const task of tasks) expect(actionsOf(task), task).toEqual(expect.arrayContaining(["dynamodb:PutItem", "s3:GetObject*"]));
+    });
+
+    it("starts extraction from object-created events under workspaces/", () => {
+      const onUploadId = lambdaIdFor(templates.Pipelines, UPLOAD_HANDLER);
+      const notifications = Object.values(resourcesOf(templates.Pipelines, "Custom::S3BucketNotifications")).map((r) => r.Properties);
+      expect(notifications).toHaveLength(1);
+      expect(notifications[0].BucketName).toEqual({ "Fn::ImportValue": expect.any(String) });
+      expect(notifications[0].NotificationConfiguration).toEqual({
+        LambdaFunctionConfigurations: [
+          {
+            Events: ["s3:ObjectCreated:*"],
+            Filter: { Key: { FilterRules: [{ Name: "prefix", Value: UPLOAD_PREFIX }] } },
+            LambdaFunctionArn: getAttArn(onUploadId),
+          },
+        ],
+      });
+      templates.Pipelines.hasResourceProperties("AWS::Lambda::Permission", {
+        Action: "lambda:InvokeFunction",
+        Principal: "s3.amazonaws.com",
+        FunctionName: getAttArn(onUploadId),
+      });
+
+      const env = lambdas(templates.Pipelines)[onUploadId].Properties.Environment.Variables;
+      const smId = Object.keys(resourcesOf(templates.Pipelines, "AWS::StepFunctions::StateMachine"))[0];
+      expect(env.EXTRACTION_STATE_MACHINE_ARN).toEqual({ Ref: smId });
+      templates.Pipelines.hasResourceProperties("AWS::IAM::Policy", {
+        PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Action: "states:StartExecution", Resource: { Ref: smId } })]) },
+      });
+    });
+  });
+});
