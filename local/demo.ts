@@ -118,6 +118,7 @@ async function startEmbedded(): Promise<{ base: string; idp: DevIdp; stop: () =>
     base: `http://127.0.0.1:${port}`,
     idp,
     stop: async () => {
+      await (await import("../core/extract")).shutdownEngines();
       await new Promise((r) => server.close(r));
       await s3.stop();
       await dynamo.stop();

@@ -30,6 +30,8 @@ async function main() {
     const { wireLocalEvents } = await import("./events");
     wireLocalEvents(s3);
     const server = await startGateway(port);
+    // The OCR worker thread holds the process open; stop it with the rest.
+    stops.push(async () => (await import("../core/extract")).shutdownEngines());
     stops.unshift(() => new Promise((r) => server.close(r)));
     const base = `http://127.0.0.1:${port}`;
     // Other local CLIs (npm run codes) find the running emulators here.

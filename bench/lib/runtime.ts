@@ -27,7 +27,9 @@ export interface BenchRuntime {
  * Access gating is off and logging is silent, as in the http tests; response validation (a test-only check) is off.
  * Ctrl-C while it runs stops the emulators before the process exits.
  */
-export async function startBenchRuntime(opts: { tableName?: string; bucketName?: string } = {}): Promise<BenchRuntime> {
+export async function startBenchRuntime(
+  opts: { tableName?: string; bucketName?: string; /** Wire S3 events to extraction, as npm start does. */ events?: boolean } = {},
+): Promise<BenchRuntime> {
   const tableName = opts.tableName ?? "r2d-bench";
   const bucketName = opts.bucketName ?? "r2d-bench-uploads";
   // Before any handler module loads: the logger reads its level at import.
@@ -70,6 +72,7 @@ export async function startBenchRuntime(opts: { tableName?: string; bucketName?:
     const idp = (idpStart as PromiseFulfilledResult<DevIdp>).value;
     await ensureTable(dynamo.endpoint, tableName);
     applyLocalEnv({ dynamoEndpoint: dynamo.endpoint, s3Endpoint: s3.endpoint, idp, tableName, bucketName });
+    if (opts.events) (await import("../../local/events")).wireLocalEvents(s3);
     const { startGateway } = await import("../../local/gateway");
     const server: Server = await startGateway(0, "127.0.0.1");
     stops.unshift(

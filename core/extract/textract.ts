@@ -90,7 +90,7 @@ export async function getTextDetection(jobId: string, options: { client?: Textra
   } catch (err) {
     throw mapTextractError(err);
   }
-  const extraction = blocksToExtraction(blocks, pages);
+  const extraction = textractBlocksToExtraction(blocks, pages);
   if (!extraction.units.length) return { status: "FAILED", reason: "No text was found in the document" };
   return { status: "SUCCEEDED", extraction };
 }
@@ -115,7 +115,7 @@ export async function detectDocumentText(source: S3ObjectRef | { bytes: Uint8Arr
   } catch (err) {
     throw mapTextractError(err);
   }
-  const extraction = blocksToExtraction(blocks, pages);
+  const extraction = textractBlocksToExtraction(blocks, pages);
   if (!extraction.units.length) throw new ExtractionError("no_text", "No text was found in the image");
   return extraction;
 }
@@ -133,7 +133,7 @@ export const textractOcr = (ref?: S3ObjectRef, options: { client?: TextractClien
  * the order of the PAGE block's CHILD relationships (how Textract reports it); pages without a PAGE block fall
  * back to top-to-bottom, left-to-right geometry. DetectDocumentText blocks carry no Page number: page 1.
  */
-export function blocksToExtraction(blocks: Block[], pages?: number): Extraction {
+export function textractBlocksToExtraction(blocks: Block[], pages?: number): Extraction {
   const byId = new Map(blocks.filter((b) => b.Id).map((b) => [b.Id as string, b]));
   const pageNumbers = new Set<number>();
   for (const b of blocks) if (b.BlockType === "LINE" || b.BlockType === "PAGE") pageNumbers.add(b.Page ?? 1);

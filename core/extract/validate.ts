@@ -345,6 +345,8 @@ const FILE_TYPE_FAMILIES: Record<string, Family> = {
 };
 
 function sniff(head: Buffer, ft: { mime: string } | undefined, truncated: boolean): Sniffed {
+  // Before file-type: a UTF-16 LE byte-order mark (FF FE) also matches an MPEG audio frame header.
+  if (looksUtf16(head)) return { mime: NOT_UTF8 };
   if (ft) return { family: FILE_TYPE_FAMILIES[ft.mime], mime: ft.mime };
   // file-type reads a TIFF's first IFD, which can sit past the head; the byte-order mark plus magic 42 is enough.
   if (head.length >= 4) {
@@ -354,13 +356,25 @@ function sniff(head: Buffer, ft: { mime: string } | undefined, truncated: boolea
   if (isUtf8Text(head, truncated)) return { family: "text", mime: "text/plain" };
   // Text in another encoding (Excel's "Unicode Text" is UTF-16, its plain "CSV" is Windows-1252) is refused like
   // binary, but named, so the message can say how to fix it.
-  if ((head[0] === 0xff && head[1] === 0xfe) || (head[0] === 0xfe && head[1] === 0xff)) return { mime: NOT_UTF8 };
   if (!head.includes(0) && printableShare(head) > 0.95) return { mime: NOT_UTF8 };
   return { mime: "application/octet-stream" };
 }
 
 const NOT_UTF8 = "text/x-not-utf8";
 const NOT_UTF8_HINT = "text that is not UTF-8 encoded (save it as UTF-8, e.g. Excel's \"CSV UTF-8\", and upload it again)";
+
+/** A UTF-16 byte-order mark followed by text (Excel's "Unicode Text" export). */
+function looksUtf16(head: Buffer): boolean {
+  const le = head[0] === 0xff && head[1] === 0xfe;
+  const be = head[0] === 0xfe && head[1] === 0xff;
+  if (!le && !be) return false;
+  const sample = head.subarray(2, 2 + Math.min(512, (head.length - 2) & ~1));
+  if (!sample.length) return false;
+  const text = new TextDecoder(le ? "utf-16le" : "utf-16be").decode(sample);
+  let ok = 0;
+  for (const ch of text) if (ch >= " " || ch === "\t" || ch === "\n" || ch === "\r") ok++;
+  return ok / text.length > 0.95;
+}
 
 /** Share of bytes that are printable ASCII, whitespace or high (>= 0x80) bytes of some 8-bit encoding. */
 function printableShare(bytes: Buffer): number {
@@ -421,8 +435,10 @@ function resolveText(head: Buffer, claim: Declared | undefined, claimLabel: stri
   // A WebVTT file sent as text/plain is still a transcript; its header is unambiguous.
   if (kind === "text" && looksVtt) kind = "vtt";
 
+  // Name what announced the sub-format: the declared type, or the extension under a plain/generic declared type.
+  const announcedBy = claim?.textKind ? claimLabel : `a .${ext} file name`;
   const expect = (ok: boolean, what: string) => {
-    if (!ok) throw mismatch(claimLabel, `${what} (text/plain)`);
+    if (!ok) throw mismatch(announcedBy, `${what} (text/plain)`);
   };
   if (kind === "json") expect(looksJson, "text that is not JSON");
   if (kind === "vtt") expect(looksVtt, 'text without the "WEBVTT" header');

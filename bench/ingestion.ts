@@ -1,0 +1,120 @@
+/**
+ * Ingestion benchmark (issue 3), in one run on the embedded runtime:
+ * 1. PDF pages per second through the whole pipeline (upload -> S3 event -> state machine -> completed) versus
+ *    unpdf called directly on the same files (the floor); target: pipeline >= 0.8 of the floor.
+ * 2. OCR seconds per image (tesseract.js, the engine the pipeline runs), on the realdata screenshots.
+ * 3. Wall time from upload to every source settled for the whole `jupyter` folder.
+ */
+import { readdir, readFile } from "node:fs/promises";
+import { basename, extname, join } from "node:path";
+import { extractText, getDocumentProxy } from "unpdf";
+import { startBenchRuntime } from "./lib/runtime";
+import { fmtMs, printTable } from "./lib/stats";
+import { busyWarning, machineLine } from "./lib/machine";
+
+const REALDATA = new URL("../../shared/realdata/", import.meta.url).pathname;
+const MIME: Record<string, string> = {
+  ".pdf": "application/pdf", ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+  ".csv": "text/csv", ".json": "application/json", ".md": "text/markdown", ".vtt": "text/vtt", ".png": "image/png",
+  ".wav": "audio/wav", ".mp3": "audio/mpeg",
+};
+
+async function filesUnder(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await readdir(dir, { withFileTypes: true })) {
+    const full = join(dir, e.name);
+    if (e.isDirectory()) out.push(...(await filesUnder(full)));
+    else if (MIME[extname(e.name)] && e.name !== "MANIFEST.md") out.push(full);
+  }
+  return out.sort();
+}
+
+export default async function ingestion(): Promise<void> {
+  console.log(`ingestion benchmark — ${machineLine()}`);
+  const warn = busyWarning();
+  if (warn) console.log(warn);
+  process.env.MENTION_INDEXING = "off"; // time-to-completed is what is measured; embedding is synthesis's cost
+  const rt = await startBenchRuntime({ events: true });
+  try {
+    const token = await rt.idp.sign({ email: "bench@example.com" });
+    const auth = { authorization: `Bearer ${token}` };
+    const json = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(new URL(path, rt.base), { method, headers: { ...auth, ...(body ? { "content-type": "application/json" } : {}) }, body: body ? JSON.stringify(body) : undefined });
+      if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+      return res.json() as Promise<any>;
+    };
+    const ws = await json("POST", "/api/workspaces", { name: "bench ingestion" });
+    const upload = async (path: string) => {
+      const data = await readFile(path);
+      const form = new FormData();
+      form.append("workspace_id", ws.id);
+      form.append("source_type", "other");
+      form.append("title", basename(path));
+      form.append("file", new Blob([new Uint8Array(data)], { type: MIME[extname(path)] }), basename(path));
+      const res = await fetch(new URL("/api/research/upload", rt.base), { method: "POST", headers: auth, body: form });
+      if (!res.ok) throw new Error(`upload ${path}: ${res.status} ${await res.text()}`);
+      return (await res.json()) as { id: string };
+    };
+    const settle = async (id: string) => {
+      for (;;) {
+        const s = await json("GET", `/api/research/sources/${id}`);
+        if (s.processing_status !== "pending") return s;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    };
+
+    // 1. PDFs: pipeline vs unpdf directly, each file 3 times, interleaved.
+    const pdfs = (await filesUnder(join(REALDATA, "jupyter"))).filter((f) => f.endsWith(".pdf"));
+    const rows: (string | number)[][] = [];
+    let pipePages = 0, pipeMs = 0, floorPages = 0, floorMs = 0;
+    for (const pdf of pdfs) {
+      const bytes = await readFile(pdf);
+      for (let i = 0; i < 3; i++) {
+        const t0 = performance.now();
+        const doc = await getDocumentProxy(new Uint8Array(bytes));
+        const { totalPages } = await extractText(doc, { mergePages: false });
+        const direct = performance.now() - t0;
+        const t1 = performance.now();
+        const source = await settle((await upload(pdf)).id);
+        const piped = performance.now() - t1;
+        if (source.processing_status !== "completed") throw new Error(`${pdf} ended ${source.processing_status}: ${source.processing_error}`);
+        if (i === 0) continue; // first round warms both paths
+        floorPages += totalPages; floorMs += direct; pipePages += source.pages; pipeMs += piped;
+        rows.push([basename(pdf), totalPages, fmtMs(direct), fmtMs(piped)]);
+      }
+    }
+    printTable(["PDF", "pages", "unpdf direct", "pipeline (upload->completed)"], rows);
+    const floorRate = floorPages / (floorMs / 1000);
+    const pipeRate = pipePages / (pipeMs / 1000);
+    console.log(`PDF pages/s: pipeline ${pipeRate.toFixed(1)}, unpdf direct ${floorRate.toFixed(1)}, ratio ${(pipeRate / floorRate).toFixed(2)} (target >= 0.80)\n`);
+
+    // 2. OCR seconds per image, through the engine the pipeline uses.
+    const { ocrImage } = await import("../core/extract/ocr");
+    const { shutdownEngines } = await import("../core/extract");
+    const images = (await filesUnder(join(REALDATA, "jupyter"))).filter((f) => f.endsWith(".png"));
+    const ocrRows: (string | number)[][] = [];
+    for (const image of images) {
+      const bytes = await readFile(image);
+      await ocrImage(bytes, "image/png").catch(() => undefined); // warm the worker
+      const t0 = performance.now();
+      const result = await ocrImage(bytes, "image/png").then((r) => `${r.extracted_text.length} chars`, (e: Error) => `failed: ${e.message.slice(0, 60)}`);
+      ocrRows.push([basename(image), `${((performance.now() - t0) / 1000).toFixed(2)} s`, result]);
+    }
+    await shutdownEngines();
+    printTable(["image", "OCR time", "result"], ocrRows);
+
+    // 3. The whole jupyter folder, uploaded at once, until every source has settled.
+    const all = await filesUnder(join(REALDATA, "jupyter"));
+    const t0 = performance.now();
+    const ids = await Promise.all(all.map(async (f) => ({ f, id: (await upload(f)).id })));
+    const settled = await Promise.all(ids.map(async ({ f, id }) => ({ f, s: await settle(id), at: performance.now() - t0 })));
+    const wall = performance.now() - t0;
+    printTable(
+      ["jupyter source", "status", "chars", "settled after"],
+      settled.map(({ f, s, at }) => [basename(f), s.processing_status, s.char_count ?? "-", fmtMs(at)]),
+    );
+    console.log(`jupyter folder: ${all.length} files, upload to all settled ${(wall / 1000).toFixed(1)} s`);
+  } finally {
+    await rt.stop();
+  }
+}

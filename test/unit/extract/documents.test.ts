@@ -1,0 +1,326 @@
+/**
+ * In-process extractors on the real research files in /work/shared/realdata: expected content per format, the
+ * verbatim-unit invariant on every file, and clear failures for damaged files.
+ */
+import { readdirSync, statSync } from "node:fs";
+import { join, relative } from "node:path";
+import ExcelJS from "exceljs";
+import Papa from "papaparse";
+import { parseSync, stringifySync } from "subtitle";
+import { describe, expect, it } from "vitest";
+import { extract, ExtractionError, inspectUpload } from "../../../core/extract/index";
+import type { Extraction } from "../../../core/extract/types";
+import type { FileKind } from "../../../core/extract/validate";
+import { expectVerbatim, kinds, real, REALDATA } from "./helpers";
+
+const run = (bytes: Buffer, kind: FileKind, contentType: string, filename = `file.${kind}`): Promise<Extraction> =>
+  extract({ bytes, kind, contentType, filename });
+
+/** The ExtractionError an extraction fails with. */
+async function failure(p: Promise<unknown>): Promise<ExtractionError> {
+  try {
+    await p;
+  } catch (err) {
+    expect(err).toBeInstanceOf(ExtractionError);
+    return err as ExtractionError;
+  }
+  throw new Error("expected the extraction to fail");
+}
+
+describe("PDF (unpdf)", () => {
+  it("extracts the 15-page research report with page locators and joined paragraphs", async () => {
+    const x = await run(real("jupyter/docs/jupyter-org-redesign-heuristic-eval-competitive-analysis.pdf"), "pdf", "application/pdf");
+    expect(x.engine).toBe("unpdf");
+    expect(x.pages).toBe(15);
+    expect(x.extracted_text).toContain("Heuristic Evaluation & Competitive Analysis");
+    const purpose = x.units.find((u) => u.text.startsWith("The website should guide and inform individuals"));
+    // The sentence spans three lines in the PDF; it must come out as one paragraph on page 3 under its heading.
+    expect(purpose).toMatchObject({
+      kind: "paragraph",
+      locator: "page 3",
+      text: "The website should guide and inform individuals, organizations, contributors and sponsors about Project Jupyter’s core values, technology, and community.",
+      fields: { heading: "Purpose of Jupyter.org" },
+    });
+    expectVerbatim(x);
+  });
+
+  it("extracts the 42-page grant proposal and reports its speed", async () => {
+    const bytes = real("jupyter/docs/czi-eoss-jupyter-accessibility-proposal.pdf");
+    const started = performance.now();
+    const x = await run(bytes, "pdf", "application/pdf");
+    const seconds = (performance.now() - started) / 1000;
+    console.info(`unpdf: ${x.pages} pages in ${seconds.toFixed(2)} s = ${((x.pages ?? 0) / seconds).toFixed(1)} pages/s`);
+    expect(x.pages).toBe(42);
+    expect(x.extracted_text).toContain("Inclusive and Accessible Scientific Computing in the Jupyter Ecosystem");
+    // Double-spaced body text: line spacing alone must not split a paragraph.
+    expect(x.units.some((u) => u.text.includes("who will act as the main person responsible for the application and as its point of contact"))).toBe(true);
+    // Page numbers ("7 / 53") are furniture, not content.
+    expect(x.units.some((u) => /^\d+ \/ \d+$/.test(u.text))).toBe(false);
+    expectVerbatim(x);
+  });
+
+  it("fails a truncated PDF with a reason a user can act on", async () => {
+    const bytes = real("jupyter/docs/jupyter-org-redesign-heuristic-eval-competitive-analysis.pdf");
+    const err = await failure(run(bytes.subarray(0, Math.floor(bytes.length / 2)), "pdf", "application/pdf"));
+    expect(err.reason).toBe("corrupt");
+    expect(err.code).toBe("VALIDATION_ERROR");
+    expect(err.message).toMatch(/^The PDF could not be read \(it may be truncated or corrupt\): \S/);
+  });
+});
+
+describe("DOCX (mammoth)", () => {
+  it("extracts the code of conduct as paragraphs and list items", async () => {
+    const x = await run(real("jupyter/docs/JupyterDay-code-of-conduct.docx"), "docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document");
+    expect(x.engine).toBe("docx");
+    expect(x.units[0]).toMatchObject({ kind: "paragraph", text: "JupyterDay Code of Conduct" });
+    expect(x.units.map((u) => u.text)).toContain("Sexual images in public spaces");
+    // List items carry a bullet in the text, so the layout still reads as a list.
+    expect(x.extracted_text).toContain("- Sexual images in public spaces");
+    expect(x.units.length).toBeGreaterThan(20);
+    expectVerbatim(x);
+  });
+
+  it("fails a truncated DOCX clearly", async () => {
+    const bytes = real("jupyter/docs/JupyterDay-code-of-conduct.docx");
+    const err = await failure(run(bytes.subarray(0, 6000), "docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"));
+    expect(err.reason).toBe("corrupt");
+    expect(err.message).toMatch(/^The Word document could not be read/);
+  });
+});
+
+describe("CSV survey exports (papaparse)", () => {
+  it("app-store reviews: one response per review; date, version, OS, rating and tag columns are not answers", async () => {
+    const x = await run(real("va-mobile-app/app-store-reviews-2024-05-partial.csv"), "csv", "text/csv");
+    expect(kinds(x)).toEqual({ response: 70 });
+    expect(x.units[0]).toEqual({
+      kind: "response",
+      text: "There’s no point of facial recognition if I have to log in through Defense Server every time.",
+      speaker: "respondent 1",
+      fields: { question: "review" },
+      locator: "row 2",
+    });
+    expect(new Set(x.units.map((u) => u.fields?.question))).toEqual(new Set(["review"]));
+    expectVerbatim(x);
+  });
+
+  it("2020 Jupyter survey: the Respondent ID column is the speaker", async () => {
+    const x = await run(real("jupyter/surveys/2020-jupyter-survey-text_fields.csv"), "csv", "text/csv");
+    expect(x.units).toContainEqual({
+      kind: "response",
+      text: "QlikSense and Python Panel",
+      speaker: "12390574951",
+      fields: { question: "What tools do you use to create dashboards? (other)" },
+      locator: "row 2",
+    });
+    expect(x.units.every((u) => u.kind === "response" && /^\d+$/.test(u.speaker ?? ""))).toBe(true);
+    expect(x.units.some((u) => u.fields?.question === "Respondent ID")).toBe(false);
+    expectVerbatim(x);
+  });
+
+  it("2015 UX survey: free-text questions only, blank and N/A-like answers skipped", async () => {
+    const x = await run(real("jupyter/surveys/2015-notebook-ux-survey-export.csv"), "csv", "text/csv");
+    const questions = new Set(x.units.map((u) => u.fields?.question));
+    expect(questions).toContain("What, if anything, hinders you from making Jupyter Notebook an even more regular part of your workflow?");
+    // Timestamps, status and single-choice questions are context, not anyone's words.
+    for (const q of ["Time Started", "Status", "How often do you use Jupyter Notebook?", "Roughly how long have you been using Jupyter Notebook?"]) {
+      expect(questions.has(q), q).toBe(false);
+    }
+    expect(x.units.some((u) => /^(n\/?a|na|-|\.)$/i.test(u.text))).toBe(false);
+    expect(x.units.length).toBeGreaterThan(5000);
+    expect(x.units.find((u) => u.speaker === "respondent 6")).toMatchObject({ text: "lazyness", locator: "row 7" });
+    expectVerbatim(x);
+  });
+
+  it("mybinder survey: the yes/no and use-case pick columns are not answers; 'Na' is skipped", async () => {
+    const x = await run(real("jupyter/surveys/mybinder-user-survey-feb-2020.csv"), "csv", "text/csv");
+    expect(new Set(x.units.map((u) => u.fields?.question))).toEqual(new Set(["If you could change one thing about Binder, what would it be?"]));
+    expect(x.units[0]).toMatchObject({ text: "Reliability.", speaker: "respondent 1" });
+    expect(x.units.some((u) => u.text === "Na")).toBe(false);
+    expectVerbatim(x);
+  });
+
+  it("fails a CSV whose quoted field never closes", async () => {
+    const text = real("va-mobile-app/app-store-reviews-2024-05-partial.csv").toString("utf8");
+    const broken = Buffer.from(`${text}2024-05-01T00:00:00Z,2.28.0,iOS,1,,"This review never ends\n`);
+    const err = await failure(run(broken, "csv", "text/csv"));
+    expect(err.reason).toBe("corrupt");
+    expect(err.message).toMatch(/quoted field is never closed/);
+  });
+});
+
+describe("XLSX (exceljs)", () => {
+  it("reads every sheet of a workbook as survey tables, sheet names in the locators", async () => {
+    // A workbook made from two real CSV exports, one per sheet.
+    const wb = new ExcelJS.Workbook();
+    for (const [name, file] of [
+      ["Reviews", "va-mobile-app/app-store-reviews-2024-05-partial.csv"],
+      ["Binder", "jupyter/surveys/mybinder-user-survey-feb-2020.csv"],
+    ] as const) {
+      const sheet = wb.addWorksheet(name);
+      for (const row of Papa.parse<string[]>(real(file).toString("utf8"), { skipEmptyLines: "greedy" }).data) sheet.addRow(row);
+    }
+    const bytes = Buffer.from(await wb.xlsx.writeBuffer());
+    const verdict = await inspectUpload({ head: bytes.subarray(0, 4100), declaredType: "application/octet-stream", filename: "survey.xlsx", size: bytes.length });
+    expect(verdict.kind).toBe("xlsx");
+
+    const x = await run(bytes, "xlsx", verdict.contentType);
+    expect(x.engine).toBe("xlsx");
+    expect(x.units).toContainEqual({
+      kind: "response",
+      text: "There’s no point of facial recognition if I have to log in through Defense Server every time.",
+      speaker: "respondent 1",
+      fields: { question: "review" },
+      locator: "Reviews row 2",
+    });
+    expect(x.units).toContainEqual(expect.objectContaining({ text: "Reliability.", locator: "Binder row 2" }));
+    expect(kinds(x)).toEqual({ response: 70 + 238 });
+    expectVerbatim(x);
+  });
+
+  it("fails a damaged workbook clearly", async () => {
+    const err = await failure(run(real("jupyter/docs/JupyterDay-code-of-conduct.docx").subarray(0, 3000), "xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"));
+    expect(err.message).toMatch(/^The spreadsheet could not be read/);
+  });
+});
+
+describe("Markdown and text", () => {
+  it("usability findings: paragraphs keep their heading context, Markdown syntax is gone", async () => {
+    const x = await run(real("jupyter/usability-research/2023-05-jupyterlab-accessibility-usability-results.md"), "markdown", "text/markdown");
+    expect(x.engine).toBe("markdown");
+    expect(x.transcript).toBeUndefined();
+    const limitation = x.units.find((u) => u.text.startsWith("None of the participants used a screen reader."));
+    expect(limitation?.fields).toEqual({ heading: "Limitations", section: "Results: JupyterLab Accessibility Overview > Limitations" });
+    // Links keep their words, not their targets; emphasis markers are dropped.
+    expect(x.extracted_text).toContain("with this test script on a modified version of NumPy Tutorials’ Saving and sharing your NumPy arrays notebook.");
+    expect(x.extracted_text).not.toContain("**");
+    expect(x.extracted_text).not.toContain("](");
+    expectVerbatim(x);
+  });
+
+  it("podcast transcript: '**Name:**' paragraphs become turns; follow-on paragraphs keep the speaker and inline timestamps", async () => {
+    const x = await run(real("jupyter/transcripts/practical-ai-74-tania-allard-jupyter-notebooks.md"), "markdown", "text/markdown");
+    expect(x.transcript).toBe(x.extracted_text);
+    expect(new Set(x.units.map((u) => u.speaker))).toEqual(new Set(["Daniel Whitenack", "Chris Benson", "Tania Allard"]));
+    expect(x.units[0]).toMatchObject({ kind: "turn", speaker: "Daniel Whitenack" });
+    expect(x.units[0].text).toMatch(/^Alright, welcome to another episode of Practical AI\./);
+    // "\[04:06\] After that I transitioned..." continues Tania's answer.
+    expect(x.units.find((u) => u.text.startsWith("After that I transitioned into research software engineering"))).toMatchObject({
+      kind: "turn",
+      speaker: "Tania Allard",
+      timestamp: "00:04:06.000",
+    });
+    expect(x.extracted_text).toContain("Tania Allard: Hi! It's a pleasure joining you guys.");
+    expectVerbatim(x);
+  });
+
+  it("interview notes: question-and-answer bullets stay whole", async () => {
+    const x = await run(real("va-mobile-app/interview-notes/2023-07-retention-study-participant-10.md"), "markdown", "text/markdown");
+    expect(x.units.map((u) => u.text)).toContain("How long have you been out of the military? Since 2006 – 17 years.");
+    expectVerbatim(x);
+  });
+
+  it("plain text: paragraphs; a one-turn-per-line transcript becomes speaker turns", async () => {
+    const ref = await run(real("audio/jfk.reference-transcript.txt"), "text", "text/plain");
+    expect(ref.units).toEqual([{ kind: "paragraph", text: "And so my fellow Americans, ask not what your country can do for you, ask what you can do for your country." }]);
+
+    // The first minutes of the real Zoom transcript as a "Name: words" text file.
+    const cues = parseSync(real("va-mobile-app/P16-home-screen-evaluative-research-2024-04.transcript.vtt").toString("utf8")).flatMap((n) => (n.type === "cue" ? [n.data.text] : []));
+    const x = await run(Buffer.from(cues.slice(0, 40).join("\n")), "text", "text/plain");
+    expect(x.transcript).toBeDefined();
+    expect(x.units[1]).toEqual({ kind: "turn", text: "Yes, it is.", speaker: "P16" });
+    expect(new Set(x.units.map((u) => u.speaker))).toEqual(new Set(["Perigean", "P16"]));
+    expectVerbatim(x);
+  });
+});
+
+describe("JSON", () => {
+  it("GitHub issue threads: one comment unit per comment with author and thread title", async () => {
+    const x = await run(real("jupyter/support-tickets/jupyter-github-issues.json"), "json", "application/json");
+    expect(kinds(x)).toEqual({ comment: 41 });
+    const plea = x.units.find((u) => u.speaker === "zeluspudding");
+    expect(plea?.fields).toMatchObject({ title: 'Feature idea: "Environment Variables" block', url: "https://github.com/jupyterlab/jupyterlab/issues/443" });
+    expect(plea?.locator).toBe("#443 comment 2");
+    // Comment bodies are Markdown: rendered to words, bold markers and link targets gone.
+    expect(plea?.text).toContain("I'd love to use Jupyter for the ability to make my research more shareable");
+    expect(plea?.text).toContain("75 upvotes on this feature request");
+    expect(x.extracted_text).toContain("Variable Inspector");
+    expectVerbatim(x);
+  });
+
+  it("generic JSON: prose string leaves become paragraphs located by JSON path", async () => {
+    const answers = Papa.parse<string[]>(real("jupyter/surveys/mybinder-user-survey-feb-2020.csv").toString("utf8"), { skipEmptyLines: true }).data.slice(1, 6);
+    const doc = { survey: "mybinder", answers: answers.map(([when, recommend, change]) => ({ when, recommend, change })) };
+    const x = await run(Buffer.from(JSON.stringify(doc)), "json", "application/json");
+    expect(x.units).toContainEqual({ kind: "paragraph", text: "save = open PR on github", locator: "$.answers[1].change", fields: { path: "$.answers[1].change" } });
+    // Short tokens ("Yes", "mybinder") stay in the text but are not quotable units.
+    expect(x.units.some((u) => u.text === "Yes")).toBe(false);
+    expect(x.extracted_text).toContain("$.answers[0].recommend: Yes");
+    expectVerbatim(x);
+  });
+
+  it("fails invalid JSON with the parser's reason", async () => {
+    const err = await failure(run(real("jupyter/support-tickets/jupyter-github-issues.json").subarray(0, 500), "json", "application/json"));
+    expect(err.reason).toBe("corrupt");
+    expect(err.message).toMatch(/^The JSON file could not be parsed: /);
+  });
+});
+
+describe("Subtitles", () => {
+  it("WebVTT Zoom transcript: consecutive cues of a speaker merge into turns with timestamps", async () => {
+    const x = await run(real("va-mobile-app/P16-home-screen-evaluative-research-2024-04.transcript.vtt"), "vtt", "text/vtt");
+    expect(x.engine).toBe("vtt");
+    expect(x.transcript).toBe(x.extracted_text);
+    expect(x.units[0]).toEqual({
+      kind: "turn",
+      text: "Okay once more for the recording armstead. Is it? Okay? If we record today's session.",
+      speaker: "Perigean",
+      timestamp: "00:00:03.629",
+    });
+    expect(x.units[1]).toMatchObject({ speaker: "P16", text: "Yes, it is.", timestamp: "00:00:09.540" });
+    expect(x.extracted_text.split("\n")[1]).toBe("[00:00:09.540] P16: Yes, it is.");
+    expect(new Set(x.units.map((u) => u.speaker))).toEqual(new Set(["Perigean", "P16"]));
+    // 923 cues, fewer turns: merging happened, and no two neighbouring turns share a speaker.
+    expect(x.units.length).toBeLessThan(923);
+    expect(x.units.every((u, i) => i === 0 || u.speaker !== x.units[i - 1].speaker)).toBe(true);
+    expect(x.extracted_text).toContain("more descriptive than active");
+    expectVerbatim(x);
+  });
+
+  it("SRT: the same transcript converted to SubRip extracts the same turns", async () => {
+    const nodes = parseSync(real("va-mobile-app/P16-home-screen-evaluative-research-2024-04.transcript.vtt").toString("utf8")).filter((n) => n.type === "cue");
+    const srt = stringifySync(nodes.slice(0, 60), { format: "SRT" });
+    expect(srt).toContain("00:00:03,629 --> 00:00:09,169");
+    const x = await run(Buffer.from(srt), "srt", "application/x-subrip");
+    expect(x.engine).toBe("srt");
+    expect(x.units[0]).toMatchObject({ speaker: "Perigean", timestamp: "00:00:03.629" });
+    expect(x.units[1]).toMatchObject({ speaker: "P16", text: "Yes, it is." });
+    expectVerbatim(x);
+  });
+
+  it("WebVTT voice spans name the speaker even when they speak once", async () => {
+    const vtt = "WEBVTT\n\n00:00:01.000 --> 00:00:02.500\n<v Ann>The claim status should say <b>why</b> it is pending.</v>\n\n00:00:03.000 --> 00:00:04.000\n<v Bob>Agreed &amp; noted.</v>\n";
+    const x = await run(Buffer.from(vtt), "vtt", "text/vtt");
+    expect(x.units).toEqual([
+      { kind: "turn", text: "The claim status should say why it is pending.", speaker: "Ann", timestamp: "00:00:01.000" },
+      { kind: "turn", text: "Agreed & noted.", speaker: "Bob", timestamp: "00:00:03.000" },
+    ]);
+  });
+});
+
+describe("every real document-type file", () => {
+  const files = (function walk(dir: string): string[] {
+    return readdirSync(dir).flatMap((name) => {
+      const path = join(dir, name);
+      return statSync(path).isDirectory() ? walk(path) : [path];
+    });
+  })(REALDATA).filter((p) => !/\.(png|wav|mp3)$/.test(p));
+
+  it.each(files.map((p) => relative(REALDATA, p)))("%s passes validation, extracts text, and keeps units verbatim", async (path) => {
+    const bytes = real(path);
+    const verdict = await inspectUpload({ head: bytes.subarray(0, 4100), declaredType: "application/octet-stream", filename: path, size: bytes.length });
+    const x = await run(bytes, verdict.kind, verdict.contentType, path);
+    expect(x.extracted_text.length).toBeGreaterThan(50);
+    expect(x.units.length).toBeGreaterThan(0);
+    expectVerbatim(x);
+  });
+});
