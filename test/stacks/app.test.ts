@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import sstConfig from "../../sst.config";
 import { TABLE_KEYS } from "../../core/db/table";
 import { toApiGatewayEvent } from "../../local/apigw";
-import { groups, routes, routesOf } from "../../functions/http/routes";
+import { groups, routes, routesOf, timeoutOf, DEFAULT_TIMEOUT_SECONDS } from "../../functions/http/routes";
 import { STEP_TASKS, extractionDefinition, type StepTaskName } from "../../functions/steps/extraction.asl";
 import { Api, GROUP_SECRETS, groupHandler, routeKey } from "../../stacks/Api";
 import { Pipelines, UPLOAD_HANDLER, stepHandler, substitutionKey } from "../../stacks/Pipelines";
@@ -280,7 +280,19 @@ describe("synthesized app", () => {
         for (const key of ["TABLE_NAME", "BUCKET_NAME", "EXTRACTION_STATE_MACHINE_ARN"]) {
           expect(env[key], `${group} ${key}`).toEqual({ "Fn::ImportValue": expect.any(String) });
         }
-        expect(fn).toMatchObject({ Runtime: "nodejs22.x", Architectures: ["arm64"], MemorySize: 1024, Timeout: 30 });
+        expect(fn).toMatchObject({ Runtime: "nodejs22.x", Architectures: ["arm64"], MemorySize: 1024, Timeout: timeoutOf(group) });
+      }
+    });
+
+    it("gives the long-running AI groups their timeout and a Function URL (API Gateway stops at 30 s)", () => {
+      const urls = Object.values(resourcesOf(templates.Api, "AWS::Lambda::Url")).map((r) => r.Properties);
+      const long = groups().filter((g) => timeoutOf(g) > DEFAULT_TIMEOUT_SECONDS);
+      expect(long).toEqual(expect.arrayContaining(["synthesis", "generation"]));
+      expect(urls).toHaveLength(long.length);
+      for (const group of long) {
+        const id = lambdaIdFor(templates.Api, groupHandler(group));
+        expect(urls.some((u) => JSON.stringify(u.TargetFunctionArn).includes(id)), `${group} has a Function URL`).toBe(true);
+        expect(lambdas(templates.Api)[id].Properties.Timeout).toBeGreaterThan(30);
       }
     });
 
