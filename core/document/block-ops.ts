@@ -2,7 +2,8 @@ import { randomUUID } from "node:crypto";
 import type { EntityItem } from "electrodb";
 import { AppError, Errors } from "../error";
 import { db } from "../db/service";
-import { requireMember } from "../workspace";
+import { partitionOf, requireMember } from "../workspace";
+import { deleteKeys, partitionKeys } from "../db/partition";
 import { emptyBlockContent, validateBlockContent, DEFAULT_TITLES, type BlockType } from "./blocks";
 import { extractBlocks, parseIntent } from "./markdown";
 import { requireDocument, type DocumentItem } from "./index";
@@ -98,7 +99,8 @@ export async function createBlock(userId: string, documentId: string, input: Cre
       position: existing.length, // appended first, then moved into place with the others
     })
     .go();
-  const all = [...existing, { id, position: existing.length } as BlockItem];
+  // writePositions patches by the full key, so the new block needs its workspace and document ids too.
+  const all = [...existing, { id, workspace_id: doc.workspace_id, document_id: doc.id, position: existing.length } as BlockItem];
   const order = existing.map((b) => b.id);
   order.splice(position, 0, id);
   await writePositions(all, order);
@@ -173,6 +175,8 @@ export async function extractFromContent(userId: string, workspaceId: string, do
   const old = await blocksOf(doc);
   if (old.length) {
     await db().entities.block.delete(old.map((b) => ({ workspace_id: b.workspace_id, document_id: b.document_id, id: b.id }))).go();
+    // The replaced blocks' annotations go with them (as on DELETE of a block), rather than being left orphaned.
+    await deleteKeys(await partitionKeys(partitionOf(doc.workspace_id), `document#${doc.id}#note#`));
   }
   if (drafts.length) {
     await db()

@@ -129,7 +129,8 @@ export async function update(userId: string, insightId: string, input: UpdateIns
   const textChanged = input.title !== undefined || input.description !== undefined;
   const { notes, rating, ...rest } = input;
   const removals: ("notes" | "rating" | "vector" | "embedder_id")[] = [];
-  if (notes === null) removals.push("notes");
+  // An empty note is no note: "" clears it like null (it used to be ignored, leaving the old note in place).
+  if (notes === null || notes === "") removals.push("notes");
   if (rating === null) removals.push("rating");
   if (textChanged) removals.push("vector", "embedder_id");
   const { data } = await db()

@@ -112,11 +112,12 @@ export async function synthesize(userId: string, input: SynthesizeInput) {
       const quotes = groundQuotes(draft.quotes, texts);
       const target = draft.merge_into ? byId.get(draft.merge_into) : undefined;
       if (target) {
-        await db()
-          .entities.insight.patch({ workspace_id: target.workspace_id, id: target.id })
-          .set(mergedFields(target, { ...draft, quotes }))
-          .go();
-        merged.push({ insight_id: target.id, title: target.title });
+        const fields = mergedFields(target, { ...draft, quotes });
+        await db().entities.insight.patch({ workspace_id: target.workspace_id, id: target.id }).set(fields).go();
+        // Two drafts may match the same insight: the next one merges into this result (not the stale item, which
+        // would drop this merge), and the insight is listed once (duplicate keys would fail the BatchGet below).
+        byId.set(target.id, { ...target, ...fields });
+        if (!merged.some((m) => m.insight_id === target.id)) merged.push({ insight_id: target.id, title: target.title });
         continue;
       }
       const id = randomUUID();

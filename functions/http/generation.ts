@@ -6,9 +6,9 @@ import { blockAction } from "../../core/document/block-actions";
 
 /** The AI delivery endpoints: their own Lambda, with the longer timeout the engines need (spec 01 typical durations). */
 export const handler = httpGroup("generation", {
-  "recommendations.generate": async ({ user, body }) => ok(await generate(user.id, body)),
-  "documents.draft": async ({ user, body }) => ok(await draft(user.id, body)),
-  "blocks.expand": async ({ user, params }) => ok(await blockAction(user.id, params.block_id, "expand")),
-  "blocks.challenge": async ({ user, params }) => ok(await blockAction(user.id, params.block_id, "challenge")),
-  "blocks.simulate": async ({ user, params }) => ok(await blockAction(user.id, params.block_id, "simulate")),
+  "generation.recommendations": async ({ user, body }) => ok(await generate(user.id, body)),
+  "generation.draft": async ({ user, body }) => ok(await draft(user.id, body)),
+  "generation.expand": async ({ user, params }) => ok(await blockAction(user.id, params.block_id, "expand")),
+  "generation.challenge": async ({ user, params }) => ok(await blockAction(user.id, params.block_id, "challenge")),
+  "generation.simulate": async ({ user, params }) => ok(await blockAction(user.id, params.block_id, "simulate")),
 });

@@ -94,6 +94,12 @@ const FIXTURES: Record<string, (ctx: FixtureContext) => Fixture | Promise<Fixtur
   "blocks.listAnnotations": async (ctx) => ({ params: await ownersDocument(ctx) }),
   "blocks.createAnnotation": async (ctx) => ({ params: await ownersDocument(ctx), body: { body: "Looks good" } }),
   "blocks.deleteAnnotation": async (ctx) => ({ params: await ownersDocument(ctx) }),
+
+  "generation.recommendations": async (ctx) => ({ body: { workspace_id: ctx.workspaceId, insight_ids: [await ownersInsight(ctx)] } }),
+  "generation.draft": ({ workspaceId }) => ({ body: { workspace_id: workspaceId, document_type: "prd" } }),
+  "generation.expand": async (ctx) => ({ params: { block_id: (await ownersDocument(ctx)).block_id } }),
+  "generation.challenge": async (ctx) => ({ params: { block_id: (await ownersDocument(ctx)).block_id } }),
+  "generation.simulate": async (ctx) => ({ params: { block_id: (await ownersDocument(ctx)).block_id } }),
 };
 
 /** A multipart/form-data body with text fields and one file part. */

@@ -212,6 +212,9 @@ describe("GET / PATCH / DELETE /api/insights/{id}", () => {
     expect(cleared.status, cleared.text).toBe(200);
     expect(cleared.body).toMatchObject({ notes: null, rating: null, title: "After" });
     expect((await call("GET", `/api/insights/${one.id}`, { token: A.token })).body).toMatchObject({ notes: null, rating: null, is_archived: true });
+    // An emptied note field clears the note too.
+    expect((await call("PATCH", `/api/insights/${one.id}`, { token: A.token, body: { notes: "Temporary" } })).body.notes).toBe("Temporary");
+    expect((await call("PATCH", `/api/insights/${one.id}`, { token: A.token, body: { notes: "" } })).body.notes).toBeNull();
     expectEnvelope(await call("PATCH", `/api/insights/${randomUUID()}`, { token: A.token, body: { title: "x" } }), 404, "NOT_FOUND");
   });
 

@@ -57,6 +57,9 @@ const setUsage = (workspaceId: string, count: number) => db().entities.usage.put
 
 const TRIAL_MAX = PLANS.trial.max_research_sources!;
 
+/** A workspace for tests that only read and store nothing. */
+let shared: Awaited<ReturnType<typeof newWorkspace>> | undefined;
+
 // ---- list ----
 
 describe("GET /api/research/sources", () => {
@@ -100,7 +103,7 @@ describe("GET /api/research/sources", () => {
     ["an unknown source_type", { source_type: "podcast" }],
     ["no workspace_id", { workspace_id: undefined }],
   ])("%s is 422 VALIDATION_ERROR", async (_what, query) => {
-    const { owner, workspace } = await newWorkspace();
+    const { owner, workspace } = (shared ??= await newWorkspace());
     const res = await list(owner.token, { workspace_id: workspace.id, ...query });
     expectEnvelope(res, 422, "VALIDATION_ERROR");
   });

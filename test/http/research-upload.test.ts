@@ -139,6 +139,26 @@ describe("POST /api/research/upload refuses what it must, and stores nothing", (
   });
 });
 
+describe("file names", () => {
+  it("names with spaces, non-ASCII, % and + are kept as file_name, stored under a safe key, and processed", async () => {
+    const { owner, workspace } = await newWorkspace();
+    const names = ["Interview – Café notes (v2).md", "a+b 100%.md"];
+    const created = [];
+    for (const name of names) {
+      const res = await upload(owner.token, workspace.id, { name, data: Buffer.from("# Notes\n\nSearch is hard to find.\n") }, "text/markdown");
+      expect(res.status, res.text).toBe(201);
+      expect(res.body.file_name).toBe(name);
+      expect(res.body.file_url).toMatch(/\/original\/[\w.\- ]+$/);
+      created.push(res.body);
+    }
+    for (const source of created) {
+      const done = await settled(owner.token, source.id);
+      expect(done.processing_status, done.processing_error).toBe("completed");
+      expect(done.extracted_text).toContain("Search is hard to find.");
+    }
+  });
+});
+
 // ---- the multipart size limit ----
 
 describe("the multipart limit (MULTIPART_MAX_BYTES): larger files go through upload-url", () => {

@@ -3,7 +3,7 @@
  * (DESIGN.md section 3). A route without schemas would ship undocumented and unvalidated: fail here instead.
  */
 import { describe, expect, it } from "vitest";
-import { z } from "zod";
+import * as z from "zod";
 import { groups, matchRoute, routes } from "../../functions/http/routes";
 import type { RouteSpec } from "../../functions/lib/route";
 import { openApiDocument } from "../../functions/lib/openapi";
@@ -17,6 +17,9 @@ const table = Object.entries(routes) as [string, RouteSpec][];
  */
 const BODYLESS_WRITES: Record<string, string> = {
   "research.reprocess": "an action on the source named in the path; it has no inputs",
+  "generation.expand": "an AI action on the block named in the path; its inputs are the block and its document",
+  "generation.challenge": "an AI action on the block named in the path; its inputs are the block and its document",
+  "generation.simulate": "an AI action on the block named in the path; its inputs are the block and its document",
 };
 
 const keysOf = (schema: z.ZodType): string[] => {

@@ -1,6 +1,21 @@
+/**
+ * `POST /api/research/synthesize` (spec 01 Research sources and synthesis, Limits; DESIGN.md section 5): grounded
+ * insights from real research, frequency = distinct sources, the agent run, mention vectors precomputed at ingestion,
+ * merging on a second run, and the preconditions: 404 unknown source, 422 SOURCE_NOT_READY naming the sources,
+ * 409 SYNTHESIS_IN_PROGRESS while the workspace lock is held (and success once it has expired), 429 after 10
+ * requests a minute, 402 without an active subscription.
+ */
+import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
-import { call, newWorkspace } from "../support/api";
+import { db } from "../../core/db/service";
+import { acquireLock, rateLimit, runsOf } from "../../core/agent";
+import { SYNTHESIS_RATE_PER_MINUTE } from "../../core/insight/synthesis";
+import { call, newUser, newWorkspace } from "../support/api";
 import { multipart, realFile, waitFor } from "../support/multipart";
+import { expectEnvelope, withEnv } from "./_helpers";
+
+// Mentions are embedded at ingestion here, so synthesis reuses the stored vectors (and a second run is cheap).
+process.env.MENTION_INDEXING = "on";
 
 const FILES: [string, string, string][] = [
   ["va-mobile-app/app-store-reviews-2024-05-partial.csv", "text/csv", "feedback"],
@@ -8,42 +23,173 @@ const FILES: [string, string, string][] = [
   ["va-mobile-app/interview-notes/2023-07-retention-study-participant-11.md", "text/markdown", "interview"],
 ];
 
-let ctx: { token: string; workspaceId: string; sourceIds: string[]; texts: Map<string, string> };
+type Insight = { id: string; title: string; source_ids: string[]; frequency: number; mention_count: number; quotes: { text: string; source_id: string }[] };
+
+let ctx: { token: string; userId: string; workspaceId: string; sourceIds: string[]; texts: Map<string, string>; failedId: string };
+let first: { insights: Insight[]; insight_ids: string[] } | undefined;
+
+const synthesize = (token: string, workspace_id: string, source_ids: string[]) =>
+  call("POST", "/api/research/synthesize", { token, body: { workspace_id, source_ids } });
+
+async function upload(token: string, workspaceId: string, file: { name: string; data: Buffer }, type: string, sourceType: string) {
+  const body = await multipart({ workspace_id: workspaceId, source_type: sourceType, title: file.name }, { ...file, type });
+  const res = await call("POST", "/api/research/upload", { token, raw: body });
+  expect(res.status, res.text).toBe(201);
+  return res.body.id as string;
+}
+
+const settled = (token: string, id: string) =>
+  waitFor(async () => {
+    const r = await call("GET", `/api/research/sources/${id}`, { token });
+    return r.body.processing_status !== "pending" ? r.body : undefined;
+  }, 90_000);
 
 beforeAll(async () => {
   const { owner, workspace } = await newWorkspace("VA Health and Benefits");
   const sourceIds: string[] = [];
-  for (const [path, type, sourceType] of FILES) {
-    const file = await realFile(path);
-    const body = await multipart({ workspace_id: workspace.id, source_type: sourceType, title: file.name }, { ...file, type });
-    const res = await call("POST", "/api/research/upload", { token: owner.token, raw: body });
-    expect(res.status).toBe(201);
-    sourceIds.push(res.body.id);
-  }
+  for (const [path, type, sourceType] of FILES) sourceIds.push(await upload(owner.token, workspace.id, await realFile(path), type, sourceType));
+  // A PDF cut short: its extraction fails (a source in state "failed").
+  const pdf = await realFile("jupyter/docs/czi-eoss-jupyter-accessibility-proposal.pdf");
+  const failedId = await upload(owner.token, workspace.id, { name: "truncated.pdf", data: pdf.data.subarray(0, Math.floor(pdf.data.length / 3)) }, "application/pdf", "other");
   const texts = new Map<string, string>();
   for (const id of sourceIds) {
-    const done = await waitFor(async () => {
-      const r = await call("GET", `/api/research/sources/${id}`, { token: owner.token });
-      return r.body.processing_status === "completed" ? r.body : undefined;
-    });
+    const done = await settled(owner.token, id);
+    expect(done.processing_status, done.processing_error).toBe("completed");
     texts.set(id, done.extracted_text);
   }
-  ctx = { token: owner.token, workspaceId: workspace.id, sourceIds, texts };
-}, 120_000);
+  expect((await settled(owner.token, failedId)).processing_status).toBe("failed");
+  // The Index step (mention vectors) runs after a source is marked completed; wait for it too.
+  for (const id of sourceIds) {
+    await waitFor(async () => (await db().entities.researchSource.get({ workspace_id: workspace.id, id }).go({ consistent: true })).data?.indexed, 90_000);
+  }
+  ctx = { token: owner.token, userId: owner.id, workspaceId: workspace.id, sourceIds, texts, failedId };
+}, 180_000);
 
 describe("POST /api/research/synthesize", () => {
-  it("synthesizes grounded insights from real VA research and records the agent run", async () => {
-    const res = await call("POST", "/api/research/synthesize", {
-      token: ctx.token,
-      body: { workspace_id: ctx.workspaceId, source_ids: ctx.sourceIds },
-    });
+  it("synthesizes grounded insights from real VA research (frequency = distinct sources) and records the agent run", async () => {
+    const res = await synthesize(ctx.token, ctx.workspaceId, ctx.sourceIds);
     expect(res.status, res.text).toBe(200);
+    expect(res.body.engine).toBe("local");
     expect(res.body.insights.length).toBeGreaterThan(2);
-    for (const insight of res.body.insights) {
+    expect(res.body.insight_ids).toEqual(res.body.insights.map((i: Insight) => i.id));
+    expect(res.body.created_ids).toEqual(res.body.insight_ids);
+    expect(res.body.merged).toEqual([]);
+    expect(res.body.summary.length).toBeGreaterThan(0);
+    for (const insight of res.body.insights as Insight[]) {
       expect(insight.quotes.length).toBeGreaterThan(0);
       for (const q of insight.quotes) expect(ctx.texts.get(q.source_id)).toContain(q.text);
       expect(insight.frequency).toBe(new Set(insight.source_ids).size);
+      for (const s of insight.source_ids) expect(ctx.sourceIds).toContain(s);
     }
-    console.log(res.body.insights.map((i: { title: string; frequency: number; mention_count: number }) => `${i.title} [${i.frequency}/${i.mention_count}]`).join("\n"));
+    first = res.body;
+
+    const listed = await call("GET", "/api/insights", { token: ctx.token, query: { workspace_id: ctx.workspaceId } });
+    expect(new Set(listed.body.insights.map((i: Insight) => i.id))).toEqual(new Set(res.body.insight_ids));
+
+    const runs = (await runsOf(ctx.workspaceId)).filter((r) => r.agent_type === "synthesis");
+    expect(runs).toHaveLength(1);
+    expect(runs[0]).toMatchObject({ status: "success", tool_name: "synthesize", engine: "local" });
+    expect(runs[0]!.latency_ms).toBeGreaterThan(0);
+    expect(new Set((runs[0]!.input_data as { source_ids: string[] }).source_ids)).toEqual(new Set(ctx.sourceIds));
+    const stats = (runs[0]!.output_data as { stats: { vectors_reused: number; vectors_computed: number } }).stats;
+    // Every mention vector was precomputed at ingestion (MENTION_INDEXING on), none embedded during synthesis.
+    expect(stats.vectors_reused).toBeGreaterThan(0);
+    expect(stats.vectors_computed).toBe(0);
   }, 120_000);
+
+  it("answers 409 SYNTHESIS_IN_PROGRESS while another synthesis holds the lock, and runs once the lock has expired", async () => {
+    expect(first, "the first synthesis must have run").toBeDefined();
+    const release = await acquireLock(`ws#${ctx.workspaceId}`, "synthesis", 300, "SYNTHESIS_IN_PROGRESS", "held by the test");
+    try {
+      expectEnvelope(await synthesize(ctx.token, ctx.workspaceId, ctx.sourceIds), 409, "SYNTHESIS_IN_PROGRESS");
+    } finally {
+      await release();
+    }
+    // A lock left behind by a crashed synthesis: its expiry is in the past, so it no longer holds.
+    await db().entities.guard.put({ scope: `ws#${ctx.workspaceId}`, name: "synthesis", owner: randomUUID(), ttl: Math.floor(Date.now() / 1000) - 5 }).go();
+
+    // Same sources again: the findings merge into the first run's insights instead of duplicating them.
+    const res = await synthesize(ctx.token, ctx.workspaceId, ctx.sourceIds);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.merged.length).toBeGreaterThan(0);
+    const firstIds = new Set(first!.insight_ids);
+    for (const m of res.body.merged) expect(firstIds.has(m.insight_id)).toBe(true);
+    expect(res.body.created_ids).toEqual([]);
+    expect(res.body.insight_ids).toEqual(res.body.merged.map((m: { insight_id: string }) => m.insight_id));
+    const before = new Map(first!.insights.map((i) => [i.id, i]));
+    for (const insight of res.body.insights as Insight[]) {
+      expect(insight.frequency).toBe(new Set(insight.source_ids).size);
+      // Re-synthesising sources already counted does not double their mentions.
+      expect(insight.mention_count).toBe(before.get(insight.id)!.mention_count);
+      for (const q of insight.quotes) expect(ctx.texts.get(q.source_id)).toContain(q.text);
+    }
+    const listed = await call("GET", "/api/insights", { token: ctx.token, query: { workspace_id: ctx.workspaceId } });
+    expect(listed.body.total).toBe(first!.insights.length);
+    expect((await runsOf(ctx.workspaceId)).filter((r) => r.agent_type === "synthesis")).toHaveLength(2);
+    // The lock was released after the run.
+    const lock = await db().entities.guard.get({ scope: `ws#${ctx.workspaceId}`, name: "synthesis" }).go({ consistent: true });
+    expect(lock.data).toBeNull();
+  }, 120_000);
+
+  it("answers 422 SOURCE_NOT_READY naming the pending and failed sources, and 404 for a source of no such id", async () => {
+    const pending = randomUUID();
+    // A source whose extraction has not finished yet (written as the upload leaves it, without starting extraction).
+    await db()
+      .entities.researchSource.create({
+        id: pending,
+        workspace_id: ctx.workspaceId,
+        source_type: "interview",
+        title: "still-processing.md",
+        file_name: "still-processing.md",
+        file_key: `workspaces/${ctx.workspaceId}/sources/${pending}/still-processing.md`,
+        file_type: "text/markdown",
+        file_kind: "text",
+        file_size_bytes: 10,
+        upload_method: "multipart",
+        processing_status: "pending",
+        created_by: ctx.userId,
+      })
+      .go();
+    const res = await synthesize(ctx.token, ctx.workspaceId, [ctx.sourceIds[0]!, pending, ctx.failedId]);
+    expectEnvelope(res, 422, "SOURCE_NOT_READY");
+    expect(new Set(res.body.source_ids)).toEqual(new Set([pending, ctx.failedId]));
+    expect(res.body.detail).toContain("still-processing.md (pending)");
+    expect(res.body.detail).toContain("truncated.pdf (failed)");
+
+    const unknown = randomUUID();
+    const missing = await synthesize(ctx.token, ctx.workspaceId, [ctx.sourceIds[0]!, unknown]);
+    expectEnvelope(missing, 404, "NOT_FOUND");
+    expect(missing.body.source_ids).toEqual([unknown]);
+
+    // A source of another workspace is not found here either.
+    const other = await newWorkspace("Other");
+    expectEnvelope(await synthesize(other.owner.token, other.workspace.id, [ctx.sourceIds[0]!]), 404, "NOT_FOUND");
+    expectEnvelope(await call("POST", "/api/research/synthesize", { token: ctx.token, body: { workspace_id: ctx.workspaceId, source_ids: [] } }), 422, "VALIDATION_ERROR");
+    expectEnvelope(await synthesize((await newUser()).token, ctx.workspaceId, ctx.sourceIds), 403, "FORBIDDEN");
+  });
+
+  it("answers 429 RATE_LIMITED after 10 requests in a minute by the same user", async () => {
+    const { owner, workspace } = await newWorkspace("Busy");
+    const key = `user#${owner.id}`;
+    const windowNow = () => Math.floor(Date.now() / 60_000);
+    // Fixed one-minute windows: if the window turns over between filling it and the request, fill the new one.
+    for (;;) {
+      const window = windowNow();
+      for (let k = 0; k < SYNTHESIS_RATE_PER_MINUTE; k++) await rateLimit(key, SYNTHESIS_RATE_PER_MINUTE, 60);
+      const res = await synthesize(owner.token, workspace.id, [randomUUID()]);
+      if (windowNow() !== window) continue;
+      expectEnvelope(res, 429, "RATE_LIMITED");
+      expect(res.body.retry_after_seconds).toBeGreaterThan(0);
+      expect(res.body.retry_after_seconds).toBeLessThanOrEqual(60);
+      break;
+    }
+    // Other users are not limited by it (the unknown source is then the answer).
+    const { owner: other, workspace: ws2 } = await newWorkspace("Calm");
+    expectEnvelope(await synthesize(other.token, ws2.id, [randomUUID()]), 404, "NOT_FOUND");
+  });
+
+  it("answers 402 SUBSCRIPTION_REQUIRED when the workspace has no active subscription", async () => {
+    const { owner, workspace } = await withEnv({ TRIAL_DAYS: "-1" }, () => newWorkspace("Trial over"));
+    expectEnvelope(await synthesize(owner.token, workspace.id, [randomUUID()]), 402, "SUBSCRIPTION_REQUIRED");
+  });
 });

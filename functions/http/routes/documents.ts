@@ -48,7 +48,7 @@ export const documentRoutes = defineRoutes({
     query: ListDocumentsQuery,
     responses: { 200: DocumentList },
   },
-  "documents.draft": {
+  "generation.draft": {
     method: "POST", path: "/api/documents/draft", group: "generation", access: "user", workspaceScope: "body",
     summary: "Draft a document from a recommendation, its insights and quotes (status draft; blocking)",
     body: DraftInput,
@@ -163,19 +163,19 @@ export const blockRoutes = defineRoutes({
     body: IntentInput,
     responses: { 200: IntentResult },
   },
-  "blocks.expand": {
+  "generation.expand": {
     method: "POST", path: "/api/blocks/{block_id}/expand", group: "generation", access: "user", workspaceScope: "resource",
     summary: "Deeper detail for a block by its type's contract (a proposal; nothing is stored)",
     params: BlockIdParam,
     responses: { 200: BlockActionResult.expand },
   },
-  "blocks.challenge": {
+  "generation.challenge": {
     method: "POST", path: "/api/blocks/{block_id}/challenge", group: "generation", access: "user", workspaceScope: "resource",
     summary: "Adversarial critique: strengths, weaknesses, questions, suggestions",
     params: BlockIdParam,
     responses: { 200: BlockActionResult.challenge },
   },
-  "blocks.simulate": {
+  "generation.simulate": {
     method: "POST", path: "/api/blocks/{block_id}/simulate", group: "generation", access: "user", workspaceScope: "resource",
     summary: "Explore real-world implications: scenarios, assumptions, signals to watch",
     params: BlockIdParam,

@@ -59,7 +59,7 @@ export const recommendationRoutes = defineRoutes({
     body: StatusChangeInput,
     responses: { 200: Recommendation },
   },
-  "recommendations.generate": {
+  "generation.recommendations": {
     method: "POST", path: "/api/recommendations/generate", group: "generation", access: "user", workspaceScope: "body",
     summary: "Generate 3 to 7 prioritized recommendations from insights and focus areas (blocking)",
     body: GenerateInput,

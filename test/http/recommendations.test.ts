@@ -1,0 +1,331 @@
+/**
+ * Recommendations over HTTP (spec 01 Recommendation, Recommendation status, Recommendations endpoints, Limits;
+ * DESIGN.md section 5: 422 INVALID_TRANSITION with valid_transitions, 402 SUBSCRIPTION_REQUIRED): create and
+ * validation, list filters, get, patch (null clears), delete, every allowed status transition and a sample of
+ * disallowed ones, batch status with mixed results, and generation from insights.
+ */
+import { randomUUID } from "node:crypto";
+import { beforeAll, describe, expect, it } from "vitest";
+import { runsOf } from "../../core/agent";
+import { call, newUser, newWorkspace } from "../support/api";
+import { expectEnvelope, withEnv } from "./_helpers";
+
+type Rec = { id: string; status: string } & Record<string, any>;
+
+let ws: { token: string; workspaceId: string };
+let outsider: string;
+
+const create = (body: Record<string, unknown>, token = ws.token, workspaceId = ws.workspaceId) =>
+  call("POST", "/api/recommendations", { token, body: { workspace_id: workspaceId, title: "Add a remember-me option", description: "Keep users signed in for 30 days", ...body } });
+
+async function made(body: Record<string, unknown> = {}, token = ws.token, workspaceId = ws.workspaceId): Promise<Rec> {
+  const res = await create(body, token, workspaceId);
+  expect(res.status, res.text).toBe(201);
+  return res.body;
+}
+
+const setStatus = (id: string, status: string, user_notes?: string) =>
+  call("PATCH", `/api/recommendations/${id}/status`, { token: ws.token, body: user_notes === undefined ? { status } : { status, user_notes } });
+
+async function insight(token: string, workspaceId: string, title: string, quote: string, extra: Record<string, unknown> = {}) {
+  const res = await call("POST", "/api/insights", {
+    token,
+    body: { workspace_id: workspaceId, insight_type: "pain_point", title, description: title, severity: "high", quotes: [{ text: quote, source_id: randomUUID(), speaker: "P1" }], ...extra },
+  });
+  expect(res.status, res.text).toBe(201);
+  return res.body.id as string;
+}
+
+beforeAll(async () => {
+  const [{ owner, workspace }, stranger] = await Promise.all([newWorkspace("Recommendations"), newUser()]);
+  ws = { token: owner.token, workspaceId: workspace.id };
+  outsider = stranger.token;
+});
+
+describe("POST /api/recommendations", () => {
+  it("creates a recommendation with status suggested and every optional field (201)", async () => {
+    const ins = await insight(ws.token, ws.workspaceId, "Users get logged out", "I keep getting logged out");
+    const res = await create({
+      addresses_insight_ids: [ins],
+      rationale: "Logouts are the top complaint",
+      effort_estimate: "small",
+      effort_weeks: 1.5,
+      impact_score: 0.8,
+      success_metrics: ["Fewer sign-ins per user per week"],
+      target_repo: "department-of-veterans-affairs/va-mobile-app",
+    });
+    expect(res.status, res.text).toBe(201);
+    expect(res.body).toMatchObject({
+      workspace_id: ws.workspaceId,
+      title: "Add a remember-me option",
+      status: "suggested",
+      addresses_insight_ids: [ins],
+      rationale: "Logouts are the top complaint",
+      effort_estimate: "small",
+      effort_weeks: 1.5,
+      impact_score: 0.8,
+      success_metrics: ["Fewer sign-ins per user per week"],
+      target_repo: "department-of-veterans-affairs/va-mobile-app",
+      user_notes: null,
+    });
+    const got = await call("GET", `/api/recommendations/${res.body.id}`, { token: ws.token });
+    expect(got.status).toBe(200);
+    expect(got.body).toEqual(res.body);
+
+    const bare = await made();
+    expect(bare).toMatchObject({ status: "suggested", addresses_insight_ids: [], rationale: null, effort_estimate: null, effort_weeks: null, impact_score: null, success_metrics: [], target_repo: null });
+  });
+
+  it("validates target_repo (org/repo, at most 255 characters) and the other fields with 422", async () => {
+    expect((await create({ target_repo: "org/repo" })).status).toBe(201);
+    const longRepo = `org/${"r".repeat(252)}`;
+    expect(longRepo).toHaveLength(256);
+    for (const body of [
+      { target_repo: "not a repo" },
+      { target_repo: longRepo },
+      { target_repo: "org/" },
+      { impact_score: 1.5 },
+      { impact_score: -0.1 },
+      { effort_estimate: "huge" },
+      { status: "accepted" },
+      { title: "" },
+      { addresses_insight_ids: ["nope"] },
+    ]) {
+      const res = await create(body);
+      expectEnvelope(res, 422, "VALIDATION_ERROR");
+      expect(res.body.errors.length).toBeGreaterThan(0);
+    }
+    const unknown = randomUUID();
+    const res = await create({ addresses_insight_ids: [unknown] });
+    expectEnvelope(res, 422, "VALIDATION_ERROR");
+    expect(res.body.detail).toContain(unknown);
+    expectEnvelope(await create({}, outsider), 403, "FORBIDDEN");
+  });
+});
+
+describe("GET /api/recommendations", () => {
+  it("filters by status, min_impact (0..1) and effort_estimate; total counts matches", async () => {
+    const { owner, workspace } = await newWorkspace("Rec list");
+    const mk = (body: Record<string, unknown>) => made(body, owner.token, workspace.id);
+    const [low, high, mid, none] = await Promise.all([
+      mk({ title: "low", impact_score: 0.2, effort_estimate: "small" }),
+      mk({ title: "high", impact_score: 0.9, effort_estimate: "large" }),
+      mk({ title: "mid", impact_score: 0.5, effort_estimate: "small" }),
+      mk({ title: "none" }),
+    ]);
+    const acc = await call("PATCH", `/api/recommendations/${high.id}/status`, { token: owner.token, body: { status: "accepted" } });
+    expect(acc.status).toBe(200);
+    const q = (query: Record<string, string | number | undefined>) => call("GET", "/api/recommendations", { token: owner.token, query: { workspace_id: workspace.id, ...query } });
+    const idsOf = (res: { body: { recommendations: Rec[] } }) => new Set(res.body.recommendations.map((r) => r.id));
+
+    const all = await q({});
+    expect(all.status, all.text).toBe(200);
+    expect(all.body.total).toBe(4);
+    expect(idsOf(all)).toEqual(new Set([low.id, high.id, mid.id, none.id]));
+    expect(idsOf(await q({ status: "accepted" }))).toEqual(new Set([high.id]));
+    expect(idsOf(await q({ status: "suggested" }))).toEqual(new Set([low.id, mid.id, none.id]));
+    const impactful = await q({ min_impact: 0.5 });
+    expect(idsOf(impactful)).toEqual(new Set([high.id, mid.id]));
+    expect(impactful.body.total).toBe(2);
+    expect(idsOf(await q({ min_impact: 1 }))).toEqual(new Set());
+    expect(idsOf(await q({ min_impact: 0 })).size).toBe(4);
+    expect(idsOf(await q({ effort_estimate: "small" }))).toEqual(new Set([low.id, mid.id]));
+    expect(idsOf(await q({ effort_estimate: "small", min_impact: 0.3 }))).toEqual(new Set([mid.id]));
+    const page = await q({ limit: 1, offset: 1 });
+    expect(page.body.recommendations).toHaveLength(1);
+    expect(page.body.total).toBe(4);
+    for (const bad of [{ min_impact: 1.1 }, { min_impact: -0.5 }, { status: "done" }, { effort_estimate: "huge" }, { limit: 501 }]) {
+      expectEnvelope(await q(bad), 422, "VALIDATION_ERROR");
+    }
+    expectEnvelope(await call("GET", "/api/recommendations", { token: outsider, query: { workspace_id: workspace.id } }), 403, "FORBIDDEN");
+  });
+});
+
+describe("GET / PATCH / DELETE /api/recommendations/{id}", () => {
+  it("patches given fields, null clears optional ones, status is not patchable here", async () => {
+    const rec = await made({ rationale: "why", effort_estimate: "medium", effort_weeks: 3, impact_score: 0.4, target_repo: "org/repo", success_metrics: ["m"] });
+    const res = await call("PATCH", `/api/recommendations/${rec.id}`, {
+      token: ws.token,
+      body: { title: "New title", impact_score: 0.7, rationale: null, target_repo: null, effort_weeks: null },
+    });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({ id: rec.id, title: "New title", description: rec.description, impact_score: 0.7, rationale: null, target_repo: null, effort_weeks: null, effort_estimate: "medium", success_metrics: ["m"], status: "suggested" });
+    expect((await call("GET", `/api/recommendations/${rec.id}`, { token: ws.token })).body).toEqual(res.body);
+    for (const body of [{ status: "accepted" }, { impact_score: 2 }, { target_repo: "not a repo" }, { title: null }]) {
+      expectEnvelope(await call("PATCH", `/api/recommendations/${rec.id}`, { token: ws.token, body }), 422, "VALIDATION_ERROR");
+    }
+    expectEnvelope(await call("PATCH", `/api/recommendations/${rec.id}`, { token: outsider, body: { title: "x" } }), 403, "FORBIDDEN");
+    expectEnvelope(await call("GET", `/api/recommendations/${rec.id}`, { token: outsider }), 403, "FORBIDDEN");
+    expectEnvelope(await call("GET", `/api/recommendations/${randomUUID()}`, { token: ws.token }), 404, "NOT_FOUND");
+  });
+
+  it("deletes: 204, then 404", async () => {
+    const rec = await made();
+    expectEnvelope(await call("DELETE", `/api/recommendations/${rec.id}`, { token: outsider }), 403, "FORBIDDEN");
+    const del = await call("DELETE", `/api/recommendations/${rec.id}`, { token: ws.token });
+    expect(del.status).toBe(204);
+    expectEnvelope(await call("GET", `/api/recommendations/${rec.id}`, { token: ws.token }), 404, "NOT_FOUND");
+    expectEnvelope(await call("DELETE", `/api/recommendations/${rec.id}`, { token: ws.token }), 404, "NOT_FOUND");
+  });
+});
+
+describe("PATCH /api/recommendations/{id}/status", () => {
+  const TABLE: Record<string, string[]> = {
+    suggested: ["accepted", "rejected"],
+    accepted: ["in_progress", "rejected", "suggested"],
+    rejected: ["suggested"],
+    in_progress: ["implemented", "accepted", "suggested"],
+    implemented: ["suggested"],
+  };
+  const STATES = Object.keys(TABLE);
+
+  it("walks every allowed transition, and refuses disallowed ones from every state with valid_transitions", async () => {
+    const rec = await made();
+    // A walk that takes each of the 10 allowed edges at least once.
+    const walk = ["accepted", "in_progress", "implemented", "suggested", "rejected", "suggested", "accepted", "suggested", "accepted", "in_progress", "accepted", "rejected", "suggested", "accepted", "in_progress", "suggested"];
+    const taken = new Set<string>();
+    const refused = new Set<string>();
+    let from = "suggested";
+    for (const to of walk) {
+      // Before moving on, one disallowed target from this state (rotating through them), which must not change it.
+      const disallowed = STATES.filter((s) => !TABLE[from]!.includes(s));
+      const wrong = disallowed.find((s) => !refused.has(`${from}->${s}`)) ?? disallowed[0]!;
+      const bad = await setStatus(rec.id, wrong);
+      expectEnvelope(bad, 422, "INVALID_TRANSITION");
+      expect(bad.body.valid_transitions).toEqual(TABLE[from]);
+      expect(bad.body.detail).toBe(`invalid_transition: ${from} -> ${wrong}`);
+      refused.add(`${from}->${wrong}`);
+
+      const res = await setStatus(rec.id, to, `to ${to}`);
+      expect(res.status, `${from} -> ${to}: ${res.text}`).toBe(200);
+      expect(res.body).toMatchObject({ id: rec.id, status: to, user_notes: `to ${to}` });
+      taken.add(`${from}->${to}`);
+      from = to;
+    }
+    const allowed = STATES.flatMap((f) => TABLE[f]!.map((t) => `${f}->${t}`));
+    expect([...taken].sort()).toEqual(allowed.sort());
+    // At least one refusal from every state, self-transitions among them.
+    expect(new Set([...refused].map((r) => r.split("->")[0]))).toEqual(new Set(STATES));
+    expect([...refused]).toEqual(expect.arrayContaining(["suggested->suggested", "suggested->in_progress", "suggested->implemented", "rejected->accepted"]));
+    expect(refused.size).toBeGreaterThanOrEqual(10);
+    const final = await call("GET", `/api/recommendations/${rec.id}`, { token: ws.token });
+    expect(final.body.status).toBe("suggested");
+  });
+
+  it("keeps user_notes when none is given, validates the body, and guards membership", async () => {
+    const rec = await made();
+    expect((await setStatus(rec.id, "accepted", "looks good")).body.user_notes).toBe("looks good");
+    const noNotes = await setStatus(rec.id, "in_progress");
+    expect(noNotes.body).toMatchObject({ status: "in_progress", user_notes: "looks good" });
+    expectEnvelope(await setStatus(rec.id, "done"), 422, "VALIDATION_ERROR");
+    expectEnvelope(await call("PATCH", `/api/recommendations/${rec.id}/status`, { token: outsider, body: { status: "accepted" } }), 403, "FORBIDDEN");
+    expectEnvelope(await setStatus(randomUUID(), "accepted"), 404, "NOT_FOUND");
+  });
+});
+
+describe("PATCH /api/recommendations/batch/status", () => {
+  it("updates the valid items and reports each invalid one as invalid_transition: <from> -> <to>", async () => {
+    const [s1, s2, rejected, accepted] = await Promise.all([made(), made(), made(), made()]);
+    expect((await setStatus(rejected.id, "rejected")).status).toBe(200);
+    expect((await setStatus(accepted.id, "accepted")).status).toBe(200);
+    const other = await newWorkspace("Other");
+    const foreign = await made({}, other.owner.token, other.workspace.id);
+    const unknown = randomUUID();
+
+    const res = await call("PATCH", "/api/recommendations/batch/status", {
+      token: ws.token,
+      body: { workspace_id: ws.workspaceId, recommendation_ids: [s1.id, rejected.id, s2.id, accepted.id, foreign.id, unknown], status: "accepted", user_notes: "sprint 12" },
+    });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.updated_count).toBe(2);
+    expect(res.body.failed_count).toBe(4);
+    const byId = Object.fromEntries(res.body.errors.map((e: { recommendation_id: string }) => [e.recommendation_id, e]));
+    expect(byId[rejected.id]).toEqual({ recommendation_id: rejected.id, error: "invalid_transition: rejected -> accepted", valid_transitions: ["suggested"] });
+    expect(byId[accepted.id]).toEqual({ recommendation_id: accepted.id, error: "invalid_transition: accepted -> accepted", valid_transitions: ["in_progress", "rejected", "suggested"] });
+    expect(byId[foreign.id]).toMatchObject({ error: "not_found" });
+    expect(byId[unknown]).toMatchObject({ error: "not_found" });
+    expect(byId[s1.id]).toBeUndefined();
+
+    const get = async (id: string, token = ws.token) => (await call("GET", `/api/recommendations/${id}`, { token })).body;
+    expect(await get(s1.id)).toMatchObject({ status: "accepted", user_notes: "sprint 12" });
+    expect(await get(s2.id)).toMatchObject({ status: "accepted", user_notes: "sprint 12" });
+    expect((await get(rejected.id)).status).toBe("rejected");
+    expect((await get(foreign.id, other.owner.token)).status).toBe("suggested");
+
+    expectEnvelope(
+      await call("PATCH", "/api/recommendations/batch/status", { token: ws.token, body: { workspace_id: other.workspace.id, recommendation_ids: [foreign.id], status: "accepted" } }),
+      403,
+      "FORBIDDEN",
+    );
+    expectEnvelope(
+      await call("PATCH", "/api/recommendations/batch/status", { token: ws.token, body: { workspace_id: ws.workspaceId, recommendation_ids: [], status: "accepted" } }),
+      422,
+      "VALIDATION_ERROR",
+    );
+  });
+});
+
+describe("POST /api/recommendations/generate", () => {
+  it("generates 3 to 7 stored, prioritized recommendations grounded in the given insights, recorded as an agent run", async () => {
+    const { owner, workspace } = await newWorkspace("Generate");
+    const ids = await Promise.all([
+      insight(owner.token, workspace.id, "Users get logged out and struggle to sign in", "I keep getting logged out and have to sign in again every time", { frequency: 4 }),
+      insight(owner.token, workspace.id, "Refilling prescriptions takes too many steps", "It takes five screens to refill one prescription"),
+      insight(owner.token, workspace.id, "Users want appointment reminders", "I wish the app reminded me about my appointments", { insight_type: "feature_request", severity: "medium" }),
+      insight(owner.token, workspace.id, "Secure messages are hard to find", "I never know where my messages from the doctor went", { severity: "medium" }),
+    ]);
+    // An insight not given must not be addressed.
+    const unrelated = await insight(owner.token, workspace.id, "Dark mode is missing", "Please add a dark mode");
+    const res = await call("POST", "/api/recommendations/generate", { token: owner.token, body: { workspace_id: workspace.id, insight_ids: ids, focus_areas: ["sign-in"] } });
+    expect(res.status, res.text).toBe(200);
+    const recs: Rec[] = res.body.recommendations;
+    expect(res.body.count).toBe(recs.length);
+    expect(recs.length).toBeGreaterThanOrEqual(3);
+    expect(recs.length).toBeLessThanOrEqual(7);
+    expect(typeof res.body.prioritization_summary).toBe("string");
+    expect(res.body.prioritization_summary.length).toBeGreaterThan(20);
+    recs.forEach((r, k) => {
+      expect(r.status).toBe("suggested");
+      expect(r.workspace_id).toBe(workspace.id);
+      expect(r.priority_rank).toBe(k + 1);
+      expect(r.title.length).toBeGreaterThan(0);
+      expect(r.rationale?.length).toBeGreaterThan(0);
+      expect(r.addresses_insight_ids.length).toBeGreaterThan(0);
+      for (const id of r.addresses_insight_ids) expect(ids).toContain(id);
+      expect(r.addresses_insight_ids).not.toContain(unrelated);
+      expect(r.impact_score).toBeGreaterThanOrEqual(0);
+      expect(r.impact_score).toBeLessThanOrEqual(1);
+      expect(["trivial", "small", "medium", "large", "xlarge"]).toContain(r.effort_estimate);
+      expect(r.effort_weeks).toBeGreaterThan(0);
+      expect(r.success_metrics.length).toBeGreaterThan(0);
+    });
+    // Every given insight is addressed by at least one recommendation.
+    expect(new Set(recs.flatMap((r) => r.addresses_insight_ids))).toEqual(new Set(ids));
+    const listed = await call("GET", "/api/recommendations", { token: owner.token, query: { workspace_id: workspace.id } });
+    expect(new Set(listed.body.recommendations.map((r: Rec) => r.id))).toEqual(new Set(recs.map((r) => r.id)));
+    const runs = (await runsOf(workspace.id)).filter((r) => r.agent_type === "recommendation");
+    expect(runs).toHaveLength(1);
+    expect(runs[0]).toMatchObject({ status: "success", tool_name: "generate_recommendations" });
+  });
+
+  it("refuses unknown insight ids (422 naming them), non-members (403) and workspaces without a subscription (402)", async () => {
+    const known = await insight(ws.token, ws.workspaceId, "Users get logged out", "I keep getting logged out");
+    const unknown = randomUUID();
+    const res = await call("POST", "/api/recommendations/generate", { token: ws.token, body: { workspace_id: ws.workspaceId, insight_ids: [known, unknown] } });
+    expectEnvelope(res, 422, "VALIDATION_ERROR");
+    expect(res.body.detail).toContain(unknown);
+    expect(res.body.errors[0]).toMatchObject({ loc: ["body", "insight_ids"], type: "unknown_id" });
+    expectEnvelope(await call("POST", "/api/recommendations/generate", { token: ws.token, body: { workspace_id: ws.workspaceId, insight_ids: [] } }), 422, "VALIDATION_ERROR");
+    expectEnvelope(await call("POST", "/api/recommendations/generate", { token: outsider, body: { workspace_id: ws.workspaceId, insight_ids: [known] } }), 403, "FORBIDDEN");
+
+    const lapsed = await withEnv({ TRIAL_DAYS: "-1" }, () => newWorkspace("Trial over"));
+    const own = await insight(lapsed.owner.token, lapsed.workspace.id, "Users get logged out", "I keep getting logged out");
+    expectEnvelope(
+      await call("POST", "/api/recommendations/generate", { token: lapsed.owner.token, body: { workspace_id: lapsed.workspace.id, insight_ids: [own] } }),
+      402,
+      "SUBSCRIPTION_REQUIRED",
+    );
+    const runs = await runsOf(lapsed.workspace.id);
+    expect(runs).toHaveLength(0);
+  });
+});

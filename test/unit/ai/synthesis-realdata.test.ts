@@ -1,0 +1,134 @@
+/**
+ * The local synthesis engine on real research (/work/shared/realdata): the whole VA mobile app workspace and a
+ * Jupyter subset (GitHub issues, mybinder survey, usability findings, podcast transcript). The full Jupyter
+ * workspace runs in bench/synthesis.ts. Embeddings are cached in a temp file across runs (embed-cache.ts).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LocalEmbedder } from "../../../core/ai/local-embedder";
+import { embedUnits, matchExisting, synthesize, type SynthesisOutput, type SynthesisSource } from "../../../core/ai/synthesis";
+import { dot } from "../../../core/ai/vectors";
+import { cachedEmbedder } from "./embed-cache";
+import { loadWorkspace } from "./realdata";
+
+const embedder = cachedEmbedder(new LocalEmbedder());
+let va: { sources: SynthesisSource[]; out: SynthesisOutput };
+let jupyter: { sources: SynthesisSource[]; out: SynthesisOutput };
+
+beforeAll(async () => {
+  const vaSources = await loadWorkspace("va-mobile-app");
+  const jSources = await loadWorkspace("jupyter", /support-tickets|mybinder|usability|transcripts/);
+  va = { sources: vaSources, out: await synthesize({ sources: vaSources, embedder }) };
+  jupyter = { sources: jSources, out: await synthesize({ sources: jSources, embedder }) };
+}, 240_000);
+
+afterAll(() => LocalEmbedder.shutdown());
+
+const titles = (o: SynthesisOutput) => o.insights.map((d) => d.title.toLowerCase()).join(" | ");
+
+describe.each([
+  ["va-mobile-app", () => va],
+  ["jupyter subset", () => jupyter],
+])("synthesis on %s", (_name, get) => {
+  it("grounds every quote verbatim in its own source, 3 to 5 per insight", () => {
+    const { sources, out } = get();
+    const byId = new Map(sources.map((s) => [s.id, s]));
+    expect(out.insights.length).toBeGreaterThanOrEqual(5);
+    expect(out.stats.quotes_grounded).toBe(out.stats.quotes_proposed);
+    for (const d of out.insights) {
+      expect(d.quotes.length).toBeGreaterThanOrEqual(Math.min(3, d.mention_count));
+      expect(d.quotes.length).toBeLessThanOrEqual(5);
+      for (const q of d.quotes) {
+        expect(byId.get(q.source_id)!.extracted_text.includes(q.text)).toBe(true);
+        expect(d.source_ids).toContain(q.source_id);
+        expect(q.speaker === null || typeof q.speaker === "string").toBe(true);
+      }
+    }
+  });
+
+  it("counts sources and mentions consistently", () => {
+    const { sources, out } = get();
+    const ids = new Set(sources.map((s) => s.id));
+    for (const d of out.insights) {
+      expect(d.frequency).toBe(new Set(d.source_ids).size);
+      expect(d.source_ids.every((id) => ids.has(id))).toBe(true);
+      expect(d.mention_count).toBeGreaterThanOrEqual(d.quotes.length);
+      expect(["pain_point", "feature_request", "opportunity", "behavior", "feedback_theme"]).toContain(d.insight_type);
+      expect(["low", "medium", "high", "critical"]).toContain(d.severity);
+      expect(d.description).toMatch(new RegExp(`^${d.mention_count} mentions? across ${d.frequency} sources?`));
+      expect(d.vector.length).toBe(512);
+      expect(Math.sqrt(dot(d.vector, d.vector))).toBeCloseTo(1, 4);
+    }
+    expect(out.summary).toContain(`${out.insights.length} insights`);
+  });
+
+  it("never returns two insights about the same thing", () => {
+    const { out } = get();
+    const norm = out.insights.map((d) => d.title.toLowerCase().replace(/[^a-z ]/g, ""));
+    expect(new Set(norm).size).toBe(norm.length);
+    const firstPhrases = out.insights.map((d) => d.keyphrases[0].toLowerCase());
+    expect(new Set(firstPhrases).size).toBe(firstPhrases.length);
+    for (let a = 0; a < out.insights.length; a++) {
+      for (let b = a + 1; b < out.insights.length; b++) {
+        expect(dot(out.insights[a].vector, out.insights[b].vector)).toBeLessThan(0.95);
+      }
+    }
+  });
+});
+
+describe("themes a product manager would recognise", () => {
+  it("VA app: sign-in (as a problem), appointments, prescriptions, claims and appeals", () => {
+    const t = titles(va.out);
+    expect(t).toMatch(/login|sign.?in|password/);
+    expect(t).toMatch(/appointment/);
+    expect(t).toMatch(/prescription|medication|refill/);
+    expect(t).toMatch(/claim|appeal/);
+    const login = va.out.insights.filter((d) => /login|sign.?in|password/.test(d.title.toLowerCase()));
+    expect(login.some((d) => d.insight_type === "pain_point")).toBe(true);
+  });
+
+  it("Jupyter: Binder start-up speed, GitHub repos, autosave, connection errors, navigation", () => {
+    const t = titles(jupyter.out);
+    expect(t).toMatch(/loading time|speed|startup|launch/);
+    expect(t).toMatch(/github|repo/);
+    expect(t).toMatch(/autosave|checkpoint/);
+    expect(t).toMatch(/kernel|server|connection|error/);
+    expect(t).toMatch(/command palette|screen reader|navigation|theme|customization/);
+  });
+
+  it("only says 'Users struggle with' for pain points", () => {
+    for (const d of [...va.out.insights, ...jupyter.out.insights]) {
+      expect(d.title.startsWith("Users struggle with")).toBe(d.insight_type === "pain_point");
+    }
+  });
+});
+
+describe("determinism, precomputed vectors and workspace dedup", () => {
+  it("gives the same output for the same input", async () => {
+    const again = await synthesize({ sources: va.sources, embedder });
+    const strip = (o: SynthesisOutput) => ({ s: o.summary, i: o.insights.map((d) => ({ ...d, vector: Array.from(d.vector) })) });
+    expect(strip(again)).toEqual(strip(va.out));
+  });
+
+  it("reuses vectors precomputed at ingestion and finds the same themes", async () => {
+    const withVectors = await Promise.all(
+      va.sources.map(async (s) => ({ ...s, vectors: await embedUnits(s.units, embedder), vectors_embedder_id: embedder.id })),
+    );
+    const out = await synthesize({ sources: withVectors, embedder });
+    expect(out.stats.vectors_computed).toBe(0);
+    expect(out.stats.vectors_reused).toBe(va.out.stats.vectors_computed);
+    expect(out.insights.map((d) => d.title)).toEqual(va.out.insights.map((d) => d.title));
+  });
+
+  it("marks insights that duplicate existing workspace insights for merging", async () => {
+    const existing = va.out.insights.map((d, i) => ({ id: `ins-${i}`, title: d.title, description: d.description, vector: d.vector }));
+    const out = await synthesize({ sources: va.sources, embedder, existing });
+    expect(out.insights.map((d) => d.merge_into)).toEqual(existing.map((e) => e.id));
+
+    // An insight typed in by hand (no vector) is matched by its text.
+    const login = va.out.insights.findIndex((d) => /login|sign.?in|password/.test(d.title.toLowerCase()));
+    const manual = [{ id: "manual-1", title: "Signing in to the app is painful", description: "Veterans say logging in takes too long, passwords fail and they must sign in again every time." }];
+    const matches = await matchExisting(va.out.insights, manual, embedder);
+    expect(matches[login]).toBe("manual-1");
+    expect(matches.filter((m) => m === "manual-1").length).toBeLessThanOrEqual(2);
+  });
+});

@@ -1,0 +1,286 @@
+/**
+ * The extraction state machine's Retry and Catch paths (functions/steps/extraction.asl.ts), run by
+ * aws-local-stepfunctions on the real definition with the real step handlers, some wrapped to inject faults.
+ *
+ * Sources are created through the real API and the real S3 consumer; the workflow runner of this file only
+ * records the executions the consumer (and reprocess) start, so each test runs them itself and decides what
+ * happens in between. Spec 01 Research source processing; docs/decisions.md (processing_attempt).
+ */
+import { ListObjectsV2Command } from "@aws-sdk/client-s3";
+import { StateMachine } from "aws-local-stepfunctions";
+import { beforeAll, describe, expect, it, vi } from "vitest";
+import { s3Client } from "../../../core/db/client";
+import { Config } from "../../../core/config";
+import { setWorkflowRunner, type ExtractionInput } from "../../../core/pipeline";
+import * as Research from "../../../core/research";
+import { extractionDefinition, STEP_TASKS, type StepTaskName } from "../../../functions/steps/extraction.asl";
+import { localExtractionDefinition } from "../../../local/pipeline";
+import { call, newWorkspace } from "../../support/api";
+import { multipart, realFile, waitFor } from "../../support/multipart";
+
+type Handler = (input: any) => Promise<any>;
+const STATES = Object.keys(STEP_TASKS) as StepTaskName[];
+
+/** The real task handlers, loaded the way the local runner loads them. */
+const real = Object.fromEntries(
+  STATES.map((state) => [
+    state,
+    async (input: unknown) => ((await import(`../../../functions/steps/${STEP_TASKS[state]}.ts`)) as { handler: Handler }).handler(input),
+  ]),
+) as Record<StepTaskName, Handler>;
+
+/** Executions started by the S3 consumer and by reprocess, recorded instead of run. */
+const started: ExtractionInput[] = [];
+
+beforeAll(() => {
+  setWorkflowRunner({ startExtraction: async (input) => void started.push(input) });
+});
+
+/** The execution input the consumer or reprocess started for this source and attempt. */
+const startedFor = (sourceId: string, attempt: number) =>
+  waitFor(async () => started.find((i) => i.source_id === sourceId && i.attempt === attempt));
+
+/**
+ * Run one execution of the real definition with the real handlers, `overrides` wrapping some of them; counts calls
+ * per state. Retry intervals are shortened to 1 ms (the Retry policy itself, attempts and errors, is the real one).
+ */
+async function execute(input: ExtractionInput, overrides: Partial<Record<StepTaskName, Handler>> = {}, definition: object = extractionDefinition) {
+  const calls = Object.fromEntries(STATES.map((s) => [s, 0])) as Record<StepTaskName, number>;
+  const handlers = Object.fromEntries(
+    STATES.map((s) => [
+      s,
+      async (i: unknown) => {
+        calls[s]++;
+        return (overrides[s] ?? real[s])(i);
+      },
+    ]),
+  );
+  const machine = new StateMachine(definition as never, { validationOptions: { checkPaths: false } });
+  const execution = machine.run(input as never, {
+    overrides: {
+      taskResourceLocalHandlers: handlers as never,
+      waitTimeOverrides: { WaitTextract: 0, WaitTranscribe: 0 },
+      retryIntervalOverrides: Object.fromEntries(STATES.map((s) => [s, 1])),
+    },
+  });
+  const output = (await execution.result) as any;
+  return { output, calls };
+}
+
+const throttling = () => Object.assign(new Error("Rate exceeded"), { name: "ThrottlingException" });
+
+async function uploadText(token: string, workspaceId: string, name = "notes.md", text = "# Interview\n\nThe export button is hard to find.\n") {
+  const body = await multipart({ workspace_id: workspaceId, source_type: "interview", title: name }, { name, type: "text/markdown", data: Buffer.from(text) });
+  const res = await call("POST", "/api/research/upload", { token, raw: body });
+  expect(res.status, res.text).toBe(201);
+  return res.body.id as string;
+}
+
+async function uploadFile(token: string, workspaceId: string, file: { name: string; data: Buffer }, type: string) {
+  const body = await multipart({ workspace_id: workspaceId, source_type: "other", title: file.name }, { ...file, type });
+  const res = await call("POST", "/api/research/upload", { token, raw: body });
+  expect(res.status, res.text).toBe(201);
+  return res.body.id as string;
+}
+
+async function keysUnder(prefix: string): Promise<string[]> {
+  const out = await s3Client().send(new ListObjectsV2Command({ Bucket: Config.bucketName(), Prefix: prefix }));
+  return (out.Contents ?? []).map((o) => o.Key!);
+}
+
+describe("extraction state machine: Retry", () => {
+  it("a task that throws ThrottlingException twice is retried and the source completes", async () => {
+    const { owner, workspace } = await newWorkspace();
+    const id = await uploadText(owner.token, workspace.id);
+    const input = await startedFor(id, 0);
+    let failures = 2;
+    const { output, calls } = await execute(input, {
+      Parse: async (i) => {
+        if (failures-- > 0) throw throttling();
+        return real.Parse(i);
+      },
+    });
+    expect(calls.Parse).toBe(3);
+    expect(calls.MarkFailed).toBe(0);
+    expect(calls.Complete).toBe(1);
+    expect(output.error).toBeUndefined();
+    const item = (await Research.getItem(workspace.id, id))!;
+    expect(item.processing_status).toBe("completed");
+    expect((await Research.readExtraction(workspace.id, id))!.extracted_text).toContain("The export button is hard to find.");
+  });
+
+  it("throttling on every attempt gives up after MaxAttempts retries and marks the source failed", async () => {
+    const { owner, workspace } = await newWorkspace();
+    const id = await uploadText(owner.token, workspace.id);
+    const input = await startedFor(id, 0);
+    const { output, calls } = await execute(input, { Validate: async () => Promise.reject(throttling()) });
+    expect(calls.Validate).toBe(1 + extractionDefinition.States.Validate.Retry[0].MaxAttempts);
+    expect(calls.Parse).toBe(0);
+    expect(calls.MarkFailed).toBe(1);
+    expect(output.error).toMatchObject({ Error: "ThrottlingException", Cause: "Rate exceeded" });
+    const item = (await Research.getItem(workspace.id, id))!;
+    expect(item.processing_status).toBe("failed");
+    expect(item.processing_error).toMatch(/busy \(ThrottlingException\); try reprocessing/);
+  });
+});
+
+describe("extraction state machine: Catch", () => {
+  it("an ExtractionError (a truncated PDF) goes straight to MarkFailed, without retries, with a reason", async () => {
+    const { owner, workspace } = await newWorkspace();
+    const pdf = await realFile("jupyter/docs/jupyter-org-redesign-heuristic-eval-competitive-analysis.pdf");
+    const id = await uploadFile(owner.token, workspace.id, { name: "cut.pdf", data: pdf.data.subarray(0, 20_000) }, "application/pdf");
+    const { output, calls } = await execute(await startedFor(id, 0));
+    expect(calls).toMatchObject({ Validate: 1, Parse: 1, Complete: 0, Index: 0, MarkFailed: 1 });
+    expect(output.error.Error).toBe("ExtractionError");
+    const item = (await Research.getItem(workspace.id, id))!;
+    expect(item.processing_status).toBe("failed");
+    expect(item.processing_error).toMatch(/PDF could not be read/);
+    expect(await keysUnder(`workspaces/${workspace.id}/sources/${id}/extraction.json`)).toEqual([]);
+  });
+
+  it("an unexpected error in a task is caught into MarkFailed with its message, not retried", async () => {
+    const { owner, workspace } = await newWorkspace();
+    const id = await uploadText(owner.token, workspace.id);
+    const { output, calls } = await execute(await startedFor(id, 0), {
+      Complete: async () => {
+        throw new TypeError("boom");
+      },
+    });
+    expect(calls).toMatchObject({ Complete: 1, MarkFailed: 1, Index: 0 });
+    expect(output.error).toEqual({ Error: "TypeError", Cause: "boom" });
+    expect((await Research.getItem(workspace.id, id))!.processing_status).toBe("failed");
+  });
+
+  it("an Index failure is skipped: the source stays completed", async () => {
+    const { owner, workspace } = await newWorkspace();
+    const id = await uploadText(owner.token, workspace.id);
+    const { output, calls } = await execute(await startedFor(id, 0), {
+      Index: async () => {
+        throw new Error("embedding model unavailable");
+      },
+    });
+    expect(calls).toMatchObject({ Complete: 1, Index: 1, MarkFailed: 0 });
+    expect(output.indexError).toMatchObject({ Error: "Error", Cause: "embedding model unavailable" });
+    expect((await Research.getItem(workspace.id, id))!.processing_status).toBe("completed");
+  });
+});
+
+describe("extraction state machine: stale executions write nothing", () => {
+  it("an attempt superseded by reprocess while it runs writes neither the extraction nor a status", async () => {
+    const { owner, workspace } = await newWorkspace();
+    const id = await uploadText(owner.token, workspace.id);
+    const first = await startedFor(id, 0);
+    // Reprocess arrives after the first execution validated the source (pending -> pending, attempt 1).
+    const { output, calls } = await execute(first, {
+      Validate: async (i) => {
+        const out = await real.Validate(i);
+        const res = await call("POST", `/api/research/sources/${id}/reprocess`, { token: owner.token });
+        expect(res.status, res.text).toBe(200);
+        return out;
+      },
+    });
+    expect(output.error?.Error).toBe("StaleExecutionError");
+    expect(calls).toMatchObject({ Parse: 1, Complete: 0, MarkFailed: 1 });
+    const item = (await Research.getItem(workspace.id, id))!;
+    expect(item).toMatchObject({ processing_status: "pending", processing_attempt: 1 });
+    expect(item.processing_error).toBeUndefined();
+    expect(await keysUnder(`workspaces/${workspace.id}/sources/${id}/extraction.json`)).toEqual([]);
+
+    // The current attempt completes; a late duplicate of the old one changes nothing.
+    await execute(await startedFor(id, 1));
+    const done = (await Research.getItem(workspace.id, id))!;
+    expect(done.processing_status).toBe("completed");
+    const late = await execute(first);
+    expect(late.output.error.Error).toBe("StaleExecutionError");
+    expect(late.calls).toMatchObject({ Validate: 1, Parse: 0, MarkFailed: 1 });
+    expect(await Research.getItem(workspace.id, id)).toEqual(done);
+  });
+
+  it("an attempt superseded after parsing stops at Complete: no status written, nothing indexed", async () => {
+    const { owner, workspace } = await newWorkspace();
+    const id = await uploadText(owner.token, workspace.id);
+    const { output, calls } = await execute(await startedFor(id, 0), {
+      Parse: async (i) => {
+        const out = await real.Parse(i);
+        const res = await call("POST", `/api/research/sources/${id}/reprocess`, { token: owner.token });
+        expect(res.status, res.text).toBe(200);
+        return out;
+      },
+    });
+    expect(output.error?.Error).toBe("StaleExecutionError");
+    expect(calls).toMatchObject({ Complete: 1, Index: 0, MarkFailed: 1 });
+    expect(await Research.getItem(workspace.id, id)).toMatchObject({ processing_status: "pending", processing_attempt: 1, indexed: false });
+  });
+
+  it("a failing attempt superseded by reprocess does not mark the newer attempt failed", async () => {
+    const { owner, workspace } = await newWorkspace();
+    const pdf = await realFile("jupyter/docs/jupyter-org-redesign-heuristic-eval-competitive-analysis.pdf");
+    const id = await uploadFile(owner.token, workspace.id, { name: "cut.pdf", data: pdf.data.subarray(0, 20_000) }, "application/pdf");
+    const first = await startedFor(id, 0);
+    const { calls } = await execute(first, {
+      Parse: async (i) => {
+        const res = await call("POST", `/api/research/sources/${id}/reprocess`, { token: owner.token });
+        expect(res.status, res.text).toBe(200);
+        return real.Parse(i);
+      },
+    });
+    expect(calls.MarkFailed).toBe(1);
+    const item = (await Research.getItem(workspace.id, id))!;
+    expect(item).toMatchObject({ processing_status: "pending", processing_attempt: 1 });
+    expect(item.processing_error).toBeUndefined();
+  });
+
+  it("a source deleted while its file is being parsed leaves nothing behind", async () => {
+    const { owner, workspace } = await newWorkspace();
+    const pdf = await realFile("jupyter/docs/jupyter-org-redesign-heuristic-eval-competitive-analysis.pdf");
+    const id = await uploadFile(owner.token, workspace.id, pdf, "application/pdf");
+    const { output } = await execute(await startedFor(id, 0), {
+      // The real Parse reads the file first; the delete lands while the PDF is being parsed.
+      Parse: async (i) => {
+        const parsing = real.Parse(i);
+        const del = await call("DELETE", `/api/research/sources/${id}`, { token: owner.token });
+        expect(del.status, del.text).toBe(204);
+        return parsing;
+      },
+    });
+    expect(output.error?.Error).toBe("StaleExecutionError");
+    expect(await Research.getItem(workspace.id, id)).toBeNull();
+    expect(await keysUnder(`workspaces/${workspace.id}/`)).toEqual([]);
+  });
+});
+
+describe("local runner definition", () => {
+  it("the local runner's tasks outlast aws-local-stepfunctions' 60-second default task timeout", async () => {
+    const local = localExtractionDefinition() as any;
+    for (const [name, state] of Object.entries(local.States) as [string, any][]) {
+      if (state.Type === "Task") expect(state.TimeoutSeconds, name).toBe(extractionDefinition.TimeoutSeconds);
+    }
+    // The shared definition itself is unchanged (the deployed state machine is built from it).
+    expect((extractionDefinition.States.Parse as Record<string, unknown>).TimeoutSeconds).toBeUndefined();
+
+    // A Parse that takes 61 s: the shared definition times out under the library's default, the local one does not.
+    const slowParse = async (definition: object) => {
+      let finishParse!: () => void;
+      const parseDone = new Promise<void>((r) => (finishParse = r));
+      const pass: Handler = async (i) => i;
+      const run = execute(
+        { workspace_id: "w", source_id: "s", bucket: "b", key: "k", attempt: 0 },
+        { Validate: async (i) => ({ ...i, route: "parse" }), Parse: async (i) => (await parseDone, i), Complete: pass, Index: pass, MarkFailed: pass },
+        definition,
+      );
+      await vi.advanceTimersByTimeAsync(61_000);
+      finishParse();
+      return run;
+    };
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    try {
+      const shared = await slowParse(extractionDefinition);
+      expect(shared.output.error?.Error).toBe("States.Timeout");
+      const { output, calls } = await slowParse(local);
+      expect(output.error).toBeUndefined();
+      expect(calls).toMatchObject({ Parse: 1, Complete: 1, MarkFailed: 0 });
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
