@@ -68,10 +68,26 @@ function compact(unit: TextUnit): TextUnit {
  * uploads, but reprocessing an old object must not throw), drops NULs and normalises line ends to "\n".
  */
 export function decodeText(bytes: Uint8Array): string {
-  return new TextDecoder("utf-8")
-    .decode(bytes)
-    .replace(/\r\n?/g, "\n")
-    .replace(/\u0000/g, "");
+  return decodeAnyText(bytes).replace(/\r\n?/g, "\n").replace(/\u0000/g, "");
+}
+
+/**
+ * Decode text in the encodings research exports come in: UTF-16 (by its byte-order mark; Excel's "Unicode Text"),
+ * UTF-8, else Windows-1252 (Excel's plain "CSV" on Windows, where a curly apostrophe is the byte 0x92). A leading
+ * byte-order mark is dropped.
+ */
+export function decodeAnyText(bytes: Uint8Array): string {
+  let text: string;
+  if (bytes[0] === 0xff && bytes[1] === 0xfe) text = new TextDecoder("utf-16le").decode(bytes.subarray(2));
+  else if (bytes[0] === 0xfe && bytes[1] === 0xff) text = new TextDecoder("utf-16be").decode(bytes.subarray(2));
+  else {
+    try {
+      text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    } catch {
+      text = new TextDecoder("windows-1252").decode(bytes);
+    }
+  }
+  return text.replace(/^\uFEFF/, "");
 }
 
 /** Milliseconds -> "HH:MM:SS.mmm", the TextUnit.timestamp format. */

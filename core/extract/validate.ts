@@ -6,6 +6,7 @@
  */
 import { fileTypeFromBuffer } from "file-type";
 import { AppError } from "../error";
+import { decodeAnyText } from "./text";
 
 /** What the extractor dispatches on. One kind per parser; image/audio/video cover several containers. */
 export type FileKind =
@@ -273,13 +274,7 @@ export async function inspectUpload(upload: UploadHead): Promise<UploadVerdict> 
 
   const sniffed = sniff(head, ft, truncated);
   const unsupportedContent = () =>
-    unsupported(
-      sniffed.mime === "application/x-cfb"
-        ? "legacy Office files (.doc, .xls); save them as .docx or .xlsx"
-        : sniffed.mime === NOT_UTF8
-          ? NOT_UTF8_HINT
-          : sniffed.mime,
-    );
+    unsupported(sniffed.mime === "application/x-cfb" ? "legacy Office files (.doc, .xls); save them as .docx or .xlsx" : sniffed.mime);
 
   // What the client claims: the declared type, or the extension when the declared type says nothing.
   let claim: Declared | undefined;
@@ -346,7 +341,7 @@ const FILE_TYPE_FAMILIES: Record<string, Family> = {
 
 function sniff(head: Buffer, ft: { mime: string } | undefined, truncated: boolean): Sniffed {
   // Before file-type: a UTF-16 LE byte-order mark (FF FE) also matches an MPEG audio frame header.
-  if (looksUtf16(head)) return { mime: NOT_UTF8 };
+  if (looksUtf16(head)) return { family: "text", mime: "text/plain" };
   if (ft) return { family: FILE_TYPE_FAMILIES[ft.mime], mime: ft.mime };
   // file-type reads a TIFF's first IFD, which can sit past the head; the byte-order mark plus magic 42 is enough.
   if (head.length >= 4) {
@@ -354,14 +349,11 @@ function sniff(head: Buffer, ft: { mime: string } | undefined, truncated: boolea
     if (m === "II*\0" || m === "MM\0*") return { family: "tiff", mime: "image/tiff" };
   }
   if (isUtf8Text(head, truncated)) return { family: "text", mime: "text/plain" };
-  // Text in another encoding (Excel's "Unicode Text" is UTF-16, its plain "CSV" is Windows-1252) is refused like
-  // binary, but named, so the message can say how to fix it.
-  if (!head.includes(0) && printableShare(head) > 0.95) return { mime: NOT_UTF8 };
+  // Text in a legacy 8-bit encoding (Excel's plain "CSV" on Windows is Windows-1252): decoded as such by the parsers.
+  if (!head.includes(0) && printableShare(head) > 0.95) return { family: "text", mime: "text/plain" };
   return { mime: "application/octet-stream" };
 }
 
-const NOT_UTF8 = "text/x-not-utf8";
-const NOT_UTF8_HINT = "text that is not UTF-8 encoded (save it as UTF-8, e.g. Excel's \"CSV UTF-8\", and upload it again)";
 
 /** A UTF-16 byte-order mark followed by text (Excel's "Unicode Text" export). */
 function looksUtf16(head: Buffer): boolean {
@@ -424,7 +416,8 @@ function resolveBinary(family: Exclude<Family, "text" | "zip">, declared: string
 }
 
 function resolveText(head: Buffer, claim: Declared | undefined, claimLabel: string, ext: string): UploadVerdict {
-  const text = head.toString("utf8").replace(/^\uFEFF/, "");
+  // A head cut mid-character decodes with a replacement at the end, which the checks below do not look at.
+  const text = decodeAnyText(head);
   const start = text.trimStart();
   const looksVtt = /^WEBVTT(?:[ \t\r\n]|$)/.test(text);
   const looksSrt = /^\d+[ \t]*\r?\n[^\r\n]*-->/.test(start);
@@ -496,7 +489,6 @@ function isUtf8Text(bytes: Buffer, truncated: boolean): boolean {
 
 function describe(s: Sniffed): string {
   if (s.family) return `${FAMILY_NAMES[s.family]} (${s.family === "text" ? "text/plain" : s.mime})`;
-  if (s.mime === NOT_UTF8) return NOT_UTF8_HINT;
   return s.mime === "application/octet-stream" ? "unrecognised binary data" : s.mime;
 }
 

@@ -1,3 +1,4 @@
+import { extract } from "../../../core/extract";
 import { describe, expect, it } from "vitest";
 import { AppError } from "../../../core/error";
 import { inspectUpload, MAX_UPLOAD_BYTES, SNIFF_BYTES } from "../../../core/extract/validate";
@@ -75,8 +76,8 @@ describe("inspectUpload: accepted uploads", () => {
     const text = Buffer.from(`${"a".repeat(10)}é more`, "utf8");
     const head = text.subarray(0, 11);
     await expect(inspectUpload({ head, declaredType: "text/plain", filename: "notes.txt", size: text.length })).resolves.toMatchObject({ kind: "text" });
-    // The same cut in a complete file is invalid UTF-8, hence not text.
-    expect((await outcome(inspectUpload({ head, declaredType: "text/plain", filename: "notes.txt", size: head.length }))).code).toBe("FILE_TYPE_MISMATCH");
+    // The same cut in a complete file is invalid UTF-8: it is read as 8-bit (Windows-1252) text instead.
+    await expect(inspectUpload({ head, declaredType: "text/plain", filename: "notes.txt", size: head.length })).resolves.toMatchObject({ kind: "text" });
   });
 
   it("tells audio from video in an MP4 or WebM container by the declared type", async () => {
@@ -174,17 +175,18 @@ describe("inspectUpload: refused uploads", () => {
     expect((await outcome(inspect(md, "application/x-subrip", "notes.srt"))).code).toBe("FILE_TYPE_MISMATCH");
   });
 
-  it("refuses text that is not UTF-8 (UTF-16, Windows-1252) and says how to fix it", async () => {
-    const utf16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from("date,review\n2024-05-31,Great app", "utf16le")]);
-    const r16 = await outcome(inspect(utf16, "text/csv", "reviews.csv"));
-    expect(r16.code).toBe("FILE_TYPE_MISMATCH");
-    expect(r16.message).toContain("save it as UTF-8");
+  it("accepts survey exports in Excel's other encodings (UTF-16, Windows-1252) and extracts them as text", async () => {
+    const utf16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from("date,review\n2024-05-31,Great app that works", "utf16le")]);
+    expect(await inspect(utf16, "text/csv", "reviews.csv")).toEqual({ kind: "csv", contentType: "text/csv" });
     // "There’s" in Windows-1252: the apostrophe is the single byte 0x92, invalid in UTF-8.
     const cp1252 = Buffer.from("date,review\n2024-05-31,There\x92s no point of facial recognition\n", "latin1");
-    const r1252 = await outcome(inspect(cp1252, "text/csv", "reviews.csv"));
-    expect(r1252.code).toBe("FILE_TYPE_MISMATCH");
-    expect(r1252.message).toContain("not UTF-8");
-    expect((await outcome(inspect(cp1252, "application/octet-stream", "reviews.log"))).message).toContain("save it as UTF-8");
+    expect(await inspect(cp1252, "text/csv", "reviews.csv")).toEqual({ kind: "csv", contentType: "text/csv" });
+    const fromCp1252 = await extract({ bytes: cp1252, kind: "csv", contentType: "text/csv", filename: "reviews.csv" });
+    expect(fromCp1252.extracted_text).toContain("There\u2019s no point of facial recognition");
+    const fromUtf16 = await extract({ bytes: utf16, kind: "csv", contentType: "text/csv", filename: "reviews.csv" });
+    expect(fromUtf16.extracted_text).toContain("Great app that works");
+    // Binary that merely looks like text at the start is still not text.
+    expect((await outcome(inspect(Buffer.from([0x01, 0x02, 0x03, 0x9a, 0x00, 0x10]), "text/csv", "reviews.csv"))).code).toBe("FILE_TYPE_MISMATCH");
   });
 
   it("refuses formats outside the supported set with UNSUPPORTED_MEDIA_TYPE", async () => {
