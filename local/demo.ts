@@ -190,7 +190,9 @@ async function main() {
     if (values.until === "synthesize") return;
 
     hr("Recommendations");
+    const t2 = Date.now();
     const gen = await api.json("POST", "/api/recommendations/generate", { workspace_id: ws.id, insight_ids: syn.insight_ids.slice(0, 40) });
+    console.log(`${gen.count} recommendations from ${Math.min(40, syn.insight_ids.length)} insights in ${seconds(Date.now() - t2)}\n`);
     for (const [k, r] of gen.recommendations.entries()) {
       console.log(`${k + 1}. ${r.title}  (impact ${r.impact_score}, effort ${r.effort_estimate} / ${r.effort_weeks} wk)`);
     }
@@ -201,7 +203,9 @@ async function main() {
     if (values.until === "recommend") return;
 
     hr("PRD");
+    const t3 = Date.now();
     const doc = await api.json("POST", "/api/documents/draft", { workspace_id: ws.id, document_type: "prd", recommendation_id: top.id });
+    console.log(`Drafted in ${seconds(Date.now() - t3)}.`);
     const { blocks, count } = await api.json("POST", "/api/blocks/extract", { workspace_id: ws.id, document_id: doc.id });
     console.log(`Drafted "${doc.title}" and extracted ${count} typed blocks: ${blocks.map((b: any) => b.block_type).join(", ")}`);
     const target = blocks.find((b: any) => b.block_type === "solution") ?? blocks[0];

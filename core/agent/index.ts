@@ -1,3 +1,4 @@
+import { isConditionalFailure } from "../db/errors";
 import { randomUUID } from "node:crypto";
 import { AppError } from "../error";
 import { db } from "../db/service";
@@ -67,7 +68,6 @@ export async function runsOf(workspaceId: string, limit = 50) {
 }
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
-const conditionalFailed = (err: unknown) => (err as { cause?: { name?: string } }).cause?.name === "ConditionalCheckFailedException";
 
 /**
  * Take an exclusive lock named `name` in `scope` for `seconds`. The lock survives a crash only until it expires:
@@ -82,14 +82,14 @@ export async function acquireLock(scope: string, name: string, seconds: number, 
       .where((attr, op) => `${op.notExists(attr.owner)} OR ${op.lt(attr.ttl, nowSeconds())}`)
       .go();
   } catch (err) {
-    if (conditionalFailed(err)) throw new AppError(code, message);
+    if (isConditionalFailure(err)) throw new AppError(code, message);
     throw err;
   }
   return async () => {
     try {
       await db().entities.guard.delete({ scope, name }).where((attr, op) => op.eq(attr.owner, owner)).go();
     } catch (err) {
-      if (!conditionalFailed(err)) throw err; // already expired and taken by someone else: nothing to release
+      if (!isConditionalFailure(err)) throw err; // already expired and taken by someone else: nothing to release
     }
   };
 }
@@ -109,7 +109,7 @@ export async function rateLimit(key: string, max: number, windowSeconds: number)
       .where((attr, op) => `${op.notExists(attr.count)} OR ${op.lt(attr.count, max)}`)
       .go();
   } catch (err) {
-    if (conditionalFailed(err)) {
+    if (isConditionalFailure(err)) {
       throw new AppError("RATE_LIMITED", `At most ${max} requests per ${windowSeconds} s; retry in ${retryAfter} s`, { retry_after_seconds: retryAfter });
     }
     throw err;

@@ -8,10 +8,10 @@
  * One WASM instance uses one core, so to use more cores we run the model in `worker_threads` (one model per
  * worker, loaded once per process and reused), and send each worker batches in turn.
  *
- * Throughput notes (measured on this project's 2-core machine, see core/ai/synthesis/README.md):
- * the model pads every batch to its longest input, so texts are sorted by length before batching; a batch of
- * short sentences with one long paragraph costs as much as a batch of long paragraphs. Inputs longer than
- * `MAX_CHARS` are truncated (attention cost grows with the square of the length).
+ * Throughput notes (measured on this project's 2-core machine, see core/ai/synthesis/README.md): about 90
+ * mentions per CPU-second. The model pads every batch to its longest input, so texts are sorted by length before
+ * batching (a batch of short sentences with one long paragraph costs as much as a batch of long paragraphs), and
+ * batches of long texts are made smaller (`batchChars`). Inputs longer than `MAX_CHARS` are truncated.
  */
 import { availableParallelism } from "node:os";
 import { createRequire } from "node:module";
@@ -26,12 +26,19 @@ export const MAX_CHARS = 2_000;
 
 export interface LocalEmbedderOptions {
   /**
-   * Worker threads running the model. 0 runs it on the calling thread. Default: the env
-   * `LOCAL_EMBEDDER_WORKERS`, else min(available cores, 4) when there are at least 2 cores, else 0.
+   * Worker threads running the model; 0 runs it on the calling thread (which then blocks its event loop for up
+   * to a second per batch). Default: the env `LOCAL_EMBEDDER_WORKERS`, else available cores − 1, between 1 and 3:
+   * one worker on a 2-core machine keeps the main thread free for requests. Each worker holds its own model
+   * (≈ 150–300 MB resident).
    */
   workers?: number;
-  /** Texts per model call (default 64). */
+  /** Texts per model call at most (default 64). */
   batchSize?: number;
+  /**
+   * Padded characters per model call at most (default 12,000): a batch of long texts is made smaller, which bounds
+   * the model's working memory (attention grows with batch × length²).
+   */
+  batchChars?: number;
 }
 
 type UseModel = { embed(input: string[]): Promise<number[][]> };
@@ -139,10 +146,10 @@ class WorkerPool {
 const pools = new Map<number, WorkerPool>();
 
 function defaultWorkers(): number {
-  const env = Number(process.env.LOCAL_EMBEDDER_WORKERS);
+  const raw = process.env.LOCAL_EMBEDDER_WORKERS;
+  const env = raw === undefined || raw === "" ? NaN : Number(raw);
   if (Number.isInteger(env) && env >= 0) return env;
-  const cores = availableParallelism();
-  return cores >= 2 ? Math.min(cores, 4) : 0;
+  return Math.max(1, Math.min(availableParallelism() - 1, 3));
 }
 
 /** Scale a vector to unit length in place (the model's output is within ~1e-6 of it already). */
@@ -157,8 +164,9 @@ function unit(v: Float32Array): Float32Array {
 /**
  * Universal Sentence Encoder lite embeddings, computed on this machine.
  *
- * `embed(texts)` returns one unit-length `Float32Array(512)` per text, in input order. The result for a text does
- * not depend on what else is in the batch (padding is masked), so results are deterministic. Empty or blank texts
+ * `embed(texts)` returns one unit-length `Float32Array(512)` per text, in input order. The same list of texts
+ * gives bit-identical vectors (batches are formed deterministically); the same text in a different batch differs
+ * only by float rounding (< 1e-6; padding is masked). Empty or blank texts
  * are embedded as a single space. Texts are truncated to `MAX_CHARS` characters.
  * @throws Error when the model or a worker fails to load (e.g. the model package is missing)
  */
@@ -167,10 +175,12 @@ export class LocalEmbedder implements Embedder {
   readonly dimensions = LOCAL_DIMENSIONS;
   private readonly workers: number;
   private readonly batchSize: number;
+  private readonly batchChars: number;
 
   constructor(opts: LocalEmbedderOptions = {}) {
     this.workers = opts.workers ?? defaultWorkers();
     this.batchSize = Math.max(1, opts.batchSize ?? 64);
+    this.batchChars = Math.max(1, opts.batchChars ?? 12_000);
   }
 
   async embed(texts: string[]): Promise<Float32Array[]> {
@@ -181,8 +191,18 @@ export class LocalEmbedder implements Embedder {
     });
     // Sort by length so each batch pads to a similar length; ties by index keep it deterministic.
     const order = prepared.map((_, i) => i).sort((a, b) => prepared[a].length - prepared[b].length || a - b);
+    // Batches of similar length, at most `batchSize` texts and `batchChars` padded characters each.
     const batches: number[][] = [];
-    for (let i = 0; i < order.length; i += this.batchSize) batches.push(order.slice(i, i + this.batchSize));
+    let cur: number[] = [];
+    for (const i of order) {
+      const padded = Math.max(prepared[i].length, 1) * (cur.length + 1); // sorted: this text is the longest so far
+      if (cur.length && (cur.length >= this.batchSize || padded > this.batchChars)) {
+        batches.push(cur);
+        cur = [];
+      }
+      cur.push(i);
+    }
+    if (cur.length) batches.push(cur);
 
     const out: Float32Array[] = new Array(texts.length);
     const d = this.dimensions;

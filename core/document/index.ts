@@ -1,3 +1,4 @@
+import { isConditionalFailure } from "../db/errors";
 import { randomUUID } from "node:crypto";
 import type { EntityItem } from "electrodb";
 import { AppError, Errors } from "../error";
@@ -177,7 +178,7 @@ export async function update(userId: string, documentId: string, input: UpdateDo
       .go({ response: "all_new" });
     return toView(data as DocumentItem);
   } catch (err) {
-    if ((err as { cause?: { name?: string } }).cause?.name === "ConditionalCheckFailedException") throw canceledConflict();
+    if (isConditionalFailure(err)) throw canceledConflict();
     throw err;
   }
 }

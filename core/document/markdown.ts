@@ -799,31 +799,25 @@ function sectionBlocks(type: BlockType, title: string, body: Token[]): Unpositio
       for (const s of sections) flat.push({ type: "paragraph", raw: `${s.heading}:`, text: `${s.heading}:`, tokens: [{ type: "text", raw: `${s.heading}:`, text: `${s.heading}:` }] } as Tokens.Paragraph, ...s.body);
       return sectionBlocks(type, title, flat);
     }
-    if (multi || type === "timeline") {
-      const out: Unpositioned[] = [];
-      if (!isBlank(pre)) out.push(...(type === "timeline" ? [] : [freeText(`${title} — notes`, rawOf(pre))]));
-      if (type === "timeline") {
-        const milestones: Milestone[] = [];
-        for (const s of sections) {
-          const us = units(s.body);
-          const w = whenOf(s.heading);
-          const items = us.flatMap((u) => (u.kind === "list" ? u.items.map((i) => i.text) : []));
-          const paraWhen = us.filter((u) => u.kind === "para").map((u) => whenOf((u as { text: string }).text));
-          const m: Milestone = { name: stripEndPunct(w.rest), deliverables: items };
-          const week = w.week ?? paraWhen.find((p) => p.week !== undefined)?.week;
-          const date = w.target_date ?? paraWhen.find((p) => p.target_date)?.target_date;
-          if (week !== undefined) m.week = week;
-          if (date) m.target_date = date;
-          milestones.push(m);
-        }
-        const blocks: Unpositioned[] = [{ block_type: "timeline", title, content: { milestones } }];
-        if (!isBlank(pre)) blocks.push(...timelineFrom(`${title} — notes`, units(pre)).filter((b) => b.block_type !== "timeline" || (b.content as { milestones: unknown[] }).milestones.length));
-        return blocks;
-      }
-      for (const s of sections) {
-        const subType = s.marker ?? type;
-        out.push(...typedBlocks(subType, s.heading, s.body, true));
-      }
+    if (type === "timeline") {
+      // one milestone per sub-section: "### Beta (week 4)" with deliverables listed under it
+      const milestones: Milestone[] = sections.map((s) => {
+        const us = units(s.body);
+        const w = whenOf(s.heading);
+        const paraWhen = us.flatMap((u) => (u.kind === "para" ? [whenOf(u.text)] : []));
+        const m: Milestone = { name: stripEndPunct(w.rest), deliverables: us.flatMap((u) => (u.kind === "list" ? u.items.map((i) => i.text) : [])) };
+        const week = w.week ?? paraWhen.find((p) => p.week !== undefined)?.week;
+        const date = w.target_date ?? paraWhen.find((p) => p.target_date)?.target_date;
+        if (week !== undefined) m.week = week;
+        if (date) m.target_date = date;
+        return m;
+      });
+      const notes = isBlank(pre) ? [] : [freeText(`${title} — notes`, rawOf(pre))];
+      return [{ block_type: "timeline", title, content: { milestones } }, ...notes];
+    }
+    if (multi) {
+      const out: Unpositioned[] = isBlank(pre) ? [] : [freeText(`${title} — notes`, rawOf(pre))];
+      for (const s of sections) out.push(...typedBlocks(s.marker ?? type, s.heading, s.body, true));
       return out;
     }
     // single-instance types: sub-headings fold into the body as labelled paragraphs

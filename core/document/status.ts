@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { AppError } from "../error";
+import { stateTable, transitionErrorString } from "../state-table";
 
 /**
  * Document status machine (spec 01 "States and transitions → Document status"), as ONE table `from → allowed to[]`
@@ -26,17 +26,15 @@ export const DOCUMENT_TRANSITIONS: Readonly<Record<DocumentStatus, readonly Docu
   published: [],
 };
 
-const isStatus = (s: string): s is DocumentStatus => Object.hasOwn(DOCUMENT_TRANSITIONS, s);
+const table = stateTable(DOCUMENT_TRANSITIONS);
 
-/** The states reachable from `from` in one step, in table order; `[]` for published and for unknown states. */
-export function validTransitions(from: string): DocumentStatus[] {
-  return isStatus(from) ? [...DOCUMENT_TRANSITIONS[from]] : [];
-}
-
-/** True when the table allows `from → to`. */
-export function canTransition(from: string, to: string): boolean {
-  return isStatus(from) && isStatus(to) && DOCUMENT_TRANSITIONS[from].includes(to);
-}
+/** The states reachable from `from` in one step, in table order; none for terminal and unknown states. */
+export const validTransitions = table.validTransitions;
+/** True when the table allows `from -> to`. */
+export const canTransition = table.canTransition;
+/** @throws AppError INVALID_TRANSITION (422) with `valid_transitions`, `from`, `to` unless `from -> to` is allowed. */
+export const assertTransition = table.assertTransition;
+export { transitionErrorString };
 
 /** True when no transition leaves `status` (published). */
 export const isTerminal = (status: DocumentStatus): boolean => DOCUMENT_TRANSITIONS[status].length === 0;
@@ -46,22 +44,3 @@ export const isTerminal = (status: DocumentStatus): boolean => DOCUMENT_TRANSITI
  * (spec 01: "still editable and versions can still be saved"). Kept as a function so callers state the rule.
  */
 export const isEditable = (_status: DocumentStatus): boolean => true;
-
-/** Error string in the same form as the recommendation batch errors: `invalid_transition: <from> -> <to>`. */
-export const transitionErrorString = (from: string, to: string): string => `invalid_transition: ${from} -> ${to}`;
-
-/**
- * Throws unless `from → to` is allowed.
- *
- * @throws AppError `INVALID_TRANSITION` (HTTP 422) with extra `{ valid_transitions: DocumentStatus[], from, to }`
- *   and message `invalid_transition: <from> -> <to>`.
- */
-export function assertTransition(from: string, to: string): void {
-  if (!canTransition(from, to)) {
-    throw new AppError("INVALID_TRANSITION", transitionErrorString(from, to), {
-      valid_transitions: validTransitions(from),
-      from,
-      to,
-    });
-  }
-}

@@ -1,3 +1,4 @@
+import { isConditionalFailure } from "../db/errors";
 import { randomUUID } from "node:crypto";
 import type { EntityItem } from "electrodb";
 import { AppError, Errors } from "../error";
@@ -117,7 +118,6 @@ export async function remove(userId: string, id: string): Promise<void> {
   await db().entities.recommendation.delete({ workspace_id: item.workspace_id, id }).go();
 }
 
-const conditionalFailed = (err: unknown) => (err as { cause?: { name?: string } }).cause?.name === "ConditionalCheckFailedException";
 
 /**
  * Move one recommendation's status by the transition table, guarded by a conditional write on the status it was
@@ -134,7 +134,7 @@ async function transition(item: RecommendationItem, to: RecommendationItem["stat
       .go({ response: "all_new" });
     return data as RecommendationItem;
   } catch (err) {
-    if (conditionalFailed(err)) throw new AppError("CONFLICT", "The recommendation's status changed meanwhile; reload and retry");
+    if (isConditionalFailure(err)) throw new AppError("CONFLICT", "The recommendation's status changed meanwhile; reload and retry");
     throw err;
   }
 }

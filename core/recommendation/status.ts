@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { AppError } from "../error";
+import { stateTable, transitionErrorString } from "../state-table";
 
 /**
  * Recommendation status machine (spec 01 "States and transitions → Recommendation status"), as ONE table
@@ -25,49 +25,14 @@ export const RECOMMENDATION_TRANSITIONS: Readonly<Record<RecommendationStatus, r
   implemented: ["suggested"],
 };
 
-const isStatus = (s: string): s is RecommendationStatus => Object.hasOwn(RECOMMENDATION_TRANSITIONS, s);
+const table = stateTable(RECOMMENDATION_TRANSITIONS);
 
-/**
- * The states reachable from `from` in one step, in table order. Unknown states (e.g. corrupt stored data) have none.
- */
-export function validTransitions(from: string): RecommendationStatus[] {
-  return isStatus(from) ? [...RECOMMENDATION_TRANSITIONS[from]] : [];
-}
-
-/** True when the table allows `from → to`. Unknown states and self-transitions are never allowed. */
-export function canTransition(from: string, to: string): boolean {
-  return isStatus(from) && isStatus(to) && RECOMMENDATION_TRANSITIONS[from].includes(to);
-}
-
-/**
- * The batch-update error string of spec 01 `PATCH /api/recommendations/batch/status`:
- * `invalid_transition: <from> -> <to>`.
- */
-export const transitionErrorString = (from: string, to: string): string => `invalid_transition: ${from} -> ${to}`;
-
-/**
- * Throws unless `from → to` is allowed.
- *
- * @throws AppError `INVALID_TRANSITION` (HTTP 422, DESIGN.md section 5) with extra
- *   `{ valid_transitions: RecommendationStatus[], from, to }` and message `invalid_transition: <from> -> <to>`.
- */
-export function assertTransition(from: string, to: string): void {
-  if (!canTransition(from, to)) {
-    throw new AppError("INVALID_TRANSITION", transitionErrorString(from, to), {
-      valid_transitions: validTransitions(from),
-      from,
-      to,
-    });
-  }
-}
-
-/**
- * Per-item check for batch updates, which report an invalid transition for that item only (spec 01): `null` when
- * allowed, otherwise the item's `{ error, valid_transitions }` for the 200 body's `errors[]`.
- */
-export function checkBatchTransition(
-  from: string,
-  to: string,
-): null | { error: string; valid_transitions: RecommendationStatus[] } {
-  return canTransition(from, to) ? null : { error: transitionErrorString(from, to), valid_transitions: validTransitions(from) };
-}
+/** The states reachable from `from` in one step, in table order; none for terminal and unknown states. */
+export const validTransitions = table.validTransitions;
+/** True when the table allows `from -> to`. */
+export const canTransition = table.canTransition;
+/** @throws AppError INVALID_TRANSITION (422) with `valid_transitions`, `from`, `to` unless `from -> to` is allowed. */
+export const assertTransition = table.assertTransition;
+/** Per-item check for batch updates (spec 01: an invalid item is reported, the others go on). */
+export const checkBatchTransition = table.checkBatchTransition;
+export { transitionErrorString };

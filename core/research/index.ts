@@ -1,8 +1,10 @@
+import { isConditionalFailure } from "../db/errors";
 import { randomUUID } from "node:crypto";
 import type { EntityItem } from "electrodb";
 import { AppError, Errors } from "../error";
 import { Config } from "../config";
 import { db } from "../db/service";
+import { stateTable } from "../state-table";
 import { requireActiveSubscription } from "../billing";
 import { requireMember } from "../workspace";
 import { deleteObject, deletePrefix, getObject, presignedPost, putObject } from "../storage";
@@ -30,6 +32,7 @@ export const PROCESSING_TRANSITIONS = {
   failed: ["pending"],
   completed: [],
 } as const satisfies Record<SourceItem["processing_status"], readonly SourceItem["processing_status"][]>;
+const processing = stateTable<SourceItem["processing_status"]>(PROCESSING_TRANSITIONS);
 
 /** Where a source's files live: the original under `original/`, derived files beside it. */
 const sourcePrefix = (workspaceId: string, sourceId: string) => `workspaces/${workspaceId}/sources/${sourceId}/`;
@@ -119,6 +122,29 @@ async function uncount(workspaceId: string, sourceId: string): Promise<boolean> 
   return !result.canceled;
 }
 
+/** A new pending source item for an accepted upload (both upload routes). */
+function newSourceItem(
+  userId: string,
+  fields: { workspace_id: string; source_type: SourceItem["source_type"]; title: string },
+  file: { file_name: string; size: number; verdict: { contentType: string; kind: string }; method: SourceItem["upload_method"] },
+) {
+  const id = randomUUID();
+  return {
+    id,
+    workspace_id: fields.workspace_id,
+    source_type: fields.source_type,
+    title: fields.title,
+    file_name: file.file_name,
+    file_key: originalKey(fields.workspace_id, id, file.file_name),
+    file_type: file.verdict.contentType,
+    file_kind: file.verdict.kind,
+    file_size_bytes: file.size,
+    upload_method: file.method,
+    processing_status: "pending" as const,
+    created_by: userId,
+  };
+}
+
 /**
  * `POST /api/research/upload` (spec 01): validate the file before anything is stored (size, executables, declared
  * type vs leading bytes), then write the pending source and the object. If storing the object fails, the item is
@@ -134,21 +160,8 @@ export async function upload(userId: string, body: UploadBody): Promise<SourceVi
     throw new AppError("PAYLOAD_TOO_LARGE", `Files over ${MULTIPART_MAX_BYTES / 1024 / 1024} MB go through POST /api/research/upload-url (up to 100 MB)`);
   }
   const inspected = await inspectUpload({ head: content.subarray(0, 8192), declaredType: mimetype, filename, size: content.length });
-  const id = randomUUID();
-  const item = {
-    id,
-    workspace_id: body.workspace_id,
-    source_type: body.source_type,
-    title: body.title,
-    file_name: filename,
-    file_key: originalKey(body.workspace_id, id, filename),
-    file_type: inspected.contentType,
-    file_kind: inspected.kind,
-    file_size_bytes: content.length,
-    upload_method: "multipart" as const,
-    processing_status: "pending" as const,
-    created_by: userId,
-  };
+  const item = newSourceItem(userId, body, { file_name: filename, size: content.length, verdict: inspected, method: "multipart" });
+  const id = item.id;
   await createCounted(item, sub.limits.max_research_sources);
   try {
     await putObject(item.file_key, content, inspected.contentType, { "source-id": id });
@@ -168,21 +181,8 @@ export async function createUploadUrl(userId: string, input: UploadUrlInput) {
   await requireMember(userId, input.workspace_id);
   const sub = await requireActiveSubscription(input.workspace_id);
   const declared = inspectDeclared({ declaredType: input.content_type, filename: input.file_name, size: input.file_size_bytes });
-  const id = randomUUID();
-  const item = {
-    id,
-    workspace_id: input.workspace_id,
-    source_type: input.source_type,
-    title: input.title,
-    file_name: input.file_name,
-    file_key: originalKey(input.workspace_id, id, input.file_name),
-    file_type: declared.contentType,
-    file_kind: declared.kind,
-    file_size_bytes: input.file_size_bytes,
-    upload_method: "presigned" as const,
-    processing_status: "pending" as const,
-    created_by: userId,
-  };
+  const item = newSourceItem(userId, input, { file_name: input.file_name, size: input.file_size_bytes, verdict: declared, method: "presigned" });
+  const id = item.id;
   await createCounted(item, sub.limits.max_research_sources);
   const upload = await presignedPost(item.file_key, declared.contentType, Math.min(MAX_UPLOAD_BYTES, input.file_size_bytes));
   return { source: toView((await getItem(input.workspace_id, id))!), upload: { ...upload, max_bytes: input.file_size_bytes } };
@@ -233,7 +233,9 @@ export async function remove(userId: string, sourceId: string): Promise<void> {
  */
 export async function reprocess(userId: string, sourceId: string): Promise<SourceView> {
   const item = await requireSource(userId, sourceId);
-  if (item.processing_status === "completed") throw new AppError("ALREADY_PROCESSED", "This source is already processed");
+  if (!processing.canTransition(item.processing_status, "pending")) {
+    throw new AppError("ALREADY_PROCESSED", "This source is already processed");
+  }
   const attempt = item.processing_attempt + 1;
   try {
     await db()
@@ -243,7 +245,7 @@ export async function reprocess(userId: string, sourceId: string): Promise<Sourc
       .where((attr, op) => `${op.eq(attr.processing_attempt, item.processing_attempt)} AND ${op.ne(attr.processing_status, "completed")}`)
       .go();
   } catch (err) {
-    if ((err as { cause?: { name?: string } }).cause?.name === "ConditionalCheckFailedException") {
+    if (isConditionalFailure(err)) {
       throw new AppError("CONFLICT", "The source changed while reprocessing was requested; try again");
     }
     throw err;
@@ -259,7 +261,6 @@ export async function writeExtraction(workspaceId: string, sourceId: string, ext
   await putObject(extractionKey(workspaceId, sourceId), JSON.stringify(extraction), "application/json");
 }
 
-const conditionalFailed = (err: unknown) => (err as { cause?: { name?: string } }).cause?.name === "ConditionalCheckFailedException";
 
 /**
  * pending -> completed for the given attempt. A superseded attempt (the source was reprocessed meanwhile) is a
@@ -280,7 +281,7 @@ export async function markCompleted(
       .go();
     return true;
   } catch (err) {
-    if (conditionalFailed(err)) return false;
+    if (isConditionalFailure(err)) return false;
     throw err;
   }
 }
@@ -295,7 +296,7 @@ export async function markFailed(workspaceId: string, sourceId: string, attempt:
       .go();
     return true;
   } catch (err) {
-    if (conditionalFailed(err)) return false;
+    if (isConditionalFailure(err)) return false;
     throw err;
   }
 }

@@ -1,3 +1,4 @@
+import { isConditionalFailure } from "../db/errors";
 import { randomInt } from "node:crypto";
 import { v5 as uuidv5 } from "uuid";
 import type { EntityItem } from "electrodb";
@@ -168,7 +169,7 @@ export async function generateAccessCodes(count: number, metadata: Record<string
       await db().entities.accessCode.create({ code, metadata }).go();
       codes.push({ code, metadata });
     } catch (err) {
-      if ((err as { cause?: { name?: string } }).cause?.name !== "ConditionalCheckFailedException") throw err;
+      if (!isConditionalFailure(err)) throw err;
     }
   }
   return codes;

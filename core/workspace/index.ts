@@ -1,3 +1,4 @@
+import { isConditionalFailure } from "../db/errors";
 import { randomUUID } from "node:crypto";
 import type { EntityItem } from "electrodb";
 import { AppError, Errors } from "../error";
@@ -286,7 +287,7 @@ export async function addMember(userId: string, workspaceId: string, input: AddM
   try {
     await db().entities.membership.create({ workspace_id: workspaceId, user_id: target.id, role: input.role, added_by: userId }).go();
   } catch (err) {
-    if ((err as { cause?: { name?: string } }).cause?.name === "ConditionalCheckFailedException") {
+    if (isConditionalFailure(err)) {
       throw new AppError("ALREADY_MEMBER", `${input.email} is already a member of this workspace`);
     }
     throw err;

@@ -1,7 +1,8 @@
 /**
  * Steps 5–6 of synthesis: what kind of insight a cluster is, and how severe.
  *
- * Each mention is scanned for cue words (lemmas, wink-nlp) in five lexicons: pain (problems, failure, effort),
+ * Each mention is scanned for cue words (lemmas, wink-nlp) in five lexicons: pain (problems, failure, friction such
+ * as "every time", "takes a while", "having to"),
  * request (wishes, asks, "would like", "should", "add"), positive (praise), behaviour (habits, frequency, "I use")
  * and unmet need (gaps, workarounds, "doesn't address", "missing"). Negation flips polarity: a negated positive
  * word ("not easy", "doesn't work") is a pain cue, a negated pain word ("not hard") is not. A survey answer also
@@ -25,6 +26,8 @@ export interface Cues {
   unmet: boolean;
   /** Strong pain: crash, data loss, unusable, or pain with an intensifier. */
   intense: boolean;
+  /** Cues lent by the survey question only (weaker evidence: they count half). */
+  fromQuestion: Partial<Record<"pain" | "request" | "positive" | "behavior" | "unmet", boolean>>;
 }
 
 const PAIN = new Set([
@@ -45,9 +48,8 @@ const POSITIVE = new Set([
   "straightforward", "appreciate", "like", "glad", "thank", "thanks", "interactive", "accessible",
 ]);
 const REQUEST = new Set([
-  "wish", "want", "need", "please", "should", "add", "feature", "support", "ability", "option", "allow", "integrate",
-  "integration", "improve", "improvement", "request", "suggest", "suggestion", "hope", "prefer", "provide", "offer",
-  "enable", "implement", "include", "introduce", "better", "more", "easier", "faster", "native", "built-in", "builtin",
+  "wish", "want", "please", "should", "add", "feature", "ability", "option", "allow", "integrate", "integration",
+  "improve", "improvement", "request", "suggest", "suggestion", "hope", "prefer", "enable", "implement", "introduce",
 ]);
 const BEHAVIOR = new Set([
   "usually", "always", "often", "daily", "weekly", "monthly", "mostly", "typically", "routinely", "habit", "workflow",
@@ -65,8 +67,10 @@ const INTENSE = new Set([
 const INTENSIFIERS = new Set(["very", "really", "extremely", "so", "totally", "completely", "constantly", "always", "super", "incredibly", "significantly"]);
 
 /** Multi-word request and unmet-need patterns over the lower-cased mention text. */
-const REQUEST_RE = /\b(would (?:like|love|be (?:nice|great|good|awesome|helpful|useful|cool))|i'?d (?:like|love)|it'?d be|wish (?:there|it|i|we)|would appreciate|be able to|ability to|option to|support for|way to|can you|could you|needs? to|have to be|make it (?:easier|possible))\b/;
+const REQUEST_RE = /\b(would (?:like|love|be (?:nice|great|good|awesome|helpful|useful|cool))|i'?d (?:like|love)|it'?d be|wish (?:there|it|i|we)|would appreciate|be able to|ability to|option to|support for|way to|can you|could you|needs? to|i need|we need|have to be|make it (?:easier|possible|faster|simpler)|more (?:support|options?) for|better support)\b/;
 const UNMET_RE = /\b(does ?n[o']?t (?:address|support|have|allow|let)|do ?n[o']?t (?:have|support)|there (?:is|'s) no|no way to|not able to|unable to|can ?no?'?t (?:do|find|see|get)|i have to|we have to|end up|rather than|fall back)\b/;
+/** Friction and effort: repetition, waiting, forced steps ("every time", "takes a while", "having to"). */
+const EFFORT_RE = /\b(every (?:single )?time|too long|takes? (?:a while|forever|ages|too long)|over and over|all over again|again and again|keeps? (?:asking|saying|crashing|failing|logging|kicking|spinning)|having to|no point|waste of time|gave up|give up|stuck)\b/;
 const BEHAVIOR_RE = /\b(i use|we use|i'm using|we're using|i usually|we usually|i always|i often|every (?:day|week|time|morning)|most of the time|for (?:teaching|demos|workshops|research|exploration|prototyping))\b/;
 
 /** Cue words a survey question lends to its answers. */
@@ -74,8 +78,8 @@ function questionCues(q: string | undefined): Partial<Cues> {
   if (!q) return {};
   const s = q.toLowerCase();
   return {
-    pain: /hinder|difficult|pain|problem|challenge|frustrat|struggle|stressful|not address|get in the way/.test(s),
-    request: /feature|change|like to see|would you like|enhancement|improve|integrat|wish|add/.test(s),
+    pain: /\b(?:hinders?|difficult|pain|problems?|challenges?|frustrat\w*|struggle|stressful|not address|get in the way)\b/.test(s),
+    request: /\b(?:features?|changes?|like to see|would you like|enhancements?|improve|integrat\w*|wish|add)\b/.test(s),
     positive: /pleasant|like about|enjoy|best|love/.test(s) && !/not|difficult/.test(s),
     behavior: /how often|how do you (?:run|use|access)|use case|use .* for|what do you .*use|workflow .* address|primary/.test(s) && !/not address/.test(s),
     unmet: /not address|missing|would have made/.test(s),
@@ -90,7 +94,7 @@ function questionCues(q: string | undefined): Partial<Cues> {
  */
 export function mentionCues(tokens: Token[], text: string, question?: string): Cues {
   const lower = text.toLowerCase();
-  const c: Cues = { pain: false, request: false, positive: false, behavior: false, unmet: false, intense: false };
+  const c: Cues = { pain: false, request: false, positive: false, behavior: false, unmet: false, intense: false, fromQuestion: {} };
   let intensifier = false;
   for (const t of tokens) {
     const l = t.lemma.toLowerCase();
@@ -113,17 +117,13 @@ export function mentionCues(tokens: Token[], text: string, question?: string): C
   }
   // "not able", "can't", "doesn't work" have negated non-lexicon heads; catch them as patterns.
   if (/\b(can ?no?'?t|cannot|could ?n[o']?t|does ?n[o']?t work|do ?n[o']?t work|is ?n[o']?t working|not working|won'?t (?:load|start|work|open|let))\b/.test(lower)) c.pain = true;
+  if (EFFORT_RE.test(lower)) c.pain = true;
   if (REQUEST_RE.test(lower)) c.request = true;
   if (UNMET_RE.test(lower)) c.unmet = true;
   if (BEHAVIOR_RE.test(lower)) c.behavior = true;
   if (c.pain && intensifier) c.intense = true;
   if (!c.pain) c.intense = false;
-  const q = questionCues(question);
-  if (q.pain) c.pain = true;
-  if (q.request) c.request = true;
-  if (q.positive) c.positive = true;
-  if (q.behavior) c.behavior = true;
-  if (q.unmet) c.unmet = true;
+  c.fromQuestion = questionCues(question);
   return c;
 }
 
@@ -136,10 +136,11 @@ export interface CueShares {
   intense: number;
 }
 
-/** Share (0..1) of mentions carrying each cue. */
+/** Share (0..1) of mentions carrying each cue; a cue lent only by the survey question counts half. */
 export function cueShares(cues: Cues[]): CueShares {
   const n = Math.max(1, cues.length);
-  const share = (k: keyof Cues) => cues.filter((c) => c[k]).length / n;
+  const share = (k: "pain" | "request" | "positive" | "behavior" | "unmet" | "intense") =>
+    cues.reduce((a, c) => a + (c[k] ? 1 : k !== "intense" && c.fromQuestion[k] ? 0.5 : 0), 0) / n;
   return {
     pain: share("pain"),
     request: share("request"),
@@ -153,8 +154,8 @@ export function cueShares(cues: Cues[]): CueShares {
 /**
  * Insight type from cue shares: the kind with the largest share wins when it reaches its minimum share
  * (pain 0.25, request 0.3, unmet need 0.2 → opportunity, behaviour 0.3, positive 0.35 → feedback_theme);
- * problems outrank wishes when close (pain ≥ 0.8 × request), because a wish that follows a problem is mostly a fix
- * for it. Otherwise `feedback_theme`.
+ * problems outrank wishes and praise when close (pain ≥ 0.2 and ≥ 0.6 × the winning share), because a wish that
+ * follows a problem is mostly a fix for it. Otherwise `feedback_theme`.
  */
 export function classifyType(s: CueShares): { type: InsightType; positive: boolean } {
   const candidates: [InsightType | "positive", number, number][] = [
@@ -166,8 +167,10 @@ export function classifyType(s: CueShares): { type: InsightType; positive: boole
   ];
   const eligible = candidates.filter(([, v, min]) => v >= min).sort((a, b) => b[1] - a[1]);
   if (!eligible.length) return { type: "feedback_theme", positive: false };
-  let [top] = eligible[0];
-  if (top === "feature_request" && s.pain >= 0.25 && s.pain >= 0.8 * s.request) top = "pain_point";
+  let [top, topShare] = eligible[0];
+  // Problems outrank wishes and praise when close: a wish after a problem is mostly its fix, and praise mixed
+  // with complaints about the same thing still leaves a problem to solve.
+  if (top !== "pain_point" && s.pain >= 0.2 && s.pain >= 0.6 * topShare && (top === "feature_request" || top === "positive")) top = "pain_point";
   if (top === "positive") return { type: "feedback_theme", positive: true };
   return { type: top, positive: false };
 }

@@ -7,16 +7,19 @@
  * from templates filled with keyphrases, types and severities from cue-word lexicons. Every step is deterministic
  * for the same input (seeded PRNG, stable sorts), and every quote is checked verbatim against its source.
  *
- * Pipeline (details and thresholds in README.md beside this file):
+ * Pipeline (details, thresholds and measurements in README.md beside this file):
  *  1. mentions: units → verbatim mentions (whole short units, else sentences), dropping headings, too-short,
- *     non-informative answers, interviewer prompts/speakers, multiple-choice survey columns, boilerplate, duplicates;
+ *     non-informative answers, form templates, interviewer prompts/speakers, multiple-choice and name-list survey
+ *     columns, cross-source boilerplate and duplicates;
  *  2. vectors: reuse per-unit vectors precomputed at ingestion (`embedUnits`), embed the rest in one batch;
- *  3. clusters: spherical k-means++ (k ≈ √(n/2)) with bound pruning, noise pruned (cos < 0.3 to the centroid),
- *     near-duplicate centroids merged (cos ≥ 0.8), clusters with too little support dropped;
- *  4. names: c-TF-IDF keyphrases from wink-nlp noun phrases; clusters sharing their top keyphrase are merged;
- *  5. type and severity: negation-aware cue lexicons + survey-question cues; reach and intensity;
- *  6. quotes: 3–5 central, diverse mentions (MMR), then `groundQuotes` keeps only verbatim ones;
- *  7. dedup against the workspace: `matchExisting` sets `merge_into`.
+ *  3. clusters: vectors centred (common direction removed), spherical k-means with greedy k-means++ seeding
+ *     (k = 1.5·√(n/2)) and Elkan-style bounds; members with cos < 0.3 to their centroid become noise; centroids
+ *     with cos ≥ 0.7 merged; a cluster needs max(3, 0.4% of units) distinct units and two voices (speakers);
+ *  4. names: c-TF-IDF over wink-nlp noun phrases (domain words damped); clusters sharing their top phrase are
+ *     merged; a cluster whose top phrase is a domain word or covers < 20% of its mentions is dropped, unnamed;
+ *  5. type and severity: negation-aware cue lexicons + survey-question cues; reach, volume and intensity;
+ *  6. quotes: 3–5 central, diverse, on-topic mentions (MMR), then `groundQuotes` keeps only verbatim ones;
+ *  7. order by volume × reach × tightness, cap at `maxInsights`; `matchExisting` sets `merge_into`.
  */
 import type { Embedder } from "../ports";
 import { toMatrix, type Matrix } from "../vectors";
@@ -175,6 +178,13 @@ export function initialK(n: number, scale = 1): number {
 /** Centred-space centroid similarity above which clusters sharing a keyphrase are merged. */
 const ANCHORED_MERGE = 0.55;
 
+/** Whether a word of the (non-domain) phrase `p` is a word of one of the other cluster's non-domain `top` phrases. */
+function sharesWord(p: RankedPhrase, top: RankedPhrase[]): boolean {
+  if (p.domain) return false;
+  const words = new Set(p.key.split(" ").filter((w) => w.length > 2));
+  return top.some((t) => !t.domain && t.key.split(" ").some((w) => words.has(w)));
+}
+
 /** Share of members containing at least one of the top phrases. */
 function coverageOf(phrases: PhraseOcc[][], members: number[], top: RankedPhrase[]): number {
   if (!top.length || !members.length) return 0;
@@ -191,6 +201,11 @@ export function rankScore(d: Pick<InsightDraft, "mention_count" | "frequency" | 
 }
 
 const unitKey = (m: Mention) => `${m.sourceIndex}:${m.unitIndex}`;
+
+/** People behind the mentions: distinct speakers, a source's unattributed mentions counting as one voice. */
+function voices(mentions: Mention[], sources: SynthesisSource[], members: number[]): number {
+  return new Set(members.map((i) => `${sources[mentions[i].sourceIndex].id}\u0000${mentions[i].speaker ?? ""}`)).size;
+}
 
 function distinctUnits(mentions: Mention[], members: number[]): number {
   return new Set(members.map((i) => unitKey(mentions[i]))).size;
@@ -243,32 +258,18 @@ export async function synthesize(input: SynthesisInput): Promise<SynthesisOutput
   // Clustering runs in the centred space (see `centered`); output centroids are in the embedder's own space.
   const xc = centered(x);
   if (n >= 2) {
-    const tk = performance.now();
-    const cpu0 = process.cpuUsage();
     const km = sphericalKMeans(xc, k, opts.seed);
-    const cpu = process.cpuUsage(cpu0);
-    if (process.env.SYNTH_DEBUG) console.log("kmeans cpu ms", ((cpu.user + cpu.system) / 1000).toFixed(0));
-    if (process.env.SYNTH_DEBUG) console.log("kmeans", k, "ms", (performance.now() - tk).toFixed(0), "iters", km.iterations, "scans", km.scans);
     const groups: number[][] = Array.from({ length: km.centroids.rows }, () => []);
     for (let i = 0; i < n; i++) groups[km.assign[i]].push(i);
     clusters = groups.filter((g) => g.length).map((g) => ({ members: g, centroid: centroidOf(xc, g) }));
     clustersInitial = clusters.length;
-    if (process.env.SYNTH_DEBUG) {
-      const sims: number[] = [];
-      for (let a = 0; a < clusters.length; a++) for (let b = a + 1; b < clusters.length; b++) sims.push(dotVec(clusters[a].centroid, clusters[b].centroid));
-      sims.sort((p, q) => q - p);
-      console.log("centroid sims top", sims.slice(0, 10).map((v) => v.toFixed(2)).join(" "), "median", sims[Math.floor(sims.length / 2)]?.toFixed(2));
-      const ms = Array.from(km.sim).sort((p, q) => p - q);
-      console.log("member sims p10/p50/p90", [0.1, 0.5, 0.9].map((q) => ms[Math.floor(q * ms.length)].toFixed(2)).join(" "));
-    }
     const pruned = pruneMembers(xc, clusters, opts.memberThreshold);
     noise = pruned.noise.length;
     clusters = mergeClusters(xc, pruned.clusters, opts.mergeThreshold);
-    if (process.env.SYNTH_DEBUG) console.log("after prune", pruned.clusters.length, "after merge", clusters.length, clusters.map((c) => c.members.length).join(","));
   }
   const unitsWithMentions = new Set(mentions.map(unitKey)).size;
   const minMentions = opts.minMentions ?? Math.max(3, Math.ceil(0.004 * unitsWithMentions));
-  clusters = clusters.filter((c) => distinctUnits(mentions, c.members) >= minMentions);
+  clusters = clusters.filter((c) => distinctUnits(mentions, c.members) >= minMentions && voices(mentions, sources, c.members) >= 2);
   const t2 = performance.now();
 
   // 4. Name: c-TF-IDF keyphrases; clusters sharing their top phrase are one theme.
@@ -280,13 +281,14 @@ export async function synthesize(input: SynthesisInput): Promise<SynthesisOutput
     const spread = phraseSpread(cs.map((c) => c.members.map((i) => phrases[i])));
     return cs.map((c) => ({
       cluster: c,
-      top: distinctTop(rankPhrases(c.members.map((i) => phrases[i]), globalCount, avg, spread), 3),
+      top: distinctTop(rankPhrases(c.members.map((i) => phrases[i]), globalCount, avg, spread, n), 3),
     }));
   };
   let named = name(clusters);
   const coverage = (members: number[], top: RankedPhrase[]) => coverageOf(phrases, members, top);
-  // Clusters named by the same phrase are one theme: same top phrase, or one's top phrase among the other's
-  // top three with centroids at least `ANCHORED_MERGE` similar.
+  // Clusters named by the same phrase are one theme: same top phrase, or a word of one's top phrase in the
+  // other's top three ("git integration" / "github, git, version control") with centroids at least
+  // `ANCHORED_MERGE` similar.
   for (let pass = 0; pass < 5; pass++) {
     const parent = named.map((_, i) => i);
     const find = (i: number): number => (parent[i] === i ? i : (parent[i] = find(parent[i])));
@@ -298,7 +300,7 @@ export async function synthesize(input: SynthesisInput): Promise<SynthesisOutput
         if (!ta.length || !tb.length) continue;
         const same = ta[0].key === tb[0].key;
         const anchored =
-          (tb.some((t) => t.key === ta[0].key) || ta.some((t) => t.key === tb[0].key)) &&
+          (sharesWord(ta[0], tb) || sharesWord(tb[0], ta)) &&
           dotVec(named[a].cluster.centroid, named[b].cluster.centroid) >= ANCHORED_MERGE;
         if ((same || anchored) && find(a) !== find(b)) {
           parent[find(b)] = find(a);
@@ -319,28 +321,8 @@ export async function synthesize(input: SynthesisInput): Promise<SynthesisOutput
   }
 
   // A cluster whose best phrase covers too few of its mentions has no nameable shared topic: drop it.
-  const unnamed = named.filter((c) => coverage(c.cluster.members, c.top) < MIN_COVERAGE);
-  if (process.env.SYNTH_DEBUG === "3") {
-    const pairs: [number, number, number][] = [];
-    for (let a = 0; a < named.length; a++) for (let b = a + 1; b < named.length; b++) pairs.push([dotVec(named[a].cluster.centroid, named[b].cluster.centroid), a, b]);
-    pairs.sort((p, q) => q[0] - p[0]);
-    for (const [sv, a, b] of pairs.slice(0, 60)) console.log("PAIR", sv.toFixed(3), named[a].top.map((t) => t.surface).join("|"), "<>", named[b].top.map((t) => t.surface).join("|"));
-  }
-  if (process.env.SYNTH_DEBUG === "2") {
-    const avg = n / Math.max(1, named.length);
-    for (const c of named) {
-      const r = rankPhrases(c.cluster.members.map((i) => phrases[i]), globalCount, avg).slice(0, 8);
-      console.log("CLUSTER", c.cluster.members.length, "cov", coverage(c.cluster.members, c.top).toFixed(2), r.map((p) => `${p.surface}:${p.count}:${p.score.toFixed(3)}:g${globalCount.get(p.key)}`).join(" | "));
-      for (const i of c.cluster.members.slice(0, 5)) console.log("     -", mentions[i].span.text.slice(0, 110).replace(/\n/g, " "));
-    }
-  }
+  const unnamed = named.filter((c) => !c.top.length || c.top[0].domain || coverage(c.cluster.members, c.top) < MIN_COVERAGE);
   named = named.filter((c) => !unnamed.includes(c));
-  if (process.env.SYNTH_DEBUG) {
-    for (const c of unnamed) {
-      console.log("UNNAMED", c.cluster.members.length, cohesion(x, c.cluster).toFixed(3), c.top.map((t) => `${t.surface}:${t.count}`).join(", "));
-      for (const i of c.cluster.members.slice(0, 6)) console.log("     -", mentions[i].span.text.slice(0, 100).replace(/\n/g, " "));
-    }
-  }
 
   // 5–6. Type, severity, quotes, description.
   const sourcesById = new Map(sources.map((s) => [s.id, s]));
@@ -428,7 +410,7 @@ export async function synthesize(input: SynthesisInput): Promise<SynthesisOutput
   const breakdown = [...counts.entries()].sort((a, b) => b[1] - a[1]).map(([t, c]) => `${c} ${TYPE_LABEL[t]}`);
   const summary = insights.length
     ? `Synthesised ${insights.length} insights from ${totalClustered} of ${n} mentions across ${sources.length} sources` +
-      ` (${listJoin(breakdown)}). Most widespread: ${insights
+      ` (${listJoin(breakdown)}). Leading themes: ${insights
         .slice(0, 3)
         .map((d) => `${d.title} (${d.frequency} ${d.frequency === 1 ? "source" : "sources"}, ${d.mention_count} mentions)`)
         .join("; ")}.`

@@ -2,7 +2,7 @@
  * Step 1 of synthesis: turn a source's text units into mentions, the atoms that get embedded, clustered and quoted.
  *
  * A mention is a verbatim span of one unit: the whole unit when it is short (a survey answer, a review, a short
- * comment), otherwise one sentence of it (wink-nlp sentence boundaries, also cut at hard line breaks such as
+ * comment) and holds no question followed by an answer, otherwise one sentence of it (wink-nlp sentence boundaries, also cut at hard line breaks such as
  * bullets and blank lines); very short sentences are joined to the next one on the same line so a quote keeps
  * its context. Leading list/heading/quote markers are trimmed off the span. Because every unit.text occurs in the
  * source's extracted_text (core/extract/types.ts), every mention does too.
@@ -63,8 +63,8 @@ const SECOND_PERSON = new Set(["you", "your", "yours", "you're", "you've", "you'
 export function normalizeText(s: string): string {
   return s
     .toLowerCase()
-    .replace(/[^\p{L}\p{N}' ]+/gu, " ")
-    .replace(/'/g, "")
+    .replace(/['’]/g, "")
+    .replace(/[^\p{L}\p{N} ]+/gu, " ")
     .replace(/\s+/g, " ")
     .trim();
 }
@@ -150,7 +150,10 @@ export function unitMentions(unit: TextUnit, analysis?: Analysis): MentionSpan[]
     if (isInformative(span.text, span.tokens, unit.kind)) out.push(span);
   };
   const out: MentionSpan[] = [];
-  if ((text.length <= SHORT_UNIT_CHARS && hardBreaks(text).length === 0) || !a.aligned || a.sentences.length === 0) {
+  // A short unit is one mention, unless a question inside it is followed by more text (notes that put the
+  // interviewer's question and the answer in one paragraph).
+  const innerQuestion = /\?\s+\S/.test(text.trim());
+  if ((text.length <= SHORT_UNIT_CHARS && hardBreaks(text).length === 0 && !innerQuestion) || !a.aligned || a.sentences.length === 0) {
     keep(0, text.length, out);
     return out;
   }

@@ -7,8 +7,9 @@
  * log(1 + A / f) where f is how many mentions of the whole synthesis contain it and A the average cluster size,
  * so words frequent everywhere ("notebook", "app") lose to words specific to the cluster ("variable inspector").
  * Multi-word phrases get a small bonus; a phrase must occur in at least 2 mentions (and 5% of the cluster).
- * Domain words, prominent (in 5%+ of the mentions) in more than a quarter of all clusters ("app", "notebook",
- * "python"), are damped (×0.3): they name the product, not the theme. A cluster whose best phrase covers under `MIN_COVERAGE` of its mentions has no shared topic and
+ * Domain words, prominent (in 5%+ of the mentions) in more than a quarter of all clusters, or in more than an
+ * eighth of them while occurring in 2%+ (and 50+) of all mentions ("app", "notebook"), are damped (×0.3): they
+ * name the product, not the theme; so are phrases made only of domain words ("Jupyter Notebook"). A cluster whose best phrase covers under `MIN_COVERAGE` of its mentions has no shared topic and
  * is not turned into an insight (see index.ts): we do not invent a name for it.
  * The phrase is shown in its most frequent written form in the cluster (proper nouns and acronyms keep their case).
  */
@@ -112,7 +113,7 @@ export function phraseSpread(clusters: PhraseOcc[][][]): Map<string, number> {
 }
 
 /** Share of a cluster's mentions its top phrase must occur in for the cluster to be named (and kept). */
-export const MIN_COVERAGE = Number(process.env.SYNTH_COV ?? 0.2);
+export const MIN_COVERAGE = 0.2;
 
 export interface RankedPhrase {
   key: string;
@@ -120,6 +121,8 @@ export interface RankedPhrase {
   /** Mentions of the cluster containing the phrase. */
   count: number;
   score: number;
+  /** A domain word (prominent in many clusters): names the product, not a theme. */
+  domain: boolean;
 }
 
 /**
@@ -148,6 +151,7 @@ export function rankPhrases(
   globalCount: Map<string, number>,
   avgClusterSize: number,
   spread: Map<string, number> = new Map(),
+  totalMentions = Infinity,
 ): RankedPhrase[] {
   const count = new Map<string, number>();
   const surfaces = new Map<string, Map<string, number>>();
@@ -163,27 +167,35 @@ export function rankPhrases(
   }
   const n = Math.max(1, members.length);
   const minCount = Math.max(2, Math.ceil(0.05 * n));
+  const isDomain = (k: string) => {
+    const sp = spread.get(k) ?? 0;
+    return sp > MAX_SPREAD || (sp > MAX_SPREAD / 2 && (globalCount.get(k) ?? 0) >= Math.max(50, 0.02 * totalMentions));
+  };
   const out: RankedPhrase[] = [];
   for (const [key, c] of count) {
     if (c < minCount) continue;
     const f = globalCount.get(key) ?? c;
     const bonus = 1 + 0.25 * ((words.get(key) ?? 1) - 1);
-    const domain = (spread.get(key) ?? 0) > MAX_SPREAD ? 0.3 : 1;
-    const score = (c / n) * Math.log(1 + avgClusterSize / f) * bonus * domain;
+    // A phrase made only of domain words ("Jupyter Notebook") is a domain phrase too.
+    const domain = isDomain(key) || key.split(" ").every((w) => isDomain(phraseKey([w])));
+    const score = (c / n) * Math.log(1 + avgClusterSize / f) * bonus * (domain ? 0.3 : 1);
     const surface = displayForm(surfaces.get(key)!);
-    out.push({ key, surface, count: c, score });
+    out.push({ key, surface, count: c, score, domain });
   }
   return out.sort((a, b) => b.score - a.score || a.key.localeCompare(b.key));
 }
 
 /**
- * Up to `max` top phrases that do not repeat each other's words ("variable inspector" then not "inspector").
+ * Up to `max` top phrases that do not repeat each other's words or 5-letter stems ("variable inspector" then not
+ * "inspector"; "documentation" then not "document").
  */
 export function distinctTop(ranked: RankedPhrase[], max: number): RankedPhrase[] {
   const out: RankedPhrase[] = [];
+  // Same word, or same 5-letter stem ("document"/"documentation", "editor"/"editing").
+  const stem = (w: string) => (w.length >= 5 ? w.slice(0, 5) : w);
   for (const r of ranked) {
-    const words = new Set(r.key.split(" "));
-    if (out.some((o) => o.key.split(" ").some((w) => words.has(w)))) continue;
+    const words = new Set(r.key.split(" ").map(stem));
+    if (out.some((o) => o.key.split(" ").some((w) => words.has(stem(w))))) continue;
     out.push(r);
     if (out.length >= max) break;
   }
