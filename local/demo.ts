@@ -179,6 +179,16 @@ async function main() {
 
     hr("Synthesize");
     const completed = [...started.values()].filter((e) => e.body.processing_status === "completed").map((e) => e.body.id);
+    // Mentions are embedded once per source after extraction (the Index step); synthesis is fastest once that is done.
+    const tIndex = Date.now();
+    for (;;) {
+      const { sources } = await api.json("GET", "/api/research/sources", undefined, { workspace_id: ws.id, limit: 500 });
+      const waiting = sources.filter((s: any) => completed.includes(s.id) && !s.indexed).length;
+      if (waiting === 0 || Date.now() - tIndex > 600_000) break;
+      process.stdout.write(`\rEmbedding mentions for synthesis: ${completed.length - waiting}/${completed.length} sources indexed`);
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    console.log(`\rAll sources indexed for synthesis in ${seconds(Date.now() - tIndex)}.${" ".repeat(30)}`);
     const t1 = Date.now();
     const syn = await api.json("POST", "/api/research/synthesize", { workspace_id: ws.id, source_ids: completed });
     console.log(`${syn.insights.length} insights in ${seconds(Date.now() - t1)} (${syn.engine} engine). ${syn.summary}\n`);
@@ -212,7 +222,7 @@ async function main() {
     const critique = await api.json("POST", `/api/blocks/${target.id}/challenge`);
     console.log(`\nChallenge of the ${target.block_type} block "${target.title}":`);
     for (const key of ["strengths", "weaknesses", "questions", "suggestions"]) {
-      for (const line of (critique[key] as string[]).slice(0, 2)) console.log(`  ${key.slice(0, -1)}: ${line}`);
+      for (const line of (critique[key] as string[]).slice(0, 2)) console.log(`  ${key}: ${line}`);
     }
     const v1 = await api.json("POST", `/api/documents/${doc.id}/versions`, { change_summary: "Draft reviewed" });
     await api.json("PATCH", `/api/documents/${doc.id}`, { content: `${doc.content}\n\n## Decision log\n\n- Scope agreed in the demo review.\n` });

@@ -63,6 +63,7 @@ export const toView = (s: SourceItem): SourceView => ({
   char_count: s.char_count ?? null,
   unit_count: s.unit_count ?? null,
   pages: s.pages ?? null,
+  indexed: s.indexed ?? false,
   created_at: s.created_at,
   processed_at: s.processed_at ?? null,
 });

@@ -29,6 +29,7 @@ export const ResearchSource = z
     char_count: z.int().nullable(),
     unit_count: z.int().nullable().describe("mentions found: survey responses, transcript turns, paragraphs"),
     pages: z.int().nullable(),
+    indexed: z.boolean().describe("its mentions are embedded for synthesis (synthesis is fastest once every source is indexed)"),
     created_at: z.string(),
     processed_at: z.string().nullable(),
   })
