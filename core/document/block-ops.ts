@@ -6,7 +6,7 @@ import { partitionOf, requireMember } from "../workspace";
 import { deleteKeys, partitionKeys } from "../db/partition";
 import { emptyBlockContent, validateBlockContent, DEFAULT_TITLES, type BlockType } from "./blocks";
 import { extractBlocks, parseIntent } from "./markdown";
-import { requireDocument, type DocumentItem } from "./index";
+import { reload, requireDocument, type DocumentItem } from "./index";
 import type { AnnotationEntity, BlockEntity } from "./document.entity";
 import type { Block as BlockView, CreateBlockInput, UpdateBlockInput } from "./schema";
 
@@ -72,8 +72,9 @@ export async function requireBlock(userId: string, blockId: string): Promise<{ d
   const { data } = await db().entities.block.query.byId({ id: blockId }).go({ limit: 1 });
   const found = data[0];
   if (!found) throw Errors.notFound("Block");
+  // The block names its workspace and document: one membership check, then direct reads.
   await requireMember(userId, found.workspace_id);
-  const doc = await requireDocument(userId, found.document_id);
+  const doc = await reload(found.workspace_id, found.document_id);
   return { doc, block: await requireBlockOf(doc, blockId) };
 }
 

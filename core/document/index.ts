@@ -77,7 +77,8 @@ export async function requireDocument(userId: string, documentId: string): Promi
   return reload(found.workspace_id, documentId);
 }
 
-async function reload(workspaceId: string, documentId: string): Promise<DocumentItem> {
+/** A document by workspace and id (strongly consistent), for callers that have checked membership. @throws NOT_FOUND. */
+export async function reload(workspaceId: string, documentId: string): Promise<DocumentItem> {
   const { data } = await db().entities.document.get({ workspace_id: workspaceId, id: documentId }).go({ consistent: true });
   if (!data) throw Errors.notFound("Document");
   return data;
