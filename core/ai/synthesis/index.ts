@@ -22,6 +22,7 @@
  *  7. order by volume × reach × tightness, cap at `maxInsights`; `matchExisting` sets `merge_into`.
  */
 import type { Embedder } from "../ports";
+import { createHash } from "node:crypto";
 import { toMatrix, type Matrix } from "../vectors";
 import { classifyType, cueShares, mentionCues, severityOf, type Cues, type InsightType } from "./classify";
 import { centered, centroidOf, cohesion, mergeClusters, pruneMembers, sphericalKMeans, type Cluster } from "./cluster";
@@ -29,7 +30,7 @@ import { matchExisting } from "./dedup";
 import { vectorsAligned } from "./embed";
 import { boilerplateTexts, structuredQuestions, interviewerSpeakers, unitSkipReason } from "./filters";
 import { normalizeText, unitMentions, type MentionSpan } from "./mentions";
-import { distinctTop, MIN_COVERAGE, mentionPhrases, phraseSpread, rankPhrases, titleFor, type PhraseOcc, type RankedPhrase } from "./naming";
+import { distinctTop, MIN_COVERAGE, mentionPhrases, phraseSpread, rankPhrases, subjectOverlap, titleFor, type PhraseOcc, type RankedPhrase } from "./naming";
 import { groundQuotes, pickQuotes, type Quote } from "./quotes";
 import type {
   InsightDraft,
@@ -177,6 +178,8 @@ export function initialK(n: number, scale = 1): number {
 
 /** Centred-space centroid similarity above which clusters sharing a keyphrase are merged. */
 const ANCHORED_MERGE = 0.55;
+/** Subject-word overlap (see `subjectOverlap`) at which two clusters' titles name the same theme. */
+const SAME_SUBJECT = 0.6;
 
 /** Whether a word of the (non-domain) phrase `p` is a word of one of the other cluster's non-domain `top` phrases. */
 function sharesWord(p: RankedPhrase, top: RankedPhrase[]): boolean {
@@ -198,6 +201,19 @@ function coverageOf(phrases: PhraseOcc[][], members: number[], top: RankedPhrase
  */
 export function rankScore(d: Pick<InsightDraft, "mention_count" | "frequency" | "cohesion">): number {
   return d.mention_count * (1 + 0.5 * Math.log2(Math.max(1, d.frequency))) * d.cohesion;
+}
+
+/** Stable content order: title, then a digest of the text (ties between identical sources fall back to id). */
+function byContent(a: SynthesisSource, b: SynthesisSource): number {
+  // Code-unit order, not localeCompare: the same on every machine whatever its locale.
+  const cmp = (x: string, y: string) => (x < y ? -1 : x > y ? 1 : 0);
+  return cmp(a.title, b.title) || cmp(contentDigest(a), contentDigest(b)) || cmp(a.id, b.id);
+}
+const digests = new WeakMap<SynthesisSource, string>();
+function contentDigest(s: SynthesisSource): string {
+  let d = digests.get(s);
+  if (!d) digests.set(s, (d = createHash("sha1").update(s.extracted_text).digest("hex")));
+  return d;
 }
 
 const unitKey = (m: Mention) => `${m.sourceIndex}:${m.unitIndex}`;
@@ -242,7 +258,10 @@ interface Named {
 export async function synthesize(input: SynthesisInput): Promise<SynthesisOutput> {
   const t0 = performance.now();
   const opts: SynthesisOptions = { ...DEFAULT_OPTIONS, ...input.options };
-  const { sources, embedder } = input;
+  const { embedder } = input;
+  // The result must not depend on the order the caller lists the sources in (ids are random, listing order is
+  // not meaningful): order them by content, so the same sources always give the same insights.
+  const sources = [...input.sources].sort(byContent);
 
   const corpus = await collectMentions(sources, embedder);
   const t1 = performance.now();
@@ -286,9 +305,10 @@ export async function synthesize(input: SynthesisInput): Promise<SynthesisOutput
   };
   let named = name(clusters);
   const coverage = (members: number[], top: RankedPhrase[]) => coverageOf(phrases, members, top);
-  // Clusters named by the same phrase are one theme: same top phrase, or a word of one's top phrase in the
-  // other's top three ("git integration" / "github, git, version control") with centroids at least
-  // `ANCHORED_MERGE` similar.
+  // Clusters named by the same phrase are one theme: same top phrase; titles whose subjects share most of their
+  // words ("text and editing" / "text editing": a reader could not tell them apart); or a word of one's top
+  // phrase in the other's top three ("git integration" / "github, git, version control") with centroids at
+  // least `ANCHORED_MERGE` similar.
   for (let pass = 0; pass < 5; pass++) {
     const parent = named.map((_, i) => i);
     const find = (i: number): number => (parent[i] === i ? i : (parent[i] = find(parent[i])));
@@ -298,7 +318,7 @@ export async function synthesize(input: SynthesisInput): Promise<SynthesisOutput
         const ta = named[a].top;
         const tb = named[b].top;
         if (!ta.length || !tb.length) continue;
-        const same = ta[0].key === tb[0].key;
+        const same = ta[0].key === tb[0].key || subjectOverlap(ta, tb) >= SAME_SUBJECT;
         const anchored =
           (sharesWord(ta[0], tb) || sharesWord(tb[0], ta)) &&
           dotVec(named[a].cluster.centroid, named[b].cluster.centroid) >= ANCHORED_MERGE;

@@ -202,6 +202,25 @@ export function distinctTop(ranked: RankedPhrase[], max: number): RankedPhrase[]
   return out;
 }
 
+/** The phrases a title names: the top one, and the second when it is at least half as strong. */
+export function subjectPhrases(top: RankedPhrase[]): RankedPhrase[] {
+  const [a, b] = top;
+  if (!a) return [];
+  return b && b.score >= 0.5 * a.score ? [a, b] : [a];
+}
+
+/**
+ * How much two clusters' titles say the same thing: Jaccard overlap of the words of their subject phrases
+ * (singularised), 0–1. "text and editing" vs "text editing" is 1; "version control" vs "git integration" is 0.
+ */
+export function subjectOverlap(a: RankedPhrase[], b: RankedPhrase[]): number {
+  const words = (top: RankedPhrase[]) => new Set(subjectPhrases(top).flatMap((p) => p.key.split(" ").map((w) => phraseKey([w]))));
+  const wa = words(a);
+  const wb = words(b);
+  const shared = [...wa].filter((w) => wb.has(w)).length;
+  return shared / Math.max(1, new Set([...wa, ...wb]).size);
+}
+
 /**
  * Title from the type and the top keyphrases: "Users struggle with X" only for pain points, "Users ask for X" for
  * feature requests, "Unmet need: X" for opportunities, "How users work with X" for behaviours, "Users value X"
@@ -209,8 +228,8 @@ export function distinctTop(ranked: RankedPhrase[], max: number): RankedPhrase[]
  * least half as strong as the first.
  */
 export function titleFor(type: InsightType, positive: boolean, top: RankedPhrase[]): string {
-  const [a, b] = top;
-  const subject = a ? (b && b.score >= 0.5 * a.score ? `${a.surface} and ${b.surface}` : a.surface) : "a recurring topic";
+  const parts = subjectPhrases(top);
+  const subject = parts.length ? parts.map((p) => p.surface).join(" and ") : "a recurring topic";
   switch (type) {
     case "pain_point":
       return `Users struggle with ${subject}`;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { classifyType, cueShares, mentionCues, severityOf, type Cues } from "../../../core/ai/synthesis/classify";
 import { unitMentions } from "../../../core/ai/synthesis/mentions";
-import { displayForm, distinctTop, mentionPhrases, phraseKey, phraseSpread, rankPhrases, titleFor } from "../../../core/ai/synthesis/naming";
+import { displayForm, distinctTop, mentionPhrases, phraseKey, phraseSpread, rankPhrases, subjectOverlap, titleFor } from "../../../core/ai/synthesis/naming";
 import { groundQuotes, pickQuotes } from "../../../core/ai/synthesis/quotes";
 import { normalize } from "../../../core/ai/vectors";
 
@@ -90,6 +90,17 @@ describe("keyphrases and titles", () => {
     expect(titleFor("pain_point", false, top)).toMatch(/^Users struggle with variable inspector/);
     expect(titleFor("feedback_theme", true, top)).toMatch(/^Users value /);
     expect(titleFor("feedback_theme", false, top)).toMatch(/^Feedback on /);
+  });
+
+  it("measures how much two titles' subjects say the same thing", () => {
+    const r = (key: string, score: number) => ({ key, surface: key, count: 5, score, domain: false });
+    // "text and editing" (two strong phrases) reads the same as "text editing".
+    expect(subjectOverlap([r("text", 1), r("editing", 0.8)], [r("text editing", 1)])).toBe(1);
+    // The second phrase is not in the title when it is under half as strong, so it does not count.
+    expect(subjectOverlap([r("text", 1), r("editing", 0.4)], [r("text editing", 1)])).toBe(0.5);
+    expect(subjectOverlap([r("kernels", 1)], [r("kernel", 1)])).toBe(1);
+    expect(subjectOverlap([r("version control", 1)], [r("git integration", 1)])).toBe(0);
+    expect(subjectOverlap([], [r("git", 1)])).toBe(0);
   });
 
   it("shows a phrase in the form users write it", () => {

@@ -103,8 +103,8 @@ describe("themes a product manager would recognise", () => {
 });
 
 describe("determinism, precomputed vectors and workspace dedup", () => {
-  it("gives the same output for the same input", async () => {
-    const again = await synthesize({ sources: va.sources, embedder });
+  it("gives the same output for the same input, in whatever order the sources come", async () => {
+    const again = await synthesize({ sources: [...va.sources].reverse(), embedder });
     const strip = (o: SynthesisOutput) => ({ s: o.summary, i: o.insights.map((d) => ({ ...d, vector: Array.from(d.vector) })) });
     expect(strip(again)).toEqual(strip(va.out));
   });
