@@ -19,6 +19,7 @@ import {
   type TransactWriteItemsCommandInput,
 } from "@aws-sdk/client-dynamodb";
 import { marshall } from "@aws-sdk/util-dynamodb";
+import { createWriteTransaction } from "electrodb";
 import { startBenchRuntime, type BenchRuntime } from "./lib/runtime";
 import { LoopbackClient } from "./lib/http";
 import { Recorder, fmtMs, printTable, since, type Summary } from "./lib/stats";
@@ -182,8 +183,7 @@ async function run(rt: BenchRuntime, http: LoopbackClient, raw: DynamoDBClient):
     const id = randomUUID();
     const now = new Date();
     const trialEnds = new Date(now.getTime() + Config.trialDays() * 86_400_000).toISOString();
-    const params = db()
-      .transaction.write(({ workspace, membership, workspaceSettings, subscription }) => [
+    const params = createWriteTransaction(db().pick("workspace", "membership", "workspaceSettings", "subscription"), ({ workspace, membership, workspaceSettings, subscription }) => [
         workspace.create({ id, owner_id: me.id, ...createBody }).commit(),
         membership.create({ workspace_id: id, user_id: me.id, role: "owner", added_by: me.id }).commit(),
         workspaceSettings.create({ workspace_id: id, researchCycleEnabled: false, overnightCycleNotifyEmail: false }).commit(),

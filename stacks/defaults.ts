@@ -12,13 +12,32 @@ import { aws_iam as iam } from "aws-cdk-lib";
  * runs in AWS (images go to Textract). Without this SST installs a native libvips build into every function
  * whose code merely contains that import, which needs network access at deploy time and adds tens of MB.
  */
+/**
+ * SDK code a Lambda never runs, left out of bundles. The default credential chain takes the function role's keys
+ * from the environment (Lambda always sets them) and imports the SSO, shared-ini, process, web-identity and login
+ * providers (with the nested STS/SSO/sign-in clients they use) only when those are missing; `bowser` is imported
+ * only by the browser user-agent code. About 110 kB of the workspaces bundle. Should one ever be reached, the
+ * import resolves against the runtime's own SDK v3 copy where Node can find it, or fails loudly: never silently.
+ */
+export const NEVER_ON_LAMBDA = [
+  "@aws-sdk/credential-provider-sso",
+  "@aws-sdk/credential-provider-ini",
+  "@aws-sdk/credential-provider-process",
+  "@aws-sdk/credential-provider-web-identity",
+  "@aws-sdk/credential-provider-login",
+  "@aws-sdk/token-providers",
+  "@aws-sdk/nested-clients",
+  "bowser",
+];
+
 export const FUNCTION_DEFAULTS = {
   runtime: "nodejs22.x",
   architecture: "arm_64",
   memorySize: 1024,
   timeout: 30,
-  // Minified and split: each HTTP Lambda loads about 1 MB at cold start, which keeps it short (bench/bundle.ts).
-  nodejs: { format: "esm", minify: true, splitting: true, esbuild: { external: ["sharp"] } },
+  // Minified and split (code behind a dynamic import, such as the S3 client of workspace deletion, is a chunk loaded
+  // when reached): the workspaces Lambda loads 0.8 MB at cold start (bench/bundle.ts).
+  nodejs: { format: "esm", minify: true, splitting: true, esbuild: { external: ["sharp", ...NEVER_ON_LAMBDA] } },
 } satisfies FunctionProps;
 
 /**

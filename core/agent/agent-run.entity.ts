@@ -1,7 +1,7 @@
 import { Entity } from "electrodb";
 
 /** One AI call (spec 02 Agent run): what ran, how long, what it cost. Newest first by sort key. */
-export const AgentRunEntity = new Entity({
+export const buildAgentRunEntity = () => new Entity({
   model: { entity: "agent_run", version: "1", service: "r2d" },
   attributes: {
     id: { type: "string", required: true },
@@ -26,9 +26,10 @@ export const AgentRunEntity = new Entity({
     },
   },
 });
+export type AgentRunEntity = ReturnType<typeof buildAgentRunEntity>;
 
 /** Short-lived guard items: the per-workspace synthesis lock and fixed-window rate counters. Expire by TTL. */
-export const GuardEntity = new Entity({
+export const buildGuardEntity = () => new Entity({
   model: { entity: "guard", version: "1", service: "r2d" },
   attributes: {
     scope: { type: "string", required: true },
@@ -45,3 +46,4 @@ export const GuardEntity = new Entity({
     },
   },
 });
+export type GuardEntity = ReturnType<typeof buildGuardEntity>;

@@ -4,7 +4,7 @@ import { Entity } from "electrodb";
  * Per-workspace usage counters that plan limits are enforced against. Changed in the same transaction as the
  * resource they count, with a condition on the limit, so concurrent requests cannot overshoot it.
  */
-export const UsageEntity = new Entity({
+export const buildUsageEntity = () => new Entity({
   model: { entity: "usage", version: "1", service: "r2d" },
   attributes: {
     workspace_id: { type: "string", required: true },
@@ -19,3 +19,4 @@ export const UsageEntity = new Entity({
     },
   },
 });
+export type UsageEntity = ReturnType<typeof buildUsageEntity>;

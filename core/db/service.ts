@@ -1,50 +1,88 @@
-import { Service } from "electrodb";
+import type { Entity } from "electrodb";
 import { Config } from "../config";
 import { dynamoClient } from "./client";
-import { AccessCodeEntity, ReferralCodeEntity, UserEntity } from "../user/user.entity";
+import { buildAccessCodeEntity, buildReferralCodeEntity, buildUserEntity } from "../user/user.entity";
 import {
-  MembershipEntity,
-  SubscriptionEntity,
-  WorkspaceEntity,
-  WorkspaceSettingsEntity,
+  buildMembershipEntity,
+  buildSubscriptionEntity,
+  buildWorkspaceEntity,
+  buildWorkspaceSettingsEntity,
 } from "../workspace/workspace.entity";
-import { UsageEntity } from "../billing/usage.entity";
-import { ResearchSourceEntity } from "../research/research-source.entity";
-import { InsightEntity } from "../insight/insight.entity";
-import { RecommendationEntity } from "../recommendation/recommendation.entity";
-import { AgentRunEntity, GuardEntity } from "../agent/agent-run.entity";
-import { AnnotationEntity, BlockEntity, DocumentEntity, RevisionEntity } from "../document/document.entity";
+import { buildUsageEntity } from "../billing/usage.entity";
+import { buildResearchSourceEntity } from "../research/research-source.entity";
+import { buildInsightEntity } from "../insight/insight.entity";
+import { buildRecommendationEntity } from "../recommendation/recommendation.entity";
+import { buildAgentRunEntity, buildGuardEntity } from "../agent/agent-run.entity";
+import {
+  buildAnnotationEntity,
+  buildBlockEntity,
+  buildDocumentEntity,
+  buildRevisionEntity,
+} from "../document/document.entity";
 
-/** Every ElectroDB entity of the service, registered once (DESIGN.md section 3). */
-const service = new Service({
-  user: UserEntity,
-  referralCode: ReferralCodeEntity,
-  accessCode: AccessCodeEntity,
-  workspace: WorkspaceEntity,
-  membership: MembershipEntity,
-  workspaceSettings: WorkspaceSettingsEntity,
-  subscription: SubscriptionEntity,
-  usage: UsageEntity,
-  researchSource: ResearchSourceEntity,
-  insight: InsightEntity,
-  recommendation: RecommendationEntity,
-  document: DocumentEntity,
-  revision: RevisionEntity,
-  block: BlockEntity,
-  annotation: AnnotationEntity,
-  agentRun: AgentRunEntity,
-  guard: GuardEntity,
-});
+/**
+ * Every ElectroDB entity of the service, in one catalogue (DESIGN.md section 3; docs/decisions.md "Entities
+ * are built on first use"). Each is constructed the first time it is used, not at import: ElectroDB validates
+ * a model with jsonschema when it constructs the entity (~3 ms each), and a Lambda touches only a few of the
+ * 17, so building all of them would cost every cold start ~50 ms for nothing.
+ */
+const catalogue = {
+  user: buildUserEntity,
+  referralCode: buildReferralCodeEntity,
+  accessCode: buildAccessCodeEntity,
+  workspace: buildWorkspaceEntity,
+  membership: buildMembershipEntity,
+  workspaceSettings: buildWorkspaceSettingsEntity,
+  subscription: buildSubscriptionEntity,
+  usage: buildUsageEntity,
+  researchSource: buildResearchSourceEntity,
+  insight: buildInsightEntity,
+  recommendation: buildRecommendationEntity,
+  document: buildDocumentEntity,
+  revision: buildRevisionEntity,
+  block: buildBlockEntity,
+  annotation: buildAnnotationEntity,
+  agentRun: buildAgentRunEntity,
+  guard: buildGuardEntity,
+};
 
+export type EntityName = keyof typeof catalogue;
+/** The entities by name, each typed from its model. */
+export type Entities = { [K in EntityName]: ReturnType<(typeof catalogue)[K]> };
+
+let built: Partial<Record<EntityName, Entity<any, any, any, any>>> = {};
 let configuredFor: string | undefined;
 
-/** The service bound to the configured table and client. */
+const entities = {} as Entities;
+for (const name of Object.keys(catalogue) as EntityName[]) {
+  Object.defineProperty(entities, name, {
+    enumerable: true,
+    get: () => (built[name] ??= bind(catalogue[name]())),
+  });
+}
+
+function bind<E extends Entity<any, any, any, any>>(entity: E): E {
+  entity.setTableName(configuredFor!);
+  entity.setClient(dynamoClient());
+  return entity;
+}
+
+/**
+ * The entities bound to the configured table and client: `db().entities.user.get(...)`, and
+ * `db().pick("user", "referralCode")` for ElectroDB's `createWriteTransaction`, which needs the entities of the
+ * transaction (and reads only those). When the configured table changes (tests, benchmarks), entities are rebuilt.
+ */
 export function db() {
   const table = Config.tableName();
   if (configuredFor !== table) {
-    service.setTableName(table);
-    service.setClient(dynamoClient());
     configuredFor = table;
+    built = {};
   }
-  return service;
+  return {
+    entities,
+    /** The named entities only, e.g. for `createWriteTransaction(db().pick("user", "referralCode"), fn)`. */
+    pick<K extends EntityName>(...names: K[]): Pick<Entities, K> {
+      return Object.fromEntries(names.map((n) => [n, entities[n]])) as Pick<Entities, K>;
+    },
+  };
 }

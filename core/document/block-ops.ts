@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { EntityItem } from "electrodb";
 import { AppError, Errors } from "../error";
+import { createWriteTransaction } from "electrodb";
 import { db } from "../db/service";
 import { partitionOf, requireMember } from "../workspace";
 import { deleteKeys, partitionKeys } from "../db/partition";
@@ -10,8 +11,8 @@ import { reload, requireDocument, type DocumentItem } from "./index";
 import type { AnnotationEntity, BlockEntity } from "./document.entity";
 import type { Block as BlockView, CreateBlockInput, UpdateBlockInput } from "./schema";
 
-export type BlockItem = EntityItem<typeof BlockEntity>;
-type AnnotationItem = EntityItem<typeof AnnotationEntity>;
+export type BlockItem = EntityItem<BlockEntity>;
+type AnnotationItem = EntityItem<AnnotationEntity>;
 
 export const blockView = (b: BlockItem): BlockView => ({
   id: b.id,
@@ -40,13 +41,11 @@ async function writePositions(blocks: BlockItem[], order: string[]): Promise<voi
     .filter(({ block, position }) => block.position !== position);
   for (let i = 0; i < changes.length; i += 100) {
     const chunk = changes.slice(i, i + 100);
-    const result = await db()
-      .transaction.write(({ block }) =>
-        chunk.map(({ block: b, position }) =>
-          block.patch({ workspace_id: b.workspace_id, document_id: b.document_id, id: b.id }).set({ position }).commit(),
-        ),
-      )
-      .go();
+    const result = await createWriteTransaction(db().pick("block"), ({ block }) =>
+      chunk.map(({ block: b, position }) =>
+        block.patch({ workspace_id: b.workspace_id, document_id: b.document_id, id: b.id }).set({ position }).commit(),
+      ),
+    ).go();
     if (result.canceled) throw new AppError("CONFLICT", "Blocks changed meanwhile; reload and retry");
   }
 }

@@ -12,7 +12,7 @@ import { Entity } from "electrodb";
 const docKey = { field: "pk", composite: ["workspace_id"], template: "ws#${workspace_id}", casing: "none" } as const;
 
 /** A product document (spec 01 Document). */
-export const DocumentEntity = new Entity({
+export const buildDocumentEntity = () => new Entity({
   model: { entity: "document", version: "1", service: "r2d" },
   attributes: {
     id: { type: "string", required: true },
@@ -40,9 +40,10 @@ export const DocumentEntity = new Entity({
     },
   },
 });
+export type DocumentEntity = ReturnType<typeof buildDocumentEntity>;
 
 /** An immutable document revision (spec 01 Document revision). */
-export const RevisionEntity = new Entity({
+export const buildRevisionEntity = () => new Entity({
   model: { entity: "document_revision", version: "1", service: "r2d" },
   attributes: {
     id: { type: "string", required: true },
@@ -71,9 +72,10 @@ export const RevisionEntity = new Entity({
     },
   },
 });
+export type RevisionEntity = ReturnType<typeof buildRevisionEntity>;
 
 /** A typed block of a document (spec 01 Document block). */
-export const BlockEntity = new Entity({
+export const buildBlockEntity = () => new Entity({
   model: { entity: "document_block", version: "1", service: "r2d" },
   attributes: {
     id: { type: "string", required: true },
@@ -98,9 +100,10 @@ export const BlockEntity = new Entity({
     },
   },
 });
+export type BlockEntity = ReturnType<typeof buildBlockEntity>;
 
 /** A reviewer's annotation on a block (DESIGN.md section 5). */
-export const AnnotationEntity = new Entity({
+export const buildAnnotationEntity = () => new Entity({
   model: { entity: "block_annotation", version: "1", service: "r2d" },
   attributes: {
     id: { type: "string", required: true },
@@ -119,3 +122,4 @@ export const AnnotationEntity = new Entity({
     },
   },
 });
+export type AnnotationEntity = ReturnType<typeof buildAnnotationEntity>;

@@ -2,6 +2,7 @@ import { isConditionalFailure } from "../db/errors";
 import { randomUUID } from "node:crypto";
 import type { EntityItem } from "electrodb";
 import { AppError, Errors } from "../error";
+import { createWriteTransaction } from "electrodb";
 import { db } from "../db/service";
 import { deleteKeys, partitionKeys } from "../db/partition";
 import { requireMember, partitionOf } from "../workspace";
@@ -21,8 +22,8 @@ import type {
 
 export * from "./schema";
 
-export type DocumentItem = EntityItem<typeof DocumentEntity>;
-export type RevisionItem = EntityItem<typeof RevisionEntity>;
+export type DocumentItem = EntityItem<DocumentEntity>;
+export type RevisionItem = EntityItem<RevisionEntity>;
 
 export const toView = (d: DocumentItem): DocumentView => ({
   id: d.id,
@@ -133,9 +134,7 @@ export async function create(
   };
   const now = new Date().toISOString();
   const rev = revisionItem({ ...doc, created_at: now, updated_at: now } as DocumentItem, 1, opts.changeType ?? "created", userId);
-  const result = await db()
-    .transaction.write(({ document, revision }) => [document.create(doc).commit(), revision.create(rev).commit()])
-    .go();
+  const result = await createWriteTransaction(db().pick("document", "revision"), ({ document, revision }) => [document.create(doc).commit(), revision.create(rev).commit()]).go();
   if (result.canceled) throw canceledConflict();
   return toView(await reload(input.workspace_id, doc.id));
 }
@@ -203,16 +202,14 @@ export async function saveRevision(userId: string, documentId: string, summary: 
   const doc = await requireDocument(userId, documentId);
   const n = doc.last_revision + 1;
   const rev = revisionItem(doc, n, changeType, userId, summary);
-  const result = await db()
-    .transaction.write(({ document, revision }) => [
-      document
-        .patch({ workspace_id: doc.workspace_id, id: doc.id })
-        .set({ last_revision: n })
-        .where((attr, op) => op.eq(attr.last_revision, doc.last_revision))
-        .commit(),
-      revision.create(rev).commit(),
-    ])
-    .go();
+  const result = await createWriteTransaction(db().pick("document", "revision"), ({ document, revision }) => [
+    document
+      .patch({ workspace_id: doc.workspace_id, id: doc.id })
+      .set({ last_revision: n })
+      .where((attr, op) => op.eq(attr.last_revision, doc.last_revision))
+      .commit(),
+    revision.create(rev).commit(),
+  ]).go();
   if (result.canceled) throw canceledConflict();
   return revisionView(await getRevisionByNumber(doc, n));
 }
@@ -272,17 +269,15 @@ export async function restore(userId: string, documentId: string, revisionId: st
   const note = summary ?? `Restored revision ${target.revision_number}`;
   const before = revisionItem(doc, n + 1, "pre_restore", userId, `Before restoring revision ${target.revision_number}`);
   const after = revisionItem(doc, n + 2, "restore", userId, note, { title: target.title, content: target.content });
-  const result = await db()
-    .transaction.write(({ document, revision }) => [
-      document
-        .patch({ workspace_id: doc.workspace_id, id: doc.id })
-        .set({ title: target.title, content: target.content, last_revision: n + 2, version: doc.version + 1 })
-        .where((attr, op) => `${op.eq(attr.last_revision, n)} AND ${op.eq(attr.version, doc.version)}`)
-        .commit(),
-      revision.create(before).commit(),
-      revision.create(after).commit(),
-    ])
-    .go();
+  const result = await createWriteTransaction(db().pick("document", "revision"), ({ document, revision }) => [
+    document
+      .patch({ workspace_id: doc.workspace_id, id: doc.id })
+      .set({ title: target.title, content: target.content, last_revision: n + 2, version: doc.version + 1 })
+      .where((attr, op) => `${op.eq(attr.last_revision, n)} AND ${op.eq(attr.version, doc.version)}`)
+      .commit(),
+    revision.create(before).commit(),
+    revision.create(after).commit(),
+  ]).go();
   if (result.canceled) throw canceledConflict();
   const fresh = await reload(doc.workspace_id, doc.id);
   const [b, a] = await Promise.all([getRevisionByNumber(fresh, n + 1), getRevisionByNumber(fresh, n + 2)]);
@@ -300,16 +295,14 @@ export async function changeStatus(userId: string, documentId: string, input: St
   assertTransition(doc.status, input.target_status);
   const n = doc.last_revision + 1;
   const rev = revisionItem({ ...doc, status: input.target_status }, n, "status_change", userId, input.change_summary ?? `${doc.status} -> ${input.target_status}`);
-  const result = await db()
-    .transaction.write(({ document, revision }) => [
-      document
-        .patch({ workspace_id: doc.workspace_id, id: doc.id })
-        .set({ status: input.target_status, last_revision: n })
-        .where((attr, op) => `${op.eq(attr.status, doc.status)} AND ${op.eq(attr.last_revision, doc.last_revision)}`)
-        .commit(),
-      revision.create(rev).commit(),
-    ])
-    .go();
+  const result = await createWriteTransaction(db().pick("document", "revision"), ({ document, revision }) => [
+    document
+      .patch({ workspace_id: doc.workspace_id, id: doc.id })
+      .set({ status: input.target_status, last_revision: n })
+      .where((attr, op) => `${op.eq(attr.status, doc.status)} AND ${op.eq(attr.last_revision, doc.last_revision)}`)
+      .commit(),
+    revision.create(rev).commit(),
+  ]).go();
   if (result.canceled) throw canceledConflict();
   return toView(await reload(doc.workspace_id, doc.id));
 }

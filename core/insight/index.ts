@@ -14,7 +14,7 @@ import type {
 
 export * from "./schema";
 
-export type InsightItem = EntityItem<typeof InsightEntity>;
+export type InsightItem = EntityItem<InsightEntity>;
 
 export const toView = (i: InsightItem): InsightView => ({
   id: i.id,

@@ -1,7 +1,7 @@
 import { Entity } from "electrodb";
 
 /** An insight (spec 01 Insight). Its embedding is kept on the item (base64 Float32) for semantic search. */
-export const InsightEntity = new Entity({
+export const buildInsightEntity = () => new Entity({
   model: { entity: "insight", version: "1", service: "r2d" },
   attributes: {
     id: { type: "string", required: true },
@@ -50,3 +50,4 @@ export const InsightEntity = new Entity({
     },
   },
 });
+export type InsightEntity = ReturnType<typeof buildInsightEntity>;

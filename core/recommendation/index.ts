@@ -17,7 +17,7 @@ import type {
 
 export * from "./schema";
 
-export type RecommendationItem = EntityItem<typeof RecommendationEntity>;
+export type RecommendationItem = EntityItem<RecommendationEntity>;
 
 export const toView = (r: RecommendationItem): RecommendationView => ({
   id: r.id,

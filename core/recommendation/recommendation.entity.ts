@@ -1,7 +1,7 @@
 import { Entity } from "electrodb";
 
 /** A recommendation (spec 01 Recommendation); status moves only through the transition table. */
-export const RecommendationEntity = new Entity({
+export const buildRecommendationEntity = () => new Entity({
   model: { entity: "recommendation", version: "1", service: "r2d" },
   attributes: {
     id: { type: "string", required: true },
@@ -37,3 +37,4 @@ export const RecommendationEntity = new Entity({
     },
   },
 });
+export type RecommendationEntity = ReturnType<typeof buildRecommendationEntity>;

@@ -3,11 +3,13 @@ import { randomUUID } from "node:crypto";
 import type { EntityItem } from "electrodb";
 import { AppError, Errors } from "../error";
 import { Config } from "../config";
+import { createWriteTransaction } from "electrodb";
 import { db } from "../db/service";
 import { stateTable } from "../state-table";
 import { requireActiveSubscription } from "../billing";
 import { requireMember } from "../workspace";
-import { deleteObject, deletePrefix, getObject, presignedPost, putObject } from "../storage";
+import { deleteObject, deletePrefix, getObject, putObject } from "../storage";
+import { presignedPost } from "../storage/presign";
 import { startExtraction } from "../pipeline";
 import { inspectUpload, inspectDeclared } from "../extract/validate";
 import type { Extraction } from "../extract/types";
@@ -24,7 +26,7 @@ import {
 
 export * from "./schema";
 
-export type SourceItem = EntityItem<typeof ResearchSourceEntity>;
+export type SourceItem = EntityItem<ResearchSourceEntity>;
 
 /** Processing transitions (spec 01 Research source processing), enforced with conditional writes. */
 export const PROCESSING_TRANSITIONS = {
@@ -93,16 +95,14 @@ export async function requireSource(userId: string, sourceId: string): Promise<S
  * @throws AppError USAGE_LIMIT_EXCEEDED (402) when the limit is reached.
  */
 async function createCounted(item: Omit<SourceItem, "created_at" | "updated_at" | "processing_attempt"> & { processing_attempt?: number }, max: number | null) {
-  const result = await db()
-    .transaction.write(({ researchSource, usage }) => [
-      researchSource.create(item as never).commit(),
-      usage
-        .update({ workspace_id: item.workspace_id })
-        .add({ research_sources: 1 })
-        .where((attr, op) => (max === null ? "" : `${op.notExists(attr.research_sources)} OR ${op.lt(attr.research_sources, max)}`))
-        .commit(),
-    ])
-    .go();
+  const result = await createWriteTransaction(db().pick("researchSource", "usage"), ({ researchSource, usage }) => [
+    researchSource.create(item as never).commit(),
+    usage
+      .update({ workspace_id: item.workspace_id })
+      .add({ research_sources: 1 })
+      .where((attr, op) => (max === null ? "" : `${op.notExists(attr.research_sources)} OR ${op.lt(attr.research_sources, max)}`))
+      .commit(),
+  ]).go();
   if (result.canceled) {
     throw new AppError("USAGE_LIMIT_EXCEEDED", `This plan allows ${max} research sources; delete some or upgrade the plan`, { limit: max });
   }
@@ -114,12 +114,10 @@ async function createCounted(item: Omit<SourceItem, "created_at" | "updated_at" 
  * @returns whether this call deleted the item.
  */
 async function uncount(workspaceId: string, sourceId: string): Promise<boolean> {
-  const result = await db()
-    .transaction.write(({ researchSource, usage }) => [
-      researchSource.remove({ workspace_id: workspaceId, id: sourceId }).commit(),
-      usage.update({ workspace_id: workspaceId }).subtract({ research_sources: 1 }).commit(),
-    ])
-    .go();
+  const result = await createWriteTransaction(db().pick("researchSource", "usage"), ({ researchSource, usage }) => [
+    researchSource.remove({ workspace_id: workspaceId, id: sourceId }).commit(),
+    usage.update({ workspace_id: workspaceId }).subtract({ research_sources: 1 }).commit(),
+  ]).go();
   return !result.canceled;
 }
 

@@ -5,7 +5,7 @@ import { Entity } from "electrodb";
  * and units live in S3 next to the file (`.../extraction.json`), because a transcript or survey export can pass
  * DynamoDB's 400 KB item limit.
  */
-export const ResearchSourceEntity = new Entity({
+export const buildResearchSourceEntity = () => new Entity({
   model: { entity: "research_source", version: "1", service: "r2d" },
   attributes: {
     id: { type: "string", required: true },
@@ -44,3 +44,4 @@ export const ResearchSourceEntity = new Entity({
     },
   },
 });
+export type ResearchSourceEntity = ReturnType<typeof buildResearchSourceEntity>;

@@ -8,9 +8,8 @@ import {
   NotFound,
   PutObjectCommand,
 } from "@aws-sdk/client-s3";
-import { createPresignedPost } from "@aws-sdk/s3-presigned-post";
 import { Config } from "../config";
-import { s3Client } from "../db/client";
+import { s3Client } from "./client";
 
 /** Object-key prefix of everything stored for a workspace. */
 export const workspacePrefix = (workspaceId: string) => `workspaces/${workspaceId}/`;
@@ -70,19 +69,4 @@ export async function objectSize(key: string): Promise<number | null> {
 
 export async function deleteObject(key: string): Promise<void> {
   await s3Client().send(new DeleteObjectCommand({ Bucket: Config.bucketName(), Key: key }));
-}
-
-/**
- * A presigned S3 POST for one object (DESIGN.md section 5: uploads above the gateway's payload limit).
- * The policy pins the key, the content type and a content-length range, so S3 itself refuses anything else.
- */
-export async function presignedPost(key: string, contentType: string, maxBytes: number, expiresSeconds = 900) {
-  const post = await createPresignedPost(s3Client(), {
-    Bucket: Config.bucketName(),
-    Key: key,
-    Conditions: [["content-length-range", 1, maxBytes], ["eq", "$Content-Type", contentType]],
-    Fields: { "Content-Type": contentType },
-    Expires: expiresSeconds,
-  });
-  return { url: post.url, fields: post.fields, expires_at: new Date(Date.now() + expiresSeconds * 1000).toISOString() };
 }

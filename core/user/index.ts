@@ -4,13 +4,14 @@ import { v5 as uuidv5 } from "uuid";
 import type { EntityItem } from "electrodb";
 import { Config } from "../config";
 import { AppError, Errors } from "../error";
+import { createWriteTransaction } from "electrodb";
 import { db } from "../db/service";
 import type { UserEntity } from "./user.entity";
 import type { IdpWebhookEvent, TokenClaims, UserProfile } from "./schema";
 
 export * from "./schema";
 
-export type User = EntityItem<typeof UserEntity>;
+export type User = EntityItem<UserEntity>;
 
 /** Namespace for deriving our user id from the identity provider's id (UUID v5), so user creation is idempotent. */
 const USER_ID_NAMESPACE = "6f1c4a52-3b0e-4c1e-9b1a-2f4d6f0e8a11";
@@ -83,24 +84,22 @@ export async function ensure(input: { idpId: string; email: string; name?: strin
   const now = new Date().toISOString();
   for (let attempt = 0; attempt < 5; attempt++) {
     const code = randomCode();
-    const result = await db()
-      .transaction.write(({ user, referralCode }) => [
-        user
-          .create({
-            id,
-            idp_id: input.idpId,
-            email,
-            name: input.name ?? "",
-            avatar_url: input.avatarUrl,
-            access_status: active ? "active" : "pending",
-            is_founder: isFounder,
-            referral_code: code,
-            activated_at: active ? now : undefined,
-          })
-          .commit(),
-        referralCode.create({ code, user_id: id }).commit(),
-      ])
-      .go();
+    const result = await createWriteTransaction(db().pick("user", "referralCode"), ({ user, referralCode }) => [
+      user
+        .create({
+          id,
+          idp_id: input.idpId,
+          email,
+          name: input.name ?? "",
+          avatar_url: input.avatarUrl,
+          access_status: active ? "active" : "pending",
+          is_founder: isFounder,
+          referral_code: code,
+          activated_at: active ? now : undefined,
+        })
+        .commit(),
+      referralCode.create({ code, user_id: id }).commit(),
+    ]).go();
     if (!result.canceled) return (await get(id))!;
     const raced = await get(id);
     if (raced) return raced; // another request created this user first
@@ -135,20 +134,18 @@ export async function redeemCode(user: User, rawCode: string): Promise<User> {
   if (!found || found.status === "revoked") throw new AppError("INVALID_ACCESS_CODE", "That access code is not valid");
   if (found.status === "redeemed") throw new AppError("ACCESS_CODE_REDEEMED", "That access code has already been redeemed");
   const now = new Date().toISOString();
-  const result = await db()
-    .transaction.write(({ accessCode, user: users }) => [
-      accessCode
-        .patch({ code })
-        .set({ status: "redeemed", redeemed_by: user.id, redeemed_by_email: user.email, redeemed_at: now })
-        .where((attr, op) => op.eq(attr.status, "available"))
-        .commit(),
-      users
-        .patch({ id: user.id })
-        .set({ access_status: "active", activated_at: now })
-        .where((attr, op) => op.eq(attr.access_status, "pending"))
-        .commit(),
-    ])
-    .go();
+  const result = await createWriteTransaction(db().pick("accessCode", "user"), ({ accessCode, user: users }) => [
+    accessCode
+      .patch({ code })
+      .set({ status: "redeemed", redeemed_by: user.id, redeemed_by_email: user.email, redeemed_at: now })
+      .where((attr, op) => op.eq(attr.status, "available"))
+      .commit(),
+    users
+      .patch({ id: user.id })
+      .set({ access_status: "active", activated_at: now })
+      .where((attr, op) => op.eq(attr.access_status, "pending"))
+      .commit(),
+  ]).go();
   if (result.canceled) {
     const { data: after } = await db().entities.accessCode.get({ code }).go({ consistent: true });
     if (after?.status === "redeemed") throw new AppError("ACCESS_CODE_REDEEMED", "That access code has already been redeemed");

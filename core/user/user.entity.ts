@@ -1,7 +1,7 @@
 import { Entity } from "electrodb";
 
 /** A person known to the service (spec 01, User). Keyed by our id, which is derived from the idp id. */
-export const UserEntity = new Entity({
+export const buildUserEntity = () => new Entity({
   model: { entity: "user", version: "1", service: "r2d" },
   attributes: {
     id: { type: "string", required: true },
@@ -28,9 +28,10 @@ export const UserEntity = new Entity({
     },
   },
 });
+export type UserEntity = ReturnType<typeof buildUserEntity>;
 
 /** Uniqueness guard for referral codes: written in the same transaction as the user. */
-export const ReferralCodeEntity = new Entity({
+export const buildReferralCodeEntity = () => new Entity({
   model: { entity: "referral_code", version: "1", service: "r2d" },
   attributes: {
     code: { type: "string", required: true },
@@ -43,9 +44,10 @@ export const ReferralCodeEntity = new Entity({
     },
   },
 });
+export type ReferralCodeEntity = ReturnType<typeof buildReferralCodeEntity>;
 
 /** Product access codes (spec 02, Access code). Redeemed once, by a conditional write. */
-export const AccessCodeEntity = new Entity({
+export const buildAccessCodeEntity = () => new Entity({
   model: { entity: "access_code", version: "1", service: "r2d" },
   attributes: {
     code: { type: "string", required: true },
@@ -68,3 +70,4 @@ export const AccessCodeEntity = new Entity({
     },
   },
 });
+export type AccessCodeEntity = ReturnType<typeof buildAccessCodeEntity>;

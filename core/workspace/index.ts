@@ -3,9 +3,9 @@ import { randomUUID } from "node:crypto";
 import type { EntityItem } from "electrodb";
 import { AppError, Errors } from "../error";
 import { Config } from "../config";
+import { createWriteTransaction } from "electrodb";
 import { db } from "../db/service";
 import { countByPrefix, purgePartition } from "../db/partition";
-import { deletePrefix, workspacePrefix } from "../storage";
 import { HIGHEST_PLAN, subscriptionOf } from "../billing";
 import * as User from "../user";
 import type { MembershipEntity, WorkspaceEntity } from "./workspace.entity";
@@ -24,8 +24,8 @@ import type {
 
 export * from "./schema";
 
-type WorkspaceItem = EntityItem<typeof WorkspaceEntity>;
-type MembershipItem = EntityItem<typeof MembershipEntity>;
+type WorkspaceItem = EntityItem<WorkspaceEntity>;
+type MembershipItem = EntityItem<MembershipEntity>;
 
 /** Partition key of a workspace: every item of the workspace lives under it. */
 export const partitionOf = (workspaceId: string) => `ws#${workspaceId}`;
@@ -86,24 +86,22 @@ export async function create(user: User.User, input: CreateWorkspaceInput): Prom
   const id = randomUUID();
   const now = new Date();
   const trialEnds = new Date(now.getTime() + Config.trialDays() * 86_400_000).toISOString();
-  const result = await db()
-    .transaction.write(({ workspace, membership, workspaceSettings, subscription }) => [
-      workspace.create({ id, owner_id: user.id, ...input }).commit(),
-      membership.create({ workspace_id: id, user_id: user.id, role: "owner", added_by: user.id }).commit(),
-      workspaceSettings.create({ workspace_id: id, researchCycleEnabled: false, overnightCycleNotifyEmail: false }).commit(),
-      subscription
-        .create({
-          id: randomUUID(),
-          workspace_id: id,
-          plan: "trial",
-          status: "trialing",
-          trial_ends_at: trialEnds,
-          current_period_start: now.toISOString(),
-          current_period_end: trialEnds,
-        })
-        .commit(),
-    ])
-    .go();
+  const result = await createWriteTransaction(db().pick("workspace", "membership", "workspaceSettings", "subscription"), ({ workspace, membership, workspaceSettings, subscription }) => [
+    workspace.create({ id, owner_id: user.id, ...input }).commit(),
+    membership.create({ workspace_id: id, user_id: user.id, role: "owner", added_by: user.id }).commit(),
+    workspaceSettings.create({ workspace_id: id, researchCycleEnabled: false, overnightCycleNotifyEmail: false }).commit(),
+    subscription
+      .create({
+        id: randomUUID(),
+        workspace_id: id,
+        plan: "trial",
+        status: "trialing",
+        trial_ends_at: trialEnds,
+        current_period_start: now.toISOString(),
+        current_period_end: trialEnds,
+      })
+      .commit(),
+  ]).go();
   if (result.canceled) throw new AppError("CONFLICT", "Workspace could not be created; try again");
   return toView((await getItem(id))!, "owner");
 }
@@ -145,6 +143,8 @@ export async function update(userId: string, workspaceId: string, input: UpdateW
  * workspace item last, so a failure part-way leaves a workspace that can be deleted again.
  */
 export async function purge(workspaceId: string): Promise<void> {
+  // Loaded here, not at import: only deletion needs S3, and the S3 client is a tenth of a workspaces cold start.
+  const { deletePrefix, workspacePrefix } = await import("../storage");
   await deletePrefix(workspacePrefix(workspaceId));
   await purgePartition(partitionOf(workspaceId), "workspace");
 }

@@ -1,7 +1,7 @@
 import { Entity } from "electrodb";
 
 /** Every workspace item lives in the partition `ws#<workspace id>` (DESIGN.md section 4.3). */
-export const WorkspaceEntity = new Entity({
+export const buildWorkspaceEntity = () => new Entity({
   model: { entity: "workspace", version: "1", service: "r2d" },
   attributes: {
     id: { type: "string", required: true },
@@ -21,9 +21,10 @@ export const WorkspaceEntity = new Entity({
     },
   },
 });
+export type WorkspaceEntity = ReturnType<typeof buildWorkspaceEntity>;
 
 /** A user's role in a workspace; the gsi2 index lists a user's workspaces. */
-export const MembershipEntity = new Entity({
+export const buildMembershipEntity = () => new Entity({
   model: { entity: "membership", version: "1", service: "r2d" },
   attributes: {
     workspace_id: { type: "string", required: true },
@@ -44,9 +45,10 @@ export const MembershipEntity = new Entity({
     },
   },
 });
+export type MembershipEntity = ReturnType<typeof buildMembershipEntity>;
 
 /** Workspace settings (camelCase on the wire, spec 01 Workspace). */
-export const WorkspaceSettingsEntity = new Entity({
+export const buildWorkspaceSettingsEntity = () => new Entity({
   model: { entity: "workspace_settings", version: "1", service: "r2d" },
   attributes: {
     workspace_id: { type: "string", required: true },
@@ -62,9 +64,10 @@ export const WorkspaceSettingsEntity = new Entity({
     },
   },
 });
+export type WorkspaceSettingsEntity = ReturnType<typeof buildWorkspaceSettingsEntity>;
 
 /** The workspace's plan and billing state (spec 02, Subscription). Created trialing with the workspace. */
-export const SubscriptionEntity = new Entity({
+export const buildSubscriptionEntity = () => new Entity({
   model: { entity: "subscription", version: "1", service: "r2d" },
   attributes: {
     id: { type: "string", required: true },
@@ -84,3 +87,4 @@ export const SubscriptionEntity = new Entity({
     },
   },
 });
+export type SubscriptionEntity = ReturnType<typeof buildSubscriptionEntity>;

@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { httpGroup } from "../lib/http";
+import { docsRoutes } from "./routes/docs";
 import { ok } from "../lib/route";
 import { AppError } from "../../core/error";
 import { openApiDocument } from "../lib/openapi";
@@ -29,7 +30,7 @@ const PAGE = `<!doctype html>
 let cachedDocument: unknown;
 
 /** The API description: OpenAPI 3.1 JSON and a browsable Swagger UI page. */
-export const handler = httpGroup("docs", {
+export const handler = httpGroup(docsRoutes, {
   "docs.openapi": () => ok((cachedDocument ??= openApiDocument())),
   // The page's CSP lets Swagger UI's inline start-up script run; everything else keeps the strict defaults.
   "docs.page": () => ({

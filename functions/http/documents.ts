@@ -1,9 +1,10 @@
 import { httpGroup } from "../lib/http";
+import { documentsRoutes } from "./routes/documents";
 import { created, noContent, ok } from "../lib/route";
 import * as Document from "../../core/document";
 
 /** Documents, revisions, diff, restore, status (spec 01 Documents and blocks). */
-export const handler = httpGroup("documents", {
+export const handler = httpGroup(documentsRoutes, {
   "documents.create": async ({ user, body }) => created(await Document.create(user.id, body)),
   "documents.list": async ({ user, query }) => ok(await Document.list(user.id, query)),
   "documents.get": async ({ user, params }) => ok(await Document.get(user.id, params.document_id)),

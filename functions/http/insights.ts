@@ -1,10 +1,11 @@
 import { httpGroup } from "../lib/http";
+import { insightsRoutes } from "./routes/insights";
 import { created, noContent, ok } from "../lib/route";
 import * as Insight from "../../core/insight";
 import { search } from "../../core/insight/search";
 
 /** Insights: CRUD, list, batch archive (spec 01 Insights). */
-export const handler = httpGroup("insights", {
+export const handler = httpGroup(insightsRoutes, {
   "insights.create": async ({ user, body }) => created(await Insight.create(user.id, body)),
   "insights.list": async ({ user, query }) => ok(await Insight.list(user.id, query)),
   "insights.batch": async ({ user, body }) => ok(await Insight.batch(user.id, body)),

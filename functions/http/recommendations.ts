@@ -1,9 +1,10 @@
 import { httpGroup } from "../lib/http";
+import { recommendationsRoutes } from "./routes/recommendations";
 import { created, noContent, ok } from "../lib/route";
 import * as Recommendation from "../../core/recommendation";
 
 /** Recommendations: CRUD, status, batch status (spec 01 Recommendations). */
-export const handler = httpGroup("recommendations", {
+export const handler = httpGroup(recommendationsRoutes, {
   "recommendations.create": async ({ user, body }) => created(await Recommendation.create(user.id, body)),
   "recommendations.list": async ({ user, query }) => ok(await Recommendation.list(user.id, query)),
   "recommendations.batchStatus": async ({ user, body }) => ok(await Recommendation.batchStatus(user.id, body)),

@@ -1,157 +1,35 @@
-import * as z from "zod";
-import { defineRoutes, type RouteSpec } from "../lib/route";
-import { IdpWebhookEvent, RedeemCodeInput, UserProfile, WebhookAck } from "../../core/user/schema";
-import {
-  AddMemberInput,
-  AgentIntro,
-  CreateWorkspaceInput,
-  Member,
-  MemberList,
-  MemberParam,
-  UpdateMemberInput,
-  UpdateSettingsInput,
-  UpdateWorkspaceInput,
-  Workspace,
-  WorkspaceIdParam,
-  WorkspaceList,
-  WorkspaceSettings,
-} from "../../core/workspace/schema";
+import type { RouteSpec } from "../lib/route";
+import { authRoutes } from "./routes/auth";
+import { workspacesRoutes } from "./routes/workspaces";
 import { researchRoutes } from "./routes/research";
-import { insightRoutes } from "./routes/insights";
-import { recommendationRoutes } from "./routes/recommendations";
-import { blockRoutes, documentRoutes } from "./routes/documents";
+import { insightsRoutes } from "./routes/insights";
+import { synthesisRoutes } from "./routes/synthesis";
+import { recommendationsRoutes } from "./routes/recommendations";
+import { generationRoutes } from "./routes/generation";
+import { documentsRoutes } from "./routes/documents";
+import { blocksRoutes } from "./routes/blocks";
+import { webhooksRoutes } from "./routes/webhooks";
+import { docsRoutes } from "./routes/docs";
 
 /**
  * The route table: method, path, group, schemas, access. Read by the stacks (one Lambda per group), the local
- * gateway, the OpenAPI generator and the tests. Adding a route here and its implementation in the group file
- * is all it takes to ship an endpoint.
+ * gateway, the OpenAPI generator and the tests. Each group's routes live in `routes/<group>.ts`, which the
+ * group's handler (`<group>.ts`) imports alone, so a Lambda builds only its own schemas at a cold start. Adding
+ * a route there and its implementation in the group's handler is all it takes to ship an endpoint.
  */
-export const routes = defineRoutes({
-  // --- auth (spec 01 Account; DESIGN.md section 5: redeem-code)
-  "auth.me": {
-    method: "GET", path: "/api/auth/me", group: "auth", access: "user",
-    summary: "The caller's profile (snake_case plus camelCase aliases)",
-    responses: { 200: UserProfile },
-  },
-  "auth.redeemCode": {
-    method: "POST", path: "/api/auth/redeem-code", group: "auth", access: "user",
-    summary: "Redeem an access code: a pending account becomes active",
-    body: RedeemCodeInput,
-    responses: { 200: UserProfile },
-  },
-
-  // --- workspaces (spec 01 Account and workspaces)
-  "workspaces.create": {
-    method: "POST", path: "/api/workspaces", group: "workspaces", access: "user",
-    summary: "Create a workspace (needs product access); the caller becomes owner and a trial starts",
-    body: CreateWorkspaceInput,
-    responses: { 201: Workspace },
-  },
-  "workspaces.list": {
-    method: "GET", path: "/api/workspaces", group: "workspaces", access: "user",
-    summary: "The caller's workspaces, most recently updated first",
-    responses: { 200: WorkspaceList },
-  },
-  "workspaces.get": {
-    method: "GET", path: "/api/workspaces/{workspace_id}", group: "workspaces", access: "user", workspaceScope: "path",
-    summary: "One workspace",
-    params: WorkspaceIdParam,
-    responses: { 200: Workspace },
-  },
-  "workspaces.update": {
-    method: "PATCH", path: "/api/workspaces/{workspace_id}", group: "workspaces", access: "user", workspaceScope: "path",
-    summary: "Change workspace fields (owner or admin)",
-    params: WorkspaceIdParam,
-    body: UpdateWorkspaceInput,
-    responses: { 200: Workspace },
-  },
-  "workspaces.delete": {
-    method: "DELETE", path: "/api/workspaces/{workspace_id}", group: "workspaces", access: "user", workspaceScope: "path",
-    summary: "Delete a workspace and all its data and files (owner only)",
-    params: WorkspaceIdParam,
-    responses: { 204: null },
-  },
-  "workspaces.getSettings": {
-    method: "GET", path: "/api/workspaces/{workspace_id}/settings", group: "workspaces", access: "user", workspaceScope: "path",
-    summary: "Workspace settings (camelCase)",
-    params: WorkspaceIdParam,
-    responses: { 200: WorkspaceSettings },
-  },
-  "workspaces.updateSettings": {
-    method: "PATCH", path: "/api/workspaces/{workspace_id}/settings", group: "workspaces", access: "user", workspaceScope: "path",
-    summary: "Change settings (owner or admin); enabling research cycles has requirements (403 when unmet)",
-    params: WorkspaceIdParam,
-    body: UpdateSettingsInput,
-    responses: { 200: WorkspaceSettings },
-  },
-  "workspaces.agentIntro": {
-    method: "GET", path: "/api/workspaces/{workspace_id}/agent-intro", group: "workspaces", access: "user", workspaceScope: "path",
-    summary: "The copilot's intro for the workspace's state, with the four counts",
-    params: WorkspaceIdParam,
-    responses: { 200: AgentIntro },
-  },
-  "workspaces.listMembers": {
-    method: "GET", path: "/api/workspaces/{workspace_id}/members", group: "workspaces", access: "user", workspaceScope: "path",
-    summary: "Members of the workspace with their roles",
-    params: WorkspaceIdParam,
-    responses: { 200: MemberList },
-  },
-  "workspaces.addMember": {
-    method: "POST", path: "/api/workspaces/{workspace_id}/members", group: "workspaces", access: "user", workspaceScope: "path",
-    summary: "Add a user by e-mail with a role (owner or admin)",
-    params: WorkspaceIdParam,
-    body: AddMemberInput,
-    responses: { 201: Member },
-  },
-  "workspaces.updateMember": {
-    method: "PATCH", path: "/api/workspaces/{workspace_id}/members/{user_id}", group: "workspaces", access: "user", workspaceScope: "path",
-    summary: "Change a member's role (owner or admin; the owner's role cannot change)",
-    params: MemberParam,
-    body: UpdateMemberInput,
-    responses: { 200: Member },
-  },
-  "workspaces.removeMember": {
-    method: "DELETE", path: "/api/workspaces/{workspace_id}/members/{user_id}", group: "workspaces", access: "user", workspaceScope: "path",
-    summary: "Remove a member (owner or admin, or yourself; the owner cannot be removed)",
-    params: MemberParam,
-    responses: { 204: null },
-  },
-
+export const routes = {
+  ...authRoutes,
+  ...workspacesRoutes,
   ...researchRoutes,
-  ...insightRoutes,
-  ...recommendationRoutes,
-  ...documentRoutes,
-  ...blockRoutes,
-
-  // --- webhooks (spec 02 Webhooks)
-  "webhooks.idp": {
-    method: "POST", path: "/api/webhooks/idp", group: "webhooks", access: "webhook",
-    summary: "Identity-provider user events, verified by Standard Webhooks signature",
-    body: IdpWebhookEvent,
-    bodyType: "raw",
-    responses: { 200: WebhookAck },
-  },
-
-  // --- API description
-  "docs.openapi": {
-    method: "GET", path: "/api/openapi.json", group: "docs", access: "public",
-    summary: "This API's OpenAPI 3.1 document",
-    responses: { 200: z.record(z.string(), z.unknown()) },
-  },
-  "docs.page": {
-    method: "GET", path: "/api/docs", group: "docs", access: "public",
-    summary: "Browsable API documentation (Swagger UI)",
-    responses: { 200: z.string() },
-    produces: "text/html",
-  },
-  "docs.asset": {
-    method: "GET", path: "/api/docs/{asset}", group: "docs", access: "public",
-    summary: "Static assets of the documentation page",
-    params: z.object({ asset: z.string() }),
-    responses: { 200: z.string() },
-    produces: "application/octet-stream",
-  },
-} satisfies Record<string, RouteSpec>);
+  ...insightsRoutes,
+  ...synthesisRoutes,
+  ...recommendationsRoutes,
+  ...generationRoutes,
+  ...documentsRoutes,
+  ...blocksRoutes,
+  ...webhooksRoutes,
+  ...docsRoutes,
+}
 
 export type Routes = typeof routes;
 export type RouteId = keyof Routes;

@@ -1,8 +1,9 @@
 import { httpGroup } from "../lib/http";
+import { webhooksRoutes } from "./routes/webhooks";
 import { ok } from "../lib/route";
 import { receiveIdpWebhook } from "../webhooks/idp";
 
 /** Inbound webhooks: verified by the provider's signature instead of a JWT (spec 02 Webhooks). */
-export const handler = httpGroup("webhooks", {
+export const handler = httpGroup(webhooksRoutes, {
   "webhooks.idp": async ({ rawBody, headers }) => ok(await receiveIdpWebhook(rawBody, headers)),
 });

@@ -1,9 +1,10 @@
 import { httpGroup } from "../lib/http";
+import { workspacesRoutes } from "./routes/workspaces";
 import { created, noContent, ok } from "../lib/route";
 import * as Workspace from "../../core/workspace";
 
 /** Workspaces, settings, agent intro and members (spec 01 Account and workspaces; DESIGN.md section 5 members). */
-export const handler = httpGroup("workspaces", {
+export const handler = httpGroup(workspacesRoutes, {
   "workspaces.create": async ({ user, body }) => created(await Workspace.create(user, body)),
   "workspaces.list": async ({ user }) => ok(await Workspace.list(user.id)),
   "workspaces.get": async ({ user, params }) => ok(await Workspace.get(user.id, params.workspace_id)),

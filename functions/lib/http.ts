@@ -2,8 +2,8 @@ import middy from "@middy/core";
 import httpRouterHandler from "@middy/http-router";
 import httpHeaderNormalizer from "@middy/http-header-normalizer";
 import httpEventNormalizer from "@middy/http-event-normalizer";
-import httpMultipartBodyParser from "@middy/http-multipart-body-parser";
 import httpCors from "@middy/http-cors";
+import type httpMultipartBodyParser from "@middy/http-multipart-body-parser";
 import httpSecurityHeaders from "@middy/http-security-headers";
 import { Logger } from "@aws-lambda-powertools/logger";
 import { injectLambdaContext } from "@aws-lambda-powertools/logger/middleware";
@@ -13,9 +13,7 @@ import { AppError, Errors, type FieldError } from "../../core/error";
 import { Config } from "../../core/config";
 import * as User from "../../core/user";
 import { isAdminClaims, verifyBearer } from "./auth";
-import { MULTIPART_MAX_BYTES } from "../../core/research/schema";
 import type { Reply, RouteContext, RouteImpl, RouteSpec } from "./route";
-import { routesOf, type RouteId, type Routes } from "../http/routes";
 
 export const logger = new Logger({ serviceName: "research-to-delivery", logLevel: Config.logLevel() as "INFO" });
 
@@ -197,18 +195,33 @@ function bind(spec: RouteSpec, impl: RouteImpl<RouteSpec>) {
   };
 }
 
-export type GroupImpl<G extends string> = {
-  [K in RouteId as Routes[K]["group"] extends G ? K : never]: RouteImpl<Routes[K]>;
-};
+/** An implementation for every route of a group's route table (`functions/http/routes/<group>.ts`). */
+export type GroupImpl<T extends Record<string, RouteSpec>> = { [K in keyof T]: RouteImpl<T[K]> };
+
+/** Options of `httpGroup`. */
+export interface GroupOptions {
+  /**
+   * The multipart body parser (`multipartBodyParser()` from functions/lib/multipart.ts), required when the table
+   * has `bodyType: "multipart"` routes. Passed in by the groups that take uploads so the parser (busboy) is bundled
+   * only into their Lambda.
+   */
+  multipart?: ReturnType<typeof httpMultipartBodyParser>;
+}
 
 /**
  * Build the Lambda handler of one endpoint group: the one middy stack (DESIGN.md section 4.6) around an
- * http-router over the group's routes from the route table. The type demands an implementation for every
- * route of the group.
+ * http-router over the group's routes. The type demands an implementation for every route of the table.
+ * @param table the group's routes (`routes/<group>.ts`): only these are imported, so a cold start builds only
+ *   this group's schemas
+ * @throws Error at import when the table mixes groups, a route has no implementation, or the table has
+ *   multipart routes and no multipart parser was given
  */
-export function httpGroup<G extends string>(group: G, impls: GroupImpl<G>) {
-  const table = routesOf(group);
-  const routerRoutes = table
+export function httpGroup<T extends Record<string, RouteSpec>>(table: T, impls: GroupImpl<T>, opts: GroupOptions = {}) {
+  const entries = Object.entries(table) as [string, RouteSpec][];
+  const groupsIn = new Set(entries.map(([, spec]) => spec.group));
+  if (groupsIn.size !== 1) throw new Error(`A group's route table must hold one group, not ${[...groupsIn].join(", ") || "none"}`);
+  const group = [...groupsIn][0];
+  const routerRoutes = entries
     .map(([id, spec]) => {
       const impl = (impls as Record<string, RouteImpl<RouteSpec>>)[id];
       if (!impl) throw new Error(`Route ${id} has no implementation in group ${group}`);
@@ -216,14 +229,20 @@ export function httpGroup<G extends string>(group: G, impls: GroupImpl<G>) {
     })
     // Literal paths before parameterised ones, as API Gateway matches.
     .sort((a, b) => a.literal - b.literal);
-  const rawRoutes = new Set(table.filter(([, spec]) => spec.bodyType === "raw").map(([, spec]) => `${spec.method} ${spec.path}`));
+  const rawRoutes = new Set(entries.filter(([, spec]) => spec.bodyType === "raw").map(([, spec]) => `${spec.method} ${spec.path}`));
+  const multipart = entries.some(([, spec]) => spec.bodyType === "multipart");
+  if (multipart && !opts.multipart) throw new Error(`Group ${group} has multipart routes: pass httpGroup a multipart parser`);
   return middy<Event, APIGatewayProxyResultV2, Error, Context>()
     .use(injectLambdaContext(logger, { resetKeys: true }))
     .use(requestIdMiddleware())
     .use(httpHeaderNormalizer())
     .use(httpEventNormalizer())
-    .use(jsonBodyMiddleware(rawRoutes))
-    .use(httpMultipartBodyParser({ disableContentTypeError: true, busboy: { limits: { fileSize: MULTIPART_MAX_BYTES, files: 1 } } }))
+    .use([
+      jsonBodyMiddleware(rawRoutes),
+      // Only groups with upload routes parse multipart bodies; elsewhere such a body fails the route's validation.
+      // middy types its parser for REST API (v1) events; it reads only the headers and the body, which v2 events share.
+      ...(multipart && opts.multipart ? [opts.multipart as unknown as middy.MiddlewareObj<Event, APIGatewayProxyResultV2>] : []),
+    ])
     .use(oneSpellingPerHeader())
     .use(httpSecurityHeaders())
     .use(httpCors({ origins: Config.corsOrigins(), headers: "authorization,content-type", exposeHeaders: "x-request-id" }))

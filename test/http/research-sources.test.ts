@@ -9,7 +9,7 @@
 import { randomUUID } from "node:crypto";
 import { ListObjectsV2Command } from "@aws-sdk/client-s3";
 import { describe, expect, it } from "vitest";
-import { s3Client } from "../../core/db/client";
+import { s3Client } from "../../core/storage/client";
 import { db } from "../../core/db/service";
 import { Config } from "../../core/config";
 import { PLANS } from "../../core/billing/plans";

@@ -11,7 +11,7 @@
  */
 import { ListObjectsV2Command } from "@aws-sdk/client-s3";
 import { beforeAll, describe, expect, it } from "vitest";
-import { s3Client } from "../../core/db/client";
+import { s3Client } from "../../core/storage/client";
 import { Config } from "../../core/config";
 import { MAX_UPLOAD_BYTES, MULTIPART_MAX_BYTES } from "../../core/research/schema";
 import { call, newUser, newWorkspace } from "../support/api";

@@ -4,7 +4,8 @@
  */
 import { describe, expect, it } from "vitest";
 import * as z from "zod";
-import { groups, matchRoute, routes } from "../../functions/http/routes";
+import { readFile } from "node:fs/promises";
+import { groups, matchRoute, routes, routesOf } from "../../functions/http/routes";
 import type { RouteSpec } from "../../functions/lib/route";
 import { openApiDocument } from "../../functions/lib/openapi";
 import { pathParams } from "./_helpers";
@@ -41,6 +42,19 @@ describe("route table", () => {
         error?: string;
       };
       expect(typeof mod.handler, `functions/http/${group}.ts: ${mod.error ?? "no handler export"}`).toBe("function");
+    }
+  });
+
+  it("keeps each group's routes in routes/<group>.ts, which its handler imports instead of the whole table", async () => {
+    for (const group of groups()) {
+      const mod = (await import(`../../functions/http/routes/${group}.ts`)) as Record<string, Record<string, RouteSpec>>;
+      const own = mod[`${group}Routes`];
+      expect(own, `functions/http/routes/${group}.ts exports ${group}Routes`).toBeDefined();
+      expect(Object.keys(own!).sort()).toEqual(routesOf(group).map(([id]) => id).sort());
+      // The handler must not pull in the whole table: a cold start would build every group's schemas.
+      const source = await readFile(new URL(`../../functions/http/${group}.ts`, import.meta.url), "utf8");
+      expect(source, `functions/http/${group}.ts`).toContain(`from "./routes/${group}"`);
+      expect(source, `functions/http/${group}.ts imports the whole route table`).not.toMatch(/from "\.\/routes"/);
     }
   });
 

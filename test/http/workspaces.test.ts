@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from "@aws-sdk/client-s3";
-import { s3Client } from "../../core/db/client";
+import { s3Client } from "../../core/storage/client";
 import { Config } from "../../core/config";
 import { db } from "../../core/db/service";
 import { subscriptionOf } from "../../core/billing";

@@ -1,41 +1,24 @@
 import { defineRoutes, type RouteSpec } from "../../lib/route";
 import {
-  AnnotationList,
-  AnnotationParam,
-  Annotation,
-  Block,
-  BlockActionResult,
-  BlockIdParam,
-  BlockList,
-  BlockParam,
-  CreateAnnotationInput,
-  CreateBlockInput,
   CreateDocumentInput,
   DiffQuery,
   DiffResult,
   Document,
   DocumentIdParam,
   DocumentList,
-  DraftInput,
-  ExtractInput,
-  ExtractResult,
-  IntentInput,
-  IntentResult,
   ListDocumentsQuery,
   ListVersionsQuery,
-  ReorderInput,
   RestoreResult,
   Revision,
   RevisionList,
   RevisionParam,
   SaveVersionInput,
   StatusInput,
-  UpdateBlockInput,
   UpdateDocumentInput,
 } from "../../../core/document/schema";
 
 /** Documents, revisions and status (spec 01 Documents and blocks). */
-export const documentRoutes = defineRoutes({
+export const documentsRoutes = defineRoutes({
   "documents.create": {
     method: "POST", path: "/api/documents", group: "documents", access: "user", workspaceScope: "body",
     summary: "Create a document (status draft) with its first revision",
@@ -47,12 +30,6 @@ export const documentRoutes = defineRoutes({
     summary: "Documents of a workspace, most recently updated first",
     query: ListDocumentsQuery,
     responses: { 200: DocumentList },
-  },
-  "generation.draft": {
-    method: "POST", path: "/api/documents/draft", group: "generation", access: "user", workspaceScope: "body",
-    summary: "Draft a document from a recommendation, its insights and quotes (status draft; blocking)",
-    body: DraftInput,
-    responses: { 200: Document },
   },
   "documents.get": {
     method: "GET", path: "/api/documents/{document_id}", group: "documents", access: "user", workspaceScope: "resource",
@@ -115,90 +92,3 @@ export const documentRoutes = defineRoutes({
     responses: { 200: Document },
   },
 } satisfies Record<string, RouteSpec>);
-
-/** Blocks, block extraction, intent parsing and annotations (spec 01; DESIGN.md section 5 annotations). */
-export const blockRoutes = defineRoutes({
-  "blocks.list": {
-    method: "GET", path: "/api/documents/{document_id}/blocks", group: "blocks", access: "user", workspaceScope: "resource",
-    summary: "All blocks ordered by position",
-    params: DocumentIdParam,
-    responses: { 200: BlockList },
-  },
-  "blocks.create": {
-    method: "POST", path: "/api/documents/{document_id}/blocks", group: "blocks", access: "user", workspaceScope: "resource",
-    summary: "Add a typed block (content validated per block_type)",
-    params: DocumentIdParam,
-    body: CreateBlockInput,
-    responses: { 201: Block },
-  },
-  "blocks.reorder": {
-    method: "PATCH", path: "/api/documents/{document_id}/blocks/reorder", group: "blocks", access: "user", workspaceScope: "resource",
-    summary: "Bulk reorder: block_ids is a permutation of the document's blocks",
-    params: DocumentIdParam,
-    body: ReorderInput,
-    responses: { 200: BlockList },
-  },
-  "blocks.update": {
-    method: "PATCH", path: "/api/documents/{document_id}/blocks/{block_id}", group: "blocks", access: "user", workspaceScope: "resource",
-    summary: "Change a block's title, content or position",
-    params: BlockParam,
-    body: UpdateBlockInput,
-    responses: { 200: Block },
-  },
-  "blocks.delete": {
-    method: "DELETE", path: "/api/documents/{document_id}/blocks/{block_id}", group: "blocks", access: "user", workspaceScope: "resource",
-    summary: "Delete a block",
-    params: BlockParam,
-    responses: { 204: null },
-  },
-  "blocks.extract": {
-    method: "POST", path: "/api/blocks/extract", group: "blocks", access: "user", workspaceScope: "body",
-    summary: "Replace a document's blocks with typed blocks extracted from its Markdown sections",
-    body: ExtractInput,
-    responses: { 200: ExtractResult },
-  },
-  "blocks.intent": {
-    method: "POST", path: "/api/intent/parse", group: "blocks", access: "user",
-    summary: "Decompose free text into a block skeleton (not stored)",
-    body: IntentInput,
-    responses: { 200: IntentResult },
-  },
-  "generation.expand": {
-    method: "POST", path: "/api/blocks/{block_id}/expand", group: "generation", access: "user", workspaceScope: "resource",
-    summary: "Deeper detail for a block by its type's contract (a proposal; nothing is stored)",
-    params: BlockIdParam,
-    responses: { 200: BlockActionResult.expand },
-  },
-  "generation.challenge": {
-    method: "POST", path: "/api/blocks/{block_id}/challenge", group: "generation", access: "user", workspaceScope: "resource",
-    summary: "Adversarial critique: strengths, weaknesses, questions, suggestions",
-    params: BlockIdParam,
-    responses: { 200: BlockActionResult.challenge },
-  },
-  "generation.simulate": {
-    method: "POST", path: "/api/blocks/{block_id}/simulate", group: "generation", access: "user", workspaceScope: "resource",
-    summary: "Explore real-world implications: scenarios, assumptions, signals to watch",
-    params: BlockIdParam,
-    responses: { 200: BlockActionResult.simulate },
-  },
-  "blocks.listAnnotations": {
-    method: "GET", path: "/api/documents/{document_id}/blocks/{block_id}/annotations", group: "blocks", access: "user", workspaceScope: "resource",
-    summary: "Annotations on a block, oldest first",
-    params: BlockParam,
-    responses: { 200: AnnotationList },
-  },
-  "blocks.createAnnotation": {
-    method: "POST", path: "/api/documents/{document_id}/blocks/{block_id}/annotations", group: "blocks", access: "user", workspaceScope: "resource",
-    summary: "Annotate a block (comment, question, suggestion, approval)",
-    params: BlockParam,
-    body: CreateAnnotationInput,
-    responses: { 201: Annotation },
-  },
-  "blocks.deleteAnnotation": {
-    method: "DELETE", path: "/api/documents/{document_id}/blocks/{block_id}/annotations/{annotation_id}", group: "blocks", access: "user", workspaceScope: "resource",
-    summary: "Delete an annotation (its author, or an owner or admin)",
-    params: AnnotationParam,
-    responses: { 204: null },
-  },
-} satisfies Record<string, RouteSpec>);
-

@@ -9,13 +9,11 @@ import {
   ListInsightsQuery,
   SearchInsightsInput,
   SearchResult,
-  SynthesizeInput,
-  SynthesizeResult,
   UpdateInsightInput,
 } from "../../../core/insight/schema";
 
 /** Insights (spec 01 Insights). */
-export const insightRoutes = defineRoutes({
+export const insightsRoutes = defineRoutes({
   "insights.create": {
     method: "POST", path: "/api/insights", group: "insights", access: "user", workspaceScope: "body",
     summary: "Create an insight by hand",
@@ -58,11 +56,5 @@ export const insightRoutes = defineRoutes({
     summary: "Delete an insight permanently",
     params: InsightIdParam,
     responses: { 204: null },
-  },
-  "synthesis.synthesize": {
-    method: "POST", path: "/api/research/synthesize", group: "synthesis", access: "user", workspaceScope: "body",
-    summary: "Synthesize completed sources into grounded insights (blocking; one per workspace at a time; 10 a minute)",
-    body: SynthesizeInput,
-    responses: { 200: SynthesizeResult },
   },
 } satisfies Record<string, RouteSpec>);

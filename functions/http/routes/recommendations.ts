@@ -3,8 +3,6 @@ import {
   BatchStatusInput,
   BatchStatusResult,
   CreateRecommendationInput,
-  GenerateInput,
-  GenerateResult,
   ListRecommendationsQuery,
   Recommendation,
   RecommendationIdParam,
@@ -14,7 +12,7 @@ import {
 } from "../../../core/recommendation/schema";
 
 /** Recommendations (spec 01 Recommendations). */
-export const recommendationRoutes = defineRoutes({
+export const recommendationsRoutes = defineRoutes({
   "recommendations.create": {
     method: "POST", path: "/api/recommendations", group: "recommendations", access: "user", workspaceScope: "body",
     summary: "Create a recommendation by hand (status suggested)",
@@ -58,11 +56,5 @@ export const recommendationRoutes = defineRoutes({
     params: RecommendationIdParam,
     body: StatusChangeInput,
     responses: { 200: Recommendation },
-  },
-  "generation.recommendations": {
-    method: "POST", path: "/api/recommendations/generate", group: "generation", access: "user", workspaceScope: "body",
-    summary: "Generate 3 to 7 prioritized recommendations from insights and focus areas (blocking)",
-    body: GenerateInput,
-    responses: { 200: GenerateResult },
   },
 } satisfies Record<string, RouteSpec>);

@@ -9,7 +9,7 @@
 import { ListObjectsV2Command } from "@aws-sdk/client-s3";
 import { StateMachine } from "aws-local-stepfunctions";
 import { beforeAll, describe, expect, it, vi } from "vitest";
-import { s3Client } from "../../../core/db/client";
+import { s3Client } from "../../../core/storage/client";
 import { Config } from "../../../core/config";
 import { setWorkflowRunner, type ExtractionInput } from "../../../core/pipeline";
 import * as Research from "../../../core/research";

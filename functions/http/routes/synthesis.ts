@@ -1,0 +1,12 @@
+import { defineRoutes, type RouteSpec } from "../../lib/route";
+import { SynthesizeInput, SynthesizeResult } from "../../../core/insight/schema";
+
+/** Synthesis of research sources into insights (spec 01 Research sources and synthesis). */
+export const synthesisRoutes = defineRoutes({
+  "synthesis.synthesize": {
+    method: "POST", path: "/api/research/synthesize", group: "synthesis", access: "user", workspaceScope: "body",
+    summary: "Synthesize completed sources into grounded insights (blocking; one per workspace at a time; 10 a minute)",
+    body: SynthesizeInput,
+    responses: { 200: SynthesizeResult },
+  },
+} satisfies Record<string, RouteSpec>);
