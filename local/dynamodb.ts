@@ -49,7 +49,18 @@ export interface RunningDynamo {
 export async function startDynamoLocal(opts: { port?: number; dbPath?: string } = {}): Promise<RunningDynamo> {
   checkJava();
   const port = opts.port ?? (await freePort());
-  const child = spawn({ port, ...(opts.dbPath ? { path: opts.dbPath } : {}), stdio: "ignore" } as never) as ChildProcess;
+  // C1-only JIT: DynamoDB Local serves short sessions (a developer's, a test run's), where C2's compiler threads
+  // cost more CPU than they win back; on 2 cores this halves its CPU over a folder upload (bench/README.md).
+  // The library spawns java with our environment, read at spawn time; ours is restored right after.
+  const saved = process.env.JAVA_TOOL_OPTIONS;
+  process.env.JAVA_TOOL_OPTIONS = [saved, "-XX:TieredStopAtLevel=1"].filter(Boolean).join(" ");
+  let child: ChildProcess;
+  try {
+    child = spawn({ port, ...(opts.dbPath ? { path: opts.dbPath } : {}), stdio: "ignore" } as never) as ChildProcess;
+  } finally {
+    if (saved === undefined) delete process.env.JAVA_TOOL_OPTIONS;
+    else process.env.JAVA_TOOL_OPTIONS = saved;
+  }
   const endpoint = `http://127.0.0.1:${port}`;
   const client = new DynamoDBClient({ endpoint, region: "us-east-1", credentials: { accessKeyId: "local", secretAccessKey: "local" } });
   const deadline = Date.now() + 30_000;

@@ -29,9 +29,10 @@ export function localExtractionDefinition(): typeof extractionDefinition {
  * The embedded runtime's workflow runner: aws-local-stepfunctions runs the same ASL definition as Step Functions,
  * each Task state overridden by the same handler module. Wait states are skipped (nothing is polled locally);
  * retry intervals can be shortened with LOCAL_RETRY_INTERVAL_MS (tests). At most `concurrency` executions run at
- * once, because OCR and transcription are CPU-bound on a small machine.
+ * once (default 4): enough that the I/O steps of some (Validate, Complete) overlap the CPU-bound parsing of others,
+ * which the engines bound themselves (PDF worker threads, one OCR worker, one transcriber process per file).
  */
-export function localWorkflowRunner(concurrency = 2): WorkflowRunner {
+export function localWorkflowRunner(concurrency = 4): WorkflowRunner {
   const machine = new StateMachine(localExtractionDefinition() as never, { validationOptions: { checkPaths: false } });
   const limit = pLimit(concurrency);
   const taskHandlers: Record<string, TaskHandler> = {};

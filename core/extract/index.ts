@@ -10,7 +10,7 @@ import { extractDocx } from "./docx";
 import { ExtractionError, isThrottling, messageOf } from "./errors";
 import { extractJson } from "./json";
 import { extractMarkdown, extractPlainText } from "./markdown";
-import { extractPdf } from "./pdf";
+import { extractPdf, shutdownPdfWorkers } from "./pdf";
 import { extractSubtitles } from "./subtitles";
 import { decodeText } from "./text";
 import type { Extraction } from "./types";
@@ -127,9 +127,10 @@ export async function extract(input: ExtractInput, engines: Partial<ExtractEngin
   return extraction;
 }
 
-/** Stop engines that hold resources (the OCR worker thread). Safe to call when none was started. */
+/** Stop engines that hold resources (the OCR and PDF worker threads). Safe to call when none was started. */
 export async function shutdownEngines(): Promise<void> {
   if (ocrModule) await (await ocrModule).shutdownOcr();
+  await shutdownPdfWorkers();
 }
 
 const LABELS: Partial<Record<FileKind, string>> = {

@@ -1,4 +1,5 @@
 /** PDF text extraction with unpdf (PDF.js built for serverless), in both runtimes. */
+import { availableParallelism } from "node:os";
 import { extractTextItems, getDocumentProxy, type StructuredTextItem } from "unpdf";
 import { blocksToExtraction, type Block } from "./blocks";
 import { ExtractionError, messageOf } from "./errors";
@@ -23,6 +24,49 @@ interface Line {
  *   not be read (it may be truncated or corrupt): ..."), `no_text` when there is no text layer (a scan).
  */
 export async function extractPdf(bytes: Buffer): Promise<Extraction> {
+  const { pages, items } = await readTextItems(bytes);
+  const pageLines = items.map(toLines);
+  const bodySize = bodyFontSize(pageLines.flat()) || 10;
+
+  const blocks: Block[] = [];
+  pageLines.forEach((lines, i) => {
+    const locator = `page ${i + 1}`;
+    for (const para of paragraphs(lines)) {
+      const text = joinLines(para.map((l) => l.text));
+      // Page furniture: bare page numbers ("7", "7 / 53", "Page 7 of 53") are not content.
+      if (!/[\p{L}\p{N}]/u.test(text) || /^(page\s+)?\d+(\s*(\/|of)\s*\d+)?$/i.test(text)) continue;
+      const size = Math.max(...para.map((l) => l.fontSize));
+      if (size >= bodySize * 1.3 && text.length <= 120 && para.length <= 3) blocks.push({ type: "heading", depth: 1, text });
+      else blocks.push({ type: "paragraph", text, locator });
+    }
+  });
+  const extraction = blocksToExtraction(blocks, "unpdf", { pages });
+  if (!extraction.extracted_text.trim()) {
+    throw new ExtractionError(
+      "no_text",
+      "The PDF has no text layer (it looks like a scan). Upload the pages as PNG, JPEG or TIFF images so they can be OCR'd, or export the PDF with text",
+    );
+  }
+  return extraction;
+}
+
+/**
+ * PDF.js text items per page. On the embedded runtime they are read in a worker thread (`PDF_WORKERS`, default
+ * min(2, cores)): PDF.js parses on the thread that calls it, and a 40-page PDF would otherwise hold the gateway's
+ * event loop for 150+ ms, and a folder of PDFs would use one core. In a Lambda (one execution per environment, and
+ * deployed stages send PDFs to Textract anyway) they are read in-thread.
+ * @throws ExtractionError `encrypted` or `corrupt`
+ */
+async function readTextItems(bytes: Buffer): Promise<{ pages: number; items: StructuredTextItem[][] }> {
+  const pool = await workerPool();
+  if (pool) {
+    // A copy: the worker gets its own bytes and the caller keeps its buffer.
+    const result = (await pool.run(new Uint8Array(bytes))) as
+      | { pages: number; items: StructuredTextItem[][] }
+      | { error: { name: string; message: string } };
+    if ("error" in result) throw pdfError(Object.assign(new Error(result.error.message), { name: result.error.name }));
+    return result;
+  }
   let pdf;
   try {
     // A copy: PDF.js may take ownership of (detach) the buffer it is given, and the caller still holds these bytes.
@@ -31,39 +75,43 @@ export async function extractPdf(bytes: Buffer): Promise<Extraction> {
     throw pdfError(err);
   }
   try {
-    let items: StructuredTextItem[][];
-    try {
-      ({ items } = await extractTextItems(pdf));
-    } catch (err) {
-      throw pdfError(err);
-    }
-    const pages = pdf.numPages;
-    const pageLines = items.map(toLines);
-    const bodySize = bodyFontSize(pageLines.flat()) || 10;
-
-    const blocks: Block[] = [];
-    pageLines.forEach((lines, i) => {
-      const locator = `page ${i + 1}`;
-      for (const para of paragraphs(lines)) {
-        const text = joinLines(para.map((l) => l.text));
-        // Page furniture: bare page numbers ("7", "7 / 53", "Page 7 of 53") are not content.
-        if (!/[\p{L}\p{N}]/u.test(text) || /^(page\s+)?\d+(\s*(\/|of)\s*\d+)?$/i.test(text)) continue;
-        const size = Math.max(...para.map((l) => l.fontSize));
-        if (size >= bodySize * 1.3 && text.length <= 120 && para.length <= 3) blocks.push({ type: "heading", depth: 1, text });
-        else blocks.push({ type: "paragraph", text, locator });
-      }
-    });
-    const extraction = blocksToExtraction(blocks, "unpdf", { pages });
-    if (!extraction.extracted_text.trim()) {
-      throw new ExtractionError(
-        "no_text",
-        "The PDF has no text layer (it looks like a scan). Upload the pages as PNG, JPEG or TIFF images so they can be OCR'd, or export the PDF with text",
-      );
-    }
-    return extraction;
+    const { items } = await extractTextItems(pdf);
+    return { pages: pdf.numPages, items };
+  } catch (err) {
+    throw pdfError(err);
   } finally {
     await pdf.destroy().catch(() => undefined);
   }
+}
+
+type Pool = import("piscina").Piscina;
+let pool: Promise<Pool | null> | undefined;
+
+/** Worker threads for PDF.js: `PDF_WORKERS` (0 = in-thread), else 0 in a Lambda and min(2, cores) elsewhere. */
+export function pdfWorkerCount(): number {
+  const raw = process.env.PDF_WORKERS;
+  const env = raw === undefined || raw === "" ? NaN : Number(raw);
+  if (Number.isInteger(env) && env >= 0) return env;
+  return process.env.AWS_LAMBDA_FUNCTION_NAME ? 0 : Math.min(2, availableParallelism());
+}
+
+function workerPool(): Promise<Pool | null> {
+  pool ??= (async () => {
+    const size = pdfWorkerCount();
+    if (size === 0) return null;
+    const { Piscina } = await import("piscina");
+    // Threads start on the first PDF and stop after 30 s idle; idle threads do not keep the process alive.
+    return new Piscina({ filename: new URL("./pdf-worker.mjs", import.meta.url).href, minThreads: 0, maxThreads: size, idleTimeout: 30_000 });
+  })();
+  return pool;
+}
+
+/** Stop the PDF worker threads, if any were started (tests, process shutdown). */
+export async function shutdownPdfWorkers(): Promise<void> {
+  const current = pool;
+  pool = undefined;
+  const p = await current;
+  await p?.destroy();
 }
 
 function pdfError(err: unknown): ExtractionError {

@@ -11,8 +11,9 @@
 import { execFile } from "node:child_process";
 import { constants } from "node:fs";
 import { access, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { delimiter, extname, join } from "node:path";
+import pLimit from "p-limit";
 import { ExtractionError, messageOf } from "./errors";
 import { TextBuilder, formatTimestamp } from "./text";
 import type { Extraction } from "./types";
@@ -89,7 +90,15 @@ function run(cmd: string, args: string[], timeoutMs: number): Promise<{ stdout: 
  *   `corrupt` when ffmpeg cannot decode the file or it has no audio track, `no_text` when no speech is
  *   recognised, `engine_failed` when pocketsphinx fails or times out.
  */
-export async function transcribeLocally(bytes: Buffer, filename: string): Promise<Extraction> {
+export function transcribeLocally(bytes: Buffer, filename: string): Promise<Extraction> {
+  // One transcription per core: pocketsphinx is single-threaded and CPU-bound, and more at once would only stretch
+  // each toward its timeout.
+  return transcriptions(() => transcribe(bytes, filename));
+}
+
+const transcriptions = pLimit(Math.max(1, availableParallelism()));
+
+async function transcribe(bytes: Buffer, filename: string): Promise<Extraction> {
   const tools = await findSpeechTools();
   const dir = await mkdtemp(join(tmpdir(), "r2d-speech-"));
   try {

@@ -56,6 +56,28 @@ export async function getObject(key: string, range?: string): Promise<Buffer | n
   }
 }
 
+/**
+ * The first `bytes` bytes of an object and its total size, in one ranged GET (the size comes from Content-Range).
+ * @returns null when the object does not exist
+ */
+export async function getObjectHead(key: string, bytes: number): Promise<{ head: Buffer; size: number } | null> {
+  try {
+    const out = await s3Client().send(new GetObjectCommand({ Bucket: Config.bucketName(), Key: key, Range: `bytes=0-${bytes - 1}` }));
+    const head = Buffer.from(await out.Body!.transformToByteArray());
+    // "bytes 0-4099/123456"; a store that ignores Range sends the whole object instead.
+    const total = /\/(\d+)$/.exec(out.ContentRange ?? "");
+    return { head: head.subarray(0, bytes), size: total ? Number(total[1]) : head.length };
+  } catch (err) {
+    if (err instanceof NoSuchKey || (err as { name?: string }).name === "NotFound") return null;
+    // S3 answers a range on an empty object with 416 InvalidRange.
+    if ((err as { name?: string }).name === "InvalidRange" || (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 416) {
+      const size = await objectSize(key);
+      return size === null ? null : { head: Buffer.alloc(0), size };
+    }
+    throw err;
+  }
+}
+
 /** Size in bytes of an object, or null when it does not exist. */
 export async function objectSize(key: string): Promise<number | null> {
   try {

@@ -1,6 +1,6 @@
 import { AppError } from "../../core/error";
 import { inspectUpload, SNIFF_BYTES } from "../../core/extract";
-import { deleteObject, getObject, objectSize } from "../../core/storage";
+import { deleteObject, getObjectHead } from "../../core/storage";
 import { engineMode, requireCurrentAttempt, type StepState } from "./common";
 
 /**
@@ -9,9 +9,9 @@ import { engineMode, requireCurrentAttempt, type StepState } from "./common";
  */
 export async function handler(state: StepState): Promise<StepState> {
   const item = await requireCurrentAttempt(state);
-  const size = await objectSize(state.key);
-  if (size === null) throw new AppError("NOT_FOUND", "The uploaded file is missing from storage; upload it again");
-  const head = (await getObject(state.key, `bytes=0-${SNIFF_BYTES - 1}`)) ?? Buffer.alloc(0);
+  const stored = await getObjectHead(state.key, SNIFF_BYTES);
+  if (stored === null) throw new AppError("NOT_FOUND", "The uploaded file is missing from storage; upload it again");
+  const { head, size } = stored;
   let verdict;
   try {
     verdict = await inspectUpload({ head, declaredType: item.file_type, filename: item.file_name, size });

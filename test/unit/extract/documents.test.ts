@@ -9,6 +9,7 @@ import Papa from "papaparse";
 import { parseSync, stringifySync } from "subtitle";
 import { describe, expect, it } from "vitest";
 import { extract, ExtractionError, inspectUpload } from "../../../core/extract/index";
+import { pdfWorkerCount, shutdownPdfWorkers } from "../../../core/extract/pdf";
 import type { Extraction } from "../../../core/extract/types";
 import type { FileKind } from "../../../core/extract/validate";
 import { expectVerbatim, kinds, real, REALDATA } from "./helpers";
@@ -65,6 +66,31 @@ describe("PDF (unpdf)", () => {
     expect(err.reason).toBe("corrupt");
     expect(err.code).toBe("VALIDATION_ERROR");
     expect(err.message).toMatch(/^The PDF could not be read \(it may be truncated or corrupt\): \S/);
+  });
+
+  it("reads the same in a worker thread as on the calling thread, failures included", async () => {
+    const bytes = real("jupyter/docs/jupyter-org-redesign-heuristic-eval-competitive-analysis.pdf");
+    const saved = process.env.PDF_WORKERS;
+    const inMode = async (workers: string) => {
+      await shutdownPdfWorkers(); // the pool reads PDF_WORKERS when it starts
+      process.env.PDF_WORKERS = workers;
+      expect(pdfWorkerCount()).toBe(Number(workers));
+      const ok = await run(bytes, "pdf", "application/pdf");
+      const bad = await failure(run(bytes.subarray(0, 2000), "pdf", "application/pdf"));
+      return { ok, bad: { reason: bad.reason, message: bad.message } };
+    };
+    try {
+      const inThread = await inMode("0");
+      const inWorker = await inMode("1");
+      expect(inWorker.ok).toEqual(inThread.ok);
+      expect(inWorker.ok.pages).toBe(15);
+      expect(inWorker.bad).toEqual(inThread.bad);
+      expect(inWorker.bad.reason).toBe("corrupt");
+    } finally {
+      await shutdownPdfWorkers();
+      if (saved === undefined) delete process.env.PDF_WORKERS;
+      else process.env.PDF_WORKERS = saved;
+    }
   });
 });
 
