@@ -78,11 +78,13 @@ export function db() {
     configuredFor = table;
     built = {};
   }
-  return {
-    entities,
-    /** The named entities only, e.g. for `createWriteTransaction(db().pick("user", "referralCode"), fn)`. */
-    pick<K extends EntityName>(...names: K[]): Pick<Entities, K> {
-      return Object.fromEntries(names.map((n) => [n, entities[n]])) as Pick<Entities, K>;
-    },
-  };
+  return handle;
 }
+
+const handle = {
+  entities,
+  /** The named entities only, e.g. for `createWriteTransaction(db().pick("user", "referralCode"), fn)`. */
+  pick<K extends EntityName>(...names: K[]): Pick<Entities, K> {
+    return Object.fromEntries(names.map((n) => [n, entities[n]])) as Pick<Entities, K>;
+  },
+};
