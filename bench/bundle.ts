@@ -175,7 +175,7 @@ function runChild<T>(args: string[], env: Record<string, string>): Promise<T> {
     child.on("error", reject);
     child.on("exit", (code) => {
       clearTimeout(timer);
-      if (code !== 0) return reject(new Error(`child failed (exit ${code}): ${err.trim().slice(0, 800)}`));
+      if (code !== 0) return reject(new Error(`${args.join(" ")} failed (exit ${code}): ${err.trim().slice(0, 800)}`));
       try {
         resolvePromise(JSON.parse(out) as T);
       } catch {
@@ -236,32 +236,13 @@ interface ImportRun {
 }
 
 /** Spawn a fresh Node with a Lambda-like minimal environment and import the bundle once. */
-function importOnce(probe: string, bundle: string, opts: { anyModule?: boolean; nodeFlags?: string[] } = {}): Promise<ImportRun> {
-  return new Promise((resolvePromise, reject) => {
-    const t0 = performance.now();
-    const child = spawn(NODE, [...(opts.nodeFlags ?? []), probe, pathToFileURL(bundle).href, opts.anyModule ? "any" : "handler"], {
-      cwd: tmpdir(),
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", AWS_REGION: "us-east-1", LANG: "en_US.UTF-8", TZ: ":UTC" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (err += d.toString()));
-    const timer = setTimeout(() => child.kill("SIGKILL"), IMPORT_TIMEOUT_MS);
-    child.on("error", reject);
-    child.on("exit", (code) => {
-      clearTimeout(timer);
-      const wallMs = performance.now() - t0;
-      if (code !== 0) return reject(new Error(`import of ${bundle} failed (exit ${code}): ${err.trim().slice(0, 800)}`));
-      try {
-        const parsed = JSON.parse(out) as { importMs: number; importCpuMs: number; sinceStartMs: number };
-        resolvePromise({ ...parsed, wallMs });
-      } catch {
-        reject(new Error(`probe printed no result: ${out.slice(0, 200)} ${err.slice(0, 200)}`));
-      }
-    });
-  });
+async function importOnce(probe: string, bundle: string, opts: { anyModule?: boolean; nodeFlags?: string[] } = {}): Promise<ImportRun> {
+  const t0 = performance.now();
+  const parsed = await runChild<{ importMs: number; importCpuMs: number; sinceStartMs: number }>(
+    [...(opts.nodeFlags ?? []), probe, pathToFileURL(bundle).href, opts.anyModule ? "any" : "handler"],
+    { PATH: process.env.PATH ?? "/usr/bin:/bin", AWS_REGION: "us-east-1", LANG: "en_US.UTF-8", TZ: ":UTC" },
+  );
+  return { ...parsed, wallMs: performance.now() - t0 };
 }
 
 /** Bytes in the output by contributor: an npm package, or the first-party folder. */

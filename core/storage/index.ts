@@ -45,10 +45,10 @@ export async function putObject(key: string, body: Buffer | string, contentType:
   await s3Client().send(new PutObjectCommand({ Bucket: Config.bucketName(), Key: key, Body: body, ContentType: contentType, Metadata: metadata }));
 }
 
-/** Read a whole object, or only `range` ("bytes=0-4199"). @returns null when the object does not exist. */
-export async function getObject(key: string, range?: string): Promise<Buffer | null> {
+/** Read a whole object. @returns null when the object does not exist. */
+export async function getObject(key: string): Promise<Buffer | null> {
   try {
-    const out = await s3Client().send(new GetObjectCommand({ Bucket: Config.bucketName(), Key: key, ...(range ? { Range: range } : {}) }));
+    const out = await s3Client().send(new GetObjectCommand({ Bucket: Config.bucketName(), Key: key }));
     return Buffer.from(await out.Body!.transformToByteArray());
   } catch (err) {
     if (err instanceof NoSuchKey || (err as { name?: string }).name === "NotFound") return null;
