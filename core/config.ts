@@ -28,6 +28,12 @@ const flag = (name: string, fallback: boolean): boolean => {
   return ["1", "true", "on", "yes"].includes(value.toLowerCase());
 };
 
+/** A count setting: a non-negative integer, or undefined when unset or not one (the caller's default applies). */
+const count = (name: string): number | undefined => {
+  const value = Number(env(name) ?? NaN);
+  return Number.isInteger(value) && value >= 0 ? value : undefined;
+};
+
 export const Config = {
   /** Stage name: "local" for the embedded runtime, the SST stage in AWS. */
   stage: () => env("STAGE") ?? "local",
@@ -56,4 +62,8 @@ export const Config = {
   /** Days a new workspace's trial lasts. */
   trialDays: () => Number(env("TRIAL_DAYS") ?? 14),
   logLevel: () => env("LOG_LEVEL") ?? "INFO",
+  /** Worker threads of the local embedder (0 = the calling thread); unset: core/ai/local-embedder.ts decides. */
+  localEmbedderWorkers: () => count("LOCAL_EMBEDDER_WORKERS"),
+  /** Worker threads for PDF.js (0 = the calling thread); unset: core/extract/pdf.ts decides. */
+  pdfWorkers: () => count("PDF_WORKERS"),
 };

@@ -16,6 +16,7 @@
 import { availableParallelism } from "node:os";
 import { createRequire } from "node:module";
 import type { Piscina } from "piscina";
+import { Config } from "../config";
 import type { Embedder } from "./ports";
 
 /** Output dimension of the Universal Sentence Encoder lite. */
@@ -79,10 +80,7 @@ function poolOf(size: number): Promise<Piscina> {
 }
 
 function defaultWorkers(): number {
-  const raw = process.env.LOCAL_EMBEDDER_WORKERS;
-  const env = raw === undefined || raw === "" ? NaN : Number(raw);
-  if (Number.isInteger(env) && env >= 0) return env;
-  return Math.max(1, Math.min(availableParallelism() - 1, 3));
+  return Config.localEmbedderWorkers() ?? Math.max(1, Math.min(availableParallelism() - 1, 3));
 }
 
 /** Scale a vector to unit length in place (the model's output is within ~1e-6 of it already). */

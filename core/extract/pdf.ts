@@ -1,6 +1,7 @@
 /** PDF text extraction with unpdf (PDF.js built for serverless), in both runtimes. */
 import { availableParallelism } from "node:os";
 import { extractTextItems, getDocumentProxy, type StructuredTextItem } from "unpdf";
+import { Config } from "../config";
 import { blocksToExtraction, type Block } from "./blocks";
 import { ExtractionError, messageOf } from "./errors";
 import type { Extraction } from "./types";
@@ -89,10 +90,7 @@ let pool: Promise<Pool | null> | undefined;
 
 /** Worker threads for PDF.js: `PDF_WORKERS` (0 = in-thread), else 0 in a Lambda and min(2, cores) elsewhere. */
 export function pdfWorkerCount(): number {
-  const raw = process.env.PDF_WORKERS;
-  const env = raw === undefined || raw === "" ? NaN : Number(raw);
-  if (Number.isInteger(env) && env >= 0) return env;
-  return process.env.AWS_LAMBDA_FUNCTION_NAME ? 0 : Math.min(2, availableParallelism());
+  return Config.pdfWorkers() ?? (process.env.AWS_LAMBDA_FUNCTION_NAME ? 0 : Math.min(2, availableParallelism()));
 }
 
 function workerPool(): Promise<Pool | null> {

@@ -11,6 +11,9 @@ import {
 import { Config } from "../config";
 import { s3Client } from "./client";
 
+/** Whether an S3 error means the object (or key) does not exist. */
+const isMissing = (err: unknown): boolean => err instanceof NoSuchKey || err instanceof NotFound || (err as { name?: string }).name === "NotFound";
+
 /** Object-key prefix of everything stored for a workspace. */
 export const workspacePrefix = (workspaceId: string) => `workspaces/${workspaceId}/`;
 
@@ -51,7 +54,7 @@ export async function getObject(key: string): Promise<Buffer | null> {
     const out = await s3Client().send(new GetObjectCommand({ Bucket: Config.bucketName(), Key: key }));
     return Buffer.from(await out.Body!.transformToByteArray());
   } catch (err) {
-    if (err instanceof NoSuchKey || (err as { name?: string }).name === "NotFound") return null;
+    if (isMissing(err)) return null;
     throw err;
   }
 }
@@ -68,7 +71,7 @@ export async function getObjectHead(key: string, bytes: number): Promise<{ head:
     const total = /\/(\d+)$/.exec(out.ContentRange ?? "");
     return { head: head.subarray(0, bytes), size: total ? Number(total[1]) : head.length };
   } catch (err) {
-    if (err instanceof NoSuchKey || (err as { name?: string }).name === "NotFound") return null;
+    if (isMissing(err)) return null;
     // S3 answers a range on an empty object with 416 InvalidRange.
     if ((err as { name?: string }).name === "InvalidRange" || (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 416) {
       const size = await objectSize(key);
@@ -84,7 +87,7 @@ export async function objectSize(key: string): Promise<number | null> {
     const out = await s3Client().send(new HeadObjectCommand({ Bucket: Config.bucketName(), Key: key }));
     return out.ContentLength ?? 0;
   } catch (err) {
-    if (err instanceof NotFound || err instanceof NoSuchKey) return null;
+    if (isMissing(err)) return null;
     throw err;
   }
 }
