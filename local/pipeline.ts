@@ -30,7 +30,7 @@ export function localExtractionDefinition(): typeof extractionDefinition {
  * each Task state overridden by the same handler module. Wait states are skipped (nothing is polled locally);
  * retry intervals can be shortened with LOCAL_RETRY_INTERVAL_MS (tests). At most `concurrency` executions run at
  * once (default 4): enough that the I/O steps of some (Validate, Complete) overlap the CPU-bound parsing of others,
- * which the engines bound themselves (PDF worker threads, one OCR worker, one transcriber process per file).
+ * which the engines bound themselves (PDF worker threads, one OCR worker, one transcription per core).
  */
 export function localWorkflowRunner(concurrency = 4): WorkflowRunner {
   const machine = new StateMachine(localExtractionDefinition() as never, { validationOptions: { checkPaths: false } });
