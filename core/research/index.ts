@@ -94,9 +94,9 @@ export async function requireSource(userId: string, sourceId: string): Promise<S
  * Create the source item and count it against the plan's research-source limit in one transaction.
  * @throws AppError USAGE_LIMIT_EXCEEDED (402) when the limit is reached.
  */
-async function createCounted(item: Omit<SourceItem, "created_at" | "updated_at" | "processing_attempt"> & { processing_attempt?: number }, max: number | null) {
+async function createCounted(item: SourceItem, max: number | null) {
   const result = await createWriteTransaction(db().pick("researchSource", "usage"), ({ researchSource, usage }) => [
-    researchSource.create(item as never).commit(),
+    researchSource.create(item).commit(),
     usage
       .update({ workspace_id: item.workspace_id })
       .add({ research_sources: 1 })
@@ -121,13 +121,17 @@ async function uncount(workspaceId: string, sourceId: string): Promise<boolean> 
   return !result.canceled;
 }
 
-/** A new pending source item for an accepted upload (both upload routes). */
+/**
+ * A new pending source item for an accepted upload (both upload routes), complete with its timestamps, so the
+ * response is built from what was written instead of reading it back.
+ */
 function newSourceItem(
   userId: string,
   fields: { workspace_id: string; source_type: SourceItem["source_type"]; title: string },
   file: { file_name: string; size: number; verdict: { contentType: string; kind: string }; method: SourceItem["upload_method"] },
-) {
+): SourceItem {
   const id = randomUUID();
+  const now = new Date().toISOString();
   return {
     id,
     workspace_id: fields.workspace_id,
@@ -139,8 +143,12 @@ function newSourceItem(
     file_kind: file.verdict.kind,
     file_size_bytes: file.size,
     upload_method: file.method,
-    processing_status: "pending" as const,
+    processing_status: "pending",
+    processing_attempt: 0,
+    indexed: false,
     created_by: userId,
+    created_at: now,
+    updated_at: now,
   };
 }
 
@@ -168,7 +176,7 @@ export async function upload(userId: string, body: UploadBody): Promise<SourceVi
     await uncount(body.workspace_id, id);
     throw err;
   }
-  return toView((await getItem(body.workspace_id, id))!);
+  return toView(item);
 }
 
 /**
@@ -184,7 +192,7 @@ export async function createUploadUrl(userId: string, input: UploadUrlInput) {
   const id = item.id;
   await createCounted(item, sub.limits.max_research_sources);
   const upload = await presignedPost(item.file_key, declared.contentType, Math.min(MAX_UPLOAD_BYTES, input.file_size_bytes));
-  return { source: toView((await getItem(input.workspace_id, id))!), upload: { ...upload, max_bytes: input.file_size_bytes } };
+  return { source: toView(item), upload: { ...upload, max_bytes: input.file_size_bytes } };
 }
 
 /** `GET /api/research/sources`: newest first, filtered, paginated (limit default 200, max 500). */
@@ -236,13 +244,14 @@ export async function reprocess(userId: string, sourceId: string): Promise<Sourc
     throw new AppError("ALREADY_PROCESSED", "This source is already processed");
   }
   const attempt = item.processing_attempt + 1;
+  let updated: SourceItem;
   try {
-    await db()
+    ({ data: updated } = await db()
       .entities.researchSource.patch({ workspace_id: item.workspace_id, id: item.id })
       .set({ processing_status: "pending", processing_attempt: attempt })
       .remove(["processing_error"])
       .where((attr, op) => `${op.eq(attr.processing_attempt, item.processing_attempt)} AND ${op.ne(attr.processing_status, "completed")}`)
-      .go();
+      .go({ response: "all_new" }));
   } catch (err) {
     if (isConditionalFailure(err)) {
       throw new AppError("CONFLICT", "The source changed while reprocessing was requested; try again");
@@ -250,7 +259,7 @@ export async function reprocess(userId: string, sourceId: string): Promise<Sourc
     throw err;
   }
   await startExtraction({ workspace_id: item.workspace_id, source_id: item.id, bucket: Config.bucketName(), key: item.file_key, attempt });
-  return toView((await getItem(item.workspace_id, item.id))!);
+  return toView(updated);
 }
 
 // ---- used by the extraction steps (functions/steps) ----

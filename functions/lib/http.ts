@@ -50,9 +50,10 @@ const jsonBodyMiddleware = (rawRoutes: ReadonlySet<string>): middy.MiddlewareObj
   before: (request) => {
     const { event } = request;
     if (typeof event.body !== "string") return;
-    const raw = event.isBase64Encoded ? Buffer.from(event.body, "base64").toString("utf8") : event.body;
     const type = event.headers?.["content-type"] ?? "";
+    // Multipart bodies are the multipart parser's, and an upload's bytes are not text: decoding them would be wasted.
     if (type.startsWith("multipart/")) return;
+    const raw = event.isBase64Encoded ? Buffer.from(event.body, "base64").toString("utf8") : event.body;
     event.rawBody = raw;
     if (rawRoutes.has(event.routeKey)) return;
     if (!/^application\/([\w.+-]+\+)?json\b/i.test(type) || raw.trim() === "") return;

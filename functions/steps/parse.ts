@@ -1,8 +1,8 @@
 import { AppError } from "../../core/error";
 import * as Research from "../../core/research";
 import { extract, type ExtractEngines } from "../../core/extract";
-import { deleteObject, getObject } from "../../core/storage";
-import { engineMode, requireCurrentAttempt, StaleExecutionError, type StepState } from "./common";
+import { getObject } from "../../core/storage";
+import { engineMode, requireCurrentAttempt, type StepState } from "./common";
 
 /** In AWS, images are read by Textract's synchronous text detection; everything else parses the same everywhere. */
 async function enginesFor(state: StepState): Promise<Partial<ExtractEngines>> {
@@ -19,14 +19,10 @@ export async function handler(state: StepState): Promise<StepState> {
     { bytes, kind: state.kind!, contentType: state.content_type!, filename: state.file_name! },
     await enginesFor(state),
   );
-  // Parsing can take minutes: a source reprocessed or deleted meanwhile must not get this (stale) result, and a
-  // deleted one must not get an extraction.json left behind under its prefix.
+  // Parsing can take minutes: a source reprocessed or deleted meanwhile must not get this (stale) result. One
+  // deleted between this check and the write is caught by Complete, which removes the extraction again.
   await requireCurrentAttempt(state);
   await Research.writeExtraction(state.workspace_id, state.source_id, extraction);
-  if (!(await Research.getItem(state.workspace_id, state.source_id))) {
-    await deleteObject(Research.extractionKey(state.workspace_id, state.source_id));
-    throw new StaleExecutionError(`source ${state.source_id} was deleted while it was being parsed`);
-  }
   return {
     ...state,
     stats: { char_count: extraction.extracted_text.length, unit_count: extraction.units.length, pages: extraction.pages, engine: extraction.engine },

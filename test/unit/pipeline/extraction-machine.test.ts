@@ -13,6 +13,7 @@ import { s3Client } from "../../../core/storage/client";
 import { Config } from "../../../core/config";
 import { setWorkflowRunner, type ExtractionInput } from "../../../core/pipeline";
 import * as Research from "../../../core/research";
+import { db } from "../../../core/db/service";
 import { extractionDefinition, STEP_TASKS, type StepTaskName } from "../../../functions/steps/extraction.asl";
 import { localExtractionDefinition } from "../../../local/pipeline";
 import { call, newWorkspace } from "../../support/api";
@@ -246,6 +247,23 @@ describe("extraction state machine: stale executions write nothing", () => {
     expect(output.error?.Error).toBe("StaleExecutionError");
     expect(await Research.getItem(workspace.id, id)).toBeNull();
     expect(await keysUnder(`workspaces/${workspace.id}/`)).toEqual([]);
+  });
+
+  it("a source deleted after Parse's last check gets its extraction removed by Complete", async () => {
+    const { owner, workspace } = await newWorkspace();
+    const id = await uploadText(owner.token, workspace.id);
+    const { output, calls } = await execute(await startedFor(id, 0), {
+      // The race: a delete removed the source's files before Parse wrote extraction.json, and its item after.
+      Parse: async (i) => {
+        const out = await real.Parse(i);
+        expect(await keysUnder(Research.extractionKey(workspace.id, id))).toHaveLength(1);
+        await db().entities.researchSource.delete({ workspace_id: workspace.id, id }).go();
+        return out;
+      },
+    });
+    expect(output.error?.Error).toBe("StaleExecutionError");
+    expect(calls).toMatchObject({ Parse: 1, Complete: 1, Index: 0 });
+    expect(await keysUnder(Research.extractionKey(workspace.id, id))).toEqual([]);
   });
 });
 
