@@ -1,5 +1,6 @@
 import type { ExtractionInput } from "../../core/pipeline";
 import type { FileKind } from "../../core/extract";
+import type { Extraction } from "../../core/extract/types";
 import * as Research from "../../core/research";
 
 /** The state that flows through the extraction state machine (kept small: Step Functions payloads cap at 256 KB). */
@@ -32,4 +33,16 @@ export async function requireCurrentAttempt(state: StepState): Promise<Research.
     throw new StaleExecutionError(`source ${state.source_id} attempt ${state.attempt} is no longer current`);
   }
   return item;
+}
+
+/**
+ * Store the extraction of this execution's attempt beside the file and return the figures Complete records.
+ * Extraction can take minutes, so the attempt is checked again first. A source deleted between that check and the
+ * write is cleaned up by Complete, whose conditional update then fails.
+ * @throws StaleExecutionError when the attempt is no longer current (nothing is written).
+ */
+export async function storeExtraction(state: StepState, extraction: Extraction): Promise<NonNullable<StepState["stats"]>> {
+  await requireCurrentAttempt(state);
+  await Research.writeExtraction(state.workspace_id, state.source_id, extraction);
+  return { char_count: extraction.extracted_text.length, unit_count: extraction.units.length, pages: extraction.pages, engine: extraction.engine };
 }

@@ -1,7 +1,6 @@
-import * as Research from "../../core/research";
 import { ExtractionError } from "../../core/extract";
 import type { Extraction } from "../../core/extract/types";
-import { requireCurrentAttempt, type StepState } from "./common";
+import { storeExtraction, type StepState } from "./common";
 
 /** A job name unique per source attempt (Textract client token and Transcribe job name rules: [A-Za-z0-9-_]). */
 export const jobNameOf = (state: StepState) => `src-${state.source_id}-${state.attempt}`;
@@ -20,11 +19,5 @@ export async function settleJob(
   if (result.status === "FAILED") throw new ExtractionError("service_rejected", `${service} could not read the file: ${result.reason}`);
   const { extraction } = result;
   if (!extraction.extracted_text.trim()) throw new ExtractionError("no_text", `${service} found no text in the file`);
-  await requireCurrentAttempt(state);
-  await Research.writeExtraction(state.workspace_id, state.source_id, extraction);
-  return {
-    ...state,
-    job: { id: jobId, status: "SUCCEEDED" },
-    stats: { char_count: extraction.extracted_text.length, unit_count: extraction.units.length, pages: extraction.pages, engine: extraction.engine },
-  };
+  return { ...state, job: { id: jobId, status: "SUCCEEDED" }, stats: await storeExtraction(state, extraction) };
 }

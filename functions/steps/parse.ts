@@ -1,8 +1,7 @@
 import { AppError } from "../../core/error";
-import * as Research from "../../core/research";
 import { extract, type ExtractEngines } from "../../core/extract";
 import { getObject } from "../../core/storage";
-import { engineMode, requireCurrentAttempt, type StepState } from "./common";
+import { engineMode, storeExtraction, type StepState } from "./common";
 
 /** In AWS, images are read by Textract's synchronous text detection; everything else parses the same everywhere. */
 async function enginesFor(state: StepState): Promise<Partial<ExtractEngines>> {
@@ -19,12 +18,5 @@ export async function handler(state: StepState): Promise<StepState> {
     { bytes, kind: state.kind!, contentType: state.content_type!, filename: state.file_name! },
     await enginesFor(state),
   );
-  // Parsing can take minutes: a source reprocessed or deleted meanwhile must not get this (stale) result. One
-  // deleted between this check and the write is caught by Complete, which removes the extraction again.
-  await requireCurrentAttempt(state);
-  await Research.writeExtraction(state.workspace_id, state.source_id, extraction);
-  return {
-    ...state,
-    stats: { char_count: extraction.extracted_text.length, unit_count: extraction.units.length, pages: extraction.pages, engine: extraction.engine },
-  };
+  return { ...state, stats: await storeExtraction(state, extraction) };
 }
