@@ -1,6 +1,6 @@
 import { StateMachine } from "aws-local-stepfunctions";
-import pLimit from "p-limit";
-import { extractionDefinition, STEP_TASKS } from "../functions/steps/extraction.asl";
+import pLimit, { type LimitFunction } from "p-limit";
+import { extractionDefinition, STEP_TASKS, type StepTaskName } from "../functions/steps/extraction.asl";
 import type { ExtractionInput, WorkflowRunner } from "../core/pipeline";
 
 type TaskHandler = (input: unknown) => Promise<unknown>;
@@ -28,19 +28,39 @@ export function localExtractionDefinition(): typeof extractionDefinition {
 /**
  * The embedded runtime's workflow runner: aws-local-stepfunctions runs the same ASL definition as Step Functions,
  * each Task state overridden by the same handler module. Wait states are skipped (nothing is polled locally);
- * retry intervals can be shortened with LOCAL_RETRY_INTERVAL_MS (tests). At most `concurrency` executions run at
- * once (default 4): enough that the I/O steps of some (Validate, Complete) overlap the CPU-bound parsing of others,
- * which the engines bound themselves (PDF worker threads, one OCR worker, one transcription per core).
+ * retry intervals can be shortened with LOCAL_RETRY_INTERVAL_MS (tests).
+ *
+ * Executions all run at once, as in Step Functions; the two kinds of task that hold real work take turns. At most
+ * `parseConcurrency` Parse tasks run at once (default 4): they hold a file's bytes, and four are enough that the
+ * I/O steps of some (Validate, Complete) overlap the CPU-bound parsing of others, which the engines bound
+ * themselves (PDF worker threads, one OCR worker, one transcription per core). At most `indexConcurrency` Index
+ * tasks (default 2) embed mentions at once. The limits are per task, not per execution, so a folder's later files
+ * are extracted while earlier ones are still being embedded: a Markdown file does not wait a minute behind a
+ * survey export's embedding to reach `completed`.
  */
-export function localWorkflowRunner(concurrency = 4): WorkflowRunner {
+export function localWorkflowRunner(
+  opts: {
+    parseConcurrency?: number;
+    indexConcurrency?: number;
+    /** Handlers that replace a state's step module (tests hold a task to observe the others). */
+    handlers?: Partial<Record<StepTaskName, TaskHandler>>;
+  } = {},
+): WorkflowRunner {
   const machine = new StateMachine(localExtractionDefinition() as never, { validationOptions: { checkPaths: false } });
-  const limit = pLimit(concurrency);
+  const limits: Partial<Record<StepTaskName, LimitFunction>> = {
+    Parse: pLimit(opts.parseConcurrency ?? 4),
+    Index: pLimit(opts.indexConcurrency ?? 2),
+  };
   const taskHandlers: Record<string, TaskHandler> = {};
-  for (const [state, file] of Object.entries(STEP_TASKS)) {
-    taskHandlers[state] = async (input) => {
-      const mod = (await import(`../functions/steps/${file}.ts`)) as { handler: TaskHandler };
-      return mod.handler(input);
-    };
+  for (const [state, file] of Object.entries(STEP_TASKS) as [StepTaskName, string][]) {
+    const run =
+      opts.handlers?.[state] ??
+      (async (input: unknown) => {
+        const mod = (await import(`../functions/steps/${file}.ts`)) as { handler: TaskHandler };
+        return mod.handler(input);
+      });
+    const limit = limits[state];
+    taskHandlers[state] = limit ? (input) => limit(() => run(input)) : run;
   }
   const retryMs = process.env.LOCAL_RETRY_INTERVAL_MS;
   const retryIntervalOverrides = retryMs
@@ -48,16 +68,14 @@ export function localWorkflowRunner(concurrency = 4): WorkflowRunner {
     : undefined;
   return {
     async startExtraction(input: ExtractionInput) {
-      const run = limit(async () => {
-        const execution = machine.run(input as never, {
-          overrides: {
-            taskResourceLocalHandlers: taskHandlers as never,
-            waitTimeOverrides: { WaitTextract: 0, WaitTranscribe: 0 },
-            ...(retryIntervalOverrides ? { retryIntervalOverrides } : {}),
-          },
-        });
-        return execution.result;
-      }).catch((err: unknown) => {
+      const execution = machine.run(input as never, {
+        overrides: {
+          taskResourceLocalHandlers: taskHandlers as never,
+          waitTimeOverrides: { WaitTextract: 0, WaitTranscribe: 0 },
+          ...(retryIntervalOverrides ? { retryIntervalOverrides } : {}),
+        },
+      });
+      const run = execution.result.catch((err: unknown) => {
         // Every task failure is caught into MarkFailed; reaching here means MarkFailed itself failed.
         console.error(`extraction of source ${input.source_id} failed outside the state machine:`, err);
       });
