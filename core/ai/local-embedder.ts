@@ -15,9 +15,9 @@
  */
 import { availableParallelism } from "node:os";
 import { createRequire } from "node:module";
-import type { Piscina } from "piscina";
+import type { Piscina, TaskQueue } from "piscina";
 import { Config } from "../config";
-import type { Embedder } from "./ports";
+import type { EmbedOptions, Embedder } from "./ports";
 
 /** Output dimension of the Universal Sentence Encoder lite. */
 export const LOCAL_DIMENSIONS = 512;
@@ -66,12 +66,43 @@ function loadInThread(): Promise<UseModel> {
  */
 const pools = new Map<number, Promise<Piscina>>();
 
+/** Queue options a batch carries (piscina's `queueOptionsSymbol`). */
+interface BatchQueueOptions {
+  background: boolean;
+}
+
+/**
+ * The pool's task queue: batches someone waits on first, background batches (EmbedOptions.background) after them,
+ * each in arrival order. A synthesis started while a folder is being indexed then waits for the batches already on
+ * the threads, not for the hundreds an Index step has queued.
+ */
+function urgentFirstQueue(piscina: typeof import("piscina")): TaskQueue {
+  const urgent = new piscina.ArrayTaskQueue();
+  const background = new piscina.ArrayTaskQueue();
+  const queueOf = (task: Parameters<TaskQueue["push"]>[0]) =>
+    (task[piscina.queueOptionsSymbol] as BatchQueueOptions | null)?.background ? background : urgent;
+  return {
+    get size() {
+      return urgent.size + background.size;
+    },
+    push: (task) => queueOf(task).push(task),
+    shift: () => urgent.shift() ?? background.shift(),
+    remove: (task) => queueOf(task).remove(task),
+  };
+}
+
 function poolOf(size: number): Promise<Piscina> {
   let pool = pools.get(size);
   if (!pool) {
     pool = import("piscina").then(
-      ({ Piscina }) =>
-        new Piscina({ filename: new URL("./embed-worker.mjs", import.meta.url).href, minThreads: size, maxThreads: size, idleTimeout: Infinity }),
+      (piscina) =>
+        new piscina.Piscina({
+          filename: new URL("./embed-worker.mjs", import.meta.url).href,
+          minThreads: size,
+          maxThreads: size,
+          idleTimeout: Infinity,
+          taskQueue: urgentFirstQueue(piscina),
+        }),
     );
     pools.set(size, pool);
     pool.catch(() => pools.delete(size));
@@ -114,7 +145,7 @@ export class LocalEmbedder implements Embedder {
     this.batchChars = Math.max(1, opts.batchChars ?? 12_000);
   }
 
-  async embed(texts: string[]): Promise<Float32Array[]> {
+  async embed(texts: string[], opts: EmbedOptions = {}): Promise<Float32Array[]> {
     if (texts.length === 0) return [];
     const prepared = texts.map((t) => {
       const s = t.length > MAX_CHARS ? t.slice(0, MAX_CHARS) : t;
@@ -153,8 +184,12 @@ export class LocalEmbedder implements Embedder {
     }
 
     const pool = await poolOf(this.workers);
-    // piscina queues the batches and hands each to the next free thread.
-    await Promise.all(batches.map(async (idx) => place(idx, (await pool.run(idx.map((i) => prepared[i]))) as Float32Array)));
+    const { queueOptionsSymbol } = await import("piscina");
+    const queueOptions: BatchQueueOptions = { background: opts.background === true };
+    // piscina queues the batches (urgent ones first) and hands each to the next free thread. The queue options ride
+    // on the batch under a symbol, which the copy to the worker leaves out.
+    const task = (idx: number[]) => Object.assign(idx.map((i) => prepared[i]), { [queueOptionsSymbol]: queueOptions });
+    await Promise.all(batches.map(async (idx) => place(idx, (await pool.run(task(idx))) as Float32Array)));
     return out;
   }
 

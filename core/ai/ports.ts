@@ -43,10 +43,20 @@ export interface Model {
   structured<T>(req: StructuredRequest<T>): Promise<{ output: T; usage: CallUsage }>;
 }
 
+/** How an embedding request is served. */
+export interface EmbedOptions {
+  /**
+   * Work nobody is waiting on (ingestion's Index step). Where the engine queues work (the local embedder's threads),
+   * it yields to requests a user waits on, such as a synthesis started while a folder is still being indexed.
+   * Bedrock serves every request at once and ignores it.
+   */
+  background?: boolean;
+}
+
 /** The Embedder port: Titan text embeddings in AWS, the Universal Sentence Encoder locally. Unit-length vectors. */
 export interface Embedder {
   /** Identifies model and dimension, so stored vectors from another embedder are never compared. */
   readonly id: string;
   readonly dimensions: number;
-  embed(texts: string[]): Promise<Float32Array[]>;
+  embed(texts: string[], opts?: EmbedOptions): Promise<Float32Array[]>;
 }

@@ -24,7 +24,8 @@ export async function handler(state: StepState): Promise<StepState> {
   const extraction = await Research.readExtraction(state.workspace_id, state.source_id);
   if (!extraction) return state;
   const engine = await embedder();
-  const vectors = await embedUnits(extraction.units, engine);
+  // Nobody waits on this: a synthesis a user started goes first (EmbedOptions.background).
+  const vectors = await embedUnits(extraction.units, engine, { background: true });
   const stored: StoredMentions = { embedder_id: engine.id, dimensions: engine.dimensions, vectors: vectors.map(encodeVector) };
   // Re-check after the slow embedding: a source deleted or reprocessed meanwhile must not get (or keep) the file.
   const key = Research.mentionsKey(state.workspace_id, state.source_id);

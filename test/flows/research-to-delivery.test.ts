@@ -46,6 +46,11 @@ async function ingest(folder: string): Promise<Loaded> {
     }, 240_000);
     if (s.processing_status === "completed") sources.push({ id, title: s.title, text: s.extracted_text as string });
   }
+  // Mentions are embedded after a source completes, in the background; synthesis is fastest once that is done, so
+  // the flow waits for it, as `npm run demo` does.
+  for (const { id } of sources) {
+    await waitFor(async () => (await call("GET", `/api/research/sources/${id}`, { token: owner.token })).body.indexed === true, 300_000, 250);
+  }
   return { token: owner.token, workspaceId: workspace.id, sources };
 }
 

@@ -2,21 +2,22 @@
  * Step 2 of synthesis: mention vectors, precomputable per source at ingestion so synthesis only embeds what is new.
  */
 import type { TextUnit } from "../../extract/types";
-import type { Embedder } from "../ports";
+import type { EmbedOptions, Embedder } from "../ports";
 import { unitMentions, type MentionSpan } from "./mentions";
 
 /**
  * Embed the mentions of a source's units (ingestion-time precomputation for synthesis).
+ * @param opts passed to the embedder (`background` for the Index step)
  *
  * @returns one Float32Array per unit, same order: the vectors of `unitMentions(unit)` concatenated
  *   (`mentions × embedder.dimensions` floats; length 0 for a unit without mentions). Store each with
  *   `encodeVector` and pass them back as `SynthesisSource.vectors` with `vectors_embedder_id = embedder.id`.
  * @throws whatever the embedder throws
  */
-export async function embedUnits(units: TextUnit[], embedder: Embedder): Promise<Float32Array[]> {
+export async function embedUnits(units: TextUnit[], embedder: Embedder, opts?: EmbedOptions): Promise<Float32Array[]> {
   const spans = units.map((u) => unitMentions(u));
   const texts = spans.flatMap((s) => s.map((m) => m.text));
-  const vecs = texts.length ? await embedder.embed(texts) : [];
+  const vecs = texts.length ? await embedder.embed(texts, opts) : [];
   return packPerUnit(spans, vecs, embedder.dimensions);
 }
 

@@ -37,4 +37,21 @@ describe("LocalEmbedder (Universal Sentence Encoder lite, offline)", () => {
     const pooled = await new LocalEmbedder({ workers: 1 }).embed(texts);
     expect(pooled.map((v) => Array.from(v))).toEqual(inThread.map((v) => Array.from(v)));
   });
+
+  it("serves a request someone waits on before the batches background requests have queued", async () => {
+    // One thread: 40 background requests (an Index step's batches) are queued before the urgent one arrives.
+    const emb = new LocalEmbedder({ workers: 1, batchSize: 1 });
+    const notes = Array.from({ length: 40 }, (_, i) => `Interview note ${i}: the export button is hard to find.`);
+    let backgroundDone = 0;
+    const background = notes.map((note) => emb.embed([note], { background: true }).then(([v]) => (backgroundDone++, v)));
+    const [urgent] = await emb.embed(["Users cannot find the export button."]);
+    // Only what was already on the thread ran first (in arrival order the urgent request would come 41st).
+    expect(backgroundDone).toBeLessThanOrEqual(3);
+    expect(urgent).toHaveLength(512);
+    const queued = await Promise.all(background);
+    expect(backgroundDone).toBe(40);
+    // Queueing changes when a batch runs, not what it gives.
+    const [again] = await emb.embed([notes[7]]);
+    expect(Array.from(queued[7])).toEqual(Array.from(again));
+  });
 });
