@@ -14,15 +14,12 @@ import { db } from "../../core/db/service";
 import { Config } from "../../core/config";
 import { PLANS } from "../../core/billing/plans";
 import { call, newUser, newWorkspace } from "../support/api";
-import { multipart, realFile, waitFor } from "../support/multipart";
+import { realFile, uploadResearch, waitFor } from "../support/multipart";
 import { expectEnvelope, partitionItems } from "./_helpers";
 
 // ---- helpers ----
 
-async function upload(token: string, workspaceId: string, file: { name: string; data: Buffer }, type: string, sourceType = "interview") {
-  const body = await multipart({ workspace_id: workspaceId, source_type: sourceType, title: file.name }, { ...file, type });
-  return call("POST", "/api/research/upload", { token, raw: body });
-}
+const upload = uploadResearch;
 
 /** Upload a small Markdown note and return the created source (201 asserted). */
 async function uploadNote(token: string, workspaceId: string, name = `note-${randomUUID().slice(0, 6)}.md`, sourceType = "interview") {

@@ -15,15 +15,12 @@ import { s3Client } from "../../core/storage/client";
 import { Config } from "../../core/config";
 import { MAX_UPLOAD_BYTES, MULTIPART_MAX_BYTES } from "../../core/research/schema";
 import { call, newUser, newWorkspace } from "../support/api";
-import { multipart, realFile, waitFor } from "../support/multipart";
+import { multipart, realFile, uploadResearch, waitFor } from "../support/multipart";
 import { expectEnvelope, partitionItems } from "./_helpers";
 
 // ---- helpers ----
 
-async function upload(token: string, workspaceId: string, file: { name: string; data: Buffer }, type: string, sourceType = "interview") {
-  const body = await multipart({ workspace_id: workspaceId, source_type: sourceType, title: file.name }, { ...file, type });
-  return call("POST", "/api/research/upload", { token, raw: body });
-}
+const upload = uploadResearch;
 
 const settled = (token: string, id: string) =>
   waitFor(async () => {

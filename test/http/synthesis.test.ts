@@ -11,7 +11,7 @@ import { db } from "../../core/db/service";
 import { acquireLock, rateLimit, runsOf } from "../../core/agent";
 import { SYNTHESIS_RATE_PER_MINUTE } from "../../core/insight/synthesis";
 import { call, newUser, newWorkspace } from "../support/api";
-import { multipart, realFile, waitFor } from "../support/multipart";
+import { realFile, uploadResearch, waitFor } from "../support/multipart";
 import { expectEnvelope, withEnv } from "./_helpers";
 
 // Mentions are embedded at ingestion here, so synthesis reuses the stored vectors (and a second run is cheap).
@@ -32,8 +32,7 @@ const synthesize = (token: string, workspace_id: string, source_ids: string[]) =
   call("POST", "/api/research/synthesize", { token, body: { workspace_id, source_ids } });
 
 async function upload(token: string, workspaceId: string, file: { name: string; data: Buffer }, type: string, sourceType: string) {
-  const body = await multipart({ workspace_id: workspaceId, source_type: sourceType, title: file.name }, { ...file, type });
-  const res = await call("POST", "/api/research/upload", { token, raw: body });
+  const res = await uploadResearch(token, workspaceId, file, type, sourceType);
   expect(res.status, res.text).toBe(201);
   return res.body.id as string;
 }

@@ -1,5 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { basename } from "node:path";
+import { call, type ApiResponse } from "./api";
 
 /** Encode fields and one file as multipart/form-data, as a browser or curl -F would (via the WHATWG FormData encoder). */
 export async function multipart(fields: Record<string, string>, file?: { name: string; type: string; data: Buffer }) {
@@ -8,6 +9,18 @@ export async function multipart(fields: Record<string, string>, file?: { name: s
   if (file) form.append("file", new Blob([new Uint8Array(file.data)], { type: file.type }), file.name);
   const res = new Response(form);
   return { data: Buffer.from(await res.arrayBuffer()), contentType: res.headers.get("content-type")! };
+}
+
+/** `POST /api/research/upload` with one file, as a client does; the response as it came (status not asserted). */
+export async function uploadResearch(
+  token: string,
+  workspaceId: string,
+  file: { name: string; data: Buffer },
+  type: string,
+  sourceType = "interview",
+): Promise<ApiResponse> {
+  const body = await multipart({ workspace_id: workspaceId, source_type: sourceType, title: file.name }, { ...file, type });
+  return call("POST", "/api/research/upload", { token, raw: body });
 }
 
 /** A real research file from ../shared/realdata. */

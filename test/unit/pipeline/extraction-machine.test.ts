@@ -17,7 +17,7 @@ import { db } from "../../../core/db/service";
 import { extractionDefinition, STEP_TASKS, type StepTaskName } from "../../../functions/steps/extraction.asl";
 import { localExtractionDefinition } from "../../../local/pipeline";
 import { call, newWorkspace } from "../../support/api";
-import { multipart, realFile, waitFor } from "../../support/multipart";
+import { realFile, uploadResearch, waitFor } from "../../support/multipart";
 
 type Handler = (input: any) => Promise<any>;
 const STATES = Object.keys(STEP_TASKS) as StepTaskName[];
@@ -71,15 +71,13 @@ async function execute(input: ExtractionInput, overrides: Partial<Record<StepTas
 const throttling = () => Object.assign(new Error("Rate exceeded"), { name: "ThrottlingException" });
 
 async function uploadText(token: string, workspaceId: string, name = "notes.md", text = "# Interview\n\nThe export button is hard to find.\n") {
-  const body = await multipart({ workspace_id: workspaceId, source_type: "interview", title: name }, { name, type: "text/markdown", data: Buffer.from(text) });
-  const res = await call("POST", "/api/research/upload", { token, raw: body });
+  const res = await uploadResearch(token, workspaceId, { name, data: Buffer.from(text) }, "text/markdown");
   expect(res.status, res.text).toBe(201);
   return res.body.id as string;
 }
 
 async function uploadFile(token: string, workspaceId: string, file: { name: string; data: Buffer }, type: string) {
-  const body = await multipart({ workspace_id: workspaceId, source_type: "other", title: file.name }, { ...file, type });
-  const res = await call("POST", "/api/research/upload", { token, raw: body });
+  const res = await uploadResearch(token, workspaceId, file, type, "other");
   expect(res.status, res.text).toBe(201);
   return res.body.id as string;
 }

@@ -7,8 +7,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { setWorkflowRunner } from "../../../core/pipeline";
 import * as Research from "../../../core/research";
 import { drainLocalWorkflows, localWorkflowRunner } from "../../../local/pipeline";
-import { call, newWorkspace } from "../../support/api";
-import { multipart, waitFor } from "../../support/multipart";
+import { newWorkspace } from "../../support/api";
+import { uploadResearch, waitFor } from "../../support/multipart";
 
 type Handler = (input: any) => Promise<any>;
 const step = (file: string): Handler => async (input) => ((await import(`../../../functions/steps/${file}.ts`)) as { handler: Handler }).handler(input);
@@ -22,8 +22,7 @@ function gate() {
 }
 
 async function uploadText(token: string, workspaceId: string, name: string) {
-  const body = await multipart({ workspace_id: workspaceId, source_type: "interview", title: name }, { name, type: "text/markdown", data: Buffer.from(`# ${name}\n\nThe export button is hard to find.\n`) });
-  const res = await call("POST", "/api/research/upload", { token, raw: body });
+  const res = await uploadResearch(token, workspaceId, { name, data: Buffer.from(`# ${name}\n\nThe export button is hard to find.\n`) }, "text/markdown");
   expect(res.status, res.text).toBe(201);
   return res.body.id as string;
 }
