@@ -1,6 +1,10 @@
 import { randomUUID } from "node:crypto";
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
 import { matchRoute, timeoutOf } from "../functions/http/routes";
+import { installAwsLambdaShim, isStreamingHandler, LocalResponseStream, type Prelude } from "./streaming";
+
+// Streaming groups (SSE) are built with middy's streamifyResponse, which needs Lambda's `awslambda` global at import.
+installAwsLambdaShim();
 
 export interface HttpRequestLike {
   method: string;
@@ -69,6 +73,13 @@ export function lambdaContext(functionName: string, timeoutSeconds = 30): Contex
 }
 
 type GroupHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyResultV2>;
+
+/** Where a streaming route's response goes: the live socket (gateway) or a buffer (`dispatch`). */
+export interface StreamSink {
+  onHead(prelude: Prelude): void;
+  onData(chunk: Buffer): void;
+  onEnd(): void;
+}
 const loaded = new Map<string, Promise<GroupHandler>>();
 
 /** Load a group's Lambda module once, as a warm Lambda would keep it. */
@@ -121,6 +132,39 @@ export async function dispatch(req: HttpRequestLike): Promise<APIGatewayProxyStr
   }
   const handler = await groupHandler(match.spec.group);
   const event = toApiGatewayEvent(req, match.pathParameters, `${match.spec.method} ${match.spec.path}`);
-  const result = await handler(event, lambdaContext(`http-${match.spec.group}`, timeoutOf(match.spec.group)));
+  const context = lambdaContext(`http-${match.spec.group}`, timeoutOf(match.spec.group));
+  if (isStreamingHandler(handler)) {
+    // Buffered: the whole stream becomes one response (tests of errors before a stream opens; live SSE goes through
+    // `dispatchStreaming`).
+    let head: Prelude = {};
+    const chunks: Buffer[] = [];
+    const stream = new LocalResponseStream({ onHead: (p) => (head = p), onData: (c) => chunks.push(c), onEnd: () => undefined });
+    await handler(event, stream, context);
+    const body = Buffer.concat(chunks).toString("utf8");
+    return { statusCode: head.statusCode ?? 200, headers: head.headers ?? {}, body };
+  }
+  const result = await handler(event, context);
   return typeof result === "string" ? { statusCode: 200, body: result } : result;
+}
+
+/**
+ * Like `dispatch`, but a streaming route writes to `sink` as it produces (the local gateway's SSE path); `abort`
+ * destroys the response stream when the client goes away, which middy's pipeline passes on to the handler's body.
+ * @returns false when the route is not a streaming one (the caller uses `dispatch`).
+ */
+export async function dispatchStreaming(req: HttpRequestLike, sink: StreamSink, onStream: (destroy: () => void) => void): Promise<boolean> {
+  const match = matchRoute(req.method, req.path);
+  if (match === null || match === "methodMismatch" || !match.spec.streaming) return false;
+  const handler = await groupHandler(match.spec.group);
+  if (!isStreamingHandler(handler)) return false;
+  const event = toApiGatewayEvent(req, match.pathParameters, `${match.spec.method} ${match.spec.path}`);
+  const stream = new LocalResponseStream(sink);
+  onStream(() => stream.destroy());
+  try {
+    await handler(event, stream, lambdaContext(`http-${match.spec.group}`, timeoutOf(match.spec.group)));
+  } catch (err) {
+    // A client that went away ends the pipeline with a premature-close error: nothing is left to answer.
+    if (!stream.destroyed) throw err;
+  }
+  return true;
 }

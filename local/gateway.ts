@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { dispatch } from "./apigw";
+import { dispatch, dispatchStreaming } from "./apigw";
 
 async function readBody(req: IncomingMessage): Promise<Buffer> {
   const chunks: Buffer[] = [];
@@ -11,13 +11,25 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
   const url = new URL(req.url ?? "/", "http://localhost");
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(",") : v;
-  const result = await dispatch({
+  const request = {
     method: req.method ?? "GET",
     path: url.pathname,
     rawQuery: url.search.slice(1),
     headers,
     body: await readBody(req),
-  });
+  };
+  // SSE routes stream as they produce, like a Function URL in RESPONSE_STREAM mode.
+  const streamed = await dispatchStreaming(
+    request,
+    {
+      onHead: (p) => res.writeHead(p.statusCode ?? 200, p.headers ?? {}),
+      onData: (chunk) => res.write(chunk),
+      onEnd: () => res.end(),
+    },
+    (destroy) => res.on("close", () => { if (!res.writableFinished) destroy(); }),
+  );
+  if (streamed) return;
+  const result = await dispatch(request);
   const body = result.body === undefined ? undefined : Buffer.from(result.body, result.isBase64Encoded ? "base64" : "utf8");
   res.writeHead(result.statusCode ?? 200, { ...(result.headers as Record<string, string>), ...(body ? { "content-length": body.length } : {}) });
   res.end(body);

@@ -11,6 +11,9 @@ export const groupHandler = (group: string) => `functions/http/${group}.handler`
 /** API Gateway route key of a route-table row, e.g. `GET /api/workspaces/{workspace_id}`. */
 export const routeKey = (route: { method: string; path: string }) => `${route.method} ${route.path}`;
 
+/** A group whose routes stream (SSE): a response-streaming Lambda behind a Function URL only. */
+export const isStreamingGroup = (group: string) => routesOf(group).some(([, route]) => route.streaming);
+
 /**
  * Which endpoint groups get which secrets (bound with prefetch: the value arrives as `SST_Secret_value_<NAME>`).
  * Only the groups that verify or call the provider hold its secret; a group not listed gets none.
@@ -66,7 +69,13 @@ export function Api({ stack, app }: StackContext) {
       // The AI groups block for up to a minute (spec 01 typical durations): a longer timeout, and a Function URL
       // (auth still by our JWT check), because API Gateway cuts integrations off at 30 s.
       timeout: timeoutOf(group),
-      ...(timeoutOf(group) > DEFAULT_TIMEOUT_SECONDS ? { url: { authorizer: "none" as const, cors: false } } : {}),
+      // SSE groups stream their response (DESIGN.md 6.1): API Gateway HTTP APIs cannot, so they are served only on a
+      // Function URL in RESPONSE_STREAM mode (same JWT check inside).
+      ...(isStreamingGroup(group)
+        ? { url: { authorizer: "none" as const, cors: false, streaming: true } }
+        : timeoutOf(group) > DEFAULT_TIMEOUT_SECONDS
+          ? { url: { authorizer: "none" as const, cors: false } }
+          : {}),
     });
     table.cdk.table.grantReadWriteData(fn);
     bucket.cdk.bucket.grantReadWrite(fn);
@@ -74,7 +83,7 @@ export function Api({ stack, app }: StackContext) {
     fn.addToRolePolicy(bedrockInvokeStatement(stack));
     if (GROUPS_STARTING_EXTRACTION.includes(group)) extraction.grantStartExecution(fn);
     functions[group] = fn;
-    for (const [, route] of routesOf(group)) routes[routeKey(route)] = { function: fn };
+    if (!isStreamingGroup(group)) for (const [, route] of routesOf(group)) routes[routeKey(route)] = { function: fn };
   }
 
   const origins = parameters.CORS_ORIGINS.value.split(",").map((s) => s.trim()).filter(Boolean);
@@ -93,7 +102,7 @@ export function Api({ stack, app }: StackContext) {
 
   const longRunning = Object.fromEntries(
     Object.entries(functions)
-      .filter(([group]) => timeoutOf(group) > DEFAULT_TIMEOUT_SECONDS)
+      .filter(([group]) => timeoutOf(group) > DEFAULT_TIMEOUT_SECONDS || isStreamingGroup(group))
       .map(([group, fn]) => [`${pascal(group)}FunctionUrl`, fn.url ?? ""]),
   );
   stack.addOutputs({ ApiUrl: api.url, ...longRunning });

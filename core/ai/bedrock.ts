@@ -118,12 +118,8 @@ export interface BedrockModelOptions {
   freshAttempts?: number;
 }
 
-/** The JSON schema Bedrock gets for a zod tool schema (input side, no `$schema` key). */
-export function toolInputSchema(schema: z.ZodType): Record<string, unknown> {
-  const json = z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }) as Record<string, unknown>;
-  delete json.$schema;
-  return json;
-}
+export { toolInputSchema } from "./tool-schema";
+import { toolInputSchema } from "./tool-schema";
 
 /** Human-readable list of zod issues, sent back to the model in a repair turn. */
 function describeIssues(error: z.ZodError): string {

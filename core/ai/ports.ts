@@ -60,3 +60,75 @@ export interface Embedder {
   readonly dimensions: number;
   embed(texts: string[], opts?: EmbedOptions): Promise<Float32Array[]>;
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// Streaming with tools (DESIGN.md 6.1): the port the copilot's agent loop (core/agent) drives, for every engine.
+// ---------------------------------------------------------------------------------------------------------------
+
+/** One piece of a conversation turn sent to a streaming model. */
+export type TurnContent =
+  | { type: "text"; text: string }
+  | { type: "tool_use"; id: string; name: string; input: Record<string, unknown> }
+  | { type: "tool_result"; id: string; status: "success" | "error"; content: unknown };
+
+/** One turn of the conversation as the model sees it (tool results travel in user turns, as in Converse). */
+export interface ConversationTurn {
+  role: "user" | "assistant";
+  content: TurnContent[];
+}
+
+/** A tool offered to the model: its input as JSON schema (derived from the tool's zod schema). */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+}
+
+/** Why the model stopped (Converse `stopReason`, snake_case as Bedrock sends it). */
+export type StopReason =
+  | "end_turn"
+  | "tool_use"
+  | "max_tokens"
+  | "stop_sequence"
+  | "guardrail_intervened"
+  | "content_filtered";
+
+/** One streaming model call: `messages` end with a user turn (a prompt or tool results). */
+export interface StreamRequest {
+  tier: ModelTier;
+  /** Explicit model id (the stream body's `model` override); else the tier's default. */
+  modelId?: string;
+  system: string;
+  messages: ConversationTurn[];
+  tools: ToolSpec[];
+  /** Output token cap for this call (default 4,096). */
+  maxTokens?: number;
+  temperature?: number;
+  /** Extended thinking with this token budget (reasoning_mode deep / effort max), where the model supports it. */
+  thinking?: { budgetTokens: number };
+  /** Aborts the call (client disconnected, time budget spent). */
+  signal?: AbortSignal;
+}
+
+/**
+ * What a streaming call yields, in order: any number of `text`, `thinking`, `tool_call` (each complete: the
+ * adapter joins tool-input fragments and parses them at the block's end) and `retry` (a transient failure before
+ * any output, retried with backoff), then exactly one `stop` carrying the stop reason and the call's usage.
+ */
+export type ModelStreamEvent =
+  | { type: "text"; delta: string }
+  | { type: "thinking"; delta: string }
+  | { type: "tool_call"; id: string; name: string; input: Record<string, unknown> }
+  | { type: "retry"; attempt: number; delayMs: number; reason: string }
+  | { type: "stop"; reason: StopReason; usage: CallUsage };
+
+/**
+ * The streaming Model port (DESIGN.md 6.1): Bedrock ConverseStream in AWS (core/ai/bedrock-stream.ts), the
+ * deterministic local agent engine on the embedded runtime (core/agent/local-engine.ts).
+ * @throws AppError SERVICE_UNAVAILABLE when throttling persists after the retries; an AbortError when `signal` fires.
+ */
+export interface StreamingModel {
+  /** "bedrock" or "local": recorded on agent runs. */
+  readonly engine: string;
+  stream(req: StreamRequest): AsyncIterable<ModelStreamEvent>;
+}

@@ -28,6 +28,8 @@ export const buildDocumentEntity = () => new Entity({
     related_insight_ids: { type: "list", items: { type: "string" }, default: () => [] },
     metadata: { type: "any", default: () => ({}) },
     created_by: { type: "string", required: true },
+    /** The pending action whose approved execution wrote this item (DESIGN.md 6.2: agent writes are traceable). */
+    pending_action_id: { type: "string" },
     created_at: { type: "string", required: true, readOnly: true, default: () => new Date().toISOString() },
     updated_at: { type: "string", required: true, default: () => new Date().toISOString(), set: () => new Date().toISOString(), watch: "*" },
   },

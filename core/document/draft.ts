@@ -1,5 +1,6 @@
 import { Errors } from "../error";
 import { db } from "../db/service";
+import type { AgentWrite } from "../db/agent-write";
 import { requireActiveSubscription } from "../billing";
 import { productContext, requireMember } from "../workspace";
 import { recordRun } from "../agent";
@@ -19,7 +20,7 @@ const DEFAULT_DRAFT_INSIGHTS = 10;
  * quotes, plus the user's instructions; stored as a draft with an `ai_draft` revision. Without a recommendation or
  * insight ids, the workspace's most widespread insights ground it. Recorded as a `drafting` agent run.
  */
-export async function draft(userId: string, input: DraftInput) {
+export async function draft(userId: string, input: DraftInput, opts: AgentWrite = {}) {
   await requireMember(userId, input.workspace_id);
   await requireActiveSubscription(input.workspace_id);
   let recommendation: ReturnType<typeof recommendationView> | undefined;
@@ -75,6 +76,6 @@ export async function draft(userId: string, input: DraftInput) {
       related_recommendation_id: recommendation?.id,
       related_insight_ids: insights.map((i) => i.id),
     },
-    { changeType: "ai_draft", metadata: { drafted_by: engine.kind, ...(input.user_instructions ? { user_instructions: input.user_instructions } : {}) } },
+    { changeType: "ai_draft", metadata: { drafted_by: engine.kind, ...(input.user_instructions ? { user_instructions: input.user_instructions } : {}) }, ...opts },
   );
 }

@@ -4,6 +4,7 @@ import type { EntityItem } from "electrodb";
 import { AppError, Errors } from "../error";
 import { createWriteTransaction } from "electrodb";
 import { db } from "../db/service";
+import type { AgentWrite } from "../db/agent-write";
 import { deleteKeys, partitionKeys } from "../db/partition";
 import { requireMember, partitionOf } from "../workspace";
 import { requireActiveSubscription } from "../billing";
@@ -114,12 +115,13 @@ const canceledConflict = () => new AppError("CONFLICT", "The document changed me
 export async function create(
   userId: string,
   input: CreateDocumentInput,
-  opts: { changeType?: ChangeType; metadata?: Record<string, unknown> } = {},
+  opts: { changeType?: ChangeType; metadata?: Record<string, unknown> } & AgentWrite = {},
 ): Promise<DocumentView> {
   await requireMember(userId, input.workspace_id);
   await requireActiveSubscription(input.workspace_id);
   const doc = {
-    id: randomUUID(),
+    id: opts.id ?? randomUUID(),
+    ...(opts.pendingActionId ? { pending_action_id: opts.pendingActionId } : {}),
     workspace_id: input.workspace_id,
     document_type: input.document_type,
     title: input.title,
@@ -135,7 +137,14 @@ export async function create(
   const now = new Date().toISOString();
   const rev = revisionItem({ ...doc, created_at: now, updated_at: now } as DocumentItem, 1, opts.changeType ?? "created", userId);
   const result = await createWriteTransaction(db().pick("document", "revision"), ({ document, revision }) => [document.create(doc).commit(), revision.create(rev).commit()]).go();
-  if (result.canceled) throw canceledConflict();
+  if (result.canceled) {
+    // Under an id derived from a pending action, a cancelled create means an earlier run of it wrote the document.
+    if (opts.id) {
+      const { data } = await db().entities.document.get({ workspace_id: input.workspace_id, id: doc.id }).go({ consistent: true });
+      if (data) return toView(data);
+    }
+    throw canceledConflict();
+  }
   return toView(await reload(input.workspace_id, doc.id));
 }
 

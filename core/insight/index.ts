@@ -3,6 +3,7 @@ import type { EntityItem } from "electrodb";
 import { Errors } from "../error";
 import { db } from "../db/service";
 import { requireMember } from "../workspace";
+import { createOnce, type AgentWrite } from "../db/agent-write";
 import type { InsightEntity } from "./insight.entity";
 import type {
   BatchInsightsInput,
@@ -73,26 +74,35 @@ export async function requireInsight(userId: string, insightId: string): Promise
  * `POST /api/insights`: a manual insight. frequency defaults to the number of distinct sources (at least 1);
  * mention_count to the number of quotes (at least 1).
  */
-export async function create(userId: string, input: CreateInsightInput): Promise<InsightView> {
+export async function create(userId: string, input: CreateInsightInput, opts: AgentWrite = {}): Promise<InsightView> {
   await requireMember(userId, input.workspace_id);
   const sourceIds = [...new Set([...input.source_ids, ...input.quotes.map((q) => q.source_id)])];
-  const { data } = await db()
-    .entities.insight.create({
-      id: randomUUID(),
-      workspace_id: input.workspace_id,
-      insight_type: input.insight_type,
-      title: input.title,
-      description: input.description,
-      source_ids: sourceIds,
-      quotes: input.quotes.map((q) => ({ text: q.text, source_id: q.source_id, ...(q.speaker ? { speaker: q.speaker } : {}) })),
-      frequency: input.frequency ?? Math.max(1, sourceIds.length),
-      mention_count: Math.max(1, input.quotes.length),
-      severity: input.severity,
-      impact: input.impact,
-      origin: "manual",
-      created_by: userId,
-    })
-    .go();
+  const id = opts.id ?? randomUUID();
+  const data = await createOnce(
+    opts,
+    async () =>
+      (
+        await db()
+          .entities.insight.create({
+            id,
+            workspace_id: input.workspace_id,
+            insight_type: input.insight_type,
+            title: input.title,
+            description: input.description,
+            source_ids: sourceIds,
+            quotes: input.quotes.map((q) => ({ text: q.text, source_id: q.source_id, ...(q.speaker ? { speaker: q.speaker } : {}) })),
+            frequency: input.frequency ?? Math.max(1, sourceIds.length),
+            mention_count: Math.max(1, input.quotes.length),
+            severity: input.severity,
+            impact: input.impact,
+            origin: opts.pendingActionId ? "agent" : "manual",
+            created_by: userId,
+            ...(opts.pendingActionId ? { pending_action_id: opts.pendingActionId } : {}),
+          })
+          .go()
+      ).data as InsightItem,
+    async () => (await db().entities.insight.get({ workspace_id: input.workspace_id, id }).go({ consistent: true })).data,
+  );
   await bumpInsightsVersion(input.workspace_id);
   return toView(data as InsightItem);
 }

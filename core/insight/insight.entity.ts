@@ -31,6 +31,8 @@ export const buildInsightEntity = () => new Entity({
     rating: { type: "number" },
     /** Where it came from: "manual" or "synthesis". */
     origin: { type: "string", default: "manual" },
+    /** The pending action whose approved execution wrote this item (DESIGN.md 6.2: agent writes are traceable). */
+    pending_action_id: { type: "string" },
     /** base64 of a unit-length Float32Array, and the embedder that made it. */
     vector: { type: "string" },
     embedder_id: { type: "string" },

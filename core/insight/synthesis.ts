@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { AppError } from "../error";
 import { db } from "../db/service";
+import { createOnce, idFor, type AgentWrite } from "../db/agent-write";
 import { requireActiveSubscription } from "../billing";
 import { requireMember } from "../workspace";
 import { acquireLock, rateLimit, recordRun } from "../agent";
@@ -61,7 +62,7 @@ function mergedFields(existing: InsightItem, draft: InsightDraft) {
  * Every stored quote is re-checked verbatim against its source's extracted text. A finding that matches an existing
  * insight is merged into it; the response lists which.
  */
-export async function synthesize(userId: string, input: SynthesizeInput) {
+export async function synthesize(userId: string, input: SynthesizeInput, opts: AgentWrite = {}) {
   await requireMember(userId, input.workspace_id);
   await requireActiveSubscription(input.workspace_id);
   await rateLimit(`user#${userId}`, SYNTHESIS_RATE_PER_MINUTE, 60);
@@ -120,8 +121,8 @@ export async function synthesize(userId: string, input: SynthesizeInput) {
         if (!merged.some((m) => m.insight_id === target.id)) merged.push({ insight_id: target.id, title: target.title });
         continue;
       }
-      const id = randomUUID();
-      await db()
+      const id = opts.pendingActionId ? idFor(opts.pendingActionId, `insight#${createdIds.length}`) : randomUUID();
+      await createOnce(opts, () => db()
         .entities.insight.create({
           id,
           workspace_id: input.workspace_id,
@@ -137,8 +138,10 @@ export async function synthesize(userId: string, input: SynthesizeInput) {
           vector: encodeVector(draft.vector),
           embedder_id: draft.embedder_id,
           created_by: userId,
+          ...(opts.pendingActionId ? { pending_action_id: opts.pendingActionId } : {}),
         })
-        .go();
+        .go()
+        .then((r) => r.data as unknown), async () => (await db().entities.insight.get({ workspace_id: input.workspace_id, id }).go({ consistent: true })).data);
       createdIds.push(id);
     }
     await bumpInsightsVersion(input.workspace_id);

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { db } from "../db/service";
+import { idFor, type AgentWrite } from "../db/agent-write";
 import { requireActiveSubscription } from "../billing";
 import { productContext, requireMember } from "../workspace";
 import { recordRun } from "../agent";
@@ -14,7 +15,7 @@ import type { GenerateInput } from "./schema";
  * focus areas, stored as `suggested` with their priority rank, and the prioritization summary. Needs an active or
  * trialing subscription; recorded as a `recommendation` agent run.
  */
-export async function generate(userId: string, input: GenerateInput) {
+export async function generate(userId: string, input: GenerateInput, opts: AgentWrite = {}) {
   await requireMember(userId, input.workspace_id);
   await requireActiveSubscription(input.workspace_id);
   const insights = (await loadInsights(input.workspace_id, input.insight_ids)).map(toEngineInput);
@@ -31,12 +32,14 @@ export async function generate(userId: string, input: GenerateInput) {
   );
   const items = result.recommendations.map((r, i) => ({
     ...r,
-    id: randomUUID(),
+    // Ids derived from an approved pending action make a replay overwrite its own items instead of adding more.
+    id: opts.pendingActionId ? idFor(opts.pendingActionId, `recommendation#${i}`) : randomUUID(),
     workspace_id: input.workspace_id,
     status: "suggested" as const,
     priority_rank: i + 1,
-    origin: "generate",
+    origin: opts.pendingActionId ? "agent" : "generate",
     created_by: userId,
+    ...(opts.pendingActionId ? { pending_action_id: opts.pendingActionId } : {}),
   }));
   await db().entities.recommendation.put(items).go();
   const { data } = await db()

@@ -4,6 +4,7 @@ import type { EntityItem } from "electrodb";
 import { AppError, Errors } from "../error";
 import { db } from "../db/service";
 import { requireMember } from "../workspace";
+import { createOnce, type AgentWrite } from "../db/agent-write";
 import { assertTransition, checkBatchTransition } from "./status";
 import type { RecommendationEntity } from "./recommendation.entity";
 import type {
@@ -67,13 +68,22 @@ export async function checkInsightIds(workspaceId: string, ids: string[]): Promi
 }
 
 /** `POST /api/recommendations`: a manual recommendation, status suggested. */
-export async function create(userId: string, input: CreateRecommendationInput, extra: Partial<RecommendationItem> = {}): Promise<RecommendationView> {
+export async function create(
+  userId: string,
+  input: CreateRecommendationInput,
+  extra: Partial<RecommendationItem> = {},
+  opts: AgentWrite = {},
+): Promise<RecommendationView> {
   await requireMember(userId, input.workspace_id);
   await checkInsightIds(input.workspace_id, input.addresses_insight_ids);
-  const { data } = await db()
-    .entities.recommendation.create({ ...input, ...extra, id: randomUUID(), status: "suggested", created_by: userId })
-    .go();
-  return toView(data as RecommendationItem);
+  const id = opts.id ?? randomUUID();
+  const tag = opts.pendingActionId ? { pending_action_id: opts.pendingActionId, origin: "agent" } : {};
+  const data = await createOnce(
+    opts,
+    async () => (await db().entities.recommendation.create({ ...input, ...extra, ...tag, id, status: "suggested", created_by: userId }).go()).data as RecommendationItem,
+    async () => (await db().entities.recommendation.get({ workspace_id: input.workspace_id, id }).go({ consistent: true })).data,
+  );
+  return toView(data);
 }
 
 /** `GET /api/recommendations`: filtered, by priority (impact) then newest, paginated (limit 200, max 500). */

@@ -20,6 +20,8 @@ export const buildRecommendationEntity = () => new Entity({
     /** Priority rank from the generation that made it (1 = first), when generated. */
     priority_rank: { type: "number" },
     origin: { type: "string", default: "manual" },
+    /** The pending action whose approved execution wrote this item (DESIGN.md 6.2: agent writes are traceable). */
+    pending_action_id: { type: "string" },
     created_by: { type: "string" },
     status_changed_at: { type: "string" },
     created_at: { type: "string", required: true, readOnly: true, default: () => new Date().toISOString() },

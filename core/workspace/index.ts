@@ -5,6 +5,7 @@ import { AppError, Errors } from "../error";
 import { Config } from "../config";
 import { createWriteTransaction } from "electrodb";
 import { db } from "../db/service";
+import { requestScope } from "../context";
 import { countByPrefix, purgePartition } from "../db/partition";
 import { HIGHEST_PLAN, subscriptionOf } from "../billing";
 import * as User from "../user";
@@ -63,10 +64,17 @@ async function getItem(workspaceId: string): Promise<WorkspaceItem | null> {
  *   or lacks the role.
  */
 export async function requireMember(userId: string, workspaceId: string, roles?: Role[]): Promise<MembershipItem> {
-  const { data } = await db().entities.membership.get({ workspace_id: workspaceId, user_id: userId }).go({ consistent: true });
+  const scope = requestScope();
+  const key = `${userId}#${workspaceId}`;
+  let data = scope?.memberships.get(key) as MembershipItem | undefined;
   if (!data) {
-    if (!(await getItem(workspaceId))) throw Errors.notFound("Workspace");
-    throw Errors.forbidden();
+    data = (await db().entities.membership.get({ workspace_id: workspaceId, user_id: userId }).go({ consistent: true })).data ?? undefined;
+    if (!data) {
+      if (!(await getItem(workspaceId))) throw Errors.notFound("Workspace");
+      throw Errors.forbidden();
+    }
+    // Resolved once per request (DESIGN.md 6.1): the agent's tools call core operations that check again.
+    scope?.memberships.set(key, data);
   }
   if (roles && !roles.includes(data.role)) {
     throw new AppError("FORBIDDEN", `This needs the ${roles.join(" or ")} role; you are ${data.role}`);

@@ -1,3 +1,4 @@
+import { Readable } from "node:stream";
 import middy from "@middy/core";
 import httpRouterHandler from "@middy/http-router";
 import httpHeaderNormalizer from "@middy/http-header-normalizer";
@@ -11,6 +12,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, Context } from "a
 import type { z } from "zod";
 import { AppError, Errors, type FieldError } from "../../core/error";
 import { Config } from "../../core/config";
+import { withRequestScope } from "../../core/context";
 import * as User from "../../core/user";
 import { isAdminClaims, verifyBearer } from "./auth";
 import type { Reply, RouteContext, RouteImpl, RouteSpec } from "./route";
@@ -119,7 +121,12 @@ const errorEnvelopeMiddleware = (): middy.MiddlewareObj<Event, APIGatewayProxyRe
       status = 500;
       body = { detail: "Internal error; quote the request id when reporting it", code: "INTERNAL", request_id };
     }
-    request.response = { statusCode: status, headers: { "content-type": "application/json" }, body: JSON.stringify(body) };
+    const retryAfter = err instanceof AppError ? err.extra.retry_after_seconds : undefined;
+    request.response = {
+      statusCode: status,
+      headers: { "content-type": "application/json", ...(typeof retryAfter === "number" ? { "retry-after": String(Math.max(1, Math.ceil(retryAfter))) } : {}) },
+      body: JSON.stringify(body),
+    };
   },
 });
 
@@ -138,9 +145,11 @@ function parsePart<S extends z.ZodType | undefined>(where: string, schema: S, va
   return result.data;
 }
 
+const isReadable = (body: unknown): body is Readable => body instanceof Readable;
+
 function toResult(spec: RouteSpec, reply: Reply): APIGatewayProxyResultV2 {
   const status = reply.status ?? 200;
-  if (process.env.VALIDATE_RESPONSES === "1" && !reply.contentType) {
+  if (process.env.VALIDATE_RESPONSES === "1" && !reply.contentType && !isReadable(reply.body)) {
     const schema = spec.responses[status];
     if (schema === undefined) throw new AppError("INTERNAL", `Route answered ${status}, which its spec does not declare`);
     if (schema) {
@@ -149,6 +158,14 @@ function toResult(spec: RouteSpec, reply: Reply): APIGatewayProxyResultV2 {
     }
   }
   if (status === 204) return { statusCode: 204, headers: reply.headers ?? {} };
+  if (isReadable(reply.body)) {
+    // A response stream (SSE): middy's streaming mode pipes it to Lambda's response stream.
+    return {
+      statusCode: status,
+      headers: { "content-type": reply.contentType ?? "text/event-stream", "cache-control": "no-cache", connection: "keep-alive", "x-accel-buffering": "no", ...(reply.headers ?? {}) },
+      body: reply.body as unknown as string,
+    };
+  }
   if (reply.contentType) {
     const isBinary = Buffer.isBuffer(reply.body);
     return {
@@ -167,7 +184,9 @@ function toResult(spec: RouteSpec, reply: Reply): APIGatewayProxyResultV2 {
 
 /** Wrap one route implementation: authenticate per the route's access, validate inputs, run, serialise. */
 function bind(spec: RouteSpec, impl: RouteImpl<RouteSpec>) {
-  return async (event: Event, context: Context): Promise<APIGatewayProxyResultV2> => {
+  // One request scope per request: memberships are resolved once (core/context.ts).
+  return (event: Event, context: Context): Promise<APIGatewayProxyResultV2> => withRequestScope(() => run(event, context));
+  async function run(event: Event, context: Context): Promise<APIGatewayProxyResultV2> {
     let user: User.User | undefined;
     let claims: Awaited<ReturnType<typeof verifyBearer>> | undefined;
     let isAdmin = false;
@@ -193,7 +212,7 @@ function bind(spec: RouteSpec, impl: RouteImpl<RouteSpec>) {
       event,
     } as RouteContext<RouteSpec>;
     return toResult(spec, await impl(ctx));
-  };
+  }
 }
 
 /** An implementation for every route of a group's route table (`functions/http/routes/<group>.ts`). */
@@ -233,7 +252,11 @@ export function httpGroup<T extends Record<string, RouteSpec>>(table: T, impls: 
   const rawRoutes = new Set(entries.filter(([, spec]) => spec.bodyType === "raw").map(([, spec]) => `${spec.method} ${spec.path}`));
   const multipart = entries.some(([, spec]) => spec.bodyType === "multipart");
   if (multipart && !opts.multipart) throw new Error(`Group ${group} has multipart routes: pass httpGroup a multipart parser`);
-  return middy<Event, APIGatewayProxyResultV2, Error, Context>()
+  // A group of response-streaming routes (SSE) is a streaming Lambda: errors before the stream opens still answer
+  // with the ordinary envelope, as a string body.
+  const streaming = entries.some(([, spec]) => spec.streaming);
+  if (streaming && !entries.every(([, spec]) => spec.streaming)) throw new Error(`Group ${group} mixes streaming and ordinary routes`);
+  return middy<Event, APIGatewayProxyResultV2, Error, Context>({ streamifyResponse: streaming })
     .use(injectLambdaContext(logger, { resetKeys: true }))
     .use(requestIdMiddleware())
     .use(httpHeaderNormalizer())

@@ -34,8 +34,13 @@ export interface RouteSpec {
   bodyType?: "json" | "multipart" | "raw";
   /** Response schemas by status; `null` is a response without content (204). */
   responses: Record<number, z.ZodType | null>;
-  /** Content type of a non-JSON success response (docs page). */
+  /** Content type of a non-JSON success response (docs page, `text/event-stream`). */
   produces?: string;
+  /**
+   * A response-streaming route (SSE, DESIGN.md 6.1): its group is a streaming Lambda on a Function URL in
+   * RESPONSE_STREAM mode (API Gateway cannot stream), served by the local gateway as it is produced.
+   */
+  streaming?: boolean;
 }
 
 type Out<S> = S extends z.ZodType ? z.output<S> : undefined;

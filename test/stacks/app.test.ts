@@ -14,7 +14,7 @@ import { TABLE_KEYS } from "../../core/db/table";
 import { toApiGatewayEvent } from "../../local/apigw";
 import { groups, routes, routesOf, timeoutOf, DEFAULT_TIMEOUT_SECONDS } from "../../functions/http/routes";
 import { STEP_TASKS, extractionDefinition, type StepTaskName } from "../../functions/steps/extraction.asl";
-import { Api, GROUP_SECRETS, groupHandler, routeKey } from "../../stacks/Api";
+import { Api, GROUP_SECRETS, groupHandler, isStreamingGroup, routeKey } from "../../stacks/Api";
 import { Pipelines, UPLOAD_HANDLER, stepHandler, substitutionKey } from "../../stacks/Pipelines";
 import { Secrets } from "../../stacks/Secrets";
 import { Storage, UPLOAD_PREFIX } from "../../stacks/Storage";
@@ -216,7 +216,8 @@ describe("synthesized app", () => {
   });
 
   describe("Api", () => {
-    const allRoutes = Object.values(routes);
+    // SSE routes are served on their streaming Function URL only (API Gateway cannot stream).
+    const allRoutes = Object.values(routes).filter((r) => !("streaming" in r && r.streaming));
 
     it("has exactly one Lambda per endpoint group and no other application function", () => {
       const handlers = Object.values(lambdas(templates.Api))
@@ -230,7 +231,7 @@ describe("synthesized app", () => {
       const integrations = resourcesOf(templates.Api, "AWS::ApiGatewayV2::Integration");
       expect(apiRoutes.map((r) => r.RouteKey).sort()).toEqual(allRoutes.map(routeKey).sort());
 
-      for (const group of groups()) {
+      for (const group of groups().filter((g) => !isStreamingGroup(g))) {
         const fnId = lambdaIdFor(templates.Api, groupHandler(group));
         for (const [id, spec] of routesOf(group)) {
           const route = apiRoutes.find((r) => r.RouteKey === routeKey(spec));
@@ -251,7 +252,7 @@ describe("synthesized app", () => {
 
     it("lets API Gateway invoke each group function", () => {
       const permissions = Object.values(resourcesOf(templates.Api, "AWS::Lambda::Permission")).map((r) => r.Properties);
-      for (const group of groups()) {
+      for (const group of groups().filter((g) => !isStreamingGroup(g))) {
         const fnId = lambdaIdFor(templates.Api, groupHandler(group));
         expect(
           permissions.some((p) => p.Principal === "apigateway.amazonaws.com" && JSON.stringify(p.FunctionName) === JSON.stringify(getAttArn(fnId))),
@@ -286,14 +287,24 @@ describe("synthesized app", () => {
 
     it("gives the long-running AI groups their timeout and a Function URL (API Gateway stops at 30 s)", () => {
       const urls = Object.values(resourcesOf(templates.Api, "AWS::Lambda::Url")).map((r) => r.Properties);
-      const long = groups().filter((g) => timeoutOf(g) > DEFAULT_TIMEOUT_SECONDS);
-      expect(long).toEqual(expect.arrayContaining(["synthesis", "generation"]));
+      const long = groups().filter((g) => timeoutOf(g) > DEFAULT_TIMEOUT_SECONDS || isStreamingGroup(g));
+      expect(long).toEqual(expect.arrayContaining(["synthesis", "generation", "stream"]));
       expect(urls).toHaveLength(long.length);
       for (const group of long) {
         const id = lambdaIdFor(templates.Api, groupHandler(group));
         expect(urls.some((u) => JSON.stringify(u.TargetFunctionArn).includes(id)), `${group} has a Function URL`).toBe(true);
         expect(lambdas(templates.Api)[id].Properties.Timeout).toBeGreaterThan(30);
       }
+    });
+
+    it("serves the SSE group on a Function URL in RESPONSE_STREAM mode and the others buffered", () => {
+      const urls = Object.values(resourcesOf(templates.Api, "AWS::Lambda::Url")).map((r) => r.Properties);
+      const streamId = lambdaIdFor(templates.Api, groupHandler("stream"));
+      const streamUrl = urls.find((u) => JSON.stringify(u.TargetFunctionArn).includes(streamId));
+      expect(streamUrl).toMatchObject({ InvokeMode: "RESPONSE_STREAM", AuthType: "NONE" });
+      for (const u of urls.filter((x) => x !== streamUrl)) expect(u.InvokeMode ?? "BUFFERED").toBe("BUFFERED");
+      expect(lambdas(templates.Api)[streamId].Properties.Timeout).toBeGreaterThanOrEqual(300);
+      expect(Object.keys(templates.Api.findOutputs("StreamFunctionUrl"))).toEqual(["StreamFunctionUrl"]);
     });
 
     it("grants each group function table and bucket read/write and Bedrock invocation", () => {

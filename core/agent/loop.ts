@@ -1,0 +1,208 @@
+import type { CallUsage, ConversationTurn, ModelTier, StopReason, StreamingModel, TurnContent } from "../ai/ports";
+import { createPending } from "../pending-action";
+import { AppError } from "../error";
+import { toolSpec, type Tool, type ToolContext } from "./tools";
+
+/** The spec's bounds on one query (spec 02 Limits): turns and seconds. */
+export const MAX_TURNS_LIMIT = 30;
+export const QUERY_BUDGET_MS = 300_000;
+/** Largest tool result handed back to the model, in characters of JSON. */
+const MAX_TOOL_RESULT_CHARS = 24_000;
+
+/** What the loop reports while it runs; the SSE layer turns these into spec 02 events. */
+export type AgentEvent =
+  | { event: "token"; data: { content: string } }
+  | { event: "thinking"; data: { content: string } }
+  | { event: "tool_use"; data: { name: string; status: "running"; input_summary: string } }
+  | {
+      event: "tool_result";
+      data: { name: string; status: "success" | "error" | "queued"; output_summary: string; duration_ms: number; pending_action_id?: string; preview?: unknown };
+    }
+  | { event: "turn"; data: { turn: number; total_tools: number } }
+  | { event: "retry"; data: { attempt: number; delay_ms: number; reason: string } };
+
+/** One tool call as it ran (the assistant message's execution_metadata). */
+export interface ToolStep {
+  turn: number;
+  name: string;
+  input: Record<string, unknown>;
+  status: "success" | "error" | "queued";
+  duration_ms: number;
+  pending_action_id?: string;
+  error?: string;
+}
+
+/** One run of the loop (DESIGN.md 6.1). */
+export interface AgentRunInput {
+  model: StreamingModel;
+  ctx: ToolContext;
+  system: string;
+  /** Earlier turns (history) followed by the new user prompt. */
+  messages: ConversationTurn[];
+  tools: readonly Tool[];
+  tier: ModelTier;
+  modelId?: string;
+  /** 1 to 30 model calls (spec 02 max_turns). */
+  maxTurns: number;
+  thinking?: { budgetTokens: number };
+  /** Aborts the run: client gone or budget spent. */
+  signal: AbortSignal;
+  emit(event: AgentEvent): void;
+}
+
+export interface AgentRunResult {
+  text: string;
+  thinking: string[];
+  steps: ToolStep[];
+  numTurns: number;
+  stopReason: StopReason | "max_turns" | "aborted";
+  /** success: the model finished; partial: turns ran out, the output was cut, or the run was aborted. */
+  status: "success" | "partial";
+  usage: { inputTokens: number; outputTokens: number; costUsd: number; modelId: string | undefined; calls: number };
+  pendingActionIds: string[];
+}
+
+const summarize = (value: unknown, max = 160): string => {
+  const s = typeof value === "string" ? value : JSON.stringify(value);
+  return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+};
+
+/** What a tool result tells the model: JSON, clipped to keep the context bounded. */
+function resultForModel(value: unknown): unknown {
+  const json = JSON.stringify(value ?? null);
+  return json.length <= MAX_TOOL_RESULT_CHARS ? value : { truncated: true, preview: json.slice(0, MAX_TOOL_RESULT_CHARS) };
+}
+
+/**
+ * The agent loop (DESIGN.md 6.1), the same for every engine and entry point: call the model with the tools, stream
+ * its text, run each tool call it makes, hand the results back, until it answers without calling a tool, `maxTurns`
+ * model calls are made, or `signal` aborts. Read tools run at once. A gated tool never runs here: its call becomes a
+ * pending action (core/pending-action) and the model gets `{status: "queued", pending_action_id}`. An unknown tool or
+ * invalid input goes back to the model as an error result, so it can correct itself. Tool results are data: nothing
+ * in them is executed or widens what the run may do.
+ * @returns the answer text, tool steps, usage summed over all model calls, and the pending actions created
+ * @throws the model's errors (AppError SERVICE_UNAVAILABLE after retries); an abort ends the run as partial instead
+ */
+export async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
+  if (input.maxTurns < 1 || input.maxTurns > MAX_TURNS_LIMIT) throw new AppError("VALIDATION_ERROR", `max_turns must be 1 to ${MAX_TURNS_LIMIT}`);
+  const byName = new Map(input.tools.map((t) => [t.name, t]));
+  const specs = input.tools.map(toolSpec);
+  const messages = [...input.messages];
+  const steps: ToolStep[] = [];
+  const thinking: string[] = [];
+  const pendingActionIds: string[] = [];
+  const usage = { inputTokens: 0, outputTokens: 0, costUsd: 0, modelId: undefined as string | undefined, calls: 0 };
+  let text = "";
+  let turn = 0;
+  let stopReason: AgentRunResult["stopReason"] = "end_turn";
+  const addUsage = (u: CallUsage) => {
+    usage.inputTokens += u.inputTokens;
+    usage.outputTokens += u.outputTokens;
+    usage.costUsd += u.costUsd;
+    usage.modelId = u.modelId;
+    usage.calls += u.attempts;
+  };
+
+  try {
+    while (turn < input.maxTurns) {
+      turn++;
+      const calls: { id: string; name: string; input: Record<string, unknown> }[] = [];
+      let turnText = "";
+      let reason: StopReason = "end_turn";
+      for await (const ev of input.model.stream({
+        tier: input.tier,
+        modelId: input.modelId,
+        system: input.system,
+        messages,
+        tools: specs,
+        thinking: input.thinking,
+        signal: input.signal,
+      })) {
+        if (ev.type === "text") {
+          turnText += ev.delta;
+          input.emit({ event: "token", data: { content: ev.delta } });
+        } else if (ev.type === "thinking") {
+          thinking.push(ev.delta);
+          input.emit({ event: "thinking", data: { content: ev.delta } });
+        } else if (ev.type === "tool_call") {
+          calls.push({ id: ev.id, name: ev.name, input: ev.input });
+        } else if (ev.type === "retry") {
+          input.emit({ event: "retry", data: { attempt: ev.attempt, delay_ms: ev.delayMs, reason: ev.reason } });
+        } else {
+          reason = ev.reason;
+          addUsage(ev.usage);
+        }
+      }
+      text += turnText;
+      const assistant: TurnContent[] = [
+        ...(turnText ? [{ type: "text" as const, text: turnText }] : []),
+        ...calls.map((c) => ({ type: "tool_use" as const, id: c.id, name: c.name, input: c.input })),
+      ];
+      messages.push({ role: "assistant", content: assistant });
+      if (calls.length === 0 || reason !== "tool_use") {
+        stopReason = reason;
+        input.emit({ event: "turn", data: { turn, total_tools: steps.length } });
+        break;
+      }
+      const results: TurnContent[] = [];
+      for (const call of calls) {
+        input.signal.throwIfAborted();
+        results.push(await runTool(input, byName.get(call.name), call, turn, steps, pendingActionIds));
+      }
+      messages.push({ role: "user", content: results });
+      input.emit({ event: "turn", data: { turn, total_tools: steps.length } });
+      if (turn === input.maxTurns) stopReason = "max_turns";
+    }
+  } catch (err) {
+    if (!input.signal.aborted) throw err;
+    stopReason = "aborted";
+  }
+  const status = stopReason === "end_turn" || stopReason === "stop_sequence" ? "success" : "partial";
+  return { text, thinking, steps, numTurns: turn, stopReason, status, usage, pendingActionIds };
+}
+
+async function runTool(
+  input: AgentRunInput,
+  tool: Tool | undefined,
+  call: { id: string; name: string; input: Record<string, unknown> },
+  turn: number,
+  steps: ToolStep[],
+  pendingActionIds: string[],
+): Promise<TurnContent> {
+  const started = performance.now();
+  input.emit({ event: "tool_use", data: { name: call.name, status: "running", input_summary: summarize(call.input) } });
+  const finish = (status: ToolStep["status"], content: unknown, extra: Partial<ToolStep> = {}): TurnContent => {
+    const duration_ms = Math.round(performance.now() - started);
+    steps.push({ turn, name: call.name, input: call.input, status, duration_ms, ...extra });
+    input.emit({
+      event: "tool_result",
+      data: {
+        name: call.name,
+        status,
+        output_summary: summarize(content),
+        duration_ms,
+        ...(extra.pending_action_id ? { pending_action_id: extra.pending_action_id, preview: (content as { preview?: unknown }).preview } : {}),
+      },
+    });
+    return { type: "tool_result", id: call.id, status: status === "error" ? "error" : "success", content: resultForModel(content) };
+  };
+  if (!tool) return finish("error", { error: `Unknown tool ${call.name}` }, { error: "unknown tool" });
+  const parsed = tool.input.safeParse(call.input);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join(".") || "(input)"}: ${i.message}`).join("; ");
+    return finish("error", { error: `Invalid input: ${problems}` }, { error: problems });
+  }
+  try {
+    if (tool.gated) {
+      const pending = await createPending(input.ctx, tool, parsed.data);
+      pendingActionIds.push(pending.id);
+      return finish("queued", { status: "queued", pending_action_id: pending.id, preview: pending.preview }, { pending_action_id: pending.id });
+    }
+    return finish("success", await tool.run(input.ctx, parsed.data));
+  } catch (err) {
+    if (input.signal.aborted) throw err;
+    // The model sees what went wrong and may try otherwise; internal details stay out of it.
+    const message = err instanceof AppError ? err.message : "The tool failed";
+    return finish("error", { error: message }, { error: message });
+  }
+}

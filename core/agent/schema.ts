@@ -1,0 +1,79 @@
+import * as z from "zod";
+import { DocumentType } from "../document/schema";
+
+/** Stream prompt: 1 to 10,000 characters (spec 02 Limits). */
+const prompt = z.string().min(1).max(10_000);
+/** 1 to 30 model calls per query (spec 02 Limits). */
+const maxTurns = z.int().min(1).max(30);
+
+/** `POST /api/stream/chat` body (spec 02 Streaming). */
+export const ChatStreamInput = z
+  .object({
+    workspace_id: z.uuid(),
+    prompt,
+    conversation_id: z.uuid().optional(),
+    session_id: z.string().max(200).optional(),
+    max_turns: maxTurns.default(10),
+    mode: z.enum(["plan", "research"]).optional(),
+    reasoning_mode: z.enum(["fast", "thorough", "deep"]).optional(),
+    model: z.string().min(1).max(200).optional().describe("model id override"),
+    attachment_ids: z.array(z.uuid()).max(10).default([]),
+    language: z.string().regex(/^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/, "an ISO language code such as en or pt-BR").optional(),
+    effort: z.enum(["low", "medium", "high", "max"]).optional(),
+  })
+  .strict()
+  .meta({ id: "ChatStreamInput" });
+export type ChatStreamInput = z.infer<typeof ChatStreamInput>;
+
+/** `POST /api/stream/synthesis` body. */
+export const SynthesisStreamInput = z
+  .object({
+    workspace_id: z.uuid(),
+    prompt,
+    source_ids: z.array(z.uuid()).min(1).max(20),
+    synthesis_type: z.enum(["comprehensive", "quick"]).default("comprehensive"),
+    conversation_id: z.uuid().optional(),
+    max_turns: maxTurns.default(5),
+  })
+  .strict()
+  .meta({ id: "SynthesisStreamInput" });
+export type SynthesisStreamInput = z.infer<typeof SynthesisStreamInput>;
+
+/** `POST /api/stream/recommendation` body. */
+export const RecommendationStreamInput = z
+  .object({
+    workspace_id: z.uuid(),
+    prompt,
+    insight_ids: z.array(z.uuid()).min(1).max(20),
+    focus_areas: z.array(z.string().min(1).max(200)).max(10).optional(),
+    conversation_id: z.uuid().optional(),
+    max_turns: maxTurns.default(5),
+  })
+  .strict()
+  .meta({ id: "RecommendationStreamInput" });
+export type RecommendationStreamInput = z.infer<typeof RecommendationStreamInput>;
+
+/** `POST /api/stream/draft` body. */
+export const DraftStreamInput = z
+  .object({
+    workspace_id: z.uuid(),
+    prompt,
+    document_type: DocumentType.default("prd"),
+    recommendation_id: z.uuid().optional(),
+    user_instructions: z.string().max(5000).optional(),
+    conversation_id: z.uuid().optional(),
+    max_turns: maxTurns.default(5),
+  })
+  .strict()
+  .meta({ id: "DraftStreamInput" });
+export type DraftStreamInput = z.infer<typeof DraftStreamInput>;
+
+/** `POST /api/stream/pipeline` body: synthesis, then recommendations, then drafting. */
+export const PipelineStreamInput = z
+  .object({ workspace_id: z.uuid(), prompt, conversation_id: z.uuid().optional(), max_turns: maxTurns.default(5) })
+  .strict()
+  .meta({ id: "PipelineStreamInput" });
+export type PipelineStreamInput = z.infer<typeof PipelineStreamInput>;
+
+/** What a stream answers: Server-Sent Events (spec 02 Events); described for the OpenAPI document. */
+export const EventStream = z.string().describe("text/event-stream: `event: <name>` + `data: <json>` per event (token, thinking, tool_use, tool_result, turn, progress, creation, error, done)");

@@ -1,0 +1,27 @@
+import { toolInputSchema } from "../../ai/tool-schema";
+import type { ToolSpec } from "../../ai/ports";
+import { READ_TOOLS } from "./reads";
+import { GATED_TOOLS } from "./writes";
+import type { GatedTool, Tool } from "./types";
+
+export type * from "./types";
+
+/**
+ * Every tool the copilot can call (DESIGN.md 6.1, issue "Tools over what exists"): read tools run at once, gated
+ * tools become pending actions. One definition each; the pending-action executor finds gated tools here by name.
+ */
+export const TOOLS: readonly Tool[] = [...READ_TOOLS, ...GATED_TOOLS];
+
+const byName = new Map(TOOLS.map((t) => [t.name, t]));
+
+/** A tool by name, or undefined. */
+export const toolByName = (name: string): Tool | undefined => byName.get(name);
+
+/** A gated tool by name, or undefined (what the pending-action executor runs). */
+export const gatedTool = (name: string): GatedTool | undefined => {
+  const tool = byName.get(name);
+  return tool?.gated ? tool : undefined;
+};
+
+/** The tool as offered to a model: name, description, JSON schema of its input. */
+export const toolSpec = (tool: Tool): ToolSpec => ({ name: tool.name, description: tool.description, inputSchema: toolInputSchema(tool.input) });

@@ -1,0 +1,23 @@
+import { AsyncLocalStorage } from "node:async_hooks";
+
+/**
+ * The request context (DESIGN.md 6.1): what one request has already resolved, so it is resolved once. The HTTP
+ * middy stack and the stream handlers open a scope per request; inside it, `requireMember` (core/workspace)
+ * answers a repeated check of the same user and workspace from the scope instead of DynamoDB, so the agent's tools
+ * can call the ordinary core operations without re-checking membership on every call. Outside a scope (step
+ * functions, the pending-action executor, tests calling core directly) every check goes to the table.
+ */
+export interface RequestScope {
+  /** Membership items verified in this request, keyed `${userId}#${workspaceId}` (core/workspace owns the type). */
+  memberships: Map<string, unknown>;
+}
+
+const storage = new AsyncLocalStorage<RequestScope>();
+
+/** Run `fn` inside a fresh request scope. */
+export function withRequestScope<T>(fn: () => T): T {
+  return storage.run({ memberships: new Map() }, fn);
+}
+
+/** The current request scope, or undefined outside one. */
+export const requestScope = (): RequestScope | undefined => storage.getStore();

@@ -1,0 +1,92 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { createParser, type EventSourceMessage } from "eventsource-parser";
+import { SseWriter, HEARTBEAT_MS, TOKEN_BATCH_MS } from "../../../functions/lib/sse";
+import { creditsFor } from "../../../core/billing/credits";
+import { modelChoice } from "../../../core/agent/copilot";
+
+/** Everything the writer put on its body, parsed by a real SSE parser. */
+function collect(writer: SseWriter) {
+  const events: EventSourceMessage[] = [];
+  let raw = "";
+  const parser = createParser({ onEvent: (e) => events.push(e) });
+  writer.body.on("data", (chunk: Buffer) => {
+    raw += chunk.toString();
+    parser.feed(chunk.toString());
+  });
+  return { events, raw: () => raw };
+}
+
+describe("SseWriter", () => {
+  afterEach(() => vi.useRealTimers());
+
+  it("batches tokens into one event per 50 ms and keeps order with other events", async () => {
+    vi.useFakeTimers();
+    const w = new SseWriter();
+    const { events } = collect(w);
+    w.token("Hello ");
+    w.token("there ");
+    await vi.advanceTimersByTimeAsync(TOKEN_BATCH_MS - 1);
+    expect(events).toHaveLength(0);
+    await vi.advanceTimersByTimeAsync(1);
+    w.token("again");
+    w.send("turn", { turn: 1, total_tools: 0 });
+    w.end();
+    await vi.runAllTimersAsync();
+    expect(events.map((e) => [e.event, JSON.parse(e.data)])).toEqual([
+      ["token", { content: "Hello there " }],
+      ["token", { content: "again" }],
+      ["turn", { turn: 1, total_tools: 0 }],
+    ]);
+  });
+
+  it("sends a heartbeat comment every 15 s while open", async () => {
+    vi.useFakeTimers();
+    const w = new SseWriter();
+    const { raw } = collect(w);
+    await vi.advanceTimersByTimeAsync(HEARTBEAT_MS * 2);
+    expect(raw().match(/^: heartbeat$/gm)).toHaveLength(2);
+    w.end();
+  });
+
+  it("aborts its signal when the client goes away, not when it ends normally", () => {
+    const gone = new SseWriter();
+    gone.body.destroy();
+    return new Promise<void>((resolve) => {
+      setImmediate(() => {
+        expect(gone.signal.aborted).toBe(true);
+        const ended = new SseWriter();
+        ended.body.resume();
+        ended.end();
+        ended.body.on("close", () => {
+          expect(ended.signal.aborted).toBe(false);
+          resolve();
+        });
+      });
+    });
+  });
+});
+
+describe("creditsFor (spec 02 Credits)", () => {
+  it("rounds cost / 0.08 up to 0.5 and applies each outcome's minimum", () => {
+    expect(creditsFor(0, "success")).toBe(0.5);
+    expect(creditsFor(0.081, "success")).toBe(1.5);
+    expect(creditsFor(0.16, "success")).toBe(2);
+    expect(creditsFor(0.01, "failed")).toBe(0.5);
+    expect(creditsFor(0.001, "failed")).toBe(0.5);
+    expect(creditsFor(0, "failed")).toBe(0);
+    expect(creditsFor(0, "partial")).toBe(0.25);
+    expect(creditsFor(0, "cancelled")).toBe(0.25);
+    expect(creditsFor(0, "cancelled", { chatMessage: true })).toBe(0.25);
+    expect(creditsFor(0.4, "partial")).toBe(5);
+  });
+});
+
+describe("modelChoice", () => {
+  it("maps effort and reasoning_mode to tiers, the higher winning, with thinking for max and deep", () => {
+    expect(modelChoice({})).toEqual({ tier: "mid" });
+    expect(modelChoice({ effort: "low" })).toEqual({ tier: "small" });
+    expect(modelChoice({ effort: "low", reasoning_mode: "thorough" })).toEqual({ tier: "mid" });
+    expect(modelChoice({ reasoning_mode: "deep" })).toEqual({ tier: "large", thinking: { budgetTokens: 8000 } });
+    expect(modelChoice({ effort: "max", model: "m-1" })).toEqual({ tier: "large", modelId: "m-1", thinking: { budgetTokens: 16000 } });
+  });
+});
