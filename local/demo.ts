@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { basename, extname, join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import cliProgress from "cli-progress";
+import { createParser } from "eventsource-parser";
 import { ephemeralIdp, devIdp, type DevIdp } from "./idp";
 import { applyLocalEnv } from "./env";
 import { ensureTable, freePort, PrerequisiteError, startDynamoLocal } from "./dynamodb";
@@ -12,7 +13,7 @@ import { wireLocalEvents } from "./events";
 import { MULTIPART_MAX_BYTES } from "../core/research/schema";
 
 /**
- * `npm run demo -- [--folder jupyter] [--url http://127.0.0.1:3000] [--until ingest|synthesize|recommend|all]`
+ * `npm run demo -- [--folder jupyter] [--url http://127.0.0.1:3000] [--until ingest|synthesize|recommend|chat|all]`
  *
  * Loads a workspace from a folder of ../shared/realdata through the public API and walks the whole
  * research-to-delivery path: upload (progress bar, per-source summary), synthesize, generate recommendations,
@@ -127,6 +128,60 @@ async function startEmbedded(): Promise<{ base: string; idp: DevIdp; stop: () =>
   };
 }
 
+/** Print one SSE event as a person would want to read it. */
+function printEvent(event: string, data: any) {
+  if (event === "token") process.stdout.write(data.content);
+  else if (event === "tool_use") console.log(`  [tool] ${data.name} ${data.input_summary}`);
+  else if (event === "tool_result") console.log(`  [${data.status}] ${data.name} in ${data.duration_ms} ms${data.pending_action_id ? ` -> pending action ${data.pending_action_id}` : ""}`);
+  else if (event === "turn") console.log(`  [turn ${data.turn}] ${data.total_tools} tools so far`);
+  else if (event === "done") console.log(`\n  [done] ${data.num_turns} turns, ${data.tool_count} tools, ${data.duration_ms} ms, ${data.credits} credits (model ${data.model})`);
+  else console.log(`  [${event}] ${JSON.stringify(data)}`);
+}
+
+/** Ask the copilot over SSE (read with eventsource-parser, as any fetch-based SSE client would) and print the stream. */
+async function ask(api: Api, workspaceId: string, prompt: string, conversationId?: string) {
+  console.log(`\n> ${prompt}\n`);
+  const res = await fetch(new URL("/api/stream/chat", api.base), {
+    method: "POST",
+    headers: { authorization: `Bearer ${api.token}`, "content-type": "application/json" },
+    body: JSON.stringify({ workspace_id: workspaceId, prompt, ...(conversationId ? { conversation_id: conversationId } : {}) }),
+  });
+  if (!res.ok || !res.body) throw new Error(`stream -> ${res.status}: ${await res.text()}`);
+  const events: { event: string; data: any }[] = [];
+  const parser = createParser({
+    onEvent: (e) => {
+      const ev = { event: e.event ?? "message", data: JSON.parse(e.data) };
+      events.push(ev);
+      printEvent(ev.event, ev.data);
+    },
+  });
+  const decoder = new TextDecoder();
+  for await (const chunk of res.body) parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
+  return events;
+}
+
+/** The copilot step: a question, a request to draft (held as a pending action), its approval, and the result. */
+async function copilot(api: Api, workspaceId: string, topTitle: string) {
+  const first = await ask(api, workspaceId, "What do users struggle with?");
+  const conversationId = first.find((e) => e.event === "done")?.data.conversation_id;
+  const second = await ask(api, workspaceId, `Draft a PRD for "${topTitle}"`, conversationId);
+  const queued = second.find((e) => e.event === "tool_result" && e.data.status === "queued")?.data;
+  if (!queued) throw new Error("The copilot did not queue a draft");
+  console.log(`\nPending action ${queued.pending_action_id}: ${queued.preview.summary}. Approving it...`);
+  const t = Date.now();
+  await api.json("POST", `/api/pending-actions/${queued.pending_action_id}/approve`, {});
+  let action: any;
+  for (;;) {
+    action = await api.json("GET", `/api/pending-actions/${queued.pending_action_id}`);
+    if (action.status === "executed" || action.status === "failed") break;
+    if (Date.now() - t > 120_000) throw new Error(`The approved action is still ${action.status} after 120 s`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  if (action.status === "failed") throw new Error(`The approved action failed: ${action.error}`);
+  const doc = await api.json("GET", `/api/documents/${action.result.document_id}`);
+  console.log(`Executed in ${seconds(Date.now() - t)}: the copilot's draft "${doc.title}" (${doc.document_type}, ${doc.status}, ${doc.content.length} characters) is document ${doc.id}.`);
+}
+
 async function main() {
   const { values } = parseArgs({
     options: { folder: { type: "string", default: "jupyter" }, url: { type: "string" }, until: { type: "string", default: "all" }, data: { type: "string" } },
@@ -211,6 +266,10 @@ async function main() {
     await api.json("PATCH", `/api/recommendations/${top.id}/status`, { status: "accepted", user_notes: "Accepted in the demo" });
     console.log(`\nAccepted: ${top.title}`);
     if (values.until === "recommend") return;
+
+    hr("Copilot");
+    await copilot(api, ws.id, top.title);
+    if (values.until === "chat") return;
 
     hr("PRD");
     const t3 = Date.now();

@@ -49,7 +49,7 @@ export type StreamingHandler = (event: APIGatewayProxyEventV2, stream: Writable,
  * (DESIGN.md 2, SSE row). Must run before a streaming group module is imported; does nothing inside Lambda.
  */
 export function installAwsLambdaShim(): void {
-  const g = globalThis as { awslambda?: { streamifyResponse?: unknown } };
+  const g = globalThis as { awslambda?: { streamifyResponse?: unknown; HttpResponseStream?: unknown } };
   // Inside Lambda the runtime's own object is there; anything else of that name is not it.
   if (typeof g.awslambda?.streamifyResponse === "function") return;
   g.awslambda = {
