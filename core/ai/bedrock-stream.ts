@@ -1,0 +1,347 @@
+/**
+ * Bedrock adapter of the streaming Model port (core/ai/ports.ts `StreamingModel`, DESIGN.md 6.1): Claude through
+ * `ConverseStream`, driven by the copilot's agent loop (core/agent) in AWS.
+ *
+ * What the stream looks like and what we make of it:
+ * - `contentBlockDelta.delta.text` → `text`; `delta.reasoningContent.text` → `thinking` (signatures are dropped).
+ * - A tool call arrives as `contentBlockStart.start.toolUse` (id, name), then its input as JSON string fragments in
+ *   `delta.toolUse.input` that split anywhere (mid-key, mid-value), then `contentBlockStop`. Fragments are joined
+ *   per block index and parsed once at the block's stop, so the loop only ever sees complete tool calls.
+ * - `messageStop.stopReason` and `metadata.usage` become the single final `stop` event with a `CallUsage`.
+ *
+ * Transient failures (throttling, unavailability, internal errors, model stream errors) can come from `send` (an HTTP
+ * error status) or arrive inside an open stream as an exception frame. Before anything was yielded the call is retried
+ * with the same backoff as core/ai/bedrock.ts (exponential, factor 2, jitter in [1, 2), capped), announcing each retry
+ * with a `retry` event. Once output was yielded a retry would duplicate it downstream, so the call fails instead.
+ * The SDK's own retry is off on clients we create (`maxAttempts: 1`): one retry layer, attempts counted in usage.
+ */
+import {
+  BedrockRuntimeClient,
+  ConverseStreamCommand,
+  ModelStreamErrorException,
+  type ContentBlock,
+  type ConverseStreamCommandInput,
+  type ConverseStreamOutput,
+  type Message,
+  type ToolResultContentBlock,
+  type ToolUseBlock,
+} from "@aws-sdk/client-bedrock-runtime";
+import { AppError } from "../error";
+import { DEFAULT_RETRY, isTransient, modelIdsFromEnv, type RetrySettings } from "./bedrock";
+import {
+  costUsd,
+  type CallUsage,
+  type ConversationTurn,
+  type ModelStreamEvent,
+  type ModelTier,
+  type StopReason,
+  type StreamRequest,
+  type StreamingModel,
+  type TurnContent,
+} from "./ports";
+
+/** The SDK's JSON document type (tool inputs, tool results, extra model fields), without importing @smithy/types. */
+type Doc = NonNullable<ToolUseBlock["input"]>;
+
+/** Output token cap when the request sets none. */
+const DEFAULT_MAX_TOKENS = 4096;
+
+/** Stop reasons we pass on as they are; the SDK may add others (see `stopReason`). */
+const KNOWN_STOP_REASONS = new Set<string>([
+  "end_turn",
+  "tool_use",
+  "max_tokens",
+  "stop_sequence",
+  "guardrail_intervened",
+  "content_filtered",
+]);
+
+/** Options of `BedrockStreamingModel`. */
+export interface BedrockStreamingModelOptions {
+  /** The Bedrock Runtime client (default: `new BedrockRuntimeClient({ maxAttempts: 1 })`, region from the env). */
+  client?: BedrockRuntimeClient;
+  /** Model id per tier (default: `modelIdsFromEnv()`, i.e. `DEFAULT_MODEL_IDS` unless BEDROCK_MODEL_* are set). */
+  modelIds?: Partial<Record<ModelTier, string>>;
+  /** Backoff for transient errors before any output (default `DEFAULT_RETRY`: 5 retries, 500 ms to 8 s). */
+  retry?: Partial<RetrySettings>;
+}
+
+/**
+ * Claude on Bedrock through ConverseStream (StreamingModel port, DESIGN.md 6.1).
+ *
+ * `stream(req)` yields, in order: `text` / `thinking` deltas as they arrive, each tool call once complete
+ * (`input` parsed from the joined fragments; an empty input is `{}`), `retry` before each retry of a transient
+ * failure that happened before any output, then exactly one `stop` with the stop reason and the call's `CallUsage`
+ * (tokens from `metadata.usage`, `costUsd` at the tier's rates, `attempts` = ConverseStream calls made, `latencyMs` =
+ * wall time in ms from the first call to the end of the stream, retries included).
+ *
+ * Request mapping: model id `req.modelId ?? modelIds[req.tier]`; `system` as one text block; turns to Converse
+ * messages (tool_use → `toolUse`, tool_result → `toolResult` with `[{json}]` for objects, `[{text}]` otherwise);
+ * `toolConfig` only when tools are offered; `maxTokens` default 4,096; with `thinking`, Anthropic's
+ * `thinking: {type: "enabled", budget_tokens}` as an additional model field and no temperature (Anthropic rejects
+ * one with thinking on).
+ *
+ * @throws AppError SERVICE_UNAVAILABLE ("The AI model is busy; please retry shortly", `retry_after_seconds`) when a
+ *   transient error persists after `retry.retries` retries, or happens after output was already yielded
+ * @throws AppError INTERNAL when a tool call's input is not valid JSON (or not an object), the stream breaks its own
+ *   protocol (tool input without a tool block, a tool block never stopped, no `messageStop`), or the model stops
+ *   with `malformed_model_output` / `malformed_tool_use`
+ * @throws an Error named "AbortError" (as the SDK's HTTP handler throws) when `req.signal` fires, also while waiting
+ *   between retries
+ * @throws the SDK error unchanged for other failures (AccessDenied, Validation, ResourceNotFound, ...)
+ */
+export class BedrockStreamingModel implements StreamingModel {
+  /** Recorded on agent runs. */
+  readonly engine = "bedrock";
+  private readonly client: BedrockRuntimeClient;
+  private readonly modelIds: Record<ModelTier, string>;
+  private readonly retry: RetrySettings;
+
+  constructor(opts: BedrockStreamingModelOptions = {}) {
+    this.client = opts.client ?? new BedrockRuntimeClient({ maxAttempts: 1 });
+    this.modelIds = { ...modelIdsFromEnv(), ...opts.modelIds };
+    this.retry = { ...DEFAULT_RETRY, ...opts.retry };
+  }
+
+  /** The model id used for a tier when the request names none. */
+  modelId(tier: ModelTier): string {
+    return this.modelIds[tier];
+  }
+
+  async *stream(req: StreamRequest): AsyncGenerator<ModelStreamEvent, void, undefined> {
+    const modelId = req.modelId ?? this.modelIds[req.tier];
+    const input = converseStreamInput(req, modelId);
+    const started = performance.now();
+    let attempts = 0;
+
+    for (;;) {
+      attempts++;
+      // Output already handed to the consumer by this call: once true, a retry would repeat it.
+      let yielded = false;
+      try {
+        req.signal?.throwIfAborted();
+        const res = await this.client.send(new ConverseStreamCommand(input), { abortSignal: req.signal });
+        if (!res.stream) throw new AppError("INTERNAL", "Bedrock ConverseStream answered without an event stream");
+
+        const tools = new Map<number, { id: string; name: string; parts: string[] }>();
+        let reason: StopReason | undefined;
+        let inputTokens = 0;
+        let outputTokens = 0;
+        for await (const ev of res.stream) {
+          // The SDK only notices an abort on its next read; stop handing out events at once.
+          if (req.signal?.aborted) throw abortError(req.signal);
+          throwIfException(ev);
+          const index =
+            ev.contentBlockStart?.contentBlockIndex ??
+            ev.contentBlockDelta?.contentBlockIndex ??
+            ev.contentBlockStop?.contentBlockIndex ??
+            0;
+          if (ev.contentBlockStart?.start?.toolUse) {
+            const { toolUseId, name } = ev.contentBlockStart.start.toolUse;
+            tools.set(index, { id: toolUseId ?? "", name: name ?? "", parts: [] });
+          } else if (ev.contentBlockDelta?.delta) {
+            const delta = ev.contentBlockDelta.delta;
+            if (delta.text !== undefined) {
+              if (delta.text !== "") {
+                yielded = true;
+                yield { type: "text", delta: delta.text };
+              }
+            } else if (delta.reasoningContent?.text !== undefined) {
+              if (delta.reasoningContent.text !== "") {
+                yielded = true;
+                yield { type: "thinking", delta: delta.reasoningContent.text };
+              }
+            } else if (delta.toolUse) {
+              const tool = tools.get(index);
+              if (!tool) {
+                throw new AppError("INTERNAL", `Bedrock streamed tool input for content block ${index}, which did not start as a tool call`);
+              }
+              tool.parts.push(delta.toolUse.input ?? "");
+            }
+          } else if (ev.contentBlockStop) {
+            const tool = tools.get(index);
+            if (tool) {
+              tools.delete(index);
+              const call = { type: "tool_call" as const, id: tool.id, name: tool.name, input: parseToolInput(tool) };
+              yielded = true;
+              yield call;
+            }
+          } else if (ev.messageStop) {
+            reason = stopReason(ev.messageStop.stopReason);
+          } else if (ev.metadata?.usage) {
+            inputTokens = ev.metadata.usage.inputTokens ?? 0;
+            outputTokens = ev.metadata.usage.outputTokens ?? 0;
+          }
+        }
+        if (req.signal?.aborted) throw abortError(req.signal);
+        if (!reason) throw new AppError("INTERNAL", "The Bedrock stream ended without a stop reason (no messageStop event)");
+        // A tool block that never stopped would be a call silently lost.
+        for (const tool of tools.values()) {
+          throw new AppError("INTERNAL", `The Bedrock stream ended inside the ${tool.name} tool call (${tool.id})`);
+        }
+        const usage: CallUsage = {
+          modelId,
+          tier: req.tier,
+          inputTokens,
+          outputTokens,
+          costUsd: costUsd(req.tier, inputTokens, outputTokens),
+          latencyMs: Math.round(performance.now() - started),
+          attempts,
+        };
+        yield { type: "stop", reason, usage };
+        return;
+      } catch (err) {
+        // A destroyed connection surfaces as some stream error; the caller asked for the abort, so say so.
+        if (req.signal?.aborted) throw abortError(req.signal);
+        if (!isRetryable(err)) throw err;
+        if (yielded || attempts > this.retry.retries) throw this.busy();
+        const delayMs = backoffDelay(attempts, this.retry);
+        yield { type: "retry", attempt: attempts + 1, delayMs, reason: describe(err) };
+        await sleep(delayMs, req.signal);
+      }
+    }
+  }
+
+  /** The error for a transient failure we cannot (or may no longer) retry; same wording as BedrockModel. */
+  private busy(): AppError {
+    return new AppError("SERVICE_UNAVAILABLE", "The AI model is busy; please retry shortly", {
+      retry_after_seconds: Math.ceil(this.retry.maxTimeoutMs / 1000),
+    });
+  }
+}
+
+/** The ConverseStream request for a stream request (the mapping documented on `BedrockStreamingModel`). */
+function converseStreamInput(req: StreamRequest, modelId: string): ConverseStreamCommandInput {
+  const input: ConverseStreamCommandInput = {
+    modelId,
+    system: [{ text: req.system }],
+    messages: req.messages.map(toMessage),
+    inferenceConfig: {
+      maxTokens: req.maxTokens ?? DEFAULT_MAX_TOKENS,
+      // Anthropic rejects a temperature with extended thinking on.
+      ...(req.thinking || req.temperature === undefined ? {} : { temperature: req.temperature }),
+    },
+  };
+  // Converse rejects an empty tools list, and a conversation that already holds tool blocks needs no toolConfig
+  // to be read, so none is sent when nothing is offered.
+  if (req.tools.length > 0) {
+    input.toolConfig = {
+      tools: req.tools.map((t) => ({
+        toolSpec: { name: t.name, description: t.description, inputSchema: { json: t.inputSchema as Doc } },
+      })),
+    };
+  }
+  if (req.thinking) {
+    input.additionalModelRequestFields = { thinking: { type: "enabled", budget_tokens: req.thinking.budgetTokens } };
+  }
+  return input;
+}
+
+function toMessage(turn: ConversationTurn): Message {
+  return { role: turn.role, content: turn.content.flatMap(toContentBlock) };
+}
+
+function toContentBlock(part: TurnContent): ContentBlock[] {
+  switch (part.type) {
+    case "text":
+      // Bedrock rejects blank text blocks with a ValidationException; they carry nothing anyway.
+      return part.text.trim() === "" ? [] : [{ text: part.text }];
+    case "tool_use":
+      return [{ toolUse: { toolUseId: part.id, name: part.name, input: part.input as Doc } }];
+    case "tool_result":
+      return [{ toolResult: { toolUseId: part.id, status: part.status, content: toolResultContent(part.content) } }];
+  }
+}
+
+/** Objects go as JSON (the model reads their structure); anything else as text, JSON-encoded unless a string. */
+function toolResultContent(content: unknown): ToolResultContentBlock[] {
+  if (typeof content === "string") return [{ text: content }];
+  if (content !== null && typeof content === "object" && !Array.isArray(content)) return [{ json: content as Doc }];
+  return [{ text: JSON.stringify(content) ?? "null" }];
+}
+
+/** Exception members of the stream union: the SDK throws them, but a yielded one must fail the call the same way. */
+function throwIfException(ev: ConverseStreamOutput): void {
+  const err =
+    ev.throttlingException ??
+    ev.serviceUnavailableException ??
+    ev.internalServerException ??
+    ev.modelStreamErrorException ??
+    ev.validationException;
+  if (err) throw err;
+}
+
+/** The joined input fragments of a finished tool block, parsed; no fragments (a tool without parameters) is `{}`. */
+function parseToolInput(tool: { id: string; name: string; parts: string[] }): Record<string, unknown> {
+  const raw = tool.parts.join("");
+  if (raw.trim() === "") return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch (err) {
+    throw new AppError(
+      "INTERNAL",
+      `The AI model sent tool input that is not valid JSON for ${tool.name} (${tool.id}): ${(err as Error).message}`,
+      { model_error: raw.slice(0, 500) },
+    );
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw new AppError("INTERNAL", `The AI model sent tool input for ${tool.name} (${tool.id}) that is not a JSON object`, {
+      model_error: raw.slice(0, 500),
+    });
+  }
+  return value as Record<string, unknown>;
+}
+
+/** Converse's stop reason as the port's; other reasons mean no usable answer (or a filled context window). */
+function stopReason(reason: string | undefined): StopReason {
+  if (reason && KNOWN_STOP_REASONS.has(reason)) return reason as StopReason;
+  // The output was cut short by the context window rather than maxTokens: for the loop it is the same situation.
+  if (reason === "model_context_window_exceeded") return "max_tokens";
+  throw new AppError("INTERNAL", `The AI model stopped with stopReason ${reason ?? "(none)"}`);
+}
+
+/** Transient per bedrock.ts, plus a model stream error (ConverseStream's "retry your request" exception). */
+function isRetryable(err: unknown): boolean {
+  return isTransient(err) || err instanceof ModelStreamErrorException;
+}
+
+function describe(err: unknown): string {
+  if (err instanceof Error) return err.message ? `${err.name}: ${err.message}` : err.name;
+  return String(err);
+}
+
+/**
+ * Delay before retry number `retry` (1-based), as p-retry computes it for bedrock.ts: `minTimeoutMs * 2^(retry-1)`
+ * times a random factor in [1, 2), capped at `maxTimeoutMs`. Computed here because a generator cannot yield its
+ * `retry` event from inside p-retry's loop.
+ */
+function backoffDelay(retry: number, settings: RetrySettings): number {
+  const base = Math.max(settings.minTimeoutMs, 1) * 2 ** (retry - 1);
+  return Math.min(settings.maxTimeoutMs, Math.round(base * (1 + Math.random())));
+}
+
+/** The abort error the SDK's Node HTTP handler throws, so callers see one kind of abort wherever it hit. */
+function abortError(signal: AbortSignal): Error {
+  const reason: unknown = signal.reason;
+  const err = new Error(reason && !(reason instanceof Error) ? String(reason) : "Request aborted");
+  err.name = "AbortError";
+  if (reason instanceof Error) err.cause = reason;
+  return err;
+}
+
+/** Waits `ms`, or rejects with an AbortError as soon as `signal` fires. */
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(abortError(signal));
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(abortError(signal!));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}

@@ -1,0 +1,504 @@
+/**
+ * BedrockStreamingModel against recorded-shaped ConverseStream output fed at the HTTP layer (DESIGN.md 6.1): each
+ * stream is framed with @smithy/eventstream-codec and returned by a fake smithy HttpHandler, so the SDK's own
+ * serializer, signer, event-stream decoder and error deserializers all run. Fixtures: test/fixtures/bedrock-stream.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+import { BedrockRuntimeClient } from "@aws-sdk/client-bedrock-runtime";
+import { EventStreamCodec } from "@smithy/eventstream-codec";
+import { HttpResponse, type HttpHandler, type HttpRequest } from "@smithy/protocol-http";
+import { fromUtf8, toUtf8 } from "@smithy/util-utf8";
+import { describe, expect, it } from "vitest";
+import { modelIdsFromEnv } from "../../../core/ai/bedrock";
+import { BedrockStreamingModel } from "../../../core/ai/bedrock-stream";
+import { MODEL_RATES, type ModelStreamEvent, type StreamRequest } from "../../../core/ai/ports";
+import { AppError } from "../../../core/error";
+
+// ---------------------------------------------------------------------------------------------------------------
+// The fake HTTP layer
+// ---------------------------------------------------------------------------------------------------------------
+
+/** One recorded stream event: `:event-type` (or `:exception-type`) and its JSON payload. */
+interface Frame {
+  type: string;
+  messageType?: "event" | "exception";
+  body: unknown;
+}
+
+/** What the handler answers to one request. */
+type Reply =
+  /** 200 with these frames; with `holdAfter`, the body stays open after that many frames until the call aborts. */
+  | { frames: Frame[]; holdAfter?: number }
+  /** An HTTP error status with a JSON error body, as Bedrock sends before any stream opens. */
+  | { status: number; errorType: string; message: string };
+
+const FIXTURE_DIR = join(import.meta.dirname, "../../fixtures/bedrock-stream");
+const stream = (name: string): Frame[] => JSON.parse(readFileSync(join(FIXTURE_DIR, name), "utf8")) as Frame[];
+
+const codec = new EventStreamCodec(toUtf8, fromUtf8);
+
+function encode(frame: Frame): Uint8Array {
+  const messageType = frame.messageType ?? "event";
+  return codec.encode({
+    headers: {
+      ":message-type": { type: "string", value: messageType },
+      [messageType === "exception" ? ":exception-type" : ":event-type"]: { type: "string", value: frame.type },
+      ":content-type": { type: "string", value: "application/json" },
+    },
+    body: fromUtf8(JSON.stringify(frame.body)),
+  });
+}
+
+/** Frames as the network delivers them: one byte stream cut into chunks that ignore frame boundaries. */
+function chunked(frames: Frame[], size = 37): Buffer[] {
+  const bytes = Buffer.concat(frames.map((f) => Buffer.from(encode(f))));
+  const chunks: Buffer[] = [];
+  for (let i = 0; i < bytes.length; i += size) chunks.push(bytes.subarray(i, i + size));
+  return chunks;
+}
+
+function abortError(): Error {
+  const err = new Error("Request aborted");
+  err.name = "AbortError";
+  return err;
+}
+
+/** A smithy HttpHandler that answers each ConverseStream request with the next reply and records the request. */
+class RecordedBedrock implements HttpHandler {
+  readonly requests: { path: string; body: any }[] = [];
+  constructor(private readonly replies: Reply[]) {}
+
+  async handle(request: HttpRequest, opts?: Parameters<HttpHandler["handle"]>[1]): Promise<{ response: HttpResponse }> {
+    const raw = typeof request.body === "string" ? request.body : toUtf8(request.body as Uint8Array);
+    this.requests.push({ path: decodeURIComponent(request.path), body: JSON.parse(raw) });
+    const reply = this.replies.shift();
+    if (!reply) throw new Error(`unexpected request #${this.requests.length}`);
+    // smithy types its own minimal AbortSignal; the SDK hands over the caller's DOM one.
+    const signal = opts?.abortSignal as AbortSignal | undefined;
+    if (signal?.aborted) throw abortError();
+    if ("status" in reply) {
+      return {
+        response: new HttpResponse({
+          statusCode: reply.status,
+          headers: { "content-type": "application/json", "x-amzn-errortype": reply.errorType },
+          body: Readable.from([Buffer.from(JSON.stringify({ message: reply.message }))]),
+        }),
+      };
+    }
+    const chunks = reply.holdAfter === undefined ? chunked(reply.frames) : chunked(reply.frames.slice(0, reply.holdAfter));
+    const body = new Readable({ read() {} });
+    for (const c of chunks) body.push(c);
+    if (reply.holdAfter === undefined) body.push(null);
+    // As the Node handler does: an abort tears the connection down under the open body.
+    signal?.addEventListener("abort", () => body.destroy(abortError()), { once: true });
+    return {
+      response: new HttpResponse({
+        statusCode: 200,
+        headers: { "content-type": "application/vnd.amazon.eventstream", "x-amzn-requestid": "test" },
+        body,
+      }),
+    };
+  }
+
+  updateHttpClientConfig(): void {}
+  httpHandlerConfigs(): Record<string, never> {
+    return {};
+  }
+}
+
+function setup(replies: Reply[], retry = { retries: 3, minTimeoutMs: 1, maxTimeoutMs: 5 }) {
+  const http = new RecordedBedrock(replies);
+  const client = new BedrockRuntimeClient({
+    region: "us-east-1",
+    credentials: { accessKeyId: "AKIDEXAMPLE", secretAccessKey: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY" },
+    maxAttempts: 1,
+    requestHandler: http,
+  });
+  return { http, client, model: new BedrockStreamingModel({ client, retry }) };
+}
+
+const request = (over: Partial<StreamRequest> = {}): StreamRequest => ({
+  tier: "small",
+  system: "You are the research copilot.",
+  messages: [{ role: "user", content: [{ type: "text", text: "What do users complain about most?" }] }],
+  tools: [],
+  ...over,
+});
+
+async function collect(iterable: AsyncIterable<ModelStreamEvent>): Promise<ModelStreamEvent[]> {
+  const out: ModelStreamEvent[] = [];
+  for await (const ev of iterable) out.push(ev);
+  return out;
+}
+
+/** Collects until the stream throws; returns what was yielded and the error. */
+async function collectUntilError(iterable: AsyncIterable<ModelStreamEvent>) {
+  const events: ModelStreamEvent[] = [];
+  try {
+    for await (const ev of iterable) events.push(ev);
+  } catch (error) {
+    return { events, error };
+  }
+  throw new Error(`the stream did not fail; it yielded ${JSON.stringify(events)}`);
+}
+
+const texts = (events: ModelStreamEvent[]) => events.flatMap((e) => (e.type === "text" ? [e.delta] : []));
+const ofType = <T extends ModelStreamEvent["type"]>(events: ModelStreamEvent[], type: T) =>
+  events.filter((e): e is Extract<ModelStreamEvent, { type: T }> => e.type === type);
+const delta = (frames: Frame[], type: string) =>
+  frames.filter((f) => f.type === type).map((f) => (f.body as any).delta);
+
+const TOOLS = [
+  {
+    name: "search_insights",
+    description: "Search the workspace's insights.",
+    inputSchema: { type: "object", properties: { query: { type: "string" }, limit: { type: "integer" } }, required: ["query"] },
+  },
+  { name: "list_recommendations", description: "List recommendations.", inputSchema: { type: "object", properties: {} } },
+];
+
+// ---------------------------------------------------------------------------------------------------------------
+
+describe("BedrockStreamingModel: decoding the stream", () => {
+  it("yields text deltas in order, then one stop with the stop reason, usage and cost", async () => {
+    const frames = stream("text-only.json");
+    const { model, http } = setup([{ frames }]);
+
+    const events = await collect(model.stream(request({ tier: "small" })));
+
+    const expected = delta(frames, "contentBlockDelta").map((d) => d.text);
+    expect(expected).toHaveLength(5);
+    expect(texts(events)).toEqual(expected);
+    expect(events.map((e) => e.type)).toEqual(["text", "text", "text", "text", "text", "stop"]);
+    const stop = events.at(-1)!;
+    if (stop.type !== "stop") throw new Error("no stop");
+    expect(stop.reason).toBe("end_turn");
+    expect(stop.usage).toMatchObject({
+      modelId: modelIdsFromEnv().small,
+      tier: "small",
+      inputTokens: 1284,
+      outputTokens: 43,
+      attempts: 1,
+    });
+    // small: 0.80 USD per 1M input tokens, 4.00 per 1M output tokens (spec 02 Credits: model rates)
+    expect(MODEL_RATES.small).toEqual({ input: 0.8, output: 4.0 });
+    expect(stop.usage.costUsd).toBeCloseTo((1284 * 0.8 + 43 * 4.0) / 1e6, 12);
+    expect(stop.usage.latencyMs).toBeGreaterThanOrEqual(0);
+    expect(http.requests[0].path).toBe(`/model/${modelIdsFromEnv().small}/converse-stream`);
+  });
+
+  it("joins a tool call's input fragments and parses them once, at the block's stop", async () => {
+    const frames = stream("text-then-tool.json");
+    const fragments = delta(frames, "contentBlockDelta").flatMap((d) => (d.toolUse ? [d.toolUse.input as string] : []));
+    // The recording splits the JSON mid-key and mid-value: no fragment parses alone.
+    expect(fragments.filter((f) => f !== "").length).toBeGreaterThanOrEqual(3);
+    for (const f of fragments.filter((f) => f !== "")) expect(() => JSON.parse(f)).toThrow();
+    const { model } = setup([{ frames }]);
+
+    const events = await collect(model.stream(request({ tier: "mid", tools: TOOLS })));
+
+    expect(events.map((e) => e.type)).toEqual(["text", "text", "text", "tool_call", "stop"]);
+    expect(texts(events).join("")).toBe("I'll look for insights about sign-out problems in this workspace.");
+    expect(ofType(events, "tool_call")).toEqual([
+      {
+        type: "tool_call",
+        id: "tooluse_Qm3vX0aL7rTn2PbK9sWc1e",
+        name: "search_insights",
+        input: { query: "signed out repeatedly", limit: 10 },
+      },
+    ]);
+    const stop = ofType(events, "stop")[0];
+    expect(stop.reason).toBe("tool_use");
+    expect(stop.usage.costUsd).toBeCloseTo((2471 * MODEL_RATES.mid.input + 96 * MODEL_RATES.mid.output) / 1e6, 12);
+    expect(stop.usage.costUsd).toBeCloseTo(0.008853, 9); // 2471 * 3.00 + 96 * 15.00 = 8853 micro-USD
+  });
+
+  it("keeps two tool calls of one message apart, in block order", async () => {
+    const { model } = setup([{ frames: stream("two-tools.json") }]);
+
+    const events = await collect(model.stream(request({ tier: "large", tools: TOOLS })));
+
+    expect(ofType(events, "tool_call")).toEqual([
+      { type: "tool_call", id: "tooluse_8KfRz2LwQ0yNcT5vHbJm4d", name: "search_insights", input: { query: "onboarding friction" } },
+      {
+        type: "tool_call",
+        id: "tooluse_Hs1pYc7XeV3uGq9aLr0kWn",
+        name: "list_recommendations",
+        input: { status: "proposed", limit: 5 },
+      },
+    ]);
+    expect(events.at(-1)).toMatchObject({ type: "stop", reason: "tool_use", usage: { inputTokens: 2980, outputTokens: 152 } });
+    const stop = ofType(events, "stop")[0];
+    expect(stop.usage.costUsd).toBeCloseTo((2980 * 15 + 152 * 75) / 1e6, 12);
+  });
+
+  it("yields reasoning as thinking deltas, drops the signature, then the answer text", async () => {
+    const { model } = setup([{ frames: stream("thinking-then-text.json") }]);
+
+    const events = await collect(model.stream(request({ tier: "mid", thinking: { budgetTokens: 2048 } })));
+
+    expect(events.map((e) => e.type)).toEqual(["thinking", "thinking", "thinking", "text", "text", "stop"]);
+    expect(ofType(events, "thinking").map((e) => e.delta).join("")).toBe(
+      "The user asks which problem to fix first. Slow launches affect 41 respondents; sign-outs affect 12, so launch time comes first.",
+    );
+    expect(texts(events).join("")).toBe("Fix launch times first: they hurt three times as many users as sign-outs.");
+    expect(JSON.stringify(events)).not.toContain("EqoBCkgI"); // the signature is not output
+  });
+
+  it("gives a tool without input fragments an empty object", async () => {
+    const { model } = setup([
+      {
+        frames: [
+          { type: "messageStart", body: { role: "assistant" } },
+          { type: "contentBlockStart", body: { contentBlockIndex: 0, start: { toolUse: { toolUseId: "tooluse_a", name: "list_recommendations" } } } },
+          { type: "contentBlockStop", body: { contentBlockIndex: 0 } },
+          { type: "messageStop", body: { stopReason: "tool_use" } },
+          { type: "metadata", body: { usage: { inputTokens: 10, outputTokens: 3, totalTokens: 13 }, metrics: { latencyMs: 5 } } },
+        ],
+      },
+    ]);
+
+    const events = await collect(model.stream(request({ tools: TOOLS })));
+
+    expect(ofType(events, "tool_call")).toEqual([{ type: "tool_call", id: "tooluse_a", name: "list_recommendations", input: {} }]);
+  });
+
+  it("fails with INTERNAL, naming the tool, when the joined tool input is not JSON", async () => {
+    const { model, http } = setup([
+      {
+        frames: [
+          { type: "messageStart", body: { role: "assistant" } },
+          { type: "contentBlockStart", body: { contentBlockIndex: 0, start: { toolUse: { toolUseId: "tooluse_b", name: "search_insights" } } } },
+          { type: "contentBlockDelta", body: { contentBlockIndex: 0, delta: { toolUse: { input: "{\"query\": \"sign" } } } },
+          { type: "contentBlockDelta", body: { contentBlockIndex: 0, delta: { toolUse: { input: "-out" } } } },
+          { type: "contentBlockStop", body: { contentBlockIndex: 0 } },
+          { type: "messageStop", body: { stopReason: "tool_use" } },
+        ],
+      },
+    ]);
+
+    const { events, error } = await collectUntilError(model.stream(request({ tools: TOOLS })));
+
+    expect(error).toBeInstanceOf(AppError);
+    expect((error as AppError).code).toBe("INTERNAL");
+    expect((error as AppError).message).toMatch(/not valid JSON for search_insights \(tooluse_b\)/);
+    expect(events).toEqual([]);
+    expect(http.requests).toHaveLength(1); // malformed output is not a transient error
+  });
+});
+
+describe("BedrockStreamingModel: the request", () => {
+  it("maps turns, tool uses, tool results, system and tools to Converse", async () => {
+    const { model, http } = setup([{ frames: stream("text-only.json") }]);
+
+    await collect(
+      model.stream({
+        tier: "mid",
+        modelId: "eu.anthropic.claude-sonnet-4-20250514-v1:0",
+        system: "You are the research copilot.",
+        tools: TOOLS,
+        temperature: 0.2,
+        messages: [
+          { role: "user", content: [{ type: "text", text: "Find sign-out complaints." }] },
+          {
+            role: "assistant",
+            content: [
+              { type: "text", text: "Searching." },
+              { type: "tool_use", id: "tooluse_1", name: "search_insights", input: { query: "sign-out" } },
+              { type: "tool_use", id: "tooluse_2", name: "list_recommendations", input: {} },
+            ],
+          },
+          {
+            role: "user",
+            content: [
+              { type: "tool_result", id: "tooluse_1", status: "success", content: { insights: [{ id: "ins_1", title: "Sign-outs" }] } },
+              { type: "tool_result", id: "tooluse_2", status: "error", content: "Not allowed for viewers" },
+            ],
+          },
+        ],
+      }),
+    );
+
+    expect(http.requests).toHaveLength(1);
+    const { path, body } = http.requests[0];
+    expect(path).toBe("/model/eu.anthropic.claude-sonnet-4-20250514-v1:0/converse-stream");
+    expect(body.system).toEqual([{ text: "You are the research copilot." }]);
+    expect(body.messages).toEqual([
+      { role: "user", content: [{ text: "Find sign-out complaints." }] },
+      {
+        role: "assistant",
+        content: [
+          { text: "Searching." },
+          { toolUse: { toolUseId: "tooluse_1", name: "search_insights", input: { query: "sign-out" } } },
+          { toolUse: { toolUseId: "tooluse_2", name: "list_recommendations", input: {} } },
+        ],
+      },
+      {
+        role: "user",
+        content: [
+          {
+            toolResult: {
+              toolUseId: "tooluse_1",
+              status: "success",
+              content: [{ json: { insights: [{ id: "ins_1", title: "Sign-outs" }] } }],
+            },
+          },
+          { toolResult: { toolUseId: "tooluse_2", status: "error", content: [{ text: "Not allowed for viewers" }] } },
+        ],
+      },
+    ]);
+    expect(body.toolConfig).toEqual({
+      tools: TOOLS.map((t) => ({ toolSpec: { name: t.name, description: t.description, inputSchema: { json: t.inputSchema } } })),
+    });
+    expect(body.inferenceConfig).toEqual({ maxTokens: 4096, temperature: 0.2 });
+    expect(body.additionalModelRequestFields).toBeUndefined();
+  });
+
+  it("sends no toolConfig without tools, and the tier's model id without an override", async () => {
+    const { http, client } = setup([{ frames: stream("text-only.json") }]);
+    const model = new BedrockStreamingModel({ client, modelIds: { large: "us.anthropic.claude-opus-4-1-20250805-v1:0" } });
+
+    await collect(model.stream(request({ tier: "large", maxTokens: 900 })));
+
+    const { path, body } = http.requests[0];
+    expect(path).toBe("/model/us.anthropic.claude-opus-4-1-20250805-v1:0/converse-stream");
+    expect(body).not.toHaveProperty("toolConfig");
+    expect(body.inferenceConfig).toEqual({ maxTokens: 900 });
+  });
+
+  it("turns thinking on with Anthropic's budget field and sends no temperature", async () => {
+    const { model, http } = setup([{ frames: stream("thinking-then-text.json") }]);
+
+    await collect(model.stream(request({ tier: "mid", temperature: 0.7, maxTokens: 8000, thinking: { budgetTokens: 4096 } })));
+
+    const { body } = http.requests[0];
+    expect(body.additionalModelRequestFields).toEqual({ thinking: { type: "enabled", budget_tokens: 4096 } });
+    expect(body.inferenceConfig).toEqual({ maxTokens: 8000 });
+    expect(body.inferenceConfig).not.toHaveProperty("temperature");
+  });
+});
+
+describe("BedrockStreamingModel: transient failures", () => {
+  it("retries a throttling frame that arrives before any output, announcing the retry", async () => {
+    const { model, http } = setup([{ frames: stream("throttled.json") }, { frames: stream("text-only.json") }]);
+
+    const events = await collect(model.stream(request()));
+
+    expect(http.requests).toHaveLength(2);
+    expect(http.requests[1].body).toEqual(http.requests[0].body); // the same call again
+    expect(events[0]).toMatchObject({ type: "retry", attempt: 2, reason: expect.stringContaining("ThrottlingException") });
+    const retry = ofType(events, "retry")[0];
+    expect(retry.delayMs).toBeGreaterThanOrEqual(1);
+    expect(retry.delayMs).toBeLessThanOrEqual(5);
+    expect(texts(events).join("")).toMatch(/^The most common complaint/);
+    expect(ofType(events, "stop")[0].usage).toMatchObject({ attempts: 2, inputTokens: 1284, outputTokens: 43 });
+  });
+
+  it("retries a 429 ThrottlingException thrown by send and an in-stream model stream error", async () => {
+    const { model, http } = setup([
+      { status: 429, errorType: "ThrottlingException", message: "Too many requests, please wait before trying again." },
+      { frames: [{ type: "modelStreamErrorException", messageType: "exception", body: { message: "Model stream error", originalStatusCode: 500 } }] },
+      { frames: stream("text-only.json") },
+    ]);
+
+    const events = await collect(model.stream(request()));
+
+    expect(http.requests).toHaveLength(3);
+    expect(ofType(events, "retry").map((e) => [e.attempt, e.reason.split(":")[0]])).toEqual([
+      [2, "ThrottlingException"],
+      [3, "ModelStreamErrorException"],
+    ]);
+    expect(ofType(events, "stop")[0].usage.attempts).toBe(3);
+  });
+
+  it("does not retry once output was yielded: it fails with SERVICE_UNAVAILABLE", async () => {
+    const frames = [
+      ...stream("text-only.json").slice(0, 3),
+      { type: "throttlingException", messageType: "exception" as const, body: { message: "Too many tokens, please wait before trying again." } },
+    ];
+    const { model, http } = setup([{ frames }, { frames: stream("text-only.json") }]);
+
+    const { events, error } = await collectUntilError(model.stream(request()));
+
+    expect(texts(events)).toEqual(["The", " most common complaint"]);
+    expect(ofType(events, "retry")).toEqual([]);
+    expect(error).toBeInstanceOf(AppError);
+    expect((error as AppError).code).toBe("SERVICE_UNAVAILABLE");
+    expect(http.requests).toHaveLength(1);
+  });
+
+  it("gives up with SERVICE_UNAVAILABLE after the configured retries", async () => {
+    const throttled = { frames: stream("throttled.json") };
+    const { model, http } = setup([
+      throttled,
+      { frames: [{ type: "serviceUnavailableException", messageType: "exception", body: { message: "Bedrock is unable to process your request." } }] },
+      throttled,
+      throttled,
+    ]);
+
+    const { events, error } = await collectUntilError(model.stream(request()));
+
+    expect(http.requests).toHaveLength(4); // the first call and 3 retries
+    expect(ofType(events, "retry").map((e) => e.attempt)).toEqual([2, 3, 4]);
+    expect(error).toBeInstanceOf(AppError);
+    expect(error).toMatchObject({
+      code: "SERVICE_UNAVAILABLE",
+      message: "The AI model is busy; please retry shortly",
+      extra: { retry_after_seconds: 1 },
+    });
+  });
+
+  it("passes other errors on unchanged, without retrying", async () => {
+    const { model, http } = setup([
+      { status: 403, errorType: "AccessDeniedException", message: "You don't have access to the model with the specified model ID." },
+      { frames: stream("text-only.json") },
+    ]);
+
+    const { events, error } = await collectUntilError(model.stream(request()));
+
+    expect(events).toEqual([]);
+    expect((error as Error).name).toBe("AccessDeniedException");
+    expect(error).not.toBeInstanceOf(AppError);
+    expect(http.requests).toHaveLength(1);
+  }, 5_000);
+});
+
+describe("BedrockStreamingModel: abort", () => {
+  it("stops the generator with an AbortError when the signal fires mid-stream", async () => {
+    const frames = stream("text-only.json");
+    const { model } = setup([{ frames, holdAfter: 3 }]);
+    const controller = new AbortController();
+    const iter = model.stream(request({ signal: controller.signal }))[Symbol.asyncIterator]();
+
+    expect(await iter.next()).toEqual({ done: false, value: { type: "text", delta: "The" } });
+    expect(await iter.next()).toEqual({ done: false, value: { type: "text", delta: " most common complaint" } });
+    // The body holds here; the next read would wait forever without the abort.
+    const pending = iter.next();
+    controller.abort();
+
+    await expect(pending).rejects.toMatchObject({ name: "AbortError" });
+    expect(await iter.next()).toEqual({ done: true, value: undefined });
+  }, 5_000);
+
+  it("stops waiting between retries when the signal fires", async () => {
+    const { model, http } = setup([{ frames: stream("throttled.json") }, { frames: stream("text-only.json") }], {
+      retries: 3,
+      minTimeoutMs: 60_000,
+      maxTimeoutMs: 60_000,
+    });
+    const controller = new AbortController();
+    const iter = model.stream(request({ signal: controller.signal }))[Symbol.asyncIterator]();
+
+    const first = await iter.next();
+    expect(first.value).toMatchObject({ type: "retry", delayMs: 60_000 });
+    const started = Date.now();
+    const pending = iter.next();
+    setTimeout(() => controller.abort(), 10);
+
+    await expect(pending).rejects.toMatchObject({ name: "AbortError" });
+    expect(Date.now() - started).toBeLessThan(2_000); // not the 60 s delay
+    expect(http.requests).toHaveLength(1);
+  }, 5_000);
+});
