@@ -227,7 +227,7 @@ async function execute(spec: RunSpec, conversation: Awaited<ReturnType<typeof Ch
     inferred_intent: intent.intent,
     ...(result?.thinking.length ? { thinking_blocks: result.thinking.map((t) => ({ content: t })) } : {}),
     decision_context: { model: result?.usage.modelId ?? model.engine, engine: model.engine, tier: spec.choice.tier, effort_tier: spec.choice.tier, thinking: !!spec.choice.thinking, max_turns: spec.maxTurns, intent: intent.intent, mode: spec.mode ?? null, language: spec.language ?? null },
-    execution_metadata: { steps: result?.steps ?? [], num_turns: result?.numTurns ?? 0, stop_reason: result?.stopReason ?? "error", duration_ms: Date.now() - started, pending_action_ids: result?.pendingActionIds ?? [] },
+    execution_metadata: { steps: (result?.steps ?? []).map(compactStep), num_turns: result?.numTurns ?? 0, stop_reason: result?.stopReason ?? "error", duration_ms: Date.now() - started, pending_action_ids: result?.pendingActionIds ?? [] },
   });
   if ((conversation.message_count ?? 0) === 0) {
     await Chat.setInferred(conversation, { purpose: `${intent.intent.replace(/_/g, " ")}: ${spec.prompt.slice(0, 160)}`, working_state: intent.working_state, title: spec.prompt.replace(/\s+/g, " ").trim().slice(0, 60) });
@@ -249,6 +249,12 @@ async function execute(spec: RunSpec, conversation: Awaited<ReturnType<typeof Ch
 }
 
 const READ_ONLY = TOOLS.filter((t) => !t.gated);
+
+/** A tool step as the message keeps it: inputs clipped (a document edit's content can be a megabyte; the message must stay small). */
+function compactStep(step: AgentRunResult["steps"][number]) {
+  const input = JSON.stringify(step.input);
+  return { ...step, input: input.length <= 1000 ? step.input : { truncated: true, preview: input.slice(0, 1000) } };
+}
 
 /** `POST /api/stream/chat` (spec 02 Streaming): the copilot over every tool. */
 export function prepareChat(userId: string, body: ChatStreamInput): Promise<PreparedStream> {

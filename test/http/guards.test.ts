@@ -97,6 +97,16 @@ const FIXTURES: Record<string, (ctx: FixtureContext) => Fixture | Promise<Fixtur
 
   "generation.recommendations": async (ctx) => ({ body: { workspace_id: ctx.workspaceId, insight_ids: [await ownersInsight(ctx)] } }),
   "generation.draft": ({ workspaceId }) => ({ body: { workspace_id: workspaceId, document_type: "prd" } }),
+
+  "chat.create": ({ workspaceId }) => ({ body: { workspace_id: workspaceId } }),
+  "chat.list": ({ workspaceId }) => ({ query: { workspace_id: workspaceId } }),
+  "chat.search": ({ workspaceId }) => ({ query: { workspace_id: workspaceId, q: "export" } }),
+
+  "stream.chat": ({ workspaceId }) => ({ body: { workspace_id: workspaceId, prompt: "What do users struggle with?" } }),
+  "stream.synthesis": ({ workspaceId }) => ({ body: { workspace_id: workspaceId, prompt: "Synthesize", source_ids: [randomUUID()] } }),
+  "stream.recommendation": ({ workspaceId }) => ({ body: { workspace_id: workspaceId, prompt: "Recommend", insight_ids: [randomUUID()] } }),
+  "stream.draft": ({ workspaceId }) => ({ body: { workspace_id: workspaceId, prompt: "Draft a PRD" } }),
+  "stream.pipeline": ({ workspaceId }) => ({ body: { workspace_id: workspaceId, prompt: "Run the pipeline" } }),
   "generation.expand": async (ctx) => ({ params: { block_id: (await ownersDocument(ctx)).block_id } }),
   "generation.challenge": async (ctx) => ({ params: { block_id: (await ownersDocument(ctx)).block_id } }),
   "generation.simulate": async (ctx) => ({ params: { block_id: (await ownersDocument(ctx)).block_id } }),

@@ -1,0 +1,498 @@
+import { randomUUID } from "node:crypto";
+import type { EntityItem } from "electrodb";
+import { createWriteTransaction } from "electrodb";
+import { v5 as uuidv5 } from "uuid";
+import { AppError, Errors } from "../error";
+import { db } from "../db/service";
+import { deleteKeys, partitionKeys } from "../db/partition";
+import { isConditionalFailure } from "../db/errors";
+import { partitionOf, requireMember } from "../workspace";
+import type { ConversationEntity, MessageEntity, MessageFeedbackEntity } from "./conversation.entity";
+import {
+  DEFAULT_TITLE,
+  MAX_MESSAGE_CHARS,
+  type Conversation as ConversationView,
+  type ConversationDetail,
+  type ConversationList,
+  type ConversationSearchResult,
+  type CreateConversationInput,
+  type ListConversationsQuery,
+  type ListMessagesQuery,
+  type Message as MessageView,
+  type MessageFeedback as FeedbackView,
+  type MessageFeedbackInput,
+  type SearchConversationsQuery,
+  type UpdateConversationInput,
+  type WorkingState,
+} from "./schema";
+
+export * from "./schema";
+export type { ConversationView, MessageView, FeedbackView };
+
+type ConversationItem = EntityItem<ConversationEntity>;
+type MessageItem = EntityItem<MessageEntity>;
+type FeedbackItem = EntityItem<MessageFeedbackEntity>;
+
+/** Sort-key prefix of a conversation and all its children (messages, feedback) in the workspace partition. */
+const conversationPrefix = (conversationId: string) => `conversation#${conversationId}`;
+
+/**
+ * Largest message item we write, in bytes of content, its lower-cased copy and the assistant's JSON fields together;
+ * DynamoDB refuses items over 400 KB and the keys and other attributes need the rest.
+ */
+const MAX_MESSAGE_BYTES = 380_000;
+/** How many characters of a matching message a search result carries. */
+const SNIPPET_CHARS = 1_000;
+/** Attempts of an append racing other appends to the same conversation. */
+const APPEND_ATTEMPTS = 8;
+/** Namespace of feedback ids (one feedback per message and user keeps its id across replacements). */
+const FEEDBACK_NAMESPACE = "3b9f6a52-1c7e-4d2a-9f85-6e0c4b7d2a13";
+
+export const toConversationView = (c: ConversationItem): ConversationView => ({
+  id: c.id,
+  workspace_id: c.workspace_id,
+  user_id: c.user_id,
+  title: c.title,
+  purpose: c.purpose ?? null,
+  working_state: c.working_state ?? null,
+  resumed_from: c.resumed_from ?? null,
+  is_archived: c.is_archived,
+  created_at: c.created_at,
+  updated_at: c.updated_at,
+  last_message_at: c.last_message_at ?? null,
+  message_count: c.message_count,
+});
+
+export const toMessageView = (m: MessageItem): MessageView => ({
+  id: m.id,
+  conversation_id: m.conversation_id,
+  role: m.role,
+  content: m.content,
+  created_at: m.created_at,
+  inferred_intent: m.inferred_intent ?? null,
+  thinking_blocks: (m.thinking_blocks as unknown[] | undefined) ?? null,
+  decision_context: (m.decision_context as Record<string, unknown> | undefined) ?? null,
+  execution_metadata: (m.execution_metadata as Record<string, unknown> | undefined) ?? null,
+});
+
+const toFeedbackView = (f: FeedbackItem): FeedbackView => ({
+  id: f.id,
+  message_id: f.message_id,
+  conversation_id: f.conversation_id,
+  workspace_id: f.workspace_id,
+  user_id: f.user_id,
+  rating: f.rating,
+  tags: f.tags ?? [],
+  comment: f.comment ?? null,
+  created_at: f.created_at,
+});
+
+async function conversationItem(workspaceId: string, conversationId: string): Promise<ConversationItem | null> {
+  const { data } = await db().entities.conversation.get({ workspace_id: workspaceId, id: conversationId }).go({ consistent: true });
+  return data;
+}
+
+/**
+ * Resolve a conversation fetched by id alone. Conversations are private: one that does not exist, or that belongs to
+ * someone else (another member of its workspace included), is 404, so its existence is not revealed.
+ * @throws AppError NOT_FOUND (404); FORBIDDEN (403) when the owner is no longer a member of its workspace.
+ */
+export async function requireConversation(userId: string, conversationId: string): Promise<ConversationItem> {
+  const { data } = await db().entities.conversation.query.byId({ id: conversationId }).go({ limit: 1 });
+  const found = data[0];
+  if (!found || found.user_id !== userId) throw Errors.notFound("Conversation");
+  await requireMember(userId, found.workspace_id);
+  const item = await conversationItem(found.workspace_id, conversationId);
+  if (!item) throw Errors.notFound("Conversation");
+  return item;
+}
+
+/** Every message of a conversation, oldest first (strongly consistent). */
+async function allMessages(workspaceId: string, conversationId: string): Promise<MessageItem[]> {
+  const { data } = await db()
+    .entities.message.query.byConversation({ workspace_id: workspaceId, conversation_id: conversationId })
+    .go({ pages: "all", consistent: true });
+  return data;
+}
+
+/**
+ * Write a new conversation.
+ * @param title the user's title (`title_source: user`), or undefined for an automatic one (`auto`, replaceable by
+ *   the agent) from `autoTitle`.
+ */
+async function insert(
+  userId: string,
+  workspaceId: string,
+  fields: { title?: string; autoTitle?: string; resumed_from?: string },
+): Promise<ConversationView> {
+  const { data } = await db()
+    .entities.conversation.create({
+      id: randomUUID(),
+      workspace_id: workspaceId,
+      user_id: userId,
+      title: fields.title ?? fields.autoTitle ?? DEFAULT_TITLE,
+      title_source: fields.title ? "user" : "auto",
+      ...(fields.resumed_from ? { resumed_from: fields.resumed_from } : {}),
+    })
+    .go();
+  return toConversationView(data as ConversationItem);
+}
+
+/**
+ * `POST /api/chat/conversations` (spec 01 Chat conversations): a new, empty conversation of the caller. Title
+ * defaults to 'New Conversation'.
+ * @throws AppError FORBIDDEN (403) non-member; NOT_FOUND (404) unknown workspace; VALIDATION_ERROR (422) when
+ *   `resumed_from` is not a conversation of the caller in the same workspace.
+ */
+export async function create(userId: string, input: CreateConversationInput): Promise<ConversationView> {
+  await requireMember(userId, input.workspace_id);
+  if (input.resumed_from) {
+    const prior = await conversationItem(input.workspace_id, input.resumed_from);
+    if (!prior || prior.user_id !== userId) {
+      throw Errors.validation(
+        [{ loc: ["body", "resumed_from"], msg: "Not one of your conversations in this workspace", type: "unknown_conversation" }],
+        "resumed_from must name one of your conversations in this workspace",
+      );
+    }
+  }
+  return insert(userId, input.workspace_id, { title: input.title, resumed_from: input.resumed_from });
+}
+
+/** The instant a conversation was last active: its newest message, or its creation when it has none. */
+const activityOf = (c: ConversationItem) => c.last_message_at ?? c.created_at;
+
+/**
+ * `GET /api/chat/conversations`: the caller's conversations in the workspace, most recently active first (newest
+ * message, or creation for a conversation without messages), then id; archived ones only with `include_archived`.
+ * @throws AppError FORBIDDEN (403), NOT_FOUND (404) unknown workspace.
+ */
+export async function list(userId: string, q: ListConversationsQuery): Promise<ConversationList> {
+  await requireMember(userId, q.workspace_id);
+  const { data } = await db()
+    .entities.conversation.query.byUser({ user_id: userId, workspace_id: q.workspace_id })
+    .go({ pages: "all" });
+  const visible = data
+    .filter((c) => q.include_archived || !c.is_archived)
+    .sort((a, b) => activityOf(b).localeCompare(activityOf(a)) || b.id.localeCompare(a.id));
+  const page = visible.slice(q.offset, q.offset + q.limit);
+  return { conversations: page.map(toConversationView), total: visible.length, has_more: q.offset + page.length < visible.length };
+}
+
+/** At most SNIPPET_CHARS of `content`, around the first occurrence of `needle` in `lower` (its lower-cased copy). */
+function snippet(content: string, lower: string, needle: string): string {
+  if (content.length <= SNIPPET_CHARS) return content;
+  const at = Math.max(0, lower.indexOf(needle));
+  // Lower-casing can change lengths (rarely); clamp into the original string.
+  const start = Math.min(Math.max(0, at - 200), content.length - SNIPPET_CHARS);
+  const end = start + SNIPPET_CHARS;
+  return `${start > 0 ? "…" : ""}${content.slice(start, end)}${end < content.length ? "…" : ""}`;
+}
+
+/**
+ * `GET /api/chat/conversations/search`: messages of the caller's conversations in the workspace (archived included)
+ * whose content contains `q`, case-insensitively; newest message first. One paginated Query over the caller's
+ * messages in the workspace (gsi2) with a `contains` filter on the lower-cased copy of each message.
+ * @returns up to `limit` hits and the total number of matching messages.
+ * @throws AppError FORBIDDEN (403), NOT_FOUND (404) unknown workspace.
+ */
+export async function search(userId: string, q: SearchConversationsQuery): Promise<ConversationSearchResult> {
+  await requireMember(userId, q.workspace_id);
+  const needle = q.q.toLowerCase();
+  const { data } = await db()
+    .entities.message.query.byUser({ user_id: userId, workspace_id: q.workspace_id })
+    .where((attr, op) => op.contains(attr.content_lc, needle))
+    .go({ pages: "all", order: "desc" });
+  const hits = data.slice(0, q.limit);
+  const ids = [...new Set(hits.map((m) => m.conversation_id))];
+  const titles = new Map<string, string>();
+  if (ids.length) {
+    const { data: convs } = await db()
+      .entities.conversation.get(ids.map((id) => ({ workspace_id: q.workspace_id, id })))
+      .go();
+    for (const c of convs) titles.set(c.id, c.title);
+  }
+  return {
+    results: hits.map((m) => ({
+      conversation_id: m.conversation_id,
+      title: titles.get(m.conversation_id) ?? DEFAULT_TITLE,
+      message_content: snippet(m.content, m.content_lc, needle),
+      message_created_at: m.created_at,
+    })),
+    total: data.length,
+  };
+}
+
+/** `GET /api/chat/conversations/{id}`: owner only; the conversation with every message, oldest first. */
+export async function get(userId: string, conversationId: string): Promise<ConversationDetail> {
+  const item = await requireConversation(userId, conversationId);
+  const messages = await allMessages(item.workspace_id, item.id);
+  return { ...toConversationView(item), messages: messages.map(toMessageView) };
+}
+
+/** `PATCH /api/chat/conversations/{id}`: title and/or is_archived; owner only. A title set here is the user's. */
+export async function update(userId: string, conversationId: string, input: UpdateConversationInput): Promise<ConversationView> {
+  const item = await requireConversation(userId, conversationId);
+  const { data } = await db()
+    .entities.conversation.patch({ workspace_id: item.workspace_id, id: item.id })
+    .set({
+      ...(input.title !== undefined ? { title: input.title, title_source: "user" as const } : {}),
+      ...(input.is_archived !== undefined ? { is_archived: input.is_archived } : {}),
+    })
+    .go({ response: "all_new" });
+  return toConversationView(data as ConversationItem);
+}
+
+/** `POST .../archive` (true) and `POST .../restore` (false); owner only; idempotent. */
+export async function setArchived(userId: string, conversationId: string, archived: boolean): Promise<ConversationView> {
+  return update(userId, conversationId, { is_archived: archived });
+}
+
+/**
+ * `DELETE /api/chat/conversations/{id}`: owner only; removes the conversation, its messages and their feedback
+ * (one begins_with Query on the conversation's prefix, batch deletes, the conversation item last so a failure
+ * part-way can be retried).
+ */
+export async function remove(userId: string, conversationId: string): Promise<void> {
+  const item = await requireConversation(userId, conversationId);
+  const own = conversationPrefix(item.id);
+  const keys = await partitionKeys(partitionOf(item.workspace_id), own);
+  await deleteKeys(keys.filter((k) => k.sk !== own));
+  await deleteKeys(keys.filter((k) => k.sk === own));
+}
+
+/**
+ * The newest `n` messages created strictly before `before` (an ISO instant; none means now), oldest first.
+ * Created-at values are unique and increasing within a conversation, so a page's first `created_at` is the exact
+ * cursor of the next (older) page.
+ */
+async function newest(workspaceId: string, conversationId: string, n: number, before?: string): Promise<MessageItem[]> {
+  if (n < 1) return [];
+  const query = db().entities.message.query.byConversation({ workspace_id: workspaceId, conversation_id: conversationId });
+  // `between` from the conversation's first message key to the cursor: a plain `lt` would also reach the
+  // conversation item and other conversations' messages. No stored key ends at the cursor, so the bound is strict.
+  const ranged = before ? query.between({ created_at: "" }, { created_at: new Date(before).toISOString() }) : query;
+  const { data } = await ranged.go({ order: "desc", count: n, consistent: true });
+  return data.reverse();
+}
+
+/**
+ * `GET /api/chat/conversations/{id}/messages`: owner only; the `limit` newest messages before the `before` cursor,
+ * returned oldest first.
+ */
+export async function messages(userId: string, conversationId: string, q: ListMessagesQuery): Promise<MessageView[]> {
+  const item = await requireConversation(userId, conversationId);
+  return (await newest(item.workspace_id, item.id, q.limit, q.before)).map(toMessageView);
+}
+
+/**
+ * `POST /api/chat/messages/{id}/feedback` (DESIGN.md section 5): the caller's rating of an assistant message in one
+ * of their conversations. One per user and message: a second post replaces the first (same id, new created_at).
+ * @throws AppError NOT_FOUND (404) unknown message or someone else's conversation; VALIDATION_ERROR (422) not an
+ *   assistant message; FORBIDDEN (403) the caller left the workspace.
+ */
+export async function giveFeedback(userId: string, messageId: string, input: MessageFeedbackInput): Promise<FeedbackView> {
+  const { data } = await db().entities.message.query.byId({ id: messageId }).go({ limit: 1 });
+  const message = data[0];
+  if (!message || message.user_id !== userId) throw Errors.notFound("Message");
+  await requireMember(userId, message.workspace_id);
+  if (message.role !== "assistant") {
+    throw Errors.validation(
+      [{ loc: ["path", "message_id"], msg: "Feedback is for assistant messages only", type: "not_assistant_message" }],
+      "Feedback can only be given on assistant messages",
+    );
+  }
+  const { data: stored } = await db()
+    .entities.messageFeedback.put({
+      id: uuidv5(`${messageId}:${userId}`, FEEDBACK_NAMESPACE),
+      workspace_id: message.workspace_id,
+      conversation_id: message.conversation_id,
+      message_id: messageId,
+      user_id: userId,
+      rating: input.rating,
+      tags: [...new Set(input.tags)],
+      ...(input.comment ? { comment: input.comment } : {}),
+      created_at: new Date().toISOString(),
+    })
+    .go();
+  return toFeedbackView(stored as FeedbackItem);
+}
+
+/**
+ * A workspace's message feedback by date, newest first (the admin quality dashboard reads this; no membership
+ * check: callers are admins or internal).
+ * @param opts.since only feedback given at or after this ISO instant; `limit` caps the result (default 500).
+ */
+export async function feedbackOf(workspaceId: string, opts: { since?: string; limit?: number } = {}): Promise<FeedbackView[]> {
+  const query = db().entities.messageFeedback.query.byWorkspaceDate({ workspace_id: workspaceId });
+  // `between` up to past any ISO instant: a plain `gte` would run on into other items of the index partition.
+  const ranged = opts.since ? query.between({ created_at: new Date(opts.since).toISOString() }, { created_at: "9999~" }) : query;
+  const { data } = await ranged.go({ order: "desc", count: opts.limit ?? 500 });
+  return data.map(toFeedbackView);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Operations of the copilot's agent loop (core/agent, DESIGN.md 6.1).
+// ---------------------------------------------------------------------------------------------------------------
+
+/** An automatic title from a prompt: its first 60 characters, whitespace collapsed; the default when empty. */
+export const titleFromPrompt = (prompt: string): string => {
+  const flat = prompt.replace(/\s+/g, " ").trim();
+  return flat ? [...flat].slice(0, 60).join("").trim() : DEFAULT_TITLE;
+};
+
+/**
+ * Load a conversation the user owns in the workspace, or create one (title from the prompt's first 60 chars) when
+ * id is undefined. A created conversation's title is automatic: `setInferred` may replace it.
+ * @param userId the caller; must be a member of the workspace
+ * @param conversationId an existing conversation of the caller in `workspaceId`, or undefined to start one
+ * @param firstPrompt the user's prompt (used only for a new conversation's title)
+ * @throws AppError NOT_FOUND (404) when the id names no conversation of this user in this workspace; FORBIDDEN (403)
+ *   non-member.
+ */
+export async function openConversation(
+  userId: string,
+  workspaceId: string,
+  conversationId: string | undefined,
+  firstPrompt: string,
+): Promise<ConversationView> {
+  await requireMember(userId, workspaceId);
+  if (conversationId === undefined) return insert(userId, workspaceId, { autoTitle: titleFromPrompt(firstPrompt) });
+  const item = await conversationItem(workspaceId, conversationId);
+  if (!item || item.user_id !== userId) throw Errors.notFound("Conversation");
+  return toConversationView(item);
+}
+
+/** What the agent appends: a user prompt, or an assistant answer with its optional metadata (spec 01 Message). */
+export interface NewMessage {
+  role: "user" | "assistant";
+  /** At most 100,000 characters. */
+  content: string;
+  inferred_intent?: string;
+  thinking_blocks?: unknown[];
+  decision_context?: Record<string, unknown>;
+  execution_metadata?: Record<string, unknown>;
+}
+
+function checkMessage(message: NewMessage, contentLc: string): void {
+  const errors: { loc: (string | number)[]; msg: string; type: string }[] = [];
+  if (message.role !== "user" && message.role !== "assistant") {
+    errors.push({ loc: ["message", "role"], msg: "role must be user or assistant", type: "enum" });
+  }
+  if (message.content.length > MAX_MESSAGE_CHARS) {
+    errors.push({ loc: ["message", "content"], msg: `At most ${MAX_MESSAGE_CHARS} characters`, type: "too_big" });
+  }
+  const extras = ["inferred_intent", "thinking_blocks", "decision_context", "execution_metadata"] as const;
+  if (message.role === "user") {
+    for (const key of extras) {
+      if (message[key] !== undefined) errors.push({ loc: ["message", key], msg: "Only assistant messages carry this", type: "unexpected" });
+    }
+  }
+  const bytes =
+    Buffer.byteLength(message.content) +
+    Buffer.byteLength(contentLc) +
+    extras.reduce((sum, key) => sum + (message[key] === undefined ? 0 : Buffer.byteLength(JSON.stringify(message[key]))), 0);
+  if (bytes > MAX_MESSAGE_BYTES) {
+    errors.push({ loc: ["message"], msg: `The message takes ${bytes} bytes; at most ${MAX_MESSAGE_BYTES} fit in one item`, type: "too_big" });
+  }
+  if (errors.length) throw Errors.validation(errors, "Message rejected");
+}
+
+/**
+ * Append one message; updates the conversation's last_message_at, message_count and updated_at (one transaction).
+ * Returns the stored message. `created_at` is strictly greater than the previous message's (at least 1 ms later,
+ * even within one millisecond or under clock skew), and the transaction is conditioned on the conversation's
+ * message_count, so concurrent appends are serialised (retried) and messages keep the order they were appended in.
+ * @param conversation the conversation (its stored owner is used for the search index)
+ * @param message user messages carry only role and content; assistant messages may carry the other fields
+ * @throws AppError VALIDATION_ERROR (422) content over 100,000 characters, an item over DynamoDB's size limit, or
+ *   assistant-only fields on a user message; NOT_FOUND (404) the conversation is gone; CONFLICT (409) when
+ *   concurrent appends kept winning.
+ */
+export async function appendMessage(
+  conversation: { id: string; workspace_id: string; user_id: string },
+  message: NewMessage,
+): Promise<MessageView> {
+  const contentLc = message.content.toLowerCase();
+  checkMessage(message, contentLc);
+  for (let attempt = 0; attempt < APPEND_ATTEMPTS; attempt++) {
+    const conv = await conversationItem(conversation.workspace_id, conversation.id);
+    if (!conv) throw Errors.notFound("Conversation");
+    const previous = conv.last_message_at ? Date.parse(conv.last_message_at) : Number.NEGATIVE_INFINITY;
+    const createdAt = new Date(Math.max(Date.now(), previous + 1)).toISOString();
+    const item = {
+      id: randomUUID(),
+      conversation_id: conv.id,
+      workspace_id: conv.workspace_id,
+      user_id: conv.user_id,
+      role: message.role,
+      content: message.content,
+      content_lc: contentLc,
+      created_at: createdAt,
+      ...(message.inferred_intent !== undefined ? { inferred_intent: message.inferred_intent } : {}),
+      ...(message.thinking_blocks !== undefined ? { thinking_blocks: message.thinking_blocks } : {}),
+      ...(message.decision_context !== undefined ? { decision_context: message.decision_context } : {}),
+      ...(message.execution_metadata !== undefined ? { execution_metadata: message.execution_metadata } : {}),
+    };
+    const result = await createWriteTransaction(db().pick("conversation", "message"), ({ conversation: c, message: m }) => [
+      c
+        .patch({ workspace_id: conv.workspace_id, id: conv.id })
+        .set({ message_count: conv.message_count + 1, last_message_at: createdAt })
+        .where((attr, op) => op.eq(attr.message_count, conv.message_count))
+        .commit(),
+      m.create(item).commit(),
+    ]).go();
+    if (!result.canceled) return toMessageView(item as MessageItem);
+    await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * (attempt + 1)));
+  }
+  throw new AppError("CONFLICT", "The conversation kept changing while a message was appended; try again");
+}
+
+/**
+ * The last `n` messages of a conversation, chronological (the agent's history). Strongly consistent, so a message
+ * appended just before is included. `n` < 1 gives [].
+ */
+export async function history(conversation: { id: string; workspace_id: string }, n: number): Promise<MessageView[]> {
+  return (await newest(conversation.workspace_id, conversation.id, Math.floor(n))).map(toMessageView);
+}
+
+/**
+ * Set what the agent inferred after its first answer; a title is only replaced while it is still the default.
+ * "Default" means automatic (`New Conversation` or the opening of the first prompt): a title the user gave (create
+ * or PATCH) or one the agent already set is kept. The title check is a conditional write, so a rename racing this
+ * call wins. Titles are cut to 200 characters.
+ * @throws AppError NOT_FOUND (404) when the conversation does not exist.
+ */
+export async function setInferred(
+  conversation: { id: string; workspace_id: string },
+  fields: { purpose?: string; working_state?: WorkingState; title?: string },
+): Promise<void> {
+  const key = { workspace_id: conversation.workspace_id, id: conversation.id };
+  const entity = db().entities.conversation;
+  try {
+    if (fields.purpose !== undefined || fields.working_state !== undefined) {
+      await entity
+        .patch(key)
+        .set({
+          ...(fields.purpose !== undefined ? { purpose: fields.purpose } : {}),
+          ...(fields.working_state !== undefined ? { working_state: fields.working_state } : {}),
+        })
+        .go();
+    } else if (!(await conversationItem(key.workspace_id, key.id))) {
+      throw Errors.notFound("Conversation");
+    }
+  } catch (err) {
+    if (isConditionalFailure(err)) throw Errors.notFound("Conversation");
+    throw err;
+  }
+  const title = fields.title?.replace(/\s+/g, " ").trim().slice(0, 200);
+  if (!title) return;
+  try {
+    await entity
+      .patch(key)
+      .set({ title, title_source: "agent" })
+      .where((attr, op) => op.eq(attr.title_source, "auto"))
+      .go();
+  } catch (err) {
+    if (!isConditionalFailure(err)) throw err;
+  }
+}
