@@ -114,11 +114,15 @@ async function startEmbedded(): Promise<{ base: string; idp: DevIdp; stop: () =>
   process.env.LOG_LEVEL ??= "ERROR";
   process.env.POWERTOOLS_LOG_LEVEL ??= "ERROR";
   wireLocalEvents(s3);
+  // Approved pending actions execute from the table's stream, as in `npm start` (DESIGN.md 6.2).
+  const { startLocalStreams } = await import("./streams");
+  const pendingActions = await startLocalStreams({ endpoint: dynamo.endpoint, tableName: "r2d-demo" });
   const server = await startGateway(port);
   return {
     base: `http://127.0.0.1:${port}`,
     idp,
     stop: async () => {
+      await pendingActions.stop();
       await (await import("../core/extract")).shutdownEngines();
       await new Promise((r) => server.close(r));
       await s3.stop();

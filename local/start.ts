@@ -29,6 +29,10 @@ async function main() {
     applyLocalEnv({ dynamoEndpoint: dynamo.endpoint, s3Endpoint: s3.endpoint, idp, tableName, bucketName });
     const { wireLocalEvents } = await import("./events");
     wireLocalEvents(s3);
+    // Approved pending actions execute from the table's stream and the sweeper, as in AWS (DESIGN.md 6.2).
+    const { startLocalStreams } = await import("./streams");
+    const pendingActions = await startLocalStreams({ endpoint: dynamo.endpoint, tableName });
+    stops.unshift(pendingActions.stop);
     const server = await startGateway(port);
     // The OCR worker thread holds the process open; stop it with the rest.
     stops.push(async () => (await import("../core/extract")).shutdownEngines());

@@ -13,6 +13,8 @@ import { buildResearchSourceEntity } from "../research/research-source.entity";
 import { buildInsightEntity } from "../insight/insight.entity";
 import { buildRecommendationEntity } from "../recommendation/recommendation.entity";
 import { buildAgentRunEntity, buildGuardEntity } from "../agent/agent-run.entity";
+import { buildConversationEntity, buildMessageEntity, buildMessageFeedbackEntity } from "../chat/conversation.entity";
+import { buildPendingActionEntity } from "../pending-action/pending-action.entity";
 import {
   buildAnnotationEntity,
   buildBlockEntity,
@@ -44,6 +46,10 @@ const catalogue = {
   annotation: buildAnnotationEntity,
   agentRun: buildAgentRunEntity,
   guard: buildGuardEntity,
+  conversation: buildConversationEntity,
+  message: buildMessageEntity,
+  messageFeedback: buildMessageFeedbackEntity,
+  pendingAction: buildPendingActionEntity,
 };
 
 export type EntityName = keyof typeof catalogue;

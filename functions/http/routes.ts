@@ -10,6 +10,9 @@ import { documentsRoutes } from "./routes/documents";
 import { blocksRoutes } from "./routes/blocks";
 import { webhooksRoutes } from "./routes/webhooks";
 import { docsRoutes } from "./routes/docs";
+import { pendingActionsRoutes } from "./routes/pending-actions";
+import { chatRoutes } from "./routes/chat";
+import { streamRoutes } from "./routes/stream";
 
 /**
  * The route table: method, path, group, schemas, access. Read by the stacks (one Lambda per group), the local
@@ -29,6 +32,9 @@ export const routes = {
   ...blocksRoutes,
   ...webhooksRoutes,
   ...docsRoutes,
+  ...pendingActionsRoutes,
+  ...chatRoutes,
+  ...streamRoutes,
 }
 
 export type Routes = typeof routes;
@@ -39,7 +45,7 @@ export type RouteId = keyof Routes;
  * for up to a minute (spec 01 typical durations), beyond API Gateway's 30 s integration limit, so the stacks also
  * give them Function URLs.
  */
-export const GROUP_TIMEOUT_SECONDS: Record<string, number> = { synthesis: 180, generation: 120 };
+export const GROUP_TIMEOUT_SECONDS: Record<string, number> = { synthesis: 180, generation: 120, stream: 330 };
 export const DEFAULT_TIMEOUT_SECONDS = 29;
 export const timeoutOf = (group: string): number => GROUP_TIMEOUT_SECONDS[group] ?? DEFAULT_TIMEOUT_SECONDS;
 

@@ -107,6 +107,7 @@ const FIXTURES: Record<string, (ctx: FixtureContext) => Fixture | Promise<Fixtur
   "stream.recommendation": ({ workspaceId }) => ({ body: { workspace_id: workspaceId, prompt: "Recommend", insight_ids: [randomUUID()] } }),
   "stream.draft": ({ workspaceId }) => ({ body: { workspace_id: workspaceId, prompt: "Draft a PRD" } }),
   "stream.pipeline": ({ workspaceId }) => ({ body: { workspace_id: workspaceId, prompt: "Run the pipeline" } }),
+  "pending-actions.list": ({ workspaceId }) => ({ query: { workspace_id: workspaceId } }),
   "generation.expand": async (ctx) => ({ params: { block_id: (await ownersDocument(ctx)).block_id } }),
   "generation.challenge": async (ctx) => ({ params: { block_id: (await ownersDocument(ctx)).block_id } }),
   "generation.simulate": async (ctx) => ({ params: { block_id: (await ownersDocument(ctx)).block_id } }),

@@ -48,8 +48,10 @@ describe("route table", () => {
   it("keeps each group's routes in routes/<group>.ts, which its handler imports instead of the whole table", async () => {
     for (const group of groups()) {
       const mod = (await import(`../../functions/http/routes/${group}.ts`)) as Record<string, Record<string, RouteSpec>>;
-      const own = mod[`${group}Routes`];
-      expect(own, `functions/http/routes/${group}.ts exports ${group}Routes`).toBeDefined();
+      // A kebab-case group ("pending-actions") exports its table under the camelCase name (pendingActionsRoutes).
+      const name = `${group.replace(/-(\w)/g, (_, c: string) => c.toUpperCase())}Routes`;
+      const own = mod[name];
+      expect(own, `functions/http/routes/${group}.ts exports ${name}`).toBeDefined();
       expect(Object.keys(own!).sort()).toEqual(routesOf(group).map(([id]) => id).sort());
       // The handler must not pull in the whole table: a cold start would build every group's schemas.
       const source = await readFile(new URL(`../../functions/http/${group}.ts`, import.meta.url), "utf8");

@@ -16,6 +16,14 @@ import { groups, routes, routesOf, timeoutOf, DEFAULT_TIMEOUT_SECONDS } from "..
 import { STEP_TASKS, extractionDefinition, type StepTaskName } from "../../functions/steps/extraction.asl";
 import { Api, GROUP_SECRETS, groupHandler, isStreamingGroup, routeKey } from "../../stacks/Api";
 import { Pipelines, UPLOAD_HANDLER, stepHandler, substitutionKey } from "../../stacks/Pipelines";
+import {
+  EXECUTOR_TIMEOUT_SECONDS,
+  PENDING_ACTION_CONSUMER_HANDLER,
+  PENDING_ACTION_SWEEPER_HANDLER,
+  PendingActions,
+  SWEEPER_SCHEDULE,
+} from "../../stacks/PendingActions";
+import { APPROVED_STREAM_FILTER } from "../../core/pending-action/pending-action.entity";
 import { Secrets } from "../../stacks/Secrets";
 import { Storage, UPLOAD_PREFIX } from "../../stacks/Storage";
 
@@ -49,7 +57,7 @@ type Resources = Record<string, Resource>;
 let work: string;
 let outdir: string;
 let savedEnv: Record<string, string | undefined>;
-const templates = {} as Record<"Secrets" | "Storage" | "Pipelines" | "Api", Template>;
+const templates = {} as Record<"Secrets" | "Storage" | "Pipelines" | "Api" | "PendingActions", Template>;
 
 /** The handler file of a `path/to/file.handler` string, as SST looks it up. */
 const handlerFile = (handler: string) => join(ROOT, `${handler.slice(0, handler.lastIndexOf("."))}.ts`);
@@ -75,6 +83,8 @@ describe("handler modules referenced by the stacks", () => {
     ...groups().map(groupHandler),
     ...(Object.keys(STEP_TASKS) as StepTaskName[]).map(stepHandler),
     UPLOAD_HANDLER,
+    PENDING_ACTION_CONSUMER_HANDLER,
+    PENDING_ACTION_SWEEPER_HANDLER,
   ];
   it.each(handlers)("%s exists", (handler) => {
     expect(existsSync(handlerFile(handler)), `${handlerFile(handler)} is missing`).toBe(true);
@@ -110,6 +120,7 @@ describe("synthesized app", () => {
     templates.Storage = Template.fromStack(getStack(Storage));
     templates.Pipelines = Template.fromStack(getStack(Pipelines));
     templates.Api = Template.fromStack(getStack(Api));
+    templates.PendingActions = Template.fromStack(getStack(PendingActions));
   }, BUILD_TIMEOUT);
 
   afterAll(async () => {
@@ -127,9 +138,9 @@ describe("synthesized app", () => {
   });
 
   it("bundles every function without installed packages, except Swagger UI for the docs group", async () => {
-    const stacks = [templates.Pipelines, templates.Api];
+    const stacks = [templates.Pipelines, templates.Api, templates.PendingActions];
     const ours = stacks.flatMap((t) => Object.values(lambdas(t)).filter((r) => String(r.Properties.Handler).startsWith("functions/")));
-    expect(ours.length).toBe(groups().length + Object.keys(STEP_TASKS).length + 1);
+    expect(ours.length).toBe(groups().length + Object.keys(STEP_TASKS).length + 1 + 2);
     for (const fn of ours) {
       const dir = join(outdir, `asset.${(fn.Properties.Code.S3Key as string).replace(/\.zip$/, "")}`);
       const installed = existsSync(join(dir, "node_modules"))
@@ -489,6 +500,63 @@ describe("synthesized app", () => {
       templates.Pipelines.hasResourceProperties("AWS::IAM::Policy", {
         PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Action: "states:StartExecution", Resource: { Ref: smId } })]) },
       });
+    });
+  });
+
+  describe("PendingActions", () => {
+    const actionsOf = (fnId: string) => {
+      const role = lambdas(templates.PendingActions)[fnId].Properties.Role["Fn::GetAtt"][0] as string;
+      return Object.values(resourcesOf(templates.PendingActions, "AWS::IAM::Policy"))
+        .map((r) => r.Properties)
+        .filter((p) => p.Roles.some((r: { Ref: string }) => r.Ref === role))
+        .flatMap((p) => p.PolicyDocument.Statement.flatMap((s: { Action: string | string[] }) => s.Action));
+    };
+
+    it("executes approved pending actions from the table stream, filtered on approved rows, with partial batch failures", () => {
+      const consumerId = lambdaIdFor(templates.PendingActions, PENDING_ACTION_CONSUMER_HANDLER);
+      const mappings = Object.values(resourcesOf(templates.PendingActions, "AWS::Lambda::EventSourceMapping")).map((r) => r.Properties);
+      expect(mappings).toHaveLength(1);
+      expect(mappings[0]).toMatchObject({
+        FunctionName: { Ref: consumerId },
+        StartingPosition: "TRIM_HORIZON",
+        FunctionResponseTypes: ["ReportBatchItemFailures"],
+        BisectBatchOnFunctionError: true,
+        MaximumRetryAttempts: 3,
+        FilterCriteria: { Filters: [{ Pattern: JSON.stringify(APPROVED_STREAM_FILTER) }] },
+      });
+      // The stream of the Storage stack's table, imported across stacks.
+      expect(mappings[0].EventSourceArn).toEqual({ "Fn::ImportValue": expect.any(String) });
+      expect(JSON.parse(mappings[0].FilterCriteria.Filters[0].Pattern)).toEqual({
+        dynamodb: { NewImage: { __edb_e__: { S: ["pending_action"] }, status: { S: ["approved"] } } },
+      });
+      expect(actionsOf(consumerId)).toEqual(expect.arrayContaining(["dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:DescribeStream"]));
+    });
+
+    it("runs the sweeper every minute from an EventBridge schedule", () => {
+      const sweeperId = lambdaIdFor(templates.PendingActions, PENDING_ACTION_SWEEPER_HANDLER);
+      expect(SWEEPER_SCHEDULE).toBe("rate(1 minute)");
+      const rules = Object.values(resourcesOf(templates.PendingActions, "AWS::Events::Rule")).map((r) => r.Properties);
+      expect(rules).toHaveLength(1);
+      expect(rules[0].ScheduleExpression).toBe("rate(1 minute)");
+      expect(rules[0].Targets).toEqual([expect.objectContaining({ Arn: getAttArn(sweeperId) })]);
+      templates.PendingActions.hasResourceProperties("AWS::Lambda::Permission", {
+        Action: "lambda:InvokeFunction",
+        Principal: "events.amazonaws.com",
+        FunctionName: getAttArn(sweeperId),
+      });
+    });
+
+    it("gives both executors the runtime environment, the table, the bucket, Bedrock and time for an AI tool", () => {
+      for (const handler of [PENDING_ACTION_CONSUMER_HANDLER, PENDING_ACTION_SWEEPER_HANDLER]) {
+        const fnId = lambdaIdFor(templates.PendingActions, handler);
+        const fn = lambdas(templates.PendingActions)[fnId].Properties;
+        expect(fn, handler).toMatchObject({ Timeout: EXECUTOR_TIMEOUT_SECONDS, Runtime: "nodejs22.x", Architectures: ["arm64"] });
+        expect(fn.Environment.Variables, handler).toMatchObject({ STAGE: "test", AI_ENGINE: "bedrock", EXTRACTION_ENGINES: "aws" });
+        expect(fn.Environment.Variables.TABLE_NAME, handler).toEqual({ "Fn::ImportValue": expect.any(String) });
+        expect(actionsOf(fnId), handler).toEqual(
+          expect.arrayContaining(["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:ConditionCheckItem", "s3:GetObject*", "bedrock:InvokeModel"]),
+        );
+      }
     });
   });
 });

@@ -1,0 +1,311 @@
+import { randomUUID } from "node:crypto";
+import { createWriteTransaction, type EntityItem } from "electrodb";
+import { AppError, Errors, type FieldError } from "../error";
+import { db } from "../db/service";
+import { isConditionalFailure } from "../db/errors";
+import { requireMember } from "../workspace";
+import type { GatedTool, Preview, ToolContext } from "../agent/tools/types";
+import { DUE, type PendingActionEntity } from "./pending-action.entity";
+import { storedStatusesOf, wireStatus, type StoredStatus } from "./status";
+import {
+  MAX_JSON_BYTES,
+  type ApproveInput,
+  type BatchApproveInput,
+  type BatchApproveResult,
+  type ListPendingActionsQuery,
+  type PendingAction as PendingActionView,
+} from "./schema";
+
+export * from "./schema";
+export { wireStatus, type StoredStatus } from "./status";
+
+export type PendingActionItem = EntityItem<PendingActionEntity>;
+
+/**
+ * How long an approved row waits for its stream-driven execution before the sweeper re-drives it (DESIGN.md 6.2:
+ * "re-drives approved rows older than 30 s"). Env `PENDING_ACTION_SWEEP_GRACE_SECONDS` overrides it (tests).
+ */
+export const sweepGraceMs = (): number => seconds("PENDING_ACTION_SWEEP_GRACE_SECONDS", 30) * 1000;
+
+/** A non-negative number of seconds from the environment, or the default. */
+export function seconds(name: string, fallback: number): number {
+  const value = Number(process.env[name]);
+  return process.env[name] !== undefined && process.env[name] !== "" && Number.isFinite(value) && value >= 0 ? value : fallback;
+}
+
+const asObject = (v: unknown): Record<string, unknown> | null =>
+  v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
+
+/** The wire form (spec 01 "Pending action (camelCase)"); `executing` shows as `approved`. */
+export const toView = (i: PendingActionItem): PendingActionView => ({
+  id: i.id,
+  workspaceId: i.workspace_id,
+  missionId: i.mission_id ?? null,
+  sessionId: i.session_id ?? null,
+  batchId: i.batch_id,
+  toolName: i.tool_name,
+  toolInput: asObject(i.tool_input) ?? {},
+  preview: asObject(i.preview) ?? {},
+  status: wireStatus(i.status),
+  userEdits: asObject(i.user_edits),
+  result: asObject(i.result),
+  error: i.error ?? null,
+  createdAt: i.created_at,
+  resolvedAt: i.resolved_at ?? null,
+  executedAt: i.executed_at ?? null,
+});
+
+/** Size of a value as stored JSON, in UTF-8 bytes. */
+export const jsonBytes = (value: unknown): number => Buffer.byteLength(JSON.stringify(value ?? null), "utf8");
+
+/** @throws AppError VALIDATION_ERROR (422) when `value` is larger than MAX_JSON_BYTES as JSON. */
+function assertJsonSize(loc: (string | number)[], value: unknown): void {
+  const bytes = jsonBytes(value);
+  if (bytes > MAX_JSON_BYTES) {
+    throw Errors.validation([{ loc, msg: `At most ${MAX_JSON_BYTES} bytes of JSON (got ${bytes})`, type: "too_big" }]);
+  }
+}
+
+/**
+ * Hold a gated tool call as a pending action (DESIGN.md 6.1: a gated tool never runs inside the agent loop). Called
+ * by the agent loop when the model calls a gated tool. The caller's membership was checked before the loop started
+ * (ToolContext), so it is not checked again here.
+ *
+ * batchId is `${missionId ?? conversationId ?? "adhoc"}:${toolName}`: a mission's writes of one tool form one batch
+ * (spec 01); a chat without a mission batches per conversation, so one approval covers what one conversation asked
+ * for; a run with neither falls into the shared `adhoc` batch of that tool (only direct calls do that, and approving
+ * such a batch across workspaces is refused as INVARIANT_VIOLATION rather than acted on).
+ *
+ * @param input the raw arguments the model passed; stored as `toolInput` as given.
+ * @returns the new row's id and the tool's preview.
+ * @throws AppError VALIDATION_ERROR (422) when the input fails `tool.input`, is not an object, or the input or
+ *   preview is larger than MAX_JSON_BYTES; whatever `tool.preview` throws (e.g. NOT_FOUND for a missing target).
+ */
+export async function createPending(ctx: ToolContext, tool: GatedTool, input: unknown): Promise<{ id: string; preview: Preview }> {
+  const raw = asObject(input);
+  if (!raw) throw Errors.validation([{ loc: ["toolInput"], msg: "Tool input must be an object", type: "object" }]);
+  const parsed = tool.input.safeParse(raw);
+  if (!parsed.success) {
+    throw Errors.validation(
+      parsed.error.issues.map((i) => ({ loc: ["toolInput", ...i.path.map((p) => (typeof p === "symbol" ? String(p) : p))], msg: i.message, type: i.code })),
+      `Invalid input for ${tool.name}`,
+    );
+  }
+  assertJsonSize(["toolInput"], raw);
+  const preview = await tool.preview(ctx, parsed.data);
+  assertJsonSize(["preview"], preview);
+  const id = randomUUID();
+  await db()
+    .entities.pendingAction.create({
+      id,
+      workspace_id: ctx.workspaceId,
+      ...(ctx.missionId ? { mission_id: ctx.missionId } : {}),
+      ...(ctx.sessionId ? { session_id: ctx.sessionId } : {}),
+      ...(ctx.conversationId ? { conversation_id: ctx.conversationId } : {}),
+      batch_id: `${ctx.missionId ?? ctx.conversationId ?? "adhoc"}:${tool.name}`,
+      tool_name: tool.name,
+      tool_input: raw,
+      preview,
+      status: "pending",
+      created_by: ctx.userId,
+    })
+    .go();
+  return { id, preview };
+}
+
+/**
+ * The caller's membership of the row's workspace, answered as "not found" when it is missing: a pending action of a
+ * workspace the caller is not in is never acted on, and its existence is not revealed (DESIGN.md 4.3: 404 or 403).
+ */
+async function memberOrNotFound(userId: string, workspaceId: string, what: string): Promise<void> {
+  try {
+    await requireMember(userId, workspaceId);
+  } catch (err) {
+    if (err instanceof AppError && (err.code === "FORBIDDEN" || err.code === "NOT_FOUND")) throw Errors.notFound(what);
+    throw err;
+  }
+}
+
+/**
+ * A pending action fetched by id alone (gsi1), read again strongly consistent from its workspace partition.
+ * @throws AppError NOT_FOUND (404) for an unknown id and for a row of a workspace the caller is not a member of.
+ */
+export async function requirePendingAction(userId: string, id: string): Promise<PendingActionItem> {
+  const { data } = await db().entities.pendingAction.query.byId({ id }).go({ limit: 1 });
+  const found = data[0];
+  if (!found) throw Errors.notFound("Pending action");
+  await memberOrNotFound(userId, found.workspace_id, "Pending action");
+  const { data: item } = await db().entities.pendingAction.get({ workspace_id: found.workspace_id, id }).go({ consistent: true });
+  if (!item) throw Errors.notFound("Pending action");
+  return item;
+}
+
+/** Newest first, then id, so pages are stable. */
+const newestFirst = (a: PendingActionItem, b: PendingActionItem) => b.created_at.localeCompare(a.created_at) || b.id.localeCompare(a.id);
+
+/**
+ * `GET /api/pending-actions` (spec 01 Pending actions): the workspace's pending actions, newest first, optionally of
+ * one status (`approved` includes rows being executed), paginated like the other lists (limit default 200, max 500).
+ * @returns `{items, total}`, total counting every match.
+ * @throws AppError FORBIDDEN (403) for a non-member; NOT_FOUND (404) for an unknown workspace.
+ */
+export async function list(userId: string, q: ListPendingActionsQuery): Promise<{ items: PendingActionView[]; total: number }> {
+  await requireMember(userId, q.workspace_id);
+  const { data } = await db().entities.pendingAction.query.byWorkspace({ workspace_id: q.workspace_id }).go({ pages: "all", consistent: true });
+  const wanted = q.status ? new Set<StoredStatus>(storedStatusesOf(q.status)) : null;
+  const matching = data.filter((i) => !wanted || wanted.has(i.status)).sort(newestFirst);
+  return { items: matching.slice(q.offset, q.offset + q.limit).map(toView), total: matching.length };
+}
+
+/**
+ * `GET /api/pending-actions/{pa_id}`.
+ * @throws AppError NOT_FOUND (404): unknown id, or a workspace the caller is not a member of.
+ */
+export async function get(userId: string, id: string): Promise<PendingActionView> {
+  return toView(await requirePendingAction(userId, id));
+}
+
+type Decision = "approve" | "reject";
+
+/**
+ * The attributes one resolution writes (spec 01 Pending action status): resolvedAt and the member; approve also
+ * persists userEdits and enters the sweeper's index, due once the stream has had its grace period.
+ */
+function resolution(decision: Decision, userId: string, userEdits: Record<string, unknown> | null | undefined) {
+  const now = Date.now();
+  const common = { resolved_at: new Date(now).toISOString(), resolved_by: userId };
+  if (decision === "reject") return { ...common, status: "rejected" as const };
+  return {
+    ...common,
+    status: "approved" as const,
+    ...(userEdits ? { user_edits: userEdits } : {}),
+    sweep: DUE,
+    due_at: new Date(now + sweepGraceMs()).toISOString(),
+  };
+}
+
+const notPending = (status: StoredStatus) =>
+  new AppError("INVALID_STATE", `The pending action is ${wireStatus(status)}, not pending`, { status: wireStatus(status) });
+
+/** One conditional write pending → approved | rejected. @throws AppError INVALID_STATE (409) when no longer pending. */
+async function resolveOne(item: PendingActionItem, decision: Decision, userId: string, userEdits?: Record<string, unknown> | null): Promise<PendingActionItem> {
+  if (item.status !== "pending") throw notPending(item.status);
+  try {
+    const { data } = await db()
+      .entities.pendingAction.patch({ workspace_id: item.workspace_id, id: item.id })
+      .set(resolution(decision, userId, userEdits))
+      .where((attr, op) => op.eq(attr.status, "pending"))
+      .go({ response: "all_new" });
+    return data as PendingActionItem;
+  } catch (err) {
+    if (!isConditionalFailure(err)) throw err;
+    // Another session resolved it between our read and our write.
+    const { data: now } = await db().entities.pendingAction.get({ workspace_id: item.workspace_id, id: item.id }).go({ consistent: true });
+    throw notPending(now?.status ?? "rejected");
+  }
+}
+
+/**
+ * `POST /api/pending-actions/{pa_id}/approve`: pending → approved, resolvedAt set, userEdits persisted (shallow-merged
+ * into toolInput only at execution). Execution is not awaited: the approved row itself carries it (DESIGN.md 6.2).
+ * @returns the row, status `approved`.
+ * @throws AppError NOT_FOUND (404); INVALID_STATE (409) when the row is not pending (also when a concurrent approve or
+ *   reject won); VALIDATION_ERROR (422) when userEdits is larger than MAX_JSON_BYTES.
+ */
+export async function approve(userId: string, id: string, input: ApproveInput): Promise<PendingActionView> {
+  if (input.userEdits) assertJsonSize(["body", "userEdits"], input.userEdits);
+  const item = await requirePendingAction(userId, id);
+  return toView(await resolveOne(item, "approve", userId, input.userEdits));
+}
+
+/**
+ * `POST /api/pending-actions/{pa_id}/reject`: pending → rejected, resolvedAt set; the tool never runs; the row stays.
+ * @throws AppError NOT_FOUND (404); INVALID_STATE (409) when the row is not pending.
+ */
+export async function reject(userId: string, id: string): Promise<PendingActionView> {
+  const item = await requirePendingAction(userId, id);
+  return toView(await resolveOne(item, "reject", userId));
+}
+
+/** DynamoDB's limit of items in one transaction. */
+export const MAX_TRANSACTION_ITEMS = 100;
+
+/**
+ * `POST /api/pending-actions/batch/{batch_id}/approve` (spec 01 batch rules). The batch's rows come from the batch
+ * index; the caller's membership is checked once, against the first (oldest) row. Each listed row that is pending is
+ * approved (or rejected when `exclude`) in transactions of at most 100 rows, each row's write conditioned on it
+ * still being pending. When a transaction is cancelled, its rows are written one by one with the same condition:
+ * a row that was pending when listed but resolved by another session before the write counts as `skipped`. Rows
+ * already non-pending when listed are left alone and counted nowhere; rows not listed stay pending. Execution of the
+ * approved rows is not awaited.
+ * @returns `{batchId, approved, rejected, skipped}`.
+ * @throws AppError NOT_FOUND (404) for an empty or unknown batch, or one of a workspace the caller is not in;
+ *   VALIDATION_ERROR (422) when an item names a row outside the batch, names a row twice, or its userEdits is too
+ *   large; INVARIANT_VIOLATION (500) when the batch's rows span more than one workspace.
+ */
+export async function batchApprove(userId: string, batchId: string, input: BatchApproveInput): Promise<BatchApproveResult> {
+  const { data: rows } = await db().entities.pendingAction.query.byBatch({ batch_id: batchId }).go({ pages: "all" });
+  if (rows.length === 0) throw Errors.notFound("Batch");
+  const first = rows[0]!;
+  await memberOrNotFound(userId, first.workspace_id, "Batch");
+  const workspaces = new Set(rows.map((r) => r.workspace_id));
+  if (workspaces.size > 1) throw new AppError("INVARIANT_VIOLATION", `Batch ${batchId} spans ${workspaces.size} workspaces`);
+
+  const inBatch = new Set(rows.map((r) => r.id));
+  const seen = new Set<string>();
+  const problems: FieldError[] = [];
+  input.items.forEach((item, i) => {
+    const loc = ["body", "items", i, "pendingActionId"];
+    if (!inBatch.has(item.pendingActionId)) problems.push({ loc, msg: `Pending action ${item.pendingActionId} is not in batch ${batchId}`, type: "not_in_batch" });
+    else if (seen.has(item.pendingActionId)) problems.push({ loc, msg: `Pending action ${item.pendingActionId} is listed twice`, type: "duplicate" });
+    seen.add(item.pendingActionId);
+    if (item.userEdits && jsonBytes(item.userEdits) > MAX_JSON_BYTES) {
+      problems.push({ loc: ["body", "items", i, "userEdits"], msg: `At most ${MAX_JSON_BYTES} bytes of JSON`, type: "too_big" });
+    }
+  });
+  if (problems.length) throw Errors.validation(problems);
+
+  // The index is eventually consistent: the status "at listing" is read strongly consistent from the table.
+  const current = await consistentRows(first.workspace_id, input.items.map((i) => i.pendingActionId));
+  const todo = input.items.filter((i) => current.get(i.pendingActionId)?.status === "pending");
+
+  const counts = { approved: 0, rejected: 0, skipped: 0 };
+  const count = (item: (typeof todo)[number]) => (item.exclude ? counts.rejected++ : counts.approved++);
+  const keyOf = (item: (typeof todo)[number]) => ({ workspace_id: first.workspace_id, id: item.pendingActionId });
+  const setOf = (item: (typeof todo)[number]) => resolution(item.exclude ? "reject" : "approve", userId, item.userEdits);
+  for (let i = 0; i < todo.length; i += MAX_TRANSACTION_ITEMS) {
+    const chunk = todo.slice(i, i + MAX_TRANSACTION_ITEMS);
+    const tx = await createWriteTransaction(db().pick("pendingAction"), ({ pendingAction }) =>
+      chunk.map((item) => pendingAction.patch(keyOf(item)).set(setOf(item)).where((attr, op) => op.eq(attr.status, "pending")).commit()),
+    ).go();
+    if (!tx.canceled) {
+      chunk.forEach(count);
+      continue;
+    }
+    // Cancelled (a row's condition failed, or a conflicting transaction): nothing of the chunk was written, so each
+    // row is written on its own; the ones whose condition fails were resolved by someone else meanwhile.
+    for (const item of chunk) {
+      try {
+        await db().entities.pendingAction.patch(keyOf(item)).set(setOf(item)).where((attr, op) => op.eq(attr.status, "pending")).go();
+        count(item);
+      } catch (err) {
+        if (!isConditionalFailure(err)) throw err;
+        counts.skipped++;
+      }
+    }
+  }
+  return { batchId, ...counts };
+}
+
+/** The named rows of one workspace, read strongly consistent (BatchGetItem), by id. */
+async function consistentRows(workspaceId: string, ids: string[]): Promise<Map<string, PendingActionItem>> {
+  const out = new Map<string, PendingActionItem>();
+  let keys = [...new Set(ids)].map((id) => ({ workspace_id: workspaceId, id }));
+  for (let attempt = 0; keys.length > 0; attempt++) {
+    if (attempt >= 5) throw new AppError("SERVICE_UNAVAILABLE", "The table kept refusing reads; try again");
+    const { data, unprocessed } = await db().entities.pendingAction.get(keys).go({ consistent: true });
+    for (const row of data) out.set(row.id, row);
+    keys = unprocessed as typeof keys;
+  }
+  return out;
+}

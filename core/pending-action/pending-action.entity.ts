@@ -1,0 +1,91 @@
+import { Entity } from "electrodb";
+import { STORED_STATUSES } from "./status";
+
+/**
+ * Value of `sweep` while a row is in the sweeper's sparse index (approved or executing): its partition there is
+ * `pa#due`. ElectroDB writes an index key only from attributes, so the constant partition is an attribute too.
+ */
+export const DUE = "due" as const;
+
+/**
+ * Lambda event filter (FilterCriteria pattern) on the table stream for the executor's consumer: only writes that
+ * leave a pending action approved. The claim (→ executing) and the final flips do not match, so they never
+ * re-trigger it. Read by the stack (stacks/PendingActions.ts), the consumer and the embedded stream reader; kept
+ * here, beside the attributes it names, so the stacks need not import the executor.
+ */
+export const APPROVED_STREAM_FILTER = {
+  dynamodb: { NewImage: { __edb_e__: { S: ["pending_action"] }, status: { S: ["approved"] } } },
+};
+
+/**
+ * A pending action (spec 01 Pending action; DESIGN.md 6.2): a gated write the agent attempted, waiting for a member.
+ * Stored snake_case like every item; the wire form is camelCase (core/pending-action/index.ts `toView`).
+ *
+ * Indexes:
+ * - byWorkspace: the workspace partition (`ws#<id>`, sk `pa#<id>`), for lists and strongly consistent reads.
+ * - byId (gsi1): look-up by id alone (the `/{pa_id}` routes).
+ * - byBatch (gsi2): the rows of a batch `{missionId}:{toolName}`, oldest first (batch approve).
+ * - due (gsi3, SPARSE): only rows an executor still owes, i.e. approved or executing, in one partition `pa#due`,
+ *   sorted by when the sweeper should next look at them (`due_at`: approved_at + grace, or the lease's expiry).
+ *   Approve and claim set `sweep` and `due_at` together with the status; the final flips remove both, which
+ *   removes the row from the index. The sweeper Queries it; nothing Scans.
+ */
+export const buildPendingActionEntity = () => new Entity({
+  model: { entity: "pending_action", version: "1", service: "r2d" },
+  attributes: {
+    id: { type: "string", required: true },
+    workspace_id: { type: "string", required: true },
+    mission_id: { type: "string" },
+    session_id: { type: "string" },
+    conversation_id: { type: "string" },
+    batch_id: { type: "string", required: true },
+    tool_name: { type: "string", required: true },
+    /** The raw arguments the agent passed (validated against the tool's input on create). */
+    tool_input: { type: "any", required: true },
+    preview: { type: "any", required: true },
+    status: { type: STORED_STATUSES, required: true, default: "pending" },
+    user_edits: { type: "any" },
+    result: { type: "any" },
+    error: { type: "string" },
+    /** The member the agent acted for. */
+    created_by: { type: "string", required: true },
+    /** The member who approved or rejected it; execution runs as them. */
+    resolved_by: { type: "string" },
+    created_at: { type: "string", required: true, readOnly: true, default: () => new Date().toISOString() },
+    resolved_at: { type: "string" },
+    executed_at: { type: "string" },
+    /** `DUE` while approved or executing (the sparse index's partition), absent otherwise. */
+    sweep: { type: [DUE] as const },
+    /** ISO time from which the sweeper re-drives the row; present only while approved or executing. */
+    due_at: { type: "string" },
+    /** The executor holding the row while executing, and until when (epoch ms). */
+    lease_owner: { type: "string" },
+    lease_expires_at: { type: "number" },
+    /** How many times an executor claimed the row. */
+    attempts: { type: "number", required: true, default: 0 },
+  },
+  indexes: {
+    byWorkspace: {
+      pk: { field: "pk", composite: ["workspace_id"], template: "ws#${workspace_id}", casing: "none" },
+      sk: { field: "sk", composite: ["id"], template: "pa#${id}", casing: "none" },
+    },
+    byId: {
+      index: "gsi1",
+      pk: { field: "gsi1pk", composite: ["id"], template: "pa#${id}", casing: "none" },
+      sk: { field: "gsi1sk", composite: [], template: "pending_action", casing: "none" },
+    },
+    byBatch: {
+      index: "gsi2",
+      pk: { field: "gsi2pk", composite: ["batch_id"], template: "pabatch#${batch_id}", casing: "none" },
+      sk: { field: "gsi2sk", composite: ["created_at", "id"], template: "${created_at}#${id}", casing: "none" },
+    },
+    due: {
+      index: "gsi3",
+      // Sparse: ElectroDB writes the keys only when this holds, and deletes them when a write makes it false.
+      condition: (attr) => (attr.status === "approved" || attr.status === "executing") && attr.sweep === DUE && typeof attr.due_at === "string",
+      pk: { field: "gsi3pk", composite: ["sweep"], template: "pa#${sweep}", casing: "none" },
+      sk: { field: "gsi3sk", composite: ["due_at"], template: "due#${due_at}", casing: "none" },
+    },
+  },
+});
+export type PendingActionEntity = ReturnType<typeof buildPendingActionEntity>;

@@ -1,0 +1,59 @@
+import { aws_lambda as lambda, aws_lambda_event_sources as sources } from "aws-cdk-lib";
+import { Cron, Function, use, type StackContext } from "sst/constructs";
+import { APPROVED_STREAM_FILTER } from "../core/pending-action/pending-action.entity";
+import { bedrockInvokeStatement } from "./defaults";
+import { runtimeEnvironment, Secrets } from "./Secrets";
+import { Storage } from "./Storage";
+
+/** The DynamoDB Streams consumer that executes approved pending actions. */
+export const PENDING_ACTION_CONSUMER_HANDLER = "functions/events/pending-actions.handler";
+/** The scheduled sweeper that re-drives approved rows the stream left alone and executing rows whose lease expired. */
+export const PENDING_ACTION_SWEEPER_HANDLER = "functions/events/pending-action-sweeper.handler";
+/** How often the sweeper runs (DESIGN.md 6.2: approved rows older than 30 s are re-driven). */
+export const SWEEPER_SCHEDULE = "rate(1 minute)";
+/**
+ * An execution runs a gated tool, which may be an AI run (synthesis, recommendations, a draft) of a few minutes;
+ * the executor's lease is kept alive meanwhile (core/pending-action/executor.ts).
+ */
+export const EXECUTOR_TIMEOUT_SECONDS = 300;
+
+/**
+ * The PendingActions stack: exactly-once execution of approved pending actions (DESIGN.md 6.2).
+ *
+ * - The consumer Lambda on the table's stream (event source mapping from TRIM_HORIZON: a replay only finds rows
+ *   already claimed or finished), filtered on new images of approved pending actions (APPROVED_STREAM_FILTER), with
+ *   partial batch responses, bisection on error and bounded retries; the sweeper covers what retries give up on.
+ * - The sweeper Lambda on an EventBridge schedule every minute.
+ * Both run gated tools as the approving member, so both get the table and bucket read/write and Bedrock invocation
+ * the HTTP groups have.
+ */
+export function PendingActions({ stack, app }: StackContext) {
+  const { table, bucket } = use(Storage);
+  const { parameters } = use(Secrets);
+  const environment = runtimeEnvironment(app.stage, { tableName: table.tableName, bucketName: bucket.bucketName }, parameters);
+
+  const executor = (id: string, handler: string, description: string) => {
+    const fn = new Function(stack, id, { handler, description, environment, timeout: EXECUTOR_TIMEOUT_SECONDS });
+    table.cdk.table.grantReadWriteData(fn);
+    bucket.cdk.bucket.grantReadWrite(fn);
+    fn.addToRolePolicy(bedrockInvokeStatement(stack));
+    return fn;
+  };
+
+  const consumer = executor("PendingActionConsumer", PENDING_ACTION_CONSUMER_HANDLER, "Execute approved pending actions from the table stream");
+  consumer.addEventSource(
+    new sources.DynamoEventSource(table.cdk.table, {
+      startingPosition: lambda.StartingPosition.TRIM_HORIZON,
+      batchSize: 10,
+      bisectBatchOnError: true,
+      reportBatchItemFailures: true,
+      retryAttempts: 3,
+      filters: [lambda.FilterCriteria.filter(APPROVED_STREAM_FILTER)],
+    }),
+  );
+
+  const sweeper = executor("PendingActionSweeper", PENDING_ACTION_SWEEPER_HANDLER, "Re-drive pending actions the stream did not finish");
+  new Cron(stack, "PendingActionSweep", { schedule: SWEEPER_SCHEDULE, job: sweeper });
+
+  return { consumer, sweeper };
+}
