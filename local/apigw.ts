@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
 import { matchRoute, timeoutOf } from "../functions/http/routes";
-import { installAwsLambdaShim, isStreamingHandler, LocalResponseStream, type Prelude } from "./streaming";
+import { installAwsLambdaShim, isStreamingHandler, LocalResponseStream, type Prelude, type StreamingHandler, type StreamSink } from "./streaming";
 
 // Streaming groups (SSE) are built with middy's streamifyResponse, which needs Lambda's `awslambda` global at import.
 installAwsLambdaShim();
@@ -74,12 +74,6 @@ export function lambdaContext(functionName: string, timeoutSeconds = 30): Contex
 
 type GroupHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyResultV2>;
 
-/** Where a streaming route's response goes: the live socket (gateway) or a buffer (`dispatch`). */
-export interface StreamSink {
-  onHead(prelude: Prelude): void;
-  onData(chunk: Buffer): void;
-  onEnd(): void;
-}
 const loaded = new Map<string, Promise<GroupHandler>>();
 
 /** Load a group's Lambda module once, as a warm Lambda would keep it. */
@@ -112,11 +106,36 @@ function preflight(req: HttpRequestLike): APIGatewayProxyStructuredResultV2 {
   };
 }
 
+/** A live response for streaming routes: where the bytes go as they are produced, and how to stop them. */
+export interface LiveResponse {
+  sink: StreamSink;
+  /** Receives a function that destroys the response stream; call it when the client goes away. */
+  onStream(destroy: () => void): void;
+}
+
+/**
+ * Run a streaming (SSE) handler against `sink`. A client that goes away destroys the stream, which ends middy's
+ * pipeline with a premature-close error: nothing is left to answer then, so that error is dropped.
+ */
+async function invokeStreaming(handler: StreamingHandler, event: APIGatewayProxyEventV2, context: Context, sink: StreamSink, onStream?: (destroy: () => void) => void) {
+  const stream = new LocalResponseStream(sink);
+  onStream?.(() => stream.destroy());
+  try {
+    await handler(event, stream, context);
+  } catch (err) {
+    if (!stream.destroyed) throw err;
+  }
+}
+
 /**
  * Route a request as API Gateway would and invoke the group's handler. Unknown paths answer 404 and a known path
- * under another method 405, in the service's error envelope.
+ * under another method 405, in the service's error envelope. A streaming (SSE) route writes to `live` as it
+ * produces when one is given (the gateway's socket, as a Function URL in RESPONSE_STREAM mode would), and the
+ * call then answers undefined; without one its whole stream becomes one buffered response (tests).
  */
-export async function dispatch(req: HttpRequestLike): Promise<APIGatewayProxyStructuredResultV2> {
+export async function dispatch(req: HttpRequestLike): Promise<APIGatewayProxyStructuredResultV2>;
+export async function dispatch(req: HttpRequestLike, live: LiveResponse): Promise<APIGatewayProxyStructuredResultV2 | undefined>;
+export async function dispatch(req: HttpRequestLike, live?: LiveResponse): Promise<APIGatewayProxyStructuredResultV2 | undefined> {
   const match = matchRoute(req.method, req.path);
   if (req.method.toUpperCase() === "OPTIONS" && match === "methodMismatch") return preflight(req);
   if (match === null || match === "methodMismatch") {
@@ -134,37 +153,15 @@ export async function dispatch(req: HttpRequestLike): Promise<APIGatewayProxyStr
   const event = toApiGatewayEvent(req, match.pathParameters, `${match.spec.method} ${match.spec.path}`);
   const context = lambdaContext(`http-${match.spec.group}`, timeoutOf(match.spec.group));
   if (isStreamingHandler(handler)) {
-    // Buffered: the whole stream becomes one response (tests of errors before a stream opens; live SSE goes through
-    // `dispatchStreaming`).
+    if (live) {
+      await invokeStreaming(handler, event, context, live.sink, live.onStream);
+      return undefined;
+    }
     let head: Prelude = {};
     const chunks: Buffer[] = [];
-    const stream = new LocalResponseStream({ onHead: (p) => (head = p), onData: (c) => chunks.push(c), onEnd: () => undefined });
-    await handler(event, stream, context);
-    const body = Buffer.concat(chunks).toString("utf8");
-    return { statusCode: head.statusCode ?? 200, headers: head.headers ?? {}, body };
+    await invokeStreaming(handler, event, context, { onHead: (p) => (head = p), onData: (c) => chunks.push(c), onEnd: () => undefined });
+    return { statusCode: head.statusCode ?? 200, headers: head.headers ?? {}, body: Buffer.concat(chunks).toString("utf8") };
   }
   const result = await handler(event, context);
   return typeof result === "string" ? { statusCode: 200, body: result } : result;
-}
-
-/**
- * Like `dispatch`, but a streaming route writes to `sink` as it produces (the local gateway's SSE path); `abort`
- * destroys the response stream when the client goes away, which middy's pipeline passes on to the handler's body.
- * @returns false when the route is not a streaming one (the caller uses `dispatch`).
- */
-export async function dispatchStreaming(req: HttpRequestLike, sink: StreamSink, onStream: (destroy: () => void) => void): Promise<boolean> {
-  const match = matchRoute(req.method, req.path);
-  if (match === null || match === "methodMismatch" || !match.spec.streaming) return false;
-  const handler = await groupHandler(match.spec.group);
-  if (!isStreamingHandler(handler)) return false;
-  const event = toApiGatewayEvent(req, match.pathParameters, `${match.spec.method} ${match.spec.path}`);
-  const stream = new LocalResponseStream(sink);
-  onStream(() => stream.destroy());
-  try {
-    await handler(event, stream, lambdaContext(`http-${match.spec.group}`, timeoutOf(match.spec.group)));
-  } catch (err) {
-    // A client that went away ends the pipeline with a premature-close error: nothing is left to answer.
-    if (!stream.destroyed) throw err;
-  }
-  return true;
 }

@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { dispatch, dispatchStreaming } from "./apigw";
+import { dispatch } from "./apigw";
 
 async function readBody(req: IncomingMessage): Promise<Buffer> {
   const chunks: Buffer[] = [];
@@ -18,18 +18,16 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
     headers,
     body: await readBody(req),
   };
-  // SSE routes stream as they produce, like a Function URL in RESPONSE_STREAM mode.
-  const streamed = await dispatchStreaming(
-    request,
-    {
+  // SSE routes stream as they produce, like a Function URL in RESPONSE_STREAM mode; the rest answer at once.
+  const result = await dispatch(request, {
+    sink: {
       onHead: (p) => res.writeHead(p.statusCode ?? 200, p.headers ?? {}),
       onData: (chunk) => res.write(chunk),
       onEnd: () => res.end(),
     },
-    (destroy) => res.on("close", () => { if (!res.writableFinished) destroy(); }),
-  );
-  if (streamed) return;
-  const result = await dispatch(request);
+    onStream: (destroy) => res.on("close", () => { if (!res.writableFinished) destroy(); }),
+  });
+  if (!result) return;
   const body = result.body === undefined ? undefined : Buffer.from(result.body, result.isBase64Encoded ? "base64" : "utf8");
   res.writeHead(result.statusCode ?? 200, { ...(result.headers as Record<string, string>), ...(body ? { "content-length": body.length } : {}) });
   res.end(body);

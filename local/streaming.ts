@@ -7,6 +7,13 @@ export interface Prelude {
   headers?: Record<string, string>;
 }
 
+/** Where a streaming handler's response goes: the live socket (the gateway) or a buffer (`dispatch` in tests). */
+export interface StreamSink {
+  onHead(prelude: Prelude): void;
+  onData(chunk: Buffer): void;
+  onEnd(): void;
+}
+
 /**
  * The response stream a streaming handler writes to, on the embedded runtime: the same role as Lambda's
  * `responseStream` behind a Function URL. `awslambda.HttpResponseStream.from` hands it the prelude; `onHead` gets
@@ -15,9 +22,7 @@ export interface Prelude {
 export class LocalResponseStream extends Writable {
   private prelude: Prelude = {};
   private headSent = false;
-  constructor(
-    private readonly sink: { onHead(prelude: Prelude): void; onData(chunk: Buffer): void; onEnd(): void },
-  ) {
+  constructor(private readonly sink: StreamSink) {
     super();
   }
   setPrelude(prelude: Prelude): void {
