@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
-import type { ConversationTurn, ModelTier, StreamingModel } from "../ai/ports";
-import { aiEngine } from "../ai/select";
+import type { ConversationTurn, ModelTier } from "../ai/ports";
+import { streamingModel } from "../ai/select";
 import { AppError, Errors } from "../error";
 import { isConditionalFailure } from "../db/errors";
 import { db } from "../db/service";
@@ -29,20 +29,6 @@ export interface EventSink {
 export const MAX_STREAMS_PER_USER = 3;
 /** How many earlier messages of the conversation the agent sees. */
 const HISTORY_MESSAGES = 20;
-
-let modelPromise: Promise<StreamingModel> | undefined;
-/** The streaming model of the configured engine (AI_ENGINE), loaded lazily like the other ports. */
-export function streamingModel(): Promise<StreamingModel> {
-  modelPromise ??= (async () => {
-    if (aiEngine() === "bedrock") {
-      const { BedrockStreamingModel } = await import("../ai/bedrock-stream");
-      return new BedrockStreamingModel();
-    }
-    const { LocalAgentModel } = await import("./local-engine");
-    return new LocalAgentModel();
-  })();
-  return modelPromise;
-}
 
 const TIER_ORDER: ModelTier[] = ["small", "mid", "large"];
 const EFFORT_TIER: Record<string, ModelTier> = { low: "small", medium: "mid", high: "large", max: "large" };

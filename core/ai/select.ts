@@ -1,4 +1,4 @@
-import type { Embedder, Model } from "./ports";
+import type { Embedder, Model, StreamingModel } from "./ports";
 
 /**
  * Which AI engines run: "bedrock" (Converse + Titan embeddings) in deployed stages, "local" (the deterministic
@@ -9,6 +9,7 @@ export const aiEngine = (): "bedrock" | "local" => (process.env.AI_ENGINE === "b
 
 let embedderPromise: Promise<Embedder> | undefined;
 let modelPromise: Promise<Model | null> | undefined;
+let streamingPromise: Promise<StreamingModel> | undefined;
 
 /** The process-wide embedder, loaded lazily (the local model is only imported on the embedded runtime). */
 export function embedder(): Promise<Embedder> {
@@ -31,4 +32,20 @@ export function model(): Promise<Model | null> {
     return new BedrockModel();
   })();
   return modelPromise;
+}
+
+/**
+ * The streaming Model port of the copilot (DESIGN.md 6.1): Bedrock ConverseStream, or the deterministic local agent
+ * engine on the embedded runtime. Loaded lazily, like the other ports.
+ */
+export function streamingModel(): Promise<StreamingModel> {
+  streamingPromise ??= (async () => {
+    if (aiEngine() === "bedrock") {
+      const { BedrockStreamingModel } = await import("./bedrock-stream");
+      return new BedrockStreamingModel();
+    }
+    const { LocalAgentModel } = await import("../agent/local-engine");
+    return new LocalAgentModel();
+  })();
+  return streamingPromise;
 }
