@@ -72,4 +72,13 @@ export const Errors = {
   unauthorized: (message: string) => new AppError("UNAUTHORIZED", message),
   validation: (errors: FieldError[], message = "Request validation failed") =>
     new AppError("VALIDATION_ERROR", message, { errors }),
+  /**
+   * 422 naming the ids a body references that are not `kind`s of the caller's workspace (the one answer for every
+   * reference check: insights of a recommendation or a draft, sources attached to a chat).
+   * @param field the body field that holds the ids
+   */
+  unknownIds: (kind: string, field: string, ids: string[]) =>
+    new AppError("VALIDATION_ERROR", `Unknown ${kind} ids for this workspace: ${ids.join(", ")}`, {
+      errors: ids.map((id) => ({ loc: ["body", field], msg: `${kind} ${id} is not in this workspace`, type: "unknown_id" })),
+    }),
 };

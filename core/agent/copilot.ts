@@ -100,11 +100,7 @@ async function checkAttachments(workspaceId: string, ids: string[]) {
   const unique = [...new Set(ids)];
   const { data } = await db().entities.researchSource.get(unique.map((id) => ({ workspace_id: workspaceId, id }))).go();
   const unknown = unique.filter((id) => !data.some((s) => s.id === id));
-  if (unknown.length) {
-    throw new AppError("VALIDATION_ERROR", `Unknown research source ids for this workspace: ${unknown.join(", ")}`, {
-      errors: unknown.map((id) => ({ loc: ["body", "attachment_ids"], msg: `source ${id} is not in this workspace`, type: "unknown_id" })),
-    });
-  }
+  if (unknown.length) throw Errors.unknownIds("research source", "attachment_ids", unknown);
   return data.map((s) => ({ id: s.id, title: s.title }));
 }
 

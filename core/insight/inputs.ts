@@ -1,4 +1,4 @@
-import { AppError } from "../error";
+import { Errors } from "../error";
 import { db } from "../db/service";
 import type { InsightInput } from "../recommendation/engine/types";
 import type { InsightItem } from "./index";
@@ -32,10 +32,6 @@ export async function loadInsights(
   const byId = new Map(data.map((i) => [i.id, i]));
   const unknown = unique.filter((id) => !byId.has(id));
   if (opts.skipMissing) return unique.filter((id) => byId.has(id)).map((id) => byId.get(id)!);
-  if (unknown.length) {
-    throw new AppError("VALIDATION_ERROR", `Unknown insight ids for this workspace: ${unknown.join(", ")}`, {
-      errors: unknown.map((id) => ({ loc: ["body", field], msg: `insight ${id} is not in this workspace`, type: "unknown_id" })),
-    });
-  }
+  if (unknown.length) throw Errors.unknownIds("insight", field, unknown);
   return unique.map((id) => byId.get(id)!);
 }

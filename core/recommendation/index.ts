@@ -4,6 +4,7 @@ import type { EntityItem } from "electrodb";
 import { AppError, Errors } from "../error";
 import { db } from "../db/service";
 import { requireMember } from "../workspace";
+import { loadInsights } from "../insight/inputs";
 import { createOnce, type AgentWrite } from "../db/agent-write";
 import { assertTransition, checkBatchTransition } from "./status";
 import type { RecommendationEntity } from "./recommendation.entity";
@@ -55,16 +56,7 @@ export async function requireRecommendation(userId: string, id: string): Promise
 
 /** Insights referenced must belong to the workspace. @throws AppError VALIDATION_ERROR naming the unknown ids. */
 export async function checkInsightIds(workspaceId: string, ids: string[]): Promise<void> {
-  if (ids.length === 0) return;
-  const unique = [...new Set(ids)];
-  const { data } = await db().entities.insight.get(unique.map((id) => ({ workspace_id: workspaceId, id }))).go();
-  const known = new Set(data.map((i) => i.id));
-  const unknown = unique.filter((id) => !known.has(id));
-  if (unknown.length > 0) {
-    throw new AppError("VALIDATION_ERROR", `Unknown insight ids for this workspace: ${unknown.join(", ")}`, {
-      errors: unknown.map((id) => ({ loc: ["body", "addresses_insight_ids"], msg: `insight ${id} is not in this workspace`, type: "unknown_id" })),
-    });
-  }
+  await loadInsights(workspaceId, ids, "addresses_insight_ids");
 }
 
 /** `POST /api/recommendations`: a manual recommendation, status suggested. */
