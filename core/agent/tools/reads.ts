@@ -1,5 +1,4 @@
 import * as z from "zod";
-import { Errors } from "../../error";
 import * as Insight from "../../insight";
 import { search } from "../../insight/search";
 import * as Recommendation from "../../recommendation";
@@ -7,18 +6,13 @@ import * as Document from "../../document";
 import { listBlocks } from "../../document/block-ops";
 import * as Research from "../../research";
 import { agentIntro, productContext } from "../../workspace";
-import type { ReadTool, ToolContext } from "./types";
+import { inWorkspace } from "./scope";
+import type { ReadTool } from "./types";
 
 /** Largest slice of a source's text one read returns, in characters (keeps a tool result inside the model's context). */
 export const MAX_SOURCE_READ_CHARS = 20_000;
 /** Largest document content one read returns, in characters. */
 const MAX_DOCUMENT_CHARS = 20_000;
-
-/** An id fetched by id alone must belong to the run's workspace: another workspace's item is "not found". */
-function inWorkspace<T extends { workspace_id: string }>(ctx: ToolContext, item: T, what: string): T {
-  if (item.workspace_id !== ctx.workspaceId) throw Errors.notFound(what);
-  return item;
-}
 
 /** The compact insight the model reads: enough to cite (id, title, quotes), nothing it cannot use. */
 const insightBrief = (i: Insight.Insight, quotes = 2) => ({

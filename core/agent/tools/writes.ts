@@ -10,6 +10,7 @@ import { validTransitions } from "../../recommendation/status";
 import * as Document from "../../document";
 import { listBlocks, updateBlock } from "../../document/block-ops";
 import { draft } from "../../document/draft";
+import { inWorkspace } from "./scope";
 import type { GatedTool } from "./types";
 
 /** Before/after of each field an update changes (fields it leaves alone are not listed). */
@@ -21,12 +22,6 @@ function changes(before: Record<string, unknown>, after: Record<string, unknown>
 
 /** A long text in a preview: enough to judge, not the whole document. */
 const clipText = (s: string, n = 4000) => (s.length > n ? `${s.slice(0, n)}…` : s);
-
-/** The item must be in the run's workspace; another workspace's id is "not found" (never acted on). */
-function own<T extends { workspace_id: string }>(ctx: { workspaceId: string }, item: T, what: string): T {
-  if (item.workspace_id !== ctx.workspaceId) throw Errors.notFound(what);
-  return item;
-}
 
 const CreateInsightToolInput = Insight.CreateInsightInput.omit({ workspace_id: true });
 export const createInsight: GatedTool<z.infer<typeof CreateInsightToolInput>> = {
@@ -57,11 +52,11 @@ export const updateInsight: GatedTool<z.infer<typeof UpdateInsightToolInput>> = 
   gated: true,
   input: UpdateInsightToolInput,
   async preview(ctx, { insight_id, ...fields }) {
-    const before = own(ctx, await Insight.get(ctx.userId, insight_id), "Insight");
+    const before = inWorkspace(ctx, await Insight.get(ctx.userId, insight_id), "Insight");
     return { summary: `Update insight "${before.title}"`, target: "insight", operation: "update", changes: changes(before, fields) };
   },
   async execute(ctx, { insight_id, ...fields }) {
-    own(ctx, await Insight.get(ctx.userId, insight_id), "Insight");
+    inWorkspace(ctx, await Insight.get(ctx.userId, insight_id), "Insight");
     // A patch to the same values: a replay after a crash writes nothing new.
     const insight = await Insight.update(ctx.userId, insight_id, fields);
     await db().entities.insight.patch({ workspace_id: ctx.workspaceId, id: insight_id }).set({ pending_action_id: ctx.actionId }).go();
@@ -93,7 +88,7 @@ export const updateRecommendationStatus: GatedTool<z.infer<typeof StatusToolInpu
   gated: true,
   input: StatusToolInput,
   async preview(ctx, input) {
-    const before = own(ctx, await Recommendation.get(ctx.userId, input.recommendation_id), "Recommendation");
+    const before = inWorkspace(ctx, await Recommendation.get(ctx.userId, input.recommendation_id), "Recommendation");
     return {
       summary: `Move recommendation "${before.title}" from ${before.status} to ${input.status}`,
       target: "recommendation",
@@ -103,7 +98,7 @@ export const updateRecommendationStatus: GatedTool<z.infer<typeof StatusToolInpu
     };
   },
   async execute(ctx, input) {
-    const before = own(ctx, await Recommendation.get(ctx.userId, input.recommendation_id), "Recommendation");
+    const before = inWorkspace(ctx, await Recommendation.get(ctx.userId, input.recommendation_id), "Recommendation");
     // Already there: a replay of this action (or a no-op), not an invalid transition.
     if (before.status === input.status) return { recommendation_id: before.id, status: before.status };
     const rec = await Recommendation.changeStatus(ctx.userId, input.recommendation_id, { status: input.status, user_notes: input.user_notes });
@@ -120,7 +115,7 @@ export const draftDocument: GatedTool<z.infer<typeof DraftToolInput>> = {
   gated: true,
   input: DraftToolInput,
   async preview(ctx, input) {
-    const rec = input.recommendation_id ? own(ctx, await Recommendation.get(ctx.userId, input.recommendation_id), "Recommendation") : undefined;
+    const rec = input.recommendation_id ? inWorkspace(ctx, await Recommendation.get(ctx.userId, input.recommendation_id), "Recommendation") : undefined;
     return {
       summary: `Draft a ${input.document_type.toUpperCase().replace("_", " ")}${rec ? ` for "${rec.title}"` : ""}`,
       target: "document",
@@ -153,7 +148,7 @@ export const updateDocument: GatedTool<z.infer<typeof UpdateDocumentToolInput>> 
   gated: true,
   input: UpdateDocumentToolInput,
   async preview(ctx, { document_id, ...fields }) {
-    const before = own(ctx, await Document.get(ctx.userId, document_id), "Document");
+    const before = inWorkspace(ctx, await Document.get(ctx.userId, document_id), "Document");
     return {
       summary: `Edit document "${before.title}"`,
       target: "document",
@@ -162,7 +157,7 @@ export const updateDocument: GatedTool<z.infer<typeof UpdateDocumentToolInput>> 
     };
   },
   async execute(ctx, { document_id, ...fields }) {
-    own(ctx, await Document.get(ctx.userId, document_id), "Document");
+    inWorkspace(ctx, await Document.get(ctx.userId, document_id), "Document");
     // Same title and content on a replay: the version does not move again.
     const doc = await Document.update(ctx.userId, document_id, fields);
     await db().entities.document.patch({ workspace_id: ctx.workspaceId, id: document_id }).set({ pending_action_id: ctx.actionId }).go();
@@ -181,13 +176,13 @@ export const updateBlockTool: GatedTool<z.infer<typeof UpdateBlockToolInput>> = 
   gated: true,
   input: UpdateBlockToolInput,
   async preview(ctx, { document_id, block_id, ...fields }) {
-    const doc = own(ctx, await Document.get(ctx.userId, document_id), "Document");
+    const doc = inWorkspace(ctx, await Document.get(ctx.userId, document_id), "Document");
     const block = (await listBlocks(ctx.userId, doc.id)).blocks.find((b) => b.id === block_id);
     if (!block) throw Errors.notFound("Block");
     return { summary: `Edit the ${block.block_type} block "${block.title}" of "${doc.title}"`, target: "block", operation: "update", changes: changes(block, fields) };
   },
   async execute(ctx, { document_id, block_id, ...fields }) {
-    own(ctx, await Document.get(ctx.userId, document_id), "Document");
+    inWorkspace(ctx, await Document.get(ctx.userId, document_id), "Document");
     const block = await updateBlock(ctx.userId, document_id, block_id, fields);
     return { block_id: block.id, block_type: block.block_type, title: block.title };
   },
