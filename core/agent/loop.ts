@@ -1,7 +1,7 @@
 import type { CallUsage, ConversationTurn, ModelTier, StopReason, StreamingModel, TurnContent } from "../ai/ports";
 import { createPending } from "../pending-action";
 import { AppError } from "../error";
-import { toolSpec, type Tool, type ToolContext } from "./tools";
+import { parseToolInput, toolSpec, type Tool, type ToolContext } from "./tools";
 
 /** The spec's bounds on one query (spec 02 Limits): turns and seconds. */
 export const MAX_TURNS_LIMIT = 30;
@@ -187,11 +187,8 @@ async function runTool(
     return { type: "tool_result", id: call.id, status: status === "error" ? "error" : "success", content: resultForModel(content) };
   };
   if (!tool) return finish("error", { error: `Unknown tool ${call.name}` }, { error: "unknown tool" });
-  const parsed = tool.input.safeParse(call.input);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.join(".") || "(input)"}: ${i.message}`).join("; ");
-    return finish("error", { error: `Invalid input: ${problems}` }, { error: problems });
-  }
+  const parsed = parseToolInput(tool, call.input);
+  if (!parsed.ok) return finish("error", { error: `Invalid input: ${parsed.problems}` }, { error: parsed.problems });
   try {
     if (tool.gated) {
       const pending = await createPending(input.ctx, tool, parsed.data);

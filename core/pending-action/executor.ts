@@ -4,7 +4,7 @@ import { db } from "../db/service";
 import { isConditionalFailure } from "../db/errors";
 import { withRequestScope } from "../context";
 import { requireMember } from "../workspace";
-import { gatedTool } from "../agent/tools";
+import { gatedTool, parseToolInput } from "../agent/tools";
 import { DUE } from "./pending-action.entity";
 import { jsonBytes, seconds, sweepGraceMs, type PendingActionItem } from "./index";
 import { MAX_JSON_BYTES } from "./schema";
@@ -133,10 +133,6 @@ function keepLease(row: PendingActionItem, owner: string): () => void {
   return () => clearInterval(timer);
 }
 
-/** The message stored for a zod failure: each issue as `path: message`. */
-const issuesText = (issues: { path: PropertyKey[]; message: string }[]) =>
-  issues.map((i) => `${i.path.map(String).join(".") || "(input)"}: ${i.message}`).join("; ");
-
 /**
  * Run the claimed row's tool. @returns how it ended (never throws for the tool's own failures).
  */
@@ -154,8 +150,8 @@ async function run(row: PendingActionItem): Promise<{ status: "executed"; result
   const tool = gatedTool(row.tool_name);
   if (!tool) return { status: "failed", error: `unknown tool ${row.tool_name}` };
   const input = { ...((row.tool_input as Record<string, unknown>) ?? {}), ...((row.user_edits as Record<string, unknown>) ?? {}) };
-  const parsed = tool.input.safeParse(input);
-  if (!parsed.success) return { status: "failed", error: `Invalid input: ${issuesText(parsed.error.issues)}` };
+  const parsed = parseToolInput(tool, input);
+  if (!parsed.ok) return { status: "failed", error: `Invalid input: ${parsed.problems}` };
   try {
     const result = await tool.execute({ userId: approver, workspaceId: row.workspace_id, actionId: row.id }, parsed.data);
     return { status: "executed", result };

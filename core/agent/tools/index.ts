@@ -1,3 +1,4 @@
+import type { ZodType } from "zod";
 import { toolInputSchema } from "../../ai/tool-schema";
 import type { ToolSpec } from "../../ai/ports";
 import { READ_TOOLS } from "./reads";
@@ -25,3 +26,13 @@ export const gatedTool = (name: string): GatedTool | undefined => {
 
 /** The tool as offered to a model: name, description, JSON schema of its input. */
 export const toolSpec = (tool: Tool): ToolSpec => ({ name: tool.name, description: tool.description, inputSchema: toolInputSchema(tool.input) });
+
+/**
+ * Validate a tool call's input against the tool's schema (the loop, before running or queuing it; the executor,
+ * after merging the approver's edits). @returns the parsed input, or the problems as one line (`path: message; ...`).
+ */
+export function parseToolInput<I>(tool: { input: ZodType<I> }, raw: unknown): { ok: true; data: I } | { ok: false; problems: string } {
+  const parsed = tool.input.safeParse(raw);
+  if (parsed.success) return { ok: true, data: parsed.data };
+  return { ok: false, problems: parsed.error.issues.map((i) => `${i.path.map(String).join(".") || "(input)"}: ${i.message}`).join("; ") };
+}
