@@ -2,7 +2,6 @@ import { randomUUID } from "node:crypto";
 import type { ConversationTurn, ModelTier } from "../ai/ports";
 import { streamingModel } from "../ai/select";
 import { AppError, Errors } from "../error";
-import { isConditionalFailure } from "../db/errors";
 import { db } from "../db/service";
 import * as Chat from "../chat";
 import { agentIntro, productContext, requireMember } from "../workspace";
@@ -11,7 +10,7 @@ import { synthesize } from "../insight/synthesis";
 import { allOf } from "../insight";
 import { generate } from "../recommendation/generate";
 import { draft } from "../document/draft";
-import { recordRun, type AgentType } from "./index";
+import { recordRun, tryLock, type AgentType } from "./index";
 import { QUERY_BUDGET_MS, runAgent, type AgentEvent, type AgentRunResult } from "./loop";
 import { TOOLS, type Tool, type ToolContext } from "./tools";
 import type { ChatStreamInput, DraftStreamInput, PipelineStreamInput, RecommendationStreamInput, SynthesisStreamInput } from "./schema";
@@ -46,32 +45,15 @@ export function modelChoice(input: { effort?: string; reasoning_mode?: string; m
   return { tier, ...(input.model ? { modelId: input.model } : {}), ...(thinking ? { thinking } : {}) };
 }
 
-const nowSeconds = () => Math.floor(Date.now() / 1000);
-
 /**
- * Take one of the user's stream slots (at most 3 streams at once). A slot is a guard item that expires a little
- * after the 300 s budget, so a crashed stream frees its slot by itself.
+ * Take one of the user's stream slots (at most 3 streams at once). A slot is a lock (`tryLock`) that expires a
+ * little after the 300 s budget, so a crashed stream frees its slot by itself.
  * @returns release function. @throws AppError RATE_LIMITED (429, Retry-After) when all slots are taken.
  */
 export async function acquireStreamSlot(userId: string): Promise<() => Promise<void>> {
-  const owner: string = randomUUID();
-  const ttl = nowSeconds() + QUERY_BUDGET_MS / 1000 + 10;
   for (let slot = 0; slot < MAX_STREAMS_PER_USER; slot++) {
-    try {
-      await db()
-        .entities.guard.put({ scope: `user#${userId}`, name: `stream#${slot}`, owner, ttl })
-        .where((attr, op) => `${op.notExists(attr.owner)} OR ${op.lt(attr.ttl, nowSeconds())}`)
-        .go();
-      return async () => {
-        try {
-          await db().entities.guard.delete({ scope: `user#${userId}`, name: `stream#${slot}` }).where((attr, op) => op.eq(attr.owner, owner)).go();
-        } catch (err) {
-          if (!isConditionalFailure(err)) throw err;
-        }
-      };
-    } catch (err) {
-      if (!isConditionalFailure(err)) throw err;
-    }
+    const release = await tryLock(`user#${userId}`, `stream#${slot}`, QUERY_BUDGET_MS / 1000 + 10);
+    if (release) return release;
   }
   throw new AppError("RATE_LIMITED", `At most ${MAX_STREAMS_PER_USER} streams at once; wait for one to finish`, { retry_after_seconds: 5 });
 }

@@ -70,11 +70,11 @@ export async function runsOf(workspaceId: string, limit = 50) {
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
 /**
- * Take an exclusive lock named `name` in `scope` for `seconds`. The lock survives a crash only until it expires:
- * the condition treats an expired lock as free (DynamoDB's TTL deletes it later).
- * @returns a release function. @throws AppError with `code` when the lock is held.
+ * Try to take an exclusive lock named `name` in `scope` for `seconds`. The lock survives a crash only until it
+ * expires: the condition treats an expired lock as free (DynamoDB's TTL deletes it later).
+ * @returns a release function, or null when the lock is held.
  */
-export async function acquireLock(scope: string, name: string, seconds: number, code: "SYNTHESIS_IN_PROGRESS", message: string) {
+export async function tryLock(scope: string, name: string, seconds: number): Promise<(() => Promise<void>) | null> {
   const owner: string = randomUUID();
   try {
     await db()
@@ -82,7 +82,7 @@ export async function acquireLock(scope: string, name: string, seconds: number, 
       .where((attr, op) => `${op.notExists(attr.owner)} OR ${op.lt(attr.ttl, nowSeconds())}`)
       .go();
   } catch (err) {
-    if (isConditionalFailure(err)) throw new AppError(code, message);
+    if (isConditionalFailure(err)) return null;
     throw err;
   }
   return async () => {
@@ -92,6 +92,16 @@ export async function acquireLock(scope: string, name: string, seconds: number, 
       if (!isConditionalFailure(err)) throw err; // already expired and taken by someone else: nothing to release
     }
   };
+}
+
+/**
+ * Take an exclusive lock (`tryLock`) or fail.
+ * @returns a release function. @throws AppError with `code` when the lock is held.
+ */
+export async function acquireLock(scope: string, name: string, seconds: number, code: "SYNTHESIS_IN_PROGRESS", message: string) {
+  const release = await tryLock(scope, name, seconds);
+  if (!release) throw new AppError(code, message);
+  return release;
 }
 
 /**
