@@ -34,6 +34,12 @@ const count = (name: string): number | undefined => {
   return Number.isInteger(value) && value >= 0 ? value : undefined;
 };
 
+/** A non-negative number of seconds, or undefined when unset or not one (the caller's default applies). */
+const secondsOf = (name: string): number | undefined => {
+  const value = Number(env(name) ?? NaN);
+  return Number.isFinite(value) && value >= 0 ? value : undefined;
+};
+
 export const Config = {
   /** Stage name: "local" for the embedded runtime, the SST stage in AWS. */
   stage: () => env("STAGE") ?? "local",
@@ -66,4 +72,10 @@ export const Config = {
   localEmbedderWorkers: () => count("LOCAL_EMBEDDER_WORKERS"),
   /** Worker threads for PDF.js (0 = the calling thread); unset: core/extract/pdf.ts decides. */
   pdfWorkers: () => count("PDF_WORKERS"),
+  /** Lease an executor holds on a claimed pending action, seconds (DESIGN.md 6.2; default 60). */
+  pendingActionLeaseSeconds: () => secondsOf("PENDING_ACTION_LEASE_SECONDS") ?? 60,
+  /** How long an approved pending action is left to its stream-driven execution before the sweeper takes it, seconds (default 30). */
+  pendingActionSweepGraceSeconds: () => secondsOf("PENDING_ACTION_SWEEP_GRACE_SECONDS") ?? 30,
+  /** How often the embedded runtime's sweeper runs, seconds (default 30). */
+  pendingActionSweepIntervalSeconds: () => secondsOf("PENDING_ACTION_SWEEP_INTERVAL_SECONDS") ?? 30,
 };

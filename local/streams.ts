@@ -11,7 +11,7 @@ import {
 import type { DynamoDBRecord, DynamoDBStreamEvent } from "aws-lambda";
 import { APPROVED_FILTER_PATTERN, handler as onApproved } from "../functions/events/pending-actions";
 import { handler as sweeperHandler } from "../functions/events/pending-action-sweeper";
-import { seconds } from "../core/pending-action";
+import { Config } from "../core/config";
 import { sweep } from "../core/pending-action/executor";
 
 /** Options of the embedded runtime's stream reader. */
@@ -83,7 +83,7 @@ interface ShardState {
 export async function startLocalStreams(opts: LocalStreamsOptions): Promise<LocalStreams> {
   const region = opts.region ?? "us-east-1";
   const pollMs = opts.pollMs ?? 250;
-  const sweepMs = opts.sweepIntervalMs ?? seconds("PENDING_ACTION_SWEEP_INTERVAL_SECONDS", 30) * 1000;
+  const sweepMs = opts.sweepIntervalMs ?? Config.pendingActionSweepIntervalSeconds() * 1000;
   const onError = opts.onError ?? ((err: unknown) => console.error("pending-action stream reader:", err));
   const credentials = { accessKeyId: "local", secretAccessKey: "local" };
   const dynamo = new DynamoDBClient({ endpoint: opts.endpoint, region, credentials });

@@ -1,12 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { AppError } from "../error";
 import { db } from "../db/service";
+import { Config } from "../config";
 import { isConditionalFailure } from "../db/errors";
 import { withRequestScope } from "../context";
 import { requireMember } from "../workspace";
 import { gatedTool, parseToolInput } from "../agent/tools";
 import { DUE } from "./pending-action.entity";
-import { jsonBytes, seconds, sweepGraceMs, type PendingActionItem } from "./index";
+import { jsonBytes, sweepGraceMs, type PendingActionItem } from "./index";
 import { MAX_JSON_BYTES } from "./schema";
 import type { StoredStatus } from "./status";
 
@@ -28,7 +29,7 @@ import type { StoredStatus } from "./status";
 export const MAX_ATTEMPTS = 5;
 
 /** The lease an executor holds on a claimed row: env `PENDING_ACTION_LEASE_SECONDS` (default 60 s). */
-export const leaseMs = (): number => seconds("PENDING_ACTION_LEASE_SECONDS", 60) * 1000;
+export const leaseMs = (): number => Config.pendingActionLeaseSeconds() * 1000;
 
 /** What one call of `executeAction` did. */
 export interface ExecutionOutcome {

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { createWriteTransaction, type EntityItem } from "electrodb";
 import { AppError, Errors, type FieldError } from "../error";
 import { db } from "../db/service";
+import { Config } from "../config";
 import { isConditionalFailure } from "../db/errors";
 import { requireMember } from "../workspace";
 import type { GatedTool, Preview, ToolContext } from "../agent/tools/types";
@@ -25,13 +26,7 @@ export type PendingActionItem = EntityItem<PendingActionEntity>;
  * How long an approved row waits for its stream-driven execution before the sweeper re-drives it (DESIGN.md 6.2:
  * "re-drives approved rows older than 30 s"). Env `PENDING_ACTION_SWEEP_GRACE_SECONDS` overrides it (tests).
  */
-export const sweepGraceMs = (): number => seconds("PENDING_ACTION_SWEEP_GRACE_SECONDS", 30) * 1000;
-
-/** A non-negative number of seconds from the environment, or the default. */
-export function seconds(name: string, fallback: number): number {
-  const value = Number(process.env[name]);
-  return process.env[name] !== undefined && process.env[name] !== "" && Number.isFinite(value) && value >= 0 ? value : fallback;
-}
+export const sweepGraceMs = (): number => Config.pendingActionSweepGraceSeconds() * 1000;
 
 const asObject = (v: unknown): Record<string, unknown> | null =>
   v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
