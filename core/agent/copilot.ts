@@ -126,9 +126,15 @@ interface RunSpec {
 async function prepare(spec: RunSpec): Promise<PreparedStream> {
   await requireMember(spec.userId, spec.workspaceId);
   const attachments = await checkAttachments(spec.workspaceId, spec.attachmentIds);
-  const conversation = await Chat.openConversation(spec.userId, spec.workspaceId, spec.conversationId, spec.prompt);
+  // The slot before the conversation: a refused stream (429) must not leave a new, empty conversation behind.
   const release = await acquireStreamSlot(spec.userId);
-  return { release, run: (sink) => execute(spec, conversation, attachments, sink) };
+  try {
+    const conversation = await Chat.openConversation(spec.userId, spec.workspaceId, spec.conversationId, spec.prompt);
+    return { release, run: (sink) => execute(spec, conversation, attachments, sink) };
+  } catch (err) {
+    await release();
+    throw err;
+  }
 }
 
 async function execute(spec: RunSpec, conversation: Awaited<ReturnType<typeof Chat.openConversation>>, attachments: { id: string; title: string }[], sink: EventSink) {

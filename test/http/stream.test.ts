@@ -150,6 +150,14 @@ describe("stream errors before the stream opens", () => {
     const res = await call("POST", "/api/stream/chat", { token: user.token, body: { workspace_id: w.body.id, prompt: "hi" } });
     expectEnvelope(res, 429, "RATE_LIMITED");
     expect(Number(headersOf(res)["retry-after"])).toBeGreaterThan(0);
+    // Refused before anything was written: no conversation was started for it.
+    const convs = await call("GET", "/api/chat/conversations", { token: user.token, query: { workspace_id: w.body.id } });
+    expect(convs.body.total).toBe(0);
+    // An unknown conversation id (404) gives its slot back.
+    await releases[1]!();
+    const unknown = await call("POST", "/api/stream/chat", { token: user.token, body: { workspace_id: w.body.id, prompt: "hi", conversation_id: randomUUID() } });
+    expectEnvelope(unknown, 404, "NOT_FOUND");
+    releases[1] = await acquireStreamSlot(user.id);
     await releases[0]!();
     const events = await readStream(gw.base, "/api/stream/chat", user.token, { workspace_id: w.body.id, prompt: "Give me an overview of the workspace" });
     expect(events.at(-1)!.event).toBe("done");
