@@ -108,6 +108,23 @@ function cueScore(prompt: string, tool: Tool): number {
  * With no cue at all, the similarity alone decides among read tools only: a write is never chosen on similarity.
  */
 async function chooseGoal(prompt: string, offered: ToolSpec[]): Promise<string> {
+  // Every turn of an exchange asks again for the same prompt: the answer is the same, so embed the prompt once.
+  const key = `${offered.map((o) => o.name).join(",")}\n${prompt}`;
+  let goal = goals.get(key);
+  if (!goal) {
+    goal = scoreGoal(prompt, offered);
+    goals.set(key, goal);
+    if (goals.size > GOAL_CACHE_SIZE) goals.delete(goals.keys().next().value!);
+    goal.catch(() => goals.delete(key));
+  }
+  return goal;
+}
+
+/** Goals of recent prompts (a prompt's exchange runs several turns); the oldest goes first when full. */
+const goals = new Map<string, Promise<string>>();
+const GOAL_CACHE_SIZE = 256;
+
+async function scoreGoal(prompt: string, offered: ToolSpec[]): Promise<string> {
   const candidates = TOOLS.filter((t) => PLANNABLE.has(t.name) && offered.some((o) => o.name === t.name));
   if (candidates.length === 0) return "";
   const emb = await embedder();

@@ -24,8 +24,14 @@ export const gatedTool = (name: string): GatedTool | undefined => {
   return tool?.gated ? tool : undefined;
 };
 
-/** The tool as offered to a model: name, description, JSON schema of its input. */
-export const toolSpec = (tool: Tool): ToolSpec => ({ name: tool.name, description: tool.description, inputSchema: toolInputSchema(tool.input) });
+const specs = new Map<Tool, ToolSpec>();
+
+/** The tool as offered to a model: name, description, JSON schema of its input (converted once per tool, not per run). */
+export const toolSpec = (tool: Tool): ToolSpec => {
+  let spec = specs.get(tool);
+  if (!spec) specs.set(tool, (spec = { name: tool.name, description: tool.description, inputSchema: toolInputSchema(tool.input) }));
+  return spec;
+};
 
 /**
  * Validate a tool call's input against the tool's schema (the loop, before running or queuing it; the executor,
