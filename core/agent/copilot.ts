@@ -196,11 +196,11 @@ async function execute(spec: RunSpec, conversation: Awaited<ReturnType<typeof Ch
     content: text,
     inferred_intent: intent.intent,
     ...(result?.thinking.length ? { thinking_blocks: result.thinking.map((t) => ({ content: t })) } : {}),
-    decision_context: { model: result?.usage.modelId ?? model.engine, engine: model.engine, tier: spec.choice.tier, effort_tier: spec.choice.tier, thinking: !!spec.choice.thinking, max_turns: spec.maxTurns, intent: intent.intent, mode: spec.mode ?? null, language: spec.language ?? null },
+    decision_context: { model: result?.usage.modelId ?? model.engine, engine: model.engine, tier: spec.choice.tier, thinking: !!spec.choice.thinking, max_turns: spec.maxTurns, intent: intent.intent, mode: spec.mode ?? null, language: spec.language ?? null },
     execution_metadata: { steps: (result?.steps ?? []).map(compactStep), num_turns: result?.numTurns ?? 0, stop_reason: result?.stopReason ?? "error", duration_ms: Date.now() - started, pending_action_ids: result?.pendingActionIds ?? [] },
   });
   if ((conversation.message_count ?? 0) === 0) {
-    await Chat.setInferred(conversation, { purpose: `${intent.intent.replace(/_/g, " ")}: ${spec.prompt.slice(0, 160)}`, working_state: intent.working_state, title: spec.prompt.replace(/\s+/g, " ").trim().slice(0, 60) });
+    await Chat.setInferred(conversation, { purpose: `${intent.intent.replace(/_/g, " ")}: ${spec.prompt.slice(0, 160)}`, working_state: intent.working_state, title: Chat.titleFromPrompt(spec.prompt) });
   } else {
     await Chat.setInferred(conversation, { working_state: intent.working_state });
   }

@@ -167,56 +167,42 @@ function exchange(messages: ConversationTurn[]): { prompt: string; calls: { name
 /** The attachment ids the system prompt lists (the loop writes them there; the engine reads nothing else from it). */
 const attachmentsOf = (system: string): string[] => [...(/Attached research source ids: ([^\n]+)/.exec(system)?.[1] ?? "").matchAll(/[0-9a-f-]{36}/g)].map((m) => m[0]);
 
-/** Answer text composed only from tool results. */
-export function composeAnswer(prompt: string, outcomes: { name: string; status: string; content: unknown }[]): string {
-  const parts: string[] = [];
-  for (const o of outcomes) {
-    const c = o.content as Record<string, any>;
-    if (o.status === "error" || c?.error) {
-      parts.push(`I could not run ${o.name.replace(/_/g, " ")}: ${c?.error ?? "it failed"}.`);
-      continue;
-    }
-    if (c?.status === "queued") {
-      parts.push(
-        `I have prepared this for you: **${c.preview?.summary ?? o.name}**. Nothing is written yet: it waits for your approval as pending action \`${c.pending_action_id}\`.`,
-      );
-      continue;
-    }
-    if (o.name === "search_insights" || o.name === "list_insights") {
-      const insights: InsightBrief[] = c.insights ?? [];
-      if (insights.length === 0) {
-        parts.push(`I found no insight in this workspace that matches "${prompt.slice(0, 120)}". Synthesize your research sources first, then ask again.`);
-        continue;
-      }
-      const lines = insights.slice(0, 5).map((i, n) => {
-        const quote = i.quotes[0];
-        const q = quote ? `\n   > "${quote.text}"${quote.speaker ? ` (${quote.speaker})` : ""} [source ${quote.source_id}]` : "";
-        return `${n + 1}. **${i.title}** (${i.insight_type.replace(/_/g, " ")}, ${i.severity}, ${i.frequency} source${i.frequency === 1 ? "" : "s"}) [insight ${i.id}]${q}`;
-      });
-      parts.push(`From ${insights.length === 1 ? "one insight" : `${Math.min(5, insights.length)} of ${c.total ?? insights.length} insights`} in this workspace:\n\n${lines.join("\n")}`);
-      continue;
-    }
-    if (o.name === "workspace_summary") {
-      parts.push(`${c.intro} (${c.source_count} sources, ${c.insight_count} insights, ${c.recommendation_count} recommendations, ${c.document_count} documents.)`);
-      continue;
-    }
-    if (o.name === "list_recommendations" && outcomes.length === 1) {
-      const recs: Rec[] = c.recommendations ?? [];
-      parts.push(recs.length ? `Recommendations, by priority:\n\n${recs.slice(0, 7).map((r, n) => `${n + 1}. **${r.title}** (${r.status}) [recommendation ${r.id}]`).join("\n")}` : "This workspace has no recommendations yet.");
-      continue;
-    }
-    if (o.name === "list_documents") {
-      const docs: { id: string; title: string; document_type: string; status: string }[] = c.documents ?? [];
-      parts.push(docs.length ? `Documents:\n\n${docs.map((d) => `- **${d.title}** (${d.document_type}, ${d.status}) [document ${d.id}]`).join("\n")}` : "This workspace has no documents yet.");
-      continue;
-    }
-    if (o.name === "read_source_text") {
-      const opening = String(c.text ?? "").split(/(?<=[.!?])\s+/).slice(0, 3).join(" ").slice(0, 600);
-      parts.push(opening ? `**${c.title}** has ${c.total_chars} characters of text. It opens: "${opening}"` : `**${c.title}** has no extracted text yet (${c.processing_status}).`);
-    }
+const NOTHING_FOUND = "I could not find anything in this workspace to answer that. Try asking about your users' pain points, or ask me to draft a PRD.";
+
+/** The answer, composed only from the exchange's last tool result (the goal's, when it ran). */
+export function composeAnswer(prompt: string, o: { name: string; status: string; content: unknown } | undefined): string {
+  if (!o) return NOTHING_FOUND;
+  const c = o.content as Record<string, any>;
+  if (o.status === "error" || c?.error) return `I could not run ${o.name.replace(/_/g, " ")}: ${c?.error ?? "it failed"}.`;
+  if (c?.status === "queued") {
+    return `I have prepared this for you: **${c.preview?.summary ?? o.name}**. Nothing is written yet: it waits for your approval as pending action \`${c.pending_action_id}\`.`;
   }
-  if (parts.length === 0) return "I could not find anything in this workspace to answer that. Try asking about your users' pain points, or ask me to draft a PRD.";
-  return parts.join("\n\n");
+  if (o.name === "search_insights" || o.name === "list_insights") {
+    const insights: InsightBrief[] = c.insights ?? [];
+    if (insights.length === 0) return `I found no insight in this workspace that matches "${prompt.slice(0, 120)}". Synthesize your research sources first, then ask again.`;
+    const lines = insights.slice(0, 5).map((i, n) => {
+      const quote = i.quotes[0];
+      const q = quote ? `\n   > "${quote.text}"${quote.speaker ? ` (${quote.speaker})` : ""} [source ${quote.source_id}]` : "";
+      return `${n + 1}. **${i.title}** (${i.insight_type.replace(/_/g, " ")}, ${i.severity}, ${i.frequency} source${i.frequency === 1 ? "" : "s"}) [insight ${i.id}]${q}`;
+    });
+    return `From ${insights.length === 1 ? "one insight" : `${Math.min(5, insights.length)} of ${c.total ?? insights.length} insights`} in this workspace:\n\n${lines.join("\n")}`;
+  }
+  if (o.name === "workspace_summary") {
+    return `${c.intro} (${c.source_count} sources, ${c.insight_count} insights, ${c.recommendation_count} recommendations, ${c.document_count} documents.)`;
+  }
+  if (o.name === "list_recommendations") {
+    const recs: Rec[] = c.recommendations ?? [];
+    return recs.length ? `Recommendations, by priority:\n\n${recs.slice(0, 7).map((r, n) => `${n + 1}. **${r.title}** (${r.status}) [recommendation ${r.id}]`).join("\n")}` : "This workspace has no recommendations yet.";
+  }
+  if (o.name === "list_documents") {
+    const docs: { id: string; title: string; document_type: string; status: string }[] = c.documents ?? [];
+    return docs.length ? `Documents:\n\n${docs.map((d) => `- **${d.title}** (${d.document_type}, ${d.status}) [document ${d.id}]`).join("\n")}` : "This workspace has no documents yet.";
+  }
+  if (o.name === "read_source_text") {
+    const opening = String(c.text ?? "").split(/(?<=[.!?])\s+/).slice(0, 3).join(" ").slice(0, 600);
+    return opening ? `**${c.title}** has ${c.total_chars} characters of text. It opens: "${opening}"` : `**${c.title}** has no extracted text yet (${c.processing_status}).`;
+  }
+  return NOTHING_FOUND;
 }
 
 const estimateTokens = (s: string) => Math.ceil(s.length / 4);
@@ -255,7 +241,7 @@ export class LocalAgentModel implements StreamingModel {
       }
     }
     // Done, failed, or the next step lacks what it needs: answer from the last result (the goal's, when it ran).
-    const answer = composeAnswer(prompt, byCall.slice(-1));
+    const answer = composeAnswer(prompt, byCall.at(-1));
     for (const chunk of answer.match(/\S+\s*/g) ?? []) {
       req.signal?.throwIfAborted();
       yield { type: "text", delta: chunk };
