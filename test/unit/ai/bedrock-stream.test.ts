@@ -1,123 +1,13 @@
 /**
- * BedrockStreamingModel against recorded-shaped ConverseStream output fed at the HTTP layer (DESIGN.md 6.1): each
- * stream is framed with @smithy/eventstream-codec and returned by a fake smithy HttpHandler, so the SDK's own
- * serializer, signer, event-stream decoder and error deserializers all run. Fixtures: test/fixtures/bedrock-stream.
+ * BedrockStreamingModel against recorded-shaped ConverseStream output fed at the HTTP layer (DESIGN.md 6.1), through
+ * the fake Bedrock of test/support/bedrock-stream.ts (the SDK's own decoder runs). Fixtures: test/fixtures/bedrock-stream.
  */
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
-import { Readable } from "node:stream";
-import { BedrockRuntimeClient } from "@aws-sdk/client-bedrock-runtime";
-import { EventStreamCodec } from "@smithy/eventstream-codec";
-import { HttpResponse, type HttpHandler, type HttpRequest } from "@smithy/protocol-http";
-import { fromUtf8, toUtf8 } from "@smithy/util-utf8";
 import { describe, expect, it } from "vitest";
 import { modelIdsFromEnv } from "../../../core/ai/bedrock";
 import { BedrockStreamingModel } from "../../../core/ai/bedrock-stream";
 import { MODEL_RATES, type ModelStreamEvent, type StreamRequest } from "../../../core/ai/ports";
 import { AppError } from "../../../core/error";
-
-// ---------------------------------------------------------------------------------------------------------------
-// The fake HTTP layer
-// ---------------------------------------------------------------------------------------------------------------
-
-/** One recorded stream event: `:event-type` (or `:exception-type`) and its JSON payload. */
-interface Frame {
-  type: string;
-  messageType?: "event" | "exception";
-  body: unknown;
-}
-
-/** What the handler answers to one request. */
-type Reply =
-  /** 200 with these frames; with `holdAfter`, the body stays open after that many frames until the call aborts. */
-  | { frames: Frame[]; holdAfter?: number }
-  /** An HTTP error status with a JSON error body, as Bedrock sends before any stream opens. */
-  | { status: number; errorType: string; message: string };
-
-const FIXTURE_DIR = join(import.meta.dirname, "../../fixtures/bedrock-stream");
-const stream = (name: string): Frame[] => JSON.parse(readFileSync(join(FIXTURE_DIR, name), "utf8")) as Frame[];
-
-const codec = new EventStreamCodec(toUtf8, fromUtf8);
-
-function encode(frame: Frame): Uint8Array {
-  const messageType = frame.messageType ?? "event";
-  return codec.encode({
-    headers: {
-      ":message-type": { type: "string", value: messageType },
-      [messageType === "exception" ? ":exception-type" : ":event-type"]: { type: "string", value: frame.type },
-      ":content-type": { type: "string", value: "application/json" },
-    },
-    body: fromUtf8(JSON.stringify(frame.body)),
-  });
-}
-
-/** Frames as the network delivers them: one byte stream cut into chunks that ignore frame boundaries. */
-function chunked(frames: Frame[], size = 37): Buffer[] {
-  const bytes = Buffer.concat(frames.map((f) => Buffer.from(encode(f))));
-  const chunks: Buffer[] = [];
-  for (let i = 0; i < bytes.length; i += size) chunks.push(bytes.subarray(i, i + size));
-  return chunks;
-}
-
-function abortError(): Error {
-  const err = new Error("Request aborted");
-  err.name = "AbortError";
-  return err;
-}
-
-/** A smithy HttpHandler that answers each ConverseStream request with the next reply and records the request. */
-class RecordedBedrock implements HttpHandler {
-  readonly requests: { path: string; body: any }[] = [];
-  constructor(private readonly replies: Reply[]) {}
-
-  async handle(request: HttpRequest, opts?: Parameters<HttpHandler["handle"]>[1]): Promise<{ response: HttpResponse }> {
-    const raw = typeof request.body === "string" ? request.body : toUtf8(request.body as Uint8Array);
-    this.requests.push({ path: decodeURIComponent(request.path), body: JSON.parse(raw) });
-    const reply = this.replies.shift();
-    if (!reply) throw new Error(`unexpected request #${this.requests.length}`);
-    // smithy types its own minimal AbortSignal; the SDK hands over the caller's DOM one.
-    const signal = opts?.abortSignal as AbortSignal | undefined;
-    if (signal?.aborted) throw abortError();
-    if ("status" in reply) {
-      return {
-        response: new HttpResponse({
-          statusCode: reply.status,
-          headers: { "content-type": "application/json", "x-amzn-errortype": reply.errorType },
-          body: Readable.from([Buffer.from(JSON.stringify({ message: reply.message }))]),
-        }),
-      };
-    }
-    const chunks = reply.holdAfter === undefined ? chunked(reply.frames) : chunked(reply.frames.slice(0, reply.holdAfter));
-    const body = new Readable({ read() {} });
-    for (const c of chunks) body.push(c);
-    if (reply.holdAfter === undefined) body.push(null);
-    // As the Node handler does: an abort tears the connection down under the open body.
-    signal?.addEventListener("abort", () => body.destroy(abortError()), { once: true });
-    return {
-      response: new HttpResponse({
-        statusCode: 200,
-        headers: { "content-type": "application/vnd.amazon.eventstream", "x-amzn-requestid": "test" },
-        body,
-      }),
-    };
-  }
-
-  updateHttpClientConfig(): void {}
-  httpHandlerConfigs(): Record<string, never> {
-    return {};
-  }
-}
-
-function setup(replies: Reply[], retry = { retries: 3, minTimeoutMs: 1, maxTimeoutMs: 5 }) {
-  const http = new RecordedBedrock(replies);
-  const client = new BedrockRuntimeClient({
-    region: "us-east-1",
-    credentials: { accessKeyId: "AKIDEXAMPLE", secretAccessKey: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY" },
-    maxAttempts: 1,
-    requestHandler: http,
-  });
-  return { http, client, model: new BedrockStreamingModel({ client, retry }) };
-}
+import { setup, stream, type Frame } from "../../support/bedrock-stream";
 
 const request = (over: Partial<StreamRequest> = {}): StreamRequest => ({
   tier: "small",
