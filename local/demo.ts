@@ -133,7 +133,11 @@ async function startEmbedded(): Promise<{ base: string; idp: DevIdp; stop: () =>
 }
 
 /** Print one SSE event as a person would want to read it. */
+let midAnswer = false;
 function printEvent(event: string, data: any) {
+  // Token text is printed as it arrives; the next event starts on a line of its own.
+  if (event !== "token" && midAnswer) process.stdout.write("\n");
+  midAnswer = event === "token";
   if (event === "token") process.stdout.write(data.content);
   else if (event === "tool_use") console.log(`  [tool] ${data.name} ${data.input_summary}`);
   else if (event === "tool_result") console.log(`  [${data.status}] ${data.name} in ${data.duration_ms} ms${data.pending_action_id ? ` -> pending action ${data.pending_action_id}` : ""}`);
