@@ -1,8 +1,10 @@
 /** DOCX extraction with mammoth: paragraphs, headings, list items and tables from the Word document model. */
 import mammoth from "mammoth";
 import { blocksToExtraction, type Block } from "./blocks";
-import { ExtractionError, messageOf } from "./errors";
+import { unreadable } from "./errors";
+import { extractionLimits } from "./limits";
 import type { Extraction } from "./types";
+import { checkedArchive } from "./zip-limits";
 
 /** The parts of mammoth's document model (mammoth/lib/documents.js) we read. */
 interface DocElement {
@@ -20,13 +22,18 @@ interface DocElement {
  * paragraphs and list items `paragraph` units, table rows `row` units (cells joined " | "). Word interview
  * transcripts ("Interviewer: ..." paragraphs) come out as `turn` units with speakers, like Markdown.
  *
- * @throws ExtractionError `corrupt` when mammoth cannot open the file (truncated, not a Word document, encrypted).
+ * The archive is checked against the extraction limits first (checkedArchive), and mammoth reads the checked copy.
+ *
+ * @throws ExtractionError `too_large` over a limit (see checkedArchive); `corrupt` when the file cannot be opened
+ *   (truncated, not a Word document, encrypted), with mammoth's own error in the log, not in the reason.
  */
 export async function extractDocx(bytes: Buffer): Promise<Extraction> {
+  const limits = extractionLimits();
+  const archive = await checkedArchive(bytes, { label: "Word document", maxXmlBytes: limits.maxDocxXmlBytes }, limits);
   let doc: DocElement | undefined;
   try {
     await mammoth.convertToHtml(
-      { buffer: bytes },
+      { buffer: archive },
       {
         // Read mammoth's parsed document instead of its HTML: headings, lists and tables come with their structure.
         transformDocument: (d: DocElement) => {
@@ -38,11 +45,7 @@ export async function extractDocx(bytes: Buffer): Promise<Extraction> {
       } as Parameters<typeof mammoth.convertToHtml>[1],
     );
   } catch (err) {
-    throw new ExtractionError(
-      "corrupt",
-      `The Word document could not be read (it may be truncated, corrupt or password-protected): ${messageOf(err)}`,
-      { cause: err },
-    );
+    throw unreadable("The Word document could not be read (it may be truncated, corrupt or password-protected)", err, { bytes: bytes.length });
   }
   const blocks: Block[] = [];
   for (const child of doc?.children ?? []) collect(child, blocks);

@@ -1,4 +1,5 @@
 import { AppError } from "../error";
+import { logExtractionFailure } from "./log";
 
 /**
  * Why an extraction failed, stable and machine-readable, so callers (the extraction state machine's MarkFailed step,
@@ -10,8 +11,10 @@ import { AppError } from "../error";
  * - `engine_missing`: a local engine (ffmpeg, pocketsphinx) is not installed on this machine.
  * - `engine_failed`: an engine crashed or timed out on this file.
  * - `service_rejected`: an AWS engine (Textract, Transcribe) refused the file.
+ * - `too_large`: the file is over a resource limit (core/extract/limits.ts): a DOCX/XLSX archive with too many
+ *   entries, unpacking to too much or at a zip bomb's ratio, or any file yielding more text than we keep.
  */
-export type ExtractionFailure = "corrupt" | "encrypted" | "no_text" | "engine_missing" | "engine_failed" | "service_rejected";
+export type ExtractionFailure = "corrupt" | "encrypted" | "no_text" | "engine_missing" | "engine_failed" | "service_rejected" | "too_large";
 
 /**
  * A failed extraction with a reason a user can act on (spec 01 Research source processing: pending -> failed).
@@ -32,6 +35,15 @@ export class ExtractionError extends AppError {
     this.reason = reason;
     if (options.cause !== undefined) (this as { cause?: unknown }).cause = options.cause;
   }
+}
+
+/**
+ * A parser could not read the file: an ExtractionError with `message` alone, written for the user, while the
+ * parser's own error (library text, offsets, stack) goes to the extraction log with `details`, never into the reason.
+ */
+export function unreadable(message: string, cause: unknown, details: Record<string, unknown> = {}, reason: ExtractionFailure = "corrupt"): ExtractionError {
+  logExtractionFailure(message, details, cause);
+  return new ExtractionError(reason, message, { cause });
 }
 
 /** The message of an unknown thrown value, for embedding an engine's own words in a user-facing reason. */

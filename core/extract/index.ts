@@ -7,17 +7,19 @@
 import { AppError } from "../error";
 import { extractCsv } from "./csv";
 import { extractDocx } from "./docx";
-import { ExtractionError, isThrottling, messageOf } from "./errors";
+import { ExtractionError, isThrottling, unreadable } from "./errors";
 import { extractJson } from "./json";
+import { extractionLimits } from "./limits";
 import { extractMarkdown, extractPlainText } from "./markdown";
 import { extractPdf, shutdownPdfWorkers } from "./pdf";
 import { extractSubtitles } from "./subtitles";
-import { decodeText } from "./text";
+import { decodeText, textTooLong } from "./text";
 import type { Extraction } from "./types";
 import type { FileKind } from "./validate";
 import { extractXlsx } from "./xlsx";
 
 export { ExtractionError, THROTTLING_ERRORS, isThrottling, type ExtractionFailure } from "./errors";
+export { DEFAULT_EXTRACTION_LIMITS, LIMIT_SETTINGS, extractionLimits, type ExtractionLimits } from "./limits";
 export { inspectUpload, MAX_UPLOAD_BYTES, SNIFF_BYTES, type FileKind, type UploadHead, type UploadVerdict } from "./validate";
 export { AUDIO_APT_PACKAGES } from "./speech";
 export type { Extraction, TextUnit, UnitKind } from "./types";
@@ -70,9 +72,14 @@ export const localEngines: ExtractEngines = {
  *
  * Invariant: every `unit.text` occurs verbatim in `extracted_text` (checked in TextBuilder.build).
  *
+ * Resource limits (limits.ts, read from the environment on each call): DOCX/XLSX archives are checked before they
+ * are parsed (zip-limits.ts), and extracted_text is capped at `maxTextChars` while it is built (TextBuilder) and
+ * here again for any engine that builds it otherwise.
+ *
  * @param engines OCR and speech implementations; missing ones default to {@link localEngines}.
  * @throws ExtractionError with a reason a user can act on (corrupt/truncated file, password, no text, engine
- *   missing). Unexpected parser failures are wrapped the same way ("The <format> could not be read: ...").
+ *   missing, `too_large` over a limit). Unexpected parser failures become "The <format> could not be read (it may
+ *   be truncated or corrupt)"; the parser's own error goes to the log, never into the reason.
  */
 export async function extract(input: ExtractInput, engines: Partial<ExtractEngines> = {}): Promise<Extraction> {
   const { bytes, kind, contentType, filename } = input;
@@ -119,8 +126,10 @@ export async function extract(input: ExtractInput, engines: Partial<ExtractEngin
     if (err instanceof AppError) throw err;
     // AWS throttling must reach the state machine unchanged so its Retry policy applies.
     if (isThrottling(err)) throw err;
-    throw new ExtractionError("corrupt", `The ${LABELS[kind] ?? "file"} could not be read (it may be truncated or corrupt): ${messageOf(err)}`, { cause: err });
+    throw unreadable(`The ${LABELS[kind] ?? "file"} could not be read (it may be truncated or corrupt)`, err, { kind, bytes: bytes.length });
   }
+  const { maxTextChars } = extractionLimits();
+  if (extraction.extracted_text.length > maxTextChars) throw textTooLong(maxTextChars);
   if (!extraction.extracted_text.trim()) {
     throw new ExtractionError("no_text", `The ${LABELS[kind] ?? "file"} contains no text`);
   }

@@ -2,7 +2,7 @@
  * JSON extraction: issue/ticket threads (GitHub issues, helpdesk exports) become `comment` units with their author;
  * any other JSON becomes one `paragraph` unit per prose string leaf.
  */
-import { ExtractionError, messageOf } from "./errors";
+import { unreadable } from "./errors";
 import { markdownToPlain } from "./markdown";
 import { TextBuilder } from "./text";
 import type { Extraction } from "./types";
@@ -25,17 +25,32 @@ const str = (v: Json | undefined): string | undefined => (typeof v === "string" 
  * Anything else: every string leaf that reads as prose (has a space, or 20+ characters, and is not a URL) becomes a
  * `paragraph` unit with its JSON path as locator; extracted_text lists "path: value" for all scalar leaves.
  *
- * @throws ExtractionError `corrupt` with the parser's position when the JSON is invalid.
+ * @throws ExtractionError `corrupt` with the line and column where the JSON stops being valid (not V8's wording).
  */
 export function extractJson(text: string): Extraction {
   let data: Json;
   try {
     data = JSON.parse(text) as Json;
   } catch (err) {
-    throw new ExtractionError("corrupt", `The JSON file could not be parsed: ${messageOf(err)}`, { cause: err });
+    throw unreadable(`The JSON file could not be parsed: it is not valid JSON ${whereInvalid(text, err)}`, err);
   }
   const threads = findThreads(data);
   return threads ? threadsToExtraction(threads) : genericToExtraction(data);
+}
+
+/**
+ * "near line L, column C" from a JSON.parse error (V8 gives "(line L column C)" or "at position P"), or "(it may
+ * be truncated)" when the text ended early or no position is given.
+ */
+function whereInvalid(text: string, err: unknown): string {
+  const message = err instanceof Error ? err.message : "";
+  const lc = /line (\d+) column (\d+)/.exec(message);
+  if (lc) return `near line ${lc[1]}, column ${lc[2]}`;
+  const at = /position (\d+)/.exec(message);
+  if (!at || Number(at[1]) >= text.length) return "(it may be truncated)";
+  const before = text.slice(0, Number(at[1]));
+  const line = before.split("\n").length;
+  return `near line ${line}, column ${before.length - before.lastIndexOf("\n")}`;
 }
 
 /** The array of thread objects, if the document is (or directly holds) one. */

@@ -10,7 +10,7 @@
 import { dirname, join } from "node:path";
 import { createRequire } from "node:module";
 import { createWorker, OEM, type Worker } from "tesseract.js";
-import { ExtractionError, messageOf } from "./errors";
+import { ExtractionError, messageOf, unreadable } from "./errors";
 import { TextBuilder } from "./text";
 import type { Extraction } from "./types";
 
@@ -135,6 +135,6 @@ async function tiffToPngPages(bytes: Buffer): Promise<Buffer[]> {
     for (let page = 0; page < pages; page++) out.push(await sharp(bytes, { page }).png().toBuffer());
     return out;
   } catch (err) {
-    throw new ExtractionError("corrupt", `The TIFF image could not be read (it may be truncated or corrupt): ${messageOf(err)}`, { cause: err });
+    throw unreadable("The TIFF image could not be read (it may be truncated or corrupt)", err);
   }
 }

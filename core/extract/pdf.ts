@@ -3,7 +3,7 @@ import { availableParallelism } from "node:os";
 import { extractTextItems, getDocumentProxy, type StructuredTextItem } from "unpdf";
 import { Config } from "../config";
 import { blocksToExtraction, type Block } from "./blocks";
-import { ExtractionError, messageOf } from "./errors";
+import { ExtractionError, unreadable } from "./errors";
 import type { Extraction } from "./types";
 
 interface Line {
@@ -22,7 +22,8 @@ interface Line {
  * Lines are joined with a space; a word hyphenated across a line break is joined without one.
  *
  * @throws ExtractionError `encrypted` for password-protected files, `corrupt` for unreadable ones ("The PDF could
- *   not be read (it may be truncated or corrupt): ..."), `no_text` when there is no text layer (a scan).
+ *   not be read (it may be truncated or corrupt)"; PDF.js' own error goes to the log), `no_text` when there is no
+ *   text layer (a scan).
  */
 export async function extractPdf(bytes: Buffer): Promise<Extraction> {
   const { pages, items } = await readTextItems(bytes);
@@ -117,7 +118,7 @@ function pdfError(err: unknown): ExtractionError {
   if (name === "PasswordException") {
     return new ExtractionError("encrypted", "The PDF is password-protected; upload a copy without a password", { cause: err });
   }
-  return new ExtractionError("corrupt", `The PDF could not be read (it may be truncated or corrupt): ${messageOf(err)}`, { cause: err });
+  return unreadable("The PDF could not be read (it may be truncated or corrupt)", err);
 }
 
 /** Text runs -> lines, using PDF.js' end-of-line flags. */

@@ -1,6 +1,6 @@
 /** WebVTT and SRT transcripts (Zoom, Teams, Otter exports, captions) parsed with the `subtitle` package. */
 import { parseSync, type NodeCue } from "subtitle";
-import { ExtractionError, messageOf } from "./errors";
+import { ExtractionError, unreadable } from "./errors";
 import { TextBuilder, formatTimestamp, splitSpeakerLine } from "./text";
 import type { Extraction } from "./types";
 
@@ -32,7 +32,10 @@ export function extractSubtitles(text: string, format: "vtt" | "srt"): Extractio
   try {
     nodes = parseSync(text);
   } catch (err) {
-    throw new ExtractionError("corrupt", `The ${format === "vtt" ? "WebVTT" : "SRT"} file could not be read: ${messageOf(err)}`, { cause: err });
+    // The parser's words quote the offending line; the reason gives its number and what was expected instead.
+    const row = /at row (\d+)/.exec(err instanceof Error ? err.message : "");
+    const where = row ? `: a cue timing line ("00:00:01.000 --> 00:00:04.000") was expected near line ${row[1]}` : " (a cue timing is malformed)";
+    throw unreadable(`The ${format === "vtt" ? "WebVTT" : "SRT"} file could not be read${where}`, err);
   }
   const cues: ParsedCue[] = [];
   for (const node of nodes) {

@@ -3,28 +3,50 @@
  * construction, text decoding, recording timestamps, and speaker-label detection for transcripts.
  */
 import { AppError } from "../error";
+import { ExtractionError } from "./errors";
+import { extractionLimits } from "./limits";
 import type { Extraction, TextUnit } from "./types";
+
+/** The `too_large` failure of a text over `maxChars` characters (extracted_text of any format). */
+export const textTooLong = (maxChars: number): ExtractionError =>
+  new ExtractionError(
+    "too_large",
+    `The extracted text is longer than ${maxChars.toLocaleString("en-US")} characters, the most we keep from one file; split the file into smaller ones`,
+  );
 
 /**
  * Accumulates extracted_text and its units. A unit's text is appended to the text at the moment it is recorded, so
  * every `unit.text` occurs verbatim in `extracted_text` (types.ts invariant); {@link build} re-checks it anyway at the
  * recorded offsets, in linear time, because synthesis grounding depends on it.
+ *
+ * Every extractor builds its text here, so this is where the text cap holds: an append that would take the text past
+ * `maxChars` throws, before one huge CSV, JSON or transcript becomes a gigantic string.
  */
 export class TextBuilder {
   private chunks: string[] = [];
   private length = 0;
   private readonly units: { unit: TextUnit; offset: number }[] = [];
 
-  /** Append text that belongs to extracted_text but is no unit (headings, labels, separators). */
+  /** @param maxChars most characters of text; default: the `maxTextChars` extraction limit in force (limits.ts). */
+  constructor(private readonly maxChars: number = extractionLimits().maxTextChars) {}
+
+  /**
+   * Append text that belongs to extracted_text but is no unit (headings, labels, separators).
+   * @throws ExtractionError `too_large` when the text would exceed `maxChars` characters.
+   */
   text(s: string): this {
     if (s) {
+      if (this.length + s.length > this.maxChars) throw textTooLong(this.maxChars);
       this.chunks.push(s);
       this.length += s.length;
     }
     return this;
   }
 
-  /** Append a unit's text and record the unit. Units whose text is blank are dropped: they carry nothing to quote. */
+  /**
+   * Append a unit's text and record the unit. Units whose text is blank are dropped: they carry nothing to quote.
+   * @throws ExtractionError `too_large` when the text would exceed `maxChars` characters.
+   */
   unit(unit: TextUnit): this {
     if (!unit.text || !unit.text.trim()) return this;
     this.units.push({ unit: compact(unit), offset: this.length });
