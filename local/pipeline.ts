@@ -1,11 +1,13 @@
 import { StateMachine } from "aws-local-stepfunctions";
 import pLimit, { type LimitFunction } from "p-limit";
 import { extractionDefinition, STEP_TASKS, type StepTaskName } from "../functions/steps/extraction.asl";
-import type { ExtractionInput, WorkflowRunner } from "../core/pipeline";
+import { executionName, type ExtractionInput, type WorkflowRunner } from "../core/pipeline";
 
 type TaskHandler = (input: unknown) => Promise<unknown>;
 
 const inFlight = new Set<Promise<unknown>>();
+/** Executions this process runs, by execution name: after a crash none is, which is how the sweeper knows. */
+const running = new Set<string>();
 
 /**
  * The extraction definition as the local runner executes it. aws-local-stepfunctions gives a Task state without
@@ -79,8 +81,16 @@ export function localWorkflowRunner(
         // Every task failure is caught into MarkFailed; reaching here means MarkFailed itself failed.
         console.error(`extraction of source ${input.source_id} failed outside the state machine:`, err);
       });
+      const name = executionName(input);
       inFlight.add(run);
-      void run.finally(() => inFlight.delete(run));
+      running.add(name);
+      void run.finally(() => {
+        inFlight.delete(run);
+        running.delete(name);
+      });
+    },
+    async isRunning(ref) {
+      return running.has(executionName(ref));
     },
   };
 }

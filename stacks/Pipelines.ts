@@ -1,5 +1,5 @@
 import { aws_iam as iam, aws_logs as logs, aws_s3 as s3, aws_s3_notifications as s3n, aws_stepfunctions as sfn, RemovalPolicy } from "aws-cdk-lib";
-import { Function, use, type StackContext } from "sst/constructs";
+import { Cron, Function, use, type StackContext } from "sst/constructs";
 import { STEP_TASKS, arnPlaceholder, extractionDefinition, type StepTaskName } from "../functions/steps/extraction.asl";
 import { bedrockInvokeStatement } from "./defaults";
 import { runtimeEnvironment, Secrets } from "./Secrets";
@@ -7,6 +7,11 @@ import { Storage, UPLOAD_PREFIX } from "./Storage";
 
 /** The handler module of a Step Functions task (DESIGN.md section 3: one task per file). */
 export const stepHandler = (task: StepTaskName) => `functions/steps/${STEP_TASKS[task]}.handler`;
+
+/** The scheduled sweeper that recovers sources whose extraction or indexing died (core/pipeline/recovery.ts). */
+export const SOURCE_SWEEPER_HANDLER = "functions/events/source-sweeper.handler";
+/** How often the source recovery sweeper runs. */
+export const SOURCE_SWEEPER_SCHEDULE = "rate(1 minute)";
 
 /** The S3 event consumer that validates an upload and starts extraction. */
 export const UPLOAD_HANDLER = "functions/events/s3-upload.handler";
@@ -102,6 +107,22 @@ export function Pipelines({ stack, app }: StackContext) {
   });
   uploads.addEventNotification(s3.EventType.OBJECT_CREATED, new s3n.LambdaDestination(onUpload), { prefix: UPLOAD_PREFIX });
 
+  // Recovery: the durable record drives the work. The sweeper asks Step Functions whether an attempt's execution
+  // still runs (DescribeExecution), starts a new one when it does not, and indexes (Bedrock embeddings) what the
+  // Index step left; 5 minutes, as an Index task.
+  const sweeper = new Function(stack, "SourceSweeper", {
+    handler: SOURCE_SWEEPER_HANDLER,
+    description: "Recover research sources whose extraction or indexing did not finish",
+    timeout: 300,
+    memorySize: 1024,
+    environment: { ...environment, EXTRACTION_STATE_MACHINE_ARN: extraction.stateMachineArn },
+  });
+  grantStorage(sweeper);
+  extraction.grantStartExecution(sweeper);
+  extraction.grantRead(sweeper);
+  sweeper.addToRolePolicy(bedrockInvokeStatement(stack));
+  new Cron(stack, "SourceSweep", { schedule: SOURCE_SWEEPER_SCHEDULE, job: sweeper });
+
   stack.addOutputs({ ExtractionStateMachineArn: extraction.stateMachineArn });
-  return { extraction, tasks, onUpload };
+  return { extraction, tasks, onUpload, sweeper };
 }

@@ -4,14 +4,15 @@ import { db } from "../db/service";
 import { createOnce, idFor, type AgentWrite } from "../db/agent-write";
 import { requireActiveSubscription } from "../billing";
 import { requireMember } from "../workspace";
-import { acquireLock, rateLimit, recordRun } from "../agent";
+import { acquireLock, recordRun } from "../agent";
+import { rateLimit } from "../rate-limit";
 import * as Research from "../research";
 import { getObject } from "../storage";
 import { aiEngine, embedder, model } from "../ai/select";
 import { decodeVector, encodeVector } from "../ai/vectors";
 import { groundQuotes, synthesize as localSynthesize, type InsightDraft, type SynthesisSource } from "../ai/synthesis";
 import { synthesizeWithModel } from "../ai/synthesis/bedrock";
-import type { StoredMentions } from "../../functions/steps/index";
+import type { StoredMentions } from "../pipeline/mentions";
 import { allOf, bumpInsightsVersion, toView, type InsightItem } from "./index";
 import type { SynthesizeInput } from "./schema";
 

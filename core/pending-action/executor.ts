@@ -1,3 +1,4 @@
+import { crashPoint } from "../crash-point";
 import { randomUUID } from "node:crypto";
 import { AppError } from "../error";
 import { db } from "../db/service";
@@ -41,14 +42,6 @@ export interface ExecutionOutcome {
   reason?: string;
   /** For failed by an unexpected error: the error itself, for the driver to log (its message is not stored). */
   cause?: unknown;
-}
-
-/**
- * Test hook for the crash test (test/flows/pending-action-crash.test.ts): with env `R2D_CRASH_AT` set to this point
- * the process kills itself with SIGKILL there, as a machine failure would. Does nothing when unset.
- */
-function crashPoint(point: "after-claim" | "after-execute"): void {
-  if (process.env.R2D_CRASH_AT === point) process.kill(process.pid, "SIGKILL");
 }
 
 const key = (row: PendingActionItem) => ({ workspace_id: row.workspace_id, id: row.id });

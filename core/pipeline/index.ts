@@ -1,4 +1,4 @@
-import { ExecutionAlreadyExists, SFNClient, StartExecutionCommand } from "@aws-sdk/client-sfn";
+import { DescribeExecutionCommand, ExecutionAlreadyExists, ExecutionDoesNotExist, SFNClient, StartExecutionCommand } from "@aws-sdk/client-sfn";
 import { Config } from "../config";
 
 /** Input of the extraction state machine (functions/steps/extraction.asl.ts). */
@@ -11,10 +11,21 @@ export interface ExtractionInput {
   attempt: number;
 }
 
+/** One execution of the extraction of a source: its processing attempt names it. */
+export type ExecutionRef = Pick<ExtractionInput, "source_id" | "attempt">;
+
 /** Starts workflow executions: Step Functions in AWS, aws-local-stepfunctions on the embedded runtime. */
 export interface WorkflowRunner {
   startExtraction(input: ExtractionInput): Promise<void>;
+  /**
+   * Is an execution of this attempt still running? The recovery sweeper (core/pipeline/recovery.ts) restarts a
+   * source's work only when none is, so a slow execution is never raced by a second one.
+   */
+  isRunning(ref: ExecutionRef): Promise<boolean>;
 }
+
+/** The execution name of an attempt: a duplicated S3 event cannot start a second execution of the same attempt. */
+export const executionName = (ref: ExecutionRef) => `${ref.source_id}-${ref.attempt}`;
 
 let sfn: SFNClient | undefined;
 
@@ -29,10 +40,24 @@ export const stepFunctionsRunner: WorkflowRunner = {
     sfn ??= new SFNClient({ region: Config.region() });
     try {
       await sfn.send(
-        new StartExecutionCommand({ stateMachineArn, name: `${input.source_id}-${input.attempt}`, input: JSON.stringify(input) }),
+        new StartExecutionCommand({ stateMachineArn, name: executionName(input), input: JSON.stringify(input) }),
       );
     } catch (err) {
       if (!(err instanceof ExecutionAlreadyExists)) throw err;
+    }
+  },
+  async isRunning(ref) {
+    const stateMachineArn = process.env.EXTRACTION_STATE_MACHINE_ARN;
+    if (!stateMachineArn) throw new Error("EXTRACTION_STATE_MACHINE_ARN is not set");
+    sfn ??= new SFNClient({ region: Config.region() });
+    // arn:aws:states:<region>:<account>:stateMachine:<name> -> arn:aws:states:<region>:<account>:execution:<name>:<execution>
+    const executionArn = `${stateMachineArn.replace(":stateMachine:", ":execution:")}:${executionName(ref)}`;
+    try {
+      const { status } = await sfn.send(new DescribeExecutionCommand({ executionArn }));
+      return status === "RUNNING" || status === "PENDING_REDRIVE";
+    } catch (err) {
+      if (err instanceof ExecutionDoesNotExist) return false;
+      throw err;
     }
   },
 };
@@ -46,3 +71,6 @@ export function setWorkflowRunner(next: WorkflowRunner): void {
 
 /** Start text extraction for a source (spec 01 Research source processing: pending -> completed | failed). */
 export const startExtraction = (input: ExtractionInput): Promise<void> => runner.startExtraction(input);
+
+/** Is an execution of this attempt of a source's extraction still running (see WorkflowRunner.isRunning)? */
+export const isExtractionRunning = (ref: ExecutionRef): Promise<boolean> => runner.isRunning(ref);

@@ -7,13 +7,13 @@ import { createWriteTransaction } from "electrodb";
 import { db } from "../db/service";
 import { stateTable } from "../state-table";
 import { requireActiveSubscription } from "../billing";
-import { requireMember } from "../workspace";
+import { requireMember, requireResourceMember } from "../workspace";
 import { deleteObject, deletePrefix, getObject, putObject } from "../storage";
 import { presignedPost } from "../storage/presign";
 import { startExtraction } from "../pipeline";
 import { inspectUpload, inspectDeclared } from "../extract/validate";
 import type { Extraction } from "../extract/types";
-import type { ResearchSourceEntity } from "./research-source.entity";
+import { SOURCE_DUE, type ResearchSourceEntity } from "./research-source.entity";
 import {
   MAX_UPLOAD_BYTES,
   MULTIPART_MAX_BYTES,
@@ -36,6 +36,9 @@ export const PROCESSING_TRANSITIONS = {
 } as const satisfies Record<SourceItem["processing_status"], readonly SourceItem["processing_status"][]>;
 const processing = stateTable<SourceItem["processing_status"]>(PROCESSING_TRANSITIONS);
 
+/** When the recovery sweeper should next look at a source that was just (re)started: now + the sweep grace. */
+export const dueAfterGrace = (from = Date.now()): string => new Date(from + Config.sourceSweepGraceSeconds() * 1000).toISOString();
+
 /** Where a source's files live: the original under `original/`, derived files beside it. */
 const sourcePrefix = (workspaceId: string, sourceId: string) => `workspaces/${workspaceId}/sources/${sourceId}/`;
 const originalKey = (workspaceId: string, sourceId: string, fileName: string) =>
@@ -57,7 +60,9 @@ export const toView = (s: SourceItem): SourceView => ({
   source_type: s.source_type,
   title: s.title,
   file_name: s.file_name,
-  file_url: `s3://${Config.bucketName()}/${s.file_key}`,
+  // The object's key in the uploads store: what the presigned upload's `key` field names, without the bucket's name,
+  // which is an internal detail (issue #10).
+  file_url: s.file_key,
   file_type: s.file_type,
   file_size_bytes: s.file_size_bytes,
   processing_status: s.processing_status,
@@ -78,16 +83,32 @@ export async function getItem(workspaceId: string, sourceId: string): Promise<So
 
 /**
  * Resolve a source fetched by id alone and check the caller's membership of its workspace.
- * @throws AppError NOT_FOUND (404), FORBIDDEN (403).
+ * @throws AppError NOT_FOUND (404), also when the caller is not a member of its workspace (its existence is not revealed).
  */
 export async function requireSource(userId: string, sourceId: string): Promise<SourceItem> {
   const { data } = await db().entities.researchSource.query.byId({ id: sourceId }).go({ limit: 1 });
   const found = data[0];
   if (!found) throw Errors.notFound("Research source");
-  await requireMember(userId, found.workspace_id);
+  await requireResourceMember(userId, found.workspace_id, "Research source");
   const item = await getItem(found.workspace_id, sourceId);
   if (!item) throw Errors.notFound("Research source");
   return item;
+}
+
+/**
+ * The sources of a workspace named by a request body's ids, in the order given (duplicates once): provenance must not
+ * cross tenants (issue #10 item 6).
+ * @param field the body field named in the error (`source_ids`, `quotes`).
+ * @throws AppError VALIDATION_ERROR (422) naming the ids that are not sources of this workspace.
+ */
+export async function requireSourcesIn(workspaceId: string, ids: string[], field: string): Promise<SourceItem[]> {
+  const unique = [...new Set(ids)];
+  if (unique.length === 0) return [];
+  const { data } = await db().entities.researchSource.get(unique.map((id) => ({ workspace_id: workspaceId, id }))).go({ consistent: true });
+  const byId = new Map(data.map((s) => [s.id, s]));
+  const unknown = unique.filter((id) => !byId.has(id));
+  if (unknown.length) throw Errors.unknownIds("research source", field, unknown);
+  return unique.map((id) => byId.get(id)!);
 }
 
 /**
@@ -146,6 +167,9 @@ function newSourceItem(
     processing_status: "pending",
     processing_attempt: 0,
     indexed: false,
+    // Unsettled from the start: if the object's event or the execution is lost, the recovery sweeper finds it.
+    sweep: SOURCE_DUE,
+    due_at: dueAfterGrace(),
     created_by: userId,
     created_at: now,
     updated_at: now,
@@ -248,7 +272,7 @@ export async function reprocess(userId: string, sourceId: string): Promise<Sourc
   try {
     ({ data: updated } = await db()
       .entities.researchSource.patch({ workspace_id: item.workspace_id, id: item.id })
-      .set({ processing_status: "pending", processing_attempt: attempt })
+      .set({ processing_status: "pending", processing_attempt: attempt, sweep: SOURCE_DUE, due_at: dueAfterGrace(), recoveries: 0 })
       .remove(["processing_error"])
       .where((attr, op) => `${op.eq(attr.processing_attempt, item.processing_attempt)} AND ${op.ne(attr.processing_status, "completed")}`)
       .go({ response: "all_new" }));
@@ -283,7 +307,8 @@ export async function markCompleted(
   try {
     await db()
       .entities.researchSource.patch({ workspace_id: workspaceId, id: sourceId })
-      .set({ processing_status: "completed", processed_at: new Date().toISOString(), ...meta })
+      // Still unsettled until indexed: the sweeper indexes it if the execution dies before its Index step ends.
+      .set({ processing_status: "completed", processed_at: new Date().toISOString(), ...meta, sweep: SOURCE_DUE, due_at: dueAfterGrace() })
       .remove(["processing_error"])
       .where((attr, op) => `${op.eq(attr.processing_status, "pending")} AND ${op.eq(attr.processing_attempt, attempt)}`)
       .go();
@@ -300,6 +325,7 @@ export async function markFailed(workspaceId: string, sourceId: string, attempt:
     await db()
       .entities.researchSource.patch({ workspace_id: workspaceId, id: sourceId })
       .set({ processing_status: "failed", processing_error: reason.slice(0, 2000), processed_at: new Date().toISOString() })
+      .remove(["sweep", "due_at"])
       .where((attr, op) => `${op.eq(attr.processing_status, "pending")} AND ${op.eq(attr.processing_attempt, attempt)}`)
       .go();
     return true;
@@ -309,9 +335,25 @@ export async function markFailed(workspaceId: string, sourceId: string, attempt:
   }
 }
 
-/** Record that the source's mentions are embedded and stored (Index step). */
+/** Record that the source's mentions are embedded and stored (Index step, or the sweeper): the source is settled. */
 export async function markIndexed(workspaceId: string, sourceId: string): Promise<void> {
-  await db().entities.researchSource.patch({ workspace_id: workspaceId, id: sourceId }).set({ indexed: true }).go();
+  await db().entities.researchSource.patch({ workspace_id: workspaceId, id: sourceId }).set({ indexed: true }).remove(["sweep", "due_at"]).go();
+}
+
+/**
+ * Settle a completed source without indexing it: indexing is off (MENTION_INDEXING=off), or the sweeper gave up
+ * after Config.sourceMaxRecoveries attempts. `indexed` stays false; synthesis embeds its mentions on the fly.
+ */
+export async function settleUnindexed(workspaceId: string, sourceId: string): Promise<void> {
+  try {
+    await db()
+      .entities.researchSource.patch({ workspace_id: workspaceId, id: sourceId })
+      .remove(["sweep", "due_at"])
+      .where((attr, op) => op.eq(attr.processing_status, "completed"))
+      .go();
+  } catch (err) {
+    if (!isConditionalFailure(err)) throw err;
+  }
 }
 
 /** Remove a refused object (presigned uploads that fail the byte checks). */

@@ -1,3 +1,4 @@
+import { crashPoint } from "../../core/crash-point";
 import * as Research from "../../core/research";
 import { deleteObject } from "../../core/storage";
 import { StaleExecutionError, type StepState } from "./common";
@@ -16,5 +17,6 @@ export async function handler(state: StepState): Promise<StepState> {
     }
     throw new StaleExecutionError(`source ${state.source_id} attempt ${state.attempt} is no longer current`);
   }
+  crashPoint("source-after-complete");
   return state;
 }

@@ -13,8 +13,15 @@ import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { shutdownEngines } from "../../core/extract";
+import { findSpeechTools } from "../../core/extract/speech";
 import { call, newWorkspace } from "../support/api";
 import { multipart, waitFor } from "../support/multipart";
+
+// Audio is optional at runtime: without ffmpeg and pocketsphinx (the runtime's own detection) the recordings are not
+// uploaded and the audio test is skipped, with the install line as the note; .ci/run installs them, so CI runs it.
+const speechMissing = await findSpeechTools().then(() => undefined, (err: Error) => err.message);
+if (speechMissing) console.warn(`Audio tests skipped. ${speechMissing}`);
+const isRecording = (path: string) => /\.(wav|mp3)$/.test(path);
 
 const REALDATA = fileURLToPath(new URL("../../../shared/realdata/", import.meta.url));
 
@@ -85,6 +92,7 @@ beforeAll(async () => {
   }
   const uploads = [...workspaces.values()]
     .flatMap((ws) => ws.files.map((path) => ({ ws, path })))
+    .filter(({ path }) => !(speechMissing && isRecording(path)))
     .sort((a, b) => weight(a.path) - weight(b.path));
   for (const { ws, path } of uploads) {
     const ext = path.split(".").pop()!.toLowerCase();
@@ -143,7 +151,7 @@ describe("ingesting the real data through POST /api/research/upload", () => {
       expect(r.source.char_count).toBe(r.source.extracted_text.length);
       expect(r.source.unit_count).toBeGreaterThan(0);
       expect(r.source.processed_at).toBeTruthy();
-      expect(r.source.file_url).toMatch(new RegExp(`^s3://[^/]+/workspaces/${r.source.workspace_id}/sources/${r.id}/original/`));
+      expect(r.source.file_url).toMatch(new RegExp(`^workspaces/${r.source.workspace_id}/sources/${r.id}/original/`));
     }
   });
 
@@ -235,7 +243,8 @@ describe("ingesting the real data through POST /api/research/upload", () => {
     }
   });
 
-  it("WAV and MP3: the JFK clip's transcript shares words with the reference transcript", async () => {
+  it("WAV and MP3: the JFK clip's transcript shares words with the reference transcript", async (ctx) => {
+    ctx.skip(speechMissing !== undefined, speechMissing);
     const reference = words(await readFile(join(REALDATA, "audio/jfk.reference-transcript.txt"), "utf8"));
     for (const path of ["audio/jfk.wav", "audio/jfk.mp3"]) {
       const audio = ingested(path).source;

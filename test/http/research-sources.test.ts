@@ -147,7 +147,7 @@ describe("GET /api/research/sources/{id}", () => {
       processing_error: null,
       title: "call.vtt",
       file_name: "call.vtt",
-      file_url: `s3://${Config.bucketName()}/workspaces/${workspace.id}/sources/${res.body.id}/original/call.vtt`,
+      file_url: `workspaces/${workspace.id}/sources/${res.body.id}/original/call.vtt`,
       created_at: res.body.created_at,
       unit_count: 2,
     });
@@ -161,7 +161,7 @@ describe("GET /api/research/sources/{id}", () => {
     expect(noteDone.transcript).toBeNull();
   });
 
-  it("an unknown id is 404, a malformed id 422, and a non-member gets 403 on get, delete and reprocess", async () => {
+  it("an unknown id is 404, a malformed id 422, and a non-member gets the same 404 on get, delete and reprocess (403 on the workspace's list)", async () => {
     const { owner, workspace } = await newWorkspace();
     expectEnvelope(await call("GET", `/api/research/sources/${randomUUID()}`, { token: owner.token }), 404, "NOT_FOUND");
     expectEnvelope(await call("DELETE", `/api/research/sources/${randomUUID()}`, { token: owner.token }), 404, "NOT_FOUND");
@@ -170,9 +170,9 @@ describe("GET /api/research/sources/{id}", () => {
 
     const source = await uploadNote(owner.token, workspace.id);
     const stranger = await newUser();
-    expectEnvelope(await call("GET", `/api/research/sources/${source.id}`, { token: stranger.token }), 403, "FORBIDDEN");
-    expectEnvelope(await call("DELETE", `/api/research/sources/${source.id}`, { token: stranger.token }), 403, "FORBIDDEN");
-    expectEnvelope(await call("POST", `/api/research/sources/${source.id}/reprocess`, { token: stranger.token }), 403, "FORBIDDEN");
+    expectEnvelope(await call("GET", `/api/research/sources/${source.id}`, { token: stranger.token }), 404, "NOT_FOUND");
+    expectEnvelope(await call("DELETE", `/api/research/sources/${source.id}`, { token: stranger.token }), 404, "NOT_FOUND");
+    expectEnvelope(await call("POST", `/api/research/sources/${source.id}/reprocess`, { token: stranger.token }), 404, "NOT_FOUND");
     expectEnvelope(await list(stranger.token, { workspace_id: workspace.id }), 403, "FORBIDDEN");
     expect(await sourceItems(workspace.id)).toHaveLength(1);
 

@@ -123,7 +123,7 @@ describe("POST /api/research/upload refuses what it must, and stores nothing", (
     await expectNothingStored(workspaceId);
   });
 
-  it("without a token it is 401, for a non-member 403, for an unknown workspace 404 — nothing stored", async () => {
+  it("without a token it is 401, for a non-member 403, for an unknown workspace the same 403 — nothing stored", async () => {
     const file = { name: "a.md", data: Buffer.from("# Notes\n\nHello.\n") };
     const anonymous = await call("POST", "/api/research/upload", {
       raw: await multipart({ workspace_id: workspaceId, source_type: "interview", title: "a" }, { ...file, type: "text/markdown" }),
@@ -131,7 +131,7 @@ describe("POST /api/research/upload refuses what it must, and stores nothing", (
     expect(anonymous.status).toBe(401);
     const stranger = await newUser();
     expectEnvelope(await upload(stranger.token, workspaceId, file, "text/markdown"), 403, "FORBIDDEN");
-    expectEnvelope(await upload(owner.token, "00000000-0000-4000-8000-000000000000", file, "text/markdown"), 404, "NOT_FOUND");
+    expectEnvelope(await upload(owner.token, "00000000-0000-4000-8000-000000000000", file, "text/markdown"), 403, "FORBIDDEN");
     await expectNothingStored(workspaceId);
   });
 });
@@ -202,7 +202,8 @@ describe("POST /api/research/upload-url", () => {
     expect(upload.url).toMatch(new RegExp(`/${Config.bucketName()}$`));
     expect(upload.max_bytes).toBe(docx.data.length);
     expect(Date.parse(upload.expires_at)).toBeGreaterThan(Date.now());
-    expect(source.file_url).toBe(`s3://${Config.bucketName()}/${upload.fields.key}`);
+    expect(source.file_url).toBe(upload.fields.key);
+    expect(source.file_url).not.toContain(Config.bucketName());
     expect(upload.fields.key).toMatch(new RegExp(`^workspaces/${workspace.id}/sources/${source.id}/original/`));
     expect(upload.fields["Content-Type"]).toBe(type);
     const policy = JSON.parse(Buffer.from(upload.fields.Policy, "base64").toString("utf8"));

@@ -15,7 +15,7 @@ import { toApiGatewayEvent } from "../../local/apigw";
 import { groups, routes, routesOf, timeoutOf, DEFAULT_TIMEOUT_SECONDS } from "../../functions/http/routes";
 import { STEP_TASKS, extractionDefinition, type StepTaskName } from "../../functions/steps/extraction.asl";
 import { Api, GROUP_SECRETS, groupHandler, isStreamingGroup, routeKey } from "../../stacks/Api";
-import { Pipelines, UPLOAD_HANDLER, stepHandler, substitutionKey } from "../../stacks/Pipelines";
+import { Pipelines, SOURCE_SWEEPER_HANDLER, SOURCE_SWEEPER_SCHEDULE, UPLOAD_HANDLER, stepHandler, substitutionKey } from "../../stacks/Pipelines";
 import {
   EXECUTOR_TIMEOUT_SECONDS,
   PENDING_ACTION_CONSUMER_HANDLER,
@@ -83,6 +83,7 @@ describe("handler modules referenced by the stacks", () => {
     ...groups().map(groupHandler),
     ...(Object.keys(STEP_TASKS) as StepTaskName[]).map(stepHandler),
     UPLOAD_HANDLER,
+    SOURCE_SWEEPER_HANDLER,
     PENDING_ACTION_CONSUMER_HANDLER,
     PENDING_ACTION_SWEEPER_HANDLER,
   ];
@@ -140,7 +141,8 @@ describe("synthesized app", () => {
   it("bundles every function without installed packages, except Swagger UI for the docs group", async () => {
     const stacks = [templates.Pipelines, templates.Api, templates.PendingActions];
     const ours = stacks.flatMap((t) => Object.values(lambdas(t)).filter((r) => String(r.Properties.Handler).startsWith("functions/")));
-    expect(ours.length).toBe(groups().length + Object.keys(STEP_TASKS).length + 1 + 2);
+    // Groups, step tasks, the upload consumer and the source sweeper (Pipelines), the executor pair (PendingActions).
+    expect(ours.length).toBe(groups().length + Object.keys(STEP_TASKS).length + 2 + 2);
     for (const fn of ours) {
       const dir = join(outdir, `asset.${(fn.Properties.Code.S3Key as string).replace(/\.zip$/, "")}`);
       const installed = existsSync(join(dir, "node_modules"))
@@ -472,6 +474,25 @@ describe("synthesized app", () => {
         expect(service.sort(), task).toEqual((expected[task] ?? []).sort());
       }
       for (const task of tasks) expect(actionsOf(task), task).toEqual(expect.arrayContaining(["dynamodb:PutItem", "s3:GetObject*"]));
+    });
+
+    it("runs the source recovery sweeper every minute, allowed to describe and start executions and to embed", () => {
+      const sweeperId = lambdaIdFor(templates.Pipelines, SOURCE_SWEEPER_HANDLER);
+      expect(SOURCE_SWEEPER_SCHEDULE).toBe("rate(1 minute)");
+      const rules = Object.values(resourcesOf(templates.Pipelines, "AWS::Events::Rule")).map((r) => r.Properties);
+      expect(rules).toHaveLength(1);
+      expect(rules[0].ScheduleExpression).toBe("rate(1 minute)");
+      expect(rules[0].Targets).toEqual([expect.objectContaining({ Arn: getAttArn(sweeperId) })]);
+      const smId = Object.keys(resourcesOf(templates.Pipelines, "AWS::StepFunctions::StateMachine"))[0];
+      expect(lambdas(templates.Pipelines)[sweeperId].Properties.Environment.Variables.EXTRACTION_STATE_MACHINE_ARN).toEqual({ Ref: smId });
+      const role = lambdas(templates.Pipelines)[sweeperId].Properties.Role["Fn::GetAtt"][0];
+      const actions = Object.values(resourcesOf(templates.Pipelines, "AWS::IAM::Policy"))
+        .map((r) => r.Properties)
+        .filter((p) => p.Roles.some((r: { Ref: string }) => r.Ref === role))
+        .flatMap((p) => p.PolicyDocument.Statement.flatMap((st: { Action: string | string[] }) => st.Action));
+      expect(actions).toEqual(
+        expect.arrayContaining(["states:StartExecution", "states:DescribeExecution", "dynamodb:Query", "dynamodb:UpdateItem", "s3:GetObject*", "bedrock:InvokeModel"]),
+      );
     });
 
     it("starts extraction from object-created events under workspaces/", () => {

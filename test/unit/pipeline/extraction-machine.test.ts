@@ -34,7 +34,7 @@ const real = Object.fromEntries(
 const started: ExtractionInput[] = [];
 
 beforeAll(() => {
-  setWorkflowRunner({ startExtraction: async (input) => void started.push(input) });
+  setWorkflowRunner({ startExtraction: async (input) => void started.push(input), isRunning: async () => false });
 });
 
 /** The execution input the consumer or reprocess started for this source and attempt. */
