@@ -40,6 +40,43 @@ const secondsOf = (name: string): number | undefined => {
   return Number.isFinite(value) && value >= 0 ? value : undefined;
 };
 
+/** Longest bearer-token lifetime the service accepts, seconds (default 24 h); also bounds `npm run token --hours`. */
+const jwtMaxLifetimeSeconds = (): number => secondsOf("JWT_MAX_LIFETIME_SECONDS") ?? 24 * 3600;
+
+/** A rate: "<max>/<window seconds>" (e.g. "10/60"), or undefined when unset or not one (the caller's default applies). */
+const rateOf = (name: string): RateLimit | undefined => {
+  const match = /^\s*(\d+)\s*\/\s*(\d+)\s*$/.exec(env(name) ?? "");
+  if (!match) return undefined;
+  const [max, windowSeconds] = [Number(match[1]), Number(match[2])];
+  return max >= 1 && windowSeconds >= 1 ? { max, windowSeconds } : undefined;
+};
+
+/** At most `max` requests per fixed window of `windowSeconds`. */
+export interface RateLimit {
+  max: number;
+  windowSeconds: number;
+}
+
+/**
+ * Default per-user limits of the endpoints that cost model calls, embeddings or guesses (docs/decisions.md "Per-user
+ * rate limits"). Spec 01 fixes only synthesis (core/insight/synthesis.ts); these are ours.
+ */
+const RATE_LIMIT_DEFAULTS = {
+  /** POST /api/recommendations/generate: 20 to 60 s of model time each. */
+  recommendations_generate: { max: 10, windowSeconds: 60 },
+  /** POST /api/documents/draft: a model-written document each. */
+  documents_draft: { max: 10, windowSeconds: 60 },
+  /** POST /api/insights/search: a query embedding each; typing-speed use stays well under it. */
+  insights_search: { max: 60, windowSeconds: 60 },
+  /** POST /api/intent/parse: cheap, but unbounded input text. */
+  intent_parse: { max: 60, windowSeconds: 60 },
+  /** POST /api/auth/redeem-code: attempts, so wrong codes count; a few typos pass, guessing does not. */
+  access_code_redeem: { max: 10, windowSeconds: 900 },
+} satisfies Record<string, RateLimit>;
+
+/** The names of the configurable per-user rate limits. */
+export type RateLimitName = keyof typeof RATE_LIMIT_DEFAULTS;
+
 export const Config = {
   /** Stage name: "local" for the embedded runtime, the SST stage in AWS. */
   stage: () => env("STAGE") ?? "local",
@@ -55,8 +92,14 @@ export const Config = {
     audience: required("JWT_AUDIENCE"),
     /** JWKS URI of the identity provider (AWS). */
     jwksUri: env("JWT_JWKS_URI"),
-    /** Inline JWKS JSON (embedded runtime and tests): handed to aws-jwt-verify's cacheJwks. */
+    /** Inline JWKS JSON (embedded runtime and tests): handed to aws-jwt-verify's cacheJwks; nothing is fetched then. */
     jwks: env("JWT_JWKS"),
+    /** Clock skew tolerated on `exp`, `nbf` and `iat`, seconds (default 60). */
+    clockSkewSeconds: secondsOf("JWT_CLOCK_SKEW_SECONDS") ?? 60,
+    /** Longest token lifetime accepted (`exp` - `iat`, or `exp` - now without `iat`), seconds (default 24 h). */
+    maxLifetimeSeconds: jwtMaxLifetimeSeconds(),
+    /** After a JWKS fetch that failed or lacked the token's `kid`, no refetch for this long, seconds (default 30). */
+    jwksRefetchWaitSeconds: secondsOf("JWKS_REFETCH_WAIT_SECONDS") ?? 30,
   }),
   /** Product-led access gating: new users start pending until they redeem an access code. */
   accessGating: () => flag("ACCESS_GATING", env("STAGE") !== undefined && env("STAGE") !== "local"),
@@ -64,6 +107,10 @@ export const Config = {
   adminEmails: () => list("ADMIN_EMAILS"),
   /** Standard Webhooks signing secret of the identity provider ("whsec_..."). */
   idpWebhookSecret: () => secret("IDP_WEBHOOK_SECRET"),
+  /** How long a processed identity-provider webhook id is remembered, so a replay is not applied again, seconds (default 7 days). */
+  idpWebhookDedupSeconds: () => secondsOf("IDP_WEBHOOK_DEDUP_SECONDS") ?? 7 * 24 * 3600,
+  /** A per-user rate limit: `RATE_LIMIT_<NAME>` = "<max>/<window seconds>" overrides the default (RATE_LIMIT_DEFAULTS). */
+  rateLimit: (name: RateLimitName): RateLimit => rateOf(`RATE_LIMIT_${name.toUpperCase()}`) ?? RATE_LIMIT_DEFAULTS[name],
   corsOrigins: () => (env("CORS_ORIGINS") ?? "*").split(",").map((s) => s.trim()),
   /** Days a new workspace's trial lasts. */
   trialDays: () => Number(env("TRIAL_DAYS") ?? 14),
@@ -73,9 +120,19 @@ export const Config = {
   /** Worker threads for PDF.js (0 = the calling thread); unset: core/extract/pdf.ts decides. */
   pdfWorkers: () => count("PDF_WORKERS"),
   /** Lease an executor holds on a claimed pending action, seconds (DESIGN.md 6.2; default 60). */
+  jwtMaxLifetimeSeconds,
   pendingActionLeaseSeconds: () => secondsOf("PENDING_ACTION_LEASE_SECONDS") ?? 60,
   /** How long an approved pending action is left to its stream-driven execution before the sweeper takes it, seconds (default 30). */
   pendingActionSweepGraceSeconds: () => secondsOf("PENDING_ACTION_SWEEP_GRACE_SECONDS") ?? 30,
   /** How often the embedded runtime's sweeper runs, seconds (default 30). */
   pendingActionSweepIntervalSeconds: () => secondsOf("PENDING_ACTION_SWEEP_INTERVAL_SECONDS") ?? 30,
+  /**
+   * How long a pending source, or a completed one not yet indexed, is left to its execution before the recovery
+   * sweeper checks on it, seconds (default 120). The sweeper restarts it only when no execution of its attempt runs.
+   */
+  sourceSweepGraceSeconds: () => secondsOf("SOURCE_SWEEP_GRACE_SECONDS") ?? 120,
+  /** How often the embedded runtime's source recovery sweeper runs, seconds (default 30). */
+  sourceSweepIntervalSeconds: () => secondsOf("SOURCE_SWEEP_INTERVAL_SECONDS") ?? 30,
+  /** Executions the sweeper starts again for one source before failing it (default 3). */
+  sourceMaxRecoveries: () => count("SOURCE_MAX_RECOVERIES") ?? 3,
 };

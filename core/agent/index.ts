@@ -104,24 +104,5 @@ export async function acquireLock(scope: string, name: string, seconds: number, 
   return release;
 }
 
-/**
- * Fixed-window rate limit: at most `max` calls per `windowSeconds` for `key`, counted with a conditional atomic
- * increment. @throws AppError RATE_LIMITED (429) with retry_after_seconds.
- */
-export async function rateLimit(key: string, max: number, windowSeconds: number): Promise<void> {
-  const window = Math.floor(nowSeconds() / windowSeconds);
-  const retryAfter = (window + 1) * windowSeconds - nowSeconds();
-  try {
-    await db()
-      .entities.guard.update({ scope: key, name: `rate#${window}` })
-      .add({ count: 1 })
-      .set({ ttl: (window + 2) * windowSeconds })
-      .where((attr, op) => `${op.notExists(attr.count)} OR ${op.lt(attr.count, max)}`)
-      .go();
-  } catch (err) {
-    if (isConditionalFailure(err)) {
-      throw new AppError("RATE_LIMITED", `At most ${max} requests per ${windowSeconds} s; retry in ${retryAfter} s`, { retry_after_seconds: retryAfter });
-    }
-    throw err;
-  }
-}
+/** The rate limiter lives in core/rate-limit; re-exported for the callers that knew it here. */
+export { rateLimit } from "../rate-limit";

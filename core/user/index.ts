@@ -1,5 +1,5 @@
 import { isConditionalFailure } from "../db/errors";
-import { randomInt } from "node:crypto";
+import { randomInt, randomUUID } from "node:crypto";
 import { v5 as uuidv5 } from "uuid";
 import type { EntityItem } from "electrodb";
 import { Config } from "../config";
@@ -173,8 +173,9 @@ export async function generateAccessCodes(count: number, metadata: Record<string
 }
 
 /**
- * Apply an identity-provider webhook event (spec 02, Inbound webhook events). Replays are harmless:
- * create is idempotent, update writes the same values, delete of a missing user does nothing.
+ * Apply an identity-provider webhook event (spec 02, Inbound webhook events). Each event is idempotent on its own
+ * (create of an existing user, update with the same values, delete of a missing user), but a replayed *older* event
+ * would undo newer ones: deliveries go through `applyIdpEventOnce`.
  */
 export async function applyIdpEvent(event: IdpWebhookEvent, removeOwned: (user: User) => Promise<void>): Promise<void> {
   const { type, data } = event;
@@ -203,4 +204,63 @@ export async function applyIdpEvent(event: IdpWebhookEvent, removeOwned: (user: 
   await removeOwned(existing);
   await db().entities.referralCode.delete({ code: existing.referral_code }).go();
   await db().entities.user.delete({ id }).go();
+}
+
+/** How long a delivery holds its webhook id while applying the event: above the webhooks Lambda's 29 s timeout. */
+const WEBHOOK_LEASE_SECONDS = 60;
+/** The owner of a receipt whose event has been applied: no delivery holds it any more. */
+const APPLIED = "applied";
+
+/**
+ * Apply a verified identity-provider webhook once per `webhook-id` (Standard Webhooks: the provider's retries of a
+ * message keep its id). A receipt (a TTL'd guard item, like the locks of core/agent) is claimed with a conditional
+ * put before the event is applied, marked applied after it, and kept for Config.idpWebhookDedupSeconds; so of two
+ * identical deliveries at once only one applies. A failed application drops the claim, so a retry applies the event.
+ * Call it only after the signature has been verified, or anyone could claim a message id ahead of the provider.
+ * @returns "duplicate" when the message was applied before (answer 2xx: nothing to do), else "applied".
+ * @throws AppError CONFLICT (409) while another delivery of the message is being applied (the provider retries later);
+ *   whatever `applyIdpEvent` throws.
+ */
+export async function applyIdpEventOnce(
+  webhookId: string,
+  event: IdpWebhookEvent,
+  removeOwned: (user: User) => Promise<void>,
+): Promise<"applied" | "duplicate"> {
+  const receipt = { scope: `idp-webhook#${webhookId}`, name: "receipt" };
+  const owner: string = randomUUID();
+  const now = Math.floor(Date.now() / 1000);
+  try {
+    await db()
+      .entities.guard.put({ ...receipt, owner, ttl: now + WEBHOOK_LEASE_SECONDS })
+      // An expired claim (a delivery that crashed) or an expired receipt is free; TTL deletion lags behind.
+      .where((attr, op) => `${op.notExists(attr.owner)} OR ${op.lt(attr.ttl, now)}`)
+      .go();
+  } catch (err) {
+    if (!isConditionalFailure(err)) throw err;
+    const { data } = await db().entities.guard.get(receipt).go({ consistent: true });
+    if (data?.owner === APPLIED) return "duplicate";
+    throw new AppError("CONFLICT", "This webhook message is being processed by another delivery; retry later");
+  }
+  try {
+    await applyIdpEvent(event, removeOwned);
+  } catch (err) {
+    // Drop the claim so the provider's retry applies the event; if that fails too, the lease runs out on its own.
+    await db()
+      .entities.guard.delete(receipt)
+      .where((attr, op) => op.eq(attr.owner, owner))
+      .go()
+      .catch(() => undefined);
+    throw err;
+  }
+  try {
+    await db()
+      .entities.guard.patch(receipt)
+      .set({ owner: APPLIED, ttl: Math.floor(Date.now() / 1000) + Config.idpWebhookDedupSeconds() })
+      .where((attr, op) => op.eq(attr.owner, owner))
+      .go();
+  } catch (err) {
+    // Only after our lease ran out (longer than a Lambda may run) could another delivery hold it: it records the receipt.
+    if (!isConditionalFailure(err)) throw err;
+  }
+  return "applied";
 }

@@ -7,10 +7,11 @@ import * as Workspace from "../../core/workspace";
 /**
  * Verify and apply an identity-provider webhook (spec 02 `POST /api/webhooks/idp`). The signature is checked
  * with the Standard Webhooks library (webhook-id, webhook-timestamp, webhook-signature headers; 5-minute
- * tolerance) before the body is trusted.
+ * tolerance) before the body is trusted; each message (`webhook-id`) is applied once, so an exact replay inside the
+ * tolerance, or a provider retry of a message already applied, answers 200 without applying it again.
  * @throws AppError INVALID_SIGNATURE (400) for a missing or bad signature or an unconfigured secret;
  *   BAD_REQUEST (400, with `errors`) for a well-signed payload that is not a user event (spec 02 Errors:
- *   an invalid webhook payload is 400).
+ *   an invalid webhook payload is 400); CONFLICT (409) while another delivery of the same message is being applied.
  */
 export async function receiveIdpWebhook(rawBody: string, headers: Record<string, string | undefined>): Promise<{ status: "ok" }> {
   const secret = Config.idpWebhookSecret();
@@ -33,6 +34,7 @@ export async function receiveIdpWebhook(rawBody: string, headers: Record<string,
       errors: parsed.error.issues.map((i) => ({ loc: ["body", ...i.path.map(String)], msg: i.message, type: i.code })),
     });
   }
-  await User.applyIdpEvent(parsed.data, Workspace.removeAllOf);
+  // The id is part of what was signed, so only the provider can have chosen it; an exact replay is acknowledged unapplied.
+  await User.applyIdpEventOnce(headers["webhook-id"]!, parsed.data, Workspace.removeAllOf);
   return { status: "ok" };
 }
