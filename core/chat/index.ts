@@ -6,7 +6,7 @@ import { AppError, Errors } from "../error";
 import { db } from "../db/service";
 import { deleteKeys, partitionKeys } from "../db/partition";
 import { isConditionalFailure } from "../db/errors";
-import { partitionOf, requireMember } from "../workspace";
+import { partitionOf, requireMember, requireResourceMember } from "../workspace";
 import type { ConversationEntity, MessageEntity, MessageFeedbackEntity } from "./conversation.entity";
 import {
   DEFAULT_TITLE,
@@ -95,13 +95,13 @@ async function conversationItem(workspaceId: string, conversationId: string): Pr
 /**
  * Resolve a conversation fetched by id alone. Conversations are private: one that does not exist, or that belongs to
  * someone else (another member of its workspace included), is 404, so its existence is not revealed.
- * @throws AppError NOT_FOUND (404); FORBIDDEN (403) when the owner is no longer a member of its workspace.
+ * @throws AppError NOT_FOUND (404), also when the owner is no longer a member of its workspace.
  */
 export async function requireConversation(userId: string, conversationId: string): Promise<ConversationItem> {
   const { data } = await db().entities.conversation.query.byId({ id: conversationId }).go({ limit: 1 });
   const found = data[0];
   if (!found || found.user_id !== userId) throw Errors.notFound("Conversation");
-  await requireMember(userId, found.workspace_id);
+  await requireResourceMember(userId, found.workspace_id, "Conversation");
   const item = await conversationItem(found.workspace_id, conversationId);
   if (!item) throw Errors.notFound("Conversation");
   return item;
@@ -288,13 +288,13 @@ export async function messages(userId: string, conversationId: string, q: ListMe
  * `POST /api/chat/messages/{id}/feedback` (DESIGN.md section 5): the caller's rating of an assistant message in one
  * of their conversations. One per user and message: a second post replaces the first (same id, new created_at).
  * @throws AppError NOT_FOUND (404) unknown message or someone else's conversation; VALIDATION_ERROR (422) not an
- *   assistant message; FORBIDDEN (403) the caller left the workspace.
+ *   assistant message; NOT_FOUND (404) too when the caller left the workspace.
  */
 export async function giveFeedback(userId: string, messageId: string, input: MessageFeedbackInput): Promise<FeedbackView> {
   const { data } = await db().entities.message.query.byId({ id: messageId }).go({ limit: 1 });
   const message = data[0];
   if (!message || message.user_id !== userId) throw Errors.notFound("Message");
-  await requireMember(userId, message.workspace_id);
+  await requireResourceMember(userId, message.workspace_id, "Message");
   if (message.role !== "assistant") {
     throw Errors.validation(
       [{ loc: ["path", "message_id"], msg: "Feedback is for assistant messages only", type: "not_assistant_message" }],

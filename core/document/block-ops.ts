@@ -3,11 +3,11 @@ import type { EntityItem } from "electrodb";
 import { AppError, Errors } from "../error";
 import { createWriteTransaction } from "electrodb";
 import { db } from "../db/service";
-import { partitionOf, requireMember } from "../workspace";
+import { partitionOf, requireMember, requireResourceMember } from "../workspace";
 import { deleteKeys, partitionKeys } from "../db/partition";
 import { emptyBlockContent, validateBlockContent, DEFAULT_TITLES, type BlockType } from "./blocks";
 import { extractBlocks, parseIntent } from "./markdown";
-import { reload, requireDocument, type DocumentItem } from "./index";
+import { reload, requireDocument, withContent, type DocumentItem } from "./index";
 import type { AnnotationEntity, BlockEntity } from "./document.entity";
 import type { Block as BlockView, CreateBlockInput, UpdateBlockInput } from "./schema";
 
@@ -72,7 +72,7 @@ export async function requireBlock(userId: string, blockId: string): Promise<{ d
   const found = data[0];
   if (!found) throw Errors.notFound("Block");
   // The block names its workspace and document: one membership check, then direct reads.
-  await requireMember(userId, found.workspace_id);
+  await requireResourceMember(userId, found.workspace_id, "Block");
   const doc = await reload(found.workspace_id, found.document_id);
   return { doc, block: await requireBlockOf(doc, blockId) };
 }
@@ -169,9 +169,12 @@ export async function reorderBlocks(userId: string, documentId: string, blockIds
  * of its content (content is the source of truth; see docs/decisions.md).
  */
 export async function extractFromContent(userId: string, workspaceId: string, documentId: string) {
-  const doc = await requireDocument(userId, documentId);
-  if (doc.workspace_id !== workspaceId) throw Errors.notFound("Document");
-  const drafts = extractBlocks(doc.content);
+  // The route names its workspace in the body: a non-member gets that workspace's 403 (spec 01 Authorization 4).
+  await requireMember(userId, workspaceId);
+  const found = await requireDocument(userId, documentId);
+  if (found.workspace_id !== workspaceId) throw Errors.notFound("Document");
+  const { doc, content } = await withContent(found);
+  const drafts = extractBlocks(content);
   const old = await blocksOf(doc);
   if (old.length) {
     await db().entities.block.delete(old.map((b) => ({ workspace_id: b.workspace_id, document_id: b.document_id, id: b.id }))).go();

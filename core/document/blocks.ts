@@ -38,6 +38,13 @@ import { Errors, type FieldError } from "../error";
  * marker only when a block's title alone would not classify as its type.
  */
 
+/**
+ * Bounds of one block's content as JSON (docs/decisions.md "Free-form JSON objects"). The per-field limits below
+ * allow far more in sum (a solution's three lists alone: 300 items of 2,000 characters, up to 1.8 MB of UTF-8), so
+ * the whole object is capped as well: 256 KiB of JSON keeps a block item well inside DynamoDB's 400 KB.
+ */
+export const BLOCK_CONTENT_BOUNDS = { maxBytes: 256 * 1024, maxDepth: 8, maxKeys: 100, maxKeyLength: 200 } as const;
+
 const text = z.string().max(20_000);
 const shortText = z.string().max(2_000);
 const list = (max = 100) => z.array(shortText).max(max).default([]);

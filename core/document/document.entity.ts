@@ -11,6 +11,16 @@ import { Entity } from "electrodb";
 
 const docKey = { field: "pk", composite: ["workspace_id"], template: "ws#${workspace_id}", casing: "none" } as const;
 
+/** Pointer to a text stored beside the item in the uploads bucket (core/document/content.ts); `content` is "" then. */
+const contentRef = {
+  type: "map",
+  properties: {
+    key: { type: "string", required: true },
+    bytes: { type: "number", required: true },
+    sha256: { type: "string", required: true },
+  },
+} as const;
+
 /** A product document (spec 01 Document). */
 export const buildDocumentEntity = () => new Entity({
   model: { entity: "document", version: "1", service: "r2d" },
@@ -20,6 +30,7 @@ export const buildDocumentEntity = () => new Entity({
     document_type: { type: ["prd", "spec", "memo", "user_story", "roadmap_update", "release_notes"] as const, required: true },
     title: { type: "string", required: true },
     content: { type: "string", required: true },
+    content_ref: contentRef,
     status: { type: ["draft", "review", "approved", "published"] as const, required: true, default: "draft" },
     version: { type: "number", required: true, default: 1 },
     /** Highest revision number saved so far (revisions are numbered 1, 2, ...). */
@@ -55,6 +66,7 @@ export const buildRevisionEntity = () => new Entity({
     revision_key: { type: "string", required: true, readOnly: true },
     title: { type: "string", required: true, readOnly: true },
     content: { type: "string", required: true, readOnly: true },
+    content_ref: { ...contentRef, readOnly: true },
     status_at_revision: { type: "string", required: true, readOnly: true },
     change_type: { type: "string", required: true, readOnly: true },
     change_summary: { type: "string", readOnly: true },

@@ -6,19 +6,32 @@ import { createWriteTransaction } from "electrodb";
 import { db } from "../db/service";
 import type { AgentWrite } from "../db/agent-write";
 import { deleteKeys, partitionKeys } from "../db/partition";
-import { requireMember, partitionOf } from "../workspace";
+import { requireMember, requireResourceMember, partitionOf } from "../workspace";
 import { requireActiveSubscription } from "../billing";
 import { assertTransition } from "./status";
 import { diffStats } from "./diff";
+import { deletePrefix } from "../storage";
+import { assertJsonObject } from "../json-object";
+import {
+  discardContent,
+  documentContentKey,
+  documentPrefix,
+  readContent,
+  revisionContentKey,
+  sameContent,
+  storeContent,
+  type StoredContent,
+} from "./content";
 import type { DocumentEntity, RevisionEntity } from "./document.entity";
-import type {
-  ChangeType,
-  CreateDocumentInput,
-  Document as DocumentView,
-  ListDocumentsQuery,
-  Revision as RevisionView,
-  StatusInput,
-  UpdateDocumentInput,
+import {
+  METADATA_BOUNDS,
+  type ChangeType,
+  type CreateDocumentInput,
+  type Document as DocumentView,
+  type ListDocumentsQuery,
+  type Revision as RevisionView,
+  type StatusInput,
+  type UpdateDocumentInput,
 } from "./schema";
 
 export * from "./schema";
@@ -26,12 +39,17 @@ export * from "./schema";
 export type DocumentItem = EntityItem<DocumentEntity>;
 export type RevisionItem = EntityItem<RevisionEntity>;
 
-export const toView = (d: DocumentItem): DocumentView => ({
+/**
+ * The API view of a document item. `content` is the document's text when the caller has it (read with
+ * {@link view} otherwise); an item whose text is stored beside it cannot be viewed without it.
+ * @throws AppError INVARIANT_VIOLATION when the item's text is stored beside it and `content` is not given.
+ */
+export const toView = (d: DocumentItem, content?: string): DocumentView => ({
   id: d.id,
   workspace_id: d.workspace_id,
   document_type: d.document_type,
   title: d.title,
-  content: d.content,
+  content: knownContent(d, content),
   status: d.status,
   version: d.version,
   last_revision: d.last_revision,
@@ -43,12 +61,18 @@ export const toView = (d: DocumentItem): DocumentView => ({
   updated_at: d.updated_at,
 });
 
-export const revisionView = (r: RevisionItem): RevisionView => ({
+/** The API view of a revision item; `content` as for {@link toView}. */
+export const revisionView = (r: RevisionItem, content?: string): RevisionView => ({
+  ...revisionSummary(r),
+  content: knownContent(r, content),
+});
+
+/** A revision without its content (the versions list). */
+export const revisionSummary = (r: RevisionItem): Omit<RevisionView, "content"> => ({
   id: r.id,
   document_id: r.document_id,
   revision_number: r.revision_number,
   title: r.title,
-  content: r.content,
   status_at_revision: r.status_at_revision as RevisionView["status_at_revision"],
   change_type: r.change_type as ChangeType,
   change_summary: r.change_summary ?? null,
@@ -57,11 +81,11 @@ export const revisionView = (r: RevisionItem): RevisionView => ({
   created_at: r.created_at,
 });
 
-export const revisionSummary = (r: RevisionItem) => {
-  const { content, ...rest } = revisionView(r);
-  void content;
-  return rest;
-};
+function knownContent(item: StoredContent, content: string | undefined): string {
+  if (content !== undefined) return content;
+  if (item.content_ref) throw new AppError("INVARIANT_VIOLATION", "This text is stored beside its item and was not read");
+  return item.content;
+}
 
 /** Words in Markdown text, as a reader counts them (whitespace-separated runs containing a letter or digit). */
 export const wordCount = (text: string): number => text.split(/\s+/).filter((w) => /[\p{L}\p{N}]/u.test(w)).length;
@@ -69,13 +93,13 @@ const revisionKey = (n: number) => String(n).padStart(6, "0");
 
 /**
  * Resolve a document fetched by id alone and check membership of its workspace.
- * @throws AppError NOT_FOUND (404), FORBIDDEN (403).
+ * @throws AppError NOT_FOUND (404), also when the caller is not a member of its workspace (its existence is not revealed).
  */
 export async function requireDocument(userId: string, documentId: string): Promise<DocumentItem> {
   const { data } = await db().entities.document.query.byId({ id: documentId }).go({ limit: 1 });
   const found = data[0];
   if (!found) throw Errors.notFound("Document");
-  await requireMember(userId, found.workspace_id);
+  await requireResourceMember(userId, found.workspace_id, "Document");
   return reload(found.workspace_id, documentId);
 }
 
@@ -86,31 +110,100 @@ export async function reload(workspaceId: string, documentId: string): Promise<D
   return data;
 }
 
-/** A revision item for `doc` at number `n` (immutable once written). */
-function revisionItem(doc: DocumentItem, n: number, changeType: ChangeType, userId: string, summary?: string, snapshot?: { title: string; content: string }) {
-  const title = snapshot?.title ?? doc.title;
-  const content = snapshot?.content ?? doc.content;
+/**
+ * A document item with its text, read from the bucket when it is stored beside the item. An edit that committed
+ * after `doc` was read may have removed the object `doc` points at; then the item is read again, and the returned
+ * item is that newer one.
+ * @throws AppError NOT_FOUND when the document was deleted meanwhile; INVARIANT_VIOLATION when the current item's
+ *   object is missing or does not match its pointer.
+ */
+export async function withContent(doc: DocumentItem): Promise<{ doc: DocumentItem; content: string }> {
+  let current = doc;
+  for (let attempt = 0; ; attempt++) {
+    if (!current.content_ref) return { doc: current, content: current.content };
+    const content = await readContent(current.content_ref);
+    if (content !== null) return { doc: current, content };
+    const fresh = await reload(current.workspace_id, current.id);
+    if (attempt >= 2 || fresh.content_ref?.key === current.content_ref.key) {
+      throw new AppError("INVARIANT_VIOLATION", `Document ${doc.id} points at a text that does not exist`);
+    }
+    current = fresh;
+  }
+}
+
+/** The API view of a document item, its text read from the bucket when stored there. */
+export async function view(doc: DocumentItem): Promise<DocumentView> {
+  const { doc: current, content } = await withContent(doc);
+  return toView(current, content);
+}
+
+/**
+ * The view of an item just read back after our own write: `content` is its text when the item is still at
+ * `version` (nothing else changed the text since), else the text is read.
+ */
+const viewAfterWrite = (item: DocumentItem, version: number, content: string) => (item.version === version ? toView(item, content) : view(item));
+
+/** A revision's text. @throws AppError INVARIANT_VIOLATION when its stored text is missing (revisions are immutable). */
+export async function revisionContent(r: RevisionItem): Promise<string> {
+  if (!r.content_ref) return r.content;
+  const content = await readContent(r.content_ref);
+  if (content === null) throw new AppError("INVARIANT_VIOLATION", `Revision ${r.id} points at a text that does not exist`);
+  return content;
+}
+
+/**
+ * A revision item for `doc` at number `n` (immutable once written), with `snapshot` as its title and text. A large
+ * text is uploaded here, before the caller writes the item.
+ */
+async function revisionItem(doc: DocumentItem, n: number, changeType: ChangeType, userId: string, summary: string | undefined, snapshot: { title: string; content: string }) {
+  const id = randomUUID();
+  const stored = await storeContent(revisionContentKey(doc.workspace_id, doc.id, id), snapshot.content);
   return {
-    id: randomUUID(),
+    id,
     workspace_id: doc.workspace_id,
     document_id: doc.id,
     revision_number: n,
     revision_key: revisionKey(n),
-    title,
-    content,
+    title: snapshot.title,
+    ...stored,
     status_at_revision: doc.status,
     change_type: changeType,
     ...(summary ? { change_summary: summary } : {}),
     changed_by: userId,
-    word_count: wordCount(content),
+    word_count: wordCount(snapshot.content),
   };
 }
 
 const canceledConflict = () => new AppError("CONFLICT", "The document changed meanwhile; reload and retry");
 
 /**
+ * The ids a document body references must be the workspace's: its recommendation and its insights (issue #10
+ * point 6). Only the keys are read.
+ * @throws AppError VALIDATION_ERROR (422) naming the unknown ids (`Errors.unknownIds`).
+ */
+async function requireReferences(workspaceId: string, recommendationId: string | undefined, insightIds: string[]): Promise<void> {
+  if (recommendationId) {
+    const { data } = await db()
+      .entities.recommendation.get({ workspace_id: workspaceId, id: recommendationId })
+      .go({ consistent: true, attributes: ["id"] });
+    if (!data) throw Errors.unknownIds("recommendation", "related_recommendation_id", [recommendationId]);
+  }
+  const unique = [...new Set(insightIds)];
+  if (unique.length === 0) return;
+  const { data } = await db()
+    .entities.insight.get(unique.map((id) => ({ workspace_id: workspaceId, id })))
+    .go({ consistent: true, attributes: ["id"] });
+  const known = new Set(data.map((i) => i.id));
+  const unknown = unique.filter((id) => !known.has(id));
+  if (unknown.length) throw Errors.unknownIds("insight", "related_insight_ids", unknown);
+}
+
+/**
  * Create a document with its first revision ("created", or "ai_draft" for drafts) in one transaction.
- * Needs an active subscription (spec 01 `POST /api/documents`).
+ * Needs an active subscription (spec 01 `POST /api/documents`). A text over INLINE_CONTENT_MAX_BYTES is stored beside
+ * the items, uploaded before the transaction.
+ * @throws AppError FORBIDDEN, SUBSCRIPTION_REQUIRED (402), VALIDATION_ERROR (422) for a recommendation or insights
+ *   that are not the workspace's, CONFLICT (409).
  */
 export async function create(
   userId: string,
@@ -119,13 +212,15 @@ export async function create(
 ): Promise<DocumentView> {
   await requireMember(userId, input.workspace_id);
   await requireActiveSubscription(input.workspace_id);
+  await requireReferences(input.workspace_id, input.related_recommendation_id, input.related_insight_ids);
+  const id = opts.id ?? randomUUID();
   const doc = {
-    id: opts.id ?? randomUUID(),
+    id,
     ...(opts.pendingActionId ? { pending_action_id: opts.pendingActionId } : {}),
     workspace_id: input.workspace_id,
     document_type: input.document_type,
     title: input.title,
-    content: input.content,
+    ...(await storeContent(documentContentKey(input.workspace_id, id), input.content)),
     status: "draft" as const,
     version: 1,
     last_revision: 1,
@@ -135,17 +230,32 @@ export async function create(
     created_by: userId,
   };
   const now = new Date().toISOString();
-  const rev = revisionItem({ ...doc, created_at: now, updated_at: now } as DocumentItem, 1, opts.changeType ?? "created", userId);
+  const rev = await revisionItem({ ...doc, created_at: now, updated_at: now } as DocumentItem, 1, opts.changeType ?? "created", userId, undefined, {
+    title: input.title,
+    content: input.content,
+  });
   const result = await createWriteTransaction(db().pick("document", "revision"), ({ document, revision }) => [document.create(doc).commit(), revision.create(rev).commit()]).go();
   if (result.canceled) {
+    await discardContent(doc.content_ref, rev.content_ref);
     // Under an id derived from a pending action, a cancelled create means an earlier run of it wrote the document.
     if (opts.id) {
       const { data } = await db().entities.document.get({ workspace_id: input.workspace_id, id: doc.id }).go({ consistent: true });
-      if (data) return toView(data);
+      if (data) return view(data);
     }
     throw canceledConflict();
   }
-  return toView(await reload(input.workspace_id, doc.id));
+  return viewAfterWrite(await reload(input.workspace_id, doc.id), 1, input.content);
+}
+
+/** Run `fn` over `items`, at most `limit` at a time, keeping the order. */
+async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < items.length; i = next++) out[i] = await fn(items[i]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
 }
 
 /** `GET /api/documents`: filtered, most recently updated first, paginated (limit 200, max 500). */
@@ -155,44 +265,69 @@ export async function list(userId: string, q: ListDocumentsQuery): Promise<{ doc
   const matching = data
     .filter((d) => (!q.document_type || d.document_type === q.document_type) && (!q.status || d.status === q.status))
     .sort((a, b) => b.updated_at.localeCompare(a.updated_at) || a.id.localeCompare(b.id));
-  return { documents: matching.slice(q.offset, q.offset + q.limit).map(toView), total: matching.length };
+  // Only the page's stored texts are read, 8 at a time; a document deleted meanwhile is left out.
+  const page = await mapLimit(matching.slice(q.offset, q.offset + q.limit), 8, (d) =>
+    view(d).catch((err: unknown) => {
+      if (err instanceof AppError && err.code === "NOT_FOUND") return null;
+      throw err;
+    }),
+  );
+  return { documents: page.filter((d): d is DocumentView => d !== null), total: matching.length };
 }
 
+/** `GET /api/documents/{id}`: the document with its full content. @throws AppError NOT_FOUND, FORBIDDEN. */
 export async function get(userId: string, documentId: string): Promise<DocumentView> {
-  return toView(await requireDocument(userId, documentId));
+  return view(await requireDocument(userId, documentId));
 }
 
 /**
  * `PATCH /api/documents/{id}`: title, content and/or metadata (shallow-merged; null removes a key). Any status,
- * published included, stays editable (spec 01). `version` goes up when title or content change.
+ * published included, stays editable (spec 01). `version` goes up when title or content change. A new large text
+ * is uploaded before the item changes; the replaced one is deleted after.
+ * @throws AppError VALIDATION_ERROR (422) when the merged metadata exceeds METADATA_BOUNDS; CONFLICT (409).
  */
 export async function update(userId: string, documentId: string, input: UpdateDocumentInput): Promise<DocumentView> {
   const doc = await requireDocument(userId, documentId);
-  const textChanged = (input.title !== undefined && input.title !== doc.title) || (input.content !== undefined && input.content !== doc.content);
+  const contentChanged = input.content !== undefined && !sameContent(doc, input.content);
+  const textChanged = (input.title !== undefined && input.title !== doc.title) || contentChanged;
   const metadata = input.metadata
     ? Object.fromEntries(
         Object.entries({ ...((doc.metadata as Record<string, unknown>) ?? {}), ...input.metadata }).filter(([, v]) => v !== null),
       )
     : undefined;
+  // Each patch is within bounds on its own; what is stored is the merge.
+  if (metadata) assertJsonObject(["body", "metadata"], metadata, METADATA_BOUNDS);
+  const stored = contentChanged ? await storeContent(documentContentKey(doc.workspace_id, doc.id), input.content!) : undefined;
+  const changes = {
+    ...(input.title !== undefined ? { title: input.title } : {}),
+    ...(stored ?? {}),
+    ...(metadata ? { metadata } : {}),
+    ...(textChanged ? { version: doc.version + 1 } : {}),
+  };
+  if (Object.keys(changes).length === 0) return view(doc); // the same text again: nothing to write
+  let data: DocumentItem;
   try {
-    const { data } = await db()
-      .entities.document.patch({ workspace_id: doc.workspace_id, id: doc.id })
-      .set({
-        ...(input.title !== undefined ? { title: input.title } : {}),
-        ...(input.content !== undefined ? { content: input.content } : {}),
-        ...(metadata ? { metadata } : {}),
-        ...(textChanged ? { version: doc.version + 1 } : {}),
-      })
-      .where((attr, op) => op.eq(attr.version, doc.version))
-      .go({ response: "all_new" });
-    return toView(data as DocumentItem);
+    const patch = db().entities.document.patch({ workspace_id: doc.workspace_id, id: doc.id }).set(changes);
+    // A text that now fits inline drops the old pointer.
+    const write = stored && !stored.content_ref && doc.content_ref ? patch.remove(["content_ref"]) : patch;
+    data = (await write.where((attr, op) => op.eq(attr.version, doc.version)).go({ response: "all_new" })).data as DocumentItem;
   } catch (err) {
+    await discardContent(stored?.content_ref);
     if (isConditionalFailure(err)) throw canceledConflict();
     throw err;
   }
+  if (contentChanged) {
+    await discardContent(doc.content_ref);
+    return toView(data, input.content);
+  }
+  return view(data);
 }
 
-/** `DELETE /api/documents/{id}`: the document with its blocks, revisions and annotations. */
+/**
+ * `DELETE /api/documents/{id}`: the document with its blocks, revisions and annotations, then its stored texts.
+ * Items go first, so a failure part-way leaves unreferenced objects (removed with the workspace), never an item
+ * pointing at nothing.
+ */
 export async function remove(userId: string, documentId: string): Promise<void> {
   const doc = await requireDocument(userId, documentId);
   const keys = await partitionKeys(partitionOf(doc.workspace_id), `document#${doc.id}`);
@@ -200,17 +335,19 @@ export async function remove(userId: string, documentId: string): Promise<void> 
   const own = `document#${doc.id}`;
   await deleteKeys(keys.filter((k) => k.sk !== own));
   await deleteKeys(keys.filter((k) => k.sk === own));
+  await deletePrefix(documentPrefix(doc.workspace_id, doc.id));
 }
 
 /**
  * Save the current title and content as the next immutable revision (spec 01 `POST .../versions`).
  * The document's `last_revision` moves in the same transaction, guarded by its old value, so two concurrent
  * saves cannot take the same number.
+ * @throws AppError CONFLICT (409).
  */
 export async function saveRevision(userId: string, documentId: string, summary: string | undefined, changeType: ChangeType = "manual_save") {
-  const doc = await requireDocument(userId, documentId);
+  const { doc, content } = await withContent(await requireDocument(userId, documentId));
   const n = doc.last_revision + 1;
-  const rev = revisionItem(doc, n, changeType, userId, summary);
+  const rev = await revisionItem(doc, n, changeType, userId, summary, { title: doc.title, content });
   const result = await createWriteTransaction(db().pick("document", "revision"), ({ document, revision }) => [
     document
       .patch({ workspace_id: doc.workspace_id, id: doc.id })
@@ -219,8 +356,11 @@ export async function saveRevision(userId: string, documentId: string, summary: 
       .commit(),
     revision.create(rev).commit(),
   ]).go();
-  if (result.canceled) throw canceledConflict();
-  return revisionView(await getRevisionByNumber(doc, n));
+  if (result.canceled) {
+    await discardContent(rev.content_ref);
+    throw canceledConflict();
+  }
+  return revisionView(await getRevisionByNumber(doc, n), content);
 }
 
 async function getRevisionByNumber(doc: DocumentItem, n: number): Promise<RevisionItem> {
@@ -250,47 +390,61 @@ async function requireRevision(doc: DocumentItem, revisionId: string): Promise<R
 /** `GET .../versions/{revision_id}`: one revision with its full content. */
 export async function getRevision(userId: string, documentId: string, revisionId: string): Promise<RevisionView> {
   const doc = await requireDocument(userId, documentId);
-  return revisionView(await requireRevision(doc, revisionId));
+  const rev = await requireRevision(doc, revisionId);
+  return revisionView(rev, await revisionContent(rev));
 }
 
 /** `GET .../diff?from_revision&to_revision`: line-level diff of two revision numbers. */
 export async function diff(userId: string, documentId: string, from: number, to: number) {
   const doc = await requireDocument(userId, documentId);
   const [a, b] = await Promise.all([getRevisionByNumber(doc, from), getRevisionByNumber(doc, to)]);
+  const [fromContent, toContent] = await Promise.all([revisionContent(a), revisionContent(b)]);
   return {
     document_id: doc.id,
     from_revision: from,
     to_revision: to,
-    from_content: a.content,
-    to_content: b.content,
-    diff_stats: diffStats(a.content, b.content),
+    from_content: fromContent,
+    to_content: toContent,
+    diff_stats: diffStats(fromContent, toContent),
   };
 }
 
 /**
  * `POST .../versions/{revision_id}/restore`: the current state is saved (pre_restore), the document takes the
- * revision's title and content, and the result is saved (restore) — all in one transaction.
+ * revision's title and content, and the result is saved (restore) — all in one transaction. Large texts (both
+ * snapshots and the document's new text) are uploaded first; the document's replaced text is deleted after.
+ * @throws AppError NOT_FOUND, CONFLICT (409).
  */
 export async function restore(userId: string, documentId: string, revisionId: string, summary: string | undefined) {
-  const doc = await requireDocument(userId, documentId);
+  const { doc, content } = await withContent(await requireDocument(userId, documentId));
   const target = await requireRevision(doc, revisionId);
+  const targetContent = await revisionContent(target);
   const n = doc.last_revision;
   const note = summary ?? `Restored revision ${target.revision_number}`;
-  const before = revisionItem(doc, n + 1, "pre_restore", userId, `Before restoring revision ${target.revision_number}`);
-  const after = revisionItem(doc, n + 2, "restore", userId, note, { title: target.title, content: target.content });
-  const result = await createWriteTransaction(db().pick("document", "revision"), ({ document, revision }) => [
-    document
+  const [before, after, stored] = await Promise.all([
+    revisionItem(doc, n + 1, "pre_restore", userId, `Before restoring revision ${target.revision_number}`, { title: doc.title, content }),
+    revisionItem(doc, n + 2, "restore", userId, note, { title: target.title, content: targetContent }),
+    storeContent(documentContentKey(doc.workspace_id, doc.id), targetContent),
+  ]);
+  const result = await createWriteTransaction(db().pick("document", "revision"), ({ document, revision }) => {
+    const patch = document
       .patch({ workspace_id: doc.workspace_id, id: doc.id })
-      .set({ title: target.title, content: target.content, last_revision: n + 2, version: doc.version + 1 })
-      .where((attr, op) => `${op.eq(attr.last_revision, n)} AND ${op.eq(attr.version, doc.version)}`)
-      .commit(),
-    revision.create(before).commit(),
-    revision.create(after).commit(),
-  ]).go();
-  if (result.canceled) throw canceledConflict();
+      .set({ title: target.title, ...stored, last_revision: n + 2, version: doc.version + 1 });
+    const write = !stored.content_ref && doc.content_ref ? patch.remove(["content_ref"]) : patch;
+    return [
+      write.where((attr, op) => `${op.eq(attr.last_revision, n)} AND ${op.eq(attr.version, doc.version)}`).commit(),
+      revision.create(before).commit(),
+      revision.create(after).commit(),
+    ];
+  }).go();
+  if (result.canceled) {
+    await discardContent(before.content_ref, after.content_ref, stored.content_ref);
+    throw canceledConflict();
+  }
+  await discardContent(doc.content_ref);
   const fresh = await reload(doc.workspace_id, doc.id);
   const [b, a] = await Promise.all([getRevisionByNumber(fresh, n + 1), getRevisionByNumber(fresh, n + 2)]);
-  return { document: toView(fresh), before_revision: revisionSummary(b), after_revision: revisionSummary(a) };
+  return { document: await viewAfterWrite(fresh, doc.version + 1, targetContent), before_revision: revisionSummary(b), after_revision: revisionSummary(a) };
 }
 
 /**
@@ -300,10 +454,12 @@ export async function restore(userId: string, documentId: string, revisionId: st
  * @throws AppError INVALID_TRANSITION (422 with valid_transitions); CONFLICT (409).
  */
 export async function changeStatus(userId: string, documentId: string, input: StatusInput): Promise<DocumentView> {
-  const doc = await requireDocument(userId, documentId);
-  assertTransition(doc.status, input.target_status);
+  const found = await requireDocument(userId, documentId);
+  assertTransition(found.status, input.target_status);
+  const { doc, content } = await withContent(found);
   const n = doc.last_revision + 1;
-  const rev = revisionItem({ ...doc, status: input.target_status }, n, "status_change", userId, input.change_summary ?? `${doc.status} -> ${input.target_status}`);
+  const summary = input.change_summary ?? `${doc.status} -> ${input.target_status}`;
+  const rev = await revisionItem({ ...doc, status: input.target_status }, n, "status_change", userId, summary, { title: doc.title, content });
   const result = await createWriteTransaction(db().pick("document", "revision"), ({ document, revision }) => [
     document
       .patch({ workspace_id: doc.workspace_id, id: doc.id })
@@ -312,6 +468,9 @@ export async function changeStatus(userId: string, documentId: string, input: St
       .commit(),
     revision.create(rev).commit(),
   ]).go();
-  if (result.canceled) throw canceledConflict();
-  return toView(await reload(doc.workspace_id, doc.id));
+  if (result.canceled) {
+    await discardContent(rev.content_ref);
+    throw canceledConflict();
+  }
+  return viewAfterWrite(await reload(doc.workspace_id, doc.id), doc.version, content);
 }

@@ -1,5 +1,7 @@
 import { Lexer, type MarkedToken, type Token, type Tokens } from "marked";
+import { jsonBytes } from "../json-object";
 import {
+  BLOCK_CONTENT_BOUNDS,
   BLOCK_TYPES,
   BlockDraft,
   type BlockType,
@@ -938,20 +940,64 @@ export function extractBlocks(markdown: string): BlockDraft[] {
 
 const LONG_FIELDS = new Set(["statement", "impact", "description", "summary", "scenario", "expected_behavior", "risk", "mitigation"]);
 
+/** `s` cut to at most `n` characters, the last one "…"; never splits a surrogate pair. */
+function cut(s: string, n: number): string {
+  if (s.length <= n) return s;
+  const end = /[\uD800-\uDBFF]/.test(s[n - 2] ?? "") ? n - 2 : n - 1;
+  return `${s.slice(0, end)}…`;
+}
+
 /**
  * Clamps what extraction found to the contract's size limits (titles 500, long text fields 20,000, other strings
  * 2,000, free-text Markdown 100,000 characters; lists 100 items, metrics and milestones 50), so user content never
  * makes extraction fail. Clamping only happens on documents far beyond any realistic section.
  */
 function fitToContract<T extends { title: string; content: unknown }>(d: T): T {
-  const cut = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
   const walk = (v: unknown, key: string): unknown => {
     if (typeof v === "string") return cut(v, key === "markdown" ? 100_000 : LONG_FIELDS.has(key) ? 20_000 : 2_000);
     if (Array.isArray(v)) return v.slice(0, key === "metrics" || key === "milestones" ? 50 : 100).map((x) => walk(x, key));
     if (v && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x, k)]));
     return v;
   };
-  return { ...d, title: cut(d.title, 500), content: walk(d.content, "") };
+  return { ...d, title: cut(d.title, 500), content: fitToBytes(walk(d.content, "")) };
+}
+
+/** Strings at most this long are never shortened by {@link fitToBytes} (names, ids, short list items). */
+const KEEP_CHARS = 200;
+
+/**
+ * Shrinks content whose JSON exceeds the block content bound (BLOCK_CONTENT_BOUNDS.maxBytes) — each field can be
+ * within its own limit while the sum is not. Each pass scales by the overshoot: long strings are cut first (to no
+ * less than 200 characters); once none is left to cut, lists keep a proportional prefix (at least one item). Every
+ * pass shrinks, and strings ≤ 200 characters in lists of one item are far below the bound, so it ends.
+ * Extraction then stays within what a block may hold (the content is the source of truth; blocks are its view).
+ */
+function fitToBytes(content: unknown): unknown {
+  let c = content;
+  for (let size = jsonBytes(c); size > BLOCK_CONTENT_BOUNDS.maxBytes; size = jsonBytes(c)) {
+    const ratio = (BLOCK_CONTENT_BOUNDS.maxBytes / size) * 0.95;
+    let cutAny = false;
+    const strings = (v: unknown): unknown => {
+      if (typeof v === "string" && v.length > KEEP_CHARS) {
+        cutAny = true;
+        return cut(v, Math.max(KEEP_CHARS, Math.floor(v.length * ratio)));
+      }
+      if (Array.isArray(v)) return v.map(strings);
+      if (v && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, strings(x)]));
+      return v;
+    };
+    const lists = (v: unknown): unknown => {
+      if (Array.isArray(v)) return v.slice(0, Math.max(1, Math.floor(v.length * ratio))).map(lists);
+      if (v && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, lists(x)]));
+      return v;
+    };
+    const next = strings(c);
+    const shrunk = cutAny ? next : lists(c);
+    // Unreachable with the block contracts (see above); a guard, so no content can make this loop forever.
+    if (jsonBytes(shrunk) >= size) break;
+    c = shrunk;
+  }
+  return c;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

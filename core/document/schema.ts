@@ -1,6 +1,7 @@
 import * as z from "zod";
 import { DocumentStatus } from "./status";
-import { BlockType } from "./blocks";
+import { jsonObject, type JsonObjectBounds } from "../json-object";
+import { BLOCK_CONTENT_BOUNDS, BlockType } from "./blocks";
 import { ChallengeResult, ExpandResult, SimulateResult } from "./engine/types";
 
 export { DocumentStatus };
@@ -34,6 +35,19 @@ export const Document = z
   .meta({ id: "Document" });
 export type Document = z.infer<typeof Document>;
 
+/**
+ * Bounds of a document's metadata, in a request and after a PATCH merges it (docs/decisions.md "Free-form JSON
+ * objects"): small descriptive data, not a second content field.
+ */
+export const METADATA_BOUNDS: JsonObjectBounds = { maxBytes: 32 * 1024, maxDepth: 8, maxKeys: 100, maxKeyLength: 200 };
+/** Document metadata in a request body (422 naming the location beyond {@link METADATA_BOUNDS}). */
+export const MetadataInput = jsonObject(METADATA_BOUNDS);
+/**
+ * Block content in a request body: bounded JSON ({@link BLOCK_CONTENT_BOUNDS}) before the block type's own contract
+ * (core/document/blocks.ts) checks its fields.
+ */
+export const BlockContentInput = jsonObject(BLOCK_CONTENT_BOUNDS);
+
 export const CreateDocumentInput = z
   .object({
     workspace_id: z.uuid(),
@@ -52,7 +66,7 @@ export const UpdateDocumentInput = z
   .object({
     title: z.string().trim().min(1).max(300).optional(),
     content: z.string().max(1_000_000).optional(),
-    metadata: z.record(z.string(), z.unknown()).optional(),
+    metadata: MetadataInput.optional().describe(`${MetadataInput.description}; shallow-merged, null removes a key; the merged object must stay within the same bounds`),
   })
   .strict()
   .refine((v) => v.title !== undefined || v.content !== undefined || v.metadata !== undefined, "give content, title or metadata")
@@ -146,7 +160,7 @@ export const CreateBlockInput = z
   .object({
     block_type: BlockType,
     title: z.string().max(300).optional(),
-    content: z.record(z.string(), z.unknown()).optional().describe("shape by block_type; defaults to an empty skeleton"),
+    content: BlockContentInput.optional().describe(`shape by block_type; defaults to an empty skeleton. ${BlockContentInput.description}`),
     position: z.int().min(0).optional().describe("default: after the last block"),
   })
   .strict()
@@ -155,7 +169,7 @@ export type CreateBlockInput = z.infer<typeof CreateBlockInput>;
 export const UpdateBlockInput = z
   .object({
     title: z.string().max(300).optional(),
-    content: z.record(z.string(), z.unknown()).optional(),
+    content: BlockContentInput.optional(),
     position: z.int().min(0).optional(),
   })
   .strict()

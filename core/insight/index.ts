@@ -1,16 +1,19 @@
 import { randomUUID } from "node:crypto";
 import type { EntityItem } from "electrodb";
-import { Errors } from "../error";
+import { Errors, type FieldError } from "../error";
 import { db } from "../db/service";
-import { requireMember } from "../workspace";
+import { groundQuotes } from "../ai/synthesis/quotes";
+import * as Research from "../research";
+import { requireMember, requireResourceMember } from "../workspace";
 import { createOnce, type AgentWrite } from "../db/agent-write";
 import type { InsightEntity } from "./insight.entity";
-import type {
-  BatchInsightsInput,
-  CreateInsightInput,
-  Insight as InsightView,
-  ListInsightsQuery,
-  UpdateInsightInput,
+import {
+  MAX_INSIGHT_BYTES,
+  type BatchInsightsInput,
+  type CreateInsightInput,
+  type Insight as InsightView,
+  type ListInsightsQuery,
+  type UpdateInsightInput,
 } from "./schema";
 
 export * from "./schema";
@@ -58,13 +61,13 @@ export async function allOf(workspaceId: string): Promise<InsightItem[]> {
 
 /**
  * Resolve an insight fetched by id alone and check membership of its workspace.
- * @throws AppError NOT_FOUND (404), FORBIDDEN (403).
+ * @throws AppError NOT_FOUND (404), also when the caller is not a member of its workspace (its existence is not revealed).
  */
 export async function requireInsight(userId: string, insightId: string): Promise<InsightItem> {
   const { data } = await db().entities.insight.query.byId({ id: insightId }).go({ limit: 1 });
   const found = data[0];
   if (!found) throw Errors.notFound("Insight");
-  await requireMember(userId, found.workspace_id);
+  await requireResourceMember(userId, found.workspace_id, "Insight");
   const { data: item } = await db().entities.insight.get({ workspace_id: found.workspace_id, id: insightId }).go({ consistent: true });
   if (!item) throw Errors.notFound("Insight");
   return item;
@@ -76,6 +79,7 @@ export async function requireInsight(userId: string, insightId: string): Promise
  */
 export async function create(userId: string, input: CreateInsightInput, opts: AgentWrite = {}): Promise<InsightView> {
   await requireMember(userId, input.workspace_id);
+  await requireGroundedProvenance(input);
   const sourceIds = [...new Set([...input.source_ids, ...input.quotes.map((q) => q.source_id)])];
   const id = opts.id ?? randomUUID();
   const data = await createOnce(
@@ -105,6 +109,44 @@ export async function create(userId: string, input: CreateInsightInput, opts: Ag
   );
   await bumpInsightsVersion(input.workspace_id);
   return toView(data as InsightItem);
+}
+
+/**
+ * Provenance of a hand-made (or agent-made) insight, held to the synthesis engines' standard: every source it names
+ * is a source of its workspace, and every quote occurs verbatim in its source's extracted text (`groundQuotes`,
+ * DESIGN.md section 5), so a quote cannot be invented or borrowed from another tenant (issue #10 item 6).
+ * @throws AppError VALIDATION_ERROR (422) naming unknown source ids, or the quotes that are not verbatim.
+ */
+async function requireGroundedProvenance(input: CreateInsightInput): Promise<void> {
+  if (Buffer.byteLength(JSON.stringify(input), "utf8") > MAX_INSIGHT_BYTES) {
+    const msg = `An insight holds at most ${MAX_INSIGHT_BYTES / 1024} KiB of text in all (title, description, impact, quotes)`;
+    throw Errors.validation([{ loc: ["body", "quotes"], msg, type: "too_big" }], msg);
+  }
+  await Research.requireSourcesIn(input.workspace_id, input.source_ids, "source_ids");
+  const quoted = await Research.requireSourcesIn(input.workspace_id, input.quotes.map((q) => q.source_id), "quotes");
+  if (input.quotes.length === 0) return;
+  const texts = new Map<string, { extracted_text: string }>();
+  await Promise.all(
+    quoted
+      .filter((s) => s.processing_status === "completed")
+      .map(async (s) => {
+        const extraction = await Research.readExtraction(s.workspace_id, s.id);
+        if (extraction) texts.set(s.id, { extracted_text: extraction.extracted_text });
+      }),
+  );
+  const errors: FieldError[] = [];
+  input.quotes.forEach((q, i) => {
+    if (groundQuotes([{ text: q.text, source_id: q.source_id, speaker: null }], texts).length === 0) {
+      errors.push({
+        loc: ["body", "quotes", i, "text"],
+        msg: texts.has(q.source_id)
+          ? `Quote ${i + 1} does not occur verbatim in research source ${q.source_id}`
+          : `Research source ${q.source_id} has no extracted text yet, so quote ${i + 1} cannot be checked`,
+        type: "quote_not_verbatim",
+      });
+    }
+  });
+  if (errors.length) throw Errors.validation(errors, "Every quote must occur verbatim in the research source it names");
 }
 
 /** Newest first, then id, so pages are stable. */

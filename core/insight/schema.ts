@@ -36,6 +36,12 @@ export const Insight = z
   .meta({ id: "Insight" });
 export type Insight = z.infer<typeof Insight>;
 
+/**
+ * Largest insight a request may create, in UTF-8 bytes of its JSON (well under DynamoDB's 400 KB item limit). Each
+ * field's own maximum allows more (100 quotes of 5,000 characters), so core/insight `create` checks the whole.
+ */
+export const MAX_INSIGHT_BYTES = 200 * 1024;
+
 export const CreateInsightInput = z
   .object({
     workspace_id: z.uuid(),

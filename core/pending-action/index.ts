@@ -4,7 +4,7 @@ import { AppError, Errors, type FieldError } from "../error";
 import { db } from "../db/service";
 import { Config } from "../config";
 import { isConditionalFailure } from "../db/errors";
-import { requireMember } from "../workspace";
+import { requireMember, requireResourceMember } from "../workspace";
 import type { GatedTool, Preview, ToolContext } from "../agent/tools/types";
 import { DUE, type PendingActionEntity } from "./pending-action.entity";
 import { storedStatusesOf, wireStatus, type StoredStatus } from "./status";
@@ -109,19 +109,6 @@ export async function createPending(ctx: ToolContext, tool: GatedTool, input: un
 }
 
 /**
- * The caller's membership of the row's workspace, answered as "not found" when it is missing: a pending action of a
- * workspace the caller is not in is never acted on, and its existence is not revealed (DESIGN.md 4.3: 404 or 403).
- */
-async function memberOrNotFound(userId: string, workspaceId: string, what: string): Promise<void> {
-  try {
-    await requireMember(userId, workspaceId);
-  } catch (err) {
-    if (err instanceof AppError && (err.code === "FORBIDDEN" || err.code === "NOT_FOUND")) throw Errors.notFound(what);
-    throw err;
-  }
-}
-
-/**
  * A pending action fetched by id alone (gsi1), read again strongly consistent from its workspace partition.
  * @throws AppError NOT_FOUND (404) for an unknown id and for a row of a workspace the caller is not a member of.
  */
@@ -129,7 +116,7 @@ export async function requirePendingAction(userId: string, id: string): Promise<
   const { data } = await db().entities.pendingAction.query.byId({ id }).go({ limit: 1 });
   const found = data[0];
   if (!found) throw Errors.notFound("Pending action");
-  await memberOrNotFound(userId, found.workspace_id, "Pending action");
+  await requireResourceMember(userId, found.workspace_id, "Pending action");
   const { data: item } = await db().entities.pendingAction.get({ workspace_id: found.workspace_id, id }).go({ consistent: true });
   if (!item) throw Errors.notFound("Pending action");
   return item;
@@ -242,7 +229,7 @@ export async function batchApprove(userId: string, batchId: string, input: Batch
   const { data: rows } = await db().entities.pendingAction.query.byBatch({ batch_id: batchId }).go({ pages: "all" });
   if (rows.length === 0) throw Errors.notFound("Batch");
   const first = rows[0]!;
-  await memberOrNotFound(userId, first.workspace_id, "Batch");
+  await requireResourceMember(userId, first.workspace_id, "Batch");
   const workspaces = new Set(rows.map((r) => r.workspace_id));
   if (workspaces.size > 1) throw new AppError("INVARIANT_VIOLATION", `Batch ${batchId} spans ${workspaces.size} workspaces`);
 

@@ -1,3 +1,4 @@
+import { jsonObject } from "../json-object";
 import * as z from "zod";
 import { PendingActionStatus } from "./status";
 
@@ -26,6 +27,8 @@ const acceptSnake = <T extends z.ZodType>(aliases: Record<string, string>, schem
   }, schema);
 
 const JsonObject = z.record(z.string(), z.unknown());
+/** A member's edits to a tool input: bounded like every free-form object of a request (core/json-object.ts). */
+const UserEdits = jsonObject({ maxBytes: 64 * 1024, maxDepth: 8, maxKeys: 100, maxKeyLength: 200 });
 
 /** A pending action on the wire (spec 01 "Pending action (camelCase)"). */
 export const PendingAction = z
@@ -88,7 +91,7 @@ export const BatchIdParam = z.object({
 /** `POST /api/pending-actions/{pa_id}/approve` body: optional userEdits (`user_edits` accepted). */
 export const ApproveInput = acceptSnake(
   { user_edits: "userEdits" },
-  z.object({ userEdits: JsonObject.nullable().optional() }).strict(),
+  z.object({ userEdits: UserEdits.nullable().optional() }).strict(),
 ).meta({ id: "ApprovePendingActionInput" });
 export type ApproveInput = z.output<typeof ApproveInput>;
 
@@ -100,7 +103,7 @@ export const BatchApproveItem = acceptSnake(
   z
     .object({
       pendingActionId: z.uuid(),
-      userEdits: JsonObject.nullable().optional(),
+      userEdits: UserEdits.nullable().optional(),
       exclude: z.boolean().default(false).describe("true rejects the row"),
     })
     .strict(),

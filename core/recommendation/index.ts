@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import type { EntityItem } from "electrodb";
 import { AppError, Errors } from "../error";
 import { db } from "../db/service";
-import { requireMember } from "../workspace";
+import { requireMember, requireResourceMember } from "../workspace";
 import { loadInsights } from "../insight/inputs";
 import { createOnce, type AgentWrite } from "../db/agent-write";
 import { assertTransition, checkBatchTransition } from "./status";
@@ -42,13 +42,13 @@ export const toView = (r: RecommendationItem): RecommendationView => ({
 
 /**
  * Resolve a recommendation fetched by id alone and check membership of its workspace.
- * @throws AppError NOT_FOUND (404), FORBIDDEN (403).
+ * @throws AppError NOT_FOUND (404), also when the caller is not a member of its workspace (its existence is not revealed).
  */
 export async function requireRecommendation(userId: string, id: string): Promise<RecommendationItem> {
   const { data } = await db().entities.recommendation.query.byId({ id }).go({ limit: 1 });
   const found = data[0];
   if (!found) throw Errors.notFound("Recommendation");
-  await requireMember(userId, found.workspace_id);
+  await requireResourceMember(userId, found.workspace_id, "Recommendation");
   const { data: item } = await db().entities.recommendation.get({ workspace_id: found.workspace_id, id }).go({ consistent: true });
   if (!item) throw Errors.notFound("Recommendation");
   return item;

@@ -57,25 +57,46 @@ async function getItem(workspaceId: string): Promise<WorkspaceItem | null> {
   return data;
 }
 
-/**
- * The caller's membership, checked once per request (DESIGN.md section 4.3).
- * @param roles when given, the caller's role must be one of them.
- * @throws AppError NOT_FOUND when the workspace does not exist; FORBIDDEN (403) when the caller is not a member
- *   or lacks the role.
- */
-export async function requireMember(userId: string, workspaceId: string, roles?: Role[]): Promise<MembershipItem> {
+/** The caller's membership of a workspace, resolved once per request (core/context.ts); undefined for a non-member. */
+async function membershipOf(userId: string, workspaceId: string): Promise<MembershipItem | undefined> {
   const scope = requestScope();
   const key = `${userId}#${workspaceId}`;
   let data = scope?.memberships.get(key) as MembershipItem | undefined;
   if (!data) {
     data = (await db().entities.membership.get({ workspace_id: workspaceId, user_id: userId }).go({ consistent: true })).data ?? undefined;
-    if (!data) {
-      if (!(await getItem(workspaceId))) throw Errors.notFound("Workspace");
-      throw Errors.forbidden();
-    }
     // Resolved once per request (DESIGN.md 6.1): the agent's tools call core operations that check again.
-    scope?.memberships.set(key, data);
+    if (data) scope?.memberships.set(key, data);
   }
+  return data;
+}
+
+/**
+ * The caller's membership, checked once per request (DESIGN.md section 4.3), for workspace-scoped routes (the
+ * workspace id is in the path, query or body): spec 01 Authorization answers a non-member 403 FORBIDDEN. A workspace
+ * that does not exist answers the same 403, so the answer does not tell an outsider which workspace ids exist.
+ * @param roles when given, the caller's role must be one of them.
+ * @throws AppError FORBIDDEN (403) when the caller is not a member (or the workspace does not exist) or lacks the role.
+ */
+export async function requireMember(userId: string, workspaceId: string, roles?: Role[]): Promise<MembershipItem> {
+  const data = await membershipOf(userId, workspaceId);
+  if (!data) throw Errors.forbidden();
+  return requireRole(data, roles);
+}
+
+/**
+ * The caller's membership of the workspace of a resource fetched by id alone (`/api/<resource>/{id}` routes): a
+ * non-member gets the same 404 as for an id that does not exist, so an outsider cannot tell which ids exist
+ * (docs/decisions.md "404 or 403"). A member without the role still gets 403: they may know the resource.
+ * @param what the resource's name in the 404's detail ("Insight", "Document").
+ * @throws AppError NOT_FOUND (404) when the caller is not a member; FORBIDDEN (403) when a member lacks the role.
+ */
+export async function requireResourceMember(userId: string, workspaceId: string, what: string, roles?: Role[]): Promise<MembershipItem> {
+  const data = await membershipOf(userId, workspaceId);
+  if (!data) throw Errors.notFound(what);
+  return requireRole(data, roles);
+}
+
+function requireRole(data: MembershipItem, roles: Role[] | undefined): MembershipItem {
   if (roles && !roles.includes(data.role)) {
     throw new AppError("FORBIDDEN", `This needs the ${roles.join(" or ")} role; you are ${data.role}`);
   }

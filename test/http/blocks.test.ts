@@ -9,6 +9,7 @@ import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import { runsOf } from "../../core/agent";
 import { call, newUser, newWorkspace } from "../support/api";
+import { sourceWith } from "../support/sources";
 import { expectEnvelope, partitionItems } from "./_helpers";
 
 type Block = { id: string; block_type: string; title: string; content: Record<string, any>; position: number; document_id: string };
@@ -106,7 +107,7 @@ describe("blocks CRUD", () => {
       expect(res.body.errors.map((e: { loc: (string | number)[] }) => e.loc.join(".")), JSON.stringify(body)).toContain(loc);
     }
     expect(await listed(doc)).toEqual([]);
-    expectEnvelope(await addBlock(doc, { block_type: "problem" }, outsider), 403, "FORBIDDEN");
+    expectEnvelope(await addBlock(doc, { block_type: "problem" }, outsider), 404, "NOT_FOUND");
     expectEnvelope(await addBlock(randomUUID(), { block_type: "problem" }), 404, "NOT_FOUND");
   });
 
@@ -134,7 +135,7 @@ describe("blocks CRUD", () => {
     expect(beyond.body.position).toBe(3);
     expect(await order(doc)).toEqual(["Remember me", "C", "D", "B"]);
     expectEnvelope(await patchBlock(randomUUID(), { title: "x" }), 404, "NOT_FOUND");
-    expectEnvelope(await call("PATCH", `${blocksPath(doc)}/${c.id}`, { token: outsider, body: { title: "x" } }), 403, "FORBIDDEN");
+    expectEnvelope(await call("PATCH", `${blocksPath(doc)}/${c.id}`, { token: outsider, body: { title: "x" } }), 404, "NOT_FOUND");
     // A block is only reachable under its own document.
     const otherDoc = await newDoc();
     expectEnvelope(await call("PATCH", `${blocksPath(otherDoc)}/${c.id}`, { token: ws.token, body: { title: "x" } }), 404, "NOT_FOUND");
@@ -150,7 +151,7 @@ describe("blocks CRUD", () => {
     await call("DELETE", `${blocksPath(doc)}/${blocks[0]!.id}`, { token: ws.token });
     expect(await order(doc)).toEqual(["C", "D"]);
     expectEnvelope(await call("DELETE", `${blocksPath(doc)}/${blocks[0]!.id}`, { token: ws.token }), 404, "NOT_FOUND");
-    expectEnvelope(await call("DELETE", `${blocksPath(doc)}/${blocks[2]!.id}`, { token: outsider }), 403, "FORBIDDEN");
+    expectEnvelope(await call("DELETE", `${blocksPath(doc)}/${blocks[2]!.id}`, { token: outsider }), 404, "NOT_FOUND");
   });
 
   it("reorders by a permutation of all blocks; missing, unknown and duplicate ids are 422 naming them", async () => {
@@ -179,7 +180,7 @@ describe("blocks CRUD", () => {
     expect(all.body.errors.map((e: { type: string }) => e.type).sort()).toEqual(["duplicate", "missing", "missing", "unknown_id"]);
     expect(all.body.errors.map((e: { msg: string }) => e.msg).join(" ")).toContain(A.id);
     expectEnvelope(await reorder([]), 422, "VALIDATION_ERROR");
-    expectEnvelope(await reorder([C.id, A.id, B.id], outsider), 403, "FORBIDDEN");
+    expectEnvelope(await reorder([C.id, A.id, B.id], outsider), 404, "NOT_FOUND");
     // A refused reorder changes nothing.
     expect(await order(doc)).toEqual(["C", "A", "B"]);
   });
@@ -187,14 +188,16 @@ describe("blocks CRUD", () => {
 
 describe("POST /api/blocks/extract", () => {
   it("extracts typed blocks from a drafted PRD's Markdown; extracting again replaces them", async () => {
-    const src = randomUUID();
     const quotes = ["I keep getting logged out and have to sign in again every time", "It takes five screens to refill one prescription"];
+    // A research source of the workspace holding the quotes verbatim (an insight may only quote its own sources).
+    const src = await sourceWith(ws.token, ws.workspaceId, quotes);
     const insightIds: string[] = [];
     for (const [k, title] of ["Users get logged out and struggle to sign in", "Refilling prescriptions takes too many steps"].entries()) {
       const res = await call("POST", "/api/insights", {
         token: ws.token,
         body: { workspace_id: ws.workspaceId, insight_type: "pain_point", title, description: title, severity: "high", quotes: [{ text: quotes[k], source_id: src, speaker: "P1" }] },
       });
+      expect(res.status, res.text).toBe(201);
       insightIds.push(res.body.id);
     }
     const rec = await call("POST", "/api/recommendations", {
@@ -238,8 +241,8 @@ describe("POST /api/blocks/extract", () => {
 
     // The document must belong to the workspace named.
     const other = await newWorkspace("Other");
-    expectEnvelope(await call("POST", "/api/blocks/extract", { token: other.owner.token, body: { workspace_id: other.workspace.id, document_id: doc.id } }), 403, "FORBIDDEN");
-    expectEnvelope(await call("POST", "/api/blocks/extract", { token: ws.token, body: { workspace_id: other.workspace.id, document_id: doc.id } }), 404, "NOT_FOUND");
+    expectEnvelope(await call("POST", "/api/blocks/extract", { token: other.owner.token, body: { workspace_id: other.workspace.id, document_id: doc.id } }), 404, "NOT_FOUND");
+    expectEnvelope(await call("POST", "/api/blocks/extract", { token: ws.token, body: { workspace_id: other.workspace.id, document_id: doc.id } }), 403, "FORBIDDEN");
     expectEnvelope(await call("POST", "/api/blocks/extract", { token: ws.token, body: { workspace_id: ws.workspaceId, document_id: randomUUID() } }), 404, "NOT_FOUND");
     expectEnvelope(await call("POST", "/api/blocks/extract", { token: outsider, body: { workspace_id: ws.workspaceId, document_id: doc.id } }), 403, "FORBIDDEN");
   });
@@ -327,8 +330,8 @@ describe("block actions: expand, challenge, simulate", () => {
     expect(positionsOf(tail.body.context_block_ids)).toEqual([3, 4, 5, 6, 7, 8, 9, 10]);
   });
 
-  it("refuses a non-member (403) and an unknown block (404)", async () => {
-    expectEnvelope(await act("expand", blocks[5]!.id, outsider), 403, "FORBIDDEN");
+  it("refuses a non-member and an unknown block alike (404)", async () => {
+    expectEnvelope(await act("expand", blocks[5]!.id, outsider), 404, "NOT_FOUND");
     expectEnvelope(await act("simulate", randomUUID()), 404, "NOT_FOUND");
   });
 });
@@ -375,8 +378,8 @@ describe("block annotations", () => {
     expect((await del(bob.token, a2.body.id)).status).toBe(204);
     expect((await call("GET", notes, { token: alice.token })).body).toEqual({ annotations: [], total: 0 });
 
-    expectEnvelope(await call("GET", notes, { token: outsider }), 403, "FORBIDDEN");
-    expectEnvelope(await annotate(outsider, { body: "hi" }), 403, "FORBIDDEN");
+    expectEnvelope(await call("GET", notes, { token: outsider }), 404, "NOT_FOUND");
+    expectEnvelope(await annotate(outsider, { body: "hi" }), 404, "NOT_FOUND");
     expectEnvelope(await call("GET", `${blocksPath(doc)}/${randomUUID()}/annotations`, { token: owner.token }), 404, "NOT_FOUND");
 
     // Deleting a block removes its annotations with it.

@@ -98,13 +98,13 @@ describe("POST /api/chat/conversations", () => {
     }
   });
 
-  it("validates the body (422) and checks membership (403, unknown workspace 404)", async () => {
+  it("validates the body (422) and checks membership (403, also for an unknown workspace)", async () => {
     const post = (token: Token, body: unknown) => call("POST", "/api/chat/conversations", { token, body });
     for (const body of [{}, { workspace_id: "nope" }, { workspace_id: wsId, title: "" }, { workspace_id: wsId, title: "x".repeat(201) }, { workspace_id: wsId, colour: "red" }]) {
       expectEnvelope(await post(owner.token, body), 422, "VALIDATION_ERROR");
     }
     expectEnvelope(await post(outsider.token, { workspace_id: wsId }), 403, "FORBIDDEN");
-    expectEnvelope(await post(owner.token, { workspace_id: randomUUID() }), 404, "NOT_FOUND");
+    expectEnvelope(await post(owner.token, { workspace_id: randomUUID() }), 403, "FORBIDDEN");
   });
 });
 
@@ -311,14 +311,14 @@ describe("GET /api/chat/conversations/{id}", () => {
     expectEnvelope(await call("GET", "/api/chat/conversations/not-a-uuid", { token: owner.token }), 422, "VALIDATION_ERROR");
   });
 
-  it("an owner who left the workspace gets 403 on their old conversation", async () => {
+  it("an owner who left the workspace gets 404 on their old conversation, as for one that does not exist", async () => {
     const { owner: o, workspace } = await newWorkspace("Leaving");
     const leaver = await newUser();
     await call("POST", `/api/workspaces/${workspace.id}/members`, { token: o.token, body: { email: leaver.email } });
     const conv = await newConv(leaver, {}, workspace.id);
     const gone = await call("DELETE", `/api/workspaces/${workspace.id}/members/${leaver.id}`, { token: o.token });
     expect(gone.status, gone.text).toBe(204);
-    expectEnvelope(await call("GET", `/api/chat/conversations/${conv.id}`, { token: leaver.token }), 403, "FORBIDDEN");
+    expectEnvelope(await call("GET", `/api/chat/conversations/${conv.id}`, { token: leaver.token }), 404, "NOT_FOUND");
   });
 });
 

@@ -1,17 +1,18 @@
 import { describe, expect, it } from "vitest";
-import { randomUUID } from "node:crypto";
 import { call, newWorkspace } from "../support/api";
+import { sourceWith } from "../support/sources";
 
 describe("delivery path through the API", () => {
   it("generates, accepts, drafts a PRD, works its blocks and versions, and publishes", async () => {
     const { owner, workspace } = await newWorkspace();
     const token = owner.token;
-    const src = randomUUID();
     const seeds = [
       ["Users get logged out and struggle to sign in", "pain_point", "high", "I keep getting logged out and have to sign in again every time"],
       ["Refilling prescriptions takes too many steps", "pain_point", "medium", "It takes five screens to refill one prescription"],
       ["Users want appointment reminders", "feature_request", "medium", "I wish the app reminded me about my appointments"],
     ] as const;
+    // A research source of the workspace holding every quote verbatim (an insight may only quote its own sources).
+    const src = await sourceWith(token, workspace.id, seeds.map(([, , , quote]) => quote));
     const insightIds: string[] = [];
     for (const [title, type, severity, quote] of seeds) {
       const res = await call("POST", "/api/insights", {

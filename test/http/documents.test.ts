@@ -10,6 +10,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { db } from "../../core/db/service";
 import { runsOf } from "../../core/agent";
 import { call, newUser, newWorkspace } from "../support/api";
+import { sourceWith } from "../support/sources";
 import { expectEnvelope, partitionItems, withEnv } from "./_helpers";
 
 type Doc = { id: string; status: string; version: number; last_revision: number; content: string; title: string } & Record<string, any>;
@@ -120,8 +121,8 @@ describe("GET / PATCH / DELETE /api/documents/{id}", () => {
     expect(same.body.metadata).toEqual({ owner: "pm", reviewers: ["a", "b"] });
     expect((await call("GET", `/api/documents/${doc.id}`, { token: ws.token })).body).toEqual(same.body);
     for (const body of [{}, { title: "" }, { status: "review" }, { metadata: "x" }]) expectEnvelope(await patch(doc.id, body), 422, "VALIDATION_ERROR");
-    expectEnvelope(await call("PATCH", `/api/documents/${doc.id}`, { token: outsider, body: { title: "x" } }), 403, "FORBIDDEN");
-    expectEnvelope(await call("GET", `/api/documents/${doc.id}`, { token: outsider }), 403, "FORBIDDEN");
+    expectEnvelope(await call("PATCH", `/api/documents/${doc.id}`, { token: outsider, body: { title: "x" } }), 404, "NOT_FOUND");
+    expectEnvelope(await call("GET", `/api/documents/${doc.id}`, { token: outsider }), 404, "NOT_FOUND");
     expectEnvelope(await call("GET", `/api/documents/${randomUUID()}`, { token: ws.token }), 404, "NOT_FOUND");
   });
 
@@ -136,7 +137,7 @@ describe("GET / PATCH / DELETE /api/documents/{id}", () => {
     const children = async () => (await partitionItems(`ws#${ws.workspaceId}`)).filter((i) => String(i.sk).startsWith(`document#${doc.id}`));
     expect((await children()).length).toBe(5); // document, block, annotation, 2 revisions
 
-    expectEnvelope(await call("DELETE", `/api/documents/${doc.id}`, { token: outsider }), 403, "FORBIDDEN");
+    expectEnvelope(await call("DELETE", `/api/documents/${doc.id}`, { token: outsider }), 404, "NOT_FOUND");
     const del = await call("DELETE", `/api/documents/${doc.id}`, { token: ws.token });
     expect(del.status).toBe(204);
     expect(await children()).toEqual([]);
@@ -174,7 +175,7 @@ describe("document versions", () => {
     const other = await made();
     expectEnvelope(await call("GET", `/api/documents/${other.id}/versions/${v2.body.id}`, { token: ws.token }), 404, "NOT_FOUND");
     expectEnvelope(await call("GET", `/api/documents/${doc.id}/versions/${randomUUID()}`, { token: ws.token }), 404, "NOT_FOUND");
-    expectEnvelope(await call("GET", `/api/documents/${doc.id}/versions/${v2.body.id}`, { token: outsider }), 403, "FORBIDDEN");
+    expectEnvelope(await call("GET", `/api/documents/${doc.id}/versions/${v2.body.id}`, { token: outsider }), 404, "NOT_FOUND");
     expectEnvelope(await save(randomUUID()), 404, "NOT_FOUND");
   });
 
@@ -297,7 +298,7 @@ describe("POST /api/documents/{id}/status", () => {
     const saved = await save(doc.id, "post-publish fix");
     expect(saved.status).toBe(201);
     expect(saved.body).toMatchObject({ status_at_revision: "published", content: "body after publishing\n" });
-    expectEnvelope(await call("POST", `/api/documents/${doc.id}/status`, { token: outsider, body: { target_status: "draft" } }), 403, "FORBIDDEN");
+    expectEnvelope(await call("POST", `/api/documents/${doc.id}/status`, { token: outsider, body: { target_status: "draft" } }), 404, "NOT_FOUND");
   });
 });
 
@@ -311,7 +312,8 @@ describe("POST /api/documents/draft", () => {
 
   it("drafts every document type from a recommendation, quoting its insights verbatim", async () => {
     const { owner, workspace } = await newWorkspace("Drafting");
-    const src = randomUUID();
+    // One research source of the workspace holding every quote verbatim (an insight may only quote its own sources).
+    const src = await sourceWith(owner.token, workspace.id, QUOTES);
     const insightIds = await Promise.all(
       [
         ["Users get logged out and struggle to sign in", "pain_point", "high"],

@@ -1,7 +1,10 @@
 /**
  * Route-table-driven guards (spec 01 Authentication 1-4): every bearer route answers 401 for every kind of bad
- * token, and every workspace-scoped route answers 403 FORBIDDEN to a non-member. New rows of the route table are
- * covered automatically; a new workspace-scoped row needs a request fixture below or this file fails.
+ * token; every route scoped by a workspace id in its path, query or body answers 403 FORBIDDEN to a non-member, and
+ * the same 403 for a workspace that does not exist; every route of a resource fetched by id alone answers a
+ * non-member exactly what it answers for an id that does not exist (404), so an outsider learns nothing of which
+ * ids exist (issue #10 item 7; docs/decisions.md "404 or 403"). New rows of the route table are covered
+ * automatically; a new workspace-scoped row needs a request fixture below or this file fails.
  */
 import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, inject, it } from "vitest";
@@ -252,7 +255,7 @@ describe("401 on every bearer route", () => {
   });
 });
 
-describe("403 FORBIDDEN for a non-member on every workspace-scoped route", () => {
+describe("a non-member: 403 on workspace-scoped routes, the 404 of an unknown id on by-id routes", () => {
   let ctx: FixtureContext;
   let outsider: { token: string };
   beforeAll(async () => {
@@ -271,21 +274,45 @@ describe("403 FORBIDDEN for a non-member on every workspace-scoped route", () =>
     expect(Object.keys(FIXTURES).filter((id) => !scoped.has(id))).toEqual([]);
   });
 
-  it.each(scopedRoutes)("%s", async (id, spec) => {
+  /** The fixture's request, checked valid (or the answer could be hiding behind a 422). */
+  async function requestOf(id: string, spec: RouteSpec) {
     const fixture = FIXTURES[id];
     expect(fixture, `no FIXTURES entry for workspace-scoped route ${id}`).toBeDefined();
     const f = await fixture!(ctx);
     const params = { ...(pathParams(spec.path).includes("workspace_id") ? { workspace_id: ctx.workspaceId } : {}), ...f.params };
-    // The fixture must be valid, or the 403 below could be hiding behind a 422.
     if (spec.params) expect(spec.params.safeParse(params).success, `${id}: fixture params invalid`).toBe(true);
     if (spec.query) expect(spec.query.safeParse(f.query ?? {}).success, `${id}: fixture query invalid`).toBe(true);
     if (spec.body && (spec.bodyType ?? "json") === "json") expect(spec.body.safeParse(f.body).success, `${id}: fixture body invalid`).toBe(true);
+    return { f, params };
+  }
 
+  const byWorkspace = scopedRoutes.filter(([, spec]) => spec.workspaceScope !== "resource");
+  const byResource = scopedRoutes.filter(([, spec]) => spec.workspaceScope === "resource");
+
+  it.each(byWorkspace)("%s: 403 FORBIDDEN", async (id, spec) => {
+    const { f, params } = await requestOf(id, spec);
     const res = await call(spec.method, fillPath(spec.path, params), { token: outsider.token, body: f.body, query: f.query, raw: f.raw });
-
     expect(res.status, res.text).toBe(403);
     expect(res.body.code).toBe("FORBIDDEN");
     expect(res.body.request_id).toBeTruthy();
+  });
+
+  it.each(byWorkspace.filter(([, spec]) => spec.workspaceScope === "path"))("%s: the same 403 for a workspace that does not exist", async (id, spec) => {
+    const { f, params } = await requestOf(id, spec);
+    const res = await call(spec.method, fillPath(spec.path, { ...params, workspace_id: randomUUID() }), { token: outsider.token, body: f.body, query: f.query, raw: f.raw });
+    expect(res.status, res.text).toBe(403);
+    expect(res.body.code).toBe("FORBIDDEN");
+  });
+
+  it.each(byResource)("%s: 404, as for an id that does not exist", async (id, spec) => {
+    const { f, params } = await requestOf(id, spec);
+    const res = await call(spec.method, fillPath(spec.path, params), { token: outsider.token, body: f.body, query: f.query, raw: f.raw });
+    // The same request with every path id replaced by one that exists nowhere.
+    const unknown = Object.fromEntries(Object.entries(params).map(([k, v]) => [k, /^[0-9a-f-]{36}$/.test(v) ? randomUUID() : v]));
+    const missing = await call(spec.method, fillPath(spec.path, unknown), { token: outsider.token, body: f.body, query: f.query, raw: f.raw });
+    expect(res.status, res.text).toBe(404);
+    expect(res.body.code).toBe("NOT_FOUND");
+    expect({ status: res.status, code: res.body.code, detail: res.body.detail }).toEqual({ status: missing.status, code: missing.body.code, detail: missing.body.detail });
   });
 
   it("the workspace is untouched by the outsider's attempts", async () => {

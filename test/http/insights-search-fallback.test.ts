@@ -3,9 +3,9 @@
  * when vector search is unavailable"). The embedder selection is pointed at Bedrock with an endpoint nothing listens
  * on, so every embedding call fails fast; the embedder is chosen once per process, hence this file of its own.
  */
-import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, newWorkspace } from "../support/api";
+import { sourceWith } from "../support/sources";
 import { expectEnvelope } from "./_helpers";
 
 const saved = { AI_ENGINE: process.env.AI_ENGINE, AWS_ENDPOINT_URL_BEDROCK_RUNTIME: process.env.AWS_ENDPOINT_URL_BEDROCK_RUNTIME };
@@ -25,9 +25,11 @@ const search = (body: Record<string, unknown>) => call("POST", "/api/insights/se
 beforeAll(async () => {
   const { owner, workspace } = await newWorkspace("Fallback");
   ws = { token: owner.token, workspaceId: workspace.id };
+  // Two distinct research sources of the workspace (frequency 2 for min_frequency): an insight may only name its own.
+  const sources = await Promise.all(["a", "b"].map((k) => sourceWith(ws.token, ws.workspaceId, [`Support interview ${k}`], `${k}.md`)));
   const specs: [string, Record<string, unknown>][] = [
     ["titleHit", { title: "Password RESET emails arrive late", description: "Users wait ten minutes.", severity: "high" }],
-    ["descHit", { title: "Support tickets pile up", description: "Most tickets are about a password reset that never arrives.", insight_type: "feedback_theme", source_ids: [randomUUID(), randomUUID()] }],
+    ["descHit", { title: "Support tickets pile up", description: "Most tickets are about a password reset that never arrives.", insight_type: "feedback_theme", source_ids: sources }],
     ["paraphrase", { title: "Users cannot get back into their account", description: "Recovering access takes too long." }],
     ["archived", { title: "Old password reset flow was confusing", description: "Replaced last year." }],
   ];

@@ -8,6 +8,7 @@ import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import { db } from "../../core/db/service";
 import { call, newUser, newWorkspace } from "../support/api";
+import { sourceWith } from "../support/sources";
 import { expectEnvelope } from "./_helpers";
 
 type Token = string;
@@ -29,16 +30,23 @@ const ids = (res: { body: { insights: { id: string }[] } }) => res.body.insights
 
 let A: { token: Token; workspaceId: string };
 let outsider: { token: Token; id: string };
+/** Three research sources of A: an insight may only name its own workspace's sources, and quote them verbatim. */
+let sA: [string, string, string];
 
 beforeAll(async () => {
   const [{ owner, workspace }, stranger] = await Promise.all([newWorkspace("Insights"), newUser()]);
   A = { token: owner.token, workspaceId: workspace.id };
   outsider = { token: stranger.token, id: stranger.id };
+  sA = (await Promise.all([
+    sourceWith(A.token, A.workspaceId, ["Please add a dark mode", "My eyes hurt at night"], "p1.md"),
+    sourceWith(A.token, A.workspaceId, ["The screen is far too bright"], "p2.md"),
+    sourceWith(A.token, A.workspaceId, ["Dark theme please"], "p3.md"),
+  ])) as [string, string, string];
 });
 
 describe("POST /api/insights", () => {
   it("creates an insight (201) whose frequency defaults to the number of distinct sources", async () => {
-    const [s1, s2, s3] = [randomUUID(), randomUUID(), randomUUID()];
+    const [s1, s2, s3] = sA;
     const res = await createInsight(A.token, A.workspaceId, {
       insight_type: "feature_request",
       title: "Users want dark mode",
@@ -87,9 +95,9 @@ describe("POST /api/insights", () => {
     expect((await list(A.token, { workspace_id: A.workspaceId, insight_type: "rumour" })).status).toBe(422);
   });
 
-  it("refuses a non-member (403) and an unknown workspace (404)", async () => {
+  it("refuses a non-member and an unknown workspace alike (403)", async () => {
     expectEnvelope(await createInsight(outsider.token, A.workspaceId), 403, "FORBIDDEN");
-    expectEnvelope(await createInsight(A.token, randomUUID()), 404, "NOT_FOUND");
+    expectEnvelope(await createInsight(A.token, randomUUID()), 403, "FORBIDDEN");
   });
 });
 
@@ -100,7 +108,8 @@ describe("GET /api/insights", () => {
   beforeAll(async () => {
     const { owner, workspace } = await newWorkspace("List");
     ws = { token: owner.token, workspaceId: workspace.id };
-    const [s1, s2, s3] = [randomUUID(), randomUUID(), randomUUID()];
+    // Distinct sources of the workspace: min_frequency filters on frequency = number of distinct sources.
+    const [s1, s2, s3] = await Promise.all(["a", "b", "c"].map((k) => sourceWith(ws.token, ws.workspaceId, [`Interview ${k}`], `${k}.md`)));
     const specs: [string, Record<string, unknown>][] = [
       ["oldPain", { insight_type: "pain_point", severity: "low", source_ids: [s1] }],
       ["wideOpp", { insight_type: "opportunity", severity: "high", source_ids: [s1, s2, s3] }],
@@ -180,16 +189,16 @@ describe("GET /api/insights", () => {
 });
 
 describe("GET / PATCH / DELETE /api/insights/{id}", () => {
-  it("gets one insight; unknown id 404; a non-member fetching it by id 403", async () => {
+  it("gets one insight; unknown id 404; a non-member fetching it by id the same 404", async () => {
     const one = await created(A.token, A.workspaceId, { title: "Fetch me" });
     const res = await call("GET", `/api/insights/${one.id}`, { token: A.token });
     expect(res.status).toBe(200);
     expect(res.body).toEqual(one);
     expectEnvelope(await call("GET", `/api/insights/${randomUUID()}`, { token: A.token }), 404, "NOT_FOUND");
     expectEnvelope(await call("GET", "/api/insights/not-a-uuid", { token: A.token }), 422, "VALIDATION_ERROR");
-    expectEnvelope(await call("GET", `/api/insights/${one.id}`, { token: outsider.token }), 403, "FORBIDDEN");
-    expectEnvelope(await call("PATCH", `/api/insights/${one.id}`, { token: outsider.token, body: { title: "Hijacked" } }), 403, "FORBIDDEN");
-    expectEnvelope(await call("DELETE", `/api/insights/${one.id}`, { token: outsider.token }), 403, "FORBIDDEN");
+    expectEnvelope(await call("GET", `/api/insights/${one.id}`, { token: outsider.token }), 404, "NOT_FOUND");
+    expectEnvelope(await call("PATCH", `/api/insights/${one.id}`, { token: outsider.token, body: { title: "Hijacked" } }), 404, "NOT_FOUND");
+    expectEnvelope(await call("DELETE", `/api/insights/${one.id}`, { token: outsider.token }), 404, "NOT_FOUND");
     const after = await call("GET", `/api/insights/${one.id}`, { token: A.token });
     expect(after.body).toEqual(one);
   });
@@ -276,7 +285,7 @@ describe("POST /api/insights/search", () => {
   beforeAll(async () => {
     const { owner, workspace } = await newWorkspace("Search");
     ws = { token: owner.token, workspaceId: workspace.id };
-    const [s1, s2] = [randomUUID(), randomUUID()];
+    const [s1, s2] = await Promise.all(["a", "b"].map((k) => sourceWith(ws.token, ws.workspaceId, [`Interview ${k}`], `${k}.md`)));
     const specs: [string, Record<string, unknown>][] = [
       ["logout", { title: "Users are logged out and must sign in again", description: "People lose their session several times a day and have to re-enter their password.", severity: "high", source_ids: [s1, s2] }],
       ["refill", { title: "Refilling a prescription takes too many steps", description: "Ordering more medication needs five screens.", severity: "medium" }],

@@ -164,10 +164,10 @@ describe("workspace members", () => {
     expectEnvelope(await call("DELETE", members(workspace.id, randomUUID()), { token: owner.token }), 404, "NOT_FOUND");
   });
 
-  it("member routes on a workspace that does not exist are 404", async () => {
+  it("member routes on a workspace that does not exist are 403, as for a workspace of others", async () => {
     const u = await newUser();
-    expectEnvelope(await call("GET", members(randomUUID()), { token: u.token }), 404, "NOT_FOUND");
-    expectEnvelope(await add(randomUUID(), u.token, u.email), 404, "NOT_FOUND");
+    expectEnvelope(await call("GET", members(randomUUID()), { token: u.token }), 403, "FORBIDDEN");
+    expectEnvelope(await add(randomUUID(), u.token, u.email), 403, "FORBIDDEN");
   });
 
   it("the plan's seats per workspace cap the members (402 USAGE_LIMIT_EXCEEDED)", async () => {

@@ -17,7 +17,7 @@ describe("request id and error envelope", () => {
       [await call("GET", "/api/auth/me"), 401, "UNAUTHORIZED"],
       [await call("POST", "/api/workspaces", { token: u.token, body: {} }), 422, "VALIDATION_ERROR"],
       [await call("GET", `/api/workspaces/${workspace.id}`, { token: u.token }), 403, "FORBIDDEN"],
-      [await call("GET", `/api/workspaces/${randomUUID()}`, { token: u.token }), 404, "NOT_FOUND"],
+      [await call("GET", `/api/insights/${randomUUID()}`, { token: u.token }), 404, "NOT_FOUND"],
       [await call("POST", "/api/auth/redeem-code", { token: u.token, body: { code: "WHATEVER" } }), 409, "ALREADY_ACTIVE"],
       [await call("POST", "/api/webhooks/idp", { raw: { data: "{}", contentType: "application/json" } }), 400, "INVALID_SIGNATURE"],
     ] as const;

@@ -8,11 +8,12 @@ import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import { runsOf } from "../../core/agent";
 import { call, newUser, newWorkspace } from "../support/api";
+import { sourceWith } from "../support/sources";
 import { expectEnvelope, withEnv } from "./_helpers";
 
 type Rec = { id: string; status: string } & Record<string, any>;
 
-let ws: { token: string; workspaceId: string };
+let ws: { token: string; workspaceId: string; sourceId: string };
 let outsider: string;
 
 const create = (body: Record<string, unknown>, token = ws.token, workspaceId = ws.workspaceId) =>
@@ -27,10 +28,11 @@ async function made(body: Record<string, unknown> = {}, token = ws.token, worksp
 const setStatus = (id: string, status: string, user_notes?: string) =>
   call("PATCH", `/api/recommendations/${id}/status`, { token: ws.token, body: user_notes === undefined ? { status } : { status, user_notes } });
 
-async function insight(token: string, workspaceId: string, title: string, quote: string, extra: Record<string, unknown> = {}) {
+/** An insight quoting `quote`, which must occur verbatim in `sourceId`, a research source of the workspace. */
+async function insight(token: string, workspaceId: string, sourceId: string, title: string, quote: string, extra: Record<string, unknown> = {}) {
   const res = await call("POST", "/api/insights", {
     token,
-    body: { workspace_id: workspaceId, insight_type: "pain_point", title, description: title, severity: "high", quotes: [{ text: quote, source_id: randomUUID(), speaker: "P1" }], ...extra },
+    body: { workspace_id: workspaceId, insight_type: "pain_point", title, description: title, severity: "high", quotes: [{ text: quote, source_id: sourceId, speaker: "P1" }], ...extra },
   });
   expect(res.status, res.text).toBe(201);
   return res.body.id as string;
@@ -38,13 +40,13 @@ async function insight(token: string, workspaceId: string, title: string, quote:
 
 beforeAll(async () => {
   const [{ owner, workspace }, stranger] = await Promise.all([newWorkspace("Recommendations"), newUser()]);
-  ws = { token: owner.token, workspaceId: workspace.id };
+  ws = { token: owner.token, workspaceId: workspace.id, sourceId: await sourceWith(owner.token, workspace.id, ["I keep getting logged out"]) };
   outsider = stranger.token;
 });
 
 describe("POST /api/recommendations", () => {
   it("creates a recommendation with status suggested and every optional field (201)", async () => {
-    const ins = await insight(ws.token, ws.workspaceId, "Users get logged out", "I keep getting logged out");
+    const ins = await insight(ws.token, ws.workspaceId, ws.sourceId, "Users get logged out", "I keep getting logged out");
     const res = await create({
       addresses_insight_ids: [ins],
       rationale: "Logouts are the top complaint",
@@ -154,14 +156,14 @@ describe("GET / PATCH / DELETE /api/recommendations/{id}", () => {
     for (const body of [{ status: "accepted" }, { impact_score: 2 }, { target_repo: "not a repo" }, { title: null }]) {
       expectEnvelope(await call("PATCH", `/api/recommendations/${rec.id}`, { token: ws.token, body }), 422, "VALIDATION_ERROR");
     }
-    expectEnvelope(await call("PATCH", `/api/recommendations/${rec.id}`, { token: outsider, body: { title: "x" } }), 403, "FORBIDDEN");
-    expectEnvelope(await call("GET", `/api/recommendations/${rec.id}`, { token: outsider }), 403, "FORBIDDEN");
+    expectEnvelope(await call("PATCH", `/api/recommendations/${rec.id}`, { token: outsider, body: { title: "x" } }), 404, "NOT_FOUND");
+    expectEnvelope(await call("GET", `/api/recommendations/${rec.id}`, { token: outsider }), 404, "NOT_FOUND");
     expectEnvelope(await call("GET", `/api/recommendations/${randomUUID()}`, { token: ws.token }), 404, "NOT_FOUND");
   });
 
   it("deletes: 204, then 404", async () => {
     const rec = await made();
-    expectEnvelope(await call("DELETE", `/api/recommendations/${rec.id}`, { token: outsider }), 403, "FORBIDDEN");
+    expectEnvelope(await call("DELETE", `/api/recommendations/${rec.id}`, { token: outsider }), 404, "NOT_FOUND");
     const del = await call("DELETE", `/api/recommendations/${rec.id}`, { token: ws.token });
     expect(del.status).toBe(204);
     expectEnvelope(await call("GET", `/api/recommendations/${rec.id}`, { token: ws.token }), 404, "NOT_FOUND");
@@ -218,7 +220,7 @@ describe("PATCH /api/recommendations/{id}/status", () => {
     const noNotes = await setStatus(rec.id, "in_progress");
     expect(noNotes.body).toMatchObject({ status: "in_progress", user_notes: "looks good" });
     expectEnvelope(await setStatus(rec.id, "done"), 422, "VALIDATION_ERROR");
-    expectEnvelope(await call("PATCH", `/api/recommendations/${rec.id}/status`, { token: outsider, body: { status: "accepted" } }), 403, "FORBIDDEN");
+    expectEnvelope(await call("PATCH", `/api/recommendations/${rec.id}/status`, { token: outsider, body: { status: "accepted" } }), 404, "NOT_FOUND");
     expectEnvelope(await setStatus(randomUUID(), "accepted"), 404, "NOT_FOUND");
   });
 });
@@ -268,14 +270,22 @@ describe("PATCH /api/recommendations/batch/status", () => {
 describe("POST /api/recommendations/generate", () => {
   it("generates 3 to 7 stored, prioritized recommendations grounded in the given insights, recorded as an agent run", async () => {
     const { owner, workspace } = await newWorkspace("Generate");
+    const quotes = [
+      "I keep getting logged out and have to sign in again every time",
+      "It takes five screens to refill one prescription",
+      "I wish the app reminded me about my appointments",
+      "I never know where my messages from the doctor went",
+      "Please add a dark mode",
+    ];
+    const src = await sourceWith(owner.token, workspace.id, quotes);
     const ids = await Promise.all([
-      insight(owner.token, workspace.id, "Users get logged out and struggle to sign in", "I keep getting logged out and have to sign in again every time", { frequency: 4 }),
-      insight(owner.token, workspace.id, "Refilling prescriptions takes too many steps", "It takes five screens to refill one prescription"),
-      insight(owner.token, workspace.id, "Users want appointment reminders", "I wish the app reminded me about my appointments", { insight_type: "feature_request", severity: "medium" }),
-      insight(owner.token, workspace.id, "Secure messages are hard to find", "I never know where my messages from the doctor went", { severity: "medium" }),
+      insight(owner.token, workspace.id, src, "Users get logged out and struggle to sign in", quotes[0]!, { frequency: 4 }),
+      insight(owner.token, workspace.id, src, "Refilling prescriptions takes too many steps", quotes[1]!),
+      insight(owner.token, workspace.id, src, "Users want appointment reminders", quotes[2]!, { insight_type: "feature_request", severity: "medium" }),
+      insight(owner.token, workspace.id, src, "Secure messages are hard to find", quotes[3]!, { severity: "medium" }),
     ]);
     // An insight not given must not be addressed.
-    const unrelated = await insight(owner.token, workspace.id, "Dark mode is missing", "Please add a dark mode");
+    const unrelated = await insight(owner.token, workspace.id, src, "Dark mode is missing", quotes[4]!);
     const res = await call("POST", "/api/recommendations/generate", { token: owner.token, body: { workspace_id: workspace.id, insight_ids: ids, focus_areas: ["sign-in"] } });
     expect(res.status, res.text).toBe(200);
     const recs: Rec[] = res.body.recommendations;
@@ -309,7 +319,7 @@ describe("POST /api/recommendations/generate", () => {
   });
 
   it("refuses unknown insight ids (422 naming them), non-members (403) and workspaces without a subscription (402)", async () => {
-    const known = await insight(ws.token, ws.workspaceId, "Users get logged out", "I keep getting logged out");
+    const known = await insight(ws.token, ws.workspaceId, ws.sourceId, "Users get logged out", "I keep getting logged out");
     const unknown = randomUUID();
     const res = await call("POST", "/api/recommendations/generate", { token: ws.token, body: { workspace_id: ws.workspaceId, insight_ids: [known, unknown] } });
     expectEnvelope(res, 422, "VALIDATION_ERROR");
@@ -319,7 +329,13 @@ describe("POST /api/recommendations/generate", () => {
     expectEnvelope(await call("POST", "/api/recommendations/generate", { token: outsider, body: { workspace_id: ws.workspaceId, insight_ids: [known] } }), 403, "FORBIDDEN");
 
     const lapsed = await withEnv({ TRIAL_DAYS: "-1" }, () => newWorkspace("Trial over"));
-    const own = await insight(lapsed.owner.token, lapsed.workspace.id, "Users get logged out", "I keep getting logged out");
+    // A lapsed workspace cannot upload research (402), so its insight quotes nothing (a quote must name a source of its own).
+    const ownRes = await call("POST", "/api/insights", {
+      token: lapsed.owner.token,
+      body: { workspace_id: lapsed.workspace.id, insight_type: "pain_point", title: "Users get logged out", description: "Users get logged out", severity: "high" },
+    });
+    expect(ownRes.status, ownRes.text).toBe(201);
+    const own = ownRes.body.id as string;
     expectEnvelope(
       await call("POST", "/api/recommendations/generate", { token: lapsed.owner.token, body: { workspace_id: lapsed.workspace.id, insight_ids: [own] } }),
       402,

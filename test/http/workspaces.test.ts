@@ -125,10 +125,10 @@ describe("GET /api/workspaces/{id}", () => {
     expect(asMember.body).toMatchObject({ id: workspace.id, role: "member" });
   });
 
-  it("is 404 for a workspace that does not exist", async () => {
+  it("is 403, as for a workspace of others, for a workspace that does not exist (issue #10 item 7)", async () => {
     const u = await newUser();
     const res = await call("GET", ws(randomUUID()), { token: u.token });
-    expectEnvelope(res, 404, "NOT_FOUND");
+    expectEnvelope(res, 403, "FORBIDDEN");
   });
 
   it("is 422 for an id that is not a UUID", async () => {
@@ -181,9 +181,9 @@ describe("PATCH /api/workspaces/{id}", () => {
     expect((await call("GET", ws(workspace.id), { token: owner.token })).body.name).toBe("Valid");
   });
 
-  it("is 404 for a workspace that does not exist", async () => {
+  it("is 403, as for a workspace of others, for a workspace that does not exist (issue #10 item 7)", async () => {
     const u = await newUser();
-    expectEnvelope(await call("PATCH", ws(randomUUID()), { token: u.token, body: { name: "x" } }), 404, "NOT_FOUND");
+    expectEnvelope(await call("PATCH", ws(randomUUID()), { token: u.token, body: { name: "x" } }), 403, "FORBIDDEN");
   });
 });
 
@@ -215,7 +215,7 @@ describe("DELETE /api/workspaces/{id}", () => {
     expect(await partitionItems(`ws#${workspace.id}`)).toEqual([]);
     const listed = await s3Client().send(new ListObjectsV2Command({ Bucket: bucket, Prefix: `workspaces/${workspace.id}/` }));
     expect(listed.Contents ?? []).toEqual([]);
-    expectEnvelope(await call("GET", ws(workspace.id), { token: owner.token }), 404, "NOT_FOUND");
+    expectEnvelope(await call("GET", ws(workspace.id), { token: owner.token }), 403, "FORBIDDEN");
     expect((await call("GET", "/api/workspaces", { token: member.token })).body.total).toBe(0);
     expect((await call("GET", "/api/workspaces", { token: owner.token })).body.total).toBe(0);
     // The neighbour's data is untouched.
@@ -224,9 +224,9 @@ describe("DELETE /api/workspaces/{id}", () => {
     expect(await keptObject.Body!.transformToString()).toBe("keep");
   });
 
-  it("is 404 for a workspace that does not exist", async () => {
+  it("is 403, as for a workspace of others, for a workspace that does not exist (issue #10 item 7)", async () => {
     const u = await newUser();
-    expectEnvelope(await call("DELETE", ws(randomUUID()), { token: u.token }), 404, "NOT_FOUND");
+    expectEnvelope(await call("DELETE", ws(randomUUID()), { token: u.token }), 403, "FORBIDDEN");
   });
 });
 
@@ -327,9 +327,9 @@ describe("GET /api/workspaces/{id}/agent-intro", () => {
     expect(res.body).toMatchObject({ state: "rich", recommendation_count: 0, document_count: 1 });
   });
 
-  it("is 404 for a workspace that does not exist", async () => {
+  it("is 403, as for a workspace of others, for a workspace that does not exist (issue #10 item 7)", async () => {
     const u = await newUser();
-    expectEnvelope(await call("GET", ws(randomUUID(), "/agent-intro"), { token: u.token }), 404, "NOT_FOUND");
+    expectEnvelope(await call("GET", ws(randomUUID(), "/agent-intro"), { token: u.token }), 403, "FORBIDDEN");
   });
 });
 

@@ -132,7 +132,7 @@ export const draftDocument: GatedTool<z.infer<typeof DraftToolInput>> = {
     const id = idFor(ctx.actionId, "document");
     // The draft is an AI call: a replay whose document exists answers with it instead of drafting again.
     const { data: existing } = await db().entities.document.get({ workspace_id: ctx.workspaceId, id }).go({ consistent: true });
-    const doc = existing ? Document.toView(existing) : await draft(ctx.userId, { ...input, workspace_id: ctx.workspaceId }, { id, pendingActionId: ctx.actionId });
+    const doc = existing ? await Document.view(existing) : await draft(ctx.userId, { ...input, workspace_id: ctx.workspaceId }, { id, pendingActionId: ctx.actionId });
     return { document_id: doc.id, title: doc.title, document_type: doc.document_type, status: doc.status };
   },
 };
@@ -166,7 +166,7 @@ export const updateDocument: GatedTool<z.infer<typeof UpdateDocumentToolInput>> 
 };
 
 const UpdateBlockToolInput = z
-  .object({ document_id: z.uuid(), block_id: z.uuid(), title: z.string().max(300).optional(), content: z.record(z.string(), z.unknown()).optional() })
+  .object({ document_id: z.uuid(), block_id: z.uuid(), title: z.string().max(300).optional(), content: Document.BlockContentInput.optional() })
   .strict()
   .refine((v) => v.title !== undefined || v.content !== undefined, "give title or content");
 export const updateBlockTool: GatedTool<z.infer<typeof UpdateBlockToolInput>> = {

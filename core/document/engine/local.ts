@@ -664,7 +664,8 @@ export function draftDocument(input: DraftDocumentInput): DocumentDraft {
   }
 
   const meta = [
-    `*Status: draft. Drafted by the local engine (templates and heuristics, not an LLM) from ${plural(chosen.length, "insight")}${inp.recommendation ? ` and the recommendation “${inp.recommendation.title}”` : ""}.${opts.audience ? ` Audience: ${opts.audience}.` : ""}*`,
+    // No status here: it lives in the document's `status` field, and a copy in the text would go stale on publish.
+    `*Drafted by the local engine (templates and heuristics, not an LLM) from ${plural(chosen.length, "insight")}${inp.recommendation ? ` and the recommendation “${inp.recommendation.title}”` : ""}.${opts.audience ? ` Audience: ${opts.audience}.` : ""}*`,
   ];
   if (inp.user_instructions?.trim()) {
     const applied = opts.applied.length ? `Applied: ${opts.applied.join("; ")}.` : "Nothing in them could be applied automatically by the local engine.";
