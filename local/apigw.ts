@@ -1,6 +1,9 @@
+import type { ErrorCode } from "../core/error";
 import { randomUUID } from "node:crypto";
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
-import { matchRoute, timeoutOf } from "../functions/http/routes";
+import { allowedMethods, matchRoute, timeoutOf } from "../functions/http/routes";
+import type { RouteSpec } from "../functions/lib/route";
+import { securityHeadersFor } from "../functions/lib/http";
 import { installAwsLambdaShim, isStreamingHandler, LocalResponseStream, type Prelude, type StreamingHandler, type StreamSink } from "./streaming";
 
 // Streaming groups (SSE) are built with middy's streamifyResponse, which needs Lambda's `awslambda` global at import.
@@ -106,6 +109,37 @@ function preflight(req: HttpRequestLike): APIGatewayProxyStructuredResultV2 {
   };
 }
 
+let securityHeaders: Promise<Record<string, string>> | undefined;
+
+/**
+ * An answer the gateway makes itself (no route, wrong method, body or headers too large): the service's error
+ * envelope with a request id, and exactly the security headers a handler's answer carries, so a client sees the same
+ * whichever layer answered. `code` is a core/error.ts code (REQUEST_HEADERS_TOO_LARGE and REQUEST_TIMEOUT are
+ * answered by the gateway only).
+ */
+export async function gatewayAnswer(
+  status: number,
+  code: ErrorCode,
+  detail: string,
+  opts: { headers?: Record<string, string>; extra?: Record<string, unknown> } = {},
+): Promise<APIGatewayProxyStructuredResultV2 & { body: string; headers: Record<string, string> }> {
+  const request_id = randomUUID();
+  return {
+    statusCode: status,
+    headers: { ...(await (securityHeaders ??= securityHeadersFor())), "content-type": "application/json", "x-request-id": request_id, ...opts.headers },
+    body: JSON.stringify({ detail, code, request_id, ...opts.extra }),
+  };
+}
+
+/**
+ * What `bodyLimitOf` reads for a request: its route's limit fields, or none (GATEWAY_MAX_BODY_BYTES) for a path no route
+ * serves, which is answered 404 or 405 once its body is in.
+ */
+export function bodyLimitSpec(method: string, path: string): Pick<RouteSpec, "bodyLimit" | "bodyType" | "bodyLimitHint"> {
+  const match = matchRoute(method, path);
+  return match && match !== "methodMismatch" ? match.spec : {};
+}
+
 /** A live response for streaming routes: where the bytes go as they are produced, and how to stop them. */
 export interface LiveResponse {
   sink: StreamSink;
@@ -129,25 +163,19 @@ async function invokeStreaming(handler: StreamingHandler, event: APIGatewayProxy
 
 /**
  * Route a request as API Gateway would and invoke the group's handler. Unknown paths answer 404 and a known path
- * under another method 405, in the service's error envelope. A streaming (SSE) route writes to `live` as it
- * produces when one is given (the gateway's socket, as a Function URL in RESPONSE_STREAM mode would), and the
- * call then answers undefined; without one its whole stream becomes one buffered response (tests).
+ * under another method 405 (with `Allow`), in the service's error envelope (`gatewayAnswer`). A streaming (SSE)
+ * route writes to `live` as it produces when one is given (the gateway's socket, as a Function URL in
+ * RESPONSE_STREAM mode would), and the call then answers undefined; without one its whole stream becomes one
+ * buffered response (tests).
  */
 export async function dispatch(req: HttpRequestLike): Promise<APIGatewayProxyStructuredResultV2>;
 export async function dispatch(req: HttpRequestLike, live: LiveResponse): Promise<APIGatewayProxyStructuredResultV2 | undefined>;
 export async function dispatch(req: HttpRequestLike, live?: LiveResponse): Promise<APIGatewayProxyStructuredResultV2 | undefined> {
   const match = matchRoute(req.method, req.path);
   if (req.method.toUpperCase() === "OPTIONS" && match === "methodMismatch") return preflight(req);
-  if (match === null || match === "methodMismatch") {
-    const status = match === null ? 404 : 405;
-    const code = match === null ? "NOT_FOUND" : "METHOD_NOT_ALLOWED";
-    const detail = match === null ? `No route for ${req.path}` : `${req.method} is not allowed on ${req.path}`;
-    const request_id = randomUUID();
-    return {
-      statusCode: status,
-      headers: { "content-type": "application/json", "x-request-id": request_id },
-      body: JSON.stringify({ detail, code, request_id }),
-    };
+  if (match === null) return gatewayAnswer(404, "NOT_FOUND", `No route for ${req.path}`);
+  if (match === "methodMismatch") {
+    return gatewayAnswer(405, "METHOD_NOT_ALLOWED", `${req.method} is not allowed on ${req.path}`, { headers: { allow: allowedMethods(req.path).join(", ") } });
   }
   const handler = await groupHandler(match.spec.group);
   const event = toApiGatewayEvent(req, match.pathParameters, `${match.spec.method} ${match.spec.path}`);

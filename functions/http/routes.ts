@@ -1,4 +1,4 @@
-import type { RouteSpec } from "../lib/route";
+import type { Method, RouteSpec } from "../lib/route";
 import { authRoutes } from "./routes/auth";
 import { workspacesRoutes } from "./routes/workspaces";
 import { researchRoutes } from "./routes/research";
@@ -81,3 +81,6 @@ export function matchRoute(method: string, path: string) {
   }
   return pathExists ? ("methodMismatch" as const) : null;
 }
+
+/** The methods the route table serves on a path (a gateway 405 names them in `Allow`). */
+export const allowedMethods = (path: string): Method[] => [...new Set(compiled.filter((c) => c.regex.test(path)).map((c) => c.spec.method))];

@@ -4,7 +4,6 @@ import httpRouterHandler from "@middy/http-router";
 import httpHeaderNormalizer from "@middy/http-header-normalizer";
 import httpEventNormalizer from "@middy/http-event-normalizer";
 import httpCors from "@middy/http-cors";
-import type httpMultipartBodyParser from "@middy/http-multipart-body-parser";
 import httpSecurityHeaders from "@middy/http-security-headers";
 import { Logger } from "@aws-lambda-powertools/logger";
 import { injectLambdaContext } from "@aws-lambda-powertools/logger/middleware";
@@ -14,8 +13,9 @@ import { AppError, Errors, type FieldError } from "../../core/error";
 import { Config } from "../../core/config";
 import { withRequestScope } from "../../core/context";
 import * as User from "../../core/user";
-import { isAdminClaims, verifyBearer } from "./auth";
-import type { Reply, RouteContext, RouteImpl, RouteSpec } from "./route";
+import { limitUser } from "../../core/rate-limit";
+import { isAdminClaims, verifyBearer, wwwAuthenticate } from "./auth";
+import { bodyLimitOf, type Reply, type RouteContext, type RouteImpl, type RouteSpec } from "./route";
 
 export const logger = new Logger({ serviceName: "research-to-delivery", logLevel: Config.logLevel() as "INFO" });
 
@@ -43,12 +43,40 @@ const requestIdMiddleware = (): middy.MiddlewareObj<Event, APIGatewayProxyResult
   };
 };
 
+/** Decoded size of the event's body in bytes (API Gateway base64-encodes binary bodies). */
+const bodyBytes = (event: Event): number =>
+  typeof event.body === "string" ? Buffer.byteLength(event.body, event.isBase64Encoded ? "base64" : "utf8") : 0;
+
+/**
+ * 413 PAYLOAD_TOO_LARGE for a body over the route's limit (`bodyLimitOf`), before anything parses it. API Gateway
+ * only caps bodies at 10 MB and Function URLs at Lambda's 6 MB, so this is where a smaller route limit (uploads,
+ * webhooks) holds in AWS; the local gateway refuses the same bodies before reading them. An event without a known
+ * route key (a Function URL's `$default`) gets the group's largest limit.
+ */
+const bodyLimitMiddleware = (specs: ReadonlyMap<string, RouteSpec>): middy.MiddlewareObj<Event, APIGatewayProxyResultV2> => {
+  const largest = [...specs.values()].reduce((a, b) => (bodyLimitOf(b) > bodyLimitOf(a) ? b : a));
+  return {
+    before: ({ event }) => {
+      const spec = specs.get(event.routeKey) ?? largest;
+      if (bodyBytes(event) > bodyLimitOf(spec)) throw payloadTooLarge(spec);
+    },
+  };
+};
+
+/** The one 413 of the HTTP stack, for a body over the route's limit (the local gateway answers the same). */
+export const payloadTooLarge = (spec: Pick<RouteSpec, "bodyLimit" | "bodyType" | "bodyLimitHint">) => {
+  const limit = bodyLimitOf(spec);
+  const hint = spec.bodyLimitHint ? `; ${spec.bodyLimitHint}` : "";
+  return new AppError("PAYLOAD_TOO_LARGE", `The request body is larger than this endpoint accepts (${limit} bytes)${hint}`, { limit_bytes: limit });
+};
+
 /**
  * JSON body parsing that keeps the raw body (webhook signatures need it) and answers malformed JSON with 422
  * (spec 01 Errors: malformed request body), not 415. Routes with `bodyType: "raw"` (route keys in `rawRoutes`)
  * only get the raw body: their handler verifies a signature first (spec 02: an invalid webhook payload is 400).
+ * Routes that take no body (`bodyless`) never parse one: whatever a client sends there is ignored, not a 422.
  */
-const jsonBodyMiddleware = (rawRoutes: ReadonlySet<string>): middy.MiddlewareObj<Event, APIGatewayProxyResultV2> => ({
+const jsonBodyMiddleware = (rawRoutes: ReadonlySet<string>, bodyless: ReadonlySet<string>): middy.MiddlewareObj<Event, APIGatewayProxyResultV2> => ({
   before: (request) => {
     const { event } = request;
     if (typeof event.body !== "string") return;
@@ -57,7 +85,7 @@ const jsonBodyMiddleware = (rawRoutes: ReadonlySet<string>): middy.MiddlewareObj
     if (type.startsWith("multipart/")) return;
     const raw = event.isBase64Encoded ? Buffer.from(event.body, "base64").toString("utf8") : event.body;
     event.rawBody = raw;
-    if (rawRoutes.has(event.routeKey)) return;
+    if (rawRoutes.has(event.routeKey) || bodyless.has(event.routeKey)) return;
     if (!/^application\/([\w.+-]+\+)?json\b/i.test(type) || raw.trim() === "") return;
     try {
       (event as { body: unknown }).body = JSON.parse(raw);
@@ -88,6 +116,41 @@ const oneSpellingPerHeader = (): middy.MiddlewareObj<Event, APIGatewayProxyResul
   };
   return { after: merge, onError: merge };
 };
+
+/**
+ * `Cache-Control: no-store` on every JSON answer of an authenticated route (successes and errors alike): a shared or
+ * browser cache must never keep one user's data. Route keys in `authenticated`; an event without a known route key
+ * (a Function URL's `$default`) counts as authenticated when any route of the group is.
+ */
+const noStoreMiddleware = (authenticated: ReadonlySet<string>, groupAuthenticated: boolean): middy.MiddlewareObj<Event, APIGatewayProxyResultV2> => {
+  const mark = (request: Request) => {
+    const res = request.response;
+    if (!res || typeof res !== "object") return;
+    const known = request.event.routeKey && request.event.routeKey !== "$default";
+    if (!(known ? authenticated.has(request.event.routeKey) : groupAuthenticated)) return;
+    const type = Object.entries(res.headers ?? {}).find(([name]) => name.toLowerCase() === "content-type")?.[1];
+    if (!/^application\/([\w.+-]+\+)?json\b/i.test(String(type ?? ""))) return;
+    res.headers = { ...(res.headers ?? {}), "cache-control": "no-store" };
+  };
+  return { after: mark, onError: mark };
+};
+
+/** The security headers of every handler answer (middy's http-security-headers with its defaults). */
+const securityHeadersMiddleware = () => httpSecurityHeaders();
+
+/**
+ * The headers `securityHeadersMiddleware` adds to an answer of this content type, lower-cased: for answers made
+ * outside a handler (the local gateway's 404, 405, 413, 431), so they carry exactly what the handlers' carry.
+ */
+export async function securityHeadersFor(contentType = "application/json"): Promise<Record<string, string>> {
+  const request = { response: { statusCode: 200, headers: { "content-type": contentType }, body: "" } };
+  await securityHeadersMiddleware().after!(request as unknown as Request);
+  return Object.fromEntries(
+    Object.entries(request.response.headers)
+      .filter(([name, value]) => value !== undefined && name.toLowerCase() !== "content-type")
+      .map(([name, value]) => [name.toLowerCase(), String(value)]),
+  );
+}
 
 const CODE_FOR_HTTP_STATUS: Record<number, AppError["code"]> = {
   400: "BAD_REQUEST",
@@ -124,7 +187,12 @@ const errorEnvelopeMiddleware = (): middy.MiddlewareObj<Event, APIGatewayProxyRe
     const retryAfter = err instanceof AppError ? err.extra.retry_after_seconds : undefined;
     request.response = {
       statusCode: status,
-      headers: { "content-type": "application/json", ...(typeof retryAfter === "number" ? { "retry-after": String(Math.max(1, Math.ceil(retryAfter))) } : {}) },
+      headers: {
+        "content-type": "application/json",
+        ...(typeof retryAfter === "number" ? { "retry-after": String(Math.max(1, Math.ceil(retryAfter))) } : {}),
+        // RFC 6750 section 3: every 401 challenges the client.
+        ...(status === 401 && err instanceof AppError ? { "www-authenticate": wwwAuthenticate(err) } : {}),
+      },
       body: JSON.stringify(body),
     };
   },
@@ -195,7 +263,7 @@ function bind(spec: RouteSpec, impl: RouteImpl<RouteSpec>) {
       user = await User.fromClaims(claims);
       isAdmin = isAdminClaims(claims, user.email);
       if (spec.access === "admin" && !isAdmin) throw new AppError("FORBIDDEN", "Admins only");
-      if (user.access_status === "suspended" && spec.path !== "/api/auth/me") {
+      if (user.access_status === "suspended" && !spec.allowSuspended) {
         throw new AppError("FORBIDDEN", "This account is suspended");
       }
     }
@@ -211,6 +279,8 @@ function bind(spec: RouteSpec, impl: RouteImpl<RouteSpec>) {
       headers: event.headers ?? {},
       event,
     } as RouteContext<RouteSpec>;
+    // Valid requests only count: a typo the validator refuses does not use up the caller's window.
+    if (spec.rateLimit && user) await limitUser(user.id, spec.rateLimit);
     return toResult(spec, await impl(ctx));
   }
 }
@@ -222,10 +292,10 @@ export type GroupImpl<T extends Record<string, RouteSpec>> = { [K in keyof T]: R
 export interface GroupOptions {
   /**
    * The multipart body parser (`multipartBodyParser()` from functions/lib/multipart.ts), required when the table
-   * has `bodyType: "multipart"` routes. Passed in by the groups that take uploads so the parser (busboy) is bundled
-   * only into their Lambda.
+   * has `bodyType: "multipart"` routes. Passed in by the groups that take uploads so the parser is bundled only
+   * into their Lambda.
    */
-  multipart?: ReturnType<typeof httpMultipartBodyParser>;
+  multipart?: middy.MiddlewareObj<APIGatewayProxyEventV2, APIGatewayProxyResultV2>;
 }
 
 /**
@@ -249,7 +319,12 @@ export function httpGroup<T extends Record<string, RouteSpec>>(table: T, impls: 
     })
     // Literal paths before parameterised ones, as API Gateway matches.
     .sort((a, b) => a.literal - b.literal);
-  const rawRoutes = new Set(entries.filter(([, spec]) => spec.bodyType === "raw").map(([, spec]) => `${spec.method} ${spec.path}`));
+  const keyOf = (spec: RouteSpec) => `${spec.method} ${spec.path}`;
+  const rawRoutes = new Set(entries.filter(([, spec]) => spec.bodyType === "raw").map(([, spec]) => keyOf(spec)));
+  const bodyless = new Set(entries.filter(([, spec]) => !spec.body).map(([, spec]) => keyOf(spec)));
+  const specs = new Map(entries.map(([, spec]) => [keyOf(spec), spec]));
+  const isAuthenticated = (spec: RouteSpec) => spec.access === "user" || spec.access === "admin";
+  const authenticated = new Set(entries.filter(([, spec]) => isAuthenticated(spec)).map(([, spec]) => keyOf(spec)));
   const multipart = entries.some(([, spec]) => spec.bodyType === "multipart");
   if (multipart && !opts.multipart) throw new Error(`Group ${group} has multipart routes: pass httpGroup a multipart parser`);
   // A group of response-streaming routes (SSE) is a streaming Lambda: errors before the stream opens still answer
@@ -262,14 +337,16 @@ export function httpGroup<T extends Record<string, RouteSpec>>(table: T, impls: 
     .use(httpHeaderNormalizer())
     .use(httpEventNormalizer())
     .use([
-      jsonBodyMiddleware(rawRoutes),
+      bodyLimitMiddleware(specs),
+      jsonBodyMiddleware(rawRoutes, bodyless),
       // Only groups with upload routes parse multipart bodies; elsewhere such a body fails the route's validation.
-      // middy types its parser for REST API (v1) events; it reads only the headers and the body, which v2 events share.
       ...(multipart && opts.multipart ? [opts.multipart as unknown as middy.MiddlewareObj<Event, APIGatewayProxyResultV2>] : []),
     ])
     .use(oneSpellingPerHeader())
-    .use(httpSecurityHeaders())
-    .use(httpCors({ origins: Config.corsOrigins(), headers: "authorization,content-type", exposeHeaders: "x-request-id" }))
+    // After (and on error) middlewares run in reverse: this marks the answer before the spellings are merged.
+    .use(noStoreMiddleware(authenticated, entries.some(([, spec]) => isAuthenticated(spec))))
+    .use(securityHeadersMiddleware())
+    .use(httpCors({ origins: Config.corsOrigins(), headers: "authorization,content-type", exposeHeaders: "x-request-id,retry-after,www-authenticate" }))
     .use(errorEnvelopeMiddleware())
     .handler(httpRouterHandler(routerRoutes.map(({ method, path, handler }) => ({ method, path, handler })) as never) as never);
 }

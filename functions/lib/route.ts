@@ -1,7 +1,10 @@
 import type { z } from "zod";
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
+import type { RateLimitName } from "../../core/config";
+import type { ErrorCode } from "../../core/error";
 import type { User } from "../../core/user";
 import type { TokenClaims } from "../../core/user/schema";
+import { MULTIPART_MAX_BYTES } from "../../core/research/limits";
 
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
@@ -41,6 +44,66 @@ export interface RouteSpec {
    * RESPONSE_STREAM mode (API Gateway cannot stream), served by the local gateway as it is produced.
    */
   streaming?: boolean;
+  /** Largest request body in bytes (413 above it); the default comes from `bodyType`, see {@link bodyLimitOf}. */
+  bodyLimit?: number;
+  /** What to do instead when a body is over the limit, added to the 413's detail (uploads: the upload-url route). */
+  bodyLimitHint?: string;
+  /**
+   * A per-user rate limit (core/rate-limit, Config.rateLimit): each valid request of the caller counts against it
+   * before the implementation runs, and the 429 (with Retry-After) is documented. Declared here, not called in the
+   * implementation, so the copilot's own tool calls into the same core operations do not use up the user's requests.
+   */
+  rateLimit?: RateLimitName;
+  /** A suspended account may still call it (its own profile); every other user route answers it 403. */
+  allowSuspended?: boolean;
+  /**
+   * The error codes the route's own logic can answer with (plan gates, conflicts, rate limits, file checks), beyond
+   * those its access, parameters and body imply; the OpenAPI document lists them all (see {@link errorCodesOf}).
+   */
+  errors?: readonly ErrorCode[];
+}
+
+/**
+ * The body limit of a JSON route unless it declares its own: Lambda's 6 MB invocation payload. API Gateway HTTP APIs
+ * take 10 MB, but a Lambda proxy integration refuses an event over 6 MB, so 6 MB is what a deployed route can take;
+ * the largest valid body (a document of 1,000,000 characters, up to 3 MB of UTF-8) fits.
+ */
+export const GATEWAY_MAX_BODY_BYTES = 6 * 1024 * 1024;
+/** Room for the form's framing and text fields around the one file of an upload (boundaries, part headers, title). */
+export const MULTIPART_FRAMING_BYTES = 64 * 1024;
+/** Signed webhook events are small JSON documents; a larger body is refused before its signature is checked. */
+export const WEBHOOK_MAX_BODY_BYTES = 256 * 1024;
+
+/**
+ * The largest request body a route takes, in bytes: its own `bodyLimit`, else by body type — an upload's one file of
+ * MULTIPART_MAX_BYTES plus its framing, a signed webhook's WEBHOOK_MAX_BODY_BYTES, Lambda's 6 MB for the rest.
+ * The local gateway refuses more before reading it, and the handler again (413 PAYLOAD_TOO_LARGE).
+ */
+export function bodyLimitOf(spec: Pick<RouteSpec, "bodyLimit" | "bodyType">): number {
+  if (spec.bodyLimit !== undefined) return spec.bodyLimit;
+  if (spec.bodyType === "multipart") return MULTIPART_MAX_BYTES + MULTIPART_FRAMING_BYTES;
+  if (spec.bodyType === "raw") return WEBHOOK_MAX_BODY_BYTES;
+  return GATEWAY_MAX_BODY_BYTES;
+}
+
+/**
+ * Every error code a route can answer with, for its OpenAPI responses: what the middy stack derives from the route's
+ * access (401; 403 for admins-only, workspace-scoped and suspended-account refusals), parameters (422, 404 for ids),
+ * query (422), workspace scope (404 for a resource or a named id that is not there), body (422, 413) and rate limit
+ * (429), plus the route's declared `errors`.
+ */
+export function errorCodesOf(spec: RouteSpec): ErrorCode[] {
+  const codes: ErrorCode[] = [];
+  if (spec.access === "user" || spec.access === "admin") {
+    codes.push("UNAUTHORIZED");
+    if (spec.access === "admin" || spec.workspaceScope || !spec.allowSuspended) codes.push("FORBIDDEN");
+  }
+  if (spec.access === "webhook") codes.push("INVALID_SIGNATURE", "BAD_REQUEST");
+  if (spec.params || spec.workspaceScope) codes.push("NOT_FOUND");
+  if (spec.params || spec.query || (spec.body && spec.bodyType !== "raw")) codes.push("VALIDATION_ERROR");
+  if (spec.body) codes.push("PAYLOAD_TOO_LARGE");
+  if (spec.rateLimit) codes.push("RATE_LIMITED");
+  return [...new Set([...codes, ...(spec.errors ?? [])])];
 }
 
 type Out<S> = S extends z.ZodType ? z.output<S> : undefined;

@@ -30,6 +30,7 @@ export const blocksRoutes = defineRoutes({
     summary: "Add a typed block (content validated per block_type)",
     params: DocumentIdParam,
     body: CreateBlockInput,
+    errors: ["CONFLICT"],
     responses: { 201: Block },
   },
   "blocks.reorder": {
@@ -37,6 +38,7 @@ export const blocksRoutes = defineRoutes({
     summary: "Bulk reorder: block_ids is a permutation of the document's blocks",
     params: DocumentIdParam,
     body: ReorderInput,
+    errors: ["CONFLICT"],
     responses: { 200: BlockList },
   },
   "blocks.update": {
@@ -44,24 +46,28 @@ export const blocksRoutes = defineRoutes({
     summary: "Change a block's title, content or position",
     params: BlockParam,
     body: UpdateBlockInput,
+    errors: ["CONFLICT"],
     responses: { 200: Block },
   },
   "blocks.delete": {
     method: "DELETE", path: "/api/documents/{document_id}/blocks/{block_id}", group: "blocks", access: "user", workspaceScope: "resource",
     summary: "Delete a block",
     params: BlockParam,
+    errors: ["CONFLICT"],
     responses: { 204: null },
   },
   "blocks.extract": {
     method: "POST", path: "/api/blocks/extract", group: "blocks", access: "user", workspaceScope: "body",
     summary: "Replace a document's blocks with typed blocks extracted from its Markdown sections",
     body: ExtractInput,
+    errors: ["CONFLICT"],
     responses: { 200: ExtractResult },
   },
   "blocks.intent": {
     method: "POST", path: "/api/intent/parse", group: "blocks", access: "user",
     summary: "Decompose free text into a block skeleton (not stored)",
     body: IntentInput,
+    rateLimit: "intent_parse",
     responses: { 200: IntentResult },
   },
   "blocks.listAnnotations": {

@@ -23,6 +23,7 @@ export const documentsRoutes = defineRoutes({
     method: "POST", path: "/api/documents", group: "documents", access: "user", workspaceScope: "body",
     summary: "Create a document (status draft) with its first revision",
     body: CreateDocumentInput,
+    errors: ["SUBSCRIPTION_REQUIRED", "CONFLICT"],
     responses: { 201: Document },
   },
   "documents.list": {
@@ -42,6 +43,7 @@ export const documentsRoutes = defineRoutes({
     summary: "Change content, title or metadata (published documents stay editable)",
     params: DocumentIdParam,
     body: UpdateDocumentInput,
+    errors: ["CONFLICT"],
     responses: { 200: Document },
   },
   "documents.delete": {
@@ -55,6 +57,7 @@ export const documentsRoutes = defineRoutes({
     summary: "Save the current content as the next immutable revision (manual_save)",
     params: DocumentIdParam,
     body: SaveVersionInput,
+    errors: ["CONFLICT"],
     responses: { 201: Revision },
   },
   "documents.listVersions": {
@@ -82,6 +85,7 @@ export const documentsRoutes = defineRoutes({
     summary: "Restore a revision; snapshots are saved before and after",
     params: RevisionParam,
     body: SaveVersionInput,
+    errors: ["CONFLICT"],
     responses: { 200: RestoreResult },
   },
   "documents.status": {
@@ -89,6 +93,7 @@ export const documentsRoutes = defineRoutes({
     summary: "Move status by the document table (invalid: 422 INVALID_TRANSITION)",
     params: DocumentIdParam,
     body: StatusInput,
+    errors: ["INVALID_TRANSITION", "CONFLICT"],
     responses: { 200: Document },
   },
 } satisfies Record<string, RouteSpec>);

@@ -36,6 +36,8 @@ export const insightsRoutes = defineRoutes({
     method: "POST", path: "/api/insights/search", group: "insights", access: "user", workspaceScope: "body",
     summary: "Rank insights by semantic relevance (text matching when embeddings are unavailable); archived included",
     body: SearchInsightsInput,
+    rateLimit: "insights_search",
+    errors: ["SERVICE_UNAVAILABLE"],
     responses: { 200: SearchResult },
   },
   "insights.get": {

@@ -34,6 +34,7 @@ export const pendingActionsRoutes = defineRoutes({
     summary: "Approve a pending action (optional userEdits shallow-merged into toolInput); executes asynchronously",
     params: PendingActionIdParam,
     body: ApproveInput,
+    errors: ["INVALID_STATE"],
     responses: { 200: PendingAction },
   },
   "pending-actions.reject": {
@@ -41,6 +42,7 @@ export const pendingActionsRoutes = defineRoutes({
     summary: "Reject a pending action; its tool never runs",
     params: PendingActionIdParam,
     body: RejectInput,
+    errors: ["INVALID_STATE"],
     responses: { 200: PendingAction },
   },
   "pending-actions.batchApprove": {
@@ -48,6 +50,7 @@ export const pendingActionsRoutes = defineRoutes({
     summary: "Approve (or, with exclude, reject) the listed rows of a batch {mission_id}:{tool_name}",
     params: BatchIdParam,
     body: BatchApproveInput,
+    errors: ["INVALID_STATE", "SERVICE_UNAVAILABLE", "INVARIANT_VIOLATION"],
     responses: { 200: BatchApproveResult },
   },
 } satisfies Record<string, RouteSpec>);

@@ -29,6 +29,7 @@ export const recommendationsRoutes = defineRoutes({
     method: "PATCH", path: "/api/recommendations/batch/status", group: "recommendations", access: "user", workspaceScope: "body",
     summary: "Change the status of several recommendations; invalid transitions are reported per item",
     body: BatchStatusInput,
+    errors: ["CONFLICT"],
     responses: { 200: BatchStatusResult },
   },
   "recommendations.get": {
@@ -55,6 +56,7 @@ export const recommendationsRoutes = defineRoutes({
     summary: "Change status through the transition table (invalid: 422 INVALID_TRANSITION with valid_transitions)",
     params: RecommendationIdParam,
     body: StatusChangeInput,
+    errors: ["INVALID_TRANSITION", "CONFLICT"],
     responses: { 200: Recommendation },
   },
 } satisfies Record<string, RouteSpec>);

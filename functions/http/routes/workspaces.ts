@@ -21,6 +21,7 @@ export const workspacesRoutes = defineRoutes({
     method: "POST", path: "/api/workspaces", group: "workspaces", access: "user",
     summary: "Create a workspace (needs product access); the caller becomes owner and a trial starts",
     body: CreateWorkspaceInput,
+    errors: ["PRODUCT_ACCESS_REQUIRED", "CONFLICT"],
     responses: { 201: Workspace },
   },
   "workspaces.list": {
@@ -58,6 +59,7 @@ export const workspacesRoutes = defineRoutes({
     summary: "Change settings (owner or admin); enabling research cycles has requirements (403 when unmet)",
     params: WorkspaceIdParam,
     body: UpdateSettingsInput,
+    errors: ["SUBSCRIPTION_REQUIRED"],
     responses: { 200: WorkspaceSettings },
   },
   "workspaces.agentIntro": {
@@ -77,6 +79,7 @@ export const workspacesRoutes = defineRoutes({
     summary: "Add a user by e-mail with a role (owner or admin)",
     params: WorkspaceIdParam,
     body: AddMemberInput,
+    errors: ["USER_NOT_FOUND", "ALREADY_MEMBER", "SUBSCRIPTION_REQUIRED", "USAGE_LIMIT_EXCEEDED"],
     responses: { 201: Member },
   },
   "workspaces.updateMember": {
