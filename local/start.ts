@@ -33,6 +33,9 @@ async function main() {
     const { startLocalStreams } = await import("./streams");
     const pendingActions = await startLocalStreams({ endpoint: dynamo.endpoint, tableName });
     stops.unshift(pendingActions.stop);
+    // Sources a crash left pending or unindexed are driven on from their durable record (core/pipeline/recovery.ts).
+    const { startSourceRecovery } = await import("./recovery");
+    stops.unshift(startSourceRecovery().stop);
     const server = await startGateway(port);
     // The OCR worker thread holds the process open; stop it with the rest.
     stops.push(async () => (await import("../core/extract")).shutdownEngines());
@@ -43,7 +46,10 @@ async function main() {
     stops.push(() => rm(resolve(dataDir, "runtime.json"), { force: true }));
     console.log(`Research-to-delivery is running at ${base}`);
     console.log(`  API docs:   ${base}/api/docs`);
-    console.log(`  Get a token: npm run token -- --email you@example.com`);
+    // -s: without it npm prints its own "> research-to-delivery@... token" lines into $(...) and TOKEN is not a token.
+    // --data: the token must be signed with this runtime's key, which lives in its data directory.
+    const dataFlag = dataDir === resolve(".data") ? "" : ` --data '${dataDir}'`;
+    console.log(`  Get a token: TOKEN=$(npm run -s token -- --email you@example.com${dataFlag})`);
     console.log(`  Then:        curl -H "Authorization: Bearer $TOKEN" ${base}/api/auth/me`);
     console.log(`  Data kept in ${dataDir}. Ctrl-C to stop.`);
   } catch (err) {
@@ -64,6 +70,8 @@ async function main() {
 
 main().catch((err: unknown) => {
   if (err instanceof PrerequisiteError) console.error(err.message);
+  // node:util parseArgs: an unknown or malformed option is the user's typo, not a crash.
+  else if (String((err as { code?: string }).code).startsWith("ERR_PARSE_ARGS")) console.error(`${(err as Error).message}. Options: --port N, --data DIR.`);
   else if ((err as { code?: string }).code === "EADDRINUSE") console.error(`Port already in use: ${(err as Error).message}. Set PORT to another port.`);
   else console.error(err);
   process.exit(1);

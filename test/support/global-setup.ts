@@ -1,6 +1,6 @@
 import { exportJWK, generateKeyPair } from "jose";
 import type { TestProject } from "vitest/node";
-import { ensureTable, startDynamoLocal } from "../../local/dynamodb";
+import { ensureTable, PrerequisiteError, startDynamoLocal, type RunningDynamo } from "../../local/dynamodb";
 
 export const TABLE = "r2d-test";
 export const BUCKET = "r2d-test-uploads";
@@ -20,7 +20,7 @@ declare module "vitest" {
  */
 export default async function setup(project: TestProject) {
   const [dynamo, keys] = await Promise.all([
-    startDynamoLocal(),
+    startDynamoLocal().catch(exitOnPrerequisite),
     generateKeyPair("RS256", { extractable: true, modulusLength: 2048 }),
   ]);
   await ensureTable(dynamo.endpoint, TABLE);
@@ -31,4 +31,14 @@ export default async function setup(project: TestProject) {
   return async () => {
     await dynamo.stop();
   };
+}
+
+/**
+ * A missing prerequisite (Java) ends the run with the sentence `npm start` prints and nothing else: thrown from here,
+ * vitest would report "No test files found" and a stack trace. Anything else is a bug and keeps its stack.
+ */
+function exitOnPrerequisite(err: unknown): RunningDynamo {
+  if (!(err instanceof PrerequisiteError)) throw err;
+  console.error(err.message);
+  process.exit(1);
 }
