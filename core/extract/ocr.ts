@@ -7,6 +7,7 @@
  * whole process down on one bad image; the handler below turns that into a rejected job instead. A worker that
  * dies or hangs is thrown away and the next job starts a fresh one.
  */
+import { logExtractionFailure } from "./log";
 import { dirname, join } from "node:path";
 import { createRequire } from "node:module";
 import { createWorker, OEM, type Worker } from "tesseract.js";
@@ -118,11 +119,12 @@ async function recognize(image: Buffer) {
     const msg = messageOf(err);
     // A bad image is the image's fault; anything else (crash, hang, failed start) is the engine's, and the worker
     // may be unusable afterwards, so it is replaced.
+    logExtractionFailure("tesseract failed on an image", { engine_message: msg }, err);
     if (/attempting to read image|pix not read|Unknown format/i.test(msg)) {
-      throw new ExtractionError("corrupt", `The image could not be read (it may be truncated or corrupt): ${msg}`, { cause: err });
+      throw new ExtractionError("corrupt", "The image could not be read (it may be truncated or corrupt)", { cause: err });
     }
     await discard(current);
-    throw new ExtractionError("engine_failed", `Text recognition failed on this image: ${msg}`, { cause: err });
+    throw new ExtractionError("engine_failed", "Text recognition failed on this image; try reprocessing", { cause: err });
   }
 }
 

@@ -8,6 +8,7 @@
  * With `-time yes` it prints, per utterance, the hypothesis line and then one "word start end prob" line per
  * segment, starting with `<s>`, which gives each utterance its start time.
  */
+import { logExtractionFailure } from "./log";
 import { execFile } from "node:child_process";
 import { constants } from "node:fs";
 import { access, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
@@ -112,8 +113,9 @@ async function transcribe(bytes: Buffer, filename: string): Promise<Extraction> 
       const args = ["-nostdin", "-hide_banner", "-loglevel", "error", "-i", input, "-vn", "-af", "highpass=f=80"];
       await run(tools.ffmpeg, [...args, "-ac", "1", "-ar", "16000", "-c:a", "pcm_s16le", "-f", "wav", wav], 600_000);
     } catch (err) {
-      const detail = lastLine((err as { stderr?: string }).stderr) || messageOf(err);
-      throw new ExtractionError("corrupt", `The recording could not be decoded (it may be truncated or corrupt, or have no audio track): ${detail}`, { cause: err });
+      // ffmpeg's own words go to the log, not into the reason a user reads (issue #10: no internals in answers).
+      logExtractionFailure("ffmpeg could not decode the recording", { filename, stderr: lastLine((err as { stderr?: string }).stderr) || messageOf(err) }, err);
+      throw new ExtractionError("corrupt", "The recording could not be decoded (it may be truncated or corrupt, or have no audio track)", { cause: err });
     }
     // 16 kHz x 16-bit mono = 32 000 bytes per second; allow 2 s of work per second of audio, plus start-up.
     const seconds = Math.max(0, ((await stat(wav)).size - 44) / 32_000);
@@ -125,8 +127,9 @@ async function transcribe(bytes: Buffer, filename: string): Promise<Extraction> 
         Math.ceil(120_000 + seconds * 2_000),
       ));
     } catch (err) {
-      const detail = (err as { killed?: boolean }).killed ? "it took too long" : lastLine((err as { stderr?: string }).stderr) || messageOf(err);
-      throw new ExtractionError("engine_failed", `Speech recognition failed on this recording: ${detail}`, { cause: err });
+      const tooLong = (err as { killed?: boolean }).killed === true;
+      if (!tooLong) logExtractionFailure("pocketsphinx failed", { filename, stderr: lastLine((err as { stderr?: string }).stderr) || messageOf(err) }, err);
+      throw new ExtractionError("engine_failed", `Speech recognition failed on this recording${tooLong ? ": it took too long" : "; try reprocessing"}`, { cause: err });
     }
     const extraction = turnsToExtraction(parsePocketsphinx(stdout));
     if (!extraction.units.length) {

@@ -6,6 +6,7 @@
  * Throttling errors (ThrottlingException, ProvisionedThroughputExceededException, LimitExceededException) are
  * re-thrown unchanged so the state machine's Retry policy, which matches on the error name, backs off and retries.
  */
+import { logExtractionFailure } from "./log";
 import {
   DetectDocumentTextCommand,
   GetDocumentTextDetectionCommand,
@@ -167,15 +168,20 @@ const left = (b: Block) => b.Geometry?.BoundingBox?.Left ?? 0;
 /** Textract's refusals of a document become user-facing reasons; throttling and infrastructure errors pass through. */
 function mapTextractError(err: unknown): unknown {
   if (isThrottling(err) || !(err instanceof Error)) return err;
+  // Textract's own message goes to the log; the reason says what the user can do.
+  const logged = () => logExtractionFailure("Textract refused the document", { service_error: err.name, service_message: messageOf(err) }, err);
   switch (err.name) {
     case "UnsupportedDocumentException":
-      return new ExtractionError("service_rejected", `Text detection does not support this document's format: ${err.message}`, { cause: err });
+      logged();
+      return new ExtractionError("service_rejected", "Text detection does not support this document's format", { cause: err });
     case "BadDocumentException":
-      return new ExtractionError("corrupt", `The document could not be read (it may be corrupt or password-protected): ${err.message}`, { cause: err });
+      logged();
+      return new ExtractionError("corrupt", "The document could not be read (it may be corrupt or password-protected)", { cause: err });
     case "DocumentTooLargeException":
+      logged();
       return new ExtractionError(
         "service_rejected",
-        `The document is too large for text detection (images up to 10 MB, PDFs up to 500 MB and 3,000 pages): ${messageOf(err)}`,
+        "The document is too large for text detection (images up to 10 MB, PDFs up to 500 MB and 3,000 pages)",
         { cause: err },
       );
     default:

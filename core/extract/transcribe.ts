@@ -6,6 +6,7 @@
  * Throttling errors (ThrottlingException, LimitExceededException, ...) are re-thrown unchanged so the state
  * machine's Retry policy, which matches on the error name, backs off and retries.
  */
+import { logExtractionFailure } from "./log";
 import {
   GetTranscriptionJobCommand,
   StartTranscriptionJobCommand,
@@ -239,7 +240,8 @@ function mapTranscribeError(err: unknown): unknown {
   if (isThrottling(err) || !(err instanceof Error)) return err;
   // BadRequestException covers media Transcribe cannot use (unsupported format, too long, unreadable).
   if (err.name === "BadRequestException") {
-    return new ExtractionError("service_rejected", `Transcription could not start on this recording: ${messageOf(err)}`, { cause: err });
+    logExtractionFailure("Transcribe refused the recording", { service_error: err.name, service_message: messageOf(err) }, err);
+    return new ExtractionError("service_rejected", "Transcription could not start on this recording (unsupported format, too long, or unreadable)", { cause: err });
   }
   return err;
 }

@@ -118,7 +118,8 @@ describe("Textract", () => {
     const err = await startTextDetection({ bucket: "b", key: "k" }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ExtractionError);
     expect(err).toMatchObject({ reason: "corrupt" });
-    expect((err as Error).message).toContain("Unable to read document");
+    // The service's own words go to the extraction log, not into the reason a user reads.
+    expect((err as Error).message).toBe("The document could not be read (it may be corrupt or password-protected)");
   });
 
   it("detects text in a single image from S3 (page 1, lines ordered by position when there is no PAGE block)", async () => {
