@@ -78,6 +78,17 @@ function lambdaIdFor(template: Template, handler: string): string {
 
 const getAttArn = (logicalId: string) => ({ "Fn::GetAtt": [logicalId, "Arn"] });
 
+/** The template's one EventBridge rule runs `handler` every minute, allowed to invoke it; @returns the Lambda's id. */
+function expectRunEveryMinute(template: Template, handler: string): string {
+  const fnId = lambdaIdFor(template, handler);
+  const rules = Object.values(resourcesOf(template, "AWS::Events::Rule")).map((r) => r.Properties);
+  expect(rules).toHaveLength(1);
+  expect(rules[0].ScheduleExpression).toBe("rate(1 minute)");
+  expect(rules[0].Targets).toEqual([expect.objectContaining({ Arn: getAttArn(fnId) })]);
+  template.hasResourceProperties("AWS::Lambda::Permission", { Action: "lambda:InvokeFunction", Principal: "events.amazonaws.com", FunctionName: getAttArn(fnId) });
+  return fnId;
+}
+
 describe("handler modules referenced by the stacks", () => {
   const handlers = [
     ...groups().map(groupHandler),
@@ -477,12 +488,8 @@ describe("synthesized app", () => {
     });
 
     it("runs the source recovery sweeper every minute, allowed to describe and start executions and to embed", () => {
-      const sweeperId = lambdaIdFor(templates.Pipelines, SOURCE_SWEEPER_HANDLER);
       expect(SOURCE_SWEEPER_SCHEDULE).toBe("rate(1 minute)");
-      const rules = Object.values(resourcesOf(templates.Pipelines, "AWS::Events::Rule")).map((r) => r.Properties);
-      expect(rules).toHaveLength(1);
-      expect(rules[0].ScheduleExpression).toBe("rate(1 minute)");
-      expect(rules[0].Targets).toEqual([expect.objectContaining({ Arn: getAttArn(sweeperId) })]);
+      const sweeperId = expectRunEveryMinute(templates.Pipelines, SOURCE_SWEEPER_HANDLER);
       const smId = Object.keys(resourcesOf(templates.Pipelines, "AWS::StepFunctions::StateMachine"))[0];
       expect(lambdas(templates.Pipelines)[sweeperId].Properties.Environment.Variables.EXTRACTION_STATE_MACHINE_ARN).toEqual({ Ref: smId });
       const role = lambdas(templates.Pipelines)[sweeperId].Properties.Role["Fn::GetAtt"][0];
@@ -554,17 +561,8 @@ describe("synthesized app", () => {
     });
 
     it("runs the sweeper every minute from an EventBridge schedule", () => {
-      const sweeperId = lambdaIdFor(templates.PendingActions, PENDING_ACTION_SWEEPER_HANDLER);
       expect(SWEEPER_SCHEDULE).toBe("rate(1 minute)");
-      const rules = Object.values(resourcesOf(templates.PendingActions, "AWS::Events::Rule")).map((r) => r.Properties);
-      expect(rules).toHaveLength(1);
-      expect(rules[0].ScheduleExpression).toBe("rate(1 minute)");
-      expect(rules[0].Targets).toEqual([expect.objectContaining({ Arn: getAttArn(sweeperId) })]);
-      templates.PendingActions.hasResourceProperties("AWS::Lambda::Permission", {
-        Action: "lambda:InvokeFunction",
-        Principal: "events.amazonaws.com",
-        FunctionName: getAttArn(sweeperId),
-      });
+      expectRunEveryMinute(templates.PendingActions, PENDING_ACTION_SWEEPER_HANDLER);
     });
 
     it("gives both executors the runtime environment, the table, the bucket, Bedrock and time for an AI tool", () => {
