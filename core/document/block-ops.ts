@@ -1,11 +1,11 @@
 import { randomUUID } from "node:crypto";
 import type { EntityItem } from "electrodb";
-import { AppError, Errors } from "../error";
+import { AppError, Errors, type FieldError } from "../error";
 import { createWriteTransaction } from "electrodb";
 import { db } from "../db/service";
 import { partitionOf, requireMember, requireResourceMember } from "../workspace";
 import { deleteKeys, partitionKeys } from "../db/partition";
-import { emptyBlockContent, validateBlockContent, DEFAULT_TITLES, type BlockType } from "./blocks";
+import { emptyBlockContent, validateBlockContent, DEFAULT_TITLES, type BlockContent, type BlockType } from "./blocks";
 import { extractBlocks, parseIntent } from "./markdown";
 import { reload, requireDocument, withContent, type DocumentItem } from "./index";
 import type { AnnotationEntity, BlockEntity } from "./document.entity";
@@ -33,9 +33,14 @@ export async function blocksOf(doc: Pick<DocumentItem, "workspace_id" | "id">): 
   return data.sort((a, b) => a.position - b.position || a.created_at.localeCompare(b.created_at));
 }
 
-/** Write new positions for the blocks whose position changed (transactions of up to 100 items). */
+/**
+ * Write new positions for the blocks whose position changed (transactions of up to 100 items).
+ * @throws AppError CONFLICT (409) when the blocks changed meanwhile: an id of `order` is no longer among `blocks`
+ *   (replaced by an extraction, deleted), or a patched block is gone when the transaction runs.
+ */
 async function writePositions(blocks: BlockItem[], order: string[]): Promise<void> {
   const byId = new Map(blocks.map((b) => [b.id, b]));
+  if (order.some((id) => !byId.has(id))) throw new AppError("CONFLICT", "Blocks changed meanwhile; reload and retry");
   const changes = order
     .map((id, position) => ({ block: byId.get(id)!, position }))
     .filter(({ block, position }) => block.position !== position);
@@ -78,13 +83,28 @@ export async function requireBlock(userId: string, blockId: string): Promise<{ d
 }
 
 /**
+ * A request's block `content` checked against the contract of `type`, with defaults applied. Its 422 names
+ * `["body", "content", ...]`, as the body schema's do (POST checks the contract in its schema already; a PATCH's
+ * type is the stored block's, so it is checked here).
+ */
+function requestContent<K extends BlockType>(type: K, content: unknown): BlockContent<K> {
+  try {
+    return validateBlockContent(type, content);
+  } catch (err) {
+    if (!(err instanceof AppError) || err.code !== "VALIDATION_ERROR" || !Array.isArray(err.extra.errors)) throw err;
+    const errors = (err.extra.errors as FieldError[]).map((e) => ({ ...e, loc: ["body", ...e.loc] }));
+    throw new AppError("VALIDATION_ERROR", err.message, { ...err.extra, errors });
+  }
+}
+
+/**
  * `POST /api/documents/{id}/blocks`: content is validated against the block type's schema (an empty skeleton when
  * omitted); inserting at a position shifts the blocks at and after it.
  * @throws AppError VALIDATION_ERROR (422) for content that does not fit the type.
  */
 export async function createBlock(userId: string, documentId: string, input: CreateBlockInput): Promise<BlockView> {
   const doc = await requireDocument(userId, documentId);
-  const content = validateBlockContent(input.block_type, input.content ?? emptyBlockContent(input.block_type));
+  const content = requestContent(input.block_type, input.content ?? emptyBlockContent(input.block_type));
   const existing = await blocksOf(doc);
   const position = Math.min(input.position ?? existing.length, existing.length);
   const id = randomUUID();
@@ -111,7 +131,7 @@ export async function createBlock(userId: string, documentId: string, input: Cre
 export async function updateBlock(userId: string, documentId: string, blockId: string, input: UpdateBlockInput): Promise<BlockView> {
   const doc = await requireDocument(userId, documentId);
   const block = await requireBlockOf(doc, blockId);
-  const content = input.content !== undefined ? validateBlockContent(block.block_type as BlockType, input.content) : undefined;
+  const content = input.content !== undefined ? requestContent(block.block_type as BlockType, input.content) : undefined;
   if (input.title !== undefined || content !== undefined) {
     await db()
       .entities.block.patch({ workspace_id: doc.workspace_id, document_id: doc.id, id: blockId })

@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { DocumentStatus } from "./status";
 import { jsonObject, type JsonObjectBounds } from "../json-object";
-import { BLOCK_CONTENT_BOUNDS, BlockType } from "./blocks";
+import { BLOCK_CONTENT_BOUNDS, BLOCK_CONTENT_SCHEMAS, BLOCK_TYPES, BlockType } from "./blocks";
 import { ChallengeResult, ExpandResult, SimulateResult } from "./engine/types";
 
 export { DocumentStatus };
@@ -156,20 +156,76 @@ export const Block = z
   .meta({ id: "Block" });
 export type Block = z.infer<typeof Block>;
 export const BlockList = z.object({ blocks: z.array(Block), total: z.int() }).meta({ id: "BlockList" });
+/**
+ * One block type's content in a request body: the bounded-JSON checks of {@link BlockContentInput} on the raw value
+ * first (the same 422s: size, depth, keys, reserved keys; nothing else is looked at once they fail), then the type's
+ * own contract (core/document/blocks.ts). In OpenAPI it is that type's component, `<Type>BlockContent`.
+ */
+function boundedContent<S extends z.ZodType>(schema: S) {
+  return z.preprocess((value, ctx) => {
+    // Only a plain object can break the bounds; anything else is left to the contract's "expected object".
+    if (typeof value !== "object" || value === null || Array.isArray(value)) return value;
+    const bounds = BlockContentInput.safeParse(value);
+    if (!bounds.success) for (const issue of bounds.error.issues) ctx.issues.push({ ...issue, input: value } as never);
+    return value;
+  }, schema);
+}
+
+const pascal = (type: BlockType) => type.replace(/(^|_)([a-z])/g, (_, _sep: string, c: string) => c.toUpperCase());
+
+/** The POST body of one block type: its `content` is that type's content schema. */
+const createBlockMember = <K extends BlockType>(type: K) =>
+  z
+    .strictObject({
+      block_type: z.literal(type),
+      title: z.string().max(300).optional(),
+      content: boundedContent(BLOCK_CONTENT_SCHEMAS[type] as (typeof BLOCK_CONTENT_SCHEMAS)[K]).optional(),
+      position: z.int().min(0).optional().describe("default: after the last block"),
+    })
+    .meta({ id: `Create${pascal(type)}BlockInput`, description: `block_type ${type}; content defaults to an empty skeleton` });
+
+/**
+ * POST body: one strict member per block type, discriminated on `block_type`, whose `content` is the type's content
+ * schema (bounded JSON first; an empty skeleton when omitted). An unknown or missing `block_type` is a 422 at
+ * `["body", "block_type"]`; a content problem names its field (`["body", "content", ...]`).
+ */
 export const CreateBlockInput = z
-  .object({
-    block_type: BlockType,
-    title: z.string().max(300).optional(),
-    content: BlockContentInput.optional().describe(`shape by block_type; defaults to an empty skeleton. ${BlockContentInput.description}`),
-    position: z.int().min(0).optional().describe("default: after the last block"),
-  })
-  .strict()
-  .meta({ id: "CreateBlockInput" });
+  .discriminatedUnion(
+    "block_type",
+    [
+      createBlockMember("problem"),
+      createBlockMember("persona"),
+      createBlockMember("solution"),
+      createBlockMember("metrics"),
+      createBlockMember("user_story"),
+      createBlockMember("edge_case"),
+      createBlockMember("risk"),
+      createBlockMember("timeline"),
+      createBlockMember("free_text"),
+    ],
+    { error: (issue) => (issue.code === "invalid_union" ? `block_type must be one of: ${BLOCK_TYPES.join(", ")}` : undefined) },
+  )
+  // JSON Schema reads neither the discriminator nor zod's refusal of {}: say that block_type is required.
+  .meta({
+    id: "CreateBlockInput",
+    description: `content has the shape of block_type's content component and defaults to an empty skeleton. ${BlockContentInput.description}`,
+    required: ["block_type"],
+  });
 export type CreateBlockInput = z.infer<typeof CreateBlockInput>;
+
+/**
+ * PATCH body. `content` must fit the stored block's type, which the handler checks (422 at `["body", "content", ...]`,
+ * core/document/block-ops.ts); this schema checks the bounds only. OpenAPI documents it as one of the per-type content
+ * components (the generator reads `type` and `oneOf` from the metadata instead of the record).
+ */
 export const UpdateBlockInput = z
   .object({
     title: z.string().max(300).optional(),
-    content: BlockContentInput.optional(),
+    content: BlockContentInput.meta({
+      type: "object",
+      description: `the shape of the block's own type (its block_type's content component). ${BlockContentInput.description}`,
+      oneOf: BLOCK_TYPES.map((type) => ({ $ref: `#/components/schemas/${BLOCK_CONTENT_SCHEMAS[type].meta()!.id}` })),
+    }).optional(),
     position: z.int().min(0).optional(),
   })
   .strict()

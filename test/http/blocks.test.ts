@@ -89,15 +89,15 @@ describe("blocks CRUD", () => {
   it("rejects content that does not fit the block type (422 naming the fields)", async () => {
     const doc = await newDoc();
     const cases: [Record<string, unknown>, string][] = [
-      [{ block_type: "problem", content: { statement: 5 } }, "content.statement"],
-      [{ block_type: "problem", content: { statement: "x", colour: "red" } }, "content"],
-      [{ block_type: "problem", content: { statement: "x", evidence: [{}] } }, "content.evidence.0"],
-      [{ block_type: "persona", content: { description: "no name" } }, "content.name"],
-      [{ block_type: "metrics", content: { metrics: [{ name: "NPS" }] } }, "content.metrics.0.target"],
-      [{ block_type: "user_story", content: { as_a: "vet", i_want: "x", priority: "urgent" } }, "content.priority"],
-      [{ block_type: "timeline", content: { milestones: [{ name: "Beta", target_date: "next week" }] } }, "content.milestones.0.target_date"],
-      [{ block_type: "risk", content: { risk: "x", likelihood: "certain" } }, "content.likelihood"],
-      [{ block_type: "free_text", content: { markdown: ["not", "text"] } }, "content.markdown"],
+      [{ block_type: "problem", content: { statement: 5 } }, "body.content.statement"],
+      [{ block_type: "problem", content: { statement: "x", colour: "red" } }, "body.content"],
+      [{ block_type: "problem", content: { statement: "x", evidence: [{}] } }, "body.content.evidence.0"],
+      [{ block_type: "persona", content: { description: "no name" } }, "body.content.name"],
+      [{ block_type: "metrics", content: { metrics: [{ name: "NPS" }] } }, "body.content.metrics.0.target"],
+      [{ block_type: "user_story", content: { as_a: "vet", i_want: "x", priority: "urgent" } }, "body.content.priority"],
+      [{ block_type: "timeline", content: { milestones: [{ name: "Beta", target_date: "next week" }] } }, "body.content.milestones.0.target_date"],
+      [{ block_type: "risk", content: { risk: "x", likelihood: "certain" } }, "body.content.likelihood"],
+      [{ block_type: "free_text", content: { markdown: ["not", "text"] } }, "body.content.markdown"],
       [{ block_type: "chart" }, "body.block_type"],
       [{ block_type: "free_text", position: -1 }, "body.position"],
     ];
@@ -122,7 +122,7 @@ describe("blocks CRUD", () => {
     // Content is checked against the block's own type (a problem's shape is not a solution).
     const wrong = await patchBlock(a.id, { content: { statement: "Users get logged out" } });
     expectEnvelope(wrong, 422, "VALIDATION_ERROR");
-    expect(wrong.body.errors.map((e: { loc: string[] }) => e.loc.join("."))).toContain("content.summary");
+    expect(wrong.body.errors.map((e: { loc: string[] }) => e.loc.join("."))).toContain("body.content.summary");
     expectEnvelope(await patchBlock(a.id, { block_type: "problem" }), 422, "VALIDATION_ERROR");
     expect((await listed(doc))[0]!.content.summary).toBe("Keep users signed in");
 

@@ -10,6 +10,7 @@ import { readFile } from "node:fs/promises";
 import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as z from "zod";
+import { BLOCK_CONTENT_SCHEMAS, BLOCK_TYPES, validateBlockContent } from "../../core/document/blocks";
 import { groups, routes } from "../../functions/http/routes";
 import type { RouteSpec } from "../../functions/lib/route";
 import { call, newUser } from "../support/api";
@@ -248,6 +249,33 @@ describe("the OpenAPI document", () => {
       }
     }
     expect(disagree).toEqual([]);
+  });
+
+  it("block content is documented per block_type, as the server checks it: blocks.create's members and blocks.update's content name each type's component", () => {
+    const refOf = (s: Json | undefined): string | undefined => s?.$ref ?? s?.allOf?.find((x: Json) => x.$ref)?.$ref;
+    const create = resolve(op(routes["blocks.create"]).requestBody.content["application/json"].schema);
+    const members = ((create.oneOf ?? []) as Json[]).map(resolve);
+    const updateContent = resolve(op(routes["blocks.update"]).requestBody.content["application/json"].schema).properties.content as Json;
+    const updateRefs = ((updateContent.oneOf ?? []) as Json[]).map(refOf);
+    for (const type of BLOCK_TYPES) {
+      const component = BLOCK_CONTENT_SCHEMAS[type].meta()?.id;
+      expect(component, type).toMatch(/BlockContent$/);
+      expect(doc.components.schemas[component!], component).toBeDefined();
+      const member = members.filter((m) => m.properties?.block_type?.const === type || m.properties?.block_type?.enum?.includes(type));
+      expect(member, `one blocks.create member for ${type}`).toHaveLength(1);
+      expect(member[0]!.additionalProperties, type).toBe(false);
+      expect(refOf(member[0]!.properties.content), type).toBe(`#/components/schemas/${component}`);
+      expect(updateRefs, type).toContain(`#/components/schemas/${component}`);
+      // A content the type's contract refuses (an unknown field) is refused by the documented body as by the server.
+      const unknownField = { block_type: type, content: { not_a_field: true } };
+      expect(() => validateBlockContent(type, unknownField.content), type).toThrow();
+      expect(routes["blocks.create"].body!.safeParse(unknownField).success, type).toBe(false);
+    }
+    const wrongType = { block_type: "problem", content: { statement: 5 } };
+    expect(() => validateBlockContent("problem", wrongType.content)).toThrow();
+    const parsed = routes["blocks.create"].body!.safeParse(wrongType);
+    expect(parsed.success).toBe(false);
+    expect(parsed.error?.issues.map((i) => i.path.join("."))).toEqual(["content.statement"]);
   });
 });
 
