@@ -10,9 +10,14 @@ const env = (name: string): string | undefined => {
 /** A secret: SST binds it with prefetch as `SST_Secret_value_<NAME>`; a plain variable of the name wins (local). */
 const secret = (name: string): string | undefined => env(name) ?? env(`SST_Secret_value_${name}`);
 
+/** A setting that is missing or malformed: its message is one sentence a person can act on (no stack needed). */
+export class SettingError extends Error {
+  override readonly name = "SettingError";
+}
+
 const required = (name: string): string => {
   const value = env(name);
-  if (!value) throw new Error(`Missing required setting ${name}`);
+  if (!value) throw new SettingError(`Missing required setting ${name}`);
   return value;
 };
 
@@ -135,4 +140,41 @@ export const Config = {
   sourceSweepIntervalSeconds: () => secondsOf("SOURCE_SWEEP_INTERVAL_SECONDS") ?? 30,
   /** Executions the sweeper starts again for one source before failing it (default 3). */
   sourceMaxRecoveries: () => count("SOURCE_MAX_RECOVERIES") ?? 3,
+  /**
+   * AI_ENGINE=openai-compatible (core/ai/openai.ts): the model server's OpenAI-compatible API, e.g.
+   * http://127.0.0.1:11434/v1 (Ollama). @throws one sentence naming the setting when unset or not an http(s) URL.
+   */
+  openaiBaseUrl: (): string => {
+    const value = env("OPENAI_BASE_URL");
+    if (!value) {
+      throw new SettingError("AI_ENGINE=openai-compatible needs OPENAI_BASE_URL, the model server's OpenAI-compatible API address (for Ollama: http://127.0.0.1:11434/v1).");
+    }
+    if (!/^https?:\/\/[^/\s]+/i.test(value)) {
+      throw new SettingError(`OPENAI_BASE_URL must be an http(s) URL such as http://127.0.0.1:11434/v1, not "${value}".`);
+    }
+    return value;
+  },
+  /** AI_ENGINE=openai-compatible: the chat model every tier uses (it must support tool calling). @throws naming the setting when unset. */
+  openaiModel: (): string => {
+    const value = env("OPENAI_MODEL");
+    if (!value) {
+      throw new SettingError("AI_ENGINE=openai-compatible needs OPENAI_MODEL, the name of a chat model with tool calling that the server runs (for Ollama, e.g. qwen2.5:7b-instruct).");
+    }
+    return value;
+  },
+  /** AI_ENGINE=openai-compatible: API key sent as a bearer token; unset, no Authorization header is sent (local servers ignore it). */
+  openaiApiKey: () => secret("OPENAI_API_KEY"),
+  /** AI_ENGINE=openai-compatible: embedding model on the same server; unset, the local embedder (Universal Sentence Encoder) embeds. */
+  openaiEmbeddingModel: () => env("OPENAI_EMBEDDING_MODEL"),
+  /**
+   * AI_ENGINE=openai-compatible: what the server charges, USD per 1M tokens (OPENAI_INPUT_USD_PER_1M_TOKENS,
+   * OPENAI_OUTPUT_USD_PER_1M_TOKENS); default 0, a model server of your own. Every tier is priced alike.
+   */
+  openaiUsdPerMillionTokens: () => {
+    const usd = (name: string): number => {
+      const value = Number(env(name) ?? NaN);
+      return Number.isFinite(value) && value >= 0 ? value : 0;
+    };
+    return { input: usd("OPENAI_INPUT_USD_PER_1M_TOKENS"), output: usd("OPENAI_OUTPUT_USD_PER_1M_TOKENS") };
+  },
 };

@@ -14,6 +14,8 @@ import { mkdir, rm, writeFile } from "node:fs/promises";
 async function main() {
   const { values } = parseArgs({ options: { port: { type: "string" }, data: { type: "string" } } });
   const dataDir = resolve(values.data ?? process.env.DATA_DIR ?? ".data");
+  // A missing model-server setting stops here with one sentence, not at the first AI request.
+  (await import("../core/ai/select")).checkAiSettings();
   const port = Number(values.port ?? process.env.PORT ?? 3000);
   await mkdir(resolve(dataDir, "dynamodb"), { recursive: true });
 
@@ -69,7 +71,7 @@ async function main() {
 }
 
 main().catch((err: unknown) => {
-  if (err instanceof PrerequisiteError) console.error(err.message);
+  if (err instanceof PrerequisiteError || (err as Error).name === "SettingError") console.error((err as Error).message);
   // node:util parseArgs: an unknown or malformed option is the user's typo, not a crash.
   else if (String((err as { code?: string }).code).startsWith("ERR_PARSE_ARGS")) console.error(`${(err as Error).message}. Options: --port N, --data DIR.`);
   else if ((err as { code?: string }).code === "EADDRINUSE") console.error(`Port already in use: ${(err as Error).message}. Set PORT to another port.`);

@@ -128,7 +128,7 @@ export type ModelStreamEvent =
  * @throws AppError SERVICE_UNAVAILABLE when throttling persists after the retries; an AbortError when `signal` fires.
  */
 export interface StreamingModel {
-  /** "bedrock" or "local": recorded on agent runs. */
+  /** "bedrock", "openai-compatible" or "local": recorded on agent runs. */
   readonly engine: string;
   stream(req: StreamRequest): AsyncIterable<ModelStreamEvent>;
 }

@@ -1,51 +1,112 @@
+import { Config } from "../config";
 import type { Embedder, Model, StreamingModel } from "./ports";
 
+/** The AI engines AI_ENGINE chooses between. */
+export type AiEngine = "bedrock" | "openai-compatible" | "local";
+
 /**
- * Which AI engines run: "bedrock" (Converse + Titan embeddings) in deployed stages, "local" (the deterministic
- * engines: Universal Sentence Encoder embeddings, clustering, templates) on the embedded runtime. AI_ENGINE decides;
- * the stacks set it to "bedrock".
+ * Which AI engines run: "bedrock" (Converse + Titan embeddings) in deployed stages, "openai-compatible" (a model
+ * server of your own that speaks OpenAI's Chat Completions: Ollama, vLLM, llama.cpp server, LM Studio; core/ai/openai.ts),
+ * "local" (the deterministic engines: Universal Sentence Encoder embeddings, clustering, templates) on the embedded
+ * runtime. AI_ENGINE decides; anything else is "local"; the stacks set it to "bedrock".
  */
-export const aiEngine = (): "bedrock" | "local" => (process.env.AI_ENGINE === "bedrock" ? "bedrock" : "local");
+export const aiEngine = (): AiEngine => {
+  const value = process.env.AI_ENGINE;
+  return value === "bedrock" || value === "openai-compatible" ? value : "local";
+};
+
+/**
+ * True when the engine is a language model behind the Model port (Bedrock, openai-compatible), false for the local
+ * algorithms. Every "use the model?" decision asks this, so a model engine takes the Bedrock paths, grounding included.
+ */
+export const isModelEngine = (engine: AiEngine = aiEngine()): boolean => engine !== "local";
+
+/**
+ * Checks the chosen engine's required settings, so a misconfiguration fails at startup rather than on the first AI
+ * request. @throws Error with one sentence naming the missing setting (OPENAI_BASE_URL, OPENAI_MODEL).
+ */
+export function checkAiSettings(): void {
+  if (aiEngine() === "openai-compatible") {
+    Config.openaiBaseUrl();
+    Config.openaiModel();
+  }
+}
 
 let embedderPromise: Promise<Embedder> | undefined;
 let modelPromise: Promise<Model | null> | undefined;
 let streamingPromise: Promise<StreamingModel> | undefined;
 
-/** The process-wide embedder, loaded lazily (the local model is only imported on the embedded runtime). */
+/** Memoizes a port's loading, but not a failure: a server that was down, or a setting since fixed, is tried again. */
+function settle<T>(promise: Promise<T>, forget: () => void): Promise<T> {
+  promise.catch(forget);
+  return promise;
+}
+
+/**
+ * The process-wide embedder, loaded lazily (the local model is only imported on the embedded runtime). On the
+ * openai-compatible engine: the server's embedding model when OPENAI_EMBEDDING_MODEL is set, else the local embedder.
+ */
 export function embedder(): Promise<Embedder> {
-  embedderPromise ??= (async () => {
-    if (aiEngine() === "bedrock") {
-      const { BedrockEmbedder } = await import("./bedrock");
-      return new BedrockEmbedder();
-    }
-    const { LocalEmbedder } = await import("./local-embedder");
-    return new LocalEmbedder();
-  })();
+  embedderPromise ??= settle(
+    (async () => {
+      const engine = aiEngine();
+      if (engine === "bedrock") {
+        const { BedrockEmbedder } = await import("./bedrock");
+        return new BedrockEmbedder();
+      }
+      if (engine === "openai-compatible" && Config.openaiEmbeddingModel()) {
+        const { OpenAICompatibleEmbedder } = await import("./openai");
+        return OpenAICompatibleEmbedder.create();
+      }
+      const { LocalEmbedder } = await import("./local-embedder");
+      return new LocalEmbedder();
+    })(),
+    () => (embedderPromise = undefined),
+  );
   return embedderPromise;
 }
 
-/** The Model port for Bedrock; null on the local engine (which uses its own algorithms instead of a model). */
+/** The Model port of a model engine (Bedrock, openai-compatible); null on the local engine (its own algorithms instead). */
 export function model(): Promise<Model | null> {
-  modelPromise ??= (async () => {
-    if (aiEngine() !== "bedrock") return null;
-    const { BedrockModel } = await import("./bedrock");
-    return new BedrockModel();
-  })();
+  modelPromise ??= settle(
+    (async () => {
+      const engine = aiEngine();
+      if (engine === "bedrock") {
+        const { BedrockModel } = await import("./bedrock");
+        return new BedrockModel();
+      }
+      if (engine === "openai-compatible") {
+        const { OpenAICompatibleModel } = await import("./openai");
+        return new OpenAICompatibleModel();
+      }
+      return null;
+    })(),
+    () => (modelPromise = undefined),
+  );
   return modelPromise;
 }
 
 /**
- * The streaming Model port of the copilot (DESIGN.md 6.1): Bedrock ConverseStream, or the deterministic local agent
- * engine on the embedded runtime. Loaded lazily, like the other ports.
+ * The streaming Model port of the copilot (DESIGN.md 6.1): Bedrock ConverseStream, streamed Chat Completions from an
+ * OpenAI-compatible server, or the deterministic local agent engine on the embedded runtime. Loaded lazily, like the
+ * other ports.
  */
 export function streamingModel(): Promise<StreamingModel> {
-  streamingPromise ??= (async () => {
-    if (aiEngine() === "bedrock") {
-      const { BedrockStreamingModel } = await import("./bedrock-stream");
-      return new BedrockStreamingModel();
-    }
-    const { LocalAgentModel } = await import("../agent/local-engine");
-    return new LocalAgentModel();
-  })();
+  streamingPromise ??= settle(
+    (async () => {
+      const engine = aiEngine();
+      if (engine === "bedrock") {
+        const { BedrockStreamingModel } = await import("./bedrock-stream");
+        return new BedrockStreamingModel();
+      }
+      if (engine === "openai-compatible") {
+        const { OpenAICompatibleStreamingModel } = await import("./openai-stream");
+        return new OpenAICompatibleStreamingModel();
+      }
+      const { LocalAgentModel } = await import("../agent/local-engine");
+      return new LocalAgentModel();
+    })(),
+    () => (streamingPromise = undefined),
+  );
   return streamingPromise;
 }

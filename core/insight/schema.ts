@@ -138,7 +138,7 @@ export const SynthesizeResult = z
     summary: z.string(),
     created_ids: z.array(z.uuid()),
     merged: z.array(z.object({ insight_id: z.uuid(), title: z.string() })).describe("existing insights the new findings were merged into"),
-    engine: z.enum(["local", "bedrock"]),
+    engine: z.enum(["local", "bedrock", "openai-compatible"]),
   })
   .meta({ id: "SynthesizeResult" });
 

@@ -8,7 +8,7 @@ import { acquireLock, recordRun } from "../agent";
 import { rateLimit } from "../rate-limit";
 import * as Research from "../research";
 import { getObject } from "../storage";
-import { aiEngine, embedder, model } from "../ai/select";
+import { aiEngine, embedder, isModelEngine, model } from "../ai/select";
 import { decodeVector, encodeVector } from "../ai/vectors";
 import { groundQuotes, synthesize as localSynthesize, type InsightDraft, type SynthesisSource } from "../ai/synthesis";
 import { synthesizeWithModel } from "../ai/synthesis/bedrock";
@@ -96,7 +96,7 @@ export async function synthesize(userId: string, input: SynthesizeInput, opts: A
     const output = await recordRun(
       { workspaceId: input.workspace_id, agentType: "synthesis", toolName: "synthesize", engine, input: { source_ids: ids, synthesis_type: input.synthesis_type } },
       async (usage) => {
-        if (engine === "bedrock") {
+        if (isModelEngine(engine)) {
           const result = await synthesizeWithModel({ sources, model: (await model())!, embedder: emb, existing });
           if (result.usage) usage.add(result.usage);
           return result;
