@@ -9,6 +9,8 @@ import {
   buildWorkspaceSettingsEntity,
 } from "../workspace/workspace.entity";
 import { buildUsageEntity } from "../billing/usage.entity";
+import { buildBillingAccountEntity, buildCreditBoostEntity, buildCreditHoldEntity } from "../billing/account.entity";
+import { buildCreditLedgerEntity } from "../billing/ledger.entity";
 import { buildResearchSourceEntity } from "../research/research-source.entity";
 import { buildInsightEntity } from "../insight/insight.entity";
 import { buildRecommendationEntity } from "../recommendation/recommendation.entity";
@@ -37,6 +39,10 @@ const catalogue = {
   workspaceSettings: buildWorkspaceSettingsEntity,
   subscription: buildSubscriptionEntity,
   usage: buildUsageEntity,
+  billingAccount: buildBillingAccountEntity,
+  creditBoost: buildCreditBoostEntity,
+  creditHold: buildCreditHoldEntity,
+  creditLedger: buildCreditLedgerEntity,
   researchSource: buildResearchSourceEntity,
   insight: buildInsightEntity,
   recommendation: buildRecommendationEntity,

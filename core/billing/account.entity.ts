@@ -1,0 +1,119 @@
+import { Entity } from "electrodb";
+
+/**
+ * Billing items of one user live in the partition `bill#<user id>` (DESIGN.md section 6.3: one billing account per
+ * user; the subscription covers all of the user's workspaces, spec 02 "Subscription and credits"). Sort keys:
+ *
+ * - `account`: the account with the monthly quota of the current period as two numbers (granted, remaining), the
+ *   credits held by open reservations, lifetime counters and the period's compute use.
+ * - `boost#<expires_at>#<boost id>`: one item per boost pack, with its own `remaining`. Ordered by expiry, so a
+ *   range query from "now" returns exactly the usable boosts, earliest expiry first.
+ * - `hold#<run id>`: an open reservation and where its credits came from; deleted when settled or released.
+ * - `ledger#<key>`: immutable ledger items (ledger.entity.ts).
+ *
+ * Why separate items and not a map of boosts on the account: every bucket is one number that a condition
+ * (`remaining >= :x`) guards in the same transaction that decrements it, and DynamoDB conditions cannot do
+ * arithmetic (`granted - used >= x`), so each bucket stores `remaining` itself. A map keyed by boost id could hold
+ * the same numbers, but ElectroDB maps have fixed properties, the item would grow with every pack ever bought (400 KB
+ * limit), and the usable boosts could not be range-read by expiry. Boost grants then never touch the account item,
+ * so buying a pack does not contend with the runs charging the quota.
+ */
+export const buildBillingAccountEntity = () => new Entity({
+  model: { entity: "billing_account", version: "1", service: "r2d" },
+  attributes: {
+    user_id: { type: "string", required: true },
+    plan: { type: ["trial", "pro", "growth", "power"] as const, required: true },
+    status: { type: ["active", "trialing", "past_due", "cancelled"] as const, required: true },
+    /** ISO 8601 start of the current billing period (trial: account creation); monthly grants are keyed by it. */
+    period_start: { type: "string", required: true },
+    /** ISO 8601 end of the current billing period (trial: trial end). */
+    period_end: { type: "string", required: true },
+    /** Credits granted to the monthly quota of the current period (trial: the trial milestone grants). */
+    quota_granted: { type: "number", required: true, default: 0 },
+    /** Quota credits neither charged nor held by an open reservation. Never negative (conditions on every decrement). */
+    quota_remaining: { type: "number", required: true, default: 0 },
+    /** Credits held by open reservations, from any bucket. */
+    reserved: { type: "number", required: true, default: 0 },
+    /** Lifetime credits charged by settlements. */
+    charged: { type: "number", required: true, default: 0 },
+    /** Lifetime credits a settlement could not charge because the balance was empty (recorded, not owed). */
+    shortfall: { type: "number", required: true, default: 0 },
+    /** Lifetime credits lost: quota left at a period reset, boosts left at expiry, returns to a closed bucket. */
+    forfeited: { type: "number", required: true, default: 0 },
+    /** Model tokens used in the current period (spec 02 Compute budget; reset with the period). */
+    tokens_used: { type: "number", required: true, default: 0 },
+    /** Model cost in USD in the current period (spec 02 Compute budget; reset with the period). */
+    cost_usd: { type: "number", required: true, default: 0 },
+    created_at: { type: "string", required: true, readOnly: true, default: () => new Date().toISOString() },
+    updated_at: { type: "string", required: true, default: () => new Date().toISOString(), set: () => new Date().toISOString(), watch: "*" },
+  },
+  indexes: {
+    byUser: {
+      pk: { field: "pk", composite: ["user_id"], template: "bill#${user_id}", casing: "none" },
+      sk: { field: "sk", composite: [], template: "account", casing: "none" },
+    },
+  },
+});
+export type BillingAccountEntity = ReturnType<typeof buildBillingAccountEntity>;
+
+/** One boost pack (spec 02 "Boost pack"): usable until `expires_at` (30 days after purchase), earliest first. */
+export const buildCreditBoostEntity = () => new Entity({
+  model: { entity: "credit_boost", version: "1", service: "r2d" },
+  attributes: {
+    user_id: { type: "string", required: true },
+    /** The grant's source (checkout session id, referral, ...): one pack per source. */
+    boost_id: { type: "string", required: true },
+    /** ISO 8601 (always `toISOString()`, so the sort key orders by time). */
+    expires_at: { type: "string", required: true },
+    granted: { type: "number", required: true },
+    /** Credits neither charged nor held. Never negative (conditions on every decrement). */
+    remaining: { type: "number", required: true },
+    /** Set once by `expireBoosts`: the remainder was forfeited and nothing may be returned to the pack any more. */
+    expired_at: { type: "string" },
+    created_at: { type: "string", required: true, readOnly: true, default: () => new Date().toISOString() },
+  },
+  indexes: {
+    byUser: {
+      pk: { field: "pk", composite: ["user_id"], template: "bill#${user_id}", casing: "none" },
+      sk: { field: "sk", composite: ["expires_at", "boost_id"], template: "boost#${expires_at}#${boost_id}", casing: "none" },
+    },
+  },
+});
+export type CreditBoostEntity = ReturnType<typeof buildCreditBoostEntity>;
+
+const portion = {
+  type: "map",
+  properties: {
+    boost_id: { type: "string", required: true },
+    expires_at: { type: "string", required: true },
+    credits: { type: "number", required: true },
+  },
+} as const;
+
+/** An open reservation of an AI run: what it holds and from which buckets, so settle and release can give back. */
+export const buildCreditHoldEntity = () => new Entity({
+  model: { entity: "credit_hold", version: "1", service: "r2d" },
+  attributes: {
+    user_id: { type: "string", required: true },
+    run_id: { type: "string", required: true },
+    /** Total credits held. */
+    credits: { type: "number", required: true },
+    /** Credits held from the monthly quota. */
+    quota: { type: "number", required: true },
+    /** `period_start` of the quota they came from: a return after a period reset is forfeited, not added. */
+    quota_period: { type: "string", required: true },
+    /** Credits held from each boost, earliest expiry first. */
+    boosts: { type: "list", items: portion, required: true },
+    created_at: { type: "string", required: true, readOnly: true, default: () => new Date().toISOString() },
+  },
+  indexes: {
+    byUser: {
+      pk: { field: "pk", composite: ["user_id"], template: "bill#${user_id}", casing: "none" },
+      sk: { field: "sk", composite: ["run_id"], template: "hold#${run_id}", casing: "none" },
+    },
+  },
+});
+export type CreditHoldEntity = ReturnType<typeof buildCreditHoldEntity>;
+
+/** The shape of one boost's share in a hold or a ledger item (credits signed in the ledger). */
+export const BOOST_PORTION = portion;

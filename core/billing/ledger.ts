@@ -1,0 +1,776 @@
+/**
+ * Credits: the per-user billing account, its buckets and the immutable credit ledger (DESIGN.md section 6.3; spec 02
+ * "Subscription and credits", "Credits", "Trial milestones", "Boost pack").
+ *
+ * Units: every amount is in credits (1 credit = 0.08 USD of model cost, spec 02 Credits), in quarter credits: the
+ * spec's smallest charge is 0.25 and `creditsFor` returns multiples of 0.25. Amounts to reserve or settle are rounded
+ * up to the next 0.25; grants must already be multiples of 0.25. Multiples of 0.25 are exact in binary floating point,
+ * so the sums below never drift, and DynamoDB adds numbers in exact decimal.
+ *
+ * Every balance change is one DynamoDB transaction: the ledger item of the event, created only if absent, plus the
+ * conditional updates of the buckets it touches (`remaining >= :x` on every decrement), so an event applies once and
+ * no bucket ever goes negative, whatever runs concurrently. A transaction cancelled on a balance condition or a
+ * conflict is re-planned from a fresh read after a jittered backoff (p-retry); a plan the fresh balance cannot cover
+ * fails with 402.
+ */
+import { createWriteTransaction, type Entity, type EntityItem, type TransactWriteEntity } from "electrodb";
+import pRetry from "p-retry";
+import { Config } from "../config";
+import { db } from "../db/service";
+import { AppError } from "../error";
+import type { BillingAccountEntity, CreditBoostEntity, CreditHoldEntity } from "./account.entity";
+import type { CreditLedgerEntity } from "./ledger.entity";
+import { PLANS, type Plan } from "./plans";
+
+export type BillingAccount = EntityItem<BillingAccountEntity>;
+export type CreditBoost = EntityItem<CreditBoostEntity>;
+export type CreditHold = EntityItem<CreditHoldEntity>;
+export type LedgerItem = EntityItem<CreditLedgerEntity>;
+
+/** Credits of each trial milestone (spec 02 "Trial milestones": signup, first_run, engagement; 5.0 each). */
+export const TRIAL_MILESTONE_CREDITS = 5;
+export const TRIAL_MILESTONES = ["signup", "first_run", "engagement"] as const;
+export type TrialMilestone = (typeof TRIAL_MILESTONES)[number];
+
+/** Validity of a boost pack, in days (spec 02 "Boost pack": 30 days after purchase). */
+export const BOOST_VALIDITY_DAYS = 30;
+
+/**
+ * At most this many boosts in one reservation or settlement: a transaction holds at most 100 items, and the
+ * ledger item, the hold and the account take three.
+ */
+const MAX_BOOSTS_PER_CHANGE = 90;
+
+/** One boost's share of a reservation or of a ledger item (credits; signed in ledger items). */
+export interface BoostPortion {
+  boost_id: string;
+  /** ISO 8601 expiry of the boost (part of its key). */
+  expires_at: string;
+  credits: number;
+}
+
+/** What `reserve` holds for a run. */
+export interface Reservation {
+  run_id: string;
+  /** Credits held in all. */
+  credits: number;
+  /** Credits held from the monthly quota. */
+  quota: number;
+  /** Credits held from each boost, earliest expiry first. */
+  boosts: BoostPortion[];
+  /** False when the run had already reserved: nothing changed, and the figures are the first reservation's. */
+  applied: boolean;
+}
+
+/** What `settle` or `release` did with a run's reservation. */
+export interface Closing {
+  run_id: string;
+  kind: "settle" | "release";
+  /** Credits the reservation held (0 when there was no open reservation). */
+  held: number;
+  /** Credits charged (settle: the actual cost less the shortfall; release: 0). */
+  charged: number;
+  /** Credits of the actual cost the balance could not cover (recorded on the ledger item and the account, not owed). */
+  shortfall: number;
+  /** Held credits given back to the buckets they came from. */
+  returned: number;
+  /** Held credits not given back because their bucket had closed (quota of a past period, expired boost). */
+  forfeited: number;
+  /** False when nothing changed; see `reason`. */
+  applied: boolean;
+  /**
+   * Why nothing changed: `already_applied` (this settle or release ran before; the figures are its own),
+   * `not_reserved` (release of a run with no open reservation: never reserved, or settled already).
+   */
+  reason?: "already_applied" | "not_reserved";
+}
+
+/** A grant (`grant`). */
+export interface GrantInput {
+  /**
+   * The event that grants: invoice id, checkout session id, `milestone#<name>`, referral id. It keys the ledger item
+   * of boost and trial grants (`grant#<source>`); a monthly grant is keyed by its period (`grant#period#<start>`), so
+   * the paid invoice and the first-use grant of one period are the same grant.
+   */
+  source: string;
+  /** Credits to grant: positive, a multiple of 0.25. */
+  credits: number;
+  /**
+   * `monthly`: the plan's quota of a billing period (a later period replaces the quota; what was left of the old one
+   * is expired). `trial`: a trial milestone, added to the current quota. `boost`: a boost pack, its own bucket.
+   */
+  bucket: "monthly" | "boost" | "trial";
+  /** Boost only (required): when the pack expires (spec 02: 30 days after purchase). */
+  expiresAt?: string | Date;
+  /** Monthly only: the billing period granted for (default: the account's current period). */
+  period?: { start: string | Date; end: string | Date };
+  /** Monthly only: the plan paid for; recorded on the account with status `active`. */
+  plan?: Plan;
+}
+
+/** What `grant` did. */
+export interface GrantResult {
+  /** False when nothing changed; see `reason`. */
+  applied: boolean;
+  /** `already_applied`: a grant with this key exists. `stale_period`: a monthly grant for a period before the current. */
+  reason?: "already_applied" | "stale_period";
+  /** The ledger item's key. */
+  key: string;
+  credits: number;
+  /** Quota credits of the previous period expired by this (monthly) grant. */
+  forfeited: number;
+}
+
+/**
+ * The spec's Credit balance (spec 02 "Subscription and credits") without `workspace_id` and `plan`, which the route
+ * adds, plus `reserved`. All in credits:
+ * - `monthly_quota`: granted to the current period's quota (trial: the milestone grants so far).
+ * - `monthly_used`: quota charged or held by open reservations; `monthly_remaining` = quota - used.
+ * - `bonus_credits`: remaining credits of the boosts that have not expired.
+ * - `total_available`: monthly_quota plus the credits granted by boosts that have not expired (the spec's "all boosts
+ *   ever granted" read as "still valid": an expired pack's credits cannot be spent, and counting them would break
+ *   total_remaining = total_available - total_used).
+ * - `total_used`: monthly_used plus the boosts' credits charged or held; `total_remaining` = what a run can reserve.
+ * - `percentage`: total_used / total_available in percent, one decimal (0 when nothing is available).
+ * - `is_blocked`: total_remaining <= 0.
+ * - `reserved`: credits held by runs in progress (part of the used figures).
+ */
+export interface CreditBalance {
+  monthly_quota: number;
+  monthly_used: number;
+  monthly_remaining: number;
+  bonus_credits: number;
+  total_available: number;
+  total_used: number;
+  total_remaining: number;
+  percentage: number;
+  is_blocked: boolean;
+  reserved: number;
+}
+
+/** Model use of a run, recorded on the account for the compute budget (spec 02 "Compute budget"). */
+export interface RunUsage {
+  tokens?: number;
+  costUsd?: number;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Amounts, reads, transactions
+
+const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
+
+/** `-x` without a negative zero (which DynamoDB and `toEqual` tell apart from 0). */
+const neg = (x: number): number => (x === 0 ? 0 : -x);
+
+/** Round up to the next quarter credit; the epsilon keeps exact quarters (and float noise below them) where they are. */
+const quarterUp = (x: number): number => Math.max(0, Math.ceil(x * 4 - 1e-9) / 4);
+
+/** A caller's amount: finite and not negative (or positive), rounded up to the next 0.25. @throws RangeError */
+function amount(x: number, what: string, positive: boolean): number {
+  if (!Number.isFinite(x) || x < 0 || (positive && x <= 0)) throw new RangeError(`${what} must be a ${positive ? "positive" : "non-negative"} number of credits, got ${x}`);
+  return quarterUp(x);
+}
+
+/** ISO 8601 in `toISOString()` form, so sort keys and string comparisons order by time. @throws RangeError */
+function iso(value: string | Date, what: string): string {
+  const d = value instanceof Date ? value : new Date(value);
+  if (Number.isNaN(d.getTime())) throw new RangeError(`${what} is not a date: ${String(value)}`);
+  return d.toISOString();
+}
+
+function addMonths(d: Date, months: number): Date {
+  const out = new Date(d);
+  out.setUTCMonth(out.getUTCMonth() + months);
+  return out;
+}
+
+/** A transaction lost to a concurrent change of the same items: re-read, re-plan and try again after a backoff. */
+class Contended extends Error {
+  override name = "Contended";
+}
+
+/**
+ * Run `attempt` until it neither conflicts nor finds its plan stale: up to 12 tries, 5 ms to 250 ms apart with
+ * jitter (p-retry's randomize doubles the wait at most). Everything else (AppError 402, defects) ends at once.
+ * @throws AppError SERVICE_UNAVAILABLE (503) when the account stays contended.
+ */
+async function retrying<T>(what: string, attempt: () => Promise<T>): Promise<T> {
+  try {
+    return await pRetry(attempt, {
+      retries: 11,
+      factor: 2,
+      minTimeout: 5,
+      maxTimeout: 250,
+      randomize: true,
+      shouldRetry: ({ error }) => error instanceof Contended,
+    });
+  } catch (err) {
+    if (err instanceof Contended) {
+      throw new AppError("SERVICE_UNAVAILABLE", `The billing account is busy (${what}); try again`, { retryable: true });
+    }
+    throw err;
+  }
+}
+
+type TxResult = { canceled: boolean; data: unknown };
+
+/**
+ * How a credit transaction ended. Its first item is always the ledger item, whose only condition is that it does
+ * not exist: a cancellation on it is a duplicate event. A cancellation on a balance, hold or account condition, or a
+ * conflict with another transaction, means the read the plan was made from is stale.
+ * @throws Error on any other cancellation (validation, throttling after the SDK's retries): a defect, not a race.
+ */
+function outcome(result: TxResult): "committed" | "duplicate" | "contended" {
+  if (!result.canceled) return "committed";
+  const codes = (result.data as { code?: string }[]).map((d) => d?.code ?? "None");
+  if (codes[0] === "ConditionalCheckFailed") return "duplicate";
+  if (codes.every((c) => c === "None" || c === "ConditionalCheckFailed" || c === "TransactionConflict")) return "contended";
+  throw new Error(`Credit transaction cancelled: ${codes.join(", ")}`);
+}
+
+const CONSISTENT = { consistent: true } as const;
+const bill = () => db().entities;
+
+async function readAccount(userId: string): Promise<BillingAccount | null> {
+  return (await bill().billingAccount.get({ user_id: userId }).go(CONSISTENT)).data;
+}
+
+async function readLedger(userId: string, key: string): Promise<LedgerItem | null> {
+  return (await bill().creditLedger.get({ user_id: userId, key }).go(CONSISTENT)).data;
+}
+
+async function readHold(userId: string, runId: string): Promise<CreditHold | null> {
+  return (await bill().creditHold.get({ user_id: userId, run_id: runId }).go(CONSISTENT)).data;
+}
+
+/** Boosts that have not expired at `nowIso`, earliest expiry first (the sort key order). */
+async function activeBoosts(userId: string, nowIso: string): Promise<CreditBoost[]> {
+  const { data } = await bill().creditBoost.query.byUser({ user_id: userId })
+    // A range within `boost#`: `gt` alone would also read every hold and ledger item sorted after the boosts.
+    .between({ expires_at: nowIso }, { expires_at: "9999" })
+    .go({ ...CONSISTENT, pages: "all" });
+  return data.filter((b) => b.expires_at > nowIso && !b.expired_at);
+}
+
+/** Boosts whose expiry is at or before `nowIso` and that `expireBoosts` has not closed yet. */
+async function lapsedBoosts(userId: string, nowIso: string): Promise<CreditBoost[]> {
+  const { data } = await bill().creditBoost.query.byUser({ user_id: userId })
+    // `~` sorts after `#`: the range ends after every boost expiring at `nowIso` exactly.
+    .between({ expires_at: "" }, { expires_at: `${nowIso}~` })
+    .go({ ...CONSISTENT, pages: "all" });
+  return data.filter((b) => b.expires_at <= nowIso && !b.expired_at);
+}
+
+/**
+ * Take `need` credits in the deduction order (spec 02 Credits: boosts after the monthly quota is exhausted; DESIGN.md
+ * 6.3: boosts by earliest expiry): the quota first, then each boost in the order given (earliest expiry first).
+ * @returns the portions and how much of `need` they cover (less than `need` when the buckets run out).
+ */
+function take(need: number, quotaRemaining: number, boosts: readonly CreditBoost[]): { quota: number; boosts: BoostPortion[]; taken: number } {
+  const quota = Math.min(need, Math.max(0, quotaRemaining));
+  let left = need - quota;
+  const portions: BoostPortion[] = [];
+  for (const b of boosts) {
+    if (left <= 0 || portions.length >= MAX_BOOSTS_PER_CHANGE) break;
+    if (b.remaining <= 0) continue;
+    const credits = Math.min(left, b.remaining);
+    portions.push({ boost_id: b.boost_id, expires_at: b.expires_at, credits });
+    left -= credits;
+  }
+  return { quota, boosts: portions, taken: need - left };
+}
+
+type NumericField = "quota_granted" | "quota_remaining" | "reserved" | "charged" | "shortfall" | "forfeited" | "tokens_used" | "cost_usd";
+
+type InTransaction<E> = E extends Entity<infer A, infer F, infer C, infer S> ? TransactWriteEntity<A, F, C, S> : never;
+type AccountInTransaction = InTransaction<BillingAccountEntity>;
+type AccountCondition = Parameters<ReturnType<ReturnType<AccountInTransaction["patch"]>["set"]>["where"]>[0];
+
+/**
+ * The account's update in a transaction: signed deltas become ElectroDB `add` (positive) and `subtract` (negative);
+ * `patch` adds the condition that the account exists.
+ */
+function patchAccount(
+  e: AccountInTransaction,
+  userId: string,
+  deltas: Partial<Record<NumericField, number>>,
+  where: AccountCondition = () => "",
+  set: Partial<Pick<BillingAccount, "plan" | "status" | "period_start" | "period_end" | "quota_granted" | "quota_remaining" | "tokens_used" | "cost_usd">> = {},
+) {
+  const add: Partial<Record<NumericField, number>> = {};
+  const subtract: Partial<Record<NumericField, number>> = {};
+  for (const [field, v] of Object.entries(deltas) as [NumericField, number][]) {
+    if (v > 0) add[field] = v;
+    else if (v < 0) subtract[field] = -v;
+  }
+  return e.patch({ user_id: userId }).set(set).add(add).subtract(subtract).where(where).commit();
+}
+
+/** 402 for a reservation the balance cannot cover (spec 01/02 errors: a failed usage gate is USAGE_LIMIT_EXCEEDED). */
+function exhausted(required: number, available: number): AppError {
+  return new AppError(
+    "USAGE_LIMIT_EXCEEDED",
+    `Not enough credits: this run needs up to ${required} and ${available} are available; buy a boost pack or upgrade the plan`,
+    { usage_type: "agent_run", reason: "credits_exhausted", required, available },
+  );
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The account
+
+const PLAN_RANK: Record<Plan, number> = { trial: 0, pro: 1, growth: 2, power: 3 };
+
+/**
+ * The best live subscription among the workspaces the user owns (subscriptions are still stored per workspace;
+ * DESIGN.md 6.3 moves them to the user). One membership query and one batch get.
+ */
+async function ownedSubscription(userId: string, now: Date) {
+  const { data: memberships } = await bill().membership.query.byUser({ user_id: userId }).go({ pages: "all" });
+  const owned = memberships.filter((m) => m.role === "owner");
+  if (owned.length === 0) return undefined;
+  const { data } = await bill().subscription.get(owned.map((m) => ({ workspace_id: m.workspace_id }))).go();
+  const nowIso = now.toISOString();
+  const live = data.filter(
+    (s) => s.status === "active" || s.status === "past_due" || (s.status === "trialing" && (!s.trial_ends_at || s.trial_ends_at > nowIso)),
+  );
+  return live.sort((a, b) => PLAN_RANK[b.plan] - PLAN_RANK[a.plan])[0];
+}
+
+/**
+ * The user's billing account (DESIGN.md 6.3), created on first use in one transaction with its first grant:
+ * - plan, status and period from the best live subscription of the workspaces the user owns, else `trial`,
+ *   `trialing`, from now for `TRIAL_DAYS`;
+ * - a paid plan is granted its `monthly_credits` for the current period (ledger key `grant#period#<start>`, the key
+ *   the period's paid invoice will find); a trial is granted the `signup` milestone, 5 credits (ledger key
+ *   `grant#milestone#signup`; spec 02 "Trial milestones": signup on account creation, then first_run and engagement
+ *   through `grant`, 15 in all = PLANS.trial.monthly_credits).
+ * Concurrent first uses create it once (the loser reads the winner's).
+ * @param userId the user's id (the account's partition `bill#<user id>`)
+ * @throws AppError CONFLICT (409) if the account can neither be created nor read (its first grant exists without it).
+ */
+export async function accountOf(userId: string): Promise<BillingAccount> {
+  const existing = await readAccount(userId);
+  if (existing) return existing;
+  const now = new Date();
+  const sub = await ownedSubscription(userId, now);
+  const plan: Plan = sub?.plan ?? "trial";
+  const trial = plan === "trial";
+  const period_start = sub?.current_period_start ? iso(sub.current_period_start, "period start") : now.toISOString();
+  const period_end = sub?.current_period_end
+    ? iso(sub.current_period_end, "period end")
+    : trial
+      ? new Date(now.getTime() + Config.trialDays() * 86_400_000).toISOString()
+      : addMonths(now, 1).toISOString();
+  const credits = trial ? TRIAL_MILESTONE_CREDITS : PLANS[plan].monthly_credits;
+  const source = trial ? "milestone#signup" : `period#${period_start}`;
+  const result = await createWriteTransaction(db().pick("creditLedger", "billingAccount"), ({ creditLedger, billingAccount }) => [
+    creditLedger
+      .create({ user_id: userId, key: `grant#${source}`, kind: "grant", source, bucket: trial ? "trial" : "monthly", credits, delta: credits, quota: credits, period_start })
+      .commit(),
+    billingAccount
+      .create({
+        user_id: userId,
+        plan,
+        status: sub?.status ?? "trialing",
+        period_start,
+        period_end,
+        quota_granted: credits,
+        quota_remaining: credits,
+      })
+      .commit(),
+  ]).go();
+  const account = await readAccount(userId);
+  if (account) return account;
+  throw new AppError("CONFLICT", "The billing account could not be created; try again", { canceled: result.canceled });
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Grants
+
+/**
+ * Grant credits once per source (DESIGN.md 6.3; spec 02 "Subscription and credits", "Trial milestones", "Boost
+ * pack"). The ledger item (`grant#<source>`, or `grant#period#<start>` for monthly) is created only if absent in the
+ * transaction that changes the bucket, so a retried or duplicated grant changes nothing and reports
+ * `already_applied`.
+ * - `boost`: a new boost bucket (`boost_id` = source) of `credits`, usable until `expiresAt`.
+ * - `trial`: `credits` added to the current quota (source `milestone#<name>`).
+ * - `monthly`: for the current period, `credits` added to its quota; for a later period, the period starts: the
+ *   quota becomes `credits`, what was left of the old one is expired (ledger `expire#period#<old start>`), and the
+ *   compute counters reset (spec 02 "Compute budget"); for an earlier period, nothing (`stale_period`; Stripe does
+ *   not order deliveries). Reservations still open on the old quota forfeit what they would have returned.
+ * Creates the account first if needed (`accountOf`).
+ * @param userId the account's user
+ * @throws RangeError when credits are not a positive multiple of 0.25, a boost has no `expiresAt`, or a date is invalid.
+ * @throws AppError SERVICE_UNAVAILABLE (503) when the account stays contended.
+ */
+export async function grant(userId: string, input: GrantInput): Promise<GrantResult> {
+  const credits = input.credits;
+  if (!Number.isFinite(credits) || credits <= 0 || quarterUp(credits) !== credits) {
+    throw new RangeError(`Granted credits must be a positive multiple of 0.25, got ${credits}`);
+  }
+  if (!input.source) throw new RangeError("A grant needs a source");
+  if (input.bucket === "boost") return grantBoost(userId, input.source, credits, input.expiresAt);
+  if (input.bucket === "trial") return grantTrial(userId, input.source, credits);
+  return grantMonthly(userId, input, credits);
+}
+
+async function grantBoost(userId: string, source: string, credits: number, expiresAt: GrantInput["expiresAt"]): Promise<GrantResult> {
+  if (expiresAt === undefined) throw new RangeError("A boost grant needs expiresAt");
+  const expires_at = iso(expiresAt, "expiresAt");
+  const account = await accountOf(userId);
+  const key = `grant#${source}`;
+  const result = await createWriteTransaction(db().pick("creditLedger", "creditBoost"), ({ creditLedger, creditBoost }) => [
+    creditLedger
+      .create({
+        user_id: userId, key, kind: "grant", source, bucket: "boost", credits, delta: credits,
+        boosts: [{ boost_id: source, expires_at, credits }], period_start: account.period_start,
+      })
+      .commit(),
+    creditBoost.create({ user_id: userId, boost_id: source, expires_at, granted: credits, remaining: credits }).commit(),
+  ]).go();
+  const end = outcome(result);
+  if (end === "contended") throw new Error(`Boost ${source} exists without its grant ledger item`);
+  return { applied: end === "committed", ...(end === "duplicate" ? { reason: "already_applied" as const } : {}), key, credits, forfeited: 0 };
+}
+
+async function grantTrial(userId: string, source: string, credits: number): Promise<GrantResult> {
+  const key = `grant#${source}`;
+  await accountOf(userId);
+  return retrying("grant", async () => {
+    const result = await createWriteTransaction(db().pick("creditLedger", "billingAccount"), ({ creditLedger, billingAccount }) => [
+      creditLedger.create({ user_id: userId, key, kind: "grant", source, bucket: "trial", credits, delta: credits, quota: credits }).commit(),
+      patchAccount(billingAccount, userId, { quota_granted: credits, quota_remaining: credits }),
+    ]).go();
+    const end = outcome(result);
+    if (end === "contended") throw new Contended();
+    return { applied: end === "committed", ...(end === "duplicate" ? { reason: "already_applied" as const } : {}), key, credits, forfeited: 0 };
+  });
+}
+
+async function grantMonthly(userId: string, input: GrantInput, credits: number): Promise<GrantResult> {
+  await accountOf(userId);
+  return retrying("grant", async () => {
+    const account = (await readAccount(userId))!;
+    const start = input.period ? iso(input.period.start, "period.start") : account.period_start;
+    const end = input.period ? iso(input.period.end, "period.end") : account.period_end;
+    const key = `grant#period#${start}`;
+    const source = `period#${start}`;
+    const planned = { key, credits, forfeited: 0 };
+    if (start < account.period_start) {
+      return (await readLedger(userId, key)) ? { applied: false, reason: "already_applied" as const, ...planned } : { applied: false, reason: "stale_period" as const, ...planned };
+    }
+    const planSet = input.plan ? { plan: input.plan, status: "active" as const } : {};
+    const ledgerItem = { user_id: userId, key, kind: "grant" as const, source, bucket: "monthly" as const, credits, delta: credits, quota: credits, period_start: start };
+    const newPeriod = start > account.period_start;
+    const left = newPeriod ? account.quota_remaining : 0;
+    const old = account.period_start;
+    const result = await createWriteTransaction(db().pick("creditLedger", "billingAccount"), ({ creditLedger, billingAccount }) =>
+      !newPeriod
+        ? [
+            creditLedger.create(ledgerItem).commit(),
+            patchAccount(billingAccount, userId, { quota_granted: credits, quota_remaining: credits }, (a, op) => op.eq(a.period_start, start), planSet),
+          ]
+        : [
+            creditLedger.create(ledgerItem).commit(),
+            ...(left > 0
+              ? [
+                  creditLedger
+                    .create({ user_id: userId, key: `expire#period#${old}`, kind: "expire", source: `period#${old}`, credits: left, delta: -left, quota: -left, forfeited: left, period_start: old })
+                    .commit(),
+                ]
+              : []),
+            patchAccount(
+              billingAccount,
+              userId,
+              { forfeited: left },
+              (a, op) => `${op.eq(a.period_start, old)} AND ${op.eq(a.quota_remaining, left)}`,
+              { ...planSet, period_start: start, period_end: end, quota_granted: credits, quota_remaining: credits, tokens_used: 0, cost_usd: 0 },
+            ),
+          ],
+    ).go();
+    const ended = outcome(result);
+    if (ended === "contended") throw new Contended();
+    return ended === "duplicate" ? { applied: false, reason: "already_applied" as const, ...planned } : { applied: true, ...planned, forfeited: left };
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Reserve, settle, release
+
+/**
+ * Hold up to `credits` for an AI run before it starts (DESIGN.md 6.3): from the monthly quota first, then from boosts
+ * by earliest expiry (spec 02 Credits: boosts after the quota is exhausted); an expired boost is never used. All or
+ * nothing: when the spendable balance is smaller, nothing is held. Once per run: the ledger item `run#<id>#reserve`
+ * is created with the hold, so a retried reserve returns the first reservation with `applied: false`.
+ * @param userId the account's user (created on first use)
+ * @param runId the AI run (agent run id, or the operation's own id): one reservation per run
+ * @param credits the run's estimated maximum, in credits (rounded up to 0.25)
+ * @returns the reservation: credits held and from which buckets
+ * @throws AppError USAGE_LIMIT_EXCEEDED (402, `reason: "credits_exhausted"`, `required`, `available`) when the
+ *   spendable balance cannot cover `credits`.
+ * @throws AppError SERVICE_UNAVAILABLE (503) when the account stays contended through the retries.
+ * @throws RangeError when credits is not a positive number.
+ */
+export async function reserve(userId: string, runId: string, credits: number): Promise<Reservation> {
+  const need = amount(credits, "credits", true);
+  const key = `run#${runId}#reserve`;
+  return retrying("reserve", async () => {
+    const nowIso = new Date().toISOString();
+    const [found, boosts] = await Promise.all([readAccount(userId), activeBoosts(userId, nowIso)]);
+    const account = found ?? (await accountOf(userId));
+    const plan = take(need, account.quota_remaining, boosts);
+    if (plan.taken < need) {
+      const prior = await readLedger(userId, key);
+      if (prior) return reservationOf(prior);
+      throw exhausted(need, account.quota_remaining + sum(boosts.map((b) => b.remaining)));
+    }
+    const result = await createWriteTransaction(
+      db().pick("creditLedger", "creditHold", "billingAccount", "creditBoost"),
+      ({ creditLedger, creditHold, billingAccount, creditBoost }) => [
+        creditLedger
+          .create({
+            user_id: userId, key, kind: "reserve", source: runId, run_id: runId, credits: need, delta: neg(need), quota: neg(plan.quota),
+            boosts: plan.boosts.map((p) => ({ ...p, credits: neg(p.credits) })), period_start: account.period_start,
+          })
+          .commit(),
+        creditHold
+          .create({ user_id: userId, run_id: runId, credits: need, quota: plan.quota, quota_period: account.period_start, boosts: plan.boosts })
+          .commit(),
+        patchAccount(billingAccount, userId, { reserved: need, quota_remaining: -plan.quota }, (a, op) =>
+          plan.quota > 0 ? `${op.gte(a.quota_remaining, plan.quota)} AND ${op.eq(a.period_start, account.period_start)}` : "",
+        ),
+        ...plan.boosts.map((p) =>
+          creditBoost
+            .patch({ user_id: userId, expires_at: p.expires_at, boost_id: p.boost_id })
+            .subtract({ remaining: p.credits })
+            .where((a, op) => `${op.gte(a.remaining, p.credits)} AND ${op.notExists(a.expired_at)}`)
+            .commit(),
+        ),
+      ],
+    ).go();
+    const end = outcome(result);
+    if (end === "contended") throw new Contended();
+    if (end === "duplicate") return reservationOf((await readLedger(userId, key))!);
+    return { run_id: runId, credits: need, quota: plan.quota, boosts: plan.boosts, applied: true };
+  });
+}
+
+function reservationOf(item: LedgerItem): Reservation {
+  return {
+    run_id: item.run_id ?? item.source,
+    credits: item.credits,
+    quota: neg(item.quota ?? 0),
+    boosts: (item.boosts ?? []).map((p) => ({ ...p, credits: neg(p.credits) })),
+    applied: false,
+  };
+}
+
+/**
+ * Charge a run its actual cost when it ends (DESIGN.md 6.3; the figure is `creditsFor(costUsd, outcome)` of
+ * core/billing/credits.ts, spec 02 Credits) and close its reservation, once (ledger item `run#<id>#settle`).
+ * - actual ≤ held: the actual cost is charged from the held credits in the deduction order (quota, then boosts by
+ *   earliest expiry) and the rest goes back to the buckets it came from (latest first). A part whose bucket has
+ *   closed meanwhile (the quota of a past period, an expired boost) is forfeited instead.
+ * - actual > held: the held credits are charged and the extra is charged from the spendable balance in the deduction
+ *   order, as far as it goes; what it cannot cover is recorded as `shortfall` on the ledger item and the account. The
+ *   balance never goes negative and the run is not failed after the fact (its work is done); the shortfall is the
+ *   figure for an estimate that was too low, not a debt carried into the next period.
+ * - no open reservation (never reserved, or released by the stale-reservation sweeper before the run finished): the
+ *   actual cost is charged from the spendable balance as above.
+ * A retried settle returns the first one's figures with `applied: false, reason: "already_applied"`.
+ * @param userId the account's user
+ * @param runId the run that reserved
+ * @param actualCredits the run's cost in credits (rounded up to 0.25; 0 for a failed run without cost)
+ * @param usage the run's model tokens and USD cost, added to the period's compute counters (spec 02 Compute budget)
+ * @throws AppError SERVICE_UNAVAILABLE (503) when the account stays contended through the retries.
+ * @throws RangeError when actualCredits is negative or not a number.
+ */
+export async function settle(userId: string, runId: string, actualCredits: number, usage: RunUsage = {}): Promise<Closing> {
+  return close(userId, runId, "settle", amount(actualCredits, "actualCredits", false), usage);
+}
+
+/**
+ * Give back everything a run's reservation holds, for a cancelled run or a stale reservation (DESIGN.md 6.3: a
+ * sweeper releases stale reservations), once (ledger item `run#<id>#release`). Held credits go back to the buckets
+ * they came from, or are forfeited if their bucket has closed (see `settle`). No open reservation (never reserved,
+ * already settled or released): nothing changes (`applied: false`, reason `not_reserved` or `already_applied`).
+ * A settle that arrives after a release charges the run from the spendable balance.
+ * @param userId the account's user
+ * @param runId the run that reserved
+ * @throws AppError SERVICE_UNAVAILABLE (503) when the account stays contended through the retries.
+ */
+export async function release(userId: string, runId: string): Promise<Closing> {
+  return close(userId, runId, "release", 0, {});
+}
+
+function closingOf(item: LedgerItem, kind: Closing["kind"]): Closing {
+  const held = item.held ?? 0;
+  const forfeited = item.forfeited ?? 0;
+  const charged = item.charged ?? 0;
+  const shortfall = item.shortfall ?? 0;
+  return {
+    run_id: item.run_id ?? item.source, kind, held, charged, shortfall, forfeited,
+    // In a settle or release item, positive bucket changes are returns and negative ones the extra charged.
+    returned: Math.max(0, item.quota ?? 0) + sum((item.boosts ?? []).map((p) => Math.max(0, p.credits))),
+    applied: false, reason: "already_applied",
+  };
+}
+
+async function close(userId: string, runId: string, kind: Closing["kind"], actual: number, usage: RunUsage): Promise<Closing> {
+  const key = `run#${runId}#${kind}`;
+  return retrying(kind, async () => {
+    const nowIso = new Date().toISOString();
+    const [prior, hold, found] = await Promise.all([readLedger(userId, key), readHold(userId, runId), readAccount(userId)]);
+    if (prior) return closingOf(prior, kind);
+    const none = { run_id: runId, kind, held: 0, charged: 0, shortfall: 0, returned: 0, forfeited: 0 };
+    if (kind === "release" && !hold) return { ...none, applied: false, reason: "not_reserved" as const };
+    const account = found ?? (await accountOf(userId));
+
+    // The held credits in deduction order: the first `actual` of them are charged, the rest given back.
+    const held = hold?.credits ?? 0;
+    let toCharge = Math.min(actual, held);
+    const quotaCharged = Math.min(toCharge, hold?.quota ?? 0);
+    toCharge -= quotaCharged;
+    const heldQuotaLeft = (hold?.quota ?? 0) - quotaCharged;
+    const heldBoostsLeft: BoostPortion[] = [];
+    for (const p of [...(hold?.boosts ?? [])].sort((a, b) => a.expires_at.localeCompare(b.expires_at) || a.boost_id.localeCompare(b.boost_id))) {
+      const charged = Math.min(toCharge, p.credits);
+      toCharge -= charged;
+      if (p.credits - charged > 0) heldBoostsLeft.push({ ...p, credits: p.credits - charged });
+    }
+    const quotaOpen = hold !== null && hold.quota_period === account.period_start;
+    const quotaBack = quotaOpen ? heldQuotaLeft : 0;
+    const boostsBack = heldBoostsLeft.filter((p) => p.expires_at > nowIso);
+    const forfeited = heldQuotaLeft - quotaBack + sum(heldBoostsLeft.filter((p) => p.expires_at <= nowIso).map((p) => p.credits));
+    const returned = quotaBack + sum(boostsBack.map((p) => p.credits));
+
+    // Beyond the hold: charge the extra from the spendable balance, as far as it goes.
+    const extraNeed = Math.max(0, actual - held);
+    const extra = extraNeed > 0 ? take(extraNeed, account.quota_remaining, await activeBoosts(userId, nowIso)) : { quota: 0, boosts: [], taken: 0 };
+    const shortfall = extraNeed - extra.taken;
+    const charged = kind === "settle" ? actual - shortfall : 0;
+    const tokens = usage.tokens ?? 0;
+    const costUsd = usage.costUsd ?? 0;
+
+    const result = await createWriteTransaction(
+      db().pick("creditLedger", "creditHold", "billingAccount", "creditBoost"),
+      ({ creditLedger, creditHold, billingAccount, creditBoost }) => [
+        creditLedger
+          .create({
+            user_id: userId, key, kind, source: runId, run_id: runId, credits: kind === "settle" ? actual : held,
+            delta: returned - extra.taken, quota: quotaBack - extra.quota,
+            boosts: [...boostsBack, ...extra.boosts.map((p) => ({ ...p, credits: neg(p.credits) }))],
+            held, charged, shortfall, forfeited, period_start: account.period_start,
+            ...(kind === "settle" ? { tokens, cost_usd: costUsd } : {}),
+          })
+          .commit(),
+        ...(hold ? [creditHold.remove({ user_id: userId, run_id: runId }).commit()] : []),
+        patchAccount(
+          billingAccount,
+          userId,
+          { reserved: -held, quota_remaining: quotaBack - extra.quota, charged, shortfall, forfeited, tokens_used: tokens, cost_usd: costUsd },
+          (a, op) =>
+            extra.quota > 0
+              ? `${op.gte(a.quota_remaining, extra.quota)} AND ${op.eq(a.period_start, account.period_start)}`
+              : quotaBack > 0
+                ? op.eq(a.period_start, hold!.quota_period)
+                : "",
+        ),
+        ...boostsBack.map((p) =>
+          creditBoost
+            .patch({ user_id: userId, expires_at: p.expires_at, boost_id: p.boost_id })
+            .add({ remaining: p.credits })
+            .where((a, op) => op.notExists(a.expired_at))
+            .commit(),
+        ),
+        ...extra.boosts.map((p) =>
+          creditBoost
+            .patch({ user_id: userId, expires_at: p.expires_at, boost_id: p.boost_id })
+            .subtract({ remaining: p.credits })
+            .where((a, op) => `${op.gte(a.remaining, p.credits)} AND ${op.notExists(a.expired_at)}`)
+            .commit(),
+        ),
+      ],
+    ).go();
+    const end = outcome(result);
+    if (end === "contended") throw new Contended();
+    if (end === "duplicate") return closingOf((await readLedger(userId, key))!, kind);
+    return { run_id: runId, kind, held, charged, shortfall, returned, forfeited, applied: true };
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Expiry and balance
+
+/**
+ * Close the boosts that have expired (DESIGN.md 6.3 `expire` events; spec 02 "Boost pack": valid 30 days): each
+ * expired pack's remaining credits are forfeited, once (ledger item `expire#boost#<boost id>`, the pack marked
+ * `expired_at` so nothing can be returned to it any more). Expired packs are never spent whether or not this ran;
+ * it makes the ledger and the account's `forfeited` counter account for them. Meant for a periodic sweeper.
+ * @param userId the account's user
+ * @param now the time to expire at (default: now)
+ * @returns the credits forfeited by this call
+ * @throws AppError SERVICE_UNAVAILABLE (503) when the account stays contended through the retries.
+ */
+export async function expireBoosts(userId: string, now: Date = new Date()): Promise<number> {
+  const nowIso = now.toISOString();
+  let total = 0;
+  for (const boost of await lapsedBoosts(userId, nowIso)) {
+    total += await retrying("expire", async () => {
+      const b = (await bill().creditBoost.get({ user_id: userId, expires_at: boost.expires_at, boost_id: boost.boost_id }).go(CONSISTENT)).data;
+      if (!b || b.expired_at) return 0;
+      const left = b.remaining;
+      const result = await createWriteTransaction(
+        db().pick("creditLedger", "creditBoost", "billingAccount"),
+        ({ creditLedger, creditBoost, billingAccount }) => [
+          creditLedger
+            .create({
+              user_id: userId, key: `expire#boost#${b.boost_id}`, kind: "expire", source: b.boost_id, credits: left, delta: neg(left),
+              boosts: [{ boost_id: b.boost_id, expires_at: b.expires_at, credits: neg(left) }], forfeited: left,
+            })
+            .commit(),
+          creditBoost
+            .patch({ user_id: userId, expires_at: b.expires_at, boost_id: b.boost_id })
+            .set({ expired_at: nowIso, remaining: 0 })
+            .where((a, op) => `${op.eq(a.remaining, left)} AND ${op.notExists(a.expired_at)}`)
+            .commit(),
+          patchAccount(billingAccount, userId, { forfeited: left }),
+        ],
+      ).go();
+      const end = outcome(result);
+      if (end === "contended") throw new Contended();
+      return end === "committed" ? left : 0;
+    });
+  }
+  return total;
+}
+
+/**
+ * The user's credit balance (spec 02 "Subscription and credits", Credit balance; see `CreditBalance` for each field)
+ * from the account and the boosts that have not expired: two reads, no ledger scan. Creates the account on first use.
+ * @param userId the account's user
+ */
+export async function balanceOf(userId: string): Promise<CreditBalance> {
+  const nowIso = new Date().toISOString();
+  const [found, boosts] = await Promise.all([readAccount(userId), activeBoosts(userId, nowIso)]);
+  const account = found ?? (await accountOf(userId));
+  const monthly_quota = account.quota_granted;
+  const monthly_remaining = account.quota_remaining;
+  const monthly_used = monthly_quota - monthly_remaining;
+  const bonus_credits = sum(boosts.map((b) => b.remaining));
+  const total_available = monthly_quota + sum(boosts.map((b) => b.granted));
+  const total_remaining = monthly_remaining + bonus_credits;
+  const total_used = total_available - total_remaining;
+  return {
+    monthly_quota,
+    monthly_used,
+    monthly_remaining,
+    bonus_credits,
+    total_available,
+    total_used,
+    total_remaining,
+    percentage: total_available > 0 ? Math.round((total_used / total_available) * 1000) / 10 : 0,
+    is_blocked: total_remaining <= 0,
+    reserved: account.reserved,
+  };
+}
