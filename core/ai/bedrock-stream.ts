@@ -15,6 +15,7 @@
  * with a `retry` event. Once output was yielded a retry would duplicate it downstream, so the call fails instead.
  * The SDK's own retry is off on clients we create (`maxAttempts: 1`): one retry layer, attempts counted in usage.
  */
+import { abortError, backoffDelay, describe, sleep } from "./retry";
 import {
   BedrockRuntimeClient,
   ConverseStreamCommand,
@@ -304,44 +305,4 @@ function stopReason(reason: string | undefined): StopReason {
 /** Transient per bedrock.ts, plus a model stream error (ConverseStream's "retry your request" exception). */
 function isRetryable(err: unknown): boolean {
   return isTransient(err) || err instanceof ModelStreamErrorException;
-}
-
-function describe(err: unknown): string {
-  if (err instanceof Error) return err.message ? `${err.name}: ${err.message}` : err.name;
-  return String(err);
-}
-
-/**
- * Delay before retry number `retry` (1-based), as p-retry computes it for bedrock.ts: `minTimeoutMs * 2^(retry-1)`
- * times a random factor in [1, 2), capped at `maxTimeoutMs`. Computed here because a generator cannot yield its
- * `retry` event from inside p-retry's loop.
- */
-function backoffDelay(retry: number, settings: RetrySettings): number {
-  const base = Math.max(settings.minTimeoutMs, 1) * 2 ** (retry - 1);
-  return Math.min(settings.maxTimeoutMs, Math.round(base * (1 + Math.random())));
-}
-
-/** The abort error the SDK's Node HTTP handler throws, so callers see one kind of abort wherever it hit. */
-function abortError(signal: AbortSignal): Error {
-  const reason: unknown = signal.reason;
-  const err = new Error(reason && !(reason instanceof Error) ? String(reason) : "Request aborted");
-  err.name = "AbortError";
-  if (reason instanceof Error) err.cause = reason;
-  return err;
-}
-
-/** Waits `ms`, or rejects with an AbortError as soon as `signal` fires. */
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(abortError(signal));
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(abortError(signal!));
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
 }

@@ -31,7 +31,7 @@ import {
   type Message,
 } from "@aws-sdk/client-bedrock-runtime";
 import pLimit from "p-limit";
-import pRetry, { AbortError } from "p-retry";
+import { describeIssues, retryTransient } from "./retry";
 import * as z from "zod";
 import { AppError } from "../error";
 import { costUsd, type CallUsage, type Embedder, type Model, type ModelTier, type StructuredRequest } from "./ports";
@@ -78,27 +78,10 @@ export function isTransient(err: unknown): boolean {
   );
 }
 
-/** Run `fn` with exponential backoff and jitter on transient errors; other errors fail at once. */
+/** Run `fn` with backoff on transient errors (`retryTransient`); still transient at the end, the model is busy (503). */
 async function withBackoff<T>(fn: () => Promise<T>, retry: RetrySettings, onAttempt: () => void): Promise<T> {
   try {
-    return await pRetry(
-      async () => {
-        onAttempt();
-        try {
-          return await fn();
-        } catch (err) {
-          if (isTransient(err)) throw err;
-          throw new AbortError(err instanceof Error ? err : new Error(String(err)));
-        }
-      },
-      {
-        retries: retry.retries,
-        factor: 2,
-        minTimeout: retry.minTimeoutMs,
-        maxTimeout: retry.maxTimeoutMs,
-        randomize: true,
-      },
-    );
+    return await retryTransient(fn, retry, isTransient, onAttempt);
   } catch (err) {
     if (isTransient(err)) {
       throw new AppError("SERVICE_UNAVAILABLE", "The AI model is busy; please retry shortly", {
@@ -121,13 +104,6 @@ export interface BedrockModelOptions {
 export { toolInputSchema } from "./tool-schema";
 import { toolInputSchema } from "./tool-schema";
 
-/** Human-readable list of zod issues, sent back to the model in a repair turn. */
-function describeIssues(error: z.ZodError): string {
-  return error.issues
-    .slice(0, 20)
-    .map((i) => `- at ${i.path.length ? i.path.join(".") : "(root)"}: ${i.message}`)
-    .join("\n");
-}
 
 /**
  * Structured output from Claude on Bedrock (Model port).

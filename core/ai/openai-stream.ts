@@ -21,6 +21,7 @@
  * nothing was yielded yet; after that a retry would repeat output downstream, so the call fails instead. A server that
  * cannot be reached at all fails at once, naming its address. The SDK's own retry is off (`maxRetries: 0`).
  */
+import { abortError, backoffDelay, describe, sleep } from "./retry";
 import OpenAI, { APIError, APIUserAbortError } from "openai";
 import type {
   ChatCompletionAssistantMessageParam,
@@ -265,40 +266,4 @@ export function stopReason(finish: string, sentToolCalls: boolean): StopReason {
 function isRetryable(err: unknown): boolean {
   if (err instanceof APIUserAbortError) return false;
   return isTransient(err) || (err instanceof APIError && err.status === undefined && !isUnreachable(err));
-}
-
-function describe(err: unknown): string {
-  if (err instanceof Error) return err.message ? `${err.name}: ${err.message}` : err.name;
-  return String(err);
-}
-
-/** Delay before retry number `retry` (1-based), as core/ai/bedrock-stream.ts computes it (p-retry's formula). */
-function backoffDelay(retry: number, settings: RetrySettings): number {
-  const base = Math.max(settings.minTimeoutMs, 1) * 2 ** (retry - 1);
-  return Math.min(settings.maxTimeoutMs, Math.round(base * (1 + Math.random())));
-}
-
-/** The abort error the Bedrock adapter throws, so callers see one kind of abort whatever the engine. */
-function abortError(signal: AbortSignal): Error {
-  const reason: unknown = signal.reason;
-  const err = new Error(reason && !(reason instanceof Error) ? String(reason) : "Request aborted");
-  err.name = "AbortError";
-  if (reason instanceof Error) err.cause = reason;
-  return err;
-}
-
-/** Waits `ms`, or rejects with an AbortError as soon as `signal` fires. */
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(abortError(signal));
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(abortError(signal!));
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
 }

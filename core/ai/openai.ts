@@ -46,7 +46,7 @@ import type {
 } from "openai/resources/chat/completions";
 import type { EmbeddingCreateParams } from "openai/resources/embeddings";
 import pLimit from "p-limit";
-import pRetry, { AbortError } from "p-retry";
+import { describeIssues, retryTransient } from "./retry";
 import type * as z from "zod";
 import { Config } from "../config";
 import { AppError } from "../error";
@@ -143,21 +143,10 @@ export function unreachableError(err: unknown, baseURL: string): AppError {
   });
 }
 
-/** Run `fn` with exponential backoff and jitter on transient errors; other errors fail at once. */
+/** Run `fn` with backoff on transient errors (`retryTransient`); then busy (503) or unreachable (503 naming the address). */
 async function withBackoff<T>(fn: () => Promise<T>, retry: RetrySettings, baseURL: string, onAttempt: () => void): Promise<T> {
   try {
-    return await pRetry(
-      async () => {
-        onAttempt();
-        try {
-          return await fn();
-        } catch (err) {
-          if (isTransient(err)) throw err;
-          throw new AbortError(err instanceof Error ? err : new Error(String(err)));
-        }
-      },
-      { retries: retry.retries, factor: 2, minTimeout: retry.minTimeoutMs, maxTimeout: retry.maxTimeoutMs, randomize: true },
-    );
+    return await retryTransient(fn, retry, isTransient, onAttempt);
   } catch (err) {
     if (isTransient(err)) throw busyError(retry);
     if (isUnreachable(err)) throw unreachableError(err, baseURL);
@@ -168,13 +157,6 @@ async function withBackoff<T>(fn: () => Promise<T>, retry: RetrySettings, baseUR
 /** Cost in USD of `input` / `output` tokens at `rates` (USD per 1M tokens). */
 export const costAt = (rates: TokenRates, input: number, output: number): number => (input * rates.input + output * rates.output) / 1_000_000;
 
-/** Human-readable list of zod issues, sent back to the model in a repair turn (as BedrockModel words them). */
-function describeIssues(error: z.ZodError): string {
-  return error.issues
-    .slice(0, 20)
-    .map((i) => `- at ${i.path.length ? i.path.join(".") : "(root)"}: ${i.message}`)
-    .join("\n");
-}
 
 /** A tool call's `arguments` parsed: a JSON object, or the problem to report. Empty arguments are `{}`. */
 export function parseArguments(raw: unknown): { ok: true; value: Record<string, unknown> } | { ok: false; problem: string } {

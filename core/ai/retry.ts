@@ -1,0 +1,77 @@
+/**
+ * Retry plumbing shared by the model adapters (Bedrock, openai-compatible), so every engine backs off the same way.
+ * Request/response calls go through p-retry (`retryTransient`); a stream cannot, because a generator must yield a
+ * `retry` event between attempts, so for streams the delay, the wait and the abort error are computed here.
+ */
+import pRetry, { AbortError } from "p-retry";
+import type { z } from "zod";
+import type { RetrySettings } from "./bedrock";
+
+/** Human-readable list of zod issues (at most 20), sent back to a model in a repair turn. */
+export function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 20)
+    .map((i) => `- at ${i.path.length ? i.path.join(".") : "(root)"}: ${i.message}`)
+    .join("\n");
+}
+
+/**
+ * Run `fn` with exponential backoff and jitter while it fails with an error `isTransient` accepts; any other error
+ * fails at once. `onAttempt` is called before every attempt (adapters count attempts in their usage).
+ * @throws the last error, unchanged: the adapter maps it (busy, unreachable) to its own AppError.
+ */
+export function retryTransient<T>(fn: () => Promise<T>, retry: RetrySettings, isTransient: (err: unknown) => boolean, onAttempt: () => void): Promise<T> {
+  return pRetry(
+    async () => {
+      onAttempt();
+      try {
+        return await fn();
+      } catch (err) {
+        if (isTransient(err)) throw err;
+        throw new AbortError(err instanceof Error ? err : new Error(String(err)));
+      }
+    },
+    { retries: retry.retries, factor: 2, minTimeout: retry.minTimeoutMs, maxTimeout: retry.maxTimeoutMs, randomize: true },
+  );
+}
+
+/** "Name: message" of an error, for a `retry` event's reason. */
+export function describe(err: unknown): string {
+  if (err instanceof Error) return err.message ? `${err.name}: ${err.message}` : err.name;
+  return String(err);
+}
+
+/**
+ * Delay before retry number `retry` (1-based), as p-retry computes it for the non-streaming adapters: `minTimeoutMs * 2^(retry-1)`
+ * times a random factor in [1, 2), capped at `maxTimeoutMs`. Computed here because a generator cannot yield its
+ * `retry` event from inside p-retry's loop.
+ */
+export function backoffDelay(retry: number, settings: RetrySettings): number {
+  const base = Math.max(settings.minTimeoutMs, 1) * 2 ** (retry - 1);
+  return Math.min(settings.maxTimeoutMs, Math.round(base * (1 + Math.random())));
+}
+
+/** The abort error the AWS SDK's Node HTTP handler throws, so callers see one kind of abort whatever the engine. */
+export function abortError(signal: AbortSignal): Error {
+  const reason: unknown = signal.reason;
+  const err = new Error(reason && !(reason instanceof Error) ? String(reason) : "Request aborted");
+  err.name = "AbortError";
+  if (reason instanceof Error) err.cause = reason;
+  return err;
+}
+
+/** Waits `ms`, or rejects with an AbortError as soon as `signal` fires. */
+export function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(abortError(signal));
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(abortError(signal!));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
