@@ -13,6 +13,7 @@ import { docsRoutes } from "./routes/docs";
 import { pendingActionsRoutes } from "./routes/pending-actions";
 import { chatRoutes } from "./routes/chat";
 import { streamRoutes } from "./routes/stream";
+import { billingRoutes } from "./routes/billing";
 
 /**
  * The route table: method, path, group, schemas, access. Read by the stacks (one Lambda per group), the local
@@ -35,6 +36,7 @@ export const routes = {
   ...pendingActionsRoutes,
   ...chatRoutes,
   ...streamRoutes,
+  ...billingRoutes,
 }
 
 export type Routes = typeof routes;

@@ -1,0 +1,208 @@
+import * as z from "zod";
+
+/** The plan tiers (spec 02 Limits: Plans). */
+export const PlanTier = z.enum(["trial", "pro", "growth", "power"]).meta({ id: "PlanTier" });
+
+/** Query of the billing routes: the workspace whose owner's account is read (spec 02 Billing). */
+export const BillingWorkspaceQuery = z.object({ workspace_id: z.uuid() });
+export type BillingWorkspaceQuery = z.infer<typeof BillingWorkspaceQuery>;
+
+/** `GET /api/billing/plans` query: the workspace is optional (without it no plan is current). */
+export const PlansQuery = z.object({ workspace_id: z.uuid().optional() });
+export type PlansQuery = z.infer<typeof PlansQuery>;
+
+/** The effort tiers of a run (spec 02 Streaming `effort`). */
+export const Effort = z.enum(["low", "medium", "high", "max"]);
+export type Effort = z.infer<typeof Effort>;
+
+/** `GET /api/billing/estimate` query. */
+export const EstimateQuery = z.object({
+  workspace_id: z.uuid(),
+  model: z.string().min(1).max(200).optional().describe("a model tier (small, mid, large) or a model id; ids are priced at the effort's tier"),
+  effort: Effort.optional().describe("default medium"),
+});
+export type EstimateQuery = z.infer<typeof EstimateQuery>;
+
+/** Plan limits and feature flags (core/billing/plans.ts); `null` is unlimited. */
+export const PlanLimitsSchema = z
+  .object({
+    tier: PlanTier,
+    monthly_credits: z.number(),
+    max_workspaces: z.int().nullable(),
+    max_seats_per_workspace: z.int().nullable(),
+    max_research_sources: z.int().nullable(),
+    max_documents: z.int().nullable(),
+    max_custom_skills: z.int().nullable(),
+    api_calls_per_day: z.int().nullable(),
+    cost_target_usd: z.number(),
+    token_budget: z.int(),
+    has_integrations: z.boolean(),
+    has_codehost: z.boolean(),
+    has_research_graph: z.boolean(),
+    has_skills: z.boolean(),
+    has_custom_skills: z.boolean(),
+    has_api_access: z.boolean(),
+    has_overnight_cycles: z.boolean(),
+  })
+  .meta({ id: "PlanLimits" });
+
+export const PlanOffer = z
+  .object({
+    tier: PlanTier,
+    display_name: z.string(),
+    price_monthly: z.number().describe("USD per month"),
+    price_yearly: z.number().describe("USD per year"),
+    limits: PlanLimitsSchema,
+    is_current: z.boolean(),
+    is_popular: z.boolean(),
+  })
+  .meta({ id: "PlanOffer" });
+
+export const PlanList = z
+  .object({
+    plans: z.array(PlanOffer),
+    current_plan: PlanTier.nullable().describe("the plan of the workspace owner's account; null without workspace_id"),
+  })
+  .meta({ id: "PlanList" });
+
+export const SubscriptionView = z
+  .object({
+    id: z.string(),
+    workspace_id: z.uuid(),
+    plan: PlanTier,
+    status: z.enum(["active", "trialing", "past_due", "cancelled"]),
+    trial_ends_at: z.string().nullable(),
+    current_period_start: z.string(),
+    current_period_end: z.string(),
+    cancel_at_period_end: z.boolean(),
+    limits: PlanLimitsSchema,
+  })
+  .meta({ id: "Subscription" });
+
+export const CreditBalanceView = z
+  .object({
+    workspace_id: z.uuid(),
+    plan: PlanTier,
+    monthly_quota: z.number(),
+    monthly_used: z.number(),
+    monthly_remaining: z.number(),
+    bonus_credits: z.number(),
+    total_available: z.number(),
+    total_used: z.number(),
+    total_remaining: z.number(),
+    percentage: z.number(),
+    is_blocked: z.boolean(),
+    reserved: z.number().describe("credits held by runs in progress (part of the used figures)"),
+  })
+  .meta({ id: "CreditBalance" });
+
+export const UsageType = z.enum(["file_upload", "agent_run", "document_draft", "synthesis", "recommendation", "chat_message", "integration_sync"]);
+
+export const UsageItem = z
+  .object({
+    usage_type: UsageType,
+    display_name: z.string(),
+    current: z.number(),
+    limit: z.number().nullable().describe("null: unlimited"),
+    percentage: z.number().describe("current / limit in percent, one decimal; 0 when unlimited"),
+    period: z.enum(["total", "billing_period", "daily"]),
+  })
+  .meta({ id: "UsageItem" });
+
+export const UsageView = z
+  .object({
+    workspace_id: z.uuid(),
+    plan: PlanTier,
+    period_start: z.string(),
+    period_end: z.string(),
+    items: z.array(UsageItem),
+  })
+  .meta({ id: "Usage" });
+
+export const BoostPackView = z
+  .object({
+    id: z.string(),
+    pack_type: z.enum(["starter", "plus", "max", "other"]),
+    credits_added: z.number(),
+    credits_used: z.number().describe("charged or held by runs in progress (or forfeited at expiry)"),
+    credits_remaining: z.number(),
+    purchased_at: z.string(),
+    expires_at: z.string(),
+    is_active: z.boolean(),
+  })
+  .meta({ id: "BoostPack" });
+
+export const BoostList = z.object({ boosts: z.array(BoostPackView) }).meta({ id: "BoostList" });
+
+export const ComputeLevel = z.enum(["ok", "warning", "blocked"]);
+
+export const ComputeStatus = z
+  .object({
+    workspace_id: z.uuid(),
+    plan: PlanTier,
+    tokens_used: z.number(),
+    token_budget: z.number(),
+    token_percentage: z.number(),
+    cost_usd: z.number(),
+    cost_budget_usd: z.number(),
+    cost_percentage: z.number(),
+    boost_tokens_remaining: z.number().nullable().describe("null: boost packs carry credits, not tokens"),
+    boost_runs_remaining: z.number().nullable().describe("null: boost packs carry credits, not runs"),
+    boost_credits_remaining: z.number(),
+    level: ComputeLevel,
+    should_throttle: z.boolean(),
+    should_block: z.boolean(),
+    message: z.string(),
+  })
+  .meta({ id: "ComputeStatus" });
+
+export const CreditEstimate = z
+  .object({
+    estimatedCredits: z.number(),
+    creditRangeLow: z.number(),
+    creditRangeHigh: z.number(),
+    remainingCredits: z.number(),
+    warning: z.boolean(),
+    blocked: z.boolean(),
+  })
+  .meta({ id: "CreditEstimate" });
+
+export const MilestoneName = z.enum(["signup", "first_run", "engagement"]);
+
+export const MilestoneView = z
+  .object({
+    name: MilestoneName,
+    credits: z.number(),
+    achieved: z.boolean(),
+    achieved_at: z.string().nullable(),
+    granted: z.boolean().describe("the grant is in the owner's credit ledger"),
+  })
+  .meta({ id: "Milestone" });
+
+export const MilestoneProgress = z
+  .object({
+    workspace_id: z.uuid(),
+    plan: PlanTier,
+    milestones: z.array(MilestoneView),
+    credits_earned: z.number(),
+    credits_possible: z.number(),
+  })
+  .meta({ id: "MilestoneProgress" });
+
+export const Accomplishments = z
+  .object({
+    workspace_id: z.uuid(),
+    period_start: z.string(),
+    period_end: z.string(),
+    counts: z.object({
+      sources: z.int(),
+      insights: z.int(),
+      recommendations: z.int(),
+      documents: z.int(),
+      chat_messages: z.int(),
+      syntheses: z.int(),
+    }),
+    total_runs: z.int(),
+    credits_used: z.number(),
+  })
+  .meta({ id: "Accomplishments" });

@@ -1,0 +1,397 @@
+/**
+ * The read side of billing (spec 02 "Billing (/api/billing …)", "Subscription and credits", "Trial milestones",
+ * "Boost pack", "Limits: Plans", "Compute budget", "Credits"; DESIGN.md 6.3). A workspace's billing is its OWNER's
+ * account (the subscription belongs to the user and covers all their workspaces), so every view finds the owner
+ * (`owner_id` of the workspace item) and reads the owner's account; the caller must be a member of the workspace.
+ * Reading creates the owner's account on first use (`accountOf`), as every ledger operation does.
+ */
+import type { z } from "zod";
+import { db } from "../db/service";
+import { Errors } from "../error";
+import { requireMember } from "../workspace";
+import { MODEL_RATES, costUsd, type ModelTier } from "../ai/ports";
+import { creditsFor } from "./credits";
+import { PLANS, type Plan } from "./plans";
+import { accountOf, balanceOf, TRIAL_MILESTONE_CREDITS, TRIAL_MILESTONES, type BillingAccount } from "./ledger";
+import type {
+  Accomplishments,
+  BoostList,
+  BillingWorkspaceQuery,
+  ComputeStatus,
+  CreditBalanceView,
+  CreditEstimate,
+  EstimateQuery,
+  MilestoneProgress,
+  PlanList,
+  PlansQuery,
+  SubscriptionView,
+  UsageItem,
+  UsageView,
+} from "./schema";
+
+type Out<S extends z.ZodType> = z.output<S>;
+
+/** Display names and prices in USD (spec 02 Limits: Plans; the trial is free). */
+export const PLAN_PRICES: Record<Plan, { display_name: string; price_monthly: number; price_yearly: number }> = {
+  trial: { display_name: "Trial", price_monthly: 0, price_yearly: 0 },
+  pro: { display_name: "Pro", price_monthly: 29, price_yearly: 319 },
+  growth: { display_name: "Growth", price_monthly: 89, price_yearly: 979 },
+  power: { display_name: "Power", price_monthly: 149, price_yearly: 1639 },
+};
+
+/**
+ * The plan marked popular: Growth, the middle paid tier and the first with API access and custom skills (the spec
+ * does not name one; decision in the billing report).
+ */
+export const POPULAR_PLAN: Plan = "growth";
+
+/** The boost packs by credits (spec 02 Credits: starter 40, plus 100, max 215); any other grant is `other`. */
+const PACK_BY_CREDITS: Record<number, "starter" | "plus" | "max"> = { 40: "starter", 100: "plus", 215: "max" };
+
+/** Compute budget thresholds (spec 02 Compute budget): warn at 80 %, block at 100 %. */
+export const COMPUTE_WARNING_PERCENT = 80;
+export const COMPUTE_BLOCK_PERCENT = 100;
+
+/**
+ * Token envelope of one run per effort tier (input and output tokens of a typical run, thinking included): the
+ * estimate prices it at the tier's model rates. The low end of the range is half the envelope, the high end twice
+ * it (what a run's reservation should hold: its estimated maximum, DESIGN.md 6.3). Figures from the copilot's shape:
+ * a system prompt with workspace context plus tool results (~10k tokens a turn), a few turns per effort; `max` adds
+ * the 16k thinking budget of `modelChoice`.
+ */
+export const EFFORT_ENVELOPE: Record<"low" | "medium" | "high" | "max", { input: number; output: number }> = {
+  low: { input: 15_000, output: 1_500 },
+  medium: { input: 40_000, output: 4_000 },
+  high: { input: 80_000, output: 8_000 },
+  max: { input: 150_000, output: 20_000 },
+};
+const EFFORT_TIER: Record<keyof typeof EFFORT_ENVELOPE, ModelTier> = { low: "small", medium: "mid", high: "large", max: "large" };
+
+/** Share of total_available below which an estimate warns (the 80 % of the compute budget, mirrored). */
+const LOW_BALANCE_SHARE = 0.2;
+
+const round1 = (x: number) => Math.round(x * 10) / 10;
+const pct = (current: number, limit: number | null) => (limit === null || limit <= 0 ? 0 : round1((current / limit) * 100));
+
+/** The owner's id of a workspace the caller is a member of. @throws AppError FORBIDDEN (403) for a non-member. */
+async function ownerOf(userId: string, workspaceId: string): Promise<string> {
+  await requireMember(userId, workspaceId);
+  const { data } = await db().entities.workspace.get({ id: workspaceId }).go({ consistent: true });
+  if (!data) throw Errors.forbidden();
+  return data.owner_id;
+}
+
+/** The owner's account of a workspace the caller is a member of. */
+async function accountFor(userId: string, workspaceId: string): Promise<{ ownerId: string; account: BillingAccount }> {
+  const ownerId = await ownerOf(userId, workspaceId);
+  return { ownerId, account: await accountOf(ownerId) };
+}
+
+/**
+ * The plans with prices and limits (`GET /api/billing/plans`). With `workspace_id` (membership required), the
+ * owner's account plan is current; without it no plan is current (`current_plan: null`).
+ */
+export async function plans(userId: string, q: PlansQuery): Promise<Out<typeof PlanList>> {
+  const current = q.workspace_id ? (await accountFor(userId, q.workspace_id)).account.plan : null;
+  return {
+    plans: (Object.keys(PLANS) as Plan[]).map((tier) => ({
+      tier,
+      ...PLAN_PRICES[tier],
+      limits: PLANS[tier],
+      is_current: tier === current,
+      is_popular: tier === POPULAR_PLAN,
+    })),
+    current_plan: current,
+  };
+}
+
+/**
+ * The subscription of a workspace (`GET /api/billing/subscription`): plan, status and period from the owner's
+ * account (DESIGN.md 6.3); `id` and `cancel_at_period_end` from the workspace's subscription item (the workspace id
+ * when there is none); `trial_ends_at` is the period end while trialing, else null.
+ */
+export async function subscription(userId: string, q: BillingWorkspaceQuery): Promise<Out<typeof SubscriptionView>> {
+  const { account } = await accountFor(userId, q.workspace_id);
+  const { data: item } = await db().entities.subscription.get({ workspace_id: q.workspace_id }).go({ consistent: true });
+  return {
+    id: item?.id ?? q.workspace_id,
+    workspace_id: q.workspace_id,
+    plan: account.plan,
+    status: account.status,
+    trial_ends_at: account.status === "trialing" || account.plan === "trial" ? (item?.trial_ends_at ?? account.period_end) : null,
+    current_period_start: account.period_start,
+    current_period_end: account.period_end,
+    cancel_at_period_end: item?.cancel_at_period_end ?? false,
+    limits: PLANS[account.plan],
+  };
+}
+
+/** The owner's credit balance (`GET /api/billing/credits`; spec 02 Credit balance, see `balanceOf`). */
+export async function credits(userId: string, q: BillingWorkspaceQuery): Promise<Out<typeof CreditBalanceView>> {
+  const { ownerId, account } = await accountFor(userId, q.workspace_id);
+  return { workspace_id: q.workspace_id, plan: account.plan, ...(await balanceOf(ownerId)) };
+}
+
+/**
+ * How many items of one kind the workspace created at or after `since`. Each entity's byWorkspace index reads only
+ * its own items of the workspace partition (ElectroDB filters by entity); only the keys are fetched.
+ */
+async function createdSince(kind: "sources" | "insights" | "recommendations" | "documents", workspaceId: string, since: string): Promise<number> {
+  const e = db().entities;
+  const k = { workspace_id: workspaceId };
+  const opts = { pages: "all", attributes: ["id"] } as const;
+  const { data } =
+    kind === "sources"
+      ? await e.researchSource.query.byWorkspace(k).where((a, op) => op.gte(a.created_at, since)).go(opts)
+      : kind === "insights"
+        ? await e.insight.query.byWorkspace(k).where((a, op) => op.gte(a.created_at, since)).go(opts)
+        : kind === "recommendations"
+          ? await e.recommendation.query.byWorkspace(k).where((a, op) => op.gte(a.created_at, since)).go(opts)
+          : await e.document.query.byWorkspace(k).where((a, op) => op.gte(a.created_at, since)).go(opts);
+  return data.length;
+}
+
+/** Agent runs of a workspace executed at or after `since`, oldest first (embedding runs are internal and left out). */
+async function runsSince(workspaceId: string, since: string) {
+  const { data } = await db()
+    .entities.agentRun.query.byWorkspace({ workspace_id: workspaceId })
+    // A range within `agentrun#`: `gte` alone would also read every item of the partition sorted after the runs.
+    .between({ executed_at: since }, { executed_at: "9999" })
+    .go({ pages: "all" });
+  return data.filter((r) => r.agent_type !== "embedding");
+}
+
+/** User messages of the workspace's conversations written at or after `since`. */
+async function chatMessagesSince(workspaceId: string, since: string): Promise<number> {
+  const { data } = await db()
+    .entities.message.query.byConversation({ workspace_id: workspaceId })
+    .where((a, op) => `${op.gte(a.created_at, since)} AND ${op.eq(a.role, "user")}`)
+    .go({ pages: "all", attributes: ["id"] });
+  return data.length;
+}
+
+const startOfUtcDay = (d = new Date()) => new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate())).toISOString();
+
+/**
+ * The dashboard's usage (`GET /api/billing/usage`; spec 02 usage types) in the owner's current billing period:
+ * - file_upload "Research Sources": the workspace's sources now (its usage counter) vs max_research_sources (total).
+ * - agent_run "Agent Credits": credits used vs available, account-wide (billing period).
+ * - document_draft "Documents": documents created in the period vs max_documents (per month).
+ * - synthesis "Synthesis Runs": synthesis agent runs today (UTC); no plan limit yet (null).
+ * - recommendation "Recommendation Generations": recommendation agent runs in the period; no plan limit yet.
+ * - chat_message "Chat Messages": the members' own messages in the period; no plan limit yet.
+ * - integration_sync "Integration Syncs": 0 until integrations exist.
+ */
+export async function usage(userId: string, q: BillingWorkspaceQuery): Promise<Out<typeof UsageView>> {
+  const { ownerId, account } = await accountFor(userId, q.workspace_id);
+  const limits = PLANS[account.plan];
+  const since = account.period_start;
+  const [counter, balance, documents, runs, todays, chat] = await Promise.all([
+    db().entities.usage.get({ workspace_id: q.workspace_id }).go({ consistent: true }),
+    balanceOf(ownerId),
+    createdSince("documents", q.workspace_id, since),
+    runsSince(q.workspace_id, since),
+    runsSince(q.workspace_id, startOfUtcDay()),
+    chatMessagesSince(q.workspace_id, since),
+  ]);
+  const item = (usage_type: Out<typeof UsageItem>["usage_type"], display_name: string, current: number, limit: number | null, period: Out<typeof UsageItem>["period"]) => ({
+    usage_type, display_name, current, limit, percentage: pct(current, limit), period,
+  });
+  return {
+    workspace_id: q.workspace_id,
+    plan: account.plan,
+    period_start: account.period_start,
+    period_end: account.period_end,
+    items: [
+      item("file_upload", "Research Sources", counter.data?.research_sources ?? 0, limits.max_research_sources, "total"),
+      item("agent_run", "Agent Credits", balance.total_used, balance.total_available, "billing_period"),
+      item("document_draft", "Documents", documents, limits.max_documents, "billing_period"),
+      item("synthesis", "Synthesis Runs", todays.filter((r) => r.agent_type === "synthesis").length, null, "daily"),
+      item("recommendation", "Recommendation Generations", runs.filter((r) => r.agent_type === "recommendation").length, null, "billing_period"),
+      item("chat_message", "Chat Messages", chat, null, "billing_period"),
+      item("integration_sync", "Integration Syncs", 0, null, "billing_period"),
+    ],
+  };
+}
+
+/**
+ * The owner's boost packs, newest purchase first (`GET /api/billing/boosts`; spec 02 Boost pack): credits added,
+ * used (charged, held or forfeited at expiry) and remaining; active from purchase until `expires_at` (30 days)
+ * regardless of use. `pack_type` from the credits of the spec's packs, `other` for any other grant.
+ */
+export async function boosts(userId: string, q: BillingWorkspaceQuery): Promise<Out<typeof BoostList>> {
+  const { ownerId } = await accountFor(userId, q.workspace_id);
+  const { data } = await db()
+    .entities.creditBoost.query.byUser({ user_id: ownerId })
+    .between({ expires_at: "" }, { expires_at: "9999" })
+    .go({ consistent: true, pages: "all" });
+  const now = new Date().toISOString();
+  return {
+    boosts: data
+      .map((b) => ({
+        id: b.boost_id,
+        pack_type: PACK_BY_CREDITS[b.granted] ?? ("other" as const),
+        credits_added: b.granted,
+        credits_used: b.granted - b.remaining,
+        credits_remaining: b.remaining,
+        purchased_at: b.created_at,
+        expires_at: b.expires_at,
+        is_active: b.expires_at > now && !b.expired_at,
+      }))
+      .sort((a, b) => b.purchased_at.localeCompare(a.purchased_at)),
+  };
+}
+
+/** The compute budget gate of an account (spec 02 Compute budget): warn at 80 %, block at 100 % of either budget. */
+function computeOf(account: BillingAccount) {
+  const limits = PLANS[account.plan];
+  const token_percentage = pct(account.tokens_used, limits.token_budget);
+  const cost_percentage = pct(account.cost_usd, limits.cost_target_usd);
+  const worst = Math.max(token_percentage, cost_percentage);
+  const level = worst >= COMPUTE_BLOCK_PERCENT ? "blocked" : worst >= COMPUTE_WARNING_PERCENT ? "warning" : "ok";
+  return { limits, token_percentage, cost_percentage, worst, level } as const;
+}
+
+/**
+ * The compute budget (`GET /api/billing/compute`; spec 02 Compute status) from the owner's period counters (reset
+ * with the period). `level`: `ok` below 80 % of both the token budget and the cost target, `warning` from 80 %,
+ * `blocked` from 100 % of either; `should_throttle` from `warning`, `should_block` at `blocked`. Boost packs carry
+ * credits, not tokens or runs: `boost_tokens_remaining` and `boost_runs_remaining` are null and
+ * `boost_credits_remaining` gives the packs' credits.
+ */
+export async function compute(userId: string, q: BillingWorkspaceQuery): Promise<Out<typeof ComputeStatus>> {
+  const { ownerId, account } = await accountFor(userId, q.workspace_id);
+  const balance = await balanceOf(ownerId);
+  const c = computeOf(account);
+  const message =
+    c.level === "blocked"
+      ? "This billing period's compute budget is used up: new AI runs are refused until the period resets or the plan is upgraded."
+      : c.level === "warning"
+        ? `${Math.floor(c.worst)}% of this billing period's compute budget is used; runs may be slowed.`
+        : "Compute use is within the plan's budget.";
+  return {
+    workspace_id: q.workspace_id,
+    plan: account.plan,
+    tokens_used: account.tokens_used,
+    token_budget: c.limits.token_budget,
+    token_percentage: c.token_percentage,
+    cost_usd: account.cost_usd,
+    cost_budget_usd: c.limits.cost_target_usd,
+    cost_percentage: c.cost_percentage,
+    boost_tokens_remaining: null,
+    boost_runs_remaining: null,
+    boost_credits_remaining: balance.bonus_credits,
+    level: c.level,
+    should_throttle: c.level !== "ok",
+    should_block: c.level === "blocked",
+    message,
+  };
+}
+
+/**
+ * The tier a `model` names: a tier itself (small, mid, large), a model id configured for a tier
+ * (BEDROCK_MODEL_SMALL/MID/LARGE), a Claude family in the id (haiku, sonnet, opus: the spec's rates are theirs), else
+ * none (then the effort's tier prices it). Not read from core/ai/bedrock.ts, to keep the Bedrock SDK out of this Lambda.
+ */
+function tierOfModel(model: string | undefined): ModelTier | undefined {
+  if (!model) return undefined;
+  if (Object.hasOwn(MODEL_RATES, model)) return model as ModelTier;
+  const env: Record<ModelTier, string | undefined> = {
+    small: process.env.BEDROCK_MODEL_SMALL, mid: process.env.BEDROCK_MODEL_MID, large: process.env.BEDROCK_MODEL_LARGE,
+  };
+  const configured = (Object.keys(env) as ModelTier[]).find((t) => env[t] === model);
+  if (configured) return configured;
+  const m = model.toLowerCase();
+  return m.includes("haiku") ? "small" : m.includes("sonnet") ? "mid" : m.includes("opus") ? "large" : undefined;
+}
+
+/**
+ * The credits a run would cost (`GET /api/billing/estimate`): the effort's token envelope (`EFFORT_ENVELOPE`,
+ * default medium) priced at the model's tier (spec 02 model rates; tier from `model`, else the effort's as in the
+ * copilot's `modelChoice`) through `creditsFor` (success). Low end: half the envelope; high end: twice it.
+ * `blocked` when the owner's spendable credits cannot cover the high end (the reservation a run makes is all or
+ * nothing) or the compute budget blocks; `warning` when not blocked and the run would leave less than 20 % of the
+ * available credits, or the compute budget is at its warning level.
+ */
+export async function estimate(userId: string, q: EstimateQuery): Promise<Out<typeof CreditEstimate>> {
+  const { ownerId, account } = await accountFor(userId, q.workspace_id);
+  const balance = await balanceOf(ownerId);
+  const effort = q.effort ?? "medium";
+  const tier = tierOfModel(q.model) ?? EFFORT_TIER[effort];
+  const env = EFFORT_ENVELOPE[effort];
+  const at = (f: number) => creditsFor(costUsd(tier, env.input * f, env.output * f), "success");
+  const estimatedCredits = at(1);
+  const creditRangeLow = at(0.5);
+  const creditRangeHigh = at(2);
+  const level = computeOf(account).level;
+  const remainingCredits = balance.total_remaining;
+  const blocked = remainingCredits < creditRangeHigh || level === "blocked";
+  const warning = !blocked && (remainingCredits - creditRangeHigh < LOW_BALANCE_SHARE * balance.total_available || level === "warning");
+  return { estimatedCredits, creditRangeLow, creditRangeHigh, remainingCredits, warning, blocked };
+}
+
+/**
+ * Progress of the trial milestones (`GET /api/billing/milestones`; spec 02 Trial milestones, 5.0 credits each):
+ * `signup` is achieved with the workspace (its creation), `first_run` at the workspace's first successful agent run,
+ * `engagement` at its third agent run (any outcome; embedding runs are internal and not counted). `granted` tells
+ * whether the owner's ledger holds the milestone's grant (`grant#milestone#<name>`; `accountOf` grants signup to a
+ * trial account; first_run and engagement are not granted yet).
+ */
+export async function milestones(userId: string, q: BillingWorkspaceQuery): Promise<Out<typeof MilestoneProgress>> {
+  const { ownerId, account } = await accountFor(userId, q.workspace_id);
+  const [ws, runs, ...grants] = await Promise.all([
+    db().entities.workspace.get({ id: q.workspace_id }).go(),
+    runsSince(q.workspace_id, ""),
+    ...TRIAL_MILESTONES.map((name) => db().entities.creditLedger.get({ user_id: ownerId, key: `grant#milestone#${name}` }).go({ consistent: true })),
+  ]);
+  const firstSuccess = runs.find((r) => r.status === "success");
+  const achievedAt: Record<(typeof TRIAL_MILESTONES)[number], string | null> = {
+    signup: grants[0]?.data?.created_at ?? ws.data?.created_at ?? null,
+    first_run: firstSuccess?.executed_at ?? null,
+    engagement: runs.length >= 3 ? runs[2]!.executed_at : null,
+  };
+  const list = TRIAL_MILESTONES.map((name, i) => ({
+    name,
+    credits: TRIAL_MILESTONE_CREDITS,
+    achieved: achievedAt[name] !== null,
+    achieved_at: achievedAt[name],
+    granted: !!grants[i]?.data,
+  }));
+  return {
+    workspace_id: q.workspace_id,
+    plan: account.plan,
+    milestones: list,
+    credits_earned: list.filter((m) => m.granted).length * TRIAL_MILESTONE_CREDITS,
+    credits_possible: TRIAL_MILESTONES.length * TRIAL_MILESTONE_CREDITS,
+  };
+}
+
+/**
+ * What the workspace produced in the owner's current billing period, for the credit-depletion screen
+ * (`GET /api/billing/accomplishments`): items created since the period start per work type, agent runs (embedding
+ * left out) and the credits used by the owner's account (account-wide: credits are shared by the owner's workspaces).
+ */
+export async function accomplishments(userId: string, q: BillingWorkspaceQuery): Promise<Out<typeof Accomplishments>> {
+  const { ownerId, account } = await accountFor(userId, q.workspace_id);
+  const since = account.period_start;
+  const [sources, insights, recommendations, documents, chat_messages, runs, balance] = await Promise.all([
+    createdSince("sources", q.workspace_id, since),
+    createdSince("insights", q.workspace_id, since),
+    createdSince("recommendations", q.workspace_id, since),
+    createdSince("documents", q.workspace_id, since),
+    chatMessagesSince(q.workspace_id, since),
+    runsSince(q.workspace_id, since),
+    balanceOf(ownerId),
+  ]);
+  return {
+    workspace_id: q.workspace_id,
+    period_start: account.period_start,
+    period_end: account.period_end,
+    counts: {
+      sources, insights, recommendations, documents, chat_messages,
+      syntheses: runs.filter((r) => r.agent_type === "synthesis" && r.status === "success").length,
+    },
+    total_runs: runs.length,
+    credits_used: balance.total_used,
+  };
+}

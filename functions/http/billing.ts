@@ -1,0 +1,17 @@
+import { httpGroup } from "../lib/http";
+import { billingRoutes } from "./routes/billing";
+import { ok } from "../lib/route";
+import * as Billing from "../../core/billing/views";
+
+/** Billing, read side: plans, subscription, credits, usage, boosts, compute, estimate, milestones (spec 02 Billing). */
+export const handler = httpGroup(billingRoutes, {
+  "billing.plans": async ({ user, query }) => ok(await Billing.plans(user.id, query)),
+  "billing.subscription": async ({ user, query }) => ok(await Billing.subscription(user.id, query)),
+  "billing.credits": async ({ user, query }) => ok(await Billing.credits(user.id, query)),
+  "billing.usage": async ({ user, query }) => ok(await Billing.usage(user.id, query)),
+  "billing.boosts": async ({ user, query }) => ok(await Billing.boosts(user.id, query)),
+  "billing.compute": async ({ user, query }) => ok(await Billing.compute(user.id, query)),
+  "billing.estimate": async ({ user, query }) => ok(await Billing.estimate(user.id, query)),
+  "billing.milestones": async ({ user, query }) => ok(await Billing.milestones(user.id, query)),
+  "billing.accomplishments": async ({ user, query }) => ok(await Billing.accomplishments(user.id, query)),
+});

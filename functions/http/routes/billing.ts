@@ -1,0 +1,76 @@
+import { defineRoutes, type RouteSpec } from "../../lib/route";
+import {
+  Accomplishments,
+  BillingWorkspaceQuery,
+  BoostList,
+  ComputeStatus,
+  CreditBalanceView,
+  CreditEstimate,
+  EstimateQuery,
+  MilestoneProgress,
+  PlanList,
+  PlansQuery,
+  SubscriptionView,
+  UsageView,
+} from "../../../core/billing/schema";
+
+/**
+ * Billing, read side (spec 02 Billing; DESIGN.md 6.3): a workspace's billing is its owner's account, read by any
+ * member of the workspace.
+ */
+export const billingRoutes = defineRoutes({
+  "billing.plans": {
+    method: "GET", path: "/api/billing/plans", group: "billing", access: "user", workspaceScope: "query",
+    summary: "The plans with prices, limits and flags; with workspace_id, the owner's plan is current",
+    query: PlansQuery,
+    responses: { 200: PlanList },
+  },
+  "billing.subscription": {
+    method: "GET", path: "/api/billing/subscription", group: "billing", access: "user", workspaceScope: "query",
+    summary: "The subscription covering the workspace (its owner's account): plan, status, period, limits",
+    query: BillingWorkspaceQuery,
+    responses: { 200: SubscriptionView },
+  },
+  "billing.credits": {
+    method: "GET", path: "/api/billing/credits", group: "billing", access: "user", workspaceScope: "query",
+    summary: "The credit balance of the workspace owner's account",
+    query: BillingWorkspaceQuery,
+    responses: { 200: CreditBalanceView },
+  },
+  "billing.usage": {
+    method: "GET", path: "/api/billing/usage", group: "billing", access: "user", workspaceScope: "query",
+    summary: "Usage per usage type in the current billing period, against the plan's limits",
+    query: BillingWorkspaceQuery,
+    responses: { 200: UsageView },
+  },
+  "billing.boosts": {
+    method: "GET", path: "/api/billing/boosts", group: "billing", access: "user", workspaceScope: "query",
+    summary: "The owner's boost packs, newest first, with credits added, used and remaining",
+    query: BillingWorkspaceQuery,
+    responses: { 200: BoostList },
+  },
+  "billing.compute": {
+    method: "GET", path: "/api/billing/compute", group: "billing", access: "user", workspaceScope: "query",
+    summary: "The compute budget of the period: warning at 80 %, blocked at 100 % of the token budget or cost target",
+    query: BillingWorkspaceQuery,
+    responses: { 200: ComputeStatus },
+  },
+  "billing.estimate": {
+    method: "GET", path: "/api/billing/estimate", group: "billing", access: "user", workspaceScope: "query",
+    summary: "Credits a run of this model and effort would cost, and whether the balance allows it",
+    query: EstimateQuery,
+    responses: { 200: CreditEstimate },
+  },
+  "billing.milestones": {
+    method: "GET", path: "/api/billing/milestones", group: "billing", access: "user", workspaceScope: "query",
+    summary: "Progress of the trial milestones (signup, first_run, engagement; 5 credits each)",
+    query: BillingWorkspaceQuery,
+    responses: { 200: MilestoneProgress },
+  },
+  "billing.accomplishments": {
+    method: "GET", path: "/api/billing/accomplishments", group: "billing", access: "user", workspaceScope: "query",
+    summary: "What the workspace produced this billing period, runs and credits used (credit-depletion screen)",
+    query: BillingWorkspaceQuery,
+    responses: { 200: Accomplishments },
+  },
+} satisfies Record<string, RouteSpec>);
