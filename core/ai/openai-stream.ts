@@ -35,7 +35,7 @@ import { AppError } from "../error";
 import type { RetrySettings } from "./bedrock";
 import {
   busyError,
-  costAt,
+  callUsage,
   DEFAULT_MAX_TOKENS,
   isTransient,
   isUnreachable,
@@ -165,15 +165,7 @@ export class OpenAICompatibleStreamingModel implements StreamingModel {
           yielded = true;
           yield call;
         }
-        const usage: CallUsage = {
-          modelId: model,
-          tier: req.tier,
-          inputTokens,
-          outputTokens,
-          costUsd: costAt(this.rates, inputTokens, outputTokens),
-          latencyMs: Math.round(performance.now() - started),
-          attempts,
-        };
+        const usage = callUsage({ modelId: model, tier: req.tier, rates: this.rates, started, attempts }, inputTokens, outputTokens);
         yield { type: "stop", reason: stopReason(finish, tools.size > 0), usage };
         return;
       } catch (err) {

@@ -157,6 +157,24 @@ async function withBackoff<T>(fn: () => Promise<T>, retry: RetrySettings, baseUR
 /** Cost in USD of `input` / `output` tokens at `rates` (USD per 1M tokens). */
 export const costAt = (rates: TokenRates, input: number, output: number): number => (input * rates.input + output * rates.output) / 1_000_000;
 
+/**
+ * The usage of one model call on a model server: tokens, their cost at `rates` (USD per 1M tokens), the time since
+ * `started` (performance.now() ms) and the attempts made.
+ */
+export const callUsage = (
+  call: { modelId: string; tier: CallUsage["tier"]; rates: TokenRates; started: number; attempts: number },
+  inputTokens: number,
+  outputTokens: number,
+): CallUsage => ({
+  modelId: call.modelId,
+  tier: call.tier,
+  inputTokens,
+  outputTokens,
+  costUsd: costAt(call.rates, inputTokens, outputTokens),
+  latencyMs: Math.round(performance.now() - call.started),
+  attempts: call.attempts,
+});
+
 
 /** A tool call's `arguments` parsed: a JSON object, or the problem to report. Empty arguments are `{}`. */
 export function parseArguments(raw: unknown): { ok: true; value: Record<string, unknown> } | { ok: false; problem: string } {
@@ -270,15 +288,7 @@ export class OpenAICompatibleModel implements Model {
       outputTokens += res.usage?.completion_tokens ?? 0;
       return res;
     };
-    const usage = (): CallUsage => ({
-      modelId: this.model,
-      tier: req.tier,
-      inputTokens,
-      outputTokens,
-      costUsd: costAt(this.rates, inputTokens, outputTokens),
-      latencyMs: Math.round(performance.now() - started),
-      attempts,
-    });
+    const usage = (): CallUsage => callUsage({ modelId: this.model, tier: req.tier, rates: this.rates, started, attempts }, inputTokens, outputTokens);
 
     const base: ChatCompletionMessageParam[] = [
       { role: "system", content: req.system },

@@ -284,6 +284,7 @@ type NumericField = "quota_granted" | "quota_remaining" | "reserved" | "charged"
 
 type InTransaction<E> = E extends Entity<infer A, infer F, infer C, infer S> ? TransactWriteEntity<A, F, C, S> : never;
 type AccountInTransaction = InTransaction<BillingAccountEntity>;
+type BoostInTransaction = InTransaction<CreditBoostEntity>;
 type AccountCondition = Parameters<ReturnType<ReturnType<AccountInTransaction["patch"]>["set"]>["where"]>[0];
 
 /**
@@ -304,6 +305,18 @@ function patchAccount(
     else if (v < 0) subtract[field] = -v;
   }
   return e.patch({ user_id: userId }).set(set).add(add).subtract(subtract).where(where).commit();
+}
+
+/**
+ * A boost's debit in a transaction: `remaining` goes down by the portion's credits, conditioned on the boost still
+ * holding them and not having expired, so no pack is ever overdrawn or spent after its expiry.
+ */
+function debitBoost(e: BoostInTransaction, userId: string, p: BoostPortion) {
+  return e
+    .patch({ user_id: userId, expires_at: p.expires_at, boost_id: p.boost_id })
+    .subtract({ remaining: p.credits })
+    .where((a, op) => `${op.gte(a.remaining, p.credits)} AND ${op.notExists(a.expired_at)}`)
+    .commit();
 }
 
 /** 402 for a reservation the balance cannot cover (spec 01/02 errors: a failed usage gate is USAGE_LIMIT_EXCEEDED). */
@@ -539,13 +552,7 @@ export async function reserve(userId: string, runId: string, credits: number): P
         patchAccount(billingAccount, userId, { reserved: need, quota_remaining: -plan.quota }, (a, op) =>
           plan.quota > 0 ? `${op.gte(a.quota_remaining, plan.quota)} AND ${op.eq(a.period_start, account.period_start)}` : "",
         ),
-        ...plan.boosts.map((p) =>
-          creditBoost
-            .patch({ user_id: userId, expires_at: p.expires_at, boost_id: p.boost_id })
-            .subtract({ remaining: p.credits })
-            .where((a, op) => `${op.gte(a.remaining, p.credits)} AND ${op.notExists(a.expired_at)}`)
-            .commit(),
-        ),
+        ...plan.boosts.map((p) => debitBoost(creditBoost, userId, p)),
       ],
     ).go();
     const end = outcome(result);
@@ -683,13 +690,7 @@ async function close(userId: string, runId: string, kind: Closing["kind"], actua
             .where((a, op) => op.notExists(a.expired_at))
             .commit(),
         ),
-        ...extra.boosts.map((p) =>
-          creditBoost
-            .patch({ user_id: userId, expires_at: p.expires_at, boost_id: p.boost_id })
-            .subtract({ remaining: p.credits })
-            .where((a, op) => `${op.gte(a.remaining, p.credits)} AND ${op.notExists(a.expired_at)}`)
-            .commit(),
-        ),
+        ...extra.boosts.map((p) => debitBoost(creditBoost, userId, p)),
       ],
     ).go();
     const end = outcome(result);
