@@ -177,4 +177,25 @@ export const Config = {
     };
     return { input: usd("OPENAI_INPUT_USD_PER_1M_TOKENS"), output: usd("OPENAI_OUTPUT_USD_PER_1M_TOKENS") };
   },
+  /** Stripe secret API key ("sk_..."); unset, checkout, portal and boost checkout answer 503 naming it (DESIGN.md 6.3). */
+  stripeSecretKey: () => secret("STRIPE_SECRET_KEY"),
+  /**
+   * Where the Stripe SDK sends API requests instead of https://api.stripe.com (tests and local fakes), e.g.
+   * http://127.0.0.1:12111; unset in AWS. Its protocol, host and port become the SDK's options.
+   */
+  stripeApiBase: () => env("STRIPE_API_BASE"),
+  /**
+   * The Stripe price id of a plan and billing interval: STRIPE_PRICE_PRO_MONTHLY, STRIPE_PRICE_PRO_YEARLY,
+   * STRIPE_PRICE_GROWTH_MONTHLY, STRIPE_PRICE_GROWTH_YEARLY; undefined when unset (checkout answers 503 naming it).
+   */
+  stripePriceId: (plan: "pro" | "growth", interval: "monthly" | "yearly") => env(stripePriceSetting(plan, interval)),
+  /**
+   * The frontend's base URL (APP_URL, default http://localhost:3000): the default success, cancel and return URLs
+   * of Stripe Checkout and the billing portal lead back to its billing settings page.
+   */
+  appUrl: () => (env("APP_URL") ?? "http://localhost:3000").replace(/\/+$/, ""),
 };
+
+/** The name of the setting holding a plan's Stripe price id for an interval (`STRIPE_PRICE_PRO_MONTHLY`, ...). */
+export const stripePriceSetting = (plan: "pro" | "growth", interval: "monthly" | "yearly") =>
+  `STRIPE_PRICE_${plan.toUpperCase()}_${interval.toUpperCase()}`;

@@ -44,6 +44,8 @@ export const buildBillingAccountEntity = () => new Entity({
     tokens_used: { type: "number", required: true, default: 0 },
     /** Model cost in USD in the current period (spec 02 Compute budget; reset with the period). */
     cost_usd: { type: "number", required: true, default: 0 },
+    /** The account's Stripe customer ("cus_..."), created on the first checkout and set once (core/billing/checkout.ts). */
+    stripe_customer_id: { type: "string" },
     created_at: { type: "string", required: true, readOnly: true, default: () => new Date().toISOString() },
     updated_at: { type: "string", required: true, default: () => new Date().toISOString(), set: () => new Date().toISOString(), watch: "*" },
   },

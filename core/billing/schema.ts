@@ -206,3 +206,52 @@ export const Accomplishments = z
     credits_used: z.number(),
   })
   .meta({ id: "Accomplishments" });
+
+/** The paid plans a checkout can start (spec 02 Billing: 'pro' or 'growth' as listed). */
+export const CheckoutPlan = z.enum(["pro", "growth"]);
+export type CheckoutPlan = z.infer<typeof CheckoutPlan>;
+export const BillingInterval = z.enum(["monthly", "yearly"]);
+export type BillingInterval = z.infer<typeof BillingInterval>;
+/** The boost packs on sale (spec 02 Credits: starter, plus, max). */
+export const BoostPackType = z.enum(["starter", "plus", "max"]);
+export type BoostPackType = z.infer<typeof BoostPackType>;
+
+/** A URL Stripe sends the browser back to: http(s), at most 2,048 characters (Stripe's own limit is 5,000). */
+const ReturnUrl = z.url({ protocol: /^https?$/ }).max(2048);
+
+/** `POST /api/billing/checkout`. */
+export const CheckoutBody = z.object({
+  workspace_id: z.uuid(),
+  plan: CheckoutPlan,
+  interval: BillingInterval,
+  success_url: ReturnUrl.optional().describe("default: the billing settings page of APP_URL; may hold {CHECKOUT_SESSION_ID}"),
+  cancel_url: ReturnUrl.optional().describe("default: the billing settings page of APP_URL"),
+});
+export type CheckoutBody = z.infer<typeof CheckoutBody>;
+
+/** `POST /api/billing/portal`. */
+export const PortalBody = z.object({
+  workspace_id: z.uuid(),
+  return_url: ReturnUrl.optional().describe("default: the billing settings page of APP_URL"),
+});
+export type PortalBody = z.infer<typeof PortalBody>;
+
+/** `POST /api/billing/boost/checkout`. */
+export const BoostCheckoutBody = z.object({
+  workspace_id: z.uuid(),
+  pack_type: BoostPackType,
+  success_url: ReturnUrl.optional().describe("default: the billing settings page of APP_URL; may hold {CHECKOUT_SESSION_ID}"),
+  cancel_url: ReturnUrl.optional().describe("default: the billing settings page of APP_URL"),
+});
+export type BoostCheckoutBody = z.infer<typeof BoostCheckoutBody>;
+
+export const CheckoutSessionView = z
+  .object({
+    checkout_url: z.string().describe("the Stripe Checkout page to send the browser to"),
+    session_id: z.string().describe("the Checkout Session id (cs_...)"),
+  })
+  .meta({ id: "CheckoutSession" });
+
+export const PortalSessionView = z
+  .object({ portal_url: z.string().describe("the Stripe billing portal page to send the browser to") })
+  .meta({ id: "PortalSession" });

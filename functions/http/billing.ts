@@ -2,8 +2,12 @@ import { httpGroup } from "../lib/http";
 import { billingRoutes } from "./routes/billing";
 import { ok } from "../lib/route";
 import * as Billing from "../../core/billing/views";
+import * as Checkout from "../../core/billing/checkout";
 
-/** Billing, read side: plans, subscription, credits, usage, boosts, compute, estimate, milestones (spec 02 Billing). */
+/**
+ * Billing: plans, subscription, credits, usage, boosts, compute, estimate, milestones, and the Stripe checkout,
+ * portal and boost checkout (spec 02 Billing).
+ */
 export const handler = httpGroup(billingRoutes, {
   "billing.plans": async ({ user, query }) => ok(await Billing.plans(user.id, query)),
   "billing.subscription": async ({ user, query }) => ok(await Billing.subscription(user.id, query)),
@@ -14,4 +18,7 @@ export const handler = httpGroup(billingRoutes, {
   "billing.estimate": async ({ user, query }) => ok(await Billing.estimate(user.id, query)),
   "billing.milestones": async ({ user, query }) => ok(await Billing.milestones(user.id, query)),
   "billing.accomplishments": async ({ user, query }) => ok(await Billing.accomplishments(user.id, query)),
+  "billing.checkout": async ({ user, body }) => ok(await Checkout.startCheckout(user.id, body)),
+  "billing.portal": async ({ user, body }) => ok(await Checkout.openPortal(user.id, body)),
+  "billing.boostCheckout": async ({ user, body }) => ok(await Checkout.startBoostCheckout(user.id, body)),
 });

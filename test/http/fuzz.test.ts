@@ -9,7 +9,8 @@
  * and every status an operation answers is one its OpenAPI operation documents.
  */
 import { randomUUID } from "node:crypto";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startStripeFake } from "../support/stripe-fake";
 import * as z from "zod";
 import { uniformInt } from "pure-rand/distribution/uniformInt";
 import { xoroshiro128plus } from "pure-rand/generator/xoroshiro128plus";
@@ -414,6 +415,18 @@ async function fuzz(list: [string, RouteSpec][], ordered = false) {
 }
 
 beforeAll(async () => {
+  // Billing's Stripe routes talk to a Stripe fake (the real SDK over HTTP), so a valid checkout is a 200, not the
+  // 503 "not configured" of a service without STRIPE_SECRET_KEY (that answer is billing-checkout.test.ts's).
+  const stripe = await startStripeFake();
+  afterAll(() => stripe.close());
+  Object.assign(process.env, {
+    STRIPE_SECRET_KEY: "sk_test_fuzz_fake",
+    STRIPE_API_BASE: stripe.base,
+    STRIPE_PRICE_PRO_MONTHLY: "price_pro_monthly",
+    STRIPE_PRICE_PRO_YEARLY: "price_pro_yearly",
+    STRIPE_PRICE_GROWTH_MONTHLY: "price_growth_monthly",
+    STRIPE_PRICE_GROWTH_YEARLY: "price_growth_yearly",
+  });
   fx = await fixtures();
   doc = openApiDocument() as unknown as typeof doc;
   for (const [id, spec] of table) if (spec.bodyType === "multipart") await buildMultipart(id, spec);

@@ -31,6 +31,13 @@ interface Fixture {
   raw?: CallOptions["raw"];
 }
 
+/** Stripe settings for the billing POSTs' fixtures: a key, and an API base on a port where nothing listens. */
+function stripeConfigured() {
+  process.env.STRIPE_SECRET_KEY = "sk_test_guards";
+  process.env.STRIPE_API_BASE = "http://127.0.0.1:9";
+  process.env.STRIPE_PRICE_PRO_MONTHLY = "price_guards";
+}
+
 /**
  * A minimal VALID request per workspace-scoped route. Bodies and queries are validated before the membership
  * check, so an invalid request would answer 422 and hide a missing membership check. Routes scoped by `query`,
@@ -120,6 +127,11 @@ const FIXTURES: Record<string, (ctx: FixtureContext) => Fixture | Promise<Fixtur
   "billing.estimate": ({ workspaceId }) => ({ query: { workspace_id: workspaceId, effort: "low" } }),
   "billing.milestones": ({ workspaceId }) => ({ query: { workspace_id: workspaceId } }),
   "billing.accomplishments": ({ workspaceId }) => ({ query: { workspace_id: workspaceId } }),
+  // Without STRIPE_SECRET_KEY these answer 503 before the membership check, so the fixture configures a key (this
+  // file's process only) and an API base where nothing listens: a missing membership check fails as a 503, not 403.
+  "billing.checkout": ({ workspaceId }) => (stripeConfigured(), { body: { workspace_id: workspaceId, plan: "pro", interval: "monthly" } }),
+  "billing.portal": ({ workspaceId }) => (stripeConfigured(), { body: { workspace_id: workspaceId } }),
+  "billing.boostCheckout": ({ workspaceId }) => (stripeConfigured(), { body: { workspace_id: workspaceId, pack_type: "starter" } }),
   "generation.expand": async (ctx) => ({ params: { block_id: (await ownersDocument(ctx)).block_id } }),
   "generation.challenge": async (ctx) => ({ params: { block_id: (await ownersDocument(ctx)).block_id } }),
   "generation.simulate": async (ctx) => ({ params: { block_id: (await ownersDocument(ctx)).block_id } }),

@@ -2,7 +2,10 @@ import { defineRoutes, type RouteSpec } from "../../lib/route";
 import {
   Accomplishments,
   BillingWorkspaceQuery,
+  BoostCheckoutBody,
   BoostList,
+  CheckoutBody,
+  CheckoutSessionView,
   ComputeStatus,
   CreditBalanceView,
   CreditEstimate,
@@ -10,13 +13,16 @@ import {
   MilestoneProgress,
   PlanList,
   PlansQuery,
+  PortalBody,
+  PortalSessionView,
   SubscriptionView,
   UsageView,
 } from "../../../core/billing/schema";
 
 /**
- * Billing, read side (spec 02 Billing; DESIGN.md 6.3): a workspace's billing is its owner's account, read by any
- * member of the workspace.
+ * Billing (spec 02 Billing; DESIGN.md 6.3): a workspace's billing is its owner's account, read by any member of the
+ * workspace. The Stripe-facing POSTs (checkout, portal, boost checkout) answer 503 naming STRIPE_SECRET_KEY while it is
+ * unset; checkout and boost checkout need the owner or admin role, the portal the owner (core/billing/checkout.ts).
  */
 export const billingRoutes = defineRoutes({
   "billing.plans": {
@@ -72,5 +78,26 @@ export const billingRoutes = defineRoutes({
     summary: "What the workspace produced this billing period, runs and credits used (credit-depletion screen)",
     query: BillingWorkspaceQuery,
     responses: { 200: Accomplishments },
+  },
+  "billing.checkout": {
+    method: "POST", path: "/api/billing/checkout", group: "billing", access: "user", workspaceScope: "body",
+    summary: "Start a Stripe Checkout (subscription) for the workspace owner's account; owner or admin",
+    body: CheckoutBody,
+    responses: { 200: CheckoutSessionView },
+    errors: ["SERVICE_UNAVAILABLE"],
+  },
+  "billing.portal": {
+    method: "POST", path: "/api/billing/portal", group: "billing", access: "user", workspaceScope: "body",
+    summary: "Open the Stripe billing portal of the workspace owner's account; owner only (409 before any checkout)",
+    body: PortalBody,
+    responses: { 200: PortalSessionView },
+    errors: ["SERVICE_UNAVAILABLE", "CONFLICT"],
+  },
+  "billing.boostCheckout": {
+    method: "POST", path: "/api/billing/boost/checkout", group: "billing", access: "user", workspaceScope: "body",
+    summary: "Start a one-time Stripe Checkout for a boost pack (starter, plus, max) for the owner's account; owner or admin",
+    body: BoostCheckoutBody,
+    responses: { 200: CheckoutSessionView },
+    errors: ["SERVICE_UNAVAILABLE"],
   },
 } satisfies Record<string, RouteSpec>);
