@@ -23,6 +23,22 @@ export const GROUP_SECRETS: Record<string, readonly SecretName[]> = {
   billing: ["STRIPE_SECRET_KEY"],
 };
 
+/**
+ * Billing settings that are not secrets: Stripe's subscription price ids and the app's address (checkout return
+ * URLs). Taken from the deploying environment when set; a price that is not set answers 503 naming it (core/config.ts).
+ */
+export const BILLING_SETTINGS = [
+  "STRIPE_PRICE_PRO_MONTHLY",
+  "STRIPE_PRICE_PRO_YEARLY",
+  "STRIPE_PRICE_GROWTH_MONTHLY",
+  "STRIPE_PRICE_GROWTH_YEARLY",
+  "APP_URL",
+] as const;
+
+/** The billing settings the deploying environment sets, for the billing group's functions. */
+export const billingEnvironment = (env: NodeJS.ProcessEnv = process.env): Record<string, string> =>
+  Object.fromEntries(BILLING_SETTINGS.flatMap((name) => (env[name]?.trim() ? [[name, env[name]!.trim()]] : [])));
+
 /** Groups that start an extraction themselves (reprocess of a research source); the rest only need the ARN. */
 export const GROUPS_STARTING_EXTRACTION: readonly string[] = ["research"];
 
@@ -62,7 +78,7 @@ export function Api({ stack, app }: StackContext) {
     const fn = new Function(stack, `Http${pascal(group)}`, {
       handler: groupHandler(group),
       description: `HTTP endpoint group ${group}`,
-      environment,
+      environment: group === "billing" ? { ...environment, ...billingEnvironment() } : environment,
       bind: bound,
       prefetchSecrets: bound.length > 0,
       ...(GROUP_NODEJS[group] ? { nodejs: { ...FUNCTION_DEFAULTS.nodejs, ...GROUP_NODEJS[group] } } : {}),

@@ -49,6 +49,12 @@ const SETTINGS = {
   JWT_JWKS_URI: undefined,
   FOUNDER_EMAILS: undefined,
   CORS_ORIGINS: undefined,
+  // Billing settings: two set, the rest left out (they reach only the billing group, and only when set).
+  STRIPE_PRICE_PRO_MONTHLY: "price_test_pro_monthly",
+  APP_URL: "https://app.example.test",
+  STRIPE_PRICE_PRO_YEARLY: undefined,
+  STRIPE_PRICE_GROWTH_MONTHLY: undefined,
+  STRIPE_PRICE_GROWTH_YEARLY: undefined,
 };
 
 type Resource = { Type: string; Properties: Record<string, any> };
@@ -248,6 +254,18 @@ describe("synthesized app", () => {
         .map((r) => r.Properties.Handler as string)
         .filter((h) => h.startsWith("functions/"));
       expect(handlers.sort()).toEqual(groups().map(groupHandler).sort());
+    });
+
+    it("gives the billing group, and only it, the Stripe price ids and app address the deploy sets", () => {
+      for (const group of groups()) {
+        const vars = lambdas(templates.Api)[lambdaIdFor(templates.Api, groupHandler(group))].Properties.Environment.Variables;
+        if (group === "billing") {
+          expect(vars).toMatchObject({ STRIPE_PRICE_PRO_MONTHLY: "price_test_pro_monthly", APP_URL: "https://app.example.test" });
+          expect(vars.STRIPE_PRICE_GROWTH_YEARLY).toBeUndefined();
+        } else {
+          expect(vars.STRIPE_PRICE_PRO_MONTHLY, group).toBeUndefined();
+        }
+      }
     });
 
     it("routes every row of the route table to its group's function", () => {
