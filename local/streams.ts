@@ -12,6 +12,7 @@ import type { DynamoDBRecord, DynamoDBStreamEvent } from "aws-lambda";
 import { APPROVED_FILTER_PATTERN, handler as onApproved } from "../functions/events/pending-actions";
 import { handler as sweeperHandler } from "../functions/events/pending-action-sweeper";
 import { Config } from "../core/config";
+import { startSchedule } from "./schedule";
 import { sweep } from "../core/pending-action/executor";
 
 /** Options of the embedded runtime's stream reader. */
@@ -187,35 +188,22 @@ export async function startLocalStreams(opts: LocalStreamsOptions): Promise<Loca
   };
   polling = pollRound();
 
-  let sweeping: Promise<void> = Promise.resolve();
-  let sweepBusy = false;
-  const runSweep = async (first: boolean) => {
-    // One sweep at a time: a slow one is neither overtaken nor queued behind by the next tick.
-    if (sweepBusy || stopped) return;
-    sweepBusy = true;
-    try {
-      if (first) (await sweep({ graceMs: 0 })).errors.forEach(onError);
-      else await sweeperHandler();
-    } catch (err) {
-      if (!stopped) onError(err);
-    } finally {
-      sweepBusy = false;
-    }
-  };
-  sweeping = runSweep(true);
-  const sweepTimer = setInterval(() => {
-    if (!sweepBusy) sweeping = runSweep(false);
-  }, sweepMs);
+  const sweeper = startSchedule({
+    first: async () => (await sweep({ graceMs: 0 })).errors.forEach(onError),
+    every: async () => void (await sweeperHandler()),
+    intervalMs: sweepMs,
+    onError,
+  });
 
   return {
     async stop() {
       if (stopped) return;
       stopped = true;
       clearTimeout(pollTimer);
-      clearInterval(sweepTimer);
+      const sweeperStopped = sweeper.stop();
       await polling;
       clearTimeout(pollTimer);
-      await sweeping;
+      await sweeperStopped;
       await Promise.allSettled([...inFlight]);
       streams.destroy();
     },

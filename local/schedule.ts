@@ -1,0 +1,43 @@
+/** A running schedule: stop it to end the ticks (waits for a run in flight). */
+export interface Schedule {
+  stop(): Promise<void>;
+}
+
+/**
+ * The embedded runtime's stand-in for an EventBridge rate rule: `first` runs at once, then `every` each `intervalMs`.
+ * One run at a time: a slow run is neither overtaken nor queued behind by the next tick. Errors go to `onError`
+ * (none after `stop`). The timer does not hold the process open.
+ */
+export function startSchedule(opts: {
+  first: () => Promise<void>;
+  every: () => Promise<void>;
+  intervalMs: number;
+  onError: (err: unknown) => void;
+}): Schedule {
+  let busy = false;
+  let stopped = false;
+  let current: Promise<void> = Promise.resolve();
+  const run = async (work: () => Promise<void>) => {
+    if (busy || stopped) return;
+    busy = true;
+    try {
+      await work();
+    } catch (err) {
+      if (!stopped) opts.onError(err);
+    } finally {
+      busy = false;
+    }
+  };
+  current = run(opts.first);
+  const timer = setInterval(() => {
+    if (!busy) current = run(opts.every);
+  }, opts.intervalMs);
+  timer.unref();
+  return {
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await current;
+    },
+  };
+}
