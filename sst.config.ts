@@ -1,5 +1,6 @@
 import type { SSTConfig } from "sst";
 import { Api } from "./stacks/Api";
+import { Billing } from "./stacks/Billing";
 import { FUNCTION_DEFAULTS } from "./stacks/defaults";
 import { PendingActions } from "./stacks/PendingActions";
 import { Pipelines } from "./stacks/Pipelines";
@@ -9,7 +10,8 @@ import { Storage } from "./stacks/Storage";
 /**
  * SST v2 app (DESIGN.md sections 2-3). Deploy with `npx sst deploy --stage <stage>`; the region comes from
  * `--region`, else AWS_REGION, else us-east-1. Stacks are added in dependency order: settings, storage,
- * the extraction pipeline, then the HTTP API (which starts extractions on reprocess), then the pending-action executor.
+ * the extraction pipeline, then the HTTP API (which starts extractions on reprocess), then the pending-action executor
+ * and billing's background work.
  */
 export default {
   config(input) {
@@ -22,6 +24,6 @@ export default {
     app.setDefaultFunctionProps(FUNCTION_DEFAULTS);
     // Only production keeps data when a stage is removed; every other stage cleans up after itself.
     if (app.stage !== "prod") app.setDefaultRemovalPolicy("destroy");
-    app.stack(Secrets).stack(Storage).stack(Pipelines).stack(Api).stack(PendingActions);
+    app.stack(Secrets).stack(Storage).stack(Pipelines).stack(Api).stack(PendingActions).stack(Billing);
   },
 } satisfies SSTConfig;

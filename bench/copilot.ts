@@ -169,6 +169,10 @@ export default async function copilot(): Promise<void> {
 
     let t0 = performance.now();
     const main = await seededWorkspace(rt, "bench-copilot@example.com", "bench copilot");
+    // Every stream is charged (at least 0.5 credits on the local engine): the main user streams and drafts more than
+    // a trial's 15 credits cover, so the account gets a boost pack first, as a paying team would have.
+    const { grant } = await import("../core/billing/ledger");
+    await grant(main.userId, { source: "bench-copilot-boost", credits: 215, bucket: "boost", expiresAt: new Date(Date.now() + 30 * 86_400_000) });
     console.log(`seeded 1 workspace with ${main.insightIds.length} pain points through POST /api/insights in ${fmtMs(performance.now() - t0)} ms`);
 
     // 1. Sequential streams: time to first byte and to first token.

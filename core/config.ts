@@ -185,6 +185,13 @@ export const Config = {
    */
   stripeApiBase: () => env("STRIPE_API_BASE"),
   /**
+   * Signing secret of the Stripe webhook endpoint ("whsec_..."), checked by `POST /api/webhooks/payments`
+   * (`stripe.webhooks.constructEvent`); unset, every delivery is refused with 400 naming it (spec 02 Errors).
+   */
+  stripeWebhookSecret: () => secret("STRIPE_WEBHOOK_SECRET"),
+  /** URL of the SQS FIFO queue of verified payment events (AWS; stacks/Api.ts); unset locally, where the in-process queue serves. */
+  paymentsQueueUrl: () => env("PAYMENTS_QUEUE_URL"),
+  /**
    * The Stripe price id of a plan and billing interval: STRIPE_PRICE_PRO_MONTHLY, STRIPE_PRICE_PRO_YEARLY,
    * STRIPE_PRICE_GROWTH_MONTHLY, STRIPE_PRICE_GROWTH_YEARLY; undefined when unset (checkout answers 503 naming it).
    */

@@ -1,10 +1,16 @@
 import type { RunningS3 } from "./s3";
 import { setWorkflowRunner } from "../core/pipeline";
+import { PAYMENTS_MAX_RECEIVE_COUNT, setQueue } from "../core/queue";
+import { LocalFifoQueue } from "../core/queue/local";
 import { localWorkflowRunner } from "./pipeline";
+
+let payments: LocalFifoQueue | undefined;
 
 /**
  * Wire the embedded runtime's event sources: the local object store's S3 events go to the same consumer Lambda
- * AWS invokes (functions/events/s3-upload.ts), and workflows run on the local Step Functions runner.
+ * AWS invokes (functions/events/s3-upload.ts), workflows run on the local Step Functions runner, and the payments
+ * queue is an in-process FIFO queue delivering SQS-shaped batches to the payments consumer
+ * (functions/events/payments-consumer.ts) with the redrive of stacks/Api.ts (5 receives, then the dead-letter list).
  */
 export function wireLocalEvents(s3: RunningS3): void {
   setWorkflowRunner(localWorkflowRunner());
@@ -13,4 +19,24 @@ export function wireLocalEvents(s3: RunningS3): void {
       .then((m) => m.handler(event))
       .catch((err: unknown) => console.error("S3 event consumer failed:", err));
   });
+  payments?.stop();
+  // LOCAL_RETRY_INTERVAL_MS (tests) shortens the waits between receives, as for the local workflows.
+  const retryMs = Number(process.env.LOCAL_RETRY_INTERVAL_MS ?? NaN);
+  payments = new LocalFifoQueue({
+    name: "payments",
+    consumer: async (event) => (await import("../functions/events/payments-consumer")).handler(event),
+    maxReceiveCount: PAYMENTS_MAX_RECEIVE_COUNT,
+    batchSize: 1,
+    ...(Number.isFinite(retryMs) ? { retryDelayMs: () => retryMs } : {}),
+    onDeadLetter: (letter) => {
+      if (process.env.LOG_LEVEL !== "SILENT") console.error(`Payment event dead-lettered after ${letter.receiveCount} attempts: ${letter.reason}`);
+    },
+  });
+  setQueue("payments", payments);
+}
+
+/** The embedded runtime's payments queue (tests wait on `idle()` and read `deadLetters`). */
+export function localPaymentsQueue(): LocalFifoQueue {
+  if (!payments) throw new Error("wireLocalEvents has not run");
+  return payments;
 }

@@ -1,6 +1,7 @@
 import { Config } from "../core/config";
 import { sweepSources } from "../core/pipeline/recovery";
 import { handler as sweeperHandler } from "../functions/events/source-sweeper";
+import { handler as creditSweeperHandler } from "../functions/events/credit-sweeper";
 import { startSchedule, type Schedule } from "./schedule";
 
 /**
@@ -20,4 +21,18 @@ export function startSourceRecovery(opts: { intervalMs?: number; onError?: (err:
     intervalMs: opts.intervalMs ?? Config.sourceSweepIntervalSeconds() * 1000,
     onError,
   });
+}
+
+/** How often the embedded runtime releases stale credit reservations (the 5-minute EventBridge rule of stacks/Billing.ts). */
+const CREDIT_SWEEP_INTERVAL_MS = 5 * 60_000;
+
+/**
+ * The embedded runtime's schedule for the stale-reservation sweeper (core/billing/sweeper.ts): at start-up and then
+ * every 5 minutes, the same handler AWS runs. Holds are stale only after 20 minutes, so a run of this process is
+ * never released under it.
+ */
+export function startCreditSweep(opts: { intervalMs?: number; onError?: (err: unknown) => void } = {}): Schedule {
+  const onError = opts.onError ?? ((err: unknown) => console.error("credit reservation sweep:", err));
+  const sweep = async () => void (await creditSweeperHandler());
+  return startSchedule({ first: sweep, every: sweep, intervalMs: opts.intervalMs ?? CREDIT_SWEEP_INTERVAL_MS, onError });
 }

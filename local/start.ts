@@ -38,6 +38,9 @@ async function main() {
     // Sources a crash left pending or unindexed are driven on from their durable record (core/pipeline/recovery.ts).
     const { startSourceRecovery } = await import("./recovery");
     stops.unshift(startSourceRecovery().stop);
+    // Credit reservations of runs a crash killed are released once stale (core/billing/sweeper.ts), as in AWS.
+    const { startCreditSweep } = await import("./recovery");
+    stops.unshift(startCreditSweep().stop);
     const server = await startGateway(port);
     // The OCR worker thread holds the process open; stop it with the rest.
     stops.push(async () => (await import("../core/extract")).shutdownEngines());

@@ -1,4 +1,6 @@
+import { Duration, aws_lambda_event_sources as sources, aws_sqs as sqs } from "aws-cdk-lib";
 import { Api as HttpApi, Function, use, type ApiRouteProps, type StackContext } from "sst/constructs";
+import { PAYMENTS_MAX_RECEIVE_COUNT } from "../core/queue";
 import { DEFAULT_TIMEOUT_SECONDS, groups, routesOf, timeoutOf } from "../functions/http/routes";
 import { bedrockInvokeStatement, FUNCTION_DEFAULTS, pascal } from "./defaults";
 import { Pipelines } from "./Pipelines";
@@ -19,7 +21,8 @@ export const isStreamingGroup = (group: string) => routesOf(group).some(([, rout
  * Only the groups that verify or call the provider hold its secret; a group not listed gets none.
  */
 export const GROUP_SECRETS: Record<string, readonly SecretName[]> = {
-  webhooks: ["IDP_WEBHOOK_SECRET", "STRIPE_WEBHOOK_SECRET", "STRIPE_SECRET_KEY"],
+  // The payments webhook only verifies and enqueues; the payments consumer, which reads Stripe, has the key.
+  webhooks: ["IDP_WEBHOOK_SECRET", "STRIPE_WEBHOOK_SECRET"],
   billing: ["STRIPE_SECRET_KEY"],
 };
 
@@ -38,6 +41,11 @@ export const BILLING_SETTINGS = [
 /** The billing settings the deploying environment sets, for the billing group's functions. */
 export const billingEnvironment = (env: NodeJS.ProcessEnv = process.env): Record<string, string> =>
   Object.fromEntries(BILLING_SETTINGS.flatMap((name) => (env[name]?.trim() ? [[name, env[name]!.trim()]] : [])));
+
+/** The consumer of verified Stripe events (DESIGN.md 6.3): applies them to the billing accounts. */
+export const PAYMENTS_CONSUMER_HANDLER = "functions/events/payments-consumer.handler";
+/** The consumer reads Stripe (a few calls of at most 10 s each) and writes a few transactions. */
+export const PAYMENTS_CONSUMER_TIMEOUT_SECONDS = 60;
 
 /** Groups that start an extraction themselves (reprocess of a research source); the rest only need the ARN. */
 export const GROUPS_STARTING_EXTRACTION: readonly string[] = ["research"];
@@ -61,6 +69,9 @@ const CORS_ALLOW_HEADERS = ["authorization", "content-type", "idempotency-key", 
  * the functions (the middy stack), so the gateway itself has no authorizer: public, user and webhook routes all
  * reach their function. Every function gets the runtime environment of `core/config.ts`, table and bucket
  * read/write, Bedrock model invocation, and the extraction state machine's ARN.
+ *
+ * Beside the API: the payments queue (SQS FIFO, grouped by Stripe customer, with a dead-letter queue) that the
+ * webhooks group sends verified Stripe events to, and its consumer Lambda (DESIGN.md 6.3).
  */
 export function Api({ stack, app }: StackContext) {
   const { table, bucket } = use(Storage);
@@ -71,6 +82,17 @@ export function Api({ stack, app }: StackContext) {
     EXTRACTION_STATE_MACHINE_ARN: extraction.stateMachineArn,
   };
 
+  // Verified payment events (DESIGN.md 6.3): the webhook enqueues, the consumer applies. FIFO, grouped by Stripe
+  // customer, so one account's events are applied one at a time in order; deduplicated by event id (5 minutes).
+  // After PAYMENTS_MAX_RECEIVE_COUNT failed receives an event moves to the dead-letter queue, kept 14 days for redrive.
+  const paymentsDeadLetters = new sqs.Queue(stack, "PaymentEventsDlq", { fifo: true, retentionPeriod: Duration.days(14) });
+  const payments = new sqs.Queue(stack, "PaymentEvents", {
+    fifo: true,
+    // Lambda's advice for SQS event sources: at least six times the function's timeout.
+    visibilityTimeout: Duration.seconds(6 * PAYMENTS_CONSUMER_TIMEOUT_SECONDS),
+    deadLetterQueue: { queue: paymentsDeadLetters, maxReceiveCount: PAYMENTS_MAX_RECEIVE_COUNT },
+  });
+
   const functions: Record<string, Function> = {};
   const routes: Record<string, ApiRouteProps<string>> = {};
   for (const group of groups()) {
@@ -78,7 +100,12 @@ export function Api({ stack, app }: StackContext) {
     const fn = new Function(stack, `Http${pascal(group)}`, {
       handler: groupHandler(group),
       description: `HTTP endpoint group ${group}`,
-      environment: group === "billing" ? { ...environment, ...billingEnvironment() } : environment,
+      environment:
+        group === "billing"
+          ? { ...environment, ...billingEnvironment() }
+          : group === "webhooks"
+            ? { ...environment, PAYMENTS_QUEUE_URL: payments.queueUrl }
+            : environment,
       bind: bound,
       prefetchSecrets: bound.length > 0,
       ...(GROUP_NODEJS[group] ? { nodejs: { ...FUNCTION_DEFAULTS.nodejs, ...GROUP_NODEJS[group] } } : {}),
@@ -98,9 +125,25 @@ export function Api({ stack, app }: StackContext) {
     // Synthesis, recommendations, documents and chat all run the AI ports inside the request.
     fn.addToRolePolicy(bedrockInvokeStatement(stack));
     if (GROUPS_STARTING_EXTRACTION.includes(group)) extraction.grantStartExecution(fn);
+    if (group === "webhooks") payments.grantSendMessages(fn);
     functions[group] = fn;
     if (!isStreamingGroup(group)) for (const [, route] of routesOf(group)) routes[routeKey(route)] = { function: fn };
   }
+
+  // The consumer: one event per invocation (batch size 1), so an event that keeps failing does not take the
+  // events behind it in its group to the dead-letter queue with it; partial batch responses as the handler reports.
+  // It reads Stripe (STRIPE_SECRET_KEY) and maps prices to plans (the billing settings).
+  const stripeKey = [secrets.STRIPE_SECRET_KEY];
+  const paymentsConsumer = new Function(stack, "PaymentsConsumer", {
+    handler: PAYMENTS_CONSUMER_HANDLER,
+    description: "Apply verified Stripe events to the billing accounts",
+    environment: { ...environment, ...billingEnvironment() },
+    bind: stripeKey,
+    prefetchSecrets: true,
+    timeout: PAYMENTS_CONSUMER_TIMEOUT_SECONDS,
+  });
+  table.cdk.table.grantReadWriteData(paymentsConsumer);
+  paymentsConsumer.addEventSource(new sources.SqsEventSource(payments, { batchSize: 1, reportBatchItemFailures: true }));
 
   const origins = parameters.CORS_ORIGINS.value.split(",").map((s) => s.trim()).filter(Boolean);
   const methods = [...new Set(Object.keys(routes).map((key) => key.split(" ")[0]))] as ("GET" | "POST" | "PUT" | "PATCH" | "DELETE")[];
@@ -122,5 +165,5 @@ export function Api({ stack, app }: StackContext) {
       .map(([group, fn]) => [`${pascal(group)}FunctionUrl`, fn.url ?? ""]),
   );
   stack.addOutputs({ ApiUrl: api.url, ...longRunning });
-  return { api, functions };
+  return { api, functions, payments, paymentsDeadLetters, paymentsConsumer };
 }

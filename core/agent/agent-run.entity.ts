@@ -6,6 +6,8 @@ export const buildAgentRunEntity = () => new Entity({
   attributes: {
     id: { type: "string", required: true },
     workspace_id: { type: "string", required: true },
+    /** The member whose request (or approved pending action) started the run; absent on runs before billing. */
+    user_id: { type: "string" },
     agent_type: { type: ["synthesis", "recommendation", "drafting", "chat", "block_action", "embedding"] as const, required: true },
     tool_name: { type: "string" },
     engine: { type: "string", required: true },
@@ -15,6 +17,10 @@ export const buildAgentRunEntity = () => new Entity({
     latency_ms: { type: "number", required: true },
     tokens_used: { type: "number", required: true, default: 0 },
     cost_usd: { type: "number", required: true, default: 0 },
+    /** Credits the run was charged (spec 02 Credits; 0 for internal runs and runs before billing). */
+    credits_charged: { type: "number", required: true, default: 0 },
+    /** Milliseconds the run's reservation and settlement took (what charging adds to the request; benchmarks read it). */
+    charge_ms: { type: "number" },
     status: { type: ["success", "failed", "partial"] as const, required: true },
     error_message: { type: "string" },
     executed_at: { type: "string", required: true, default: () => new Date().toISOString() },

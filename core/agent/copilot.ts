@@ -5,7 +5,7 @@ import { AppError, Errors } from "../error";
 import { db } from "../db/service";
 import * as Chat from "../chat";
 import { agentIntro, productContext, requireMember } from "../workspace";
-import { creditsFor, type RunOutcome } from "../billing/credits";
+import { startCharge, type Charge } from "../billing/charge";
 import { synthesize } from "../insight/synthesis";
 import { allOf } from "../insight";
 import { generate } from "../recommendation/generate";
@@ -127,17 +127,28 @@ async function prepare(spec: RunSpec): Promise<PreparedStream> {
   await requireMember(spec.userId, spec.workspaceId);
   const attachments = await checkAttachments(spec.workspaceId, spec.attachmentIds);
   // The slot before the conversation: a refused stream (429) must not leave a new, empty conversation behind.
-  const release = await acquireStreamSlot(spec.userId);
+  const releaseSlot = await acquireStreamSlot(spec.userId);
+  let charge: Charge | undefined;
   try {
+    // Reserved before the stream opens: an account that cannot carry the message gets 402, not a stream (spec 02).
+    const model = await streamingModel();
+    charge = await startCharge({ workspaceId: spec.workspaceId, runId: randomUUID(), engine: model.engine, tier: spec.choice.tier, chatMessage: true });
     const conversation = await Chat.openConversation(spec.userId, spec.workspaceId, spec.conversationId, spec.prompt);
-    return { release, run: (sink) => execute(spec, conversation, attachments, sink) };
+    const held = charge;
+    return {
+      // A stream that never ran (the client left before it opened) gives its reservation back.
+      release: async () => {
+        await Promise.all([releaseSlot(), held.release()]);
+      },
+      run: (sink) => execute(spec, conversation, attachments, held, sink),
+    };
   } catch (err) {
-    await release();
+    await Promise.all([releaseSlot(), charge?.release()]);
     throw err;
   }
 }
 
-async function execute(spec: RunSpec, conversation: Awaited<ReturnType<typeof Chat.openConversation>>, attachments: { id: string; title: string }[], sink: EventSink) {
+async function execute(spec: RunSpec, conversation: Awaited<ReturnType<typeof Chat.openConversation>>, attachments: { id: string; title: string }[], charge: Charge, sink: EventSink) {
   const started = Date.now();
   const budget = AbortSignal.any([sink.signal, AbortSignal.timeout(QUERY_BUDGET_MS)]);
   const model = await streamingModel();
@@ -152,7 +163,6 @@ async function execute(spec: RunSpec, conversation: Awaited<ReturnType<typeof Ch
     attachmentIds: attachments.map((a) => a.id),
     signal: budget,
   };
-  let outcome: RunOutcome = "failed";
   let result: AgentRunResult | undefined;
   let errorMessage: string | undefined;
   try {
@@ -162,8 +172,17 @@ async function execute(spec: RunSpec, conversation: Awaited<ReturnType<typeof Ch
       ...history.map((m) => ({ role: m.role, content: [{ type: "text" as const, text: m.content }] })),
       { role: "user", content: [{ type: "text", text: preface ? `${spec.prompt}\n\n${preface}` : spec.prompt }] },
     ];
-    result = await recordRun(
-      { workspaceId: spec.workspaceId, agentType: spec.agentType, toolName: "agent_loop", engine: model.engine, input: { prompt: spec.prompt.slice(0, 2000), conversation_id: conversation.id } },
+    result = await recordRun<AgentRunResult>(
+      {
+        workspaceId: spec.workspaceId,
+        userId: spec.userId,
+        agentType: spec.agentType,
+        toolName: "agent_loop",
+        engine: model.engine,
+        input: { prompt: spec.prompt.slice(0, 2000), conversation_id: conversation.id },
+        charge,
+        outcomeOf: (r) => (r.status === "success" ? "success" : sink.signal.aborted ? "cancelled" : "partial"),
+      },
       async (usage) => {
         const r = await runAgent({
           model,
@@ -183,12 +202,14 @@ async function execute(spec: RunSpec, conversation: Awaited<ReturnType<typeof Ch
       },
       (r) => ({ status: r.status, stop_reason: r.stopReason, num_turns: r.numTurns, tools: r.steps.map((s) => s.name), pending_action_ids: r.pendingActionIds }),
     );
-    outcome = result.status === "success" ? "success" : sink.signal.aborted ? "cancelled" : "partial";
     if (result.stopReason === "aborted" && !sink.signal.aborted) sink.send("error", { code: "TIMEOUT", message: `The query ran past its ${QUERY_BUDGET_MS / 1000} s budget` });
   } catch (err) {
     errorMessage = err instanceof AppError ? err.message : "The agent failed; quote the message id when reporting it";
     sink.send("error", { code: err instanceof AppError ? err.code : "INTERNAL", message: errorMessage });
   }
+  // Work that failed before the agent loop (a stream variant's operation) settles the message as failed: 0 credits
+  // without model cost (the operation's own run was charged by itself).
+  if (charge.charged === null) await charge.settle("failed", { tokens: 0, costUsd: 0 });
   const intent = result ? inferIntent(result) : { intent: "error", working_state: "planning" as const };
   const text = result?.text || (errorMessage ? `I could not finish: ${errorMessage}` : "");
   const assistant = await Chat.appendMessage(conversation, {
@@ -204,7 +225,6 @@ async function execute(spec: RunSpec, conversation: Awaited<ReturnType<typeof Ch
   } else {
     await Chat.setInferred(conversation, { working_state: intent.working_state });
   }
-  const cost = result?.usage.costUsd ?? 0;
   sink.send("done", {
     message_id: assistant.id,
     conversation_id: conversation.id,
@@ -213,7 +233,7 @@ async function execute(spec: RunSpec, conversation: Awaited<ReturnType<typeof Ch
     num_turns: result?.numTurns ?? 0,
     tool_count: result?.steps.length ?? 0,
     duration_ms: Date.now() - started,
-    credits: creditsFor(cost, outcome, { chatMessage: spec.agentType === "chat" }),
+    credits: charge.charged ?? 0,
     mission_id: spec.missionId,
   });
 }

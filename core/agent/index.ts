@@ -2,7 +2,9 @@ import { isConditionalFailure } from "../db/errors";
 import { randomUUID } from "node:crypto";
 import { AppError } from "../error";
 import { db } from "../db/service";
-import type { CallUsage } from "../ai/ports";
+import type { CallUsage, ModelTier } from "../ai/ports";
+import { grantMilestones, startCharge, type Charge } from "../billing/charge";
+import type { RunOutcome } from "../billing/credits";
 
 export type AgentType = "synthesis" | "recommendation" | "drafting" | "chat" | "block_action" | "embedding";
 
@@ -13,15 +15,52 @@ const clip = (v: unknown) => {
   return s.length <= MAX_DATA_CHARS ? v : { truncated: true, preview: s.slice(0, MAX_DATA_CHARS) };
 };
 
+/** What `recordRun` needs to know about a run. */
+export interface RunOptions<T> {
+  workspaceId: string;
+  /** Who asked for it (the member whose request or approved action started it). */
+  userId: string;
+  agentType: AgentType;
+  toolName: string;
+  /** The engine's name (`local`, `model`, `bedrock`, `openai-compatible`): a free engine reserves the minimum charge. */
+  engine: string;
+  input: unknown;
+  /** The run's id; derive it (`idFor(pendingActionId, "agent-run")`) so a replayed pending action is charged once. */
+  runId?: string;
+  /** The model tier the run uses, for its reservation (default mid). */
+  tier?: ModelTier;
+  /** A copilot message: charged at least 0.25 credits (spec 02 Credits). */
+  chatMessage?: boolean;
+  /** A reservation made earlier (the copilot reserves before its stream opens); settled here. */
+  charge?: Charge;
+  /** The outcome of a run whose work returned (default success): partial and cancelled runs pay their minimum. */
+  outcomeOf?: (result: T) => RunOutcome;
+}
+
 /**
- * Run `work` as one recorded agent run (spec 02 Agent run): latency, tokens, cost and status are written whether
- * it succeeds or fails; a failure is re-thrown after recording. `work` reports model usage through `usage.add`.
+ * Run `work` as one recorded, charged agent run (spec 02 Agent run, Credits; DESIGN.md 6.3). Before the work the
+ * workspace owner's account reserves the run's estimated maximum (`startCharge`: 402 when it cannot, so nothing runs
+ * and no model is called); after it, the run settles to `creditsFor(cost, outcome)` (success at least 0.5, failed
+ * with cost 0.25, without cost 0, partial or cancelled 0.25, a chat message at least 0.25) and the agent run is written
+ * with latency, tokens, cost, status and `credits_charged`, whether the work succeeded or failed; a failure is
+ * re-thrown after that. Embedding runs are internal (ingestion) and not charged. Trial milestones the run earns are
+ * granted afterwards. `work` reports model usage through `usage.add`.
+ * @throws AppError USAGE_LIMIT_EXCEEDED (402) before the work when the account cannot carry the run; whatever `work` throws.
  */
 export async function recordRun<T>(
-  opts: { workspaceId: string; agentType: AgentType; toolName: string; engine: string; input: unknown },
+  opts: RunOptions<T>,
   work: (usage: { add(u: CallUsage): void }) => Promise<T>,
   summarize: (result: T) => unknown = (r) => r,
 ): Promise<T> {
+  const runId = opts.charge?.runId ?? opts.runId ?? randomUUID();
+  const chargeStarted = performance.now();
+  const charge =
+    opts.charge ??
+    (opts.agentType === "embedding"
+      ? null
+      : await startCharge({ workspaceId: opts.workspaceId, runId, engine: opts.engine, tier: opts.tier, chatMessage: opts.chatMessage }));
+  // What billing adds to the request: the reservation (or the copilot's, measured by it), the settlement, the milestones.
+  let chargeMs = opts.charge ? opts.charge.reserveMs : performance.now() - chargeStarted;
   const started = Date.now();
   let tokens = 0;
   let cost = 0;
@@ -33,32 +72,51 @@ export async function recordRun<T>(
       modelId = u.modelId;
     },
   };
-  const write = (status: "success" | "failed", output: unknown, error?: string) =>
-    db()
+  const finish = async (outcome: RunOutcome, output: unknown, error?: string) => {
+    const settling = performance.now();
+    const credits = charge ? await charge.settle(outcome, { tokens, costUsd: cost }) : 0;
+    chargeMs += performance.now() - settling;
+    const latency = Date.now() - started;
+    await db()
       .entities.agentRun.create({
-        id: randomUUID(),
+        id: runId,
         workspace_id: opts.workspaceId,
+        user_id: opts.userId,
         agent_type: opts.agentType,
         tool_name: opts.toolName,
         engine: opts.engine,
         model_id: modelId,
         input_data: clip(opts.input),
         output_data: clip(output),
-        latency_ms: Date.now() - started,
+        latency_ms: latency,
         tokens_used: tokens,
         cost_usd: Math.round(cost * 1e6) / 1e6,
-        status,
+        credits_charged: credits,
+        ...(charge ? { charge_ms: Math.round(chargeMs * 100) / 100 } : {}),
+        status: outcome === "success" ? "success" : outcome === "failed" ? "failed" : "partial",
         ...(error ? { error_message: error.slice(0, 2000) } : {}),
       })
       .go();
+    if (charge) await grantMilestones(charge.payer, opts.workspaceId, outcome === "success", () => chargedRunCount(opts.workspaceId));
+  };
+  let result: T;
   try {
-    const result = await work(usage);
-    await write("success", summarize(result));
-    return result;
+    result = await work(usage);
   } catch (err) {
-    await write("failed", null, err instanceof Error ? err.message : String(err));
+    await finish("failed", null, err instanceof Error ? err.message : String(err));
     throw err;
   }
+  await finish(opts.outcomeOf?.(result) ?? "success", summarize(result));
+  return result;
+}
+
+/** Agent runs of a workspace that count for the engagement milestone (all but the internal embedding runs), up to 3. */
+async function chargedRunCount(workspaceId: string): Promise<number> {
+  const { data } = await db()
+    .entities.agentRun.query.byWorkspace({ workspace_id: workspaceId })
+    .where((a, op) => op.ne(a.agent_type, "embedding"))
+    .go({ limit: 3, pages: "all" });
+  return data.length;
 }
 
 /** Agent runs of a workspace, newest first. */

@@ -46,6 +46,21 @@ export const buildBillingAccountEntity = () => new Entity({
     cost_usd: { type: "number", required: true, default: 0 },
     /** The account's Stripe customer ("cus_..."), created on the first checkout and set once (core/billing/checkout.ts). */
     stripe_customer_id: { type: "string" },
+    /**
+     * The Stripe subscription the account follows (the customer's current one, core/billing/sync.ts): plan, status
+     * and `cancel_at_period_end` below are Stripe's as of `stripe_synced_at`. Unset until a subscription is synced.
+     */
+    stripe_subscription_id: { type: "string" },
+    /** The subscription's price ("price_..."), from which the plan is read (STRIPE_PRICE_<PLAN>_<INTERVAL>). */
+    stripe_price_id: { type: "string" },
+    billing_interval: { type: ["monthly", "yearly"] as const },
+    /** The subscription ends at the end of the period (spec 02 Subscription: cancel_at_period_end). */
+    cancel_at_period_end: { type: "boolean" },
+    /**
+     * ISO 8601 time the last applied Stripe read started: a sync writes only if no later-started read has written
+     * already, so concurrent syncs (webhook consumer, POST /api/billing/sync) end with the newest state.
+     */
+    stripe_synced_at: { type: "string" },
     created_at: { type: "string", required: true, readOnly: true, default: () => new Date().toISOString() },
     updated_at: { type: "string", required: true, default: () => new Date().toISOString(), set: () => new Date().toISOString(), watch: "*" },
   },
@@ -53,6 +68,17 @@ export const buildBillingAccountEntity = () => new Entity({
     byUser: {
       pk: { field: "pk", composite: ["user_id"], template: "bill#${user_id}", casing: "none" },
       sk: { field: "sk", composite: [], template: "account", casing: "none" },
+    },
+    /**
+     * The account of a Stripe customer (payments webhooks name the customer, not the user). Sparse: only accounts
+     * with a customer carry the keys (the `condition`).
+     */
+    byStripeCustomer: {
+      index: "gsi2",
+      // Sparse: without it every customer-less account would share the GSI partition "stripecus#", written on every charge.
+      condition: (attr) => typeof attr.stripe_customer_id === "string" && attr.stripe_customer_id.length > 0,
+      pk: { field: "gsi2pk", composite: ["stripe_customer_id"], template: "stripecus#${stripe_customer_id}", casing: "none" },
+      sk: { field: "gsi2sk", composite: [] },
     },
   },
 });
@@ -92,6 +118,9 @@ const portion = {
   },
 } as const;
 
+/** The `sweep` value of every hold: the one partition of the open-holds index. */
+export const OPEN_HOLDS = "open";
+
 /** An open reservation of an AI run: what it holds and from which buckets, so settle and release can give back. */
 export const buildCreditHoldEntity = () => new Entity({
   model: { entity: "credit_hold", version: "1", service: "r2d" },
@@ -106,12 +135,24 @@ export const buildCreditHoldEntity = () => new Entity({
     quota_period: { type: "string", required: true },
     /** Credits held from each boost, earliest expiry first. */
     boosts: { type: "list", items: portion, required: true },
+    /** The constant partition of the `open` index (ElectroDB keys are built from attributes). */
+    sweep: { type: "string", required: true, readOnly: true, default: () => OPEN_HOLDS },
     created_at: { type: "string", required: true, readOnly: true, default: () => new Date().toISOString() },
   },
   indexes: {
     byUser: {
       pk: { field: "pk", composite: ["user_id"], template: "bill#${user_id}", casing: "none" },
       sk: { field: "sk", composite: ["run_id"], template: "hold#${run_id}", casing: "none" },
+    },
+    /**
+     * Every open reservation of every account, oldest first (gsi3, one partition `hold#open`): the stale-reservation
+     * sweeper (core/billing/sweeper.ts) reads the old end of it instead of scanning. A hold leaves it when it is
+     * settled or released (the item is deleted), so the partition holds only runs in progress.
+     */
+    open: {
+      index: "gsi3",
+      pk: { field: "gsi3pk", composite: ["sweep"], template: "hold#${sweep}", casing: "none" },
+      sk: { field: "gsi3sk", composite: ["created_at", "user_id", "run_id"], template: "${created_at}#${user_id}#${run_id}", casing: "none" },
     },
   },
 });

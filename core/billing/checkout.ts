@@ -90,6 +90,18 @@ async function customerOf(stripe: Stripe, ownerId: string, account: BillingAccou
   }
 }
 
+/**
+ * A checkout's referral code, carried in the session's metadata for the payments webhook to credit its owner
+ * (core/billing/sync.ts): it must be a user's code and not one of `self` (the paying owner and the caller).
+ * @throws AppError VALIDATION_ERROR (422) on `referral_code` otherwise.
+ */
+async function referralCodeFor(code: string, self: string[]): Promise<string> {
+  const { data } = await db().entities.referralCode.get({ code }).go();
+  const problem = !data ? "is not a referral code of this service" : self.includes(data.user_id) ? "is your own; a referral must come from another user" : undefined;
+  if (problem) throw Errors.validation([{ loc: ["body", "referral_code"], msg: `The referral code ${problem}`, type: "referral_code" }]);
+  return code;
+}
+
 /** The session's hosted page, which Stripe always returns for hosted Checkout. */
 function checkoutReply(session: Stripe.Checkout.Session) {
   if (!session.url) throw new AppError("SERVICE_UNAVAILABLE", "Stripe returned a Checkout Session without a URL");
@@ -99,10 +111,11 @@ function checkoutReply(session: Stripe.Checkout.Session) {
 /**
  * `POST /api/billing/checkout`: a Stripe Checkout Session in `subscription` mode for the owner's customer at the
  * plan's price for the interval (`STRIPE_PRICE_<PLAN>_<INTERVAL>`). The session and its subscription carry metadata
- * user_id (the owner, whose account the subscription is), workspace_id, plan, interval and initiated_by (the caller).
+ * user_id (the owner, whose account the subscription is), workspace_id, plan, interval, initiated_by (the caller) and,
+ * when given, referral_code (another user's; its owner is credited when the checkout is paid, core/billing/sync.ts).
  * @throws AppError SERVICE_UNAVAILABLE (503) without STRIPE_SECRET_KEY or the price setting, or when Stripe fails;
  *   FORBIDDEN (403) for a non-member or a member who is not owner or admin; VALIDATION_ERROR (422) for a return URL
- *   on a foreign origin.
+ *   on a foreign origin or a referral code that is unknown or the owner's or caller's own.
  */
 export async function startCheckout(userId: string, body: CheckoutBody): Promise<{ checkout_url: string; session_id: string }> {
   const stripe = requireStripe();
@@ -114,8 +127,12 @@ export async function startCheckout(userId: string, body: CheckoutBody): Promise
   }
   const success_url = returnUrl("success_url", body.success_url, `${billingPage()}?checkout=success&session_id={CHECKOUT_SESSION_ID}`);
   const cancel_url = returnUrl("cancel_url", body.cancel_url, `${billingPage()}?checkout=cancelled`);
+  const referral = body.referral_code ? await referralCodeFor(body.referral_code, [ownerId, userId]) : undefined;
   const customer = await customerOf(stripe, ownerId, await accountOf(ownerId));
-  const metadata = { user_id: ownerId, workspace_id: body.workspace_id, plan: body.plan, interval: body.interval, initiated_by: userId };
+  const metadata = {
+    user_id: ownerId, workspace_id: body.workspace_id, plan: body.plan, interval: body.interval, initiated_by: userId,
+    ...(referral ? { referral_code: referral } : {}),
+  };
   const session = await callStripe(() =>
     stripe.checkout.sessions.create({
       mode: "subscription",

@@ -1,20 +1,33 @@
 import { AppError } from "../error";
-import { db } from "../db/service";
+import { payerOf } from "./charge";
+import { accountOf } from "./ledger";
 import { PLANS, type PlanLimits } from "./plans";
 
 export * from "./plans";
 
-/** The workspace's subscription with its plan limits. @throws AppError SUBSCRIPTION_REQUIRED (402) when none exists. */
+/**
+ * The subscription that covers a workspace: its owner's billing account (spec 02 "Subscription and credits": the
+ * subscription belongs to the user and covers all their workspaces; new workspaces inherit plan and balance), with
+ * the plan's limits. A trial's end is its period end.
+ */
 export async function subscriptionOf(workspaceId: string) {
-  const { data } = await db().entities.subscription.get({ workspace_id: workspaceId }).go({ consistent: true });
-  if (!data) throw new AppError("SUBSCRIPTION_REQUIRED", "This workspace has no subscription; choose a plan to continue");
-  return { ...data, limits: PLANS[data.plan] as PlanLimits };
+  const ownerId = await payerOf(workspaceId);
+  const account = await accountOf(ownerId);
+  return {
+    owner_id: ownerId,
+    plan: account.plan,
+    status: account.status,
+    trial_ends_at: account.status === "trialing" ? account.period_end : undefined,
+    current_period_start: account.period_start,
+    current_period_end: account.period_end,
+    limits: PLANS[account.plan] as PlanLimits,
+  };
 }
 
 /**
- * Gate for operations that need an active or trialing subscription (spec 01: "active subscription").
- * An expired trial counts as absent.
- * @throws AppError SUBSCRIPTION_REQUIRED (402, DESIGN.md section 5).
+ * Gate for operations that need an active or trialing subscription (spec 01: "active subscription"): the owner's
+ * account must be active, or trialing before its trial ends.
+ * @throws AppError SUBSCRIPTION_REQUIRED (402, DESIGN.md section 5) naming the status.
  */
 export async function requireActiveSubscription(workspaceId: string) {
   const sub = await subscriptionOf(workspaceId);

@@ -34,8 +34,8 @@ const base = {
 
 export const PLANS: Record<Plan, PlanLimits> = {
   trial: {
-    ...base, tier: "trial", monthly_credits: 15, max_workspaces: 1, max_seats_per_workspace: 3, max_research_sources: 25,
-    max_documents: 5, max_custom_skills: 0, api_calls_per_day: 0, cost_target_usd: 2, token_budget: 500_000,
+    ...base, tier: "trial", monthly_credits: 15, max_workspaces: 3, max_seats_per_workspace: 3, max_research_sources: 25,
+    max_documents: 20, max_custom_skills: 0, api_calls_per_day: 0, cost_target_usd: 2, token_budget: 500_000,
     has_custom_skills: false, has_api_access: false, has_overnight_cycles: false,
   },
   pro: {

@@ -93,6 +93,14 @@ export const CreditBalanceView = z
     percentage: z.number(),
     is_blocked: z.boolean(),
     reserved: z.number().describe("credits held by runs in progress (part of the used figures)"),
+    daily_soft_cap: z
+      .object({
+        limit: z.number().describe("(monthly_quota / members / 30) x 2, in credits, 2 decimals"),
+        used_today: z.number().describe("credits charged today (UTC) to runs the caller started in this workspace"),
+        members: z.int(),
+        exceeded: z.boolean(),
+      })
+      .describe("the caller's per-user daily soft cap (spec 02 Credits): reported, never blocks (docs/decisions.md)"),
   })
   .meta({ id: "CreditBalance" });
 
@@ -219,6 +227,9 @@ export type BoostPackType = z.infer<typeof BoostPackType>;
 /** A URL Stripe sends the browser back to: http(s), at most 2,048 characters (Stripe's own limit is 5,000). */
 const ReturnUrl = z.url({ protocol: /^https?$/ }).max(2048);
 
+/** Optional referral code on `POST /api/billing/checkout` (another user's `referral_code`, spec 01 profile). */
+export const ReferralCode = z.string().min(1).max(64).describe("another user's referral code; its owner earns boost credits when this checkout is paid");
+
 /** `POST /api/billing/checkout`. */
 export const CheckoutBody = z.object({
   workspace_id: z.uuid(),
@@ -226,6 +237,7 @@ export const CheckoutBody = z.object({
   interval: BillingInterval,
   success_url: ReturnUrl.optional().describe("default: the billing settings page of APP_URL; may hold {CHECKOUT_SESSION_ID}"),
   cancel_url: ReturnUrl.optional().describe("default: the billing settings page of APP_URL"),
+  referral_code: ReferralCode.optional(),
 });
 export type CheckoutBody = z.infer<typeof CheckoutBody>;
 
@@ -255,3 +267,25 @@ export const CheckoutSessionView = z
 export const PortalSessionView = z
   .object({ portal_url: z.string().describe("the Stripe billing portal page to send the browser to") })
   .meta({ id: "PortalSession" });
+
+/** `POST /api/billing/sync` (spec 02 Billing: sync after a checkout redirect; the body is ours, docs/decisions.md). */
+export const BillingSyncResult = z
+  .object({
+    synced: z.boolean().describe("false when the owner's account has no Stripe customer yet, or Stripe has no subscription for it: the state is unchanged"),
+    subscription: SubscriptionView,
+  })
+  .meta({ id: "BillingSyncResult" });
+
+/**
+ * What a payments webhook body must be once its signature checks out: a Stripe event (`evt_...`) with a data object.
+ * Only the fields the service reads are checked; the rest of the event passes through to the consumer untouched.
+ */
+export const PaymentsWebhookEvent = z
+  .looseObject({
+    id: z.string().min(1).max(255),
+    object: z.literal("event"),
+    type: z.string().min(1).max(255),
+    created: z.number().int(),
+    data: z.looseObject({ object: z.looseObject({ id: z.string().optional(), object: z.string() }) }),
+  })
+  .meta({ id: "PaymentsWebhookEvent", description: "A Stripe event, signed with the endpoint's secret (payments-signature header)" });

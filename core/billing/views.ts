@@ -7,10 +7,13 @@
  */
 import type { z } from "zod";
 import { db } from "../db/service";
+import { countByPrefix } from "../db/partition";
 import { Errors } from "../error";
 import { requireMember } from "../workspace";
 import { MODEL_RATES, costUsd, type ModelTier } from "../ai/ports";
 import { creditsFor } from "./credits";
+import { computeOf } from "./compute";
+export { COMPUTE_BLOCK_PERCENT, COMPUTE_WARNING_PERCENT } from "./compute";
 import { PLANS, type Plan } from "./plans";
 import { accountOf, balanceOf, TRIAL_MILESTONE_CREDITS, TRIAL_MILESTONES, type BillingAccount } from "./ledger";
 import type {
@@ -47,10 +50,6 @@ export const POPULAR_PLAN: Plan = "growth";
 
 /** The boost packs by credits (spec 02 Credits: starter 40, plus 100, max 215); any other grant is `other`. */
 const PACK_BY_CREDITS: Record<number, "starter" | "plus" | "max"> = { 40: "starter", 100: "plus", 215: "max" };
-
-/** Compute budget thresholds (spec 02 Compute budget): warn at 80 %, block at 100 %. */
-export const COMPUTE_WARNING_PERCENT = 80;
-export const COMPUTE_BLOCK_PERCENT = 100;
 
 /**
  * Token envelope of one run per effort tier (input and output tokens of a typical run, thinking included): the
@@ -106,30 +105,57 @@ export async function plans(userId: string, q: PlansQuery): Promise<Out<typeof P
 }
 
 /**
- * The subscription of a workspace (`GET /api/billing/subscription`): plan, status and period from the owner's
- * account (DESIGN.md 6.3); `id` and `cancel_at_period_end` from the workspace's subscription item (the workspace id
- * when there is none); `trial_ends_at` is the period end while trialing, else null.
+ * The subscription of a workspace (`GET /api/billing/subscription`; spec 02 Subscription): everything from the owner's
+ * account (DESIGN.md 6.3), which the payments webhook and `POST /api/billing/sync` keep at Stripe's state
+ * (core/billing/sync.ts): plan, status, credit period, `cancel_at_period_end` and, once a Stripe subscription is
+ * synced, its id. Before that (a trial), `id` and `trial_ends_at` come from the workspace's trial subscription item
+ * (the workspace id when there is none); `trial_ends_at` is null unless trialing.
  */
 export async function subscription(userId: string, q: BillingWorkspaceQuery): Promise<Out<typeof SubscriptionView>> {
   const { account } = await accountFor(userId, q.workspace_id);
-  const { data: item } = await db().entities.subscription.get({ workspace_id: q.workspace_id }).go({ consistent: true });
+  return subscriptionView(q.workspace_id, account);
+}
+
+/** The Subscription of `subscription()` from an account already read (also the body of `POST /api/billing/sync`). */
+export async function subscriptionView(workspaceId: string, account: BillingAccount): Promise<Out<typeof SubscriptionView>> {
+  const item = account.stripe_subscription_id
+    ? null
+    : (await db().entities.subscription.get({ workspace_id: workspaceId }).go({ consistent: true })).data;
+  const trialing = account.status === "trialing" || account.plan === "trial";
   return {
-    id: item?.id ?? q.workspace_id,
-    workspace_id: q.workspace_id,
+    id: account.stripe_subscription_id ?? item?.id ?? workspaceId,
+    workspace_id: workspaceId,
     plan: account.plan,
     status: account.status,
-    trial_ends_at: account.status === "trialing" || account.plan === "trial" ? (item?.trial_ends_at ?? account.period_end) : null,
+    trial_ends_at: trialing ? (item?.trial_ends_at ?? account.period_end) : null,
     current_period_start: account.period_start,
     current_period_end: account.period_end,
-    cancel_at_period_end: item?.cancel_at_period_end ?? false,
+    cancel_at_period_end: account.cancel_at_period_end ?? item?.cancel_at_period_end ?? false,
     limits: PLANS[account.plan],
   };
 }
 
-/** The owner's credit balance (`GET /api/billing/credits`; spec 02 Credit balance, see `balanceOf`). */
+/**
+ * The owner's credit balance (`GET /api/billing/credits`; spec 02 Credit balance, see `balanceOf`), with the
+ * caller's daily soft cap (spec 02 Credits: (monthly_quota / active members / 30) x 2): members are the workspace's,
+ * today's use the credits charged since 00:00 UTC to the runs the caller started in this workspace. Reported only:
+ * the cap does not block (docs/decisions.md "Charging").
+ */
 export async function credits(userId: string, q: BillingWorkspaceQuery): Promise<Out<typeof CreditBalanceView>> {
   const { ownerId, account } = await accountFor(userId, q.workspace_id);
-  return { workspace_id: q.workspace_id, plan: account.plan, ...(await balanceOf(ownerId)) };
+  const [balance, members, today] = await Promise.all([
+    balanceOf(ownerId),
+    countByPrefix(`ws#${q.workspace_id}`, "member#", "membership"),
+    runsSince(q.workspace_id, startOfUtcDay()),
+  ]);
+  const limit = Math.round((balance.monthly_quota / Math.max(1, members) / 30) * 2 * 100) / 100;
+  const used_today = today.filter((r) => r.user_id === userId).reduce((sum, r) => sum + (r.credits_charged ?? 0), 0);
+  return {
+    workspace_id: q.workspace_id,
+    plan: account.plan,
+    ...balance,
+    daily_soft_cap: { limit, used_today, members, exceeded: used_today > limit },
+  };
 }
 
 /**
@@ -242,16 +268,6 @@ export async function boosts(userId: string, q: BillingWorkspaceQuery): Promise<
   };
 }
 
-/** The compute budget gate of an account (spec 02 Compute budget): warn at 80 %, block at 100 % of either budget. */
-function computeOf(account: BillingAccount) {
-  const limits = PLANS[account.plan];
-  const token_percentage = pct(account.tokens_used, limits.token_budget);
-  const cost_percentage = pct(account.cost_usd, limits.cost_target_usd);
-  const worst = Math.max(token_percentage, cost_percentage);
-  const level = worst >= COMPUTE_BLOCK_PERCENT ? "blocked" : worst >= COMPUTE_WARNING_PERCENT ? "warning" : "ok";
-  return { limits, token_percentage, cost_percentage, worst, level } as const;
-}
-
 /**
  * The compute budget (`GET /api/billing/compute`; spec 02 Compute status) from the owner's period counters (reset
  * with the period). `level`: `ok` below 80 % of both the token budget and the cost target, `warning` from 80 %,
@@ -334,15 +350,19 @@ export async function estimate(userId: string, q: EstimateQuery): Promise<Out<ty
  * Progress of the trial milestones (`GET /api/billing/milestones`; spec 02 Trial milestones, 5.0 credits each):
  * `signup` is achieved with the workspace (its creation), `first_run` at the workspace's first successful agent run,
  * `engagement` at its third agent run (any outcome; embedding runs are internal and not counted). `granted` tells
- * whether the owner's ledger holds the milestone's grant (`grant#milestone#<name>`; `accountOf` grants signup to a
- * trial account; first_run and engagement are not granted yet).
+ * whether the owner's ledger holds the milestone's grant: signup is the account's (`grant#milestone#signup`, granted by
+ * `accountOf` to a trial account); first_run and engagement are the workspace's (`grant#milestone#<name>#<workspace>`,
+ * granted after the run by `grantMilestones` in core/billing/charge.ts while the owner is on the trial, up to
+ * `TRIAL_CREDIT_CAP`). An achieved milestone is not granted on a paid plan or past the cap.
  */
 export async function milestones(userId: string, q: BillingWorkspaceQuery): Promise<Out<typeof MilestoneProgress>> {
   const { ownerId, account } = await accountFor(userId, q.workspace_id);
   const [ws, runs, ...grants] = await Promise.all([
     db().entities.workspace.get({ id: q.workspace_id }).go(),
     runsSince(q.workspace_id, ""),
-    ...TRIAL_MILESTONES.map((name) => db().entities.creditLedger.get({ user_id: ownerId, key: `grant#milestone#${name}` }).go({ consistent: true })),
+    ...TRIAL_MILESTONES.map((name) =>
+      db().entities.creditLedger.get({ user_id: ownerId, key: name === "signup" ? "grant#milestone#signup" : `grant#milestone#${name}#${q.workspace_id}` }).go({ consistent: true }),
+    ),
   ]);
   const firstSuccess = runs.find((r) => r.status === "success");
   const achievedAt: Record<(typeof TRIAL_MILESTONES)[number], string | null> = {

@@ -41,3 +41,9 @@ export async function createOnce<T>(opts: AgentWrite, create: () => Promise<T>, 
     return found;
   }
 }
+
+/**
+ * The agent-run id of an operation: derived from the pending action whose execution runs it, so a replay after a
+ * crash reserves and settles the same run (charged once, DESIGN.md 6.2/6.3); random (undefined here) otherwise.
+ */
+export const runIdFor = (opts: AgentWrite): string | undefined => (opts.pendingActionId ? idFor(opts.pendingActionId, "agent-run") : undefined);

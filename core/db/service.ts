@@ -11,6 +11,7 @@ import {
 import { buildUsageEntity } from "../billing/usage.entity";
 import { buildBillingAccountEntity, buildCreditBoostEntity, buildCreditHoldEntity } from "../billing/account.entity";
 import { buildCreditLedgerEntity } from "../billing/ledger.entity";
+import { buildPaymentEventEntity } from "../billing/payment-event.entity";
 import { buildResearchSourceEntity } from "../research/research-source.entity";
 import { buildInsightEntity } from "../insight/insight.entity";
 import { buildRecommendationEntity } from "../recommendation/recommendation.entity";
@@ -43,6 +44,7 @@ const catalogue = {
   creditBoost: buildCreditBoostEntity,
   creditHold: buildCreditHoldEntity,
   creditLedger: buildCreditLedgerEntity,
+  paymentEvent: buildPaymentEventEntity,
   researchSource: buildResearchSourceEntity,
   insight: buildInsightEntity,
   recommendation: buildRecommendationEntity,

@@ -21,7 +21,7 @@ export async function blockAction(userId: string, blockId: string, action: "expa
   ]);
   const engine = documentEngine(await model());
   const { result } = await recordRun(
-    { workspaceId: doc.workspace_id, agentType: "block_action", toolName: `${action}_block`, engine: engine.kind, input: { block_id: blockId, action } },
+    { workspaceId: doc.workspace_id, userId, agentType: "block_action", toolName: `${action}_block`, engine: engine.kind, input: { block_id: blockId, action } },
     async (usage) => {
       const out = await engine[action](asActionBlock(block), context.map(asActionBlock), insights.map(toEngineInput));
       if (out.usage) usage.add(out.usage);

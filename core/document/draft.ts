@@ -1,6 +1,6 @@
 import { Errors } from "../error";
 import { db } from "../db/service";
-import type { AgentWrite } from "../db/agent-write";
+import { runIdFor, type AgentWrite } from "../db/agent-write";
 import { requireActiveSubscription } from "../billing";
 import { productContext, requireMember } from "../workspace";
 import { recordRun } from "../agent";
@@ -39,7 +39,7 @@ export async function draft(userId: string, input: DraftInput, opts: AgentWrite 
   const engine = documentEngine(await model());
   const product = await productContext(input.workspace_id);
   const { result } = await recordRun(
-    { workspaceId: input.workspace_id, agentType: "drafting", toolName: "draft_document", engine: engine.kind, input: { ...input } },
+    { workspaceId: input.workspace_id, userId, runId: runIdFor(opts), agentType: "drafting", toolName: "draft_document", engine: engine.kind, input: { ...input } },
     async (usage) => {
       const out = await engine.draft({
         document_type: input.document_type,

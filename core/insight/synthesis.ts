@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { AppError } from "../error";
 import { db } from "../db/service";
-import { createOnce, idFor, type AgentWrite } from "../db/agent-write";
+import { createOnce, idFor, runIdFor, type AgentWrite } from "../db/agent-write";
 import { requireActiveSubscription } from "../billing";
 import { requireMember } from "../workspace";
 import { acquireLock, recordRun } from "../agent";
@@ -94,7 +94,7 @@ export async function synthesize(userId: string, input: SynthesizeInput, opts: A
       ...(i.vector && i.embedder_id === emb.id ? { vector: decodeVector(i.vector) } : {}),
     }));
     const output = await recordRun(
-      { workspaceId: input.workspace_id, agentType: "synthesis", toolName: "synthesize", engine, input: { source_ids: ids, synthesis_type: input.synthesis_type } },
+      { workspaceId: input.workspace_id, userId, runId: runIdFor(opts), agentType: "synthesis", toolName: "synthesize", engine, input: { source_ids: ids, synthesis_type: input.synthesis_type } },
       async (usage) => {
         if (isModelEngine(engine)) {
           const result = await synthesizeWithModel({ sources, model: (await model())!, embedder: emb, existing });

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { db } from "../db/service";
-import { idFor, type AgentWrite } from "../db/agent-write";
+import { idFor, runIdFor, type AgentWrite } from "../db/agent-write";
 import { requireActiveSubscription } from "../billing";
 import { productContext, requireMember } from "../workspace";
 import { recordRun } from "../agent";
@@ -22,7 +22,7 @@ export async function generate(userId: string, input: GenerateInput, opts: Agent
   const engine = recommendationEngine(await model());
   const product = await productContext(input.workspace_id);
   const { result } = await recordRun(
-    { workspaceId: input.workspace_id, agentType: "recommendation", toolName: "generate_recommendations", engine: engine.kind, input: { insight_ids: input.insight_ids, focus_areas: input.focus_areas } },
+    { workspaceId: input.workspace_id, userId, runId: runIdFor(opts), agentType: "recommendation", toolName: "generate_recommendations", engine: engine.kind, input: { insight_ids: input.insight_ids, focus_areas: input.focus_areas } },
     async (usage) => {
       const out = await engine.generate({ insights, focus_areas: input.focus_areas, product });
       if (out.usage) usage.add(out.usage);

@@ -104,8 +104,9 @@ function requireRole(data: MembershipItem, roles: Role[] | undefined): Membershi
 }
 
 /**
- * Create a workspace (spec 01 `POST /api/workspaces`). The workspace, the owner's membership, default settings
- * and a trialing subscription are written in one transaction.
+ * Create a workspace (spec 01 `POST /api/workspaces`). The workspace, the owner's membership and default settings
+ * are written in one transaction; the workspace is covered by its owner's billing account (plan and balance are the
+ * account's, spec 02), and the route's `usage: "workspaces"` gate has checked the plan's workspace limit.
  * @throws AppError PRODUCT_ACCESS_REQUIRED (403) when the caller has no product access.
  */
 export async function create(user: User.User, input: CreateWorkspaceInput): Promise<WorkspaceView> {
@@ -113,23 +114,10 @@ export async function create(user: User.User, input: CreateWorkspaceInput): Prom
     throw new AppError("PRODUCT_ACCESS_REQUIRED", "Your account is waiting for product access: redeem an access code first");
   }
   const id = randomUUID();
-  const now = new Date();
-  const trialEnds = new Date(now.getTime() + Config.trialDays() * 86_400_000).toISOString();
-  const result = await createWriteTransaction(db().pick("workspace", "membership", "workspaceSettings", "subscription"), ({ workspace, membership, workspaceSettings, subscription }) => [
+  const result = await createWriteTransaction(db().pick("workspace", "membership", "workspaceSettings"), ({ workspace, membership, workspaceSettings }) => [
     workspace.create({ id, owner_id: user.id, ...input }).commit(),
     membership.create({ workspace_id: id, user_id: user.id, role: "owner", added_by: user.id }).commit(),
     workspaceSettings.create({ workspace_id: id, researchCycleEnabled: false, overnightCycleNotifyEmail: false }).commit(),
-    subscription
-      .create({
-        id: randomUUID(),
-        workspace_id: id,
-        plan: "trial",
-        status: "trialing",
-        trial_ends_at: trialEnds,
-        current_period_start: now.toISOString(),
-        current_period_end: trialEnds,
-      })
-      .commit(),
   ]).go();
   if (result.canceled) throw new AppError("CONFLICT", "Workspace could not be created; try again");
   return toView((await getItem(id))!, "owner");

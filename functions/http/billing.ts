@@ -3,10 +3,11 @@ import { billingRoutes } from "./routes/billing";
 import { ok } from "../lib/route";
 import * as Billing from "../../core/billing/views";
 import * as Checkout from "../../core/billing/checkout";
+import { syncWorkspace } from "../../core/billing/sync";
 
 /**
  * Billing: plans, subscription, credits, usage, boosts, compute, estimate, milestones, and the Stripe checkout,
- * portal and boost checkout (spec 02 Billing).
+ * portal, boost checkout and sync (spec 02 Billing).
  */
 export const handler = httpGroup(billingRoutes, {
   "billing.plans": async ({ user, query }) => ok(await Billing.plans(user.id, query)),
@@ -21,4 +22,5 @@ export const handler = httpGroup(billingRoutes, {
   "billing.checkout": async ({ user, body }) => ok(await Checkout.startCheckout(user.id, body)),
   "billing.portal": async ({ user, body }) => ok(await Checkout.openPortal(user.id, body)),
   "billing.boostCheckout": async ({ user, body }) => ok(await Checkout.startBoostCheckout(user.id, body)),
+  "billing.sync": async ({ user, query }) => ok(await syncWorkspace(user.id, query)),
 });

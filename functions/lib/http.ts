@@ -14,6 +14,7 @@ import { Config } from "../../core/config";
 import { withRequestScope } from "../../core/context";
 import * as User from "../../core/user";
 import { limitUser } from "../../core/rate-limit";
+import { checkGates } from "../../core/billing/gates";
 import { isAdminClaims, verifyBearer, wwwAuthenticate } from "./auth";
 import { bodyLimitOf, type Reply, type RouteContext, type RouteImpl, type RouteSpec } from "./route";
 
@@ -250,6 +251,20 @@ function toResult(spec: RouteSpec, reply: Reply): APIGatewayProxyResultV2 {
   };
 }
 
+/** The workspace a gated route names (its `workspace_id` where its scope says), or none (workspace creation). */
+function gatedWorkspace(spec: RouteSpec, ctx: RouteContext<RouteSpec>): string | undefined {
+  const from = spec.workspaceScope === "path" ? ctx.params : spec.workspaceScope === "query" ? ctx.query : spec.workspaceScope === "body" ? ctx.body : undefined;
+  const id = (from as { workspace_id?: unknown } | undefined)?.workspace_id;
+  return typeof id === "string" ? id : undefined;
+}
+
+/** The feature a request needs: the route's flag, unless its `when` says this request is not gated. */
+function featureFor(spec: RouteSpec, ctx: RouteContext<RouteSpec>) {
+  if (!spec.feature) return undefined;
+  if (typeof spec.feature === "string") return spec.feature;
+  return spec.feature.when(ctx) ? spec.feature.flag : undefined;
+}
+
 /** Wrap one route implementation: authenticate per the route's access, validate inputs, run, serialise. */
 function bind(spec: RouteSpec, impl: RouteImpl<RouteSpec>) {
   // One request scope per request: memberships are resolved once (core/context.ts).
@@ -281,6 +296,7 @@ function bind(spec: RouteSpec, impl: RouteImpl<RouteSpec>) {
     } as RouteContext<RouteSpec>;
     // Valid requests only count: a typo the validator refuses does not use up the caller's window.
     if (spec.rateLimit && user) await limitUser(user.id, spec.rateLimit);
+    if ((spec.feature || spec.usage) && user) await checkGates({ userId: user.id, workspaceId: gatedWorkspace(spec, ctx) }, { feature: featureFor(spec, ctx), usage: spec.usage, roles: spec.roles });
     return toResult(spec, await impl(ctx));
   }
 }
@@ -327,6 +343,9 @@ export function httpGroup<T extends Record<string, RouteSpec>>(table: T, impls: 
   const authenticated = new Set(entries.filter(([, spec]) => isAuthenticated(spec)).map(([, spec]) => keyOf(spec)));
   const multipart = entries.some(([, spec]) => spec.bodyType === "multipart");
   if (multipart && !opts.multipart) throw new Error(`Group ${group} has multipart routes: pass httpGroup a multipart parser`);
+  // A plan gate reads the workspace from the request itself; a by-id route would have to load the resource first.
+  const unscoped = entries.filter(([, spec]) => (spec.feature || spec.usage) && spec.workspaceScope === "resource");
+  if (unscoped.length) throw new Error(`Plan gates need the workspace in the path, query or body: ${unscoped.map(([id]) => id).join(", ")}`);
   // A group of response-streaming routes (SSE) is a streaming Lambda: errors before the stream opens still answer
   // with the ordinary envelope, as a string body.
   const streaming = entries.some(([, spec]) => spec.streaming);

@@ -5,6 +5,7 @@ import type { ErrorCode } from "../../core/error";
 import type { User } from "../../core/user";
 import type { TokenClaims } from "../../core/user/schema";
 import { MULTIPART_MAX_BYTES } from "../../core/research/limits";
+import type { PlanFeature, PlanUsage } from "../../core/billing/gates";
 
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
@@ -61,6 +62,19 @@ export interface RouteSpec {
    * those its access, parameters and body imply; the OpenAPI document lists them all (see {@link errorCodesOf}).
    */
   errors?: readonly ErrorCode[];
+  /**
+   * require_feature (spec 02 Limits: Plans): the plan covering the request (the workspace owner's; the caller's own
+   * without a workspace) must have this flag, else 403 PLAN_FEATURE_REQUIRED. Checked after validation and the
+   * membership check, before the implementation. `when` limits it to the requests it applies to (enabling a setting).
+   */
+  feature?: PlanFeature | { flag: PlanFeature; when: (ctx: { body: unknown; query: unknown; params: unknown }) => boolean };
+  /** require_usage (spec 02 Limits: Plans): the plan's limit must have room for one more, else 402 USAGE_LIMIT_EXCEEDED. */
+  usage?: PlanUsage;
+  /**
+   * The workspace roles a gated route is for (owner/admin routes): checked with the membership before the plan gates,
+   * so a member who may not call it gets 403 for the role, not a plan answer. The implementation checks them too.
+   */
+  roles?: readonly ("owner" | "admin" | "member")[];
 }
 
 /**
@@ -90,7 +104,7 @@ export function bodyLimitOf(spec: Pick<RouteSpec, "bodyLimit" | "bodyType">): nu
  * Every error code a route can answer with, for its OpenAPI responses: what the middy stack derives from the route's
  * access (401; 403 for admins-only, workspace-scoped and suspended-account refusals), parameters (422, 404 for ids),
  * query (422), workspace scope (404 for a resource or a named id that is not there), body (422, 413) and rate limit
- * (429), plus the route's declared `errors`.
+ * (429), plan gates (403 feature, 402 usage), plus the route's declared `errors`.
  */
 export function errorCodesOf(spec: RouteSpec): ErrorCode[] {
   const codes: ErrorCode[] = [];
@@ -103,6 +117,8 @@ export function errorCodesOf(spec: RouteSpec): ErrorCode[] {
   if (spec.params || spec.query || (spec.body && spec.bodyType !== "raw")) codes.push("VALIDATION_ERROR");
   if (spec.body) codes.push("PAYLOAD_TOO_LARGE");
   if (spec.rateLimit) codes.push("RATE_LIMITED");
+  if (spec.feature) codes.push("PLAN_FEATURE_REQUIRED");
+  if (spec.usage) codes.push("USAGE_LIMIT_EXCEEDED");
   return [...new Set([...codes, ...(spec.errors ?? [])])];
 }
 

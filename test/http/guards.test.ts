@@ -132,6 +132,7 @@ const FIXTURES: Record<string, (ctx: FixtureContext) => Fixture | Promise<Fixtur
   "billing.checkout": ({ workspaceId }) => (stripeConfigured(), { body: { workspace_id: workspaceId, plan: "pro", interval: "monthly" } }),
   "billing.portal": ({ workspaceId }) => (stripeConfigured(), { body: { workspace_id: workspaceId } }),
   "billing.boostCheckout": ({ workspaceId }) => (stripeConfigured(), { body: { workspace_id: workspaceId, pack_type: "starter" } }),
+  "billing.sync": ({ workspaceId }) => (stripeConfigured(), { query: { workspace_id: workspaceId } }),
   "generation.expand": async (ctx) => ({ params: { block_id: (await ownersDocument(ctx)).block_id } }),
   "generation.challenge": async (ctx) => ({ params: { block_id: (await ownersDocument(ctx)).block_id } }),
   "generation.simulate": async (ctx) => ({ params: { block_id: (await ownersDocument(ctx)).block_id } }),

@@ -14,6 +14,7 @@ import { db } from "../../core/db/service";
 import { Config } from "../../core/config";
 import { PLANS } from "../../core/billing/plans";
 import { call, newUser, newWorkspace } from "../support/api";
+import { setAccount } from "../support/billing";
 import { realFile, uploadResearch, waitFor } from "../support/multipart";
 import { expectEnvelope, partitionItems } from "./_helpers";
 
@@ -302,10 +303,10 @@ describe("plan limit and subscription gate", () => {
   it.each([
     ["cancelled", { status: "cancelled" as const }],
     ["past due", { status: "past_due" as const }],
-    ["a trial that has ended", { status: "trialing" as const, trial_ends_at: "2020-01-01T00:00:00.000Z" }],
+    ["a trial that has ended", { status: "trialing" as const, period_end: "2020-01-01T00:00:00.000Z" }],
   ])("a workspace whose subscription is %s gets 402 SUBSCRIPTION_REQUIRED on upload and upload-url, reads still work", async (_what, patch) => {
     const { owner, workspace } = await newWorkspace();
-    await db().entities.subscription.patch({ workspace_id: workspace.id }).set(patch).go();
+    await setAccount(owner.id, patch);
     const res = await upload(owner.token, workspace.id, { name: "a.md", data: Buffer.from("# A\n\nText.\n") }, "text/markdown");
     expectEnvelope(res, 402, "SUBSCRIPTION_REQUIRED");
     const url = await call("POST", "/api/research/upload-url", {

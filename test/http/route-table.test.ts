@@ -21,6 +21,7 @@ const BODYLESS_WRITES: Record<string, string> = {
   "generation.expand": "an AI action on the block named in the path; its inputs are the block and its document",
   "generation.challenge": "an AI action on the block named in the path; its inputs are the block and its document",
   "generation.simulate": "an AI action on the block named in the path; its inputs are the block and its document",
+  "billing.sync": "spec 02: the workspace is a query parameter; it re-reads Stripe and takes no other input",
 };
 
 const keysOf = (schema: z.ZodType): string[] => {

@@ -11,6 +11,7 @@ import { db } from "../../core/db/service";
 import { subscriptionOf } from "../../core/billing";
 import * as User from "../../core/user";
 import { call, newUser, newWorkspace } from "../support/api";
+import { setAccount } from "../support/billing";
 import { expectEnvelope, partitionItems, putChild, putRaw } from "./_helpers";
 
 const ws = (id: string, rest = "") => `/api/workspaces/${id}${rest}`;
@@ -254,23 +255,36 @@ describe("workspace settings", () => {
     expectEnvelope(res, 422, "VALIDATION_ERROR");
   });
 
-  it("enabling research cycles on a trial is 403 naming every unmet requirement", async () => {
+  it("enabling research cycles on a trial is the plan gate's 403 (require_feature); other settings still change", async () => {
     const { owner, workspace } = await newWorkspace();
 
     const res = await call("PATCH", ws(workspace.id, "/settings"), { token: owner.token, body: { researchCycleEnabled: true } });
 
-    expectEnvelope(res, 403, "FORBIDDEN");
+    expectEnvelope(res, 403, "PLAN_FEATURE_REQUIRED");
+    expect(res.body).toMatchObject({ feature: "has_overnight_cycles", plan: "trial", required_plan: "power" });
     expect(res.body.detail).toMatch(/power plan/);
+    expect((await call("GET", ws(workspace.id, "/settings"), { token: owner.token })).body.researchCycleEnabled).toBe(false);
+    const other = await call("PATCH", ws(workspace.id, "/settings"), { token: owner.token, body: { overnightCycleNotifyEmail: true, researchCycleEnabled: false } });
+    expect(other.status).toBe(200);
+    expect(other.body.overnightCycleNotifyEmail).toBe(true);
+  });
+
+  it("on the power plan, enabling without sources and a program is 403 naming both", async () => {
+    const { owner, workspace } = await newWorkspace();
+    await setAccount(owner.id, { plan: "power", status: "active" });
+
+    const res = await call("PATCH", ws(workspace.id, "/settings"), { token: owner.token, body: { researchCycleEnabled: true } });
+
+    expectEnvelope(res, 403, "FORBIDDEN");
     expect(res.body.detail).toMatch(/3 research sources/);
     expect(res.body.detail).toMatch(/research program/);
-    expect(res.body.unmet_requirements).toHaveLength(3);
-    expect((await call("GET", ws(workspace.id, "/settings"), { token: owner.token })).body.researchCycleEnabled).toBe(false);
+    expect(res.body.unmet_requirements).toHaveLength(2);
   });
 
   it("names only what is still missing, and enables once all requirements are met", async () => {
     const { owner, workspace } = await newWorkspace();
     for (let i = 0; i < 3; i++) await putChild(workspace.id, "source");
-    await db().entities.subscription.patch({ workspace_id: workspace.id }).set({ plan: "power", status: "active" }).go();
+    await setAccount(owner.id, { plan: "power", status: "active" });
 
     const noProgram = await call("PATCH", ws(workspace.id, "/settings"), { token: owner.token, body: { researchCycleEnabled: true } });
     const withProgram = await call("PATCH", ws(workspace.id, "/settings"), {

@@ -14,7 +14,8 @@ import { TABLE_KEYS } from "../../core/db/table";
 import { toApiGatewayEvent } from "../../local/apigw";
 import { groups, routes, routesOf, timeoutOf, DEFAULT_TIMEOUT_SECONDS } from "../../functions/http/routes";
 import { STEP_TASKS, extractionDefinition, type StepTaskName } from "../../functions/steps/extraction.asl";
-import { Api, GROUP_SECRETS, groupHandler, isStreamingGroup, routeKey } from "../../stacks/Api";
+import { Api, GROUP_SECRETS, groupHandler, isStreamingGroup, PAYMENTS_CONSUMER_HANDLER, PAYMENTS_CONSUMER_TIMEOUT_SECONDS, routeKey } from "../../stacks/Api";
+import { PAYMENTS_MAX_RECEIVE_COUNT } from "../../core/queue";
 import { Pipelines, SOURCE_SWEEPER_HANDLER, SOURCE_SWEEPER_SCHEDULE, UPLOAD_HANDLER, stepHandler, substitutionKey } from "../../stacks/Pipelines";
 import {
   EXECUTOR_TIMEOUT_SECONDS,
@@ -103,6 +104,7 @@ describe("handler modules referenced by the stacks", () => {
     SOURCE_SWEEPER_HANDLER,
     PENDING_ACTION_CONSUMER_HANDLER,
     PENDING_ACTION_SWEEPER_HANDLER,
+    PAYMENTS_CONSUMER_HANDLER,
   ];
   it.each(handlers)("%s exists", (handler) => {
     expect(existsSync(handlerFile(handler)), `${handlerFile(handler)} is missing`).toBe(true);
@@ -158,8 +160,9 @@ describe("synthesized app", () => {
   it("bundles every function without installed packages, except Swagger UI for the docs group", async () => {
     const stacks = [templates.Pipelines, templates.Api, templates.PendingActions];
     const ours = stacks.flatMap((t) => Object.values(lambdas(t)).filter((r) => String(r.Properties.Handler).startsWith("functions/")));
-    // Groups, step tasks, the upload consumer and the source sweeper (Pipelines), the executor pair (PendingActions).
-    expect(ours.length).toBe(groups().length + Object.keys(STEP_TASKS).length + 2 + 2);
+    // Groups and the payments consumer (Api), step tasks, the upload consumer and the source sweeper (Pipelines), the
+    // executor pair (PendingActions).
+    expect(ours.length).toBe(groups().length + 1 + Object.keys(STEP_TASKS).length + 2 + 2);
     for (const fn of ours) {
       const dir = join(outdir, `asset.${(fn.Properties.Code.S3Key as string).replace(/\.zip$/, "")}`);
       const installed = existsSync(join(dir, "node_modules"))
@@ -249,11 +252,58 @@ describe("synthesized app", () => {
     // SSE routes are served on their streaming Function URL only (API Gateway cannot stream).
     const allRoutes = Object.values(routes).filter((r) => !("streaming" in r && r.streaming));
 
-    it("has exactly one Lambda per endpoint group and no other application function", () => {
+    it("has exactly one Lambda per endpoint group and no other application function but the payments consumer", () => {
       const handlers = Object.values(lambdas(templates.Api))
         .map((r) => r.Properties.Handler as string)
         .filter((h) => h.startsWith("functions/"));
-      expect(handlers.sort()).toEqual(groups().map(groupHandler).sort());
+      expect(handlers.sort()).toEqual([...groups().map(groupHandler), PAYMENTS_CONSUMER_HANDLER].sort());
+    });
+
+    it("queues verified payment events on an SQS FIFO queue with a dead-letter queue, consumed one at a time", () => {
+      const queues = resourcesOf(templates.Api, "AWS::SQS::Queue");
+      expect(Object.keys(queues)).toHaveLength(2);
+      const [mainId, main] = Object.entries(queues).find(([, q]) => q.Properties.RedrivePolicy)!;
+      const [dlqId, dlq] = Object.entries(queues).find(([id]) => id !== mainId)!;
+      expect(main.Properties).toMatchObject({
+        FifoQueue: true,
+        VisibilityTimeout: 6 * PAYMENTS_CONSUMER_TIMEOUT_SECONDS,
+        RedrivePolicy: { deadLetterTargetArn: getAttArn(dlqId), maxReceiveCount: PAYMENTS_MAX_RECEIVE_COUNT },
+      });
+      expect(PAYMENTS_MAX_RECEIVE_COUNT).toBe(5);
+      expect(dlq.Properties).toMatchObject({ FifoQueue: true, MessageRetentionPeriod: 14 * 86_400 });
+
+      const consumerId = lambdaIdFor(templates.Api, PAYMENTS_CONSUMER_HANDLER);
+      const mappings = Object.values(resourcesOf(templates.Api, "AWS::Lambda::EventSourceMapping")).map((r) => r.Properties);
+      expect(mappings).toEqual([
+        expect.objectContaining({ EventSourceArn: getAttArn(mainId), FunctionName: { Ref: consumerId }, BatchSize: 1, FunctionResponseTypes: ["ReportBatchItemFailures"] }),
+      ]);
+      const consumer = lambdas(templates.Api)[consumerId].Properties;
+      expect(consumer.Timeout).toBe(PAYMENTS_CONSUMER_TIMEOUT_SECONDS);
+      // It reads Stripe with the key and maps price ids to plans with the billing settings.
+      expect(Object.keys(consumer.Environment.Variables)).toContain("SST_Secret_value_STRIPE_SECRET_KEY");
+      expect(consumer.Environment.Variables).toMatchObject({ STRIPE_PRICE_PRO_MONTHLY: "price_test_pro_monthly" });
+
+      // The webhooks group sends to it (and only it gets the queue's URL).
+      const policies = Object.values(resourcesOf(templates.Api, "AWS::IAM::Policy")).map((r) => r.Properties);
+      const actionsOfFn = (fnId: string) => {
+        const role = lambdas(templates.Api)[fnId].Properties.Role["Fn::GetAtt"][0] as string;
+        return policies.filter((p) => p.Roles.some((r: { Ref: string }) => r.Ref === role)).flatMap((p) => p.PolicyDocument.Statement);
+      };
+      for (const group of groups()) {
+        const fnId = lambdaIdFor(templates.Api, groupHandler(group));
+        const vars = lambdas(templates.Api)[fnId].Properties.Environment.Variables;
+        const sends = actionsOfFn(fnId).some((st: { Action: string | string[]; Resource: unknown }) =>
+          [st.Action].flat().includes("sqs:SendMessage") && JSON.stringify(st.Resource).includes(`"${mainId}"`));
+        if (group === "webhooks") {
+          expect(vars.PAYMENTS_QUEUE_URL).toEqual({ Ref: mainId });
+          expect(sends).toBe(true);
+        } else {
+          expect(vars.PAYMENTS_QUEUE_URL, group).toBeUndefined();
+          expect(sends, group).toBe(false);
+        }
+      }
+      const consumerActions = actionsOfFn(consumerId).flatMap((st: { Action: string | string[] }) => [st.Action].flat());
+      expect(consumerActions).toEqual(expect.arrayContaining(["sqs:ReceiveMessage", "sqs:DeleteMessage", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"]));
     });
 
     it("gives the billing group, and only it, the Stripe price ids and app address the deploy sets", () => {
@@ -373,7 +423,8 @@ describe("synthesized app", () => {
       }
       expect(GROUP_SECRETS.webhooks).toContain("IDP_WEBHOOK_SECRET");
       const prefetchers = Object.values(resourcesOf(templates.Api, "Custom::SecretPrefetcher"));
-      expect(prefetchers.length).toBe(groups().filter((g) => (GROUP_SECRETS[g] ?? []).length > 0).length);
+      // One per group with secrets, and the payments consumer's (STRIPE_SECRET_KEY).
+      expect(prefetchers.length).toBe(groups().filter((g) => (GROUP_SECRETS[g] ?? []).length > 0).length + 1);
     });
 
     it("ships swagger-ui-dist with the docs function", () => {

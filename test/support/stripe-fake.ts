@@ -1,9 +1,13 @@
 /**
  * A fake of the Stripe API for the real `stripe` SDK (DESIGN.md 6.3): a local HTTP server that `STRIPE_API_BASE`
- * points the SDK at. It records every request (method, path, headers, the form-encoded body as URLSearchParams) and
- * answers the three calls the billing routes make with bodies typed by the SDK's own types (`Stripe.Customer`,
- * `Stripe.Checkout.Session`, `Stripe.BillingPortal.Session`), so a field the SDK's types require cannot be left out.
- * `POST /v1/customers` honours `Idempotency-Key` as Stripe does (the same key returns the same customer). Anything
+ * points the SDK at. It records every request (method, path, headers, the form-encoded body as URLSearchParams; for
+ * GETs the query string) and answers the calls the billing routes and the payments consumer make with bodies typed
+ * by the SDK's own types (`Stripe.Customer`, `Stripe.Checkout.Session`, `Stripe.BillingPortal.Session`,
+ * `Stripe.Subscription`, `Stripe.Invoice`; builders in local/stripe-objects.ts), so a field the SDK's types require
+ * cannot be left out. `POST /v1/customers` honours `Idempotency-Key` as Stripe does (the same key returns the same
+ * customer). The read side is a store the test sets to "Stripe's current state": `putSubscription`, `putInvoice`,
+ * `putCheckoutSession`; `GET /v1/subscriptions?customer=` lists a customer's subscriptions and expands
+ * `latest_invoice` from the stored invoices when asked (`expand[]=data.latest_invoice`), as Stripe does. Anything
  * else answers Stripe's 404 error envelope; `failNext` makes the next request answer a Stripe error.
  */
 import { createServer, type IncomingMessage, type Server } from "node:http";
@@ -23,8 +27,14 @@ export interface StripeFake {
   requests: StripeRequest[];
   /** The recorded requests to one path (`/v1/checkout/sessions`). */
   to(path: string): StripeRequest[];
-  /** Answer the next request with this HTTP status and Stripe error type. */
-  failNext(status: number, type: "api_error" | "invalid_request_error" | "authentication_error", message?: string): void;
+  /** Make this subscription (its `latest_invoice` as an id or an invoice) part of Stripe's state, replacing one of its id. */
+  putSubscription(sub: Stripe.Subscription): void;
+  putInvoice(invoice: Stripe.Invoice): void;
+  putCheckoutSession(session: Stripe.Checkout.Session): void;
+  /** A completed Checkout Session (status complete) with these fields, stored and returned. */
+  completedSession(fields: Partial<Stripe.Checkout.Session> & Pick<Stripe.Checkout.Session, "mode" | "customer" | "metadata">): Stripe.Checkout.Session;
+  /** Answer the next request (the next `times` requests) with this HTTP status and Stripe error type. */
+  failNext(status: number, type: "api_error" | "invalid_request_error" | "authentication_error", message?: string, times?: number): void;
   reset(): void;
   close(): Promise<void>;
 }
@@ -140,14 +150,25 @@ function portalSessionBody(id: string, form: URLSearchParams): Stripe.BillingPor
 export async function startStripeFake(): Promise<StripeFake> {
   const requests: StripeRequest[] = [];
   const customersByKey = new Map<string, Stripe.Customer>();
+  const customers = new Map<string, Stripe.Customer>();
+  const subscriptions = new Map<string, Stripe.Subscription>();
+  const invoices = new Map<string, Stripe.Invoice>();
+  const sessions = new Map<string, Stripe.Checkout.Session>();
+  const idOf = (ref: string | { id: string } | null) => (typeof ref === "string" ? ref : ref?.id);
+  /** A subscription as the API returns it: `latest_invoice` an id, or the stored invoice when expanded. */
+  const asReturned = (sub: Stripe.Subscription, expand: boolean): Stripe.Subscription => {
+    const invoiceId = idOf(sub.latest_invoice);
+    return { ...sub, latest_invoice: invoiceId ? (expand ? (invoices.get(invoiceId) ?? invoiceId) : invoiceId) : null };
+  };
   let seq = 0;
-  let failure: { status: number; type: string; message: string } | undefined;
+  let failure: { status: number; type: string; message: string; times: number } | undefined;
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
-      const path = new URL(req.url ?? "/", "http://fake").pathname;
-      const form = new URLSearchParams(Buffer.concat(chunks).toString("utf8"));
+      const url = new URL(req.url ?? "/", "http://fake");
+      const path = url.pathname;
+      const form = req.method === "GET" ? url.searchParams : new URLSearchParams(Buffer.concat(chunks).toString("utf8"));
       requests.push({ method: req.method ?? "", path, headers: req.headers, form });
       const send = (status: number, body: unknown) => {
         res.writeHead(status, { "content-type": "application/json", "request-id": `req_fake_${++seq}` });
@@ -155,7 +176,7 @@ export async function startStripeFake(): Promise<StripeFake> {
       };
       if (failure) {
         const f = failure;
-        failure = undefined;
+        if (--failure.times <= 0) failure = undefined;
         return send(f.status, { error: { type: f.type, message: f.message } });
       }
       const route = `${req.method} ${path}`;
@@ -164,7 +185,30 @@ export async function startStripeFake(): Promise<StripeFake> {
         const existing = key ? customersByKey.get(key) : undefined;
         const customer = existing ?? customerBody(`cus_fake${++seq}`, form);
         if (key) customersByKey.set(key, customer);
+        customers.set(customer.id, customer);
         return send(200, customer);
+      }
+      const notFound = (what: string, id: string) => send(404, { error: { type: "invalid_request_error", code: "resource_missing", message: `No such ${what}: '${id}'` } });
+      const [, , kind, id, extra] = path.split("/");
+      if (req.method === "GET" && path === "/v1/subscriptions") {
+        const expand = [...form].some(([k, v]) => k.startsWith("expand[") && v === "data.latest_invoice");
+        const customer = form.get("customer");
+        const data = [...subscriptions.values()]
+          .filter((sub) => !customer || idOf(sub.customer) === customer)
+          .sort((a, b) => b.created - a.created)
+          .map((sub) => asReturned(sub, expand));
+        const list: Stripe.ApiList<Stripe.Subscription> = { object: "list", data, has_more: false, url: "/v1/subscriptions" };
+        return send(200, list);
+      }
+      if (req.method === "GET" && kind === "subscriptions" && id && !extra) {
+        const sub = subscriptions.get(id);
+        return sub ? send(200, asReturned(sub, [...form].some(([k, v]) => k.startsWith("expand[") && v === "latest_invoice"))) : notFound("subscription", id);
+      }
+      if (req.method === "GET" && kind === "invoices" && id && !extra) return invoices.has(id) ? send(200, invoices.get(id)) : notFound("invoice", id);
+      if (req.method === "GET" && kind === "customers" && id && !extra) return customers.has(id) ? send(200, customers.get(id)) : notFound("customer", id);
+      if (req.method === "GET" && path.startsWith("/v1/checkout/sessions/")) {
+        const sessionId = path.slice("/v1/checkout/sessions/".length);
+        return sessions.has(sessionId) ? send(200, sessions.get(sessionId)) : notFound("checkout.session", sessionId);
       }
       if (route === "POST /v1/checkout/sessions") return send(200, checkoutSessionBody(`cs_test_fake${++seq}`, form));
       if (route === "POST /v1/billing_portal/sessions") return send(200, portalSessionBody(`bps_fake${++seq}`, form));
@@ -177,12 +221,39 @@ export async function startStripeFake(): Promise<StripeFake> {
     base: `http://127.0.0.1:${port}`,
     requests,
     to: (path) => requests.filter((r) => r.path === path),
-    failNext: (status, type, message = "Injected failure") => {
-      failure = { status, type, message };
+    putSubscription: (sub) => {
+      subscriptions.set(sub.id, { ...sub, latest_invoice: idOf(sub.latest_invoice) ?? null });
+      if (sub.latest_invoice && typeof sub.latest_invoice === "object") invoices.set(sub.latest_invoice.id, sub.latest_invoice);
+    },
+    putInvoice: (invoice) => {
+      invoices.set(invoice.id, invoice);
+    },
+    putCheckoutSession: (session) => {
+      sessions.set(session.id, session);
+    },
+    completedSession: (fields) => {
+      const id = fields.id ?? `cs_test_fake${++seq}`;
+      const session: Stripe.Checkout.Session = {
+        ...checkoutSessionBody(id, new URLSearchParams({ mode: fields.mode })),
+        status: "complete",
+        payment_status: "paid",
+        url: null,
+        ...fields,
+        id,
+      };
+      sessions.set(id, session);
+      return session;
+    },
+    failNext: (status, type, message = "Injected failure", times = 1) => {
+      failure = { status, type, message, times };
     },
     reset: () => {
       requests.length = 0;
       customersByKey.clear();
+      customers.clear();
+      subscriptions.clear();
+      invoices.clear();
+      sessions.clear();
       failure = undefined;
     },
     close: () => new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve()))),

@@ -10,6 +10,7 @@ import { validTransitions } from "../../recommendation/status";
 import * as Document from "../../document";
 import { listBlocks, updateBlock } from "../../document/block-ops";
 import { draft } from "../../document/draft";
+import { requireUsage } from "../../billing/gates";
 import { inWorkspace } from "./scope";
 import type { GatedTool } from "./types";
 
@@ -132,7 +133,13 @@ export const draftDocument: GatedTool<z.infer<typeof DraftToolInput>> = {
     const id = idFor(ctx.actionId, "document");
     // The draft is an AI call: a replay whose document exists answers with it instead of drafting again.
     const { data: existing } = await db().entities.document.get({ workspace_id: ctx.workspaceId, id }).go({ consistent: true });
-    const doc = existing ? await Document.view(existing) : await draft(ctx.userId, { ...input, workspace_id: ctx.workspaceId }, { id, pendingActionId: ctx.actionId });
+    if (existing) {
+      const doc = await Document.view(existing);
+      return { document_id: doc.id, title: doc.title, document_type: doc.document_type, status: doc.status };
+    }
+    // The route's documents-per-month gate, for the copilot's drafts too (the tool does not pass through the route).
+    await requireUsage({ userId: ctx.userId, workspaceId: ctx.workspaceId }, "documents");
+    const doc = await draft(ctx.userId, { ...input, workspace_id: ctx.workspaceId }, { id, pendingActionId: ctx.actionId });
     return { document_id: doc.id, title: doc.title, document_type: doc.document_type, status: doc.status };
   },
 };

@@ -1,6 +1,7 @@
 import { defineRoutes, type RouteSpec } from "../../lib/route";
 import {
   Accomplishments,
+  BillingSyncResult,
   BillingWorkspaceQuery,
   BoostCheckoutBody,
   BoostList,
@@ -92,6 +93,13 @@ export const billingRoutes = defineRoutes({
     body: PortalBody,
     responses: { 200: PortalSessionView },
     errors: ["SERVICE_UNAVAILABLE", "CONFLICT"],
+  },
+  "billing.sync": {
+    method: "POST", path: "/api/billing/sync", group: "billing", access: "user", workspaceScope: "query",
+    summary: "Sync the owner's plan and credits with Stripe now (after a checkout redirect, before the webhook); any member",
+    query: BillingWorkspaceQuery,
+    responses: { 200: BillingSyncResult },
+    errors: ["SERVICE_UNAVAILABLE"],
   },
   "billing.boostCheckout": {
     method: "POST", path: "/api/billing/boost/checkout", group: "billing", access: "user", workspaceScope: "body",

@@ -23,6 +23,7 @@ export const documentsRoutes = defineRoutes({
     method: "POST", path: "/api/documents", group: "documents", access: "user", workspaceScope: "body",
     summary: "Create a document (status draft) with its first revision",
     body: CreateDocumentInput,
+    usage: "documents",
     errors: ["SUBSCRIPTION_REQUIRED", "CONFLICT"],
     responses: { 201: Document },
   },

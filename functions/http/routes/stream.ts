@@ -9,7 +9,7 @@ import {
 } from "../../../core/agent/schema";
 
 // At most three streams per user at once (core/agent/copilot.ts): a fourth is 429 before its stream opens.
-const sse = { streaming: true, produces: "text/event-stream", group: "stream", access: "user", workspaceScope: "body", method: "POST", errors: ["RATE_LIMITED"] } as const;
+const sse = { streaming: true, produces: "text/event-stream", group: "stream", access: "user", workspaceScope: "body", method: "POST", errors: ["RATE_LIMITED", "USAGE_LIMIT_EXCEEDED"] } as const;
 
 /**
  * The SSE endpoints (spec 02 Streaming, DESIGN.md 6.1): one response-streaming Lambda on a Function URL in AWS,

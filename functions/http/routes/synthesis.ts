@@ -7,7 +7,7 @@ export const synthesisRoutes = defineRoutes({
     method: "POST", path: "/api/research/synthesize", group: "synthesis", access: "user", workspaceScope: "body",
     summary: "Synthesize completed sources into grounded insights (blocking; one per workspace at a time; 10 a minute)",
     body: SynthesizeInput,
-    errors: ["SUBSCRIPTION_REQUIRED", "RATE_LIMITED", "SOURCE_NOT_READY", "SYNTHESIS_IN_PROGRESS", "SERVICE_UNAVAILABLE"],
+    errors: ["SUBSCRIPTION_REQUIRED", "USAGE_LIMIT_EXCEEDED", "RATE_LIMITED", "SOURCE_NOT_READY", "SYNTHESIS_IN_PROGRESS", "SERVICE_UNAVAILABLE"],
     responses: { 200: SynthesizeResult },
   },
 } satisfies Record<string, RouteSpec>);

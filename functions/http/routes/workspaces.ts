@@ -19,6 +19,7 @@ import {
 export const workspacesRoutes = defineRoutes({
   "workspaces.create": {
     method: "POST", path: "/api/workspaces", group: "workspaces", access: "user",
+    usage: "workspaces",
     summary: "Create a workspace (needs product access); the caller becomes owner and a trial starts",
     body: CreateWorkspaceInput,
     errors: ["PRODUCT_ACCESS_REQUIRED", "CONFLICT"],
@@ -59,6 +60,9 @@ export const workspacesRoutes = defineRoutes({
     summary: "Change settings (owner or admin); enabling research cycles has requirements (403 when unmet)",
     params: WorkspaceIdParam,
     body: UpdateSettingsInput,
+    // Only enabling the cycles needs the plan; other setting changes pass (spec 01: the highest plan).
+    roles: ["owner", "admin"],
+    feature: { flag: "has_overnight_cycles", when: ({ body }) => (body as { researchCycleEnabled?: boolean }).researchCycleEnabled === true },
     errors: ["SUBSCRIPTION_REQUIRED"],
     responses: { 200: WorkspaceSettings },
   },
@@ -79,6 +83,8 @@ export const workspacesRoutes = defineRoutes({
     summary: "Add a user by e-mail with a role (owner or admin)",
     params: WorkspaceIdParam,
     body: AddMemberInput,
+    usage: "seats",
+    roles: ["owner", "admin"],
     errors: ["USER_NOT_FOUND", "ALREADY_MEMBER", "SUBSCRIPTION_REQUIRED", "USAGE_LIMIT_EXCEEDED"],
     responses: { 201: Member },
   },

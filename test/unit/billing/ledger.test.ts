@@ -265,7 +265,8 @@ describe("conflicts", () => {
       const err = await reserve(u, "r2", 1).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(AppError);
       expect((err as AppError).code).toBe("SERVICE_UNAVAILABLE");
-      expect(1000 - lasting.left()).toBe(12); // the first try and 11 retries
+      // The fast attempt (this process saw the account at r1), then the read path's first try and 11 retries.
+      expect(1000 - lasting.left()).toBe(13);
     } finally {
       lasting.remove();
     }
@@ -338,6 +339,46 @@ describe("settle and release", () => {
     expect(s.boosts.map((b) => [b.boost_id, b.remaining])).toEqual([["short", 0], ["long", 4]]);
     expect(s.account.forfeited).toBe(3);
     expect(await expireBoosts(u)).toBe(0);
+  });
+
+  it("settle with the process's own reservation skips its reads and ends exactly as the read path does", async () => {
+    const [fast, slow] = [user(), user()];
+    for (const u of [fast, slow]) {
+      await accountOf(u);
+      await grant(u, { source: "b1", credits: 10, bucket: "boost", expiresAt: inDays(20) });
+    }
+    const held = await reserve(fast, "run", 8);
+    await reserve(slow, "run", 8);
+    const a = await settle(fast, "run", 4.5, { tokens: 12_000, costUsd: 0.35 }, held);
+    const b = await settle(slow, "run", 4.5, { tokens: 12_000, costUsd: 0.35 });
+    expect(a).toEqual(b);
+    const [sa, sb] = [await expectConsistent(fast), await expectConsistent(slow)];
+    const pick = ({ account: c, boosts, holds }: typeof sa) => ({
+      account: [c.quota_granted, c.quota_remaining, c.reserved, c.charged, c.shortfall, c.forfeited, c.tokens_used, c.cost_usd],
+      boosts: boosts.map((bo) => bo.remaining),
+      holds: holds.length,
+    });
+    expect(pick(sa)).toEqual(pick(sb));
+    expect(await settle(fast, "run", 4.5, {}, held)).toMatchObject({ applied: false, reason: "already_applied", charged: 4.5 });
+  });
+
+  it("the fast settle falls back to reading when its reservation went stale (released by the sweeper, or the period turned)", async () => {
+    const u = user();
+    await accountOf(u); // quota 5
+    const held = await reserve(u, "r", 2);
+    await release(u, "r");
+    // The hold is gone: the fast attempt is refused by its condition, the read path charges the balance once.
+    expect(await settle(u, "r", 2, {}, held)).toMatchObject({ applied: true, held: 0, charged: 2 });
+    expect((await expectConsistent(u)).account.quota_remaining).toBe(3);
+
+    const v = user();
+    await accountOf(v);
+    const h = await reserve(v, "r", 4);
+    const next = { start: inDays(1), end: inDays(31) };
+    await grant(v, { source: "in_next", credits: 100, bucket: "monthly", period: next, plan: "pro" });
+    // The quota the run held from has closed: the fast attempt's period condition fails; nothing goes back to the new quota.
+    expect(await settle(v, "r", 1, {}, h)).toMatchObject({ applied: true, held: 4, charged: 1, returned: 0, forfeited: 3 });
+    expect((await expectConsistent(v)).account.quota_remaining).toBe(100);
   });
 
   it("settle and release racing on one reservation close it once", async () => {

@@ -1,0 +1,119 @@
+/**
+ * Charging benchmark (issue #12: "added latency of the reserve and settle steps per AI request through the local
+ * gateway"): what billing adds to a real AI request.
+ *
+ *   npm run bench -- charging      (or: npx tsx bench/run.ts charging)
+ *
+ * The embedded runtime in this process (bench/lib/runtime.ts): DynamoDB Local in memory, the object store, the local
+ * gateway on loopback. One owner on a paid plan (no trial milestones to look up) with a boost pack, a document whose
+ * blocks come from `POST /api/blocks/extract`, then `POST /api/blocks/{id}/expand` (an AI block action on the local
+ * engine: reserve → the action → settle) sent N times one after another through the gateway, after warm-ups. Every
+ * agent run records `charge_ms`: the time from before its reservation (finding the payer, the reserve transaction)
+ * plus its settlement, measured inside the handler (core/agent/index.ts `recordRun`). Reported: p50/p90/p99 of
+ * `charge_ms` against the target (< 15 ms together), and the whole request's latency for scale. Then the same on a
+ * trial account whose quota is spent and whose runs are charged from a boost pack (the read path: reads before each
+ * transaction), which also looks up the trial milestones after each run.
+ */
+import { Recorder, fmtMs, printTable, type Summary } from "./lib/stats";
+import { busyWarning, machineLine } from "./lib/machine";
+import { startBenchRuntime, type BenchRuntime } from "./lib/runtime";
+
+const WARMUP = 20;
+const N = 300;
+const LOOP_DEADLINE_MS = 120_000;
+const TARGET_MS = 15;
+
+const PRD = [
+  "# Fix the sign-in loop",
+  "## Problem",
+  "Users are sent back to the sign-in screen after every app update and cannot reach their prescriptions.",
+  "## Solution",
+  "Keep the session across updates and refresh tokens silently; show a clear message when sign-in is really needed.",
+  "## Risks",
+  "Longer sessions on shared devices.",
+].join("\n\n");
+
+async function api(rt: BenchRuntime, token: string, method: string, path: string, body?: unknown): Promise<any> {
+  const res = await fetch(new URL(path, rt.base), {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : undefined;
+}
+
+/** A workspace with a PRD's blocks, owned by a fresh user; returns the block to expand. */
+async function seeded(rt: BenchRuntime, email: string): Promise<{ token: string; userId: string; workspaceId: string; blockId: string }> {
+  const token = await rt.idp.sign({ email, name: "Bench" });
+  const me = await api(rt, token, "GET", "/api/auth/me");
+  const ws = await api(rt, token, "POST", "/api/workspaces", { name: "Charging bench" });
+  const doc = await api(rt, token, "POST", "/api/documents", { workspace_id: ws.id, title: "Sign-in loop", document_type: "prd", content: PRD });
+  const blocks = await api(rt, token, "POST", "/api/blocks/extract", { workspace_id: ws.id, document_id: doc.id });
+  return { token, userId: me.id, workspaceId: ws.id, blockId: blocks.blocks[0].id };
+}
+
+async function measure(rt: BenchRuntime, who: Awaited<ReturnType<typeof seeded>>, label: string): Promise<{ charge: Summary; request: Summary }> {
+  const { db } = await import("../core/db/service");
+  const request = new Recorder();
+  const expand = () => api(rt, who.token, "POST", `/api/blocks/${who.blockId}/expand`);
+  for (let i = 0; i < WARMUP; i++) await expand();
+  const since = new Date().toISOString();
+  const deadline = performance.now() + LOOP_DEADLINE_MS;
+  for (let i = 0; i < N && performance.now() < deadline; i++) {
+    const t0 = performance.now();
+    await expand();
+    request.record(performance.now() - t0);
+  }
+  const { data } = await db()
+    .entities.agentRun.query.byWorkspace({ workspace_id: who.workspaceId })
+    .between({ executed_at: since }, { executed_at: "9999" })
+    .go({ pages: "all" });
+  const charge = new Recorder();
+  for (const r of data) if (typeof r.charge_ms === "number") charge.record(r.charge_ms);
+  const c = charge.summary();
+  const q = request.summary();
+  console.log(`\n${label}: ${c.n} AI requests (POST /api/blocks/{id}/expand) through the gateway, one at a time, after ${WARMUP} warm-ups`);
+  printTable(["measure", "n", "p50 ms", "p90 ms", "p99 ms", "max ms"], [
+    ["reserve + settle (charge_ms)", c.n, fmtMs(c.p50), fmtMs(c.p90), fmtMs(c.p99), fmtMs(c.max)],
+    ["whole request (client)", q.n, fmtMs(q.p50), fmtMs(q.p90), fmtMs(q.p99), fmtMs(q.max)],
+  ]);
+  return { charge: c, request: q };
+}
+
+export default async function charging(): Promise<void> {
+  console.log(`charging benchmark — ${machineLine()}`);
+  const warn = busyWarning();
+  if (warn) console.log(warn);
+  const rt = await startBenchRuntime({ tableName: "r2d-bench-charging", bucketName: "r2d-bench-charging" });
+  try {
+    const { grant } = await import("../core/billing/ledger");
+    const { db } = await import("../core/db/service");
+    const paid = await seeded(rt, "bench-charging-paid@example.com");
+    // A paid period starting now, as the paid invoice grants it: 300 credits of monthly quota.
+    await grant(paid.userId, { source: "in_bench", credits: 300, bucket: "monthly", plan: "growth", period: { start: new Date(), end: new Date(Date.now() + 30 * 86_400_000) } });
+    const onPaid = await measure(rt, paid, "paid plan (growth), charged from the monthly quota");
+
+    // A trial whose 5 signup credits are spent: every run is charged from a boost pack (the read path: reserve reads
+    // the account and the boosts before its transaction), and each run also checks the trial milestones after it is
+    // written (in the whole request, not in charge_ms).
+    const trial = await seeded(rt, "bench-charging-trial@example.com");
+    await db().entities.billingAccount.patch({ user_id: trial.userId }).set({ quota_remaining: 0 }).go();
+    await grant(trial.userId, { source: "bench-charging", credits: 215, bucket: "boost", expiresAt: new Date(Date.now() + 30 * 86_400_000) });
+    const onTrial = await measure(rt, trial, "trial, charged from a boost pack");
+
+    console.log("");
+    printTable(["figure", "value", "target"], [
+      ["reserve + settle p50, paid plan", `${fmtMs(onPaid.charge.p50)} ms`, `< ${TARGET_MS} ms: ${onPaid.charge.p50 < TARGET_MS ? "met" : "NOT met"}`],
+      ["reserve + settle p99, paid plan", `${fmtMs(onPaid.charge.p99)} ms`, `< ${TARGET_MS} ms: ${onPaid.charge.p99 < TARGET_MS ? "met" : "NOT met"}`],
+      ["reserve + settle p50, boost pack (read path)", `${fmtMs(onTrial.charge.p50)} ms`, "for reference"],
+      ["reserve + settle p99, boost pack (read path)", `${fmtMs(onTrial.charge.p99)} ms`, "for reference"],
+      ["share of the request, paid p50", `${((onPaid.charge.p50 / onPaid.request.p50) * 100).toFixed(0)} %`, "for reference"],
+    ]);
+  } finally {
+    await rt.stop();
+  }
+  const warnEnd = busyWarning();
+  console.log(`end: ${machineLine()}${warnEnd ? `\n${warnEnd}` : ""}`);
+}

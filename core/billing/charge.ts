@@ -1,0 +1,142 @@
+/**
+ * Charging an AI run (spec 02 Credits; DESIGN.md 6.3): every AI operation reserves its estimated maximum from the
+ * workspace owner's account before it starts and settles to what it cost when it ends. `recordRun`
+ * (core/agent/index.ts) does both around every recorded run; the copilot's streams reserve in their pre-flight, so
+ * a blocked account is refused (402) before the stream opens and before any model call.
+ */
+import { db } from "../db/service";
+import { Errors } from "../error";
+import { costUsd, type ModelTier } from "../ai/ports";
+import { creditsFor, type RunOutcome } from "./credits";
+import { accountOf, grant, release, reserve, settle, TRIAL_MILESTONE_CREDITS, type Closing } from "./ledger";
+
+/**
+ * Token envelope of one model run per tier, at the high end (input and output, thinking included): what a run's
+ * reservation holds on a model engine. Twice the copilot's typical medium-effort run, priced at the tier's rates
+ * (the same figure `GET /api/billing/estimate` calls `creditRangeHigh` for the matching effort).
+ */
+export const RUN_ENVELOPE: Record<ModelTier, { input: number; output: number }> = {
+  small: { input: 30_000, output: 3_000 },
+  mid: { input: 80_000, output: 8_000 },
+  large: { input: 160_000, output: 16_000 },
+};
+
+/** Most trial credits an account can earn from milestones (spec 02 Limits: Plans, "milestone-based, up to 25"). */
+export const TRIAL_CREDIT_CAP = 25;
+
+/** The engines that cost nothing in USD (the embedded runtime's local engine): only the minimum charges apply. */
+const FREE_ENGINES = new Set(["local"]);
+
+/**
+ * What a run reserves, in credits: on a free engine its largest minimum charge (success: 0.5; a chat message at
+ * least 0.25), on a model engine the tier's envelope (`RUN_ENVELOPE`) through `creditsFor`.
+ * @param engine the engine's name as recorded on the agent run (`local`, `bedrock`, `openai-compatible`, ...)
+ * @param tier the model tier the run uses (default mid)
+ */
+export function reservationFor(engine: string, tier: ModelTier = "mid", opts: { chatMessage?: boolean } = {}): number {
+  if (FREE_ENGINES.has(engine)) return creditsFor(0, "success", opts);
+  const env = RUN_ENVELOPE[tier];
+  return creditsFor(costUsd(tier, env.input, env.output), "success", opts);
+}
+
+/** Owners of workspaces this process has looked up: a workspace's owner is set at creation and never changes. */
+const owners = new Map<string, string>();
+/** Bound on the cache: past it, it starts again (a container serves far fewer workspaces). */
+const MAX_OWNERS = 10_000;
+
+/**
+ * The owner of a workspace: the account its AI runs are charged to. Cached per process (the owner never changes; a
+ * deleted workspace's runs fail on their own reads first).
+ * @throws AppError NOT_FOUND when the workspace is gone.
+ */
+export async function payerOf(workspaceId: string): Promise<string> {
+  const cached = owners.get(workspaceId);
+  if (cached) return cached;
+  const { data } = await db().entities.workspace.get({ id: workspaceId }).go();
+  if (!data) throw Errors.notFound("Workspace");
+  if (owners.size >= MAX_OWNERS) owners.clear();
+  owners.set(workspaceId, data.owner_id);
+  return data.owner_id;
+}
+
+/** A run's charge: credits held before the work, settled once after it. */
+export interface Charge {
+  readonly payer: string;
+  readonly runId: string;
+  readonly workspaceId: string;
+  /** Credits held by the reservation. */
+  readonly held: number;
+  /** Milliseconds `startCharge` took (finding the payer and reserving). */
+  readonly reserveMs: number;
+  readonly chatMessage: boolean;
+  /** Credits charged by the settlement; null until settled (or after a release). */
+  charged: number | null;
+  /**
+   * Settle once: charge `creditsFor(costUsd, outcome)` and give the rest back (ledger `settle`); the compute counters
+   * get the run's tokens and cost. A second call returns the first figure.
+   */
+  settle(outcome: RunOutcome, usage: { tokens: number; costUsd: number }): Promise<number>;
+  /** Give the held credits back if the run never settled (a stream that never ran). */
+  release(): Promise<void>;
+}
+
+/**
+ * Reserve for a run before it starts (DESIGN.md 6.3). Refuses a run the account cannot carry, before any work:
+ * the compute budget used up (402 `reason: compute_budget`) or too few spendable credits for the reservation (402
+ * `reason: credits_exhausted`, with `required` and `available`).
+ * @param input.runId the run's id: one reservation and one settlement per run (a replayed pending action derives it)
+ * @param input.engine the engine that will run (free engines reserve the minimum charge)
+ * @throws AppError USAGE_LIMIT_EXCEEDED (402), NOT_FOUND (workspace gone), SERVICE_UNAVAILABLE (account contended).
+ */
+export async function startCharge(input: { workspaceId: string; runId: string; engine: string; tier?: ModelTier; chatMessage?: boolean; payer?: string }): Promise<Charge> {
+  const started = performance.now();
+  const payer = input.payer ?? (await payerOf(input.workspaceId));
+  const chatMessage = input.chatMessage ?? false;
+  const held = reservationFor(input.engine, input.tier, { chatMessage });
+  const reservation = await reserve(payer, input.runId, held, { computeBudget: true });
+  let settling: Promise<Closing> | null = null;
+  const charge: Charge = {
+    payer,
+    runId: input.runId,
+    workspaceId: input.workspaceId,
+    held,
+    reserveMs: performance.now() - started,
+    chatMessage,
+    charged: null,
+    async settle(outcome, usage) {
+      settling ??= settle(payer, input.runId, creditsFor(usage.costUsd, outcome, { chatMessage }), { tokens: usage.tokens, costUsd: usage.costUsd }, reservation);
+      const closing = await settling;
+      charge.charged = closing.charged;
+      return closing.charged;
+    },
+    async release() {
+      if (settling) return;
+      await release(payer, input.runId);
+    },
+  };
+  return charge;
+}
+
+/**
+ * Grant the trial milestones a finished run earns (spec 02 Trial milestones: first_run at the first successful agent
+ * run, engagement at 3 or more agent runs; 5.0 credits each, once per workspace), while the payer is on the trial and
+ * under `TRIAL_CREDIT_CAP`. Keyed `milestone#<name>#<workspace id>` in the payer's ledger (signup is the account's
+ * own, granted when it is created), so concurrent runs grant once.
+ * @param countRuns the workspace's agent runs so far (embedding runs left out), read only when engagement is open
+ */
+export async function grantMilestones(payer: string, workspaceId: string, succeeded: boolean, countRuns: () => Promise<number>): Promise<void> {
+  const account = await accountOf(payer);
+  if (account.plan !== "trial") return;
+  const keys = { first_run: `milestone#first_run#${workspaceId}`, engagement: `milestone#engagement#${workspaceId}` };
+  const [first, engaged] = await Promise.all(
+    Object.values(keys).map((source) => db().entities.creditLedger.get({ user_id: payer, key: `grant#${source}` }).go({ consistent: true })),
+  );
+  let granted = account.quota_granted;
+  const give = async (source: string) => {
+    if (granted + TRIAL_MILESTONE_CREDITS > TRIAL_CREDIT_CAP) return;
+    const r = await grant(payer, { source, credits: TRIAL_MILESTONE_CREDITS, bucket: "trial" });
+    if (r.applied) granted += TRIAL_MILESTONE_CREDITS;
+  };
+  if (succeeded && !first?.data) await give(keys.first_run);
+  if (!engaged?.data && (await countRuns()) >= 3) await give(keys.engagement);
+}

@@ -1,0 +1,121 @@
+/**
+ * Plan gates (spec 02 Limits: Plans: "Failed gates: require_feature gives 403, require_usage gives 402"). Routes
+ * declare them on the route table (`feature`, `usage` in functions/lib/route.ts); the HTTP layer calls
+ * `requireFeature` / `requireUsage` after validation and membership, before the implementation, and the OpenAPI
+ * document lists them per operation. A workspace's plan is its owner's account's (DESIGN.md 6.3).
+ */
+import { db } from "../db/service";
+import { AppError } from "../error";
+import { countByPrefix } from "../db/partition";
+import { accountOf } from "./ledger";
+import { payerOf } from "./charge";
+import { PLANS, type Plan, type PlanLimits } from "./plans";
+
+/** Plan feature flags a route can require (spec 02 feature flags). */
+export type PlanFeature = "has_integrations" | "has_codehost" | "has_skills" | "has_custom_skills" | "has_overnight_cycles" | "has_api_access" | "has_research_graph";
+
+/**
+ * Plan usage limits a route can require room in (spec 02 Limits: Plans):
+ * - `research_sources`: the workspace's sources (the counter the upload's own transaction also guards) < max_research_sources;
+ * - `documents`: documents created in the workspace since the owner's period start < max_documents (per month);
+ * - `workspaces`: workspaces the caller owns < max_workspaces of the caller's own plan;
+ * - `seats`: members of the workspace < max_seats_per_workspace.
+ */
+export type PlanUsage = "research_sources" | "documents" | "workspaces" | "seats";
+
+/** Where a gate looks: the caller, and the workspace the request names (absent for workspace creation). */
+export interface GateScope {
+  userId: string;
+  workspaceId?: string;
+}
+
+const PLAN_ORDER: Plan[] = ["trial", "pro", "growth", "power"];
+
+/** The lowest plan that has a feature, for the message. */
+const lowestWith = (feature: PlanFeature): Plan | undefined => PLAN_ORDER.find((p) => PLANS[p][feature]);
+
+async function planOf(scope: GateScope): Promise<{ owner: string; plan: Plan; limits: PlanLimits; period_start: string }> {
+  const owner = scope.workspaceId ? await payerOf(scope.workspaceId) : scope.userId;
+  const account = await accountOf(owner);
+  return { owner, plan: account.plan, limits: PLANS[account.plan], period_start: account.period_start };
+}
+
+/**
+ * require_feature: the plan must have the flag.
+ * @throws AppError PLAN_FEATURE_REQUIRED (403) naming the feature, the current plan and the lowest plan with it.
+ */
+export async function requireFeature(scope: GateScope, feature: PlanFeature): Promise<void> {
+  const { plan, limits } = await planOf(scope);
+  if (limits[feature]) return;
+  const needed = lowestWith(feature);
+  throw new AppError("PLAN_FEATURE_REQUIRED", `The ${plan} plan does not include ${feature.replace(/^has_/, "").replace(/_/g, " ")}${needed ? `; it needs the ${needed} plan or higher` : ""}`, {
+    feature, plan, required_plan: needed ?? null,
+  });
+}
+
+/** The current figure and the plan's limit of one usage gate (null: unlimited). */
+export async function usageOf(scope: GateScope, usage: PlanUsage): Promise<{ current: number; limit: number | null; plan: Plan }> {
+  const { plan, limits, period_start } = await planOf(scope);
+  const ws = scope.workspaceId;
+  const need = (what: string) => {
+    if (!ws) throw new Error(`The ${what} gate needs a workspace`);
+    return ws;
+  };
+  switch (usage) {
+    case "research_sources": {
+      const { data } = await db().entities.usage.get({ workspace_id: need(usage) }).go({ consistent: true });
+      return { current: data?.research_sources ?? 0, limit: limits.max_research_sources, plan };
+    }
+    case "documents": {
+      if (limits.max_documents === null) return { current: 0, limit: null, plan };
+      const { data } = await db()
+        .entities.document.query.byWorkspace({ workspace_id: need(usage) })
+        .where((a, op) => op.gte(a.created_at, period_start))
+        .go({ pages: "all", attributes: ["id"] });
+      return { current: data.length, limit: limits.max_documents, plan };
+    }
+    case "workspaces": {
+      if (limits.max_workspaces === null) return { current: 0, limit: null, plan };
+      const { data } = await db().entities.membership.query.byUser({ user_id: scope.userId }).go({ pages: "all" });
+      return { current: data.filter((m) => m.role === "owner").length, limit: limits.max_workspaces, plan };
+    }
+    case "seats": {
+      if (limits.max_seats_per_workspace === null) return { current: 0, limit: null, plan };
+      return { current: await countByPrefix(`ws#${need(usage)}`, "member#", "membership"), limit: limits.max_seats_per_workspace, plan };
+    }
+  }
+}
+
+const USAGE_NAMES: Record<PlanUsage, string> = {
+  research_sources: "research sources per workspace",
+  documents: "documents per month",
+  workspaces: "workspaces",
+  seats: "members per workspace",
+};
+
+/**
+ * require_usage: there must be room for one more under the plan's limit.
+ * @throws AppError USAGE_LIMIT_EXCEEDED (402) with `usage_type`, `current`, `limit` and `plan`.
+ */
+export async function requireUsage(scope: GateScope, usage: PlanUsage): Promise<void> {
+  const { current, limit, plan } = await usageOf(scope, usage);
+  if (limit === null || current < limit) return;
+  throw new AppError("USAGE_LIMIT_EXCEEDED", `The ${plan} plan allows ${limit} ${USAGE_NAMES[usage]} and this is at ${current}; upgrade the plan for more`, {
+    usage_type: usage, current, limit, plan,
+  });
+}
+
+/**
+ * Check a route's declared gates for one request (functions/lib/http.ts): membership of the named workspace first,
+ * with the route's roles (403 FORBIDDEN, so a caller who may not do this learns nothing about the plan), then
+ * require_feature, then require_usage.
+ * @throws AppError FORBIDDEN (403), PLAN_FEATURE_REQUIRED (403), USAGE_LIMIT_EXCEEDED (402).
+ */
+export async function checkGates(scope: GateScope, gates: { feature?: PlanFeature; usage?: PlanUsage; roles?: readonly ("owner" | "admin" | "member")[] }): Promise<void> {
+  if (scope.workspaceId) {
+    const { requireMember } = await import("../workspace");
+    await requireMember(scope.userId, scope.workspaceId, gates.roles ? [...gates.roles] : undefined);
+  }
+  if (gates.feature) await requireFeature(scope, gates.feature);
+  if (gates.usage) await requireUsage(scope, gates.usage);
+}

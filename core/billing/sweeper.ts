@@ -1,0 +1,53 @@
+/**
+ * The stale-reservation sweeper (DESIGN.md 6.3: "A sweeper releases stale reservations"). A run reserves before it
+ * starts and settles when it ends; a process that dies in between (a Lambda timeout, a crash, a stream whose host
+ * went away) leaves its hold open, and the held credits would stay unusable. Holds older than `STALE_HOLD_MS` are
+ * released: nothing still running can own one (a Lambda lives at most 15 minutes, a stream 300 s). A run that does
+ * settle after its release is charged from the spendable balance (ledger `settle`), so nothing is charged twice
+ * and nothing is lost.
+ */
+import { db } from "../db/service";
+import { OPEN_HOLDS } from "./account.entity";
+import { release } from "./ledger";
+
+/** Age after which an open reservation is stale: above the longest a run can live (a 15-minute Lambda), with margin. */
+export const STALE_HOLD_MS = 20 * 60_000;
+
+/** What one sweep did. */
+export interface HoldSweepReport {
+  /** Open holds older than the cut-off that were looked at. */
+  stale: number;
+  /** Holds this sweep released (another sweeper or the run's own settle may have closed the rest first). */
+  released: number;
+  credits_returned: number;
+  errors: unknown[];
+}
+
+/**
+ * Release every reservation older than `olderThanMs` (default `STALE_HOLD_MS`), oldest first, at most `limit` per
+ * sweep; reads the `open` index of holds (never scans). Each release is the ledger's once-only `release`, so two
+ * sweepers, or a sweeper racing the run's own settle, close a hold once. Errors are collected, not thrown, so one bad
+ * account does not stop the sweep.
+ * @param now the sweep's clock (tests pass a later time instead of waiting)
+ */
+export async function sweepStaleHolds(opts: { now?: Date; olderThanMs?: number; limit?: number } = {}): Promise<HoldSweepReport> {
+  const now = opts.now ?? new Date();
+  const cutoff = new Date(now.getTime() - (opts.olderThanMs ?? STALE_HOLD_MS)).toISOString();
+  const { data } = await db()
+    .entities.creditHold.query.open({ sweep: OPEN_HOLDS })
+    .lt({ created_at: cutoff })
+    .go({ limit: opts.limit ?? 500 });
+  const report: HoldSweepReport = { stale: data.length, released: 0, credits_returned: 0, errors: [] };
+  for (const hold of data) {
+    try {
+      const closing = await release(hold.user_id, hold.run_id);
+      if (closing.applied) {
+        report.released += 1;
+        report.credits_returned += closing.returned;
+      }
+    } catch (err) {
+      report.errors.push(err);
+    }
+  }
+  return report;
+}

@@ -1,0 +1,330 @@
+/**
+ * Stripe's state onto the billing account (DESIGN.md 6.3; spec 02 "Subscription status", "Inbound webhook events",
+ * `POST /api/billing/sync`). One function, `syncAccount`, serves the payments consumer and the sync route: it reads
+ * the customer's subscriptions from Stripe now and writes what they say, so deliveries in any order, repeated or
+ * late, end in Stripe's current state (Stripe does not order webhook deliveries).
+ *
+ * - The current subscription is the customer's best one: active or trialing before past_due/unpaid/paused before
+ *   canceled, newest first; `incomplete` ones (never paid) are left out.
+ * - Its price gives the plan (STRIPE_PRICE_<PLAN>_<INTERVAL>), else its `metadata.plan` (set by our checkout).
+ * - Status: active, trialing → same; past_due, unpaid, paused → past_due; canceled → cancelled.
+ * - Credits: when the subscription is active or trialing and its latest invoice is paid, the plan's monthly credits
+ *   are granted for the current month of its period (`grant#period#<start>`: the invoice and every later sync of the
+ *   period find the same key, so a checkout and its invoice grant once). A yearly period is cut into months from its
+ *   start; each month's credits are granted by the first sync in it.
+ * - The account's plan, status, `cancel_at_period_end`, subscription, price and interval are set conditionally on
+ *   `stripe_synced_at`: a read that started earlier than the one already written does not overwrite it.
+ *
+ * Without STRIPE_SECRET_KEY (the embedded runtime's simulated upgrade, README "Simulate a paid upgrade"), the
+ * consumer cannot read Stripe and applies the objects the signed event carries instead, ordered by the event's time.
+ */
+import type Stripe from "stripe";
+import type { z } from "zod";
+import { Config, stripePriceSetting } from "../config";
+import { db } from "../db/service";
+import { isConditionalFailure } from "../db/errors";
+import { Errors } from "../error";
+import { requireMember } from "../workspace";
+import { BOOST_PACKS } from "./checkout";
+import { accountOf, BOOST_VALIDITY_DAYS, grant, type BillingAccount, type GrantResult } from "./ledger";
+import { PLANS, type Plan } from "./plans";
+import type { BillingSyncResult, BillingWorkspaceQuery } from "./schema";
+import { callStripe, requireStripe } from "./stripe";
+import { subscriptionView } from "./views";
+import { customerOf, markPaymentEventApplied, type PaymentEventType } from "./webhook";
+
+/**
+ * Boost credits a referrer earns when a user they referred pays a subscription checkout (spec 02: checkout grants
+ * referral credits; the amount is ours: a fifth of Pro's monthly 100, usable 30 days like a boost pack).
+ */
+export const REFERRAL_CREDITS = 20;
+
+type AccountStatus = BillingAccount["status"];
+
+/** Stripe subscription statuses as the account's (spec 02 Subscription: active, trialing, past_due, cancelled). */
+const STATUS: Record<string, AccountStatus> = {
+  active: "active",
+  trialing: "trialing",
+  past_due: "past_due",
+  unpaid: "past_due",
+  paused: "past_due",
+  canceled: "cancelled",
+};
+/** Preference among a customer's subscriptions: the live one wins over the ended one. */
+const RANK: Record<AccountStatus, number> = { active: 3, trialing: 3, past_due: 2, cancelled: 1 };
+
+/** Where the Stripe objects come from: the API now, or (offline) the signed event itself. */
+export interface StripeSource {
+  /** The customer's subscriptions with `latest_invoice` expanded where the source can. */
+  subscriptions(customer: string): Promise<Stripe.Subscription[]>;
+  checkoutSession(id: string): Promise<Stripe.Checkout.Session>;
+  /** The user id a customer's metadata names (customers created by our checkout carry it). */
+  customerUser(customer: string): Promise<string | undefined>;
+  /** ISO 8601 time the objects are as of: reads are applied only if none later has been. */
+  readAt(): string;
+}
+
+/** The Stripe API (the consumer with a key, and `POST /api/billing/sync`). */
+export function stripeSource(stripe: Stripe): StripeSource {
+  let at = new Date().toISOString();
+  return {
+    subscriptions: async (customer) => {
+      at = new Date().toISOString();
+      const list = await callStripe(() => stripe.subscriptions.list({ customer, status: "all", limit: 100, expand: ["data.latest_invoice"] }));
+      return list.data;
+    },
+    checkoutSession: (id) => callStripe(() => stripe.checkout.sessions.retrieve(id)),
+    customerUser: async (customer) => {
+      const c = await callStripe(() => stripe.customers.retrieve(customer));
+      return c.deleted ? undefined : c.metadata?.user_id;
+    },
+    readAt: () => at,
+  };
+}
+
+/**
+ * The signed event's own objects (no STRIPE_SECRET_KEY: the embedded runtime): a subscription event's subscription,
+ * a checkout event's session (and its subscription when expanded). Invoice events carry no subscription, so offline
+ * they change nothing. As of the event's `created` time.
+ */
+export function carriedSource(event: Stripe.Event): StripeSource {
+  const obj = event.data.object as { object: string; id?: string };
+  const subs: Stripe.Subscription[] = [];
+  if (obj.object === "subscription") subs.push(obj as Stripe.Subscription);
+  if (obj.object === "checkout.session") {
+    const s = (obj as Stripe.Checkout.Session).subscription;
+    if (s && typeof s === "object") subs.push(s);
+  }
+  return {
+    subscriptions: async (customer) => subs.filter((s) => idOf(s.customer) === customer),
+    checkoutSession: async (id) => {
+      if (obj.object === "checkout.session" && obj.id === id) return obj as Stripe.Checkout.Session;
+      throw new Error(`Checkout session ${id} is not in event ${event.id}`);
+    },
+    customerUser: async () => undefined,
+    readAt: () => new Date(event.created * 1000).toISOString(),
+  };
+}
+
+/** The source the consumer reads: Stripe when a key is configured, else the event itself. */
+const sourceFor = (event: Stripe.Event): StripeSource => (Config.stripeSecretKey() ? stripeSource(requireStripe()) : carriedSource(event));
+
+const idOf = (ref: string | { id: string } | null | undefined): string | undefined => (typeof ref === "string" ? ref : ref?.id);
+
+/** The plan of a Stripe price id among the configured ones (STRIPE_PRICE_{PRO,GROWTH}_{MONTHLY,YEARLY}). */
+export function planOfPrice(priceId: string | undefined): { plan: Plan; interval: "monthly" | "yearly" } | undefined {
+  if (!priceId) return undefined;
+  for (const plan of ["pro", "growth"] as const) {
+    for (const interval of ["monthly", "yearly"] as const) {
+      if (process.env[stripePriceSetting(plan, interval)] === priceId) return { plan, interval };
+    }
+  }
+  return undefined;
+}
+
+const PAID_PLANS = new Set<string>(["pro", "growth", "power"]);
+
+/** A subscription's plan and interval: from its price id, else its (or its price's) `metadata.plan`. */
+function planOf(sub: Stripe.Subscription): { plan: Plan; interval: "monthly" | "yearly" } | undefined {
+  const price = sub.items.data[0]?.price;
+  const byPrice = planOfPrice(price?.id);
+  if (byPrice) return byPrice;
+  const named = sub.metadata?.plan ?? price?.metadata?.plan;
+  if (!named || !PAID_PLANS.has(named)) return undefined;
+  const interval = price?.recurring?.interval === "year" ? "yearly" : sub.metadata?.interval === "yearly" ? "yearly" : "monthly";
+  return { plan: named as Plan, interval };
+}
+
+const addMonths = (d: Date, months: number): Date => {
+  const out = new Date(d);
+  out.setUTCMonth(out.getUTCMonth() + months);
+  return out;
+};
+
+/**
+ * The month of a Stripe period (epoch seconds) that `now` falls in, for the monthly credits: the whole period for a
+ * monthly subscription, the k-th month from its start for a yearly one (never past its end).
+ */
+export function creditMonth(startSec: number, endSec: number, now: Date): { start: Date; end: Date } {
+  const start = new Date(startSec * 1000);
+  const end = new Date(endSec * 1000);
+  let k = 0;
+  while (addMonths(start, k + 1) <= now && addMonths(start, k + 1) < end) k++;
+  const sliceEnd = addMonths(start, k + 1);
+  return { start: addMonths(start, k), end: sliceEnd < end ? sliceEnd : end };
+}
+
+/** The subscription the account follows among a customer's (see the module comment). */
+function currentOf(subs: Stripe.Subscription[]): Stripe.Subscription | undefined {
+  return subs
+    .filter((s) => STATUS[s.status] !== undefined)
+    .sort((a, b) => RANK[STATUS[b.status]!] - RANK[STATUS[a.status]!] || b.created - a.created)[0];
+}
+
+/** What `syncAccount` did. */
+export interface SyncOutcome {
+  /** False when Stripe has no subscription the account can follow (or the plan is unknown): nothing written. */
+  synced: boolean;
+  subscription_id?: string;
+  plan?: Plan;
+  status?: AccountStatus;
+  /** The monthly grant, when the current period is paid (`applied: false` when an earlier sync made it). */
+  grant?: GrantResult;
+  /** False when a read that started later had already been written (this one was older). */
+  written?: boolean;
+}
+
+/**
+ * Bring a user's billing account to the state of their Stripe customer's current subscription (see the module
+ * comment: plan, status, cancel_at_period_end, the monthly grant of a paid period).
+ * @param userId the account's user (partition `bill#<user id>`)
+ * @param customer the user's Stripe customer ("cus_...")
+ * @param source where the subscriptions are read (`stripeSource`, or `carriedSource` offline)
+ * @throws AppError SERVICE_UNAVAILABLE (503) when Stripe fails (the consumer retries).
+ */
+export async function syncAccount(userId: string, customer: string, source: StripeSource): Promise<SyncOutcome> {
+  const subs = await source.subscriptions(customer);
+  const readAt = source.readAt();
+  const sub = currentOf(subs);
+  if (!sub) return { synced: false };
+  const plan = planOf(sub);
+  if (!plan) return { synced: false, subscription_id: sub.id };
+  const status = STATUS[sub.status]!;
+  const item = sub.items.data[0];
+  const invoice = sub.latest_invoice;
+  const paid = typeof invoice === "object" && invoice !== null && invoice.status === "paid";
+  let granted: GrantResult | undefined;
+  if (item && paid && (status === "active" || status === "trialing")) {
+    const period = creditMonth(item.current_period_start, item.current_period_end, new Date());
+    granted = await grant(userId, { bucket: "monthly", source: invoice.id, credits: PLANS[plan.plan].monthly_credits, period });
+  }
+  let written = true;
+  try {
+    await db()
+      .entities.billingAccount.patch({ user_id: userId })
+      .set({
+        plan: plan.plan,
+        status,
+        cancel_at_period_end: sub.cancel_at_period_end,
+        stripe_subscription_id: sub.id,
+        ...(item ? { stripe_price_id: item.price.id } : {}),
+        billing_interval: plan.interval,
+        stripe_synced_at: readAt,
+      })
+      .where((a, op) => `${op.notExists(a.stripe_synced_at)} OR ${op.lte(a.stripe_synced_at, readAt)}`)
+      .go();
+  } catch (err) {
+    if (!isConditionalFailure(err)) throw err;
+    written = false;
+  }
+  return { synced: true, subscription_id: sub.id, plan: plan.plan, status, grant: granted, written };
+}
+
+/** Record the customer on the account unless it has one (checkout.ts writes it first; this covers the rest). */
+async function linkCustomer(userId: string, customer: string): Promise<void> {
+  await accountOf(userId);
+  try {
+    await db()
+      .entities.billingAccount.patch({ user_id: userId })
+      .set({ stripe_customer_id: customer })
+      .where((a, op) => op.notExists(a.stripe_customer_id))
+      .go();
+  } catch (err) {
+    if (!isConditionalFailure(err)) throw err;
+  }
+}
+
+/**
+ * The user whose account a Stripe customer is: the account holding it (written at the first checkout), else the
+ * `user_id` metadata our checkout put on the object or the customer (then the account is linked to it).
+ * @throws Error when none is found (the consumer's retries, then the dead-letter queue, keep the event).
+ */
+async function userOfCustomer(customer: string, hint: string | null | undefined, source: StripeSource): Promise<string> {
+  const { data } = await db().entities.billingAccount.query.byStripeCustomer({ stripe_customer_id: customer }).go();
+  if (data[0]) return data[0].user_id;
+  const userId = hint ?? (await source.customerUser(customer));
+  if (!userId) throw new Error(`No billing account for Stripe customer ${customer}`);
+  await linkCustomer(userId, customer);
+  return userId;
+}
+
+/** The `user_id` metadata of an event's object: a subscription's own, an invoice's subscription's. */
+function metadataUser(obj: Stripe.Event.Data.Object): string | undefined {
+  const o = obj as { metadata?: Stripe.Metadata | null; parent?: Stripe.Invoice.Parent | null };
+  return o.metadata?.user_id ?? o.parent?.subscription_details?.metadata?.user_id ?? undefined;
+}
+
+/**
+ * checkout.session.completed (spec 02: links the customer; provisions boost packs; grants referral credits), from
+ * the session as the source has it now:
+ * - the session's customer is linked to the account of its `user_id` (our checkout's metadata);
+ * - a paid boost pack session (`pack_type`) grants the pack's credits once (`grant#<session id>`), for 30 days from
+ *   the event (spec 02 Boost pack);
+ * - a subscription session syncs the account (plan, status, the first month's credits) and, when paid with another
+ *   user's `referral_code`, grants that user REFERRAL_CREDITS once per referred account (`grant#referral#<user id>`),
+ *   never to the payer or the member who started the checkout.
+ */
+async function applyCheckoutCompleted(event: Stripe.Event, source: StripeSource): Promise<void> {
+  const given = event.data.object as Stripe.Checkout.Session;
+  const session = await source.checkoutSession(given.id);
+  if (session.status !== "complete") return;
+  const customer = idOf(session.customer);
+  const userId = session.metadata?.user_id ?? session.client_reference_id ?? (customer ? await userOfCustomer(customer, undefined, source) : undefined);
+  if (!userId) throw new Error(`Checkout session ${session.id} names no user`);
+  if (customer) await linkCustomer(userId, customer);
+  const paid = session.payment_status === "paid";
+  const expiresAt = new Date((event.created + BOOST_VALIDITY_DAYS * 86_400) * 1000);
+  const pack = session.metadata?.pack_type;
+  if (session.mode === "payment" && paid && pack && Object.hasOwn(BOOST_PACKS, pack)) {
+    await grant(userId, { bucket: "boost", source: session.id, credits: BOOST_PACKS[pack as keyof typeof BOOST_PACKS].credits, expiresAt });
+  }
+  if (session.mode !== "subscription") return;
+  if (customer) await syncAccount(userId, customer, source);
+  const code = session.metadata?.referral_code;
+  if (!paid || !code) return;
+  const { data: ref } = await db().entities.referralCode.get({ code }).go();
+  if (!ref || ref.user_id === userId || ref.user_id === session.metadata?.initiated_by) return;
+  await grant(ref.user_id, { bucket: "boost", source: `referral#${userId}`, credits: REFERRAL_CREDITS, expiresAt });
+}
+
+/**
+ * Apply one verified payment event (the payments consumer, functions/events/payments-consumer.ts; spec 02 Inbound
+ * webhook events), then mark its receipt applied. Subscription and invoice events all sync the customer's account to
+ * Stripe's current state (`syncAccount`: created/updated → plan, status, period; deleted → cancelled;
+ * payment_succeeded → active and the period's credits; payment_failed → past_due), so the event's own snapshot, which
+ * may be stale, only names the customer. Idempotent: applying an event again changes nothing.
+ * @throws AppError SERVICE_UNAVAILABLE when Stripe fails; Error when the customer has no account (both retried by the
+ *   queue, then dead-lettered).
+ */
+export async function applyPaymentEvent(event: Stripe.Event): Promise<void> {
+  const source = sourceFor(event);
+  const type = event.type as PaymentEventType;
+  if (type === "checkout.session.completed") {
+    await applyCheckoutCompleted(event, source);
+  } else {
+    const customer = customerOf(event);
+    if (!customer) throw new Error(`Event ${event.id} (${event.type}) names no customer`);
+    const userId = await userOfCustomer(customer, metadataUser(event.data.object), source);
+    await syncAccount(userId, customer, source);
+  }
+  await markPaymentEventApplied(event.id);
+}
+
+/**
+ * `POST /api/billing/sync?workspace_id=` (spec 02 Billing: sync after a checkout redirect, before the webhook): the
+ * workspace owner's account is synced with Stripe now (`syncAccount`). Any member may ask; an account without a
+ * Stripe customer (no checkout yet) is answered as it is, `synced: false`.
+ * @returns `{synced, subscription}` with the Subscription of `GET /api/billing/subscription` after the sync
+ * @throws AppError SERVICE_UNAVAILABLE (503) without STRIPE_SECRET_KEY (checked first, as checkout does) or when
+ *   Stripe fails; FORBIDDEN (403) for a non-member.
+ */
+export async function syncWorkspace(userId: string, q: BillingWorkspaceQuery): Promise<z.output<typeof BillingSyncResult>> {
+  const stripe = requireStripe();
+  await requireMember(userId, q.workspace_id);
+  const { data: ws } = await db().entities.workspace.get({ id: q.workspace_id }).go({ consistent: true });
+  if (!ws) throw Errors.forbidden();
+  const before = await accountOf(ws.owner_id);
+  if (!before.stripe_customer_id) return { synced: false, subscription: await subscriptionView(q.workspace_id, before) };
+  const outcome = await syncAccount(ws.owner_id, before.stripe_customer_id, stripeSource(stripe));
+  return { synced: outcome.synced, subscription: await subscriptionView(q.workspace_id, await accountOf(ws.owner_id)) };
+}

@@ -1,0 +1,22 @@
+import { SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
+import { Config } from "../config";
+import type { Queue, QueueMessage } from "./index";
+
+let client: SQSClient | undefined;
+
+/** An SQS FIFO queue (AWS): group and deduplication ids go to MessageGroupId and MessageDeduplicationId. */
+export class SqsQueue implements Queue {
+  constructor(private readonly queueUrl: string) {}
+
+  async send(message: QueueMessage): Promise<void> {
+    client ??= new SQSClient({ region: Config.region() });
+    await client.send(
+      new SendMessageCommand({
+        QueueUrl: this.queueUrl,
+        MessageBody: message.body,
+        MessageGroupId: message.groupId,
+        MessageDeduplicationId: message.deduplicationId,
+      }),
+    );
+  }
+}

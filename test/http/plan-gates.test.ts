@@ -1,0 +1,170 @@
+/**
+ * Plan gates (issue #12 item 4; spec 02 Limits: Plans: require_feature 403, require_usage 402), declared on the route
+ * table (`feature`, `usage`) and checked by the HTTP layer. Driven by the table: every gated route must have a case
+ * here, each answers its gate's status on a plan that lacks room or the feature, passes the gate on a plan that has
+ * it, and the OpenAPI document shows the gate.
+ */
+import { describe, expect, it } from "vitest";
+import { db } from "../../core/db/service";
+import { PLANS } from "../../core/billing/plans";
+import { routes } from "../../functions/http/routes";
+import { openApiDocument } from "../../functions/lib/openapi";
+import type { RouteSpec } from "../../functions/lib/route";
+import { call, newUser, newWorkspace, type ApiResponse } from "../support/api";
+import { uploadResearch } from "../support/multipart";
+import { setAccount } from "../support/billing";
+import { expectEnvelope } from "./_helpers";
+
+type Gate = { status: 402 | 403; code: "USAGE_LIMIT_EXCEEDED" | "PLAN_FEATURE_REQUIRED" };
+const USAGE: Gate = { status: 402, code: "USAGE_LIMIT_EXCEEDED" };
+const FEATURE: Gate = { status: 403, code: "PLAN_FEATURE_REQUIRED" };
+
+/** A case: brings a fresh trial owner to the gate's edge and returns the request that must be refused. */
+type Case = { gate: Gate; passes: number; arrange: () => Promise<{ ownerId: string; request: () => Promise<ApiResponse> }> };
+
+const md = { name: "notes.md", data: Buffer.from("# Notes\n\nUsers cannot sign in after the update.\n") };
+
+async function atSourceLimit() {
+  const { owner, workspace } = await newWorkspace("Sources");
+  await db().entities.usage.update({ workspace_id: workspace.id }).set({ research_sources: PLANS.trial.max_research_sources! }).go();
+  return { owner, workspace };
+}
+
+async function atDocumentLimit() {
+  const { owner, workspace } = await newWorkspace("Documents");
+  for (let i = 0; i < PLANS.trial.max_documents!; i++) {
+    const res = await call("POST", "/api/documents", { token: owner.token, body: { workspace_id: workspace.id, title: `Doc ${i}`, document_type: "memo", content: "Text." } });
+    expect(res.status, res.text).toBe(201);
+  }
+  return { owner, workspace };
+}
+
+const CASES: Record<string, Case> = {
+  "research.upload": {
+    gate: USAGE,
+    passes: 201,
+    arrange: async () => {
+      const { owner, workspace } = await atSourceLimit();
+      return { ownerId: owner.id, request: () => uploadResearch(owner.token, workspace.id, md, "text/markdown") };
+    },
+  },
+  "research.uploadUrl": {
+    gate: USAGE,
+    passes: 201,
+    arrange: async () => {
+      const { owner, workspace } = await atSourceLimit();
+      const body = { workspace_id: workspace.id, source_type: "interview", title: "A", file_name: "a.md", content_type: "text/markdown", file_size_bytes: 12 };
+      return { ownerId: owner.id, request: () => call("POST", "/api/research/upload-url", { token: owner.token, body }) };
+    },
+  },
+  "documents.create": {
+    gate: USAGE,
+    passes: 201,
+    arrange: async () => {
+      const { owner, workspace } = await atDocumentLimit();
+      const body = { workspace_id: workspace.id, title: "One more", document_type: "memo", content: "Text." };
+      return { ownerId: owner.id, request: () => call("POST", "/api/documents", { token: owner.token, body }) };
+    },
+  },
+  "generation.draft": {
+    gate: USAGE,
+    passes: 200,
+    arrange: async () => {
+      const { owner, workspace } = await atDocumentLimit();
+      const insight = await call("POST", "/api/insights", {
+        token: owner.token,
+        body: { workspace_id: workspace.id, insight_type: "pain_point", title: "Users cannot sign in after updating", description: "Reported in interviews.", severity: "high" },
+      });
+      expect(insight.status, insight.text).toBe(201);
+      const body = { workspace_id: workspace.id, document_type: "memo", insight_ids: [insight.body.id], user_instructions: "A short memo" };
+      return { ownerId: owner.id, request: () => call("POST", "/api/documents/draft", { token: owner.token, body }) };
+    },
+  },
+  "workspaces.create": {
+    gate: USAGE,
+    passes: 201,
+    arrange: async () => {
+      const owner = await newUser();
+      for (let i = 0; i < PLANS.trial.max_workspaces!; i++) {
+        expect((await call("POST", "/api/workspaces", { token: owner.token, body: { name: `W${i}` } })).status).toBe(201);
+      }
+      return { ownerId: owner.id, request: () => call("POST", "/api/workspaces", { token: owner.token, body: { name: "One more" } }) };
+    },
+  },
+  "workspaces.addMember": {
+    gate: USAGE,
+    passes: 201,
+    arrange: async () => {
+      const { owner, workspace } = await newWorkspace("Seats");
+      for (let i = 1; i < PLANS.trial.max_seats_per_workspace!; i++) {
+        const u = await newUser();
+        expect((await call("POST", `/api/workspaces/${workspace.id}/members`, { token: owner.token, body: { email: u.email, role: "member" } })).status).toBe(201);
+      }
+      const extra = await newUser();
+      return { ownerId: owner.id, request: () => call("POST", `/api/workspaces/${workspace.id}/members`, { token: owner.token, body: { email: extra.email, role: "member" } }) };
+    },
+  },
+  "workspaces.updateSettings": {
+    gate: FEATURE,
+    // Past the plan gate, enabling still needs 3 sources and a research program (spec 01): 403 FORBIDDEN naming them.
+    passes: 403,
+    arrange: async () => {
+      const { owner, workspace } = await newWorkspace("Cycles");
+      return { ownerId: owner.id, request: () => call("PATCH", `/api/workspaces/${workspace.id}/settings`, { token: owner.token, body: { researchCycleEnabled: true } }) };
+    },
+  },
+};
+
+const gated = (Object.entries(routes) as [string, RouteSpec][]).filter(([, spec]) => spec.feature || spec.usage);
+
+describe("plan gates on the route table", () => {
+  it("every gated route has a case here (add one with the gate)", () => {
+    expect(gated.map(([id]) => id).filter((id) => !CASES[id])).toEqual([]);
+    expect(Object.keys(CASES).filter((id) => !gated.some(([g]) => g === id))).toEqual([]);
+  });
+
+  it.each(gated.map(([id]) => [id]))("%s: refused on the trial at its limit; passes the gate on the power plan", async (id) => {
+    const c = CASES[id]!;
+    const { ownerId, request } = await c.arrange();
+    const refused = await request();
+    expectEnvelope(refused, c.gate.status, c.gate.code);
+    expect(refused.body.plan).toBe("trial");
+
+    await setAccount(ownerId, { plan: "power", status: "active" });
+    const passed = await request();
+    expect(passed.status, passed.text).toBe(c.passes);
+    expect(passed.body?.code).not.toBe(c.gate.code);
+  });
+
+  it("a member who may not manage members gets 403 for the role, not a plan answer", async () => {
+    const { owner, workspace } = await newWorkspace("Roles");
+    const member = await newUser();
+    await call("POST", `/api/workspaces/${workspace.id}/members`, { token: owner.token, body: { email: member.email, role: "member" } });
+    const res = await call("POST", `/api/workspaces/${workspace.id}/members`, { token: member.token, body: { email: (await newUser()).email, role: "member" } });
+    expectEnvelope(res, 403, "FORBIDDEN");
+  });
+
+  it("a non-member learns nothing about the plan: 403 FORBIDDEN before any gate", async () => {
+    const { workspace } = await atSourceLimit();
+    const stranger = await newUser();
+    expectEnvelope(await uploadResearch(stranger.token, workspace.id, md, "text/markdown"), 403, "FORBIDDEN");
+  });
+
+  it("the OpenAPI document shows each gate (x-plan-gates) and its response", () => {
+    const doc = openApiDocument() as any;
+    for (const [id, spec] of gated) {
+      const op = doc.paths[spec.path][spec.method.toLowerCase()];
+      const gates = op["x-plan-gates"];
+      expect(gates, id).toBeDefined();
+      if (spec.usage) {
+        expect(gates.require_usage).toBe(spec.usage);
+        expect(op.responses["402"], id).toBeDefined();
+      }
+      if (spec.feature) {
+        expect(gates.require_feature).toBe(typeof spec.feature === "string" ? spec.feature : spec.feature.flag);
+        expect(op.responses["403"], id).toBeDefined();
+      }
+      expect(op.description).toMatch(/Plan gate:/);
+    }
+  });
+});
