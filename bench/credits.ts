@@ -10,8 +10,9 @@
  *
  * 1. Sequential: `reserve(2)` then `settle(1.5)` per request, one at a time, on an account with a large quota;
  *    latency of each and of the pair, against the floor of one consistent `GetItem` and one 3-item
- *    `TransactWriteItems` sent with the low-level client (reserve = 2 parallel reads + 1 transaction; settle = 3
- *    parallel reads + 1 transaction).
+ *    `TransactWriteItems` sent with the low-level client. Both take their fast paths as the AI runs do: reserve
+ *    sends its transaction alone once this process has seen the account, settle is given the reservation (one
+ *    transaction each; the read-and-plan path runs when a condition fails).
  * 2. Contention: 20 workers loop reserve(1) + settle(1) on ONE account for a fixed time: charges per second,
  *    transactions sent per charge (re-plans after a lost condition or conflict), 503s; then the account's identities
  *    are checked (no bucket negative, ledger deltas = spendable balance, charged = charges x 1).
@@ -123,9 +124,10 @@ export default async function credits(): Promise<void> {
       const measured = i >= SEQ_WARMUP;
       const run = `seq-${i}`;
       const t0 = performance.now();
-      await Ledger.reserve(seqUser, run, 2);
+      const held = await Ledger.reserve(seqUser, run, 2);
       const t1 = performance.now();
-      await Ledger.settle(seqUser, run, 1.5);
+      // As the AI runs settle (core/billing/charge.ts): with the reservation this process made.
+      await Ledger.settle(seqUser, run, 1.5, {}, held);
       const t2 = performance.now();
       await raw.send(new GetItemCommand({ TableName: TABLE, Key: floorKey, ConsistentRead: true }));
       const t3 = performance.now();
@@ -168,8 +170,8 @@ export default async function credits(): Promise<void> {
           const run = `hot-${w}-${i}`;
           const s = performance.now();
           try {
-            await Ledger.reserve(hot, run, 1);
-            await Ledger.settle(hot, run, 1);
+            const held = await Ledger.reserve(hot, run, 1);
+            await Ledger.settle(hot, run, 1, {}, held);
             charges++;
             latency.record(since(s));
           } catch (err) {
@@ -207,8 +209,8 @@ export default async function credits(): Promise<void> {
       own.map(async (u, w) => {
         for (let i = 0; performance.now() < spreadStop; i++) {
           const s = performance.now();
-          await Ledger.reserve(u, `own-${w}-${i}`, 1);
-          await Ledger.settle(u, `own-${w}-${i}`, 1);
+          const held = await Ledger.reserve(u, `own-${w}-${i}`, 1);
+          await Ledger.settle(u, `own-${w}-${i}`, 1, {}, held);
           spread++;
           spreadLatency.record(since(s));
         }
@@ -235,8 +237,8 @@ export default async function credits(): Promise<void> {
         for (let i = 0; performance.now() < edgeStop; i++) {
           const run = `edge-${w}-${i}`;
           try {
-            await Ledger.reserve(edge, run, 1);
-            await Ledger.settle(edge, run, 1);
+            const held = await Ledger.reserve(edge, run, 1);
+            await Ledger.settle(edge, run, 1, {}, held);
             edgeCharges++;
           } catch (err) {
             if (err instanceof AppError && err.status === 402) {

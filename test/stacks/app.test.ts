@@ -26,6 +26,7 @@ import {
 } from "../../stacks/PendingActions";
 import { APPROVED_STREAM_FILTER } from "../../core/pending-action/pending-action.entity";
 import { Secrets } from "../../stacks/Secrets";
+import { Billing, CREDIT_SWEEPER_HANDLER, CREDIT_SWEEPER_SCHEDULE } from "../../stacks/Billing";
 import { Storage, UPLOAD_PREFIX } from "../../stacks/Storage";
 
 /*
@@ -64,7 +65,7 @@ type Resources = Record<string, Resource>;
 let work: string;
 let outdir: string;
 let savedEnv: Record<string, string | undefined>;
-const templates = {} as Record<"Secrets" | "Storage" | "Pipelines" | "Api" | "PendingActions", Template>;
+const templates = {} as Record<"Secrets" | "Storage" | "Pipelines" | "Api" | "PendingActions" | "Billing", Template>;
 
 /** The handler file of a `path/to/file.handler` string, as SST looks it up. */
 const handlerFile = (handler: string) => join(ROOT, `${handler.slice(0, handler.lastIndexOf("."))}.ts`);
@@ -105,6 +106,7 @@ describe("handler modules referenced by the stacks", () => {
     PENDING_ACTION_CONSUMER_HANDLER,
     PENDING_ACTION_SWEEPER_HANDLER,
     PAYMENTS_CONSUMER_HANDLER,
+    CREDIT_SWEEPER_HANDLER,
   ];
   it.each(handlers)("%s exists", (handler) => {
     expect(existsSync(handlerFile(handler)), `${handlerFile(handler)} is missing`).toBe(true);
@@ -141,6 +143,7 @@ describe("synthesized app", () => {
     templates.Pipelines = Template.fromStack(getStack(Pipelines));
     templates.Api = Template.fromStack(getStack(Api));
     templates.PendingActions = Template.fromStack(getStack(PendingActions));
+    templates.Billing = Template.fromStack(getStack(Billing));
   }, BUILD_TIMEOUT);
 
   afterAll(async () => {
@@ -158,11 +161,11 @@ describe("synthesized app", () => {
   });
 
   it("bundles every function without installed packages, except Swagger UI for the docs group", async () => {
-    const stacks = [templates.Pipelines, templates.Api, templates.PendingActions];
+    const stacks = [templates.Pipelines, templates.Api, templates.PendingActions, templates.Billing];
     const ours = stacks.flatMap((t) => Object.values(lambdas(t)).filter((r) => String(r.Properties.Handler).startsWith("functions/")));
     // Groups and the payments consumer (Api), step tasks, the upload consumer and the source sweeper (Pipelines), the
-    // executor pair (PendingActions).
-    expect(ours.length).toBe(groups().length + 1 + Object.keys(STEP_TASKS).length + 2 + 2);
+    // executor pair (PendingActions), the credit sweeper (Billing).
+    expect(ours.length).toBe(groups().length + 1 + Object.keys(STEP_TASKS).length + 2 + 2 + 1);
     for (const fn of ours) {
       const dir = join(outdir, `asset.${(fn.Properties.Code.S3Key as string).replace(/\.zip$/, "")}`);
       const installed = existsSync(join(dir, "node_modules"))
@@ -645,6 +648,26 @@ describe("synthesized app", () => {
           expect.arrayContaining(["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:ConditionCheckItem", "s3:GetObject*", "bedrock:InvokeModel"]),
         );
       }
+    });
+  });
+
+  describe("Billing", () => {
+    it("runs the stale credit-reservation sweeper every 5 minutes, with the table and nothing else", () => {
+      expect(CREDIT_SWEEPER_SCHEDULE).toBe("rate(5 minutes)");
+      const fnId = lambdaIdFor(templates.Billing, CREDIT_SWEEPER_HANDLER);
+      const rules = Object.values(resourcesOf(templates.Billing, "AWS::Events::Rule")).map((r) => r.Properties);
+      expect(rules).toHaveLength(1);
+      expect(rules[0].ScheduleExpression).toBe("rate(5 minutes)");
+      expect(rules[0].Targets).toEqual([expect.objectContaining({ Arn: getAttArn(fnId) })]);
+      const fn = lambdas(templates.Billing)[fnId].Properties;
+      expect(fn.Environment.Variables.TABLE_NAME).toEqual({ "Fn::ImportValue": expect.any(String) });
+      const role = fn.Role["Fn::GetAtt"][0] as string;
+      const actions = Object.values(resourcesOf(templates.Billing, "AWS::IAM::Policy"))
+        .map((r) => r.Properties)
+        .filter((p) => p.Roles.some((r: { Ref: string }) => r.Ref === role))
+        .flatMap((p) => p.PolicyDocument.Statement.flatMap((st: { Action: string | string[] }) => st.Action));
+      expect(actions).toEqual(expect.arrayContaining(["dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"]));
+      expect(actions.some((a: string) => a.startsWith("s3:") || a.startsWith("bedrock:"))).toBe(false);
     });
   });
 });
