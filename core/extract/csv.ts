@@ -6,7 +6,8 @@ import type { Extraction } from "./types";
 
 /**
  * Parse CSV text (delimiter auto-detected: comma, semicolon, tab, pipe) and extract it as a survey table
- * (see tablesToExtraction: `response` units per free-text answer, engine "csv").
+ * (see tablesToExtraction: a `response` unit per answer, one respondent per row, closed-question answers marked
+ * `fields.closed`; engine "csv").
  *
  * @throws ExtractionError `corrupt` when a quoted field never closes: papaparse would otherwise swallow the rest
  *   of the file into one cell and answers would silently go missing.

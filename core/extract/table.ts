@@ -1,11 +1,15 @@
 /**
- * Tables (CSV files, XLSX sheets) as survey exports: one `response` unit per free-text answer cell, with the
- * column header as `fields.question` and the respondent as `speaker`. Columns that are not answers in someone's
- * own words (ids, timestamps, numbers, ratings, single/multiple-choice picks) are left out of the units, since
- * they would only add noise to synthesis. A table with no free-text column at all (usage data) gets one `row`
- * unit per row instead, so its content is still quotable.
+ * Tables (CSV files, XLSX sheets) as survey exports: one `response` unit per answer cell, with the column header as
+ * `fields.question` and the respondent as `speaker`, so every response (row) is its own voice in synthesis.
+ * Free-text answers are units as they are. Answers to closed questions (single choice, multi-select, rating and
+ * ranking columns; core/extract/survey-columns.ts) are units too, marked `fields.closed` with their kind (and
+ * `fields.stem`/`fields.option` for one-column-per-option grids): synthesis computes counts, percentages and means
+ * from them instead of reading them as text (issue #11). Columns that are neither (ids, timestamps, other numbers,
+ * picks under metadata headers such as "Status") are left out. A table with neither free text nor a closed question
+ * (usage data) gets one `row` unit per row instead, so its content is still quotable.
  */
 import { TextBuilder, isBlankAnswer } from "./text";
+import { classifyClosedColumns, type ClosedColumn } from "./survey-columns";
 import type { Extraction } from "./types";
 
 export interface Table {
@@ -15,7 +19,7 @@ export interface Table {
   rows: string[][];
 }
 
-type ColumnRole = "id" | "answer" | "meta";
+type ColumnRole = "id" | "answer" | "meta" | "closed";
 
 /** Numbers, money, percentages, versions, dates and times ("2024-05-31T20:57:40Z", "2020/01/29 3:02:25 pm CET"). */
 const NUMERIC_OR_DATE = /^[-+]?[\d.,:/\s%$€£-]+(T[\d:.]+)?(\s?[aApP]\.?[mM]\.?)?(\s?(Z|[A-Z]{2,5}|[+-]\d{2}:?\d{2}))?$/;
@@ -27,8 +31,10 @@ const CHOICE_VOCABULARY = 30;
  * Survey-aware extraction of one or more tables (spec 01 Research source: extracted_text).
  *
  * extracted_text groups answers by question: "Question: <header>" then one line per answer, "- [<respondent>] <answer>",
- * so each answer appears verbatim and the file reads like a survey report. Units: `response` with `speaker` (the id
- * column's value, else "respondent <n>" by data row), `fields.question`, `locator` "row <spreadsheet row>".
+ * so each answer appears verbatim and the file reads like a survey report; closed questions read the same way
+ * ("- [respondent 3] Daily"). Units: `response` with `speaker` (the id column's value, else "respondent <n>" by
+ * data row, "respondent <n> (<sheet>)" in a workbook of several sheets: each response is one respondent),
+ * `fields.question`, `fields.closed` (+ `stem`, `option`) for closed questions, `locator` "row <spreadsheet row>".
  */
 export function tablesToExtraction(tables: Table[], engine: string): Extraction {
   const b = new TextBuilder();
@@ -46,12 +52,15 @@ export function tablesToExtraction(tables: Table[], engine: string): Extraction 
     const data = body.filter((r) => r.cells.some((c) => c && c.trim()));
     if (!data.length) continue;
 
-    const roles = header.map((h, col) => columnRole(h, data.map((r) => r.cells[col] ?? "")));
+    const columns = header.map((_, col) => data.map((r) => r.cells[col] ?? ""));
+    const closed = classifyClosedColumns(header, columns);
+    const roles = header.map((h, col) => (closed[col] ? "closed" : columnRole(h, columns[col])));
     const idCol = roles.indexOf("id");
+    const sheetTag = table.name && tables.length > 1 ? ` (${table.name})` : "";
     const where = (row: number) => (table.name && tables.length > 1 ? `${table.name} row ${row}` : `row ${row}`);
     const speakerOf = (r: (typeof data)[number]) => {
       const id = idCol >= 0 ? (r.cells[idCol] ?? "").trim() : "";
-      return id || `respondent ${r.n}`;
+      return id || `respondent ${r.n}${sheetTag}`;
     };
 
     if (tables.length > 1 && table.name) {
@@ -59,9 +68,10 @@ export function tablesToExtraction(tables: Table[], engine: string): Extraction 
       b.text(`Sheet: ${table.name}`);
     }
 
-    const answerCols = roles.flatMap((role, col) => (role === "answer" ? [col] : []));
+    const answerCols = roles.flatMap((role, col) => (role === "answer" || role === "closed" ? [col] : []));
     if (answerCols.length) {
       for (const col of answerCols) {
+        const fields = closedFields(header[col], closed[col]);
         const answers = data.filter((r) => !isBlankAnswer(r.cells[col] ?? ""));
         if (!answers.length) continue;
         separate();
@@ -69,7 +79,7 @@ export function tablesToExtraction(tables: Table[], engine: string): Extraction 
         for (const r of answers) {
           const speaker = speakerOf(r);
           b.text(`\n- [${speaker}] `);
-          b.unit({ kind: "response", text: normalizeCell(r.cells[col]), speaker, fields: { question: header[col] }, locator: where(r.sheetRow) });
+          b.unit({ kind: "response", text: normalizeCell(r.cells[col]), speaker, fields, locator: where(r.sheetRow) });
         }
       }
       continue;
@@ -89,6 +99,12 @@ export function tablesToExtraction(tables: Table[], engine: string): Extraction 
     }
   }
   return b.build(engine);
+}
+
+/** `fields` of a unit answering this column: the question, plus the closed kind and grid parts when closed. */
+function closedFields(question: string, c: ClosedColumn | null): Record<string, string> {
+  if (!c) return { question };
+  return { question, closed: c.kind, ...(c.stem ? { stem: c.stem } : {}), ...(c.option ? { option: c.option } : {}), ...(c.separator ? { separator: c.separator } : {}) };
 }
 
 /** Cell text as it will be quoted: trimmed, line ends normalised (a multi-line answer stays multi-line). */
@@ -122,7 +138,10 @@ function columnRole(header: string, values: string[]): ColumnRole {
   }
   const top = [...picks.values()].sort((a, b) => b - a).slice(0, CHOICE_VOCABULARY);
   const covered = top.reduce((a, n) => a + n, 0);
-  // A handful of answers can look like a small vocabulary by chance; only call it choice when picks repeat.
+  // A handful of answers can look like a small vocabulary by chance; only call it choice when picks repeat, and
+  // when they are labels, not sentences (repeated sentences are still someone's words).
+  const words = [...picks.keys()].map((k) => k.split(/\s+/).length).sort((a, b) => a - b);
+  if (words[Math.floor(words.length / 2)] > 6) return "answer";
   if (covered >= total * 0.9 && total >= 2 * Math.min(picks.size, CHOICE_VOCABULARY)) return "meta";
   return "answer";
 }

@@ -2,7 +2,7 @@
  * In-process extractors on the real research files in /work/shared/realdata: expected content per format, the
  * verbatim-unit invariant on every file, and clear failures for damaged files.
  */
-import { readdirSync, statSync } from "node:fs";
+import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import ExcelJS from "exceljs";
 import Papa from "papaparse";
@@ -116,17 +116,24 @@ describe("DOCX (mammoth)", () => {
 });
 
 describe("CSV survey exports (papaparse)", () => {
-  it("app-store reviews: one response per review; date, version, OS, rating and tag columns are not answers", async () => {
+  it("app-store reviews: one response per review, the star rating a closed question; date, version, OS and tags are not answers", async () => {
     const x = await run(real("va-mobile-app/app-store-reviews-2024-05-partial.csv"), "csv", "text/csv");
-    expect(kinds(x)).toEqual({ response: 70 });
-    expect(x.units[0]).toEqual({
+    expect(kinds(x)).toEqual({ response: 70 + 70 });
+    expect(x.units.find((u) => u.fields?.question === "review")).toEqual({
       kind: "response",
       text: "There’s no point of facial recognition if I have to log in through Defense Server every time.",
       speaker: "respondent 1",
       fields: { question: "review" },
       locator: "row 2",
     });
-    expect(new Set(x.units.map((u) => u.fields?.question))).toEqual(new Set(["review"]));
+    expect(x.units.find((u) => u.fields?.question === "rating")).toEqual({
+      kind: "response",
+      text: "2",
+      speaker: "respondent 1",
+      fields: { question: "rating", closed: "rating" },
+      locator: "row 2",
+    });
+    expect(new Set(x.units.map((u) => u.fields?.question))).toEqual(new Set(["review", "rating"]));
     expectVerbatim(x);
   });
 
@@ -141,28 +148,73 @@ describe("CSV survey exports (papaparse)", () => {
     });
     expect(x.units.every((u) => u.kind === "response" && /^\d+$/.test(u.speaker ?? ""))).toBe(true);
     expect(x.units.some((u) => u.fields?.question === "Respondent ID")).toBe(false);
+    expect(x.units.some((u) => u.fields?.closed)).toBe(false);
     expectVerbatim(x);
   });
 
-  it("2015 UX survey: free-text questions only, blank and N/A-like answers skipped", async () => {
+  it("2015 UX survey: free text as it is, choice questions marked closed, blank and N/A-like answers skipped", async () => {
     const x = await run(real("jupyter/surveys/2015-notebook-ux-survey-export.csv"), "csv", "text/csv");
     const questions = new Set(x.units.map((u) => u.fields?.question));
     expect(questions).toContain("What, if anything, hinders you from making Jupyter Notebook an even more regular part of your workflow?");
-    // Timestamps, status and single-choice questions are context, not anyone's words.
-    for (const q of ["Time Started", "Status", "How often do you use Jupyter Notebook?", "Roughly how long have you been using Jupyter Notebook?"]) {
-      expect(questions.has(q), q).toBe(false);
-    }
+    // Timestamps and the export's status column are context, not questions.
+    for (const q of ["Time Started", "Date Submitted", "Status"]) expect(questions.has(q), q).toBe(false);
+    const closed = new Map(x.units.filter((u) => u.fields?.closed).map((u) => [u.fields!.question, u.fields!.closed]));
+    expect(Object.fromEntries(closed)).toEqual({
+      "How often do you use Jupyter Notebook?": "single",
+      "Roughly how long have you been using Jupyter Notebook?": "single",
+      "How do you run the Jupyter Notebook?": "single",
+      "Select all the words that best describe Jupyter Notebook.": "multi",
+      "How many years have you been in this role?": "single",
+      "How many people typically see and/or interact with the results of your work in Jupyter Notebook? (Consider people who view your notebooks on nbviewer, colleagues who rerun your notebooks, developers who star your notebook repos on GitHub, audiences who see your notebooks as slideshows, etc.)": "single",
+    });
+    expect(x.units.find((u) => u.fields?.closed === "multi")!.fields!.separator).toBe(";");
+    // Every response has its own respondent: the 1,091 answers to the first question come from 1,091 speakers.
+    const often = x.units.filter((u) => u.fields?.question === "How often do you use Jupyter Notebook?");
+    expect(new Set(often.map((u) => u.speaker)).size).toBe(often.length);
+    expect(often.length).toBe(1091);
     expect(x.units.some((u) => /^(n\/?a|na|-|\.)$/i.test(u.text))).toBe(false);
-    expect(x.units.length).toBeGreaterThan(5000);
-    expect(x.units.find((u) => u.speaker === "respondent 6")).toMatchObject({ text: "lazyness", locator: "row 7" });
+    expect(x.units.filter((u) => !u.fields?.closed).length).toBeGreaterThan(5000);
+    expect(x.units.find((u) => u.speaker === "respondent 6" && !u.fields?.closed)).toMatchObject({ text: "lazyness", locator: "row 7" });
     expectVerbatim(x);
   });
 
-  it("mybinder survey: the yes/no and use-case pick columns are not answers; 'Na' is skipped", async () => {
+  it("mybinder survey: the yes/no and use-case picks are closed questions; 'Na' is skipped", async () => {
     const x = await run(real("jupyter/surveys/mybinder-user-survey-feb-2020.csv"), "csv", "text/csv");
-    expect(new Set(x.units.map((u) => u.fields?.question))).toEqual(new Set(["If you could change one thing about Binder, what would it be?"]));
-    expect(x.units[0]).toMatchObject({ text: "Reliability.", speaker: "respondent 1" });
+    const free = x.units.filter((u) => !u.fields?.closed);
+    expect(new Set(free.map((u) => u.fields?.question))).toEqual(new Set(["If you could change one thing about Binder, what would it be?"]));
+    expect(new Set(x.units.filter((u) => u.fields?.closed === "single").map((u) => u.fields?.question))).toEqual(
+      new Set(["Would you recommend mybinder.org to a friend?", "What do you (mainly) use mybinder.org for?"]),
+    );
+    expect(free[0]).toMatchObject({ text: "Reliability.", speaker: "respondent 1" });
     expect(x.units.some((u) => u.text === "Na")).toBe(false);
+    expectVerbatim(x);
+  });
+
+  it("our survey fixture: single choice, multi-select, rating, a ranking grid and '[option]: n' ranking cells", async () => {
+    const x = await run(readFileSync(new URL("../../fixtures/surveys/product-survey.csv", import.meta.url)), "csv", "text/csv");
+    const fieldsOf = (q: string) => x.units.find((u) => u.fields?.question === q)?.fields;
+    expect(fieldsOf("How often do you use the product?")).toEqual({ question: "How often do you use the product?", closed: "single" });
+    expect(fieldsOf("Which features do you use? (select all that apply)")).toMatchObject({ closed: "multi", separator: ";" });
+    expect(fieldsOf("How satisfied are you with the product overall? (1 = very dissatisfied, 5 = very satisfied)")).toMatchObject({ closed: "rating" });
+    expect(fieldsOf("Rank these challenges from biggest (1) to smallest (4) [Pricing]")).toEqual({
+      question: "Rank these challenges from biggest (1) to smallest (4) [Pricing]",
+      closed: "rank",
+      stem: "Rank these challenges from biggest (1) to smallest (4)",
+      option: "Pricing",
+    });
+    expect(fieldsOf("Order these improvements by importance")).toMatchObject({ closed: "rank" });
+    // Free text stays free text even when answers repeat (labels are short; these are sentences).
+    expect(fieldsOf("What is the biggest problem you face with the product?")).toEqual({ question: "What is the biggest problem you face with the product?" });
+    expect(x.units.find((u) => u.speaker === "R101" && u.fields?.question === "How often do you use the product?")!.text).toBe("Daily");
+    expectVerbatim(x);
+  });
+
+  it("usage data without free text or questions keeps one row unit per row", async () => {
+    // "plan" picks and small "seats" numbers under metadata headers are not survey questions.
+    const csv = ["date,plan,seats,sessions", ...Array.from({ length: 12 }, (_, i) => `2024-05-${10 + i},${i % 3 ? "Pro" : "Free"},${(i % 4) + 1},${10 + i * 7}`)].join("\n");
+    const x = await run(Buffer.from(csv), "csv", "text/csv");
+    expect(kinds(x)).toEqual({ row: 12 });
+    expect(x.units[0].text).toBe("date: 2024-05-10; plan: Free; seats: 1; sessions: 10");
     expectVerbatim(x);
   });
 
@@ -195,12 +247,26 @@ describe("XLSX (exceljs)", () => {
     expect(x.units).toContainEqual({
       kind: "response",
       text: "There’s no point of facial recognition if I have to log in through Defense Server every time.",
-      speaker: "respondent 1",
+      speaker: "respondent 1 (Reviews)",
       fields: { question: "review" },
       locator: "Reviews row 2",
     });
-    expect(x.units).toContainEqual(expect.objectContaining({ text: "Reliability.", locator: "Binder row 2" }));
-    expect(kinds(x)).toEqual({ response: 70 + 238 });
+    // Respondents of different sheets are different people.
+    expect(x.units).toContainEqual(expect.objectContaining({ text: "Reliability.", speaker: "respondent 1 (Binder)", locator: "Binder row 2" }));
+    expect(kinds(x)).toEqual({ response: 70 + 70 + 238 + 337 + 333 });
+    expectVerbatim(x);
+  });
+
+  it("marks the closed questions of a one-sheet survey workbook as the CSV reader does", async () => {
+    const csv = readFileSync(new URL("../../fixtures/surveys/product-survey.csv", import.meta.url), "utf8");
+    const wb = new ExcelJS.Workbook();
+    const sheet = wb.addWorksheet("Responses");
+    for (const row of Papa.parse<string[]>(csv, { skipEmptyLines: "greedy" }).data) sheet.addRow(row);
+    const x = await run(Buffer.from(await wb.xlsx.writeBuffer()), "xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet");
+    const fromCsv = await run(Buffer.from(csv), "csv", "text/csv");
+    const closed = (e: Extraction) => e.units.filter((u) => u.fields?.closed).map((u) => [u.speaker, u.fields, u.text]);
+    expect(closed(x).length).toBeGreaterThan(200);
+    expect(closed(x)).toEqual(closed(fromCsv));
     expectVerbatim(x);
   });
 
