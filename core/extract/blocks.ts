@@ -7,8 +7,11 @@ import type { Extraction, TextUnit } from "./types";
 
 export type Block =
   | { type: "heading"; depth: number; text: string }
-  /** `list`: a list item, shown with a "- " bullet in extracted_text. */
-  | { type: "paragraph"; text: string; list?: boolean; locator?: string }
+  /**
+   * `list`: a list item, shown with a "- " bullet in extracted_text. `quote`: inside a blockquote (in interview
+   * notes, the participant's own words), recorded as `fields.form = "quote"` on its unit.
+   */
+  | { type: "paragraph"; text: string; list?: boolean; quote?: boolean; locator?: string }
   /** A table row, cells joined with " | ". A header row is context in extracted_text, not a unit. */
   | { type: "row"; text: string; header?: boolean; locator?: string }
   /** Code or preformatted text: kept in extracted_text, never a unit (it is not anyone's words). */
@@ -28,7 +31,8 @@ export function blocksToExtraction(blocks: Block[], engine: string, extra: { pag
   const turns = detectTranscript(paragraphs.map((p) => p.text));
   const turnOf = new Map(turns ? paragraphs.map((p, i) => [p, turns[i]] as const) : []);
 
-  const headings: string[] = [];
+  // Open headings, outermost first; a heading closes every open heading of its depth or deeper (depths may skip).
+  const headings: { depth: number; text: string }[] = [];
   let speaker: string | undefined;
   let previous: Block | undefined;
   for (const block of blocks) {
@@ -37,8 +41,8 @@ export function blocksToExtraction(blocks: Block[], engine: string, extra: { pag
     previous = block;
 
     if (block.type === "heading") {
-      headings.length = Math.max(0, Math.min(headings.length, block.depth - 1));
-      headings.push(block.text.trim());
+      while (headings.length && headings[headings.length - 1]!.depth >= block.depth) headings.pop();
+      headings.push({ depth: block.depth, text: block.text.trim() });
       b.text(block.text);
       continue;
     }
@@ -47,8 +51,9 @@ export function blocksToExtraction(blocks: Block[], engine: string, extra: { pag
       continue;
     }
     const fields: Record<string, string> = {};
-    if (headings.length) fields.heading = headings[headings.length - 1];
-    if (headings.length > 1) fields.section = headings.join(" > ");
+    if (headings.length) fields.heading = headings[headings.length - 1]!.text;
+    if (headings.length > 1) fields.section = headings.map((h) => h.text).join(" > ");
+    if (block.type === "paragraph" && block.quote) fields.form = "quote";
     const locator = block.locator;
 
     if (block.type === "row") {

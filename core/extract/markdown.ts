@@ -25,23 +25,45 @@ export function markdownToPlain(markdown: string): string {
     .join("\n\n");
 }
 
-function walk(node: RootContent, out: Block[], inList: boolean): void {
+/** Depth given to a bold line standing for a heading: below every real heading, so the next real one ends it. */
+const PSEUDO_HEADING_DEPTH = 7;
+
+/**
+ * A paragraph that opens with a bold or italic line of its own ("**Warm Up Questions - 5 min**", alone or followed
+ * by a line break): notes exported from word processors mark their sections that way instead of with "#". A
+ * bold lead-in on the same line ("**Finding.** Details") and a bold speaker label ("**Tania:**") are not headings.
+ * @returns the heading text and the paragraph's remaining children, or undefined
+ */
+function pseudoHeading(children: PhrasingContent[]): { heading: string; rest: PhrasingContent[] } | undefined {
+  const [first, next] = children;
+  if (!first || (first.type !== "strong" && first.type !== "emphasis")) return undefined;
+  const alone = children.length === 1;
+  const brokenAfter = next && ((next.type === "text" && /^[ \t]*\n/.test(next.value)) || next.type === "break");
+  if (!alone && !brokenAfter) return undefined;
+  const heading = inline(first.children).trim();
+  if (!heading || /[.!?:;,]$/.test(heading) || heading.split(/\s+/).length > 12) return undefined;
+  return { heading, rest: children.slice(1) };
+}
+
+function walk(node: RootContent, out: Block[], inList: boolean, inQuote = false): void {
   switch (node.type) {
     case "heading":
       out.push({ type: "heading", depth: node.depth, text: inline(node.children).trim() });
       return;
     case "paragraph": {
-      const text = inline(node.children).trim();
-      if (text) out.push({ type: "paragraph", text, list: inList || undefined });
+      const pseudo = inList || inQuote ? undefined : pseudoHeading(node.children);
+      if (pseudo) out.push({ type: "heading", depth: PSEUDO_HEADING_DEPTH, text: pseudo.heading });
+      const text = inline(pseudo ? pseudo.rest : node.children).trim();
+      if (text) out.push({ type: "paragraph", text, list: inList || undefined, quote: inQuote || undefined });
       return;
     }
     case "list":
-      for (const item of node.children) walk(item, out, true);
+      for (const item of node.children) walk(item, out, true, inQuote);
       return;
     case "listItem":
     case "blockquote":
     case "footnoteDefinition":
-      for (const child of node.children) walk(child, out, node.type === "listItem" ? true : inList);
+      for (const child of node.children) walk(child, out, node.type === "listItem" ? true : inList, inQuote || node.type === "blockquote");
       return;
     case "table":
       node.children.forEach((row, i) => {

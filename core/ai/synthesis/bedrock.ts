@@ -17,6 +17,7 @@ import type { InsightType, Severity } from "./classify";
 import { matchExisting } from "./dedup";
 import { collectMentions, DEFAULT_OPTIONS, type Mention } from "./index";
 import { groundQuotes, pickQuotes } from "./quotes";
+import { surveyInsights } from "./survey";
 import type { ExistingInsight, InsightDraft, SynthesisOptions, SynthesisOutput, SynthesisSource } from "./types";
 
 export const INSIGHT_TYPES = ["pain_point", "feature_request", "opportunity", "behavior", "feedback_theme"] as const;
@@ -205,10 +206,14 @@ export async function synthesizeWithModel(input: ModelSynthesisInput): Promise<S
     twin.mention_count = new Set(twin.members.map((i) => `${corpus.mentions[i].sourceIndex}:${corpus.mentions[i].unitIndex}`)).size;
     twin.quotes = groundQuotes([...twin.quotes, ...d.quotes], sourcesById).slice(0, 5);
   }
-  const insights: InsightDraft[] = merged
-    .sort((a, b) => b.frequency - a.frequency || b.mention_count - a.mention_count || a.title.localeCompare(b.title))
-    .slice(0, opts.maxInsights)
-    .map(({ members: _members, ...d }) => d);
+  // Closed survey questions: the same figures as the local engine, counted from the answers, never by the model.
+  const insights: InsightDraft[] = [
+    ...(await surveyInsights(sources, corpus, embedder)),
+    ...merged
+      .sort((a, b) => b.frequency - a.frequency || b.mention_count - a.mention_count || a.title.localeCompare(b.title))
+      .slice(0, opts.maxInsights)
+      .map(({ members: _members, ...d }) => d),
+  ];
 
   if (input.existing?.length) {
     const matches = await matchExisting(insights, input.existing, embedder, {

@@ -18,6 +18,8 @@
 import { uniformFloat64 } from "pure-rand/distribution/uniformFloat64";
 import { xoroshiro128plus } from "pure-rand/generator/xoroshiro128plus";
 import { rowDot, type Matrix } from "../vectors";
+import { FILLERS } from "./mentions";
+import { signInAt, type Token } from "./nlp";
 
 export interface KMeansResult {
   /** Cluster index per row. */
@@ -356,4 +358,342 @@ export function cohesion(x: Matrix, c: Cluster): number {
   let s = 0;
   for (const i of c.members) s += rowDot(x, i, c.centroid);
   return s / c.members.length;
+}
+
+/** Where a mention comes from, for counting a theme's support: its source, its unit and whose words it is. */
+export interface MentionRef {
+  source: string;
+  /** Index of the unit in its source. */
+  unit: number;
+  /** Source id + speaker; a source's unattributed mentions are one voice (one participant's notes, one document). */
+  voice: string;
+  /** A transcript turn: consecutive turns of one speaker are one passage (see `passageOrdinals`). */
+  turn?: boolean;
+  /** Said with emphasis ("I hate…", "every time", "really", "!"; notes.ts `isEmphatic`). */
+  emphatic?: boolean;
+}
+
+/** A theme's support: distinct units, distinct voices, and how often its main voice came back to it. */
+export interface Support {
+  units: number;
+  voices: number;
+  /** The voice with the most units in the theme. */
+  mainVoice: string;
+  /** Separate passages of that voice (see `passageOrdinals`). */
+  passages: number;
+  /** Passages of that voice that dwell on the theme (2+ of its mentions) or say it with emphasis. */
+  emphasised: number;
+  /** Mentions of that voice in the theme. */
+  mentions: number;
+  /** Mentions of that voice in the whole input, and whether they are notes (paragraphs, bullets) rather than turns. */
+  voiceTotal: number;
+  notes: boolean;
+}
+
+/**
+ * A voice needs this much passage weight for a theme of its own: a passage counts 1, or 2 when emphasised (the
+ * participant dwells on the theme there, in 2+ of its mentions, or says it with emphasis). Once is a remark; three
+ * separate passages, or two with one emphasised, are a point the participant keeps coming back to or insists on.
+ */
+export const MIN_PASSAGES = 3;
+/**
+ * One-voice themes are allowed only when the input holds at most this many people (`participantCount`) (one to three interviews, a note and a transcript). With more, a theme must be raised by two people:
+ * cross-participant themes are the stronger evidence, and one talkative participant would otherwise fill the list.
+ */
+export const FEW_VOICES = 3;
+/**
+ * A voice with fewer mentions than this, all in notes (one short interview note: 19–26 answers), needs a passage
+ * weight of `SHORT_NOTE_PASSAGES` and two mentions, not `MIN_PASSAGES` and `minUnits`: two answers to different
+ * questions, or one answer the note-taker wrote down in two or more sentences on the subject. A note-taker condenses
+ * each answer to what mattered, so a point written twice is one the participant came back to or dwelt on; in a
+ * transcript, where everything said is recorded, or in long notes, it stays a remark.
+ */
+export const SHORT_NOTE_MENTIONS = 40;
+/** Passage weight a short note's voice needs for a theme (see `SHORT_NOTE_MENTIONS`). */
+export const SHORT_NOTE_PASSAGES = 2;
+
+/**
+ * Position of each unit among its voice's units that have mentions (key `source:unit`), such that two units are
+ * separate passages when their positions are at least 2 apart. In a transcript, consecutive turns of a speaker
+ * are one passage (an interviewer's "mhm" or "okay?" splits one answer into several turns): turns are separate
+ * passages only when the speaker said something else in between. Paragraphs and bullets of notes are each a
+ * passage of their own (each answers its own question), so their positions step by 2.
+ */
+export function passageOrdinals(refs: MentionRef[]): Map<string, number> {
+  const byVoice = new Map<string, { source: string; units: Set<number>; turns: boolean }>();
+  for (const r of refs) {
+    const k = `${r.voice}\u0000${r.source}`;
+    const v = byVoice.get(k) ?? { source: r.source, units: new Set<number>(), turns: true };
+    v.units.add(r.unit);
+    if (!r.turn) v.turns = false;
+    byVoice.set(k, v);
+  }
+  const out = new Map<string, number>();
+  for (const { source, units, turns } of byVoice.values()) {
+    [...units].sort((a, b) => a - b).forEach((u, i) => out.set(`${source}:${u}`, turns ? i : 2 * i));
+  }
+  return out;
+}
+
+/**
+ * Support of a theme whose members are `members` (indices into `refs`).
+ * @param ordinals from `passageOrdinals` over all the input's mentions
+ */
+export function themeSupport(refs: MentionRef[], members: number[], ordinals: Map<string, number>): Support {
+  const unitsByVoice = new Map<string, Set<string>>();
+  const units = new Set<string>();
+  // Per unit: mentions of the theme in it, and whether one is emphatic.
+  const inUnit = new Map<string, { count: number; emphatic: boolean }>();
+  for (const i of members) {
+    const u = `${refs[i].source}:${refs[i].unit}`;
+    const e = inUnit.get(u) ?? { count: 0, emphatic: false };
+    e.count++;
+    if (refs[i].emphatic) e.emphatic = true;
+    inUnit.set(u, e);
+  }
+  for (const i of members) {
+    const key = `${refs[i].source}:${refs[i].unit}`;
+    units.add(key);
+    const s = unitsByVoice.get(refs[i].voice) ?? new Set<string>();
+    s.add(key);
+    unitsByVoice.set(refs[i].voice, s);
+  }
+  let mainVoice = "";
+  let most = -1;
+  for (const [v, s] of [...unitsByVoice].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))) {
+    if (s.size > most) {
+      most = s.size;
+      mainVoice = v;
+    }
+  }
+  const positions = [...(unitsByVoice.get(mainVoice) ?? [])]
+    .map((k) => ({ at: ordinals.get(k) ?? 0, ...inUnit.get(k)! }))
+    .sort((a, b) => a.at - b.at);
+  let passages = 0;
+  let emphasised = 0;
+  let count = 0;
+  let emphatic = false;
+  const close = () => {
+    if (count >= 2 || emphatic) emphasised++;
+  };
+  positions.forEach((p, j) => {
+    if (j === 0 || p.at - positions[j - 1].at >= 2) {
+      if (j > 0) close();
+      passages++;
+      count = 0;
+      emphatic = false;
+    }
+    count += p.count;
+    emphatic ||= p.emphatic;
+  });
+  if (positions.length) close();
+  const mentions = members.filter((i) => refs[i].voice === mainVoice).length;
+  const own = refs.filter((r) => r.voice === mainVoice);
+  return { units: units.size, voices: unitsByVoice.size, mainVoice, passages, emphasised, mentions, voiceTotal: own.length, notes: own.every((r) => !r.turn) };
+}
+
+/**
+ * The support rule. Two or more voices: at least `minUnits` distinct units. One voice, only when the input has
+ * few voices (`participantCount` ≤ `FEW_VOICES`): at least `minUnits` mentions and a passage weight (passages +
+ * emphasised passages) of at least `MIN_PASSAGES`, in two or more separate passages; a short note's voice
+ * (`SHORT_NOTE_MENTIONS`) needs two mentions and a passage weight of `SHORT_NOTE_PASSAGES`.
+ * @param inputVoices people in the whole input (`participantCount`)
+ */
+export function isSupported(s: Support, minUnits: number, inputVoices: number): boolean {
+  if (s.voices >= 2) return s.units >= minUnits;
+  if (inputVoices > FEW_VOICES) return false;
+  if (s.notes && s.voiceTotal < SHORT_NOTE_MENTIONS) return s.mentions >= 2 && s.passages + s.emphasised >= SHORT_NOTE_PASSAGES;
+  return s.mentions >= minUnits && s.passages >= 2 && s.passages + s.emphasised >= MIN_PASSAGES;
+}
+
+/**
+ * How many people the input holds, for `isSupported`: distinct voices, except asides — a voice of a source with
+ * under 5% of that source's mentions while another voice holds at least half of them (a note-taker's remark in a
+ * transcript, an undetected moderator's "okay"). A survey's respondents all count (no voice dominates its source),
+ * so a workspace with an interview and 300 reviews has many voices, even if the interview is long.
+ */
+export function participantCount(refs: MentionRef[]): number {
+  const bySource = new Map<string, Map<string, number>>();
+  for (const r of refs) {
+    const m = bySource.get(r.source) ?? new Map<string, number>();
+    m.set(r.voice, (m.get(r.voice) ?? 0) + 1);
+    bySource.set(r.source, m);
+  }
+  const people = new Set<string>();
+  for (const counts of bySource.values()) {
+    const total = [...counts.values()].reduce((a, b) => a + b, 0);
+    const dominated = [...counts.values()].some((c) => c >= total / 2);
+    for (const [v, c] of counts) if (!(dominated && c < 0.05 * total)) people.add(v);
+  }
+  return people.size;
+}
+
+/** Suffixes stripped from a lemma so inflections and derivations of one word meet ("scheduling", "scheduled"). */
+const SUFFIX = /(?:ations?|ments?|ings?|ers?|ed|es|s)$/;
+
+/** A content word's stem: its lemma, lower case, without a common suffix, a doubled final consonant undone. */
+export function stem(lemma: string): string {
+  let w = lemma.toLowerCase().replace(/['’]/g, "");
+  if (w.length > 5) w = w.replace(SUFFIX, "");
+  if (/([b-df-hj-np-tv-z])\1$/.test(w)) w = w.slice(0, -1);
+  // A silent final "e" goes too, so "schedule" meets "scheduling" → "schedul".
+  if (w.length > 4 && w.endsWith("e")) w = w.slice(0, -1);
+  return w;
+}
+
+/** FNV-1a hash of a string, for feature hashing. */
+function fnv(s: string): number {
+  let h = 2166136261;
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 16777619);
+  return h >>> 0;
+}
+
+/**
+ * Bag of content-word stems per row (TF-IDF weights, signed feature hashing into `dims` buckets, unit length; a
+ * row without content words stays zero). Two mentions that use the same word ("appointment", "appointments")
+ * get similar rows whatever the sentence around it.
+ * @param words content words (lemmas) of each row
+ */
+export function lexicalMatrix(words: string[][], dims = 256): Matrix {
+  const n = words.length;
+  const stems = words.map((ws) => [...new Set(ws.map(stem).filter((w) => w.length >= 3))]);
+  const df = new Map<string, number>();
+  for (const s of stems) for (const w of s) df.set(w, (df.get(w) ?? 0) + 1);
+  const data = new Float32Array(n * dims);
+  for (let i = 0; i < n; i++) {
+    let norm = 0;
+    for (const w of stems[i]) {
+      // A word in one mention only joins nothing; a word in most mentions is the product, not a theme.
+      const f = df.get(w)!;
+      if (f < 2 || f > Math.max(3, n / 4)) continue;
+      const h = fnv(w);
+      const v = Math.log(n / f) * (h & 1 ? 1 : -1);
+      data[i * dims + ((h >>> 1) % dims)] += v;
+    }
+    for (let t = 0; t < dims; t++) norm += data[i * dims + t] ** 2;
+    norm = Math.sqrt(norm);
+    if (norm > 0) for (let t = 0; t < dims; t++) data[i * dims + t] /= norm;
+  }
+  return { data, rows: n, dims };
+}
+
+/**
+ * Rows of `x` and `lex` side by side, weighted so that the cosine of two rows is (1 − w)·cos_x + w·cos_lex (for
+ * rows with content words; others keep their `x` similarity scaled by 1 − w), then renormalised.
+ */
+export function blend(x: Matrix, lex: Matrix, w: number): Matrix {
+  const d = x.dims + lex.dims;
+  const a = Math.sqrt(1 - w);
+  const b = Math.sqrt(w);
+  const data = new Float32Array(x.rows * d);
+  for (let i = 0; i < x.rows; i++) {
+    let s = 0;
+    for (let t = 0; t < x.dims; t++) {
+      const v = a * x.data[i * x.dims + t];
+      data[i * d + t] = v;
+      s += v * v;
+    }
+    for (let t = 0; t < lex.dims; t++) {
+      const v = b * lex.data[i * lex.dims + t];
+      data[i * d + x.dims + t] = v;
+      s += v * v;
+    }
+    const norm = Math.sqrt(s);
+    if (norm > 0) for (let t = 0; t < d; t++) data[i * d + t] /= norm;
+  }
+  return { data, rows: x.rows, dims: d };
+}
+
+/**
+ * Words that say when, how often or how much, and light verbs: shared by answers on any topic ("a year ago", "3
+ * years", "I need to", "I use"), so two mentions sharing one of them have no topic in common.
+ */
+const LIGHT_WORDS = new Set(
+  "year month week day hour minute time today night morning evening once have use try need get make go want know think say do be take come see work thing lot way".split(" "),
+);
+
+/**
+ * Content words of a mention for `lexicalMatrix`: lemmas of nouns, proper nouns, verbs and adjectives, without
+ * fillers and `LIGHT_WORDS`. The ways of writing signing in ("log in", "logs me in", "log-in", "logins", "sign
+ * in", "sign-in") are one word, "login": users and note-takers alternate between them for the same subject.
+ */
+export function contentLemmas(tokens: Token[]): string[] {
+  const out: string[] = [];
+  tokens.forEach((k, i) => {
+    const lemma = k.lemma.toLowerCase();
+    if (signInAt(tokens, i) >= 0) return void out.push("login");
+    if (k.type === "word" && !k.stop && k.value.length >= 3 && !FILLERS.has(k.normal) && !FILLERS.has(k.lemma) && !LIGHT_WORDS.has(lemma) && /^(NOUN|PROPN|VERB|ADJ)$/.test(k.pos)) {
+      out.push(k.lemma);
+    }
+  });
+  return out;
+}
+
+/** Inputs up to this many mentions are clustered on embeddings blended with shared words (`blend`). */
+export const LEXICAL_MAX_MENTIONS = 2000;
+/** Weight of the shared-word similarity in the blend. */
+export const LEXICAL_WEIGHT = 0.3;
+/** Inputs of at most this many mentions (one short note, a handful of answers) blend with `SMALL_LEXICAL_WEIGHT`. */
+export const SMALL_INPUT_MENTIONS = 100;
+/**
+ * Shared-word weight for inputs of at most `SMALL_INPUT_MENTIONS`: the corpus mean that centring removes is
+ * estimated from a few dozen vectors, so centred similarities of short answers are mostly noise, while a content
+ * word two answers share ("letters", "claim", "meds") is still a topic they share.
+ */
+export const SMALL_LEXICAL_WEIGHT = 0.5;
+
+/** Shared-word weight in the blend for an input of `n` mentions. */
+export function lexicalWeight(n: number): number {
+  return n <= SMALL_INPUT_MENTIONS ? SMALL_LEXICAL_WEIGHT : LEXICAL_WEIGHT;
+}
+
+/** Inputs up to this many mentions are clustered by `averageLinkage` (O(n³), ≈ 0.1 s at 400) instead of k-means. */
+export const LINKAGE_MAX_MENTIONS = 400;
+/**
+ * Mean pairwise similarity (blended, centred space) down to which `averageLinkage` joins clusters. Chosen on the P16
+ * transcript (0.25 to 0.35 give the same themes; 0.45 keeps only the tightest), not on the coded evaluation sets.
+ */
+export const LINKAGE_THRESHOLD = 0.3;
+
+/**
+ * Average-linkage agglomerative clustering: start from single rows, repeatedly join the two clusters whose mean
+ * pairwise similarity is highest, while it is at least `threshold`. Unlike k-means it never forces a row into a
+ * cluster: rows like nothing else stay alone. O(n³) time and n² memory, so for small inputs only.
+ * Deterministic: ties go to the lowest indices.
+ * @returns clusters of two or more rows (singletons are left out), members ascending, centroids from `x`
+ */
+export function averageLinkage(x: Matrix, threshold: number): Cluster[] {
+  const n = x.rows;
+  const d = x.dims;
+  const sim = new Float32Array(n * n);
+  for (let i = 0; i < n; i++) for (let j = i + 1; j < n; j++) sim[i * n + j] = sim[j * n + i] = dotAt(x.data, i * d, x.data, j * d, d);
+  const members: (number[] | null)[] = Array.from({ length: n }, (_, i) => [i]);
+  for (;;) {
+    let bi = -1;
+    let bj = -1;
+    let best = threshold;
+    for (let i = 0; i < n; i++) {
+      if (!members[i]) continue;
+      for (let j = i + 1; j < n; j++) {
+        if (!members[j]) continue;
+        if (sim[i * n + j] >= best && (bi < 0 || sim[i * n + j] > best)) {
+          best = sim[i * n + j];
+          bi = i;
+          bj = j;
+        }
+      }
+    }
+    if (bi < 0) break;
+    const a = members[bi]!.length;
+    const b = members[bj]!.length;
+    // Lance–Williams update for average linkage.
+    for (let k = 0; k < n; k++) {
+      if (!members[k] || k === bi || k === bj) continue;
+      const s = (a * sim[k * n + bi] + b * sim[k * n + bj]) / (a + b);
+      sim[k * n + bi] = sim[bi * n + k] = s;
+    }
+    members[bi] = [...members[bi]!, ...members[bj]!].sort((p, q) => p - q);
+    members[bj] = null;
+  }
+  return members.filter((m): m is number[] => !!m && m.length >= 2).map((m) => ({ members: m, centroid: centroidOf(x, m) }));
 }

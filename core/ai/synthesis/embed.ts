@@ -10,12 +10,14 @@ import { unitMentions, type MentionSpan } from "./mentions";
  * @param opts passed to the embedder (`background` for the Index step)
  *
  * @returns one Float32Array per unit, same order: the vectors of `unitMentions(unit)` concatenated
- *   (`mentions × embedder.dimensions` floats; length 0 for a unit without mentions). Store each with
+ *   (`mentions × embedder.dimensions` floats; length 0 for a unit without mentions and for a closed-question
+ *   answer, `fields.closed`, which synthesis always skips). Store each with
  *   `encodeVector` and pass them back as `SynthesisSource.vectors` with `vectors_embedder_id = embedder.id`.
  * @throws whatever the embedder throws
  */
 export async function embedUnits(units: TextUnit[], embedder: Embedder, opts?: EmbedOptions): Promise<Float32Array[]> {
-  const spans = units.map((u) => unitMentions(u));
+  // Answers to closed survey questions are never mentions (filters.ts): no vectors, no embedding time.
+  const spans = units.map((u) => (u.fields?.closed ? [] : unitMentions(u)));
   const texts = spans.flatMap((s) => s.map((m) => m.text));
   const vecs = texts.length ? await embedder.embed(texts, opts) : [];
   return packPerUnit(spans, vecs, embedder.dimensions);

@@ -11,12 +11,16 @@
  *   tag columns ("Login, Performance"), not free text. Also name-list columns: at least 20 answers, median length
  *   of 2 words or fewer and 70% of answers of 3 words or fewer (roles, industries, tool names): these are
  *   counts to tabulate, not statements to synthesise.
+ * - Closed survey questions (survey.ts `closedColumnHeaders`: single choice, multi-select, rating, ranking), whose
+ *   figures become quantitative insights instead, and any unit holding a "[option]: n" rank pair (a rank cell, or a
+ *   row of a ranking export): numbers are never evidence in someone's words (issue #11).
  * - Boilerplate: the same text (normalised, 6+ words) in two or more sources is a template (a conversation guide
  *   pasted in every session's notes).
  * - Duplicates: the same text twice from one speaker of one source counts once.
  */
 import type { TextUnit } from "../../extract/types";
 import { normalizeText } from "./mentions";
+import { closedColumnHeaders, isFigureText } from "./survey";
 
 const INTERVIEWER_NAME = /\b(interviewer|moderator|facilitator|researcher|host)\b/i;
 
@@ -62,7 +66,7 @@ export function structuredQuestions(units: TextUnit[]): Set<string> {
     list.push(u.text);
     byQ.set(q, list);
   }
-  const out = new Set<string>();
+  const out = closedColumnHeaders(units);
   for (const [q, answers] of byQ) {
     if (answers.length < 10) continue;
     const distinct = new Set(answers.map((a) => normalizeText(a))).size;
@@ -90,6 +94,7 @@ export function unitSkipReason(
 ): "interviewer" | "structured_answer" | null {
   if (unit.kind === "turn" && unit.speaker && interviewers.has(unit.speaker)) return "interviewer";
   if (unit.kind === "response" && unit.fields?.question && choices.has(unit.fields.question)) return "structured_answer";
+  if (unit.fields?.closed || ((unit.kind === "response" || unit.kind === "row") && isFigureText(unit.text))) return "structured_answer";
   return null;
 }
 

@@ -111,3 +111,21 @@ export function analyze(text: string): Analysis {
   });
   return { text, tokens, sentences, phrases, aligned };
 }
+
+/** Pronouns that may sit between "log"/"sign" and its particle ("logs me in"). */
+const PARTICLE_GAP = new Set(["me", "him", "her", "them", "you", "us", "myself"]);
+
+/**
+ * Whether a way of writing signing in starts at token `i` ("log in", "logs me in", "logging into", "log-in",
+ * "logins", "sign in", "sign-in", "signon"), and the index of its last token, or -1. Users and note-takers
+ * alternate between these for one subject, so clustering and naming read them as one word, "login".
+ */
+export function signInAt(tokens: Token[], i: number): number {
+  const k = tokens[i];
+  if (!k || k.type !== "word") return -1;
+  if (/^(log-?ins?|log-?ons?|sign-?ins?|sign-?ons?)$/.test(k.normal)) return i;
+  if (!/^(log|sign)(s|ged|ging|ed|ing)?$/.test(k.normal)) return -1;
+  let j = i + 1;
+  if (tokens[j]?.value === "-" || PARTICLE_GAP.has(tokens[j]?.normal ?? "")) j++;
+  return /^(in|into|on)$/.test(tokens[j]?.normal ?? "") ? j : -1;
+}

@@ -53,7 +53,16 @@ export interface QuoteCandidate {
   vector: Float32Array;
   /** Whether it contains one of the insight's keyphrases (so the quote shows what the title says). */
   onTopic?: boolean;
+  /**
+   * False for a note-taker's or author's line (`MentionSpan.origin` "note"): when a theme has the participant's own
+   * words too (speech, answers), those are quoted first. Undefined counts as own words.
+   */
+  ownWords?: boolean;
 }
+
+/** Preference for the participant's own words over a note-taker's paraphrase (see `QuoteCandidate.ownWords`). */
+const PARAPHRASE_PENALTY = 0.1;
+const bonus = (c: QuoteCandidate) => (c.onTopic ? 0.15 : 0) - (c.ownWords === false ? PARAPHRASE_PENALTY : 0);
 
 /** Quote length outside this range (characters) is penalised: too short says little, too long is not a quote. */
 const GOOD_MIN = 30;
@@ -61,16 +70,17 @@ const GOOD_MAX = 280;
 
 /**
  * Pick `min`..`max` representative quotes: greedy maximal-marginal-relevance over the candidates, scoring
- * similarity to the centroid, plus 0.15 when it contains one of the insight's keyphrases, minus 0.5 × the highest
- * similarity to a quote already picked, minus 0.1 when its source already has a quote, minus 0.1 when its length
- * is outside 30–280 characters. Stops after `min` quotes
- * once the best remaining score falls below 0.2. Deterministic (ties by candidate order).
+ * similarity to the centroid, plus 0.15 when it contains one of the insight's keyphrases, minus 0.1 for a
+ * note-taker's line (`ownWords` false), minus 0.5 × the highest similarity to a quote already picked, minus 0.1
+ * when its source already has a quote, minus 0.1 when its length is outside 30–280 characters. Stops after `min`
+ * quotes once the best remaining score (without the note penalty) falls below 0.2. Deterministic (ties by
+ * candidate order).
  */
 export function pickQuotes(candidates: QuoteCandidate[], min = 3, max = 5): Quote[] {
   // Consider the 200 most central candidates only: quotes far from the centroid are never representative.
   const pool = [...candidates]
     .map((c, i) => ({ c, i }))
-    .sort((a, b) => b.c.sim + (b.c.onTopic ? 0.15 : 0) - (a.c.sim + (a.c.onTopic ? 0.15 : 0)) || a.i - b.i)
+    .sort((a, b) => b.c.sim + bonus(b.c) - (a.c.sim + bonus(a.c)) || a.i - b.i)
     .slice(0, 200);
   const picked: QuoteCandidate[] = [];
   const usedSources = new Set<string>();
@@ -85,14 +95,15 @@ export function pickQuotes(candidates: QuoteCandidate[], min = 3, max = 5): Quot
       for (const p of picked) redundancy = Math.max(redundancy, dot(c.vector, p.vector));
       const len = c.quote.text.length;
       const score =
-        c.sim + (c.onTopic ? 0.15 : 0) - 0.5 * redundancy - (usedSources.has(c.quote.source_id) ? 0.1 : 0) - (len < GOOD_MIN || len > GOOD_MAX ? 0.1 : 0);
+        c.sim + bonus(c) - 0.5 * redundancy - (usedSources.has(c.quote.source_id) ? 0.1 : 0) - (len < GOOD_MIN || len > GOOD_MAX ? 0.1 : 0);
       if (score > bestScore) {
         bestScore = score;
         best = j;
       }
     }
     if (best < 0) break;
-    if (picked.length >= min && bestScore < 0.2) break;
+    // The paraphrase penalty orders candidates; it does not decide how many quotes a theme gets.
+    if (picked.length >= min && bestScore + (pool[best].c.ownWords === false ? PARAPHRASE_PENALTY : 0) < 0.2) break;
     const [{ c }] = pool.splice(best, 1);
     picked.push(c);
     usedSources.add(c.quote.source_id);
