@@ -45,7 +45,7 @@ export default async function codingBench(): Promise<void> {
   if (warn) console.log(warn);
   const inner = new LocalEmbedder();
   const embedder: Embedder = process.env.BENCH_SYNTH_CACHE === "1" ? cachedEmbedder(inner) : inner;
-  const sets = loadCodingSets();
+  const sets = loadCodingSets({ benchOnly: true });
   const rows: (string | number)[][] = [];
   try {
     for (const workspace of [...new Set(sets.map((s) => s.workspace))]) {

@@ -6,8 +6,9 @@
  * Each realdata folder is one workspace (realdata/README.md): the coded sets of a folder are uploaded together
  * through `POST /api/research/upload` into a fresh workspace, extracted and indexed (MENTION_INDEXING on, as in
  * test/http/synthesis.test.ts), then `POST /api/research/synthesize` runs on them. The usability findings are one
- * unattributed document — one voice — and the engine keeps only themes with two voices, so on their own they
- * would give no insight by construction; in the jupyter workspace they sit next to the podcast, as in real use.
+ * unattributed document — one voice; since issue #11 an input of at most three people (here the findings and the
+ * podcast) keeps one voice's themes when that voice comes back to them in separate passages (cluster.ts
+ * `isSupported`); in the jupyter workspace they sit next to the podcast, as in real use.
  *
  * Insights are matched to coded themes by the rule in test/fixtures/coding/coding.ts: a quote supports a theme when
  * it overlaps one of the theme's evidence quotes or holds two of its keywords (only quotes from the set's own files
@@ -54,12 +55,29 @@ process.env.MENTION_INDEXING = "on";
  *   jupyter-podcast              1/12  (8%)      1/5 (20%)
  *
  * These are floors: raise them when the engine gets better; never lower them without saying why in the issue.
+ *
+ * Raised on 2026-11-24 after titles became sentences from the evidence (issue #11 item 3; a title that names the
+ * theme's words lets one supporting quote match). Measured with the single-participant and survey work of the same
+ * day in the tree: reviews 7/12 (precision 7/8), usability findings 3/12 (3/10), podcast 2/12 (2/6); with keyphrase
+ * templates instead, on the same tree, 6/12, 2/12 and 1/12. Recall floors follow; precision floors stay, since the
+ * number of insights per set is still moving with the single-participant work.
+ *
+ * Raised again the same day for issue #11 items 1 and 4 (one participant's themes in an input of at most three
+ * people; interview-note structure; average linkage below 400 mentions, so these workspaces no longer depend on a
+ * k-means seed). Measured through this test with everything in the tree: notes 4/9 (5/6), reviews 7/12 (6/7),
+ * usability findings 8/12 (9/15), podcast 6/12 (6/10). The jupyter floors are raised with a margin (titles, which the
+ * matching rule reads, are still changing). The notes floor of 5/9 is above what the change gives (4/9): it was a
+ * lucky k-means draw — over seeds 1–10 and 42, HEAD's mean on that set was 3.0/9, precision 0.39.
+ *
+ * Notes floor set to 4/9 and its precision floor raised to 6/7 on 2026-11-24 (said in issue #11's note): the engine
+ * gives a stable 4/9 (6/7) there with no seed, above the baseline engine's 3.0/9 mean, and no general change found
+ * a fifth theme without tuning on the set. The precision floor rises so the set still guards against regressions.
  */
 const BASELINE: Record<string, { matched: number; precision: number }> = {
-  "va-interview-notes": { matched: 5, precision: 6 / 9 },
-  "va-app-store-reviews": { matched: 6, precision: 6 / 9 },
-  "jupyter-usability-findings": { matched: 1, precision: 1 / 5 },
-  "jupyter-podcast": { matched: 1, precision: 1 / 5 },
+  "va-interview-notes": { matched: 4, precision: 6 / 7 },
+  "va-app-store-reviews": { matched: 7, precision: 6 / 9 },
+  "jupyter-usability-findings": { matched: 6, precision: 1 / 2 },
+  "jupyter-podcast": { matched: 4, precision: 1 / 2 },
 };
 /** The other workspace's themes may match at most this many insights (strictness of the matching rule). */
 const MAX_CROSS_MATCHES = 1;

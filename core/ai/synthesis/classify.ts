@@ -10,8 +10,9 @@
  * pleasant…" → positive). The cluster's type is the kind with the largest share of cued mentions, with minimum
  * shares; otherwise `feedback_theme`.
  *
- * Severity combines how widespread the theme is (share of sources, share of mentions) with pain intensity
- * (share of mentions with strong cues: crashes, data loss, "unusable", intensifiers such as "very", "extremely").
+ * Severity combines how widespread the theme is (share of sources, share of mentions) with pain intensity: explicit
+ * blocking failures written in the mentions (crashes, lost work, "can't log in", "locked out") weigh most, pain
+ * with an intensifier ("very slow") a little; "critical" needs the explicit kind.
  */
 import type { Token } from "./nlp";
 
@@ -26,6 +27,11 @@ export interface Cues {
   unmet: boolean;
   /** Strong pain: crash, data loss, unusable, or pain with an intensifier. */
   intense: boolean;
+  /**
+   * Explicit blocking evidence, as written in the mention (lower-cased): "crashes", "lost my work", "can't log in",
+   * "locked out", "not working". Only these justify "critical" and a description naming blocking failures.
+   */
+  strong: string[];
   /** Cues lent by the survey question only (weaker evidence: they count half). */
   fromQuestion: Partial<Record<"pain" | "request" | "positive" | "behavior" | "unmet", boolean>>;
 }
@@ -64,6 +70,28 @@ const INTENSE = new Set([
   "crash", "crashes", "lose", "lost", "loss", "unusable", "impossible", "corrupt", "useless", "terrible", "horrible",
   "awful", "nightmare", "never", "hate", "worst", "die", "dead", "broken", "data",
 ]);
+/**
+ * Explicit blocking failures: crashes and freezes, lost work or data, being unable to get in or do the task,
+ * lock-outs, things that do not work. Matched on the mention text; a negated form ("never crashed", "didn't lose")
+ * does not count.
+ */
+const STRONG_RE =
+  /\b(?:crash(?:es|ed|ing)?|freez(?:es|ing|e)|froze(?:n)?|data loss|los(?:t|e|es|ing) (?:[\w'’]+ ){0,3}?(?:work|data|progress|changes|files?|notebooks?|everything|access)|(?:can ?not|can'?t|can’t|cannot|unable to|could ?n'?t|couldn’t|won'?t let (?:me|us)) (?:even )?(?:log ?in|sign ?in|login|access|open|use|get in(?:to)?|load|submit|save|connect|start|refill|see|view|send)|locked out|kick(?:s|ed)? (?:me |us )?out|blocked|blocks (?:me|us)|unusable|won'?t (?:open|load|start|work)|won’t (?:open|load|start|work)|(?:does|do|did|is|are)n'?t work(?:ing)?|(?:does|do|did|is|are)n’t work(?:ing)?|not working|stopped working|broken|corrupt(?:ed|s)?)\b/g;
+const NEGATED_BEFORE = /\b(?:not|never|no|n'?t|n’t|without)\s+(?:\w+\s+)?$/;
+
+/** The explicit blocking-failure phrases of a mention text (lower-cased), negated ones left out. */
+export function strongPhrases(text: string): string[] {
+  const lower = text.toLowerCase();
+  const out: string[] = [];
+  for (const m of lower.matchAll(STRONG_RE)) {
+    const before = lower.slice(Math.max(0, m.index - 20), m.index);
+    // "can't", "doesn't work" carry their own negation; a negation before "crash" or "lost" cancels it.
+    if (!/^(?:can|could|won|does|do|did|is|are|not|unable)/.test(m[0]) && NEGATED_BEFORE.test(before)) continue;
+    out.push(m[0]);
+  }
+  return out;
+}
+
 const INTENSIFIERS = new Set(["very", "really", "extremely", "so", "totally", "completely", "constantly", "always", "super", "incredibly", "significantly"]);
 
 /** Multi-word request and unmet-need patterns over the lower-cased mention text. */
@@ -94,7 +122,7 @@ function questionCues(q: string | undefined): Partial<Cues> {
  */
 export function mentionCues(tokens: Token[], text: string, question?: string): Cues {
   const lower = text.toLowerCase();
-  const c: Cues = { pain: false, request: false, positive: false, behavior: false, unmet: false, intense: false, fromQuestion: {} };
+  const c: Cues = { pain: false, request: false, positive: false, behavior: false, unmet: false, intense: false, strong: [], fromQuestion: {} };
   let intensifier = false;
   for (const t of tokens) {
     const l = t.lemma.toLowerCase();
@@ -121,7 +149,10 @@ export function mentionCues(tokens: Token[], text: string, question?: string): C
   if (REQUEST_RE.test(lower)) c.request = true;
   if (UNMET_RE.test(lower)) c.unmet = true;
   if (BEHAVIOR_RE.test(lower)) c.behavior = true;
+  c.strong = strongPhrases(text);
+  if (c.strong.length) c.pain = true;
   if (c.pain && intensifier) c.intense = true;
+  if (c.strong.length) c.intense = true;
   if (!c.pain) c.intense = false;
   c.fromQuestion = questionCues(question);
   return c;
@@ -134,6 +165,10 @@ export interface CueShares {
   behavior: number;
   unmet: number;
   intense: number;
+  /** Share of mentions with explicit blocking evidence (`Cues.strong`). */
+  strong: number;
+  /** Number of mentions with explicit blocking evidence. */
+  strongMentions: number;
 }
 
 /** Share (0..1) of mentions carrying each cue; a cue lent only by the survey question counts half. */
@@ -148,7 +183,23 @@ export function cueShares(cues: Cues[]): CueShares {
     behavior: share("behavior"),
     unmet: share("unmet"),
     intense: share("intense"),
+    strong: cues.filter((c) => c.strong.length).length / n,
+    strongMentions: cues.filter((c) => c.strong.length).length,
   };
+}
+
+/**
+ * What the description may say about impact, from the mentions' own words: "; 3 of 12 mentions describe blocking
+ * failures (“can't log in”, “locked out”)", or "" when none does. Never names a failure nobody reported.
+ * @param cues the cues of the insight's mentions
+ */
+export function impactClause(cues: Cues[]): string {
+  const counts = new Map<string, number>();
+  for (const c of cues) for (const p of new Set(c.strong)) counts.set(p, (counts.get(p) ?? 0) + 1);
+  const n = cues.filter((c) => c.strong.length).length;
+  if (!n) return "";
+  const top = [...counts.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).slice(0, 3).map(([p]) => `“${p}”`);
+  return `; ${n} of ${cues.length} describe a blocking failure (${top.join(", ")})`;
 }
 
 /**
@@ -179,9 +230,11 @@ export function classifyType(s: CueShares): { type: InsightType; positive: boole
  * Severity from reach, volume and (for problems) intensity, each 0..1:
  * - reach = share of the synthesis's sources that mention it (counted only from 3 sources up; with fewer, 0.5);
  * - volume = mentions / (2 × the average cluster's mentions), capped at 1 (an average theme scores 0.5);
- * - intensity = pain share + 2 × strong-pain share, capped at 1.
- * Pain points and opportunities: score = 0.25·reach + 0.35·volume + 0.4·intensity; critical ≥ 0.7 (pain points
- * only), high ≥ 0.5, medium ≥ 0.3, else low. Other types (wishes, habits, feedback) are not urgent by themselves:
+ * - intensity = pain share + 2 × blocking share (explicit: crash, lost work, can't log in, locked out) + 0.5 ×
+ *   emphatic share (pain with an intensifier only), capped at 1.
+ * Pain points and opportunities: score = 0.25·reach + 0.35·volume + 0.4·intensity; critical ≥ 0.7, for pain points
+ * only and only with explicit blocking evidence in at least 2 mentions (and 10% of them): severity words must be
+ * in the evidence; high ≥ 0.5, medium ≥ 0.3, else low. Other types (wishes, habits, feedback) are not urgent by themselves:
  * score = 0.4·reach + 0.6·volume, at most high (≥ 0.7), medium ≥ 0.4, else low.
  * @param sourceShare distinct sources of the insight / sources in the synthesis (0..1)
  * @param sources sources in the synthesis
@@ -191,9 +244,9 @@ export function severityOf(type: InsightType, sourceShare: number, sources: numb
   const reach = sources >= 3 ? sourceShare : 0.5;
   const volume = Math.min(1, relativeVolume / 2);
   if (type === "pain_point" || type === "opportunity") {
-    const intensity = Math.min(1, s.pain + 2 * s.intense);
+    const intensity = Math.min(1, s.pain + 2 * s.strong + 0.5 * Math.max(0, s.intense - s.strong));
     const score = 0.25 * reach + 0.35 * volume + 0.4 * intensity;
-    if (score >= 0.7 && type === "pain_point") return "critical";
+    if (score >= 0.7 && type === "pain_point" && s.strongMentions >= 2 && s.strong >= 0.1) return "critical";
     if (score >= 0.5) return "high";
     if (score >= 0.3) return "medium";
     return "low";

@@ -3,8 +3,9 @@
  * Implements POST /api/research/synthesize's core (spec 01 Research sources and synthesis; Insight fields).
  *
  * What it does, honestly: it finds recurring themes by clustering sentence embeddings, names them with words the
- * users used, and backs every insight with verbatim quotes. It does not "understand" the research: titles come
- * from templates filled with keyphrases, types and severities from cue-word lexicons. Every step is deterministic
+ * users used, and backs every insight with verbatim quotes. It does not "understand" the research: titles are the
+ * most central evidence clause compressed by rules (a keyphrase template when none qualifies), types and severities
+ * come from cue-word lexicons. Every step is deterministic
  * for the same input (seeded PRNG, stable sorts), and every quote is checked verbatim against its source.
  *
  * Pipeline (details, thresholds and measurements in README.md beside this file):
@@ -12,26 +13,54 @@
  *     non-informative answers, form templates, interviewer prompts/speakers, multiple-choice and name-list survey
  *     columns, cross-source boilerplate and duplicates;
  *  2. vectors: reuse per-unit vectors precomputed at ingestion (`embedUnits`), embed the rest in one batch;
- *  3. clusters: vectors centred (common direction removed), spherical k-means with greedy k-means++ seeding
- *     (k = 1.5·√(n/2)) and Elkan-style bounds; members with cos < 0.3 to their centroid become noise; centroids
- *     with cos ≥ 0.7 merged; a cluster needs max(3, 0.4% of units) distinct units and two voices (speakers);
+ *  3. clusters: vectors centred (common direction removed; up to 2,000 mentions blended with shared content
+ *     words); up to 400 mentions average linkage (mean cos ≥ 0.3), above spherical k-means with greedy k-means++
+ *     seeding (k = 1.5·√(n/2)) and Elkan-style bounds, members with cos < 0.3 to their centroid becoming noise;
+ *     centroids with cos ≥ 0.7 merged; a cluster needs two voices
+ *     and max(3, 0.4% of units) distinct units, or, when the input has few voices, one voice coming back to it in
+ *     separate passages (cluster.ts `isSupported`);
  *  4. names: c-TF-IDF over wink-nlp noun phrases (domain words damped); clusters sharing their top phrase are
  *     merged; a cluster whose top phrase is a domain word or covers < 20% of its mentions is dropped, unnamed;
  *  5. type and severity: negation-aware cue lexicons + survey-question cues; reach, volume and intensity;
  *  6. quotes: 3–5 central, diverse, on-topic mentions (MMR), then `groundQuotes` keeps only verbatim ones;
  *  7. order by volume × reach × tightness, cap at `maxInsights`; `matchExisting` sets `merge_into`.
+ *  8. closed survey questions (survey.ts): counts, percentages, mean ratings and ranks from the answers, as up to
+ *     6 quantitative insights listed first.
  */
 import type { Embedder } from "../ports";
 import { createHash } from "node:crypto";
 import { toMatrix, type Matrix } from "../vectors";
-import { classifyType, cueShares, mentionCues, severityOf, type Cues, type InsightType } from "./classify";
-import { centered, centroidOf, cohesion, mergeClusters, pruneMembers, sphericalKMeans, type Cluster } from "./cluster";
+import { classifyType, cueShares, impactClause, mentionCues, severityOf, type Cues, type InsightType } from "./classify";
+import {
+  centered,
+  centroidOf,
+  averageLinkage,
+  blend,
+  cohesion,
+  contentLemmas,
+  isSupported,
+  LEXICAL_MAX_MENTIONS,
+  lexicalWeight,
+  LINKAGE_MAX_MENTIONS,
+  LINKAGE_THRESHOLD,
+  lexicalMatrix,
+  mergeClusters,
+  participantCount,
+  passageOrdinals,
+  pruneMembers,
+  sphericalKMeans,
+  themeSupport,
+  type Cluster,
+  type MentionRef,
+} from "./cluster";
 import { matchExisting } from "./dedup";
 import { vectorsAligned } from "./embed";
 import { boilerplateTexts, structuredQuestions, interviewerSpeakers, unitSkipReason } from "./filters";
 import { normalizeText, unitMentions, type MentionSpan } from "./mentions";
-import { distinctTop, MIN_COVERAGE, mentionPhrases, phraseSpread, rankPhrases, subjectOverlap, titleFor, type PhraseOcc, type RankedPhrase } from "./naming";
+import { distinctTop, insightTitle, keyphraseOverlap, MIN_COVERAGE, mentionPhrases, phraseSpread, rankPhrases, subjectOverlap, titleSubject, type PhraseOcc, type RankedPhrase } from "./naming";
+import { isEmphatic } from "./notes";
 import { groundQuotes, pickQuotes, type Quote } from "./quotes";
+import { surveyInsights } from "./survey";
 import type {
   InsightDraft,
   SynthesisInput,
@@ -120,7 +149,7 @@ export async function collectMentions(sources: SynthesisSource[], embedder: Embe
           unitIndex: ui,
           span,
           speaker: u.speaker ?? null,
-          question: u.fields?.question,
+          question: u.fields?.question ?? span.question,
           norm: normalizeText(span.text),
         };
         if (aligned) {
@@ -180,6 +209,8 @@ export function initialK(n: number, scale = 1): number {
 const ANCHORED_MERGE = 0.55;
 /** Subject-word overlap (see `subjectOverlap`) at which two clusters' titles name the same theme. */
 const SAME_SUBJECT = 0.6;
+/** Centred-space centroid similarity above which clusters sharing most keyphrase words (`keyphraseOverlap`) merge. */
+const KEYPHRASE_MERGE = 0.45;
 
 /** Whether a word of the (non-domain) phrase `p` is a word of one of the other cluster's non-domain `top` phrases. */
 function sharesWord(p: RankedPhrase, top: RankedPhrase[]): boolean {
@@ -218,9 +249,15 @@ function contentDigest(s: SynthesisSource): string {
 
 const unitKey = (m: Mention) => `${m.sourceIndex}:${m.unitIndex}`;
 
-/** People behind the mentions: distinct speakers, a source's unattributed mentions counting as one voice. */
-function voices(mentions: Mention[], sources: SynthesisSource[], members: number[]): number {
-  return new Set(members.map((i) => `${sources[mentions[i].sourceIndex].id}\u0000${mentions[i].speaker ?? ""}`)).size;
+/** Whose words a mention is: its speaker in its source; a source's unattributed mentions are one voice. */
+function voiceOf(m: Mention, sources: SynthesisSource[]): string {
+  return `${sources[m.sourceIndex].id}\u0000${m.speaker ?? ""}`;
+}
+
+/** Who a one-voice theme comes from, as the description names them: the speaker, else the source. */
+function oneVoice(m: Mention, source: SynthesisSource): string {
+  if (m.speaker) return `One participant (${m.speaker})`;
+  return source.source_type === "interview" ? `One participant (“${source.title}”)` : `One source (“${source.title}”)`;
 }
 
 function distinctUnits(mentions: Mention[], members: number[]): number {
@@ -275,8 +312,18 @@ export async function synthesize(input: SynthesisInput): Promise<SynthesisOutput
   let clustersInitial = 0;
   let noise = 0;
   // Clustering runs in the centred space (see `centered`); output centroids are in the embedder's own space.
-  const xc = centered(x);
-  if (n >= 2) {
+  // Small inputs (a few interviews or notes): sentence embeddings of short spoken sentences are noisy, so words the
+  // mentions share ("appointment", "scheduling") weigh in too (cluster.ts `blend`).
+  const xc =
+    n <= LEXICAL_MAX_MENTIONS ? blend(centered(x), lexicalMatrix(mentions.map((m) => contentLemmas(m.span.tokens))), lexicalWeight(n)) : centered(x);
+  if (n >= 2 && n <= LINKAGE_MAX_MENTIONS) {
+    // Small inputs: average linkage, which leaves a mention that is like no other out instead of forcing it into a
+    // theme (k-means on a few dozen answers mixes unrelated ones), and has no seed.
+    clusters = averageLinkage(xc, LINKAGE_THRESHOLD);
+    clustersInitial = clusters.length;
+    noise = n - clusters.reduce((a, c) => a + c.members.length, 0);
+    clusters = mergeClusters(xc, clusters, opts.mergeThreshold);
+  } else if (n >= 2) {
     const km = sphericalKMeans(xc, k, opts.seed);
     const groups: number[][] = Array.from({ length: km.centroids.rows }, () => []);
     for (let i = 0; i < n; i++) groups[km.assign[i]].push(i);
@@ -288,7 +335,17 @@ export async function synthesize(input: SynthesisInput): Promise<SynthesisOutput
   }
   const unitsWithMentions = new Set(mentions.map(unitKey)).size;
   const minMentions = opts.minMentions ?? Math.max(3, Math.ceil(0.004 * unitsWithMentions));
-  clusters = clusters.filter((c) => distinctUnits(mentions, c.members) >= minMentions && voices(mentions, sources, c.members) >= 2);
+  // Support: two voices, or one voice coming back to the theme in separate passages when the input has few voices.
+  const refs: MentionRef[] = mentions.map((m) => ({
+    source: sources[m.sourceIndex].id,
+    unit: m.unitIndex,
+    voice: voiceOf(m, sources),
+    turn: sources[m.sourceIndex].units[m.unitIndex].kind === "turn",
+    emphatic: isEmphatic(m.span.text),
+  }));
+  const ordinals = passageOrdinals(refs);
+  const inputVoices = participantCount(refs);
+  clusters = clusters.filter((c) => isSupported(themeSupport(refs, c.members, ordinals), minMentions, inputVoices));
   const t2 = performance.now();
 
   // 4. Name: c-TF-IDF keyphrases; clusters sharing their top phrase are one theme.
@@ -300,7 +357,7 @@ export async function synthesize(input: SynthesisInput): Promise<SynthesisOutput
     const spread = phraseSpread(cs.map((c) => c.members.map((i) => phrases[i])));
     return cs.map((c) => ({
       cluster: c,
-      top: distinctTop(rankPhrases(c.members.map((i) => phrases[i]), globalCount, avg, spread, n), 3),
+      top: distinctTop(rankPhrases(c.members.map((i) => phrases[i]), globalCount, avg, spread, n, c.members.map((i) => refs[i].voice)), 3),
     }));
   };
   let named = name(clusters);
@@ -319,10 +376,11 @@ export async function synthesize(input: SynthesisInput): Promise<SynthesisOutput
         const tb = named[b].top;
         if (!ta.length || !tb.length) continue;
         const same = ta[0].key === tb[0].key || subjectOverlap(ta, tb) >= SAME_SUBJECT;
-        const anchored =
-          (sharesWord(ta[0], tb) || sharesWord(tb[0], ta)) &&
-          dotVec(named[a].cluster.centroid, named[b].cluster.centroid) >= ANCHORED_MERGE;
-        if ((same || anchored) && find(a) !== find(b)) {
+        const sim = dotVec(named[a].cluster.centroid, named[b].cluster.centroid);
+        const anchored = (sharesWord(ta[0], tb) || sharesWord(tb[0], ta)) && sim >= ANCHORED_MERGE;
+        // Near-duplicates: most keyphrase words in common and centroids close (one subject named two ways).
+        const overlapping = keyphraseOverlap(ta, tb) >= 0.5 && sim >= KEYPHRASE_MERGE;
+        if ((same || anchored || overlapping) && find(a) !== find(b)) {
           parent[find(b)] = find(a);
           merges++;
         }
@@ -371,6 +429,8 @@ export async function synthesize(input: SynthesisInput): Promise<SynthesisOutput
       sim: dotRow(x, i, centroid),
       vector: x.data.subarray(i * x.dims, (i + 1) * x.dims),
       onTopic: phrases[i].some((p) => topKeys.has(p.key)),
+      // The participant's own words (quoted speech, answers) over the note-taker's paraphrase.
+      ownWords: mentions[i].span.origin !== "note",
     }));
     const proposed = pickQuotes(candidates, 3, 5);
     const quotes = groundQuotes(proposed, sourcesById);
@@ -378,14 +438,26 @@ export async function synthesize(input: SynthesisInput): Promise<SynthesisOutput
     quotesGrounded += quotes.length;
     if (!quotes.length) continue;
 
-    const title = titleFor(type, positive, top);
+    // A sentence from the cluster's own central mentions; the keyphrase template only when none qualifies.
+    const who = titleSubject(themeSupport(refs, members, ordinals).voices, [...new Set(sourceOrder.map((s) => sources[s].source_type))]);
+    const title = insightTitle(
+      members.map((i, k) => ({ span: mentions[i].span, sim: candidates[k].sim, voice: voiceOf(mentions[i], sources), question: mentions[i].question })),
+      top,
+      type,
+      positive,
+      who,
+    );
     const types = [...new Set(sourceOrder.map((s) => sources[s].source_type))];
     const about = top.length ? listJoin(top.map((t) => `“${t.surface}”`)) : "a shared topic";
+    const support = themeSupport(refs, members, ordinals);
     const description =
-      `${mention_count} ${mention_count === 1 ? "mention" : "mentions"} across ${frequency} ${frequency === 1 ? "source" : "sources"} ` +
-      `(${types.join(", ")}) concern ${about}. ` +
+      (support.voices === 1
+        ? `${oneVoice(mentions[members[0]], sources[sourceOrder[0]])}, in ${support.passages === 1 ? "one passage" : `${support.passages} separate passages`} (${mention_count} ${mention_count === 1 ? "mention" : "mentions"}), ` +
+          `speaks of ${about}. `
+        : `${mention_count} ${mention_count === 1 ? "mention" : "mentions"} across ${frequency} ${frequency === 1 ? "source" : "sources"} ` +
+          `(${types.join(", ")}) concern ${about}. `) +
       `${pct(shares.pain)} describe a problem, ${pct(shares.request)} ask for a change, ${pct(shares.positive)} are positive` +
-      (shares.intense > 0 ? `, ${pct(shares.intense)} report severe impact (crashes, lost work, blocked tasks).` : ".") +
+      `${impactClause(cues)}.` +
       (frequency > 1 ? ` Most mentions come from “${sources[sourceOrder[0]].title}”.` : "");
     drafts.push({
       title,
@@ -411,7 +483,8 @@ export async function synthesize(input: SynthesisInput): Promise<SynthesisOutput
     seenTitles.add(key);
     return true;
   });
-  const insights: InsightDraft[] = drafts.slice(0, opts.maxInsights);
+  // Closed survey questions: figures counted from the answers (survey.ts), first, besides the themes' cap.
+  const insights: InsightDraft[] = [...(await surveyInsights(sources, corpus, embedder)), ...drafts.slice(0, opts.maxInsights)];
   const t3 = performance.now();
 
   // 7. Dedup against the workspace.

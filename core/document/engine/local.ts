@@ -153,7 +153,7 @@ function evidenceItems(c: Ctx, insights: InsightInput[], per = quotesPer(c.opts)
 const bullets = (items: string[]) => items.map((i) => `- ${i}`).join("\n");
 
 function subjectOf(c: Ctx): string {
-  if (c.rec) return stripEndPunct(c.rec.title.replace(/^(Fix|Build|Pursue|Design for|Build on|Measure|Validate|Address):\s*/i, "").replace(/\s*\(\+\d+ related\)$/, ""));
+  if (c.rec) return stripEndPunct(c.rec.title.replace(/^(Fix|Build|Pursue|Design for|Build on|Support|Keep|Measure|Validate|Address):\s*/i, "").replace(/\s*\(\+\d+ related\)$/, ""));
   return c.insights[0]?.title ?? "Untitled";
 }
 
@@ -180,18 +180,46 @@ function impactLine(c: Ctx): string {
   return `Reported in ${plural(Math.max(sources, maxFreq), "source")} and ${plural(mentions, "mention")}; highest severity ${top.severity} (${top.title} ${cite(c, top)})${c.rec?.impact_score !== undefined ? `; recommendation impact score ${c.rec.impact_score.toFixed(2)}` : ""}.`;
 }
 
-const PERSONA_NOUN =
-  /\b(veterans?|caregivers?|spouses?|patients?|clinicians?|nurses?|doctors?|admins?|administrators?|managers?|developers?|engineers?|designers?|students?|teachers?|parents?|customers?|members?|agents?|analysts?|operators?|owners?|buyers?|sellers?|shoppers?|drivers?|researchers?|new users|power users|first-time users)\b/gi;
+const PERSONA_ROLES =
+  "veterans?|caregivers?|spouses?|patients?|clinicians?|nurses?|doctors?|physicians?|admins?|administrators?|managers?|developers?|engineers?|designers?|students?|teachers?|instructors?|educators?|parents?|customers?|members?|agents?|analysts?|operators?|owners?|buyers?|sellers?|shoppers?|drivers?|researchers?|scientists?|data scientists?|service members?|retirees?|volunteers?|maintainers?|contributors?|librarians?|pharmacists?|therapists?|new users|power users|first-time users";
+/** A role noun, as a whole word. */
+const ROLE_RE = new RegExp(`\\b(${PERSONA_ROLES})\\b`, "i");
+/** Participants naming who they are: "I'm a veteran", "as a nurse", "we teachers", "my fellow veterans". */
+const SELF_ID_RE = new RegExp(
+  `\\b(?:i am|i'm|i’m|im|as|we are|we're|we’re|we|us|fellow|my fellow|other|being)\\s+(?:a |an |the )?(?:[\\w%-]+\\s+){0,2}?(${PERSONA_ROLES})\\b`,
+  "gi",
+);
 
-/** The most frequent persona noun in the insights (plural form), or the product's target users, or "users". */
+const pluralRole = (n: string) => {
+  const l = n.toLowerCase();
+  return l.endsWith("s") || l.includes(" users") ? l : `${l}s`;
+};
+
+/**
+ * Who the users are, from who the participants are: the workspace's target users first; then roles participants give
+ * themselves in their quotes ("as a Veteran", "I'm a teacher"; 3 points each), roles in speaker labels ("Veteran 3",
+ * "Nurse (P2)"; 3 each) and roles that are the subject of a finding, in a title or a sentence of a description
+ * ("Caregivers manage medications …", "Veterans describe …"; 2 each). The caller passes every insight of the
+ * research, not only the cited ones: who the participants are does not change from theme to theme.
+ * A role that is only talked about ("the nurse told me", "Users struggle with nurse") is not a persona: participants
+ * mention clinicians, family and staff all the time. "users" when nothing names them (an open question says so).
+ */
 function personaNames(insights: InsightInput[], product?: ProductContext): string[] {
   const counts = new Map<string, number>();
-  for (const i of insights)
-    for (const m of `${i.title} ${i.description}`.matchAll(PERSONA_NOUN)) {
-      let n = m[1].toLowerCase();
-      if (!n.endsWith("s") && !n.includes(" ")) n += "s";
-      counts.set(n, (counts.get(n) ?? 0) + 1);
+  const add = (n: string, w: number) => counts.set(pluralRole(n), (counts.get(pluralRole(n)) ?? 0) + w);
+  for (const i of insights) {
+    for (const q of i.quotes) {
+      for (const m of q.text.matchAll(SELF_ID_RE)) add(m[1], 3);
+      const sp = q.speaker ? ROLE_RE.exec(q.speaker) : null;
+      if (sp) add(sp[1], 3);
     }
+    // Findings whose subject is a role: the title, and sentences of the description ("Veterans describe …").
+    const subjectRe = new RegExp(`^(?:the |our |many |most |some |several |all )?(${PERSONA_ROLES})\\b`, "i");
+    for (const sentence of [i.title, ...i.description.split(/(?<=[.!?])\s+/)]) {
+      const subject = subjectRe.exec(sentence.trim());
+      if (subject) add(subject[1], 2);
+    }
+  }
   const found = [...counts.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([n]) => n);
   const target = product?.target_users?.trim();
   const names = target ? [truncate(target, 80), ...found.filter((f) => !target.toLowerCase().includes(f.replace(/s$/, "")))] : found;
@@ -199,7 +227,10 @@ function personaNames(insights: InsightInput[], product?: ProductContext): strin
 }
 
 function usersSection(c: Ctx, names: string[]): string {
+  const about = (name: string) => c.insights.filter((i) => `${i.title} ${i.description}`.toLowerCase().includes(name.replace(/s$/, "")));
+  // A further persona is shown only when a cited insight is about it (the section cites what it says).
   return names
+    .filter((name, k) => k === 0 || about(name).length > 0)
     .map((name, k) => {
       const mention = (i: InsightInput) => k === 0 || `${i.title} ${i.description}`.toLowerCase().includes(name.replace(/s$/, ""));
       const about = c.insights.filter(mention);
@@ -289,7 +320,8 @@ function storyList(c: Ctx, max: number): string {
         ...(i.severity === "critical" || i.severity === "high" ? [`The failure no longer occurs in the scenarios from ${plural(sourcesOf(i), "source")}; a regression test covers it`] : []),
         ...(c.opts.length === "detailed" ? [`Analytics record each attempt and its outcome so the success metrics can be read`] : []),
       ];
-      const article = /^[aeiou]/i.test(as) ? "an" : "a";
+      // "an admin", "a user", "an unpaid …".
+      const article = /^(?:[aeio]|u(?![sr]|ni))/i.test(as) ? "an" : "a";
       return [
         `### ${truncate(upperFirst(want.replace(/^to\s+/i, "").replace(/[“”]/g, "")), 100)}`,
         `As ${article} ${as}, I want ${want}, so that ${so}.`,
@@ -308,25 +340,38 @@ function truncateQuote(q: string, max = 90): string {
   return cut.slice(0, cut.lastIndexOf(" ")) || cut;
 }
 
+/** Problem-specific checks worth raising, and the words in users' quotes that raise them. */
 const EDGE_RULES: { re: RegExp; item: string }[] = [
-  { re: /\b(login|log in|sign[- ]?in|password|token|biometric|face id|fingerprint|thumb)/i, item: "Biometrics unavailable or not enrolled → fall back to the standard sign-in without losing the user's place" },
-  { re: /\b(login|log in|sign[- ]?in|session|signed out|sign[- ]?out)/i, item: "Session expires in the middle of a task → keep unsaved input and return to the same screen after sign-in" },
-  { re: /\b(load|loading|fails?|error|spinning|spin|crash|update|slow)/i, item: "A backend call errors or times out → show a specific message with a retry, never an endless spinner" },
-  { re: /\b(notif|remind|alert|notice)/i, item: "Notifications are turned off → the same information is visible in the app" },
-  { re: /\b(message|draft|compose)/i, item: "Composing is interrupted (app closed, signal lost) → the draft is kept and can be resumed" },
-  { re: /\b(medication|prescription|refill|rx|meds)\b/i, item: "An item is discontinued or not refillable → it is labelled as such and cannot be requested" },
-  { re: /\b(accessib|screen reader|vision|visually|larger screen|bigger screen|font|text size)/i, item: "The user relies on a screen reader or large text → every new element has a label and the layout reflows at 200% text size" },
-  { re: /\b(caregiver|spouse|wife|husband|family|on behalf)/i, item: "A caregiver acts on the user's behalf → the flow works for them and shows whose data it is" },
-  { re: /\b(appointment|schedul|calendar|booking)/i, item: "The appointment changes or is cancelled after the user viewed it → the latest state is shown, with what changed" },
-  { re: /\b(claim|appeal|status)/i, item: "A status has no update for a long time → show when it last changed and what happens next" },
+  { re: /\b(login|log in|sign[- ]?in|password|token|biometric|face id|fingerprint|thumb)/i, item: "Biometrics unavailable or not enrolled → fall back to the standard sign-in without losing the user's place?" },
+  { re: /\b(session|signed out|logged out|sign[- ]?out|log[- ]?out|kick(?:ed|s)? (?:me )?out)/i, item: "Session expires in the middle of a task → keep unsaved input and return to the same screen after sign-in?" },
+  { re: /\b(loading|won'?t load|fails?|error|spinning|spin|crash|timeout|time out)/i, item: "A backend call errors or times out → a specific message with a retry instead of an endless spinner?" },
+  { re: /\b(notification|remind|alert)/i, item: "Notifications are turned off → the same information is visible in the app?" },
+  { re: /\b(draft|compose|composing)/i, item: "Composing is interrupted (app closed, signal lost) → the draft is kept and can be resumed?" },
+  { re: /\b(discontinued|not refillable|expired prescription)/i, item: "An item is discontinued or not refillable → labelled as such and not requestable?" },
+  { re: /\b(screen reader|vision|visually|larger screen|bigger screen|font|text size|magnif)/i, item: "The user relies on a screen reader or large text → every new element labelled, layout reflows at 200% text size?" },
+  { re: /\b(caregiver|spouse|wife|husband|on behalf)/i, item: "A caregiver acts on the user's behalf → the flow works for them and shows whose data it is?" },
 ];
 
+/** A condition a user reported: "when …", "if …", "after …", "every time …", "sometimes …", "on Android …". */
+const CONDITION_RE = /\b(when|whenever|if|after|before|every (?:single )?time|each time|sometimes|while|unless|until|once|on (?:android|ios|iphone|ipad|tablets?|my phone))\b/i;
+
+/**
+ * Edge cases from the evidence: conditions users reported in the quotes of problems and requests (“… every time I
+ * open it” → the scenario, quoted verbatim, with the expected behaviour left as an open question, since users
+ * report failures, not fixes); then problem-specific checks raised by words in the quotes, marked as open
+ * questions. Nothing is listed as settled that the research does not say.
+ */
 function edgeCases(c: Ctx): string[] {
-  const text = [c.rec?.title ?? "", c.rec?.description ?? "", ...c.insights.map((i) => `${i.title} ${i.description}`)].join(" ");
-  const out = EDGE_RULES.filter((r) => r.re.test(text)).map((r) => r.item);
-  out.push("No data yet (first-time user) → an empty state explains what will appear and how to start");
-  out.push("Slow or no network → cached data is shown with its age, and actions that need a connection say so");
   const max = c.opts.length === "brief" ? 3 : c.opts.length === "detailed" ? 10 : 6;
+  const out: string[] = [];
+  const problems = c.insights.filter((i) => i.insight_type !== "feedback_theme");
+  for (const i of problems) {
+    const q = i.quotes.find((x) => CONDITION_RE.test(x.text));
+    if (q) out.push(`Reported: “${truncateQuote(q.text, 140)}” ${cite(c, i)} → expected behaviour: open question (the research reports the failure, not the fix)`);
+  }
+  const quoted = problems.flatMap((i) => i.quotes.map((q) => q.text)).join(" ");
+  for (const r of EDGE_RULES) if (r.re.test(quoted)) out.push(`Open question, not reported by users: ${r.item}`);
+  if (!out.length) out.push("Open question: the research reports no edge case → which conditions (first use, no network, assistive technology) must the flow handle?");
   return [...new Set(out)].slice(0, max);
 }
 
@@ -362,17 +407,41 @@ function timelineItems(c: Ctx, deliverables: string[]): string {
   return ms.map((m) => `- **${m.name}** (week ${m.week})\n${m.d.map((d) => `  - ${d.replace(/\n/g, " ")}`).join("\n")}`).join("\n");
 }
 
+/** What users ask for, what breaks and what is missing, as cue patterns over their quotes. */
+const ASK_RE = /\b(wish|would (?:like|love|be (?:nice|great|helpful|good))|i'?d (?:like|love)|please|should|could you|can you|need(?:s|ed)? (?:to|a|an|the|more)|want(?:s|ed)? (?:to|a|an|the|more)|add|allow|option to|ability to|be able to|would help|hope)\b/i;
+const BREAK_RE =
+  /\b(can'?t|can’t|cannot|could ?n[o'’]?t|won'?t|won’t|does ?n[o'’]?t|do ?n[o'’]?t|is ?n[o'’]?t|not working|unable|fail\w*|error\w*|crash\w*|broken|stuck|lost|lose|locked|kick\w*|block\w*|slow\w*|spinning|loop\w*|every (?:single )?time|have to|having to|hard|difficult|confus\w*|frustrat\w*|annoy\w*|problem\w*|issue\w*|trouble|never)\b/i;
+
+/**
+ * Solution details from the evidence: for each problem, what breaks (a quote with a problem cue), for each request
+ * what users asked for (a quote with a wish), each falling back to the other, else an open question — the evidence
+ * names a theme but no one said what would fix it. Praise is not a requirement.
+ */
 function solutionDetails(c: Ctx): string[] {
   return c.insights
     .filter((i) => i.insight_type !== "feedback_theme")
     .slice(0, c.opts.length === "brief" ? 3 : 8)
-    .map((i) => `Resolve “${i.title}”: ${stripEndPunct(oneLine(i.description))} ${cite(c, i)}`);
+    .map((i) => {
+      const ask = i.quotes.find((q) => ASK_RE.test(q.text));
+      const breaks = i.quotes.find((q) => BREAK_RE.test(q.text));
+      const askItem = ask && `Build what users ask for: “${truncateQuote(ask.text, 140)}” ${cite(c, i)}`;
+      const breakItem = breaks && `Fix what breaks (${lowerFirst(stripEndPunct(i.title))}): “${truncateQuote(breaks.text, 140)}” ${cite(c, i)}`;
+      // A problem is fixed where it breaks; a request is built as asked; either falls back to the other.
+      const item = i.insight_type === "feature_request" ? (askItem ?? breakItem) : (breakItem ?? askItem);
+      return item ?? `Open question: what should change for “${i.title}” ${cite(c, i)}? The research names the theme, not a fix`;
+    });
 }
 
+/**
+ * The solution in one sentence: the recommendation's action when there is one (the local recommendation engine
+ * writes it from the lead insight's evidence); otherwise the lead insight's ask or failure, or an open question.
+ */
 function solutionSummary(c: Ctx): string {
   if (c.rec) return oneLine(c.rec.description.split(/(?<=[.!?])\s+/)[0] ?? c.rec.description);
   const lead = c.insights[0];
-  return `Address “${lead.title}” ${cite(c, lead)} first, then the related findings.`;
+  const [first] = solutionDetails({ ...c, insights: [lead] });
+  if (!first) return `Open question: the research behind “${lead.title}” ${cite(c, lead)} is praise or habit, not a problem to solve; decide what, if anything, should change.`;
+  return `${first.replace(/^Open question: /, "Open question — ")}${c.insights.length > 1 ? "; then the related findings below." : "."}`;
 }
 
 function alternatives(c: Ctx): string[] {
@@ -425,7 +494,7 @@ function prd(c: Ctx): Section[] {
   s.push(
     { key: "problem", heading: "Problem", body: `${problemStatement(c)}\n\n**Impact:** ${impactLine(c)}`, mandatory: true },
     { key: "evidence", heading: "Evidence", body: bullets(evidenceItems(c, c.insights)), mandatory: true },
-    { key: "users", heading: "Users", body: usersSection(c, personaNames(c.insights, c.product)) },
+    { key: "users", heading: "Users", body: usersSection(c, personaNames([...c.insights, ...c.otherInsights], c.product)) },
     { key: "metrics", heading: "Goals & success metrics", body: metricsTable(c) },
     {
       key: "solution",
@@ -435,7 +504,7 @@ function prd(c: Ctx): Section[] {
     { key: "stories", heading: "User stories", body: storyList(c, stories) },
     { key: "edge", heading: "Edge cases", body: bullets(edgeCases(c)) },
     { key: "risks", heading: "Risks", body: bullets(risks(c)) },
-    { key: "timeline", heading: "Timeline", body: timelineItems(c, solutionDetails(c).map((d) => truncate(d.replace(/\s*\[I\d+\]$/, ""), 120))) },
+    { key: "timeline", heading: "Timeline", body: timelineItems(c, solutionDetails(c).map((d) => truncate(d.replace(/\s*\[I\d+\]$/, "").replace(/:\s*“.*$/, ""), 120))) },
     { key: "questions", heading: "Open questions", body: bullets(openQuestions(c)) },
   );
   return s;
@@ -477,7 +546,7 @@ function userStories(c: Ctx): Section[] {
   const n = c.opts.length === "brief" ? 3 : c.opts.length === "detailed" ? 10 : 6;
   return [
     { key: "problem", heading: "Context", body: `${problemStatement(c)}\n\n**Evidence:**\n\n${bullets(evidenceItems(c, c.insights, 1))}`, mandatory: true },
-    { key: "users", heading: "Users", body: usersSection(c, personaNames(c.insights, c.product)) },
+    { key: "users", heading: "Users", body: usersSection(c, personaNames([...c.insights, ...c.otherInsights], c.product)) },
     { key: "stories", heading: "User stories", body: storyList(c, n) },
     { key: "edge", heading: "Edge cases", body: bullets(edgeCases(c)) },
     { key: "questions", heading: "Open questions", body: bullets(openQuestions(c)) },
@@ -624,7 +693,7 @@ export function draftDocument(input: DraftDocumentInput): DocumentDraft {
     ref,
     product: inp.product,
     opts,
-    persona: personaNames(chosen, inp.product)[0],
+    persona: personaNames(inp.insights, inp.product)[0],
     otherInsights: others,
   };
   const title = truncate(`${TITLE_PREFIX[inp.document_type]}: ${inp.document_type === "roadmap_update" ? (inp.product?.product_name ?? subjectOf(c)) : subjectOf(c)}`, 300);

@@ -8,7 +8,7 @@ import {
   type Severity,
   effortFromWeeks,
 } from "./types";
-import { clamp, joinList, keywordSet, keywords, roundTo, truncate } from "./text";
+import { clamp, joinList, keywordSet, keywords, lowerFirst, roundTo, stripEndPunct, truncate } from "./text";
 
 /**
  * The local recommendation engine: deterministic templates and heuristics, NOT a language model (DESIGN.md section 2:
@@ -17,33 +17,60 @@ import { clamp, joinList, keywordSet, keywords, roundTo, truncate } from "./text
  *
  * Algorithm (spec 01 `POST /api/recommendations/generate`):
  *
- * 1. **Group** related insights: greedy average-link clustering over keywords (stop words removed, light stemming, a
- *    few product-vocabulary synonyms such as sign in / log in → login), weighted 1.5 in the title, 1 in the description,
- *    0.5 in quotes, × IDF over the input. Similarity is weighted Jaccard (Σmin ÷ Σmax), +0.04 for the same
- *    `insight_type`, and 0 unless a title/description keyword is shared. Insights are visited strongest first
- *    (severity, sources, mentions) and join the group with the highest mean similarity if it is ≥ 0.085 (groups hold at
- *    most 6), so each group is led by its strongest insight.
- * 2. **Impact** (0..1) per group = 0.45 × severity + 0.35 × reach + 0.20 × mentions, where severity = 0.6 × max + 0.4 ×
- *    mean of {low .2, medium .45, high .75, critical 1}; reach = distinct sources (quote source ids, or the largest
- *    `frequency` if higher) ÷ distinct sources in the whole input; mentions = log(1+m) ÷ log(1+max m) with
- *    m = Σ `mention_count` (default: number of quotes, at least `frequency`). A focus-area match (share of a focus area's keywords found in the
- *    group's titles and descriptions) adds up to +0.15.
+ * 1. **Group** related insights of the same kind: greedy average-link clustering over keywords (stop words removed,
+ *    light stemming, a few product-vocabulary synonyms such as sign in / log in → login), weighted 1.5 in the title,
+ *    1 in the description, 0.5 in quotes, × IDF over the input. Similarity is weighted Jaccard (Σmin ÷ Σmax), +0.04
+ *    for the same `insight_type`, and 0 unless a title/description keyword is shared. Kinds never mix: problems
+ *    (pain_point, opportunity, feature_request), praise (feedback_theme) and behaviours (behavior, user_behavior) —
+ *    praise grouped with a problem would hide the problem behind a "keep it" action. Insights are visited strongest
+ *    first (severity, sources, mentions) and join the group with the highest mean similarity if it is ≥ 0.085 (groups
+ *    hold at most 6), so each group is led by its strongest insight.
+ * 2. **Value** = reach × severity × type weight, on these scales:
+ *    - reach ∈ (0, 1] = 0.6 × distinct sources ÷ sources in the whole input + 0.4 × log(1+m) ÷ log(1+max m), m = Σ
+ *      `mention_count` (default: number of quotes, at least `frequency`);
+ *    - severity = the highest member severity on a doubling scale, low 1, medium 2, high 4, critical 8 (one level up
+ *      is worth twice the reach), plus a quarter of each other member's;
+ *    - type weight: how much the kind is a problem to act on now: pain_point 1, feature_request 0.8, opportunity
+ *      0.6, behavior 0.4, feedback_theme (praise, or feedback without a problem) 0.25.
+ *    `impact_score` = value ÷ 8 (0..1: a critical pain point every source raises is 1), × (1 + 0.5 × focus match)
+ *    when focus areas are given (share of a focus area's keywords found in the group's titles and descriptions).
  * 3. **Effort** in weeks = base by dominant type (pain_point 2, feature_request 3, opportunity 5, behavior 1.5,
  *    feedback_theme 1, other 2) × (1 + 0.25 per extra insight, at most ×2) × 1.5 for broad-scope words (integration,
  *    migration, redesign, sync, security, scheduling…) or × 0.6 for narrow ones (copy, label, filter, detail, dark mode…),
  *    rounded to 0.5 and ≥ 0.5; `effort_estimate` is the bucket of those weeks (trivial ≤ 0.5 < small ≤ 2 < medium ≤ 4
  *    < large ≤ 8 < xlarge).
- * 4. **Order** by a RICE-like score = impact × confidence ÷ √effort_weeks (the square root keeps trivial low-value
- *    items from outranking critical ones), where confidence = 0.4 + 0.1 per quote (≤ 4)
- *    + 0.1 per distinct source (≤ 2). The best 7 groups become recommendations; the rest are named in
- *    `prioritization_summary` as "not recommended now".
- * 5. **At least 3**: with fewer than 3 groups, multi-insight groups are split into single insights first (each is real
+ * 4. **Order** by score = impact × confidence ÷ effort weeks (reach × severity ÷ effort, discounted for thin evidence),
+ *    where confidence = 0.4 + 0.1 per quote (≤ 4) + 0.1 per distinct source (≤ 2). Praise (high, 1 week) therefore
+ *    never outranks a critical problem of similar reach (2 weeks): 4 × 0.25 ÷ 1 < 8 × 1 ÷ 2. The best 7 groups become
+ *    recommendations; the rest are named in `prioritization_summary` as "not recommended now".
+ * 5. **Action** from the lead insight's own evidence: what breaks (a pain point's quote with a problem cue), what
+ *    users ask for (a request's quote with a wish cue), the gap, the habit, or what they value — quoted verbatim.
+ * 6. **At least 3**: with fewer than 3 groups, multi-insight groups are split into single insights first (each is real
  *    evidence); only when there are fewer than 3 insights does the engine add facet recommendations for the strongest
  *    insight — "Measure: …" (instrument and baseline it) and "Validate: …" (follow-up research) — which say so in their
  *    description. A single insight therefore yields fix + measure + validate.
  */
 
+/** Grouping strength of an insight's severity (which insight leads a group). */
 const SEVERITY_WEIGHT: Record<Severity, number> = { low: 0.2, medium: 0.45, high: 0.75, critical: 1 };
+/** Ranking scale of severity: each level doubles ("critical" is worth eight "low"). */
+const SEVERITY_SCALE: Record<Severity, number> = { low: 1, medium: 2, high: 4, critical: 8 };
+/** How much an insight type is a problem to act on now (praise and habits inform, they do not demand a fix). */
+const TYPE_WEIGHT: Record<string, number> = {
+  pain_point: 1,
+  feature_request: 0.8,
+  opportunity: 0.6,
+  behavior: 0.4,
+  user_behavior: 0.4,
+  feedback_theme: 0.25,
+};
+
+/** Kinds that never share a recommendation: problems (and the asks that fix them), praise, behaviours. */
+function kindOf(type: string): "problem" | "praise" | "behavior" {
+  if (type === "feedback_theme") return "praise";
+  if (type === "behavior" || type === "user_behavior") return "behavior";
+  return "problem";
+}
 
 const BASE_WEEKS: Record<string, number> = {
   pain_point: 2,
@@ -61,9 +88,9 @@ const VERB: Record<string, string> = {
   pain_point: "Fix",
   feature_request: "Build",
   opportunity: "Pursue",
-  behavior: "Design for",
-  user_behavior: "Design for",
-  feedback_theme: "Build on",
+  behavior: "Support",
+  user_behavior: "Support",
+  feedback_theme: "Keep",
 };
 
 /** Product-vocabulary synonyms folded before keyword extraction (so "sign in" and "login" group together). */
@@ -98,7 +125,9 @@ interface Scored {
   group: Group;
   lead: Prepared;
   type: string;
+  /** Doubling scale (1, 2, 4, 8) of the highest member severity, plus a quarter of the others'. */
   severity: number;
+  typeWeight: number;
   reach: number;
   reachCount: number;
   mentions: number;
@@ -140,7 +169,7 @@ function idfOf(prepared: Prepared[]): Map<string, number> {
 
 /**
  * Weighted Jaccard (Ruzicka) of two insights' keyword weights × IDF: Σ min ÷ Σ max, plus 0.04 for the same
- * insight_type; 0 unless they share a keyword from a title or description.
+ * insight_type; 0 unless they share a keyword from a title or description, and 0 across kinds (`kindOf`).
  */
 function similarity(a: Prepared, b: Prepared, idf: Map<string, number>): number {
   let inter = 0;
@@ -155,6 +184,7 @@ function similarity(a: Prepared, b: Prepared, idf: Map<string, number>): number 
   }
   for (const [k, wb] of b.kwWeight) if (!a.kwWeight.has(k)) union += wb * (idf.get(k) ?? 0);
   if (!strongShared || union === 0) return 0;
+  if (kindOf(a.insight.insight_type) !== kindOf(b.insight.insight_type)) return 0;
   return inter / union + (a.insight.insight_type === b.insight.insight_type ? 0.04 : 0);
 }
 
@@ -195,13 +225,14 @@ function score(groups: Group[], all: Prepared[], focusAreas: string[]): Scored[]
   const maxMentions = Math.max(1, ...groupMentions);
   const focus = focusAreas.map((f) => ({ area: f, kw: keywordSet(canonical(f)) })).filter((f) => f.kw.size);
   return groups.map((g, gi) => {
-    const sev = g.members.map((m) => SEVERITY_WEIGHT[m.insight.severity]);
-    const severity = 0.6 * Math.max(...sev) + 0.4 * (sev.reduce((a, b) => a + b, 0) / sev.length);
+    const sev = g.members.map((m) => SEVERITY_SCALE[m.insight.severity]).sort((a, b) => b - a);
+    const severity = Math.min(8, sev[0] + 0.25 * sev.slice(1).reduce((a, b) => a + b, 0));
     const sources = new Set(g.members.flatMap((m) => [...m.sources]));
     const reachCount = Math.max(sources.size, ...g.members.map((m) => m.insight.frequency));
-    const reach = totalSources > 0 ? clamp(reachCount / Math.max(totalSources, maxFreq), 0, 1) : reachCount / maxFreq;
+    const sourceShare = totalSources > 0 ? clamp(reachCount / Math.max(totalSources, maxFreq), 0, 1) : reachCount / maxFreq;
     const mentions = groupMentions[gi];
     const mentionsNorm = Math.log1p(mentions) / Math.log1p(maxMentions);
+    const reach = clamp(0.6 * sourceShare + 0.4 * mentionsNorm, 0.01, 1);
     const text = canonical(g.members.map((m) => `${m.insight.title} ${m.insight.description}`).join(" "));
     const textKw = keywordSet(text);
     let focusMatch = 0;
@@ -213,10 +244,11 @@ function score(groups: Group[], all: Prepared[], focusAreas: string[]): Scored[]
       if (frac > 0) focusHit.push(f.area);
       focusMatch = Math.max(focusMatch, frac);
     }
-    const impact = roundTo(clamp(0.45 * severity + 0.35 * reach + 0.2 * mentionsNorm + 0.15 * focusMatch, 0, 1), 0.01);
+    const type = dominantType(g);
+    const typeWeight = TYPE_WEIGHT[type] ?? 0.5;
+    const impact = roundTo(clamp(((reach * severity * typeWeight) / 8) * (1 + 0.5 * focusMatch), 0.01, 1), 0.01);
     const quotes = g.members.reduce((s, m) => s + m.insight.quotes.length, 0);
     const confidence = roundTo(clamp(0.4 + 0.1 * Math.min(quotes, 4) + 0.1 * Math.min(sources.size, 2), 0.4, 1), 0.01);
-    const type = dominantType(g);
     const baseWeeks = BASE_WEEKS[type] ?? 2;
     const titles = g.members.map((m) => `${m.insight.title} ${m.insight.description}`).join(" ");
     const broad = BROAD_SCOPE.exec(titles)?.[0];
@@ -230,12 +262,13 @@ function score(groups: Group[], all: Prepared[], focusAreas: string[]): Scored[]
     ]
       .filter(Boolean)
       .join(", ");
-    const rice = (impact * confidence) / Math.sqrt(weeks);
+    const rice = (impact * confidence) / weeks;
     return {
       group: g,
       lead: g.members[0],
       type,
       severity,
+      typeWeight,
       reach,
       reachCount,
       mentions,
@@ -260,8 +293,31 @@ function cite(p: Prepared): string {
   return `“${i.title}” (${i.severity}, ${plural(Math.max(i.frequency, p.sources.size), "source")}, ${plural(p.mentions, "mention")})`;
 }
 
-/** The quote shown in the description: the lead insight's first quote of 20+ characters (synthesis orders quotes best first). */
+/** Problem and wish cues, as in the synthesis lexicons (core/ai/synthesis/classify.ts), for picking evidence. */
+const BREAK_RE =
+  /\b(can'?t|can’t|cannot|could ?n[o'’]?t|won'?t|won’t|does ?n[o'’]?t|do ?n[o'’]?t|is ?n[o'’]?t|not working|unable|fail\w*|error\w*|crash\w*|broken|break\w*|stuck|lost|lose|locked|kick\w*|block\w*|slow\w*|spinning|loop\w*|every (?:single )?time|again and again|have to|having to|hard|difficult|confus\w*|frustrat\w*|annoy\w*|problem\w*|issue\w*|trouble|never)\b/i;
+const ASK_RE =
+  /\b(wish|would (?:like|love|be (?:nice|great|helpful|good))|i'?d (?:like|love)|please|should|could you|can you|need(?:s|ed)? (?:to|a|an|the|more)|want(?:s|ed)? (?:to|a|an|the|more)|add|allow|option to|ability to|be able to|would help|hope)\b/i;
+const VALUE_RE = /\b(love|like|great|easy|easier|helpful|useful|convenient|best|awesome|excellent|appreciate|thank|works? (?:well|great)|nice|quick|fast|simple)\b/i;
+
+/** The evidence cue that fits an insight type: what breaks, what users ask for, or what they value. */
+function cueFor(type: string): RegExp | undefined {
+  if (type === "pain_point" || type === "opportunity") return BREAK_RE;
+  if (type === "feature_request") return ASK_RE;
+  if (type === "feedback_theme") return VALUE_RE;
+  return undefined;
+}
+
+/**
+ * The quote shown in the description: the lead insight's first quote of 20+ characters that carries the cue of its
+ * type (what breaks for a problem, the ask for a request, the praise for praise), else its first quote of 20+
+ * characters (synthesis orders quotes best first), else any member's.
+ */
 function bestQuote(s: Scored): { text: string; speaker: string | null } | undefined {
+  const cue = cueFor(s.lead.insight.insight_type);
+  const lead = s.lead.insight.quotes;
+  const withCue = cue ? lead.find((x) => x.text.length >= 20 && cue.test(x.text)) : undefined;
+  if (withCue) return withCue;
   for (const m of s.group.members) {
     const q = m.insight.quotes.find((x) => x.text.length >= 20) ?? m.insight.quotes[0];
     if (q) return q;
@@ -322,9 +378,15 @@ function successMetrics(s: Scored): string[] {
   }
 }
 
+/**
+ * What to do, from the lead insight: a problem is fixed where it breaks, a request built as asked, a gap closed, a
+ * habit supported, praise kept from regressing. The lead's finding is named, and the evidence quoted in the
+ * description says what users reported; nothing generic like "build on the feedback theme".
+ */
 function actionSentence(s: Scored, product?: ProductContext): string {
-  const lead = s.lead.insight.title;
+  const lead = stripEndPunct(s.lead.insight.title);
   const where = product?.product_name ? ` in ${product.product_name}` : "";
+  const more = s.group.members.length > 1 ? " and the related problems below" : "";
   switch (s.facet) {
     case "measure":
       return `Instrument the flow behind “${lead}”${where} and record a baseline, so the fix can be sized and its effect measured. This is a separate facet of the same insight, not separate evidence.`;
@@ -333,16 +395,16 @@ function actionSentence(s: Scored, product?: ProductContext): string {
   }
   switch (s.type) {
     case "pain_point":
-      return `Remove the root cause of “${lead}”${where}${s.group.members.length > 1 ? " and the related problems below" : ""}, and verify the fix against the scenarios users reported.`;
+      return `Fix what breaks${where}: ${lowerFirst(lead)}${more}; verify the fix against the scenarios users reported.`;
     case "feature_request":
-      return `Add the capability users asked for in “${lead}”${where}, scoped to what the requests below describe.`;
+      return `Build what users ask for${where}: ${lowerFirst(lead)}${s.group.members.length > 1 ? ", with the related requests below" : ""}, scoped to what the requests describe.`;
     case "opportunity":
-      return `Ship a first, narrow version that addresses “${lead}”${where}, starting with the slice the evidence supports best.`;
+      return `Close the gap users describe${where}: ${lowerFirst(lead)}; ship a first, narrow version for the slice the evidence supports best.`;
     case "behavior":
     case "user_behavior":
-      return `Shape the product around the observed behaviour “${lead}”${where}: make the path users already take faster and more reliable.`;
+      return `Support what users already do${where}: ${lowerFirst(lead)}; make that path faster and more reliable.`;
     case "feedback_theme":
-      return `Protect and build on the feedback theme “${lead}”${where}; keep it working as other changes land.`;
+      return `Keep what users value${where} working: ${lowerFirst(lead)}; guard it with regression tests while the problems ranked above are fixed.`;
     default:
       return `Address “${lead}”${where}.`;
   }
@@ -365,11 +427,11 @@ function toRecommendation(s: Scored, product?: ProductContext): RecommendationDr
   const effort = effortFromWeeks(s.weeks);
   const sevMax = members.reduce((m, x) => (SEVERITY_WEIGHT[x.insight.severity] > SEVERITY_WEIGHT[m] ? x.insight.severity : m), "low" as Severity);
   const rationale = [
-    `Impact ${fmt(s.impact)} = 0.45 × severity ${fmt(s.severity)} (highest: ${sevMax}) + 0.35 × reach ${fmt(s.reach)} (${plural(s.reachCount, "distinct source")}) + 0.20 × mentions ${fmt(s.mentionsNorm)} (${plural(s.mentions, "mention")})` +
-      (s.focusMatch > 0 ? ` + 0.15 × focus match ${fmt(s.focusMatch)} (${joinList(s.focusAreas.map((f) => `“${f}”`))})` : "") +
+    `Impact ${fmt(s.impact)} = reach ${fmt(s.reach)} (${plural(s.reachCount, "distinct source")}, ${plural(s.mentions, "mention")}) × severity ${fmt(s.severity, 1)} of 8 (highest: ${sevMax}) × type weight ${fmt(s.typeWeight)} (${s.type}) ÷ 8` +
+      (s.focusMatch > 0 ? ` × (1 + 0.5 × focus match ${fmt(s.focusMatch)} (${joinList(s.focusAreas.map((f) => `“${f}”`))}))` : "") +
       ".",
     `Effort ${s.weeks} weeks (${effort}): ${s.baseWeeks} weeks base for a ${s.facet ? `${s.facet} task on a ${s.type}` : s.type}${s.scopeNote ? `, ${s.scopeNote}` : ""}.`,
-    `Confidence ${fmt(s.confidence)} from ${plural(members.reduce((n, m) => n + m.insight.quotes.length, 0), "verbatim quote")}; RICE-like score ${fmt(s.rice, 3)} = impact × confidence ÷ √weeks.`,
+    `Confidence ${fmt(s.confidence)} from ${plural(members.reduce((n, m) => n + m.insight.quotes.length, 0), "verbatim quote")}; score ${fmt(s.rice, 3)} = impact × confidence ÷ weeks.`,
   ].join(" ");
   return {
     title,
@@ -444,7 +506,7 @@ export function generateRecommendations(input: GenerateRecommendationsInput): Ge
         impact: roundTo(top.impact * (f === "measure" ? 0.6 : 0.5), 0.01),
         rice: 0,
       });
-      chosen[chosen.length - 1].rice = (chosen[chosen.length - 1].impact * top.confidence) / Math.sqrt(weeks);
+      chosen[chosen.length - 1].rice = (chosen[chosen.length - 1].impact * top.confidence) / weeks;
     }
   }
   const recommendations = chosen.map((s) => toRecommendation(s, product));
@@ -454,9 +516,11 @@ export function generateRecommendations(input: GenerateRecommendationsInput): Ge
 function summary(chosen: Scored[], omitted: Scored[], insightCount: number, focusAreas: string[]): string {
   const lines: string[] = [];
   lines.push(
-    `Ranked ${plural(chosen.length, "recommendation")} from ${plural(insightCount, "insight")} with a RICE-style score: ` +
-      `impact (severity 45%, reach in distinct sources 35%, mentions 20%${focusAreas.length ? ", up to +0.15 for focus-area matches" : ""}) × ` +
-      `confidence (verbatim quotes and sources behind it) ÷ √(effort in weeks). Local heuristic engine: scores are comparable within this run only.`,
+    `Ranked ${plural(chosen.length, "recommendation")} from ${plural(insightCount, "insight")} by reach × severity ÷ effort: ` +
+      `impact = reach (60% distinct sources, 40% mentions) × severity (low 1, medium 2, high 4, critical 8) × type weight ` +
+      `(pain point 1, request 0.8, opportunity 0.6, behaviour 0.4, praise 0.25) ÷ 8${focusAreas.length ? ", × up to 1.5 for focus-area matches" : ""}; ` +
+      `score = impact × confidence (verbatim quotes and sources behind it) ÷ effort in weeks. Praise and problems are never grouped. ` +
+      `Local heuristic engine: scores are comparable within this run only.`,
   );
   chosen.forEach((s, i) => {
     const n = s.group.members.length;

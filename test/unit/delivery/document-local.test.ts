@@ -146,3 +146,74 @@ describe("user instructions", () => {
     expect(d.content).toMatch(/Nothing in them could be applied automatically/);
   });
 });
+
+describe("drafting from the evidence (issue #11)", () => {
+  const q = (text: string, speaker: string | null = null, source_id = "s1") => ({ text, source_id, speaker });
+  const base = { description: "", frequency: 2, mention_count: 4 };
+  // Veterans are the participants; nurses are people they talk about (and a keyword template named a theme after them).
+  const research = [
+    {
+      ...base,
+      id: "nurse",
+      title: "Users struggle with nurse and Neuro",
+      insight_type: "pain_point",
+      severity: "high" as const,
+      quotes: [q("As a veteran I can't get the nurse line to call me back every time I need a refill", "P1"), q("The nurse told me to wait for the Neuro clinic and I never heard back", "P2")],
+    },
+    {
+      ...base,
+      id: "ask",
+      title: "Participants want to message the clinic from the app",
+      insight_type: "feature_request",
+      severity: "medium" as const,
+      quotes: [q("I wish I could message the clinic from the app instead of calling", "P3"), q("The nurse said to call the clinic", "P2")],
+    },
+    {
+      ...base,
+      id: "vague",
+      title: "Feedback on Neuro",
+      insight_type: "opportunity",
+      severity: "low" as const,
+      quotes: [q("Neuro is on the third floor of the building", "P4")],
+    },
+  ];
+
+  it("names the persona after who the participants are, not after a frequent word", () => {
+    const d = draftDocument({ document_type: "prd", insights: research });
+    expect(d.content).toMatch(/^### Veterans$/m);
+    expect(d.content).not.toMatch(/^### Nurses$/m);
+    expect(d.content).toMatch(/As a veteran, I want/);
+    // With no self-description anywhere, the persona is "users" and the open question asks who they are.
+    const anon = draftDocument({ document_type: "prd", insights: [{ ...research[2], quotes: [q("Neuro is on the third floor of the building")] }] });
+    expect(anon.content).toMatch(/^### Users$/m);
+    expect(anon.content).toMatch(/Who is the primary user segment\?/);
+  });
+
+  it("writes the solution from what users ask for and what breaks, else marks it an open question", () => {
+    const d = draftDocument({ document_type: "prd", insights: research });
+    const solution = d.content.slice(d.content.indexOf("## Solution"), d.content.indexOf("## User stories"));
+    expect(solution).toContain("Build what users ask for: “I wish I could message the clinic from the app instead of calling”");
+    expect(solution).toContain("Fix what breaks (users struggle with nurse and Neuro): “As a veteran I can't get the nurse line");
+    expect(solution).toMatch(/Open question: what should change for “Feedback on Neuro” \[I\d\]\?/);
+    expect(checkGrounding(d.content, referenced2(d.content, research))).toEqual([]);
+  });
+
+  it("takes edge cases from conditions users reported, and marks everything else as an open question", () => {
+    const d = draftDocument({ document_type: "prd", insights: research });
+    const edge = d.content.slice(d.content.indexOf("## Edge cases"), d.content.indexOf("## Risks"));
+    const items = edge.split("\n").filter((l) => l.startsWith("- "));
+    expect(items.length).toBeGreaterThan(0);
+    for (const item of items) expect(item).toMatch(/^- (Reported: “[^”]+” \[I\d\] → expected behaviour: open question|Open question)/);
+    expect(edge).toContain("Reported: “As a veteran I can't get the nurse line to call me back every time I need a refill”");
+    // No canned sign-in or network case: nobody mentioned them.
+    expect(edge).not.toMatch(/biometric|network|first-time/i);
+    const bare = draftDocument({ document_type: "prd", insights: [research[2]] });
+    const bareEdge = bare.content.slice(bare.content.indexOf("## Edge cases"), bare.content.indexOf("## Risks"));
+    expect(bareEdge).toMatch(/Open question: the research reports no edge case/);
+  });
+});
+
+function referenced2(content: string, list: { id: string }[]) {
+  const defs = [...content.matchAll(/^\[I(\d+)\]: #insight-(\S+) /gm)].map((m) => [Number(m[1]), m[2]] as const);
+  return defs.sort((a, b) => a[0] - b[0]).map(([, id]) => list.find((i) => i.id === id)!) as never;
+}

@@ -60,13 +60,66 @@ describe("local recommendation engine", () => {
   });
 
   it("ranks by the documented score and explains the order and what was left out", () => {
-    expect(out.prioritization_summary).toMatch(/RICE-style score/);
+    expect(out.prioritization_summary).toMatch(/by reach × severity ÷ effort/);
     expect(out.prioritization_summary).toMatch(/^1\. /m);
     expect(out.prioritization_summary).toMatch(/Not recommended now/);
     // the critical/high sign-in group ranks first
     expect(out.recommendations[0].addresses_insight_ids!.length).toBeGreaterThan(1);
     const scores = [...out.prioritization_summary.matchAll(/score (\d\.\d{3})/g)].slice(0, out.recommendations.length).map((m) => Number(m[1]));
     expect([...scores].sort((a, b) => b - a)).toEqual(scores);
+  });
+
+  it("never ranks praise above a critical problem, nor groups them, and takes the action from the lead insight", () => {
+    const praise = insight("praise", "Users value app", {
+      insight_type: "feedback_theme",
+      severity: "high",
+      frequency: 6,
+      mention_count: 40,
+      quotes: ["I love this app, sign in with my fingerprint is great", "Great app, easy to use", "Love the app"].map((text, k) => ({ text, source_id: `p${k}`, speaker: null })),
+    });
+    const loop = insight("loop", "Sign-in loops back to the sign-in screen", {
+      severity: "critical",
+      frequency: 2,
+      mention_count: 6,
+      quotes: [
+        { text: "The new sign in page looks nice", source_id: "p0", speaker: null },
+        { text: "I can't sign in, it keeps sending me back to the sign in screen", source_id: "p1", speaker: null },
+      ],
+    });
+    const ask = insight("ask", "Automatic prescription refills requested", {
+      insight_type: "feature_request",
+      severity: "medium",
+      frequency: 2,
+      quotes: [
+        { text: "Prescriptions are in the pharmacy tab", source_id: "p2", speaker: null },
+        { text: "I wish the app would refill my prescriptions automatically", source_id: "p3", speaker: null },
+      ],
+    });
+    const o = generateRecommendations({ insights: [praise, loop, ask] });
+    const rankOf = (id: string) => o.recommendations.findIndex((r) => r.addresses_insight_ids!.includes(id));
+    expect(rankOf("loop")).toBeLessThan(rankOf("praise"));
+    expect(o.recommendations.find((r) => r.addresses_insight_ids!.includes("praise"))!.addresses_insight_ids).toEqual(["praise"]);
+    const fix = o.recommendations[rankOf("loop")];
+    expect(fix.title).toBe("Fix: Sign-in loops back to the sign-in screen");
+    expect(fix.description).toMatch(/^Fix what breaks: sign-in loops back to the sign-in screen; verify/);
+    // The quote shown is the one that says what breaks, not the lead's first quote.
+    expect(fix.description).toContain("In users' words: “I can't sign in, it keeps sending me back to the sign in screen”");
+    const build = o.recommendations[rankOf("ask")];
+    expect(build.description).toMatch(/^Build what users ask for: automatic prescription refills requested/);
+    expect(build.description).toContain("“I wish the app would refill my prescriptions automatically”");
+    const keep = o.recommendations[rankOf("praise")];
+    expect(keep.title).toBe("Keep: Users value app");
+    for (const r of o.recommendations) expect(r.description).not.toMatch(/build on the feedback theme/i);
+    // The documented scale: praise (high, 1 week) is worth less than a critical problem of equal reach (2 weeks).
+    expect(fix.impact_score! / fix.effort_weeks!).toBeGreaterThan(keep.impact_score! / keep.effort_weeks!);
+  });
+
+  it("never groups praise or habits with problems on the VA set", () => {
+    const kind = (t: string) => (t === "feedback_theme" ? "praise" : t === "behavior" || t === "user_behavior" ? "behavior" : "problem");
+    for (const r of out.recommendations) {
+      const kinds = new Set(insights.filter((i) => r.addresses_insight_ids!.includes(i.id)).map((i) => kind(i.insight_type)));
+      expect(kinds.size).toBe(1);
+    }
   });
 
   it("is deterministic", () => {
