@@ -7,13 +7,16 @@
  * The embedded runtime in this process (bench/lib/runtime.ts): DynamoDB Local in memory, the object store, the local
  * gateway on loopback. One owner on a paid plan (no trial milestones to look up) with a boost pack, a document whose
  * blocks come from `POST /api/blocks/extract`, then `POST /api/blocks/{id}/expand` (an AI block action on the local
- * engine: reserve → the action → settle) sent N times one after another through the gateway, after warm-ups. Every
- * agent run records `charge_ms`: the time from before its reservation (finding the payer, the reserve transaction)
- * plus its settlement, measured inside the handler (core/agent/index.ts `recordRun`). Reported: p50/p90/p99 of
- * `charge_ms` against the target (< 15 ms together), and the whole request's latency for scale. Then the same on a
+ * engine: reserve → the action → settle) sent N times one after another through the gateway, after warm-ups. Each
+ * run publishes on the `r2d:charge` diagnostics channel what charging added to its request, measured inside the
+ * handler (core/agent/index.ts `recordRun`): the reservation before the work (finding the payer, the reserve), and
+ * how long the settlement kept the request waiting after the run's record was written (the two are written side by
+ * side). Reported: p50/p90/p99 of their sum against the target (< 15 ms together), each part, and the whole
+ * request's latency for scale. Then the same on a
  * trial account whose quota is spent and whose runs are charged from a boost pack (the read path: reads before each
  * transaction), which also looks up the trial milestones after each run.
  */
+import type { ChargeTiming } from "../core/agent";
 import { Recorder, fmtMs, printTable, type Summary } from "./lib/stats";
 import { busyWarning, machineLine } from "./lib/machine";
 import { startBenchRuntime, type BenchRuntime } from "./lib/runtime";
@@ -55,29 +58,43 @@ async function seeded(rt: BenchRuntime, email: string): Promise<{ token: string;
 }
 
 async function measure(rt: BenchRuntime, who: Awaited<ReturnType<typeof seeded>>, label: string): Promise<{ charge: Summary; request: Summary }> {
-  const { db } = await import("../core/db/service");
+  const { chargeTimings } = await import("../core/agent");
   const request = new Recorder();
+  const reserve = new Recorder();
+  const settleWait = new Recorder();
+  const added = new Recorder();
+  let measuring = false;
+  // The handler runs in this process: its runs publish what charging added to each request (core/agent recordRun).
+  const onTiming = (m: unknown) => {
+    if (!measuring) return;
+    const t = m as ChargeTiming;
+    reserve.record(t.reserveMs);
+    settleWait.record(t.settleWaitMs);
+    added.record(t.reserveMs + t.settleWaitMs);
+  };
+  chargeTimings.subscribe(onTiming);
   const expand = () => api(rt, who.token, "POST", `/api/blocks/${who.blockId}/expand`);
-  for (let i = 0; i < WARMUP; i++) await expand();
-  const since = new Date().toISOString();
-  const deadline = performance.now() + LOOP_DEADLINE_MS;
-  for (let i = 0; i < N && performance.now() < deadline; i++) {
-    const t0 = performance.now();
-    await expand();
-    request.record(performance.now() - t0);
+  try {
+    for (let i = 0; i < WARMUP; i++) await expand();
+    measuring = true;
+    const deadline = performance.now() + LOOP_DEADLINE_MS;
+    for (let i = 0; i < N && performance.now() < deadline; i++) {
+      const t0 = performance.now();
+      await expand();
+      request.record(performance.now() - t0);
+    }
+  } finally {
+    chargeTimings.unsubscribe(onTiming);
   }
-  const { data } = await db()
-    .entities.agentRun.query.byWorkspace({ workspace_id: who.workspaceId })
-    .between({ executed_at: since }, { executed_at: "9999" })
-    .go({ pages: "all" });
-  const charge = new Recorder();
-  for (const r of data) if (typeof r.charge_ms === "number") charge.record(r.charge_ms);
-  const c = charge.summary();
+  const c = added.summary();
   const q = request.summary();
-  console.log(`\n${label}: ${c.n} AI requests (POST /api/blocks/{id}/expand) through the gateway, one at a time, after ${WARMUP} warm-ups`);
+  const row = (name: string, s: Summary) => [name, s.n, fmtMs(s.p50), fmtMs(s.p90), fmtMs(s.p99), fmtMs(s.max)];
+  console.log(`\n${label}: ${q.n} AI requests (POST /api/blocks/{id}/expand) through the gateway, one at a time, after ${WARMUP} warm-ups`);
   printTable(["measure", "n", "p50 ms", "p90 ms", "p99 ms", "max ms"], [
-    ["reserve + settle (charge_ms)", c.n, fmtMs(c.p50), fmtMs(c.p90), fmtMs(c.p99), fmtMs(c.max)],
-    ["whole request (client)", q.n, fmtMs(q.p50), fmtMs(q.p90), fmtMs(q.p99), fmtMs(q.max)],
+    row("reserve (before the work)", reserve.summary()),
+    row("settle, wait beyond the run's write", settleWait.summary()),
+    row("added by charging (reserve + wait)", c),
+    row("whole request (client)", q),
   ]);
   return { charge: c, request: q };
 }
@@ -97,7 +114,7 @@ export default async function charging(): Promise<void> {
 
     // A trial whose 5 signup credits are spent: every run is charged from a boost pack (the read path: reserve reads
     // the account and the boosts before its transaction), and each run also checks the trial milestones after it is
-    // written (in the whole request, not in charge_ms).
+    // written (in the whole request, not in what charging adds).
     const trial = await seeded(rt, "bench-charging-trial@example.com");
     await db().entities.billingAccount.patch({ user_id: trial.userId }).set({ quota_remaining: 0 }).go();
     await grant(trial.userId, { source: "bench-charging", credits: 215, bucket: "boost", expiresAt: new Date(Date.now() + 30 * 86_400_000) });
@@ -105,10 +122,10 @@ export default async function charging(): Promise<void> {
 
     console.log("");
     printTable(["figure", "value", "target"], [
-      ["reserve + settle p50, paid plan", `${fmtMs(onPaid.charge.p50)} ms`, `< ${TARGET_MS} ms: ${onPaid.charge.p50 < TARGET_MS ? "met" : "NOT met"}`],
-      ["reserve + settle p99, paid plan", `${fmtMs(onPaid.charge.p99)} ms`, `< ${TARGET_MS} ms: ${onPaid.charge.p99 < TARGET_MS ? "met" : "NOT met"}`],
-      ["reserve + settle p50, boost pack (read path)", `${fmtMs(onTrial.charge.p50)} ms`, "for reference"],
-      ["reserve + settle p99, boost pack (read path)", `${fmtMs(onTrial.charge.p99)} ms`, "for reference"],
+      ["added by charging p50, paid plan", `${fmtMs(onPaid.charge.p50)} ms`, `< ${TARGET_MS} ms: ${onPaid.charge.p50 < TARGET_MS ? "met" : "NOT met"}`],
+      ["added by charging p99, paid plan", `${fmtMs(onPaid.charge.p99)} ms`, `< ${TARGET_MS} ms: ${onPaid.charge.p99 < TARGET_MS ? "met" : "NOT met"}`],
+      ["added by charging p50, boost pack (read path)", `${fmtMs(onTrial.charge.p50)} ms`, "for reference"],
+      ["added by charging p99, boost pack (read path)", `${fmtMs(onTrial.charge.p99)} ms`, "for reference"],
       ["share of the request, paid p50", `${((onPaid.charge.p50 / onPaid.request.p50) * 100).toFixed(0)} %`, "for reference"],
     ]);
   } finally {

@@ -19,8 +19,6 @@ export const buildAgentRunEntity = () => new Entity({
     cost_usd: { type: "number", required: true, default: 0 },
     /** Credits the run was charged (spec 02 Credits; 0 for internal runs and runs before billing). */
     credits_charged: { type: "number", required: true, default: 0 },
-    /** Milliseconds the run's reservation and settlement took (what charging adds to the request; benchmarks read it). */
-    charge_ms: { type: "number" },
     status: { type: ["success", "failed", "partial"] as const, required: true },
     error_message: { type: "string" },
     executed_at: { type: "string", required: true, default: () => new Date().toISOString() },

@@ -1,10 +1,11 @@
 import { isConditionalFailure } from "../db/errors";
 import { randomUUID } from "node:crypto";
+import diagnostics from "node:diagnostics_channel";
 import { AppError } from "../error";
 import { db } from "../db/service";
 import type { CallUsage, ModelTier } from "../ai/ports";
 import { grantMilestones, startCharge, type Charge } from "../billing/charge";
-import type { RunOutcome } from "../billing/credits";
+import { creditsFor, type RunOutcome } from "../billing/credits";
 
 export type AgentType = "synthesis" | "recommendation" | "drafting" | "chat" | "block_action" | "embedding";
 
@@ -53,14 +54,11 @@ export async function recordRun<T>(
   summarize: (result: T) => unknown = (r) => r,
 ): Promise<T> {
   const runId = opts.charge?.runId ?? opts.runId ?? randomUUID();
-  const chargeStarted = performance.now();
   const charge =
     opts.charge ??
     (opts.agentType === "embedding"
       ? null
       : await startCharge({ workspaceId: opts.workspaceId, runId, engine: opts.engine, tier: opts.tier, chatMessage: opts.chatMessage }));
-  // What billing adds to the request: the reservation (or the copilot's, measured by it), the settlement, the milestones.
-  let chargeMs = opts.charge ? opts.charge.reserveMs : performance.now() - chargeStarted;
   const started = Date.now();
   let tokens = 0;
   let cost = 0;
@@ -73,11 +71,17 @@ export async function recordRun<T>(
     },
   };
   const finish = async (outcome: RunOutcome, output: unknown, error?: string) => {
-    const settling = performance.now();
-    const credits = charge ? await charge.settle(outcome, { tokens, costUsd: cost }) : 0;
-    chargeMs += performance.now() - settling;
     const latency = Date.now() - started;
-    await db()
+    // The settlement and the run's record are written side by side: the record carries the figure the settlement
+    // charges (`creditsFor`), and is corrected in the rare case the balance could not cover it all (a shortfall).
+    const planned = charge ? creditsFor(cost, outcome, { chatMessage: charge.chatMessage }) : 0;
+    const executedAt = new Date().toISOString();
+    let settledAt = 0;
+    let writtenAt = 0;
+    const settling = charge
+      ? charge.settle(outcome, { tokens, costUsd: cost }).then((c) => ((settledAt = performance.now()), c))
+      : Promise.resolve(0);
+    const writing = db()
       .entities.agentRun.create({
         id: runId,
         workspace_id: opts.workspaceId,
@@ -91,13 +95,23 @@ export async function recordRun<T>(
         latency_ms: latency,
         tokens_used: tokens,
         cost_usd: Math.round(cost * 1e6) / 1e6,
-        credits_charged: credits,
-        ...(charge ? { charge_ms: Math.round(chargeMs * 100) / 100 } : {}),
+        credits_charged: planned,
+        executed_at: executedAt,
         status: outcome === "success" ? "success" : outcome === "failed" ? "failed" : "partial",
         ...(error ? { error_message: error.slice(0, 2000) } : {}),
       })
-      .go();
-    if (charge) await grantMilestones(charge.payer, opts.workspaceId, outcome === "success", () => chargedRunCount(opts.workspaceId));
+      .go()
+      .then(() => void (writtenAt = performance.now()));
+    const [credits] = await Promise.all([settling, writing]);
+    if (credits !== planned) {
+      await db().entities.agentRun.patch({ workspace_id: opts.workspaceId, executed_at: executedAt, id: runId }).set({ credits_charged: credits }).go();
+    }
+    if (!charge) return;
+    // What charging added to this request: the reservation, and the settlement's wait beyond the record's write.
+    if (chargeTimings.hasSubscribers) {
+      chargeTimings.publish({ runId, reserveMs: charge.reserveMs, settleWaitMs: Math.max(0, settledAt - writtenAt) } satisfies ChargeTiming);
+    }
+    await grantMilestones(charge.payer, opts.workspaceId, outcome === "success", () => chargedRunCount(opts.workspaceId));
   };
   let result: T;
   try {
@@ -109,6 +123,21 @@ export async function recordRun<T>(
   await finish(opts.outcomeOf?.(result) ?? "success", summarize(result));
   return result;
 }
+
+/** One charged run's timings, published on the `r2d:charge` diagnostics channel (benchmarks subscribe). */
+export interface ChargeTiming {
+  runId: string;
+  /** Finding the payer and reserving, before the work (ms). */
+  reserveMs: number;
+  /** How long the request waited for the settlement after its run record was written (ms; 0 when it was faster). */
+  settleWaitMs: number;
+}
+
+/**
+ * What charging adds to each AI request, for observers (bench/charging.ts): Node's diagnostics channel costs nothing
+ * without a subscriber, and keeps measurement out of the stored record.
+ */
+export const chargeTimings = diagnostics.channel("r2d:charge");
 
 /** Agent runs of a workspace that count for the engagement milestone (all but the internal embedding runs), up to 3. */
 async function chargedRunCount(workspaceId: string): Promise<number> {
