@@ -553,10 +553,14 @@ function fnv(s: string): number {
  * row without content words stays zero). Two mentions that use the same word ("appointment", "appointments")
  * get similar rows whatever the sentence around it.
  * @param words content words (lemmas) of each row
+ * @param ignore content words (lemmas) that join nothing: the words of the survey question the rows answer, which
+ *   every answer is about whether or not it repeats them ("notebook" in answers to "…like to see in Jupyter
+ *   Notebook?")
  */
-export function lexicalMatrix(words: string[][], dims = 256): Matrix {
+export function lexicalMatrix(words: string[][], dims = 256, ignore: string[] = []): Matrix {
   const n = words.length;
-  const stems = words.map((ws) => [...new Set(ws.map(stem).filter((w) => w.length >= 3))]);
+  const skip = new Set(ignore.map(stem));
+  const stems = words.map((ws) => [...new Set(ws.map(stem).filter((w) => w.length >= 3 && !skip.has(w)))]);
   const df = new Map<string, number>();
   for (const s of stems) for (const w of s) df.set(w, (df.get(w) ?? 0) + 1);
   const data = new Float32Array(n * dims);

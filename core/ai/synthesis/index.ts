@@ -23,7 +23,10 @@
  *     merged; a cluster whose top phrase is a domain word or covers < 20% of its mentions is dropped, unnamed;
  *  5. type and severity: negation-aware cue lexicons + survey-question cues; reach, volume and intensity;
  *  6. quotes: 3–5 central, diverse, on-topic mentions (MMR), then `groundQuotes` keeps only verbatim ones;
- *  7. order by volume × reach × tightness, cap at `maxInsights`; `matchExisting` sets `merge_into`.
+ *     A survey of several open questions runs steps 3–6 per question (questions.ts), the question's own words left
+ *     out of the shared-word bag and damped in naming;
+ *  7. order by volume × reach × tightness, cap at `maxInsights` (a survey: a raised cap shared by its questions, a
+ *     floor each, the rest in proportion to their answers); `matchExisting` sets `merge_into`.
  *  8. closed survey questions (survey.ts): counts, percentages, mean ratings and ranks from the answers, as up to
  *     6 quantitative insights listed first.
  */
@@ -57,9 +60,11 @@ import { matchExisting } from "./dedup";
 import { vectorsAligned } from "./embed";
 import { boilerplateTexts, structuredQuestions, interviewerSpeakers, unitSkipReason } from "./filters";
 import { normalizeText, unitMentions, type MentionSpan } from "./mentions";
-import { distinctTop, insightTitle, keyphraseOverlap, MIN_COVERAGE, mentionPhrases, phraseSpread, rankPhrases, subjectOverlap, titleSubject, type PhraseOcc, type RankedPhrase } from "./naming";
+import { distinctTop, insightTitle, phraseKey, keyphraseOverlap, MIN_COVERAGE, mentionPhrases, phraseSpread, rankPhrases, subjectOverlap, titleSubject, type PhraseOcc, type RankedPhrase } from "./naming";
+import { analyze } from "./nlp";
 import { isEmphatic } from "./notes";
 import { groundQuotes, pickQuotes, type Quote } from "./quotes";
+import { allocateThemes, questionSegments, surveyThemeCap } from "./questions";
 import { surveyInsights } from "./survey";
 import type {
   InsightDraft,
@@ -303,7 +308,127 @@ export async function synthesize(input: SynthesisInput): Promise<SynthesisOutput
   const corpus = await collectMentions(sources, embedder);
   const t1 = performance.now();
   const { mentions } = corpus;
-  const x: Matrix = toMatrix(corpus.vectors, embedder.dimensions);
+  const n = mentions.length;
+
+  // 3–6. Themes. A survey is analysed one open question at a time (questions.ts), anything else as one body of text.
+  const segments = questionSegments(mentions, sources);
+  const parts: ThemeDrafts[] = [];
+  for (const seg of segments ?? [{ key: "", question: null, asked: null, members: mentions.map((_, i) => i) }]) {
+    const sub = segments ? { mentions: seg.members.map((i) => mentions[i]), vectors: seg.members.map((i) => corpus.vectors[i]) } : corpus;
+    parts.push(themeDrafts(sources, sub.mentions, sub.vectors, embedder, opts, seg.question, seg.asked));
+  }
+  // Same title twice can only come from different phrase keys (or questions) with one written form: keep the larger.
+  const seenTitles = new Set<string>();
+  const unique = parts
+    .flatMap((p, s) => p.drafts.map((d) => ({ d, s })))
+    .sort((a, b) => rankScore(b.d) - rankScore(a.d) || a.d.title.localeCompare(b.d.title) || a.s - b.s)
+    .filter(({ d }) => {
+      const key = d.title.toLowerCase();
+      if (seenTitles.has(key)) return false;
+      seenTitles.add(key);
+      return true;
+    });
+  let drafts: InsightDraft[];
+  if (!segments) drafts = unique.map(({ d }) => d).slice(0, opts.maxInsights);
+  else {
+    // Each question's share of a raised cap: a floor, then in proportion to the answers it received.
+    const available = parts.map((_, s) => unique.filter((u) => u.s === s).length);
+    const weights = parts.map((p) => p.answers);
+    const kept = allocateThemes(weights, available, surveyThemeCap(opts.maxInsights, available.filter((a) => a > 0).length));
+    const taken = parts.map(() => 0);
+    drafts = unique.filter(({ s }) => taken[s]++ < kept[s]).map(({ d }) => d);
+  }
+  // Closed survey questions: figures counted from the answers (survey.ts), first, besides the themes' cap.
+  const insights: InsightDraft[] = [...(await surveyInsights(sources, corpus, embedder)), ...drafts];
+  const t3 = performance.now();
+  const sum = (f: (p: ThemeDrafts) => number) => parts.reduce((a, p) => a + f(p), 0);
+  const totalClustered = sum((p) => p.clustered);
+  const clusterMs = sum((p) => p.clusterMs);
+
+  // 7. Dedup against the workspace.
+  if (input.existing?.length) {
+    const matches = await matchExisting(insights, input.existing, embedder, {
+      threshold: opts.matchThreshold,
+      textThreshold: opts.textMatchThreshold,
+    });
+    matches.forEach((id, i) => {
+      if (id) insights[i].merge_into = id;
+    });
+  }
+
+  const counts = new Map<InsightType, number>();
+  for (const d of insights) counts.set(d.insight_type, (counts.get(d.insight_type) ?? 0) + 1);
+  const breakdown = [...counts.entries()].sort((a, b) => b[1] - a[1]).map(([t, c]) => `${c} ${TYPE_LABEL[t]}`);
+  const summary = insights.length
+    ? `Synthesised ${insights.length} insights from ${totalClustered} of ${n} mentions across ${sources.length} sources` +
+      (segments ? `, question by question (${segments.filter((g) => g.question).length} open questions)` : "") +
+      ` (${listJoin(breakdown)}). Leading themes: ${insights
+        .slice(0, 3)
+        .map((d) => `${d.title} (${d.frequency} ${d.frequency === 1 ? "source" : "sources"}, ${d.mention_count} mentions)`)
+        .join("; ")}.`
+    : `No recurring theme had enough support in ${n} mentions across ${sources.length} sources.`;
+
+  const t4 = performance.now();
+  return {
+    insights,
+    summary,
+    stats: {
+      sources: sources.length,
+      ...corpus.stats,
+      clustered: totalClustered,
+      noise: sum((p) => p.noise),
+      clusters_initial: sum((p) => p.clustersInitial),
+      clusters_final: sum((p) => p.clustersFinal),
+      clusters_unnamed: sum((p) => p.unnamed),
+      quotes_proposed: sum((p) => p.quotesProposed),
+      quotes_grounded: sum((p) => p.quotesGrounded),
+      timings_ms: {
+        mentions: Math.round(t1 - t0 - corpus.embedMs),
+        embed: Math.round(corpus.embedMs),
+        cluster: Math.round(clusterMs),
+        name: Math.round(t3 - t1 - clusterMs),
+        total: Math.round(t4 - t0),
+      },
+    },
+  };
+}
+
+/** Themes of one body of text (a whole input, or one survey question's answers) with what the stats count. */
+interface ThemeDrafts {
+  /** Drafts, most widespread first. */
+  drafts: InsightDraft[];
+  /** Distinct units (answers, turns, paragraphs) with mentions: a survey question's weight in the budget. */
+  answers: number;
+  clustered: number;
+  noise: number;
+  clustersInitial: number;
+  clustersFinal: number;
+  unnamed: number;
+  quotesProposed: number;
+  quotesGrounded: number;
+  clusterMs: number;
+}
+
+/**
+ * Steps 3–6 on one body of text: cluster its mentions, keep the supported clusters, name them, type them, pick and
+ * ground their quotes. Everything here is relative to the mentions given (support threshold, domain words,
+ * c-TF-IDF), so a survey question's answers are analysed as if they were the whole input.
+ *
+ * @param question the survey question these mentions answer, named in every description; null for any other input
+ * @param asked the question as asked, instructions included: its words are the answers' context, not a topic they
+ *   share (cluster.ts `lexicalMatrix`)
+ */
+function themeDrafts(
+  sources: SynthesisSource[],
+  mentions: Mention[],
+  vectors: Float32Array[],
+  embedder: Embedder,
+  opts: SynthesisOptions,
+  question: string | null,
+  asked: string | null = null,
+): ThemeDrafts {
+  const t1 = performance.now();
+  const x: Matrix = toMatrix(vectors, embedder.dimensions);
   const n = mentions.length;
 
   // 3. Cluster.
@@ -314,8 +439,13 @@ export async function synthesize(input: SynthesisInput): Promise<SynthesisOutput
   // Clustering runs in the centred space (see `centered`); output centroids are in the embedder's own space.
   // Small inputs (a few interviews or notes): sentence embeddings of short spoken sentences are noisy, so words the
   // mentions share ("appointment", "scheduling") weigh in too (cluster.ts `blend`).
+  const askedTokens = asked ? analyze(asked).tokens : [];
+  const askedWords = contentLemmas(askedTokens);
+  const askedKeys = new Set(askedTokens.filter((t) => t.type === "word" && !t.stop).map((t) => phraseKey([t.normal])));
   const xc =
-    n <= LEXICAL_MAX_MENTIONS ? blend(centered(x), lexicalMatrix(mentions.map((m) => contentLemmas(m.span.tokens))), lexicalWeight(n)) : centered(x);
+    n <= LEXICAL_MAX_MENTIONS
+      ? blend(centered(x), lexicalMatrix(mentions.map((m) => contentLemmas(m.span.tokens)), undefined, askedWords), lexicalWeight(n))
+      : centered(x);
   if (n >= 2 && n <= LINKAGE_MAX_MENTIONS) {
     // Small inputs: average linkage, which leaves a mention that is like no other out instead of forcing it into a
     // theme (k-means on a few dozen answers mixes unrelated ones), and has no seed.
@@ -355,6 +485,9 @@ export async function synthesize(input: SynthesisInput): Promise<SynthesisOutput
   const name = (cs: Cluster[]): Named[] => {
     const avg = n / Math.max(1, cs.length);
     const spread = phraseSpread(cs.map((c) => c.members.map((i) => phrases[i])));
+    // The question's own words name what every answer is about, not a theme ("notebook" in answers to "…in
+    // Jupyter Notebook?"): they rank as domain words.
+    for (const k of askedKeys) spread.set(k, 1);
     return cs.map((c) => ({
       cluster: c,
       top: distinctTop(rankPhrases(c.members.map((i) => phrases[i]), globalCount, avg, spread, n, c.members.map((i) => refs[i].voice)), 3),
@@ -450,12 +583,14 @@ export async function synthesize(input: SynthesisInput): Promise<SynthesisOutput
     const types = [...new Set(sourceOrder.map((s) => sources[s].source_type))];
     const about = top.length ? listJoin(top.map((t) => `“${t.surface}”`)) : "a shared topic";
     const support = themeSupport(refs, members, ordinals);
+    // Which question the answers were given to: the same words mean a difficulty under one and a wish under another.
+    const asked = question ? `, answering “${question}”,` : "";
     const description =
       (support.voices === 1
         ? `${oneVoice(mentions[members[0]], sources[sourceOrder[0]])}, in ${support.passages === 1 ? "one passage" : `${support.passages} separate passages`} (${mention_count} ${mention_count === 1 ? "mention" : "mentions"}), ` +
-          `speaks of ${about}. `
+          `speaks of ${about}${question ? ` in answers to “${question}”` : ""}. `
         : `${mention_count} ${mention_count === 1 ? "mention" : "mentions"} across ${frequency} ${frequency === 1 ? "source" : "sources"} ` +
-          `(${types.join(", ")}) concern ${about}. `) +
+          `(${types.join(", ")})${asked} concern ${about}. `) +
       `${pct(shares.pain)} describe a problem, ${pct(shares.request)} ask for a change, ${pct(shares.positive)} are positive` +
       `${impactClause(cues)}.` +
       (frequency > 1 ? ` Most mentions come from “${sources[sourceOrder[0]].title}”.` : "");
@@ -474,63 +609,18 @@ export async function synthesize(input: SynthesisInput): Promise<SynthesisOutput
       cohesion: Math.round(cohesion(x, { members, centroid }) * 1000) / 1000,
     });
   }
-  // Same title twice can only come from different phrase keys with one written form: keep the larger.
   drafts.sort((a, b) => rankScore(b) - rankScore(a) || a.title.localeCompare(b.title));
-  const seenTitles = new Set<string>();
-  drafts = drafts.filter((d) => {
-    const key = d.title.toLowerCase();
-    if (seenTitles.has(key)) return false;
-    seenTitles.add(key);
-    return true;
-  });
-  // Closed survey questions: figures counted from the answers (survey.ts), first, besides the themes' cap.
-  const insights: InsightDraft[] = [...(await surveyInsights(sources, corpus, embedder)), ...drafts.slice(0, opts.maxInsights)];
-  const t3 = performance.now();
-
-  // 7. Dedup against the workspace.
-  if (input.existing?.length) {
-    const matches = await matchExisting(insights, input.existing, embedder, {
-      threshold: opts.matchThreshold,
-      textThreshold: opts.textMatchThreshold,
-    });
-    matches.forEach((id, i) => {
-      if (id) insights[i].merge_into = id;
-    });
-  }
-
-  const counts = new Map<InsightType, number>();
-  for (const d of insights) counts.set(d.insight_type, (counts.get(d.insight_type) ?? 0) + 1);
-  const breakdown = [...counts.entries()].sort((a, b) => b[1] - a[1]).map(([t, c]) => `${c} ${TYPE_LABEL[t]}`);
-  const summary = insights.length
-    ? `Synthesised ${insights.length} insights from ${totalClustered} of ${n} mentions across ${sources.length} sources` +
-      ` (${listJoin(breakdown)}). Leading themes: ${insights
-        .slice(0, 3)
-        .map((d) => `${d.title} (${d.frequency} ${d.frequency === 1 ? "source" : "sources"}, ${d.mention_count} mentions)`)
-        .join("; ")}.`
-    : `No recurring theme had enough support in ${n} mentions across ${sources.length} sources.`;
-
-  const t4 = performance.now();
   return {
-    insights,
-    summary,
-    stats: {
-      sources: sources.length,
-      ...corpus.stats,
-      clustered: totalClustered,
-      noise,
-      clusters_initial: clustersInitial,
-      clusters_final: named.length,
-      clusters_unnamed: unnamed.length,
-      quotes_proposed: quotesProposed,
-      quotes_grounded: quotesGrounded,
-      timings_ms: {
-        mentions: Math.round(t1 - t0 - corpus.embedMs),
-        embed: Math.round(corpus.embedMs),
-        cluster: Math.round(t2 - t1),
-        name: Math.round(t3 - t2),
-        total: Math.round(t4 - t0),
-      },
-    },
+    drafts,
+    answers: unitsWithMentions,
+    clustered: totalClustered,
+    noise,
+    clustersInitial,
+    clustersFinal: named.length,
+    unnamed: unnamed.length,
+    quotesProposed,
+    quotesGrounded,
+    clusterMs: t2 - t1,
   };
 }
 

@@ -41,7 +41,10 @@ export interface SynthesisOptions {
   seed: number;
   /** Multiplier of the initial number of k-means clusters, scale·√(n/2) (default 1). */
   kScale: number;
-  /** Insights returned at most (default 25), the most widespread first. */
+  /**
+   * Themes returned at most (default 25), the most widespread first; a survey analysed question by question shares
+   * a raised cap (questions.ts `surveyThemeCap`). Quantitative insights from closed questions come besides.
+   */
   maxInsights: number;
   /** Minimum distinct units for a cluster to become an insight (default: max(3, 0.4% of units with mentions)). */
   minMentions?: number;
