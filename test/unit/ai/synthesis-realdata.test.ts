@@ -86,6 +86,9 @@ describe("themes a product manager would recognise", () => {
     expect(t).toMatch(/claim|appeal/);
     const login = va.out.insights.filter((d) => /log.?in|sign.?in|password/.test(d.title.toLowerCase()));
     expect(login.some((d) => d.insight_type === "pain_point")).toBe(true);
+    // Issue #11 target: the VA login pain point from two or more sources (interviews, notes and reviews say it).
+    expect(Math.max(...login.filter((d) => d.insight_type === "pain_point").map((d) => new Set(d.quotes.map((q) => q.source_id)).size))).toBeGreaterThanOrEqual(2);
+    expect(Math.max(...login.filter((d) => d.insight_type === "pain_point").map((d) => d.frequency))).toBeGreaterThanOrEqual(2);
   });
 
   it("Jupyter: Binder start-up speed, GitHub repos, autosave, connection errors, navigation", () => {
