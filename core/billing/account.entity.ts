@@ -18,6 +18,9 @@ import { Entity } from "electrodb";
  * limit), and the usable boosts could not be range-read by expiry. Boost grants then never touch the account item,
  * so buying a pack does not contend with the runs charging the quota.
  */
+/** The `renewal` value of a yearly account with months left to credit (the one partition of the renewals index). */
+export const RENEWAL_DUE = "due";
+
 export const buildBillingAccountEntity = () => new Entity({
   model: { entity: "billing_account", version: "1", service: "r2d" },
   attributes: {
@@ -61,6 +64,15 @@ export const buildBillingAccountEntity = () => new Entity({
      * already, so concurrent syncs (webhook consumer, POST /api/billing/sync) end with the newest state.
      */
     stripe_synced_at: { type: "string" },
+    /** Start and end (ISO 8601) of the synced Stripe subscription's paid period: a year for a yearly plan. */
+    subscription_start: { type: "string" },
+    subscription_end: { type: "string" },
+    /**
+     * Set (to `RENEWAL_DUE`) while a yearly subscription has months left to credit: Stripe sends no event between
+     * yearly invoices, so the credit sweeper grants each next month's quota at `renew_at` (the current month's end).
+     */
+    renewal: { type: "string" },
+    renew_at: { type: "string" },
     created_at: { type: "string", required: true, readOnly: true, default: () => new Date().toISOString() },
     updated_at: { type: "string", required: true, default: () => new Date().toISOString(), set: () => new Date().toISOString(), watch: "*" },
   },
@@ -68,6 +80,13 @@ export const buildBillingAccountEntity = () => new Entity({
     byUser: {
       pk: { field: "pk", composite: ["user_id"], template: "bill#${user_id}", casing: "none" },
       sk: { field: "sk", composite: [], template: "account", casing: "none" },
+    },
+    /** Yearly accounts whose next month's credits are due, by when (gsi3, sparse: only accounts with `renewal`). */
+    renewals: {
+      index: "gsi3",
+      condition: (attr) => attr.renewal === RENEWAL_DUE && typeof attr.renew_at === "string",
+      pk: { field: "gsi3pk", composite: ["renewal"], template: "renew#${renewal}", casing: "none" },
+      sk: { field: "gsi3sk", composite: ["renew_at"], template: "${renew_at}", casing: "none" },
     },
     /**
      * The account of a Stripe customer (payments webhooks name the customer, not the user). Sparse: only accounts

@@ -27,6 +27,7 @@ import { Errors } from "../error";
 import { requireMember } from "../workspace";
 import { BOOST_PACKS } from "./checkout";
 import { accountOf, BOOST_VALIDITY_DAYS, grant, type BillingAccount, type GrantResult } from "./ledger";
+import { RENEWAL_DUE } from "./account.entity";
 import { PLANS, type Plan } from "./plans";
 import type { BillingSyncResult, BillingWorkspaceQuery } from "./schema";
 import { callStripe, requireStripe } from "./stripe";
@@ -194,13 +195,16 @@ export async function syncAccount(userId: string, customer: string, source: Stri
   const invoice = sub.latest_invoice;
   const paid = typeof invoice === "object" && invoice !== null && invoice.status === "paid";
   let granted: GrantResult | undefined;
+  // A paid yearly period has later months to credit: the credit sweeper grants each at `renew_at` (renewYearly).
+  let renewAt: string | undefined;
   if (item && paid && (status === "active" || status === "trialing")) {
     const period = creditMonth(item.current_period_start, item.current_period_end, new Date());
     granted = await grant(userId, { bucket: "monthly", source: invoice.id, credits: PLANS[plan.plan].monthly_credits, period });
+    if (plan.interval === "yearly" && period.end.getTime() < item.current_period_end * 1000) renewAt = period.end.toISOString();
   }
   let written = true;
   try {
-    await db()
+    const patch = db()
       .entities.billingAccount.patch({ user_id: userId })
       .set({
         plan: plan.plan,
@@ -210,7 +214,13 @@ export async function syncAccount(userId: string, customer: string, source: Stri
         ...(item ? { stripe_price_id: item.price.id } : {}),
         billing_interval: plan.interval,
         stripe_synced_at: readAt,
-      })
+        ...(item
+          ? { subscription_start: new Date(item.current_period_start * 1000).toISOString(), subscription_end: new Date(item.current_period_end * 1000).toISOString() }
+          : {}),
+        ...(renewAt ? { renewal: RENEWAL_DUE, renew_at: renewAt } : {}),
+      });
+    // A monthly plan, the last month of a year, or an unpaid or ended subscription: nothing left to renew.
+    await (renewAt ? patch : patch.remove(["renewal", "renew_at"]))
       .where((a, op) => `${op.notExists(a.stripe_synced_at)} OR ${op.lte(a.stripe_synced_at, readAt)}`)
       .go();
   } catch (err) {
@@ -327,4 +337,49 @@ export async function syncWorkspace(userId: string, q: BillingWorkspaceQuery): P
   if (!before.stripe_customer_id) return { synced: false, subscription: await subscriptionView(q.workspace_id, before) };
   const outcome = await syncAccount(ws.owner_id, before.stripe_customer_id, stripeSource(stripe));
   return { synced: outcome.synced, subscription: await subscriptionView(q.workspace_id, await accountOf(ws.owner_id)) };
+}
+
+/** What one renewal sweep did. */
+export interface RenewalReport {
+  due: number;
+  /** Monthly grants made (a grant already made by a sync of the same month counts as done, not here). */
+  granted: number;
+  errors: unknown[];
+}
+
+/**
+ * Credit the next month of paid yearly subscriptions (spec 02: monthly credits; Stripe invoices a yearly plan once a
+ * year and sends nothing in between). Reads the sparse `renewals` index for accounts whose `renew_at` has passed;
+ * for each still active or trialing yearly account, grants the plan's monthly credits for the month of its paid
+ * period that `now` falls in (the same `grant#period#<start>` key a sync would use, so nothing is granted twice),
+ * then moves `renew_at` to that month's end, or clears it after the period's last month. A cancelled or past-due
+ * account is cleared without a grant (its next paid invoice syncs it again). Errors are collected, not thrown.
+ * @param now the sweep's clock (tests pass a later time)
+ */
+export async function renewYearly(now: Date = new Date()): Promise<RenewalReport> {
+  const { data } = await db()
+    .entities.billingAccount.query.renewals({ renewal: RENEWAL_DUE })
+    .lte({ renew_at: now.toISOString() })
+    .go({ limit: 200 });
+  const report: RenewalReport = { due: data.length, granted: 0, errors: [] };
+  for (const account of data) {
+    try {
+      const live = account.status === "active" || account.status === "trialing";
+      if (!live || account.billing_interval !== "yearly" || !account.subscription_start || !account.subscription_end) {
+        await db().entities.billingAccount.patch({ user_id: account.user_id }).remove(["renewal", "renew_at"]).go();
+        continue;
+      }
+      const start = Date.parse(account.subscription_start) / 1000;
+      const end = Date.parse(account.subscription_end) / 1000;
+      const month = creditMonth(start, end, now);
+      const result = await grant(account.user_id, { bucket: "monthly", source: `renewal#${month.start.toISOString()}`, credits: PLANS[account.plan].monthly_credits, period: month });
+      if (result.applied) report.granted += 1;
+      const next = month.end.getTime() < end * 1000 ? month.end.toISOString() : undefined;
+      const patch = db().entities.billingAccount.patch({ user_id: account.user_id });
+      await (next ? patch.set({ renewal: RENEWAL_DUE, renew_at: next }) : patch.remove(["renewal", "renew_at"])).go();
+    } catch (err) {
+      report.errors.push(err);
+    }
+  }
+  return report;
 }

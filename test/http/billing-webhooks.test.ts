@@ -10,7 +10,7 @@ import Stripe from "stripe";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { db } from "../../core/db/service";
 import { PLANS } from "../../core/billing/plans";
-import { creditMonth, REFERRAL_CREDITS } from "../../core/billing/sync";
+import { creditMonth, REFERRAL_CREDITS, renewYearly } from "../../core/billing/sync";
 import { setQueue } from "../../core/queue";
 import { PAYMENT_EVENT_RETENTION_SECONDS } from "../../core/billing/payment-event.entity";
 import { localPaymentsQueue } from "../../local/events";
@@ -520,3 +520,50 @@ describe("creditMonth", () => {
     expect(creditMonth(start, yearEnd, new Date(Date.UTC(2026, 11, 31)))).toEqual({ start: new Date(Date.UTC(2026, 11, 15)), end: new Date(yearEnd * 1000) });
   });
 });
+
+describe("yearly subscriptions: each month's credits without an event from Stripe", () => {
+  it("the paid year's first month is granted by the sync; the sweeper grants each next month once, and stops after the year", async () => {
+    const o = await payingOwner();
+    const sub = stripeHas({ customer: o.customer, start: o.t0, price: PRICE.growthYearly, days: 365 });
+    await deliver(eventObject("customer.subscription.created", sub));
+    const start = new Date(o.t0 * 1000);
+    const month = (k: number) => {
+      const d = new Date(start);
+      d.setUTCMonth(d.getUTCMonth() + k);
+      return d;
+    };
+    expect(await accountRow(o.owner.id)).toMatchObject({ billing_interval: "yearly", renewal: "due", renew_at: month(1).toISOString(), plan: "growth" });
+    expect((await get("credits", o.owner.token, o.workspace.id)).monthly_quota).toBe(300);
+
+    // Nothing is due before the month ends.
+    expect((await renewYearly(new Date(month(1).getTime() - 60_000))).granted).toBe(0);
+    // A month and a day later: month 2 is granted once, however often the sweeper runs.
+    const later = new Date(month(1).getTime() + 86_400_000);
+    const first = await renewYearly(later);
+    expect(first.errors).toEqual([]);
+    expect(first.granted).toBeGreaterThanOrEqual(1);
+    await renewYearly(later);
+    const monthly = (await grants(o.owner.id)).filter((g) => g.bucket === "monthly").map((g) => g.period_start);
+    expect(monthly).toEqual([start.toISOString(), month(1).toISOString()]);
+    expect(await accountRow(o.owner.id)).toMatchObject({ period_start: month(1).toISOString(), period_end: month(2).toISOString(), quota_remaining: 300, renew_at: month(2).toISOString() });
+
+    // In the year's last month there is nothing more to renew; a cancelled account is cleared without a grant.
+    await renewYearly(new Date(month(11).getTime() + 86_400_000));
+    const last = await accountRow(o.owner.id);
+    expect(last!.renewal).toBeUndefined();
+    expect(last!.period_start).toBe(month(11).toISOString());
+    expect((await renewYearly(new Date(month(13).getTime()))).granted).toBe(0);
+  });
+
+  it("a cancelled yearly account is taken off the renewals without a grant", async () => {
+    const o = await payingOwner();
+    const sub = stripeHas({ customer: o.customer, start: o.t0, price: PRICE.growthYearly, days: 365 });
+    await deliver(eventObject("customer.subscription.created", sub));
+    await db().entities.billingAccount.patch({ user_id: o.owner.id }).set({ status: "cancelled" }).go();
+    const before = (await grants(o.owner.id)).length;
+    await renewYearly(new Date((o.t0 + 40 * DAY) * 1000));
+    expect((await grants(o.owner.id)).length).toBe(before);
+    expect((await accountRow(o.owner.id))!.renewal).toBeUndefined();
+  });
+});
+
