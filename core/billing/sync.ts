@@ -11,7 +11,7 @@
  * - Credits: when the subscription is active or trialing and its latest invoice is paid, the plan's monthly credits
  *   are granted for the current month of its period (`grant#period#<start>`: the invoice and every later sync of the
  *   period find the same key, so a checkout and its invoice grant once). A yearly period is cut into months from its
- *   start; each month's credits are granted by the first sync in it.
+ *   start; each month's credits are granted by the first sync in it, or by `renewYearly` (billing's sweeper).
  * - The account's plan, status, `cancel_at_period_end`, subscription, price and interval are set conditionally on
  *   `stripe_synced_at`: a read that started earlier than the one already written does not overwrite it.
  *
