@@ -28,14 +28,16 @@ export interface HoldSweepReport {
  * sweep; reads the `open` index of holds (never scans). Each release is the ledger's once-only `release`, so two
  * sweepers, or a sweeper racing the run's own settle, close a hold once. Errors are collected, not thrown, so one bad
  * account does not stop the sweep.
- * @param now the sweep's clock (tests pass a later time instead of waiting)
+ * @param opts.now the sweep's clock (tests pass a later time instead of waiting)
+ * @param opts.userId only this account's holds (support releasing one account's holds; tests that share a table)
  */
-export async function sweepStaleHolds(opts: { now?: Date; olderThanMs?: number; limit?: number } = {}): Promise<HoldSweepReport> {
+export async function sweepStaleHolds(opts: { now?: Date; olderThanMs?: number; limit?: number; userId?: string } = {}): Promise<HoldSweepReport> {
   const now = opts.now ?? new Date();
   const cutoff = new Date(now.getTime() - (opts.olderThanMs ?? STALE_HOLD_MS)).toISOString();
   const { data } = await db()
     .entities.creditHold.query.open({ sweep: OPEN_HOLDS })
     .lt({ created_at: cutoff })
+    .where((a, op) => (opts.userId ? op.eq(a.user_id, opts.userId) : ""))
     .go({ limit: opts.limit ?? 500 });
   const report: HoldSweepReport = { stale: data.length, released: 0, credits_returned: 0, errors: [] };
   for (const hold of data) {

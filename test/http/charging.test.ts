@@ -241,22 +241,23 @@ describe("trial milestones are granted by the runs that earn them (spec 02: 5.0 
 });
 
 describe("the stale-reservation sweeper", () => {
+  // Scoped to the test's account: the table is shared with files running at the same time, whose runs hold credits.
   it("releases a hold older than 20 minutes once; a settle after it charges the balance once", async () => {
     const { owner } = await newWorkspace("Crashed run");
     const runId = randomUUID();
     await reserve(owner.id, runId, 0.5);
     expect((await balanceOf(owner.id)).reserved).toBe(0.5);
 
-    const early = await sweepStaleHolds({ now: new Date(Date.now() + STALE_HOLD_MS - 60_000) });
+    const early = await sweepStaleHolds({ now: new Date(Date.now() + STALE_HOLD_MS - 60_000), userId: owner.id });
     expect((await holdsOf(owner.id)).map((h) => h.run_id)).toEqual([runId]);
     expect(early.errors).toEqual([]);
 
     const later = new Date(Date.now() + STALE_HOLD_MS + 60_000);
-    const first = await sweepStaleHolds({ now: later });
+    const first = await sweepStaleHolds({ now: later, userId: owner.id });
     expect(first.errors).toEqual([]);
     expect(await holdsOf(owner.id)).toEqual([]);
     expect(await balanceOf(owner.id)).toMatchObject({ reserved: 0, total_remaining: 5 });
-    const again = await sweepStaleHolds({ now: later });
+    const again = await sweepStaleHolds({ now: later, userId: owner.id });
     expect((await ledgerOf(owner.id)).filter((l) => l.kind === "release")).toHaveLength(1);
     expect(again.errors).toEqual([]);
 
