@@ -20,13 +20,13 @@ import { realFile, uploadResearch, waitFor } from "../support/multipart";
 
 process.env.MENTION_INDEXING = "on";
 
-type Insight = { title: string; description: string; source_ids: string[]; frequency: number; quotes: { text: string; source_id: string; speaker: string | null }[] };
-
-let ctx: { token: string; workspaceId: string; sourceId: string; text: string };
-
-beforeAll(async () => {
-  const { owner, workspace } = await newWorkspace("One interview");
-  const res = await uploadResearch(owner.token, workspace.id, await realFile("va-mobile-app/P16-home-screen-evaluative-research-2024-04.transcript.vtt"), "text/vtt", "interview");
+/**
+ * Upload one real research file into a fresh workspace and wait until it is extracted (completed) and indexed.
+ * @returns the owner's token, the workspace, the source and its extracted text.
+ */
+async function uploadIndexed(file: Awaited<ReturnType<typeof realFile>>, contentType: string, name: string) {
+  const { owner, workspace } = await newWorkspace(name);
+  const res = await uploadResearch(owner.token, workspace.id, file, contentType, "interview");
   expect(res.status, res.text).toBe(201);
   const id = res.body.id as string;
   const done = await waitFor(async () => {
@@ -35,7 +35,15 @@ beforeAll(async () => {
   }, 90_000);
   expect(done.processing_status, done.processing_error).toBe("completed");
   await waitFor(async () => (await db().entities.researchSource.get({ workspace_id: workspace.id, id }).go({ consistent: true })).data?.indexed, 90_000);
-  ctx = { token: owner.token, workspaceId: workspace.id, sourceId: id, text: done.extracted_text };
+  return { token: owner.token, workspaceId: workspace.id, sourceId: id, text: done.extracted_text as string };
+}
+
+type Insight = { title: string; description: string; source_ids: string[]; frequency: number; quotes: { text: string; source_id: string; speaker: string | null }[] };
+
+let ctx: { token: string; workspaceId: string; sourceId: string; text: string };
+
+beforeAll(async () => {
+  ctx = await uploadIndexed(await realFile("va-mobile-app/P16-home-screen-evaluative-research-2024-04.transcript.vtt"), "text/vtt", "One interview");
 }, 180_000);
 
 describe("POST /api/research/synthesize on one interview", () => {
@@ -80,18 +88,8 @@ function guideText(raw: string): string[] {
 describe.each(NOTES)("POST /api/research/synthesize on one interview note (%s)", (path) => {
   let note: { token: string; workspaceId: string; sourceId: string; text: string; raw: string };
   beforeAll(async () => {
-    const { owner, workspace } = await newWorkspace("One note");
     const file = await realFile(path);
-    const res = await uploadResearch(owner.token, workspace.id, file, "text/markdown", "interview");
-    expect(res.status, res.text).toBe(201);
-    const id = res.body.id as string;
-    const done = await waitFor(async () => {
-      const r = await call("GET", `/api/research/sources/${id}`, { token: owner.token });
-      return r.body.processing_status !== "pending" ? r.body : undefined;
-    }, 90_000);
-    expect(done.processing_status, done.processing_error).toBe("completed");
-    await waitFor(async () => (await db().entities.researchSource.get({ workspace_id: workspace.id, id }).go({ consistent: true })).data?.indexed, 90_000);
-    note = { token: owner.token, workspaceId: workspace.id, sourceId: id, text: done.extracted_text, raw: Buffer.from(file.data).toString("utf8") };
+    note = { ...(await uploadIndexed(file, "text/markdown", "One note")), raw: Buffer.from(file.data).toString("utf8") };
   }, 180_000);
 
   it("yields at least 3 insights whose quotes are the participant's own answers, verbatim", async () => {

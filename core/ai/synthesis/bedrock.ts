@@ -14,7 +14,7 @@ import type { CallUsage, Embedder, Model, ModelTier } from "../ports";
 import { dot, toMatrix, type Matrix } from "../vectors";
 import { centroidOf, sphericalKMeans } from "./cluster";
 import type { InsightType, Severity } from "./classify";
-import { matchExisting } from "./dedup";
+import { markDuplicates } from "./dedup";
 import { collectMentions, DEFAULT_OPTIONS, type Mention } from "./index";
 import { groundQuotes, pickQuotes } from "./quotes";
 import { surveyInsights } from "./survey";
@@ -215,15 +215,7 @@ export async function synthesizeWithModel(input: ModelSynthesisInput): Promise<S
       .map(({ members: _members, ...d }) => d),
   ];
 
-  if (input.existing?.length) {
-    const matches = await matchExisting(insights, input.existing, embedder, {
-      threshold: opts.matchThreshold,
-      textThreshold: opts.textMatchThreshold,
-    });
-    matches.forEach((id, i) => {
-      if (id) insights[i].merge_into = id;
-    });
-  }
+  await markDuplicates(insights, input.existing, embedder, opts);
   const t3 = performance.now();
   return {
     insights,

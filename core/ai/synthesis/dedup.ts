@@ -55,3 +55,23 @@ export async function matchExisting(
     return best;
   });
 }
+
+/**
+ * Set `merge_into` on each new insight that duplicates one of the workspace's (`matchExisting`), in place: what both
+ * engines do last, so the caller merges instead of creating a duplicate.
+ * @param drafts the new insights, with their unit-length centroids
+ * @param existing the workspace's insights (nothing happens without any)
+ * @param opts the engine's thresholds (`matchThreshold`, `textMatchThreshold`)
+ */
+export async function markDuplicates(
+  drafts: { vector: Float32Array; merge_into?: string }[],
+  existing: ExistingInsight[] | undefined,
+  embedder: Embedder,
+  opts: { matchThreshold?: number; textMatchThreshold?: number },
+): Promise<void> {
+  if (!existing?.length) return;
+  const matches = await matchExisting(drafts, existing, embedder, { threshold: opts.matchThreshold, textThreshold: opts.textMatchThreshold });
+  matches.forEach((id, i) => {
+    if (id) drafts[i]!.merge_into = id;
+  });
+}

@@ -56,7 +56,7 @@ import {
   type Cluster,
   type MentionRef,
 } from "./cluster";
-import { matchExisting } from "./dedup";
+import { markDuplicates } from "./dedup";
 import { vectorsAligned } from "./embed";
 import { boilerplateTexts, structuredQuestions, interviewerSpeakers, unitSkipReason } from "./filters";
 import { normalizeText, unitMentions, type MentionSpan } from "./mentions";
@@ -346,15 +346,7 @@ export async function synthesize(input: SynthesisInput): Promise<SynthesisOutput
   const clusterMs = sum((p) => p.clusterMs);
 
   // 7. Dedup against the workspace.
-  if (input.existing?.length) {
-    const matches = await matchExisting(insights, input.existing, embedder, {
-      threshold: opts.matchThreshold,
-      textThreshold: opts.textMatchThreshold,
-    });
-    matches.forEach((id, i) => {
-      if (id) insights[i].merge_into = id;
-    });
-  }
+  await markDuplicates(insights, input.existing, embedder, opts);
 
   const counts = new Map<InsightType, number>();
   for (const d of insights) counts.set(d.insight_type, (counts.get(d.insight_type) ?? 0) + 1);
