@@ -109,7 +109,7 @@ export async function recordRun<T>(
     if (!charge) return;
     // What charging added to this request: the reservation, and the settlement's wait beyond the record's write.
     if (chargeTimings.hasSubscribers) {
-      chargeTimings.publish({ runId, reserveMs: charge.reserveMs, settleWaitMs: Math.max(0, settledAt - writtenAt) } satisfies ChargeTiming);
+      chargeTimings.publish({ runId, reserveMs: charge.waitMs, settleWaitMs: Math.max(0, settledAt - writtenAt) } satisfies ChargeTiming);
     }
     await grantMilestones(charge.payer, opts.workspaceId, outcome === "success", () => chargedRunCount(opts.workspaceId));
   };
@@ -127,7 +127,7 @@ export async function recordRun<T>(
 /** One charged run's timings, published on the `r2d:charge` diagnostics channel (benchmarks subscribe). */
 export interface ChargeTiming {
   runId: string;
-  /** Finding the payer and reserving, before the work (ms). */
+  /** How long the request waited for its reservation (ms): all of it, or what outlasted the operation's reads. */
   reserveMs: number;
   /** How long the request waited for the settlement after its run record was written (ms; 0 when it was faster). */
   settleWaitMs: number;

@@ -68,6 +68,11 @@ export interface Charge {
   readonly held: number;
   /** Milliseconds `startCharge` took (finding the payer and reserving). */
   readonly reserveMs: number;
+  /**
+   * Milliseconds the reservation kept the request waiting: `reserveMs`, or less when it ran beside the operation's own
+   * reads (`reserveAlongside`).
+   */
+  waitMs: number;
   readonly chatMessage: boolean;
   /** Credits charged by the settlement; null until settled (or after a release). */
   charged: number | null;
@@ -101,6 +106,7 @@ export async function startCharge(input: { workspaceId: string; runId: string; e
     workspaceId: input.workspaceId,
     held,
     reserveMs: performance.now() - started,
+    waitMs: performance.now() - started,
     chatMessage,
     charged: null,
     async settle(outcome, usage) {
@@ -139,4 +145,28 @@ export async function grantMilestones(payer: string, workspaceId: string, succee
   };
   if (succeeded && !first?.data) await give(keys.first_run);
   if (!engaged?.data && (await countRuns()) >= 3) await give(keys.engagement);
+}
+
+/**
+ * Reserve for a run while the operation reads what the run needs (its block's context, the insights), instead of
+ * before: the request waits only for whichever takes longer. The reads must not write. When they fail, the
+ * reservation (if it was made) is released and their error is thrown; when the reservation fails (402), nothing runs.
+ * @param input as for `startCharge`
+ * @param reads the operation's reads, started at once
+ * @returns their value and the charge, whose `waitMs` is how long the request waited for the reservation after them
+ * @throws whatever `reads` throws first; else as `startCharge`.
+ */
+export async function reserveAlongside<T>(input: Parameters<typeof startCharge>[0], reads: () => Promise<T>): Promise<{ value: T; charge: Charge }> {
+  const charging = startCharge(input);
+  let value: T;
+  try {
+    value = await reads();
+  } catch (err) {
+    await charging.then((c) => c.release(), () => undefined);
+    throw err;
+  }
+  const readsDone = performance.now();
+  const charge = await charging;
+  charge.waitMs = performance.now() - readsDone;
+  return { value, charge };
 }

@@ -1,4 +1,6 @@
+import { randomUUID } from "node:crypto";
 import { recordRun } from "../agent";
+import { reserveAlongside } from "../billing/charge";
 import { model } from "../ai/select";
 import { loadInsights, toEngineInput } from "../insight/inputs";
 import { documentEngine } from "./engine";
@@ -15,13 +17,19 @@ const asActionBlock = (b: BlockItem) => ({ id: b.id, block_type: b.block_type, t
  */
 export async function blockAction(userId: string, blockId: string, action: "expand" | "challenge" | "simulate") {
   const { doc, block } = await requireBlock(userId, blockId);
-  const [context, insights] = await Promise.all([
-    contextFor(doc, block),
-    loadInsights(doc.workspace_id, (doc.related_insight_ids ?? []).slice(0, 20), "related_insight_ids", { skipMissing: true }),
-  ]);
   const engine = documentEngine(await model());
+  // The run's reservation is made while its context and evidence are read (both reads only).
+  const {
+    value: [context, insights],
+    charge,
+  } = await reserveAlongside({ workspaceId: doc.workspace_id, runId: randomUUID(), engine: engine.kind }, () =>
+    Promise.all([
+      contextFor(doc, block),
+      loadInsights(doc.workspace_id, (doc.related_insight_ids ?? []).slice(0, 20), "related_insight_ids", { skipMissing: true }),
+    ]),
+  );
   const { result } = await recordRun(
-    { workspaceId: doc.workspace_id, userId, agentType: "block_action", toolName: `${action}_block`, engine: engine.kind, input: { block_id: blockId, action } },
+    { workspaceId: doc.workspace_id, userId, agentType: "block_action", toolName: `${action}_block`, engine: engine.kind, input: { block_id: blockId, action }, charge },
     async (usage) => {
       const out = await engine[action](asActionBlock(block), context.map(asActionBlock), insights.map(toEngineInput));
       if (out.usage) usage.add(out.usage);

@@ -1,9 +1,11 @@
+import { randomUUID } from "node:crypto";
 import { Errors } from "../error";
 import { db } from "../db/service";
 import { runIdFor, type AgentWrite } from "../db/agent-write";
 import { requireActiveSubscription } from "../billing";
 import { productContext, requireMember } from "../workspace";
 import { recordRun } from "../agent";
+import { reserveAlongside } from "../billing/charge";
 import { model } from "../ai/select";
 import { allOf } from "../insight";
 import { loadInsights, toEngineInput } from "../insight/inputs";
@@ -30,16 +32,26 @@ export async function draft(userId: string, input: DraftInput, opts: AgentWrite 
     recommendation = recommendationView(data);
   }
   const ids = input.insight_ids ?? recommendation?.addresses_insight_ids;
-  const insights = ids
-    ? await loadInsights(input.workspace_id, ids)
-    : (await allOf(input.workspace_id))
-        .filter((i) => !i.is_archived)
-        .sort((a, b) => b.frequency - a.frequency || b.mention_count - a.mention_count)
-        .slice(0, DEFAULT_DRAFT_INSIGHTS);
   const engine = documentEngine(await model());
-  const product = await productContext(input.workspace_id);
+  // The run's reservation is made while the insights and product context are read (an unknown id releases it).
+  const {
+    value: [insights, product],
+    charge,
+  } = await reserveAlongside({ workspaceId: input.workspace_id, runId: runIdFor(opts) ?? randomUUID(), engine: engine.kind }, () =>
+    Promise.all([
+      ids
+        ? loadInsights(input.workspace_id, ids)
+        : allOf(input.workspace_id).then((all) =>
+            all
+              .filter((i) => !i.is_archived)
+              .sort((a, b) => b.frequency - a.frequency || b.mention_count - a.mention_count)
+              .slice(0, DEFAULT_DRAFT_INSIGHTS),
+          ),
+      productContext(input.workspace_id),
+    ]),
+  );
   const { result } = await recordRun(
-    { workspaceId: input.workspace_id, userId, runId: runIdFor(opts), agentType: "drafting", toolName: "draft_document", engine: engine.kind, input: { ...input } },
+    { workspaceId: input.workspace_id, userId, agentType: "drafting", toolName: "draft_document", engine: engine.kind, input: { ...input }, charge },
     async (usage) => {
       const out = await engine.draft({
         document_type: input.document_type,

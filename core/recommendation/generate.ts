@@ -4,6 +4,7 @@ import { idFor, runIdFor, type AgentWrite } from "../db/agent-write";
 import { requireActiveSubscription } from "../billing";
 import { productContext, requireMember } from "../workspace";
 import { recordRun } from "../agent";
+import { reserveAlongside } from "../billing/charge";
 import { model } from "../ai/select";
 import { loadInsights, toEngineInput } from "../insight/inputs";
 import { recommendationEngine } from "./engine";
@@ -18,11 +19,16 @@ import type { GenerateInput } from "./schema";
 export async function generate(userId: string, input: GenerateInput, opts: AgentWrite = {}) {
   await requireMember(userId, input.workspace_id);
   await requireActiveSubscription(input.workspace_id);
-  const insights = (await loadInsights(input.workspace_id, input.insight_ids)).map(toEngineInput);
   const engine = recommendationEngine(await model());
-  const product = await productContext(input.workspace_id);
+  // The run's reservation is made while the insights and product context are read (an unknown id releases it).
+  const {
+    value: [insights, product],
+    charge,
+  } = await reserveAlongside({ workspaceId: input.workspace_id, runId: runIdFor(opts) ?? randomUUID(), engine: engine.kind }, () =>
+    Promise.all([loadInsights(input.workspace_id, input.insight_ids).then((l) => l.map(toEngineInput)), productContext(input.workspace_id)]),
+  );
   const { result } = await recordRun(
-    { workspaceId: input.workspace_id, userId, runId: runIdFor(opts), agentType: "recommendation", toolName: "generate_recommendations", engine: engine.kind, input: { insight_ids: input.insight_ids, focus_areas: input.focus_areas } },
+    { workspaceId: input.workspace_id, userId, agentType: "recommendation", toolName: "generate_recommendations", engine: engine.kind, input: { insight_ids: input.insight_ids, focus_areas: input.focus_areas }, charge },
     async (usage) => {
       const out = await engine.generate({ insights, focus_areas: input.focus_areas, product });
       if (out.usage) usage.add(out.usage);

@@ -10,7 +10,7 @@ import { db } from "../../core/db/service";
 import { recordRun } from "../../core/agent";
 import { accountOf, balanceOf, reserve, settle } from "../../core/billing/ledger";
 import { sweepStaleHolds, STALE_HOLD_MS } from "../../core/billing/sweeper";
-import { TRIAL_CREDIT_CAP } from "../../core/billing/charge";
+import { reserveAlongside, TRIAL_CREDIT_CAP } from "../../core/billing/charge";
 import { call, newUser, newWorkspace } from "../support/api";
 import { setAccount, topUp } from "../support/billing";
 import { sourceWith } from "../support/sources";
@@ -120,6 +120,32 @@ describe("an AI operation reserves before it runs and settles after it", () => {
     const mine = (await ledgerOf(owner.id)).filter((l) => l.run_id === runId);
     expect(mine.map((l) => l.kind).sort()).toEqual(["reserve", "settle"]);
     expect((await balanceOf(owner.id)).total_used - before.total_used).toBe(0.5);
+  });
+});
+
+describe("reserving beside the operation's reads", () => {
+  it("reads that fail give the reservation back; a reservation that fails is the answer, whatever the reads found", async () => {
+    const { owner, workspace } = await newWorkspace("Alongside");
+    const runId = randomUUID();
+    await expect(
+      reserveAlongside({ workspaceId: workspace.id, runId, engine: "local" }, async () => {
+        throw new Error("unknown insight ids");
+      }),
+    ).rejects.toThrow("unknown insight ids");
+    expect(await holdsOf(owner.id)).toEqual([]);
+    expect((await ledgerOf(owner.id)).filter((l) => l.run_id === runId).map((l) => l.kind).sort()).toEqual(["release", "reserve"]);
+    expect((await balanceOf(owner.id)).total_remaining).toBe(5);
+
+    await drain(owner.id);
+    const refused = await reserveAlongside({ workspaceId: workspace.id, runId: randomUUID(), engine: "local" }, async () => "read").catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: "USAGE_LIMIT_EXCEEDED", extra: expect.objectContaining({ reason: "credits_exhausted" }) });
+
+    await topUp(owner.id, 40);
+    const ok = await reserveAlongside({ workspaceId: workspace.id, runId: randomUUID(), engine: "local" }, async () => "read");
+    expect(ok.value).toBe("read");
+    expect(ok.charge.held).toBe(0.5);
+    expect(ok.charge.waitMs).toBeLessThanOrEqual(ok.charge.reserveMs);
+    await ok.charge.release();
   });
 });
 
