@@ -111,7 +111,7 @@ export async function recordRun<T>(
     if (chargeTimings.hasSubscribers) {
       chargeTimings.publish({ runId, reserveMs: charge.waitMs, settleWaitMs: Math.max(0, settledAt - writtenAt) } satisfies ChargeTiming);
     }
-    await grantMilestones(charge.payer, opts.workspaceId, outcome === "success", () => chargedRunCount(opts.workspaceId));
+    await grantMilestones(charge.payer, opts.workspaceId, outcome === "success", () => chargedRunCount(opts.workspaceId), charge.plan);
   };
   let result: T;
   try {

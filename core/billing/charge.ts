@@ -8,7 +8,8 @@ import { db } from "../db/service";
 import { Errors } from "../error";
 import { costUsd, type ModelTier } from "../ai/ports";
 import { creditsFor, type RunOutcome } from "./credits";
-import { accountOf, grant, release, reserve, settle, TRIAL_MILESTONE_CREDITS, type Closing } from "./ledger";
+import { accountOf, grant, lastSeenPlan, milestoneSource, release, reserve, settle, TRIAL_MILESTONE_CREDITS, type Closing } from "./ledger";
+import type { Plan } from "./plans";
 
 /**
  * Token envelope of one model run per tier, at the high end (input and output, thinking included): what a run's
@@ -66,6 +67,8 @@ export interface Charge {
   readonly workspaceId: string;
   /** Credits held by the reservation. */
   readonly held: number;
+  /** The payer's plan as the reservation saw it (`lastSeenPlan`). */
+  readonly plan?: Plan;
   /** Milliseconds `startCharge` took (finding the payer and reserving). */
   readonly reserveMs: number;
   /**
@@ -105,6 +108,7 @@ export async function startCharge(input: { workspaceId: string; runId: string; e
     runId: input.runId,
     workspaceId: input.workspaceId,
     held,
+    plan: lastSeenPlan(payer),
     reserveMs: performance.now() - started,
     waitMs: performance.now() - started,
     chatMessage,
@@ -129,11 +133,14 @@ export async function startCharge(input: { workspaceId: string; runId: string; e
  * under `TRIAL_CREDIT_CAP`. Keyed `milestone#<name>#<workspace id>` in the payer's ledger (signup is the account's
  * own, granted when it is created), so concurrent runs grant once.
  * @param countRuns the workspace's agent runs so far (embedding runs left out), read only when engagement is open
+ * @param knownPlan the payer's plan as the run's reservation saw it, if it did
  */
-export async function grantMilestones(payer: string, workspaceId: string, succeeded: boolean, countRuns: () => Promise<number>): Promise<void> {
+export async function grantMilestones(payer: string, workspaceId: string, succeeded: boolean, countRuns: () => Promise<number>, knownPlan?: Plan): Promise<void> {
+  // The reservation saw the plan: a paid account costs no read here, on every run's path.
+  if (knownPlan && knownPlan !== "trial") return;
   const account = await accountOf(payer);
   if (account.plan !== "trial") return;
-  const keys = { first_run: `milestone#first_run#${workspaceId}`, engagement: `milestone#engagement#${workspaceId}` };
+  const keys = { first_run: milestoneSource("first_run", workspaceId), engagement: milestoneSource("engagement", workspaceId) };
   const [first, engaged] = await Promise.all(
     Object.values(keys).map((source) => db().entities.creditLedger.get({ user_id: payer, key: `grant#${source}` }).go({ consistent: true })),
   );

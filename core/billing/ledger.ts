@@ -33,6 +33,14 @@ export const TRIAL_MILESTONE_CREDITS = 5;
 export const TRIAL_MILESTONES = ["signup", "first_run", "engagement"] as const;
 export type TrialMilestone = (typeof TRIAL_MILESTONES)[number];
 
+/**
+ * The grant source of a trial milestone: signup is the account's (`milestone#signup`), first_run and engagement the
+ * workspace's (`milestone#<name>#<workspace id>`: spec 02 grants each once per workspace). Its ledger key is
+ * `grant#<source>`.
+ */
+export const milestoneSource = (name: TrialMilestone, workspaceId: string): string =>
+  name === "signup" ? "milestone#signup" : `milestone#${name}#${workspaceId}`;
+
 /** Validity of a boost pack, in days (spec 02 "Boost pack": 30 days after purchase). */
 export const BOOST_VALIDITY_DAYS = 30;
 
@@ -565,6 +573,12 @@ export async function reserve(userId: string, runId: string, credits: number, op
     return { run_id: runId, credits: need, quota: plan.quota, boosts: plan.boosts, applied: true, period_start: account.period_start };
   });
 }
+
+/**
+ * The plan of an account as this process's last reservation for it saw it (exact right after `reserve`: the read
+ * path read it, the fast path's transaction was conditioned on it), or undefined.
+ */
+export const lastSeenPlan = (userId: string): Plan | undefined => lastSeen.get(userId)?.plan;
 
 /** What this process last saw of an account, for `reserve`'s fast path (bounded: past the bound it starts again). */
 const lastSeen = new Map<string, Pick<BillingAccount, "period_start" | "plan" | "quota_remaining">>();

@@ -15,7 +15,7 @@ import { creditsFor } from "./credits";
 import { computeOf } from "./compute";
 export { COMPUTE_BLOCK_PERCENT, COMPUTE_WARNING_PERCENT } from "./compute";
 import { PLANS, type Plan } from "./plans";
-import { accountOf, balanceOf, TRIAL_MILESTONE_CREDITS, TRIAL_MILESTONES, type BillingAccount } from "./ledger";
+import { accountOf, balanceOf, milestoneSource, TRIAL_MILESTONE_CREDITS, TRIAL_MILESTONES, type BillingAccount } from "./ledger";
 import type {
   Accomplishments,
   BoostList,
@@ -361,7 +361,7 @@ export async function milestones(userId: string, q: BillingWorkspaceQuery): Prom
     db().entities.workspace.get({ id: q.workspace_id }).go(),
     runsSince(q.workspace_id, ""),
     ...TRIAL_MILESTONES.map((name) =>
-      db().entities.creditLedger.get({ user_id: ownerId, key: name === "signup" ? "grant#milestone#signup" : `grant#milestone#${name}#${q.workspace_id}` }).go({ consistent: true }),
+      db().entities.creditLedger.get({ user_id: ownerId, key: `grant#${milestoneSource(name, q.workspace_id)}` }).go({ consistent: true }),
     ),
   ]);
   const firstSuccess = runs.find((r) => r.status === "success");

@@ -286,19 +286,12 @@ export async function listMembers(userId: string, workspaceId: string): Promise<
 }
 
 /**
- * Add a known user by e-mail with a role; owner or admin; within the plan's seats per workspace.
- * @throws AppError USER_NOT_FOUND (404) when nobody with that e-mail has signed in yet; ALREADY_MEMBER (409);
- *   USAGE_LIMIT_EXCEEDED (402) when the workspace has no free seat.
+ * Add a known user by e-mail with a role; owner or admin. The plan's seats per workspace are the route's plan gate
+ * (`usage: "seats"`, core/billing/gates.ts), checked before this runs.
+ * @throws AppError USER_NOT_FOUND (404) when nobody with that e-mail has signed in yet; ALREADY_MEMBER (409).
  */
 export async function addMember(userId: string, workspaceId: string, input: AddMemberInput): Promise<Member> {
   await requireMember(userId, workspaceId, ["owner", "admin"]);
-  const { limits } = await subscriptionOf(workspaceId);
-  if (limits.max_seats_per_workspace !== null) {
-    const seats = await countByPrefix(partitionOf(workspaceId), "member#", "membership");
-    if (seats >= limits.max_seats_per_workspace) {
-      throw new AppError("USAGE_LIMIT_EXCEEDED", `This plan allows ${limits.max_seats_per_workspace} members per workspace`, { limit: limits.max_seats_per_workspace });
-    }
-  }
   const target = await User.findByEmail(input.email);
   if (!target) throw new AppError("USER_NOT_FOUND", `No user with e-mail ${input.email} has signed in yet; ask them to sign in once, then add them`);
   try {
