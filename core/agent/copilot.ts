@@ -5,7 +5,7 @@ import { AppError, Errors } from "../error";
 import { db } from "../db/service";
 import * as Chat from "../chat";
 import { agentIntro, productContext, requireMember } from "../workspace";
-import { startCharge, type Charge } from "../billing/charge";
+import { EFFORT_TIER, startCharge, type Charge, type Effort } from "../billing/charge";
 import { synthesize } from "../insight/synthesis";
 import { allOf } from "../insight";
 import { generate } from "../recommendation/generate";
@@ -30,7 +30,6 @@ export const MAX_STREAMS_PER_USER = 3;
 const HISTORY_MESSAGES = 20;
 
 const TIER_ORDER: ModelTier[] = ["small", "mid", "large"];
-const EFFORT_TIER: Record<string, ModelTier> = { low: "small", medium: "mid", high: "large", max: "large" };
 const REASONING_TIER: Record<string, ModelTier> = { fast: "small", thorough: "mid", deep: "large" };
 
 /**
@@ -39,7 +38,7 @@ const REASONING_TIER: Record<string, ModelTier> = { fast: "small", thorough: "mi
  * the two wins; default mid. Extended thinking for effort max or reasoning_mode deep. `model` overrides the id.
  */
 export function modelChoice(input: { effort?: string; reasoning_mode?: string; model?: string }): { tier: ModelTier; modelId?: string; thinking?: { budgetTokens: number } } {
-  const asked = [input.effort && EFFORT_TIER[input.effort], input.reasoning_mode && REASONING_TIER[input.reasoning_mode]].filter((t): t is ModelTier => !!t);
+  const asked = [input.effort && EFFORT_TIER[input.effort as Effort], input.reasoning_mode && REASONING_TIER[input.reasoning_mode]].filter((t): t is ModelTier => !!t);
   const tier = asked.length ? asked.reduce((a, b) => (TIER_ORDER.indexOf(b) > TIER_ORDER.indexOf(a) ? b : a)) : "mid";
   const thinking = input.effort === "max" || input.reasoning_mode === "deep" ? { budgetTokens: input.effort === "max" ? 16_000 : 8_000 } : undefined;
   return { tier, ...(input.model ? { modelId: input.model } : {}), ...(thinking ? { thinking } : {}) };
@@ -132,7 +131,7 @@ async function prepare(spec: RunSpec): Promise<PreparedStream> {
   try {
     // Reserved before the stream opens: an account that cannot carry the message gets 402, not a stream (spec 02).
     const model = await streamingModel();
-    charge = await startCharge({ workspaceId: spec.workspaceId, runId: randomUUID(), engine: model.engine, tier: spec.choice.tier, chatMessage: true });
+    charge = await startCharge({ workspaceId: spec.workspaceId, runId: randomUUID(), engine: model.engine, tier: spec.choice.tier, thinking: !!spec.choice.thinking, chatMessage: true });
     const conversation = await Chat.openConversation(spec.userId, spec.workspaceId, spec.conversationId, spec.prompt);
     const held = charge;
     return {

@@ -11,16 +11,41 @@ import { creditsFor, type RunOutcome } from "./credits";
 import { accountOf, grant, lastSeenPlan, milestoneSource, release, reserve, settle, TRIAL_MILESTONE_CREDITS, type Closing } from "./ledger";
 import type { Plan } from "./plans";
 
+/** The copilot's effort levels (spec 02 Streaming `effort`). */
+export type Effort = "low" | "medium" | "high" | "max";
+
 /**
- * Token envelope of one model run per tier, at the high end (input and output, thinking included): what a run's
- * reservation holds on a model engine. Twice the copilot's typical medium-effort run, priced at the tier's rates
- * (the same figure `GET /api/billing/estimate` calls `creditRangeHigh` for the matching effort).
+ * Token envelope of one typical run per effort (input and output tokens, thinking included), the one table both
+ * `GET /api/billing/estimate` and a run's reservation price. Figures from the copilot's shape: a system prompt with
+ * workspace context plus tool results (~10k tokens a turn), a few turns per effort; `max` adds the 16k thinking budget
+ * of `modelChoice`. A run's reservation (its estimated maximum, DESIGN.md 6.3) is twice the envelope: the figure the
+ * estimate calls `creditRangeHigh`, so an estimate that says `blocked` means a run would be refused, and the reverse.
  */
-export const RUN_ENVELOPE: Record<ModelTier, { input: number; output: number }> = {
-  small: { input: 30_000, output: 3_000 },
-  mid: { input: 80_000, output: 8_000 },
-  large: { input: 160_000, output: 16_000 },
+export const EFFORT_ENVELOPE: Record<Effort, { input: number; output: number }> = {
+  low: { input: 15_000, output: 1_500 },
+  medium: { input: 40_000, output: 4_000 },
+  high: { input: 80_000, output: 8_000 },
+  max: { input: 150_000, output: 20_000 },
 };
+
+/** The model tier an effort runs on (the copilot's `modelChoice` takes the higher of this and `reasoning_mode`'s). */
+export const EFFORT_TIER: Record<Effort, ModelTier> = { low: "small", medium: "mid", high: "large", max: "large" };
+
+/** The effort whose envelope a run on `tier` reserves: `max` when it thinks (extended thinking), else the tier's own. */
+const reservedEffort = (tier: ModelTier, thinking: boolean): Effort =>
+  thinking ? "max" : tier === "small" ? "low" : tier === "mid" ? "medium" : "high";
+
+/** How far above the typical envelope a run's reservation reaches (and the estimate's `creditRangeHigh`). */
+export const RESERVATION_FACTOR = 2;
+
+/**
+ * Credits of `effort`'s envelope scaled by `factor`, priced at `tier`'s rates as a success (`creditsFor`): the
+ * estimate's three figures are factors 0.5, 1 and `RESERVATION_FACTOR`.
+ */
+export function envelopeCredits(tier: ModelTier, effort: Effort, factor: number): number {
+  const env = EFFORT_ENVELOPE[effort];
+  return creditsFor(costUsd(tier, env.input * factor, env.output * factor), "success");
+}
 
 /** Most trial credits an account can earn from milestones (spec 02 Limits: Plans, "milestone-based, up to 25"). */
 export const TRIAL_CREDIT_CAP = 25;
@@ -30,14 +55,16 @@ const FREE_ENGINES = new Set(["local"]);
 
 /**
  * What a run reserves, in credits: on a free engine its largest minimum charge (success: 0.5; a chat message at
- * least 0.25), on a model engine the tier's envelope (`RUN_ENVELOPE`) through `creditsFor`.
+ * least 0.25), on a model engine `RESERVATION_FACTOR` times the envelope of the tier's effort (`max`'s when the run
+ * thinks), priced at the tier's rates — the estimate's `creditRangeHigh` for that effort.
  * @param engine the engine's name as recorded on the agent run (`local`, `bedrock`, `openai-compatible`, ...)
  * @param tier the model tier the run uses (default mid)
+ * @param opts.thinking the run uses extended thinking (effort max or reasoning_mode deep)
  */
-export function reservationFor(engine: string, tier: ModelTier = "mid", opts: { chatMessage?: boolean } = {}): number {
+export function reservationFor(engine: string, tier: ModelTier = "mid", opts: { chatMessage?: boolean; thinking?: boolean } = {}): number {
   if (FREE_ENGINES.has(engine)) return creditsFor(0, "success", opts);
-  const env = RUN_ENVELOPE[tier];
-  return creditsFor(costUsd(tier, env.input, env.output), "success", opts);
+  const env = EFFORT_ENVELOPE[reservedEffort(tier, opts.thinking ?? false)];
+  return creditsFor(costUsd(tier, env.input * RESERVATION_FACTOR, env.output * RESERVATION_FACTOR), "success", opts);
 }
 
 /** Owners of workspaces this process has looked up: a workspace's owner is set at creation and never changes. */
@@ -96,11 +123,11 @@ export interface Charge {
  * @param input.engine the engine that will run (free engines reserve the minimum charge)
  * @throws AppError USAGE_LIMIT_EXCEEDED (402), NOT_FOUND (workspace gone), SERVICE_UNAVAILABLE (account contended).
  */
-export async function startCharge(input: { workspaceId: string; runId: string; engine: string; tier?: ModelTier; chatMessage?: boolean; payer?: string }): Promise<Charge> {
+export async function startCharge(input: { workspaceId: string; runId: string; engine: string; tier?: ModelTier; thinking?: boolean; chatMessage?: boolean; payer?: string }): Promise<Charge> {
   const started = performance.now();
   const payer = input.payer ?? (await payerOf(input.workspaceId));
   const chatMessage = input.chatMessage ?? false;
-  const held = reservationFor(input.engine, input.tier, { chatMessage });
+  const held = reservationFor(input.engine, input.tier, { chatMessage, thinking: input.thinking });
   const reservation = await reserve(payer, input.runId, held, { computeBudget: true });
   let settling: Promise<Closing> | null = null;
   const charge: Charge = {

@@ -9,6 +9,7 @@ import { AppError } from "../error";
 import { countByPrefix } from "../db/partition";
 import { accountOf } from "./ledger";
 import { payerOf } from "./charge";
+import { partitionOf } from "../workspace";
 import { PLANS, type Plan, type PlanLimits } from "./plans";
 
 /** Plan feature flags a route can require (spec 02 feature flags). */
@@ -81,7 +82,7 @@ export async function usageOf(scope: GateScope, usage: PlanUsage): Promise<{ cur
     }
     case "seats": {
       if (limits.max_seats_per_workspace === null) return { current: 0, limit: null, plan };
-      return { current: await countByPrefix(`ws#${need(usage)}`, "member#", "membership"), limit: limits.max_seats_per_workspace, plan };
+      return { current: await countByPrefix(partitionOf(need(usage)), "member#", "membership"), limit: limits.max_seats_per_workspace, plan };
     }
   }
 }

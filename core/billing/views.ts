@@ -9,9 +9,9 @@ import type { z } from "zod";
 import { db } from "../db/service";
 import { countByPrefix } from "../db/partition";
 import { Errors } from "../error";
-import { requireMember } from "../workspace";
-import { MODEL_RATES, costUsd, type ModelTier } from "../ai/ports";
-import { creditsFor } from "./credits";
+import { partitionOf, requireMember } from "../workspace";
+import { MODEL_RATES, type ModelTier } from "../ai/ports";
+import { EFFORT_TIER, envelopeCredits, RESERVATION_FACTOR } from "./charge";
 import { computeOf } from "./compute";
 export { COMPUTE_BLOCK_PERCENT, COMPUTE_WARNING_PERCENT } from "./compute";
 import { PLANS, type Plan } from "./plans";
@@ -50,21 +50,6 @@ export const POPULAR_PLAN: Plan = "growth";
 
 /** The boost packs by credits (spec 02 Credits: starter 40, plus 100, max 215); any other grant is `other`. */
 const PACK_BY_CREDITS: Record<number, "starter" | "plus" | "max"> = { 40: "starter", 100: "plus", 215: "max" };
-
-/**
- * Token envelope of one run per effort tier (input and output tokens of a typical run, thinking included): the
- * estimate prices it at the tier's model rates. The low end of the range is half the envelope, the high end twice
- * it (what a run's reservation should hold: its estimated maximum, DESIGN.md 6.3). Figures from the copilot's shape:
- * a system prompt with workspace context plus tool results (~10k tokens a turn), a few turns per effort; `max` adds
- * the 16k thinking budget of `modelChoice`.
- */
-export const EFFORT_ENVELOPE: Record<"low" | "medium" | "high" | "max", { input: number; output: number }> = {
-  low: { input: 15_000, output: 1_500 },
-  medium: { input: 40_000, output: 4_000 },
-  high: { input: 80_000, output: 8_000 },
-  max: { input: 150_000, output: 20_000 },
-};
-const EFFORT_TIER: Record<keyof typeof EFFORT_ENVELOPE, ModelTier> = { low: "small", medium: "mid", high: "large", max: "large" };
 
 /** Share of total_available below which an estimate warns (the 80 % of the compute budget, mirrored). */
 const LOW_BALANCE_SHARE = 0.2;
@@ -145,7 +130,7 @@ export async function credits(userId: string, q: BillingWorkspaceQuery): Promise
   const { ownerId, account } = await accountFor(userId, q.workspace_id);
   const [balance, members, today] = await Promise.all([
     balanceOf(ownerId),
-    countByPrefix(`ws#${q.workspace_id}`, "member#", "membership"),
+    countByPrefix(partitionOf(q.workspace_id), "member#", "membership"),
     runsSince(q.workspace_id, startOfUtcDay()),
   ]);
   const limit = Math.round((balance.monthly_quota / Math.max(1, members) / 30) * 2 * 100) / 100;
@@ -322,9 +307,10 @@ function tierOfModel(model: string | undefined): ModelTier | undefined {
 }
 
 /**
- * The credits a run would cost (`GET /api/billing/estimate`): the effort's token envelope (`EFFORT_ENVELOPE`,
+ * The credits a run would cost (`GET /api/billing/estimate`): the effort's token envelope (`EFFORT_ENVELOPE` of charge.ts,
  * default medium) priced at the model's tier (spec 02 model rates; tier from `model`, else the effort's as in the
- * copilot's `modelChoice`) through `creditsFor` (success). Low end: half the envelope; high end: twice it.
+ * copilot's `modelChoice`) through `creditsFor` (success). Low end: half the envelope; high end: what a run's
+ * reservation holds (`RESERVATION_FACTOR` times it).
  * `blocked` when the owner's spendable credits cannot cover the high end (the reservation a run makes is all or
  * nothing) or the compute budget blocks; `warning` when not blocked and the run would leave less than 20 % of the
  * available credits, or the compute budget is at its warning level.
@@ -334,11 +320,9 @@ export async function estimate(userId: string, q: EstimateQuery): Promise<Out<ty
   const balance = await balanceOf(ownerId);
   const effort = q.effort ?? "medium";
   const tier = tierOfModel(q.model) ?? EFFORT_TIER[effort];
-  const env = EFFORT_ENVELOPE[effort];
-  const at = (f: number) => creditsFor(costUsd(tier, env.input * f, env.output * f), "success");
-  const estimatedCredits = at(1);
-  const creditRangeLow = at(0.5);
-  const creditRangeHigh = at(2);
+  const estimatedCredits = envelopeCredits(tier, effort, 1);
+  const creditRangeLow = envelopeCredits(tier, effort, 0.5);
+  const creditRangeHigh = envelopeCredits(tier, effort, RESERVATION_FACTOR);
   const level = computeOf(account).level;
   const remainingCredits = balance.total_remaining;
   const blocked = remainingCredits < creditRangeHigh || level === "blocked";

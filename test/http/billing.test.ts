@@ -9,7 +9,7 @@ import { db } from "../../core/db/service";
 import * as Chat from "../../core/chat";
 import { PLANS } from "../../core/billing/plans";
 import { accountOf, grant, reserve, settle } from "../../core/billing/ledger";
-import { EFFORT_ENVELOPE } from "../../core/billing/views";
+import { EFFORT_ENVELOPE, reservationFor } from "../../core/billing/charge";
 import { creditsFor } from "../../core/billing/credits";
 import { costUsd } from "../../core/ai/ports";
 import { call, newUser, newWorkspace } from "../support/api";
@@ -174,6 +174,14 @@ describe("GET /api/billing/estimate", () => {
     const body = await ok("estimate", { effort: "max" });
     expect(body.creditRangeHigh).toBeGreaterThan(38.5);
     expect(body).toMatchObject({ blocked: true, warning: false, remainingCredits: 38.5 });
+  });
+
+  it("the high end is what a run at that effort reserves, for every effort (one table): blocked here means refused there", async () => {
+    const runs = { low: ["small", false], medium: ["mid", false], high: ["large", false], max: ["large", true] } as const;
+    for (const [effort, [tier, thinking]] of Object.entries(runs)) {
+      const body = await ok("estimate", { effort });
+      expect(body.creditRangeHigh, effort).toBe(reservationFor("bedrock", tier, { thinking }));
+    }
   });
 
   it("422 for an unknown effort", async () => {
