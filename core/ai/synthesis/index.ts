@@ -20,7 +20,9 @@
  *     and max(3, 0.4% of units) distinct units, or, when the input has few voices, one voice coming back to it in
  *     separate passages (cluster.ts `isSupported`);
  *  4. names: c-TF-IDF over wink-nlp noun phrases (domain words damped); clusters sharing their top phrase are
- *     merged; a cluster whose top phrase is a domain word or covers < 20% of its mentions is dropped, unnamed;
+ *     merged, and so are a survey question's clusters whose names the respondents use as synonyms (thesaurus.ts:
+ *     "git" / "version control"); a cluster whose top phrase is a domain word or covers < 20% of its mentions is
+ *     dropped, unnamed;
  *  5. type and severity: negation-aware cue lexicons + survey-question cues; reach, volume and intensity;
  *  6. quotes: 3–5 central, diverse, on-topic mentions (MMR), then `groundQuotes` keeps only verbatim ones;
  *     A survey of several open questions runs steps 3–6 per question (questions.ts), the question's own words left
@@ -62,6 +64,7 @@ import { boilerplateTexts, structuredQuestions, interviewerSpeakers, unitSkipRea
 import { normalizeText, unitMentions, type MentionSpan } from "./mentions";
 import { distinctTop, insightTitle, phraseKey, keyphraseOverlap, MIN_COVERAGE, mentionPhrases, phraseSpread, rankPhrases, subjectOverlap, titleSubject, type PhraseOcc, type RankedPhrase } from "./naming";
 import { analyze } from "./nlp";
+import { Thesaurus } from "./thesaurus";
 import { isEmphatic } from "./notes";
 import { groundQuotes, pickQuotes, type Quote } from "./quotes";
 import { allocateThemes, questionSegments, surveyThemeCap } from "./questions";
@@ -217,6 +220,16 @@ const SAME_SUBJECT = 0.6;
 /** Centred-space centroid similarity above which clusters sharing most keyphrase words (`keyphraseOverlap`) merge. */
 const KEYPHRASE_MERGE = 0.45;
 
+/**
+ * Thesaurus relatedness (`Thesaurus.relatedness`) of two survey-answer clusters' names at which they are one theme,
+ * with centroids at least `SYNONYM_SIM` alike. Set on the 2015 Jupyter survey: the version-control clusters of one
+ * question ("git, diff" / "version control") score 0.33–0.35 at centroid similarity 0.10–0.21; the pairs this
+ * leaves apart score higher on names that merely co-occur ("copy, paste" / "section" 0.66) but have centroids at
+ * 0.05 or less.
+ */
+const SYNONYM = 0.33;
+const SYNONYM_SIM = 0.1;
+
 /** Whether a word of the (non-domain) phrase `p` is a word of one of the other cluster's non-domain `top` phrases. */
 function sharesWord(p: RankedPhrase, top: RankedPhrase[]): boolean {
   if (p.domain) return false;
@@ -312,10 +325,13 @@ export async function synthesize(input: SynthesisInput): Promise<SynthesisOutput
 
   // 3–6. Themes. A survey is analysed one open question at a time (questions.ts), anything else as one body of text.
   const segments = questionSegments(mentions, sources);
+  // Which phrases mean the same to these respondents, learned from the whole input (thesaurus.ts): short answers
+  // to one question rarely name two synonyms at once, longer answers elsewhere do.
+  const thesaurus = segments ? new Thesaurus(mentions.map((m) => mentionPhrases(m.span))) : undefined;
   const parts: ThemeDrafts[] = [];
   for (const seg of segments ?? [{ key: "", question: null, asked: null, members: mentions.map((_, i) => i) }]) {
     const sub = segments ? { mentions: seg.members.map((i) => mentions[i]), vectors: seg.members.map((i) => corpus.vectors[i]) } : corpus;
-    parts.push(themeDrafts(sources, sub.mentions, sub.vectors, embedder, opts, seg.question, seg.asked));
+    parts.push(themeDrafts(sources, sub.mentions, sub.vectors, embedder, opts, seg.question, seg.asked, thesaurus));
   }
   // Same title twice can only come from different phrase keys (or questions) with one written form: keep the larger.
   const seenTitles = new Set<string>();
@@ -409,6 +425,7 @@ interface ThemeDrafts {
  * @param question the survey question these mentions answer, named in every description; null for any other input
  * @param asked the question as asked, instructions included: its words are the answers' context, not a topic they
  *   share (cluster.ts `lexicalMatrix`)
+ * @param thesaurus phrase relatedness learned from the whole input, for a survey question's answers (else none)
  */
 function themeDrafts(
   sources: SynthesisSource[],
@@ -418,6 +435,7 @@ function themeDrafts(
   opts: SynthesisOptions,
   question: string | null,
   asked: string | null = null,
+  thesaurus?: Thesaurus,
 ): ThemeDrafts {
   const t1 = performance.now();
   const x: Matrix = toMatrix(vectors, embedder.dimensions);
@@ -505,7 +523,12 @@ function themeDrafts(
         const anchored = (sharesWord(ta[0], tb) || sharesWord(tb[0], ta)) && sim >= ANCHORED_MERGE;
         // Near-duplicates: most keyphrase words in common and centroids close (one subject named two ways).
         const overlapping = keyphraseOverlap(ta, tb) >= 0.5 && sim >= KEYPHRASE_MERGE;
-        if ((same || anchored || overlapping) && find(a) !== find(b)) {
+        // Synonymous names (thesaurus.ts: "git, diff" / "version control"), for a survey question's short answers,
+        // with centroids somewhat alike. First pass only: merged clusters are named anew, and relatedness between
+        // merged names would chain themes together.
+        const rel = pass === 0 && thesaurus ? thesaurus.relatedness(ta, tb) : 0;
+        const synonymous = rel >= SYNONYM && sim >= SYNONYM_SIM;
+        if ((same || anchored || overlapping || synonymous) && find(a) !== find(b)) {
           parent[find(b)] = find(a);
           merges++;
         }
