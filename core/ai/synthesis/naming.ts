@@ -351,6 +351,8 @@ export function titleSubject(voices: number, sourceTypes: string[]): TitleSubjec
 export const TITLE_MAX_CHARS = 80;
 const TITLE_MAX_WORDS = 16;
 const TITLE_MIN_WORDS = 4;
+/** Fewest words of a survey answer that names its theme as it stands ("Inline data visualization"). */
+const ANSWER_MIN_WORDS = 3;
 
 /** Discourse markers and fillers dropped at the start of a clause. */
 const LEAD_FILLERS = new Set([
@@ -389,7 +391,7 @@ const isWord = (t: Token) => t.type === "word" || /^[\p{L}\p{N}'’]+$/u.test(t.
 const glued = (t: Token, prev: Token | undefined) => !!prev && t.end > t.start && t.start === prev.end;
 
 /** Clauses of a mention: cut at sentence punctuation, dashes, brackets, "but"/"because", and ", and/so/which …". */
-function clausesOf(span: MentionSpan): Token[][] {
+function clausesOf(span: MentionSpan, listItems = false): Token[][] {
   const out: Token[][] = [];
   let cur: Token[] = [];
   const flush = (question = false) => {
@@ -415,6 +417,11 @@ function clausesOf(span: MentionSpan): Token[][] {
       else cur.push(t);
       continue;
     }
+    // In a survey answer, a capitalised common word after a lower-case one starts the next item of a list written
+    // without punctuation ("difficulty reloading modules Other languages: …").
+    if (listItems && cur.length && /^[A-Z][a-z]/.test(v) && t.pos !== "PROPN" && /[a-z]$/.test(toks[i - 1].value)) flush();
+    // A line break ends a clause (list answers: "difficulty reloading modules\nOther languages: …").
+    if (i > 0 && /\n/.test(span.text.slice(toks[i - 1].end - toks[0].start, t.start - toks[0].start))) flush();
     // A sentence end the tokenizer kept inside a word ("in." before "It's"): the clause ends here.
     if (v.length > 1 && /\w[.!?]$/.test(v) && /^[A-Z]/.test(toks[i + 1]?.value ?? "")) {
       cur.push(t);
@@ -619,10 +626,13 @@ const havingTo = (t: Token[]) => t[0]?.normal === "having" && t[1]?.normal === "
  * @param mustKeep what a cut must keep (the keyphrase)
  * @param asks read a bare imperative as a request ("Shorten the loading time" → "Users ask to shorten …"), for
  *   feature requests
+ * @param verbless accept a noun phrase of at least `ANSWER_MIN_WORDS` words (a survey answer: "Quick data exploration
+ *   and visualization"), for themes of a survey question, whose answers are mostly noun phrases
  */
-export function compressClause(tokens: Token[], who: TitleSubject, mustKeep: (toks: Token[]) => boolean = () => true, asks = false): string | undefined {
+export function compressClause(tokens: Token[], who: TitleSubject, mustKeep: (toks: Token[]) => boolean = () => true, asks = false, verbless = false): string | undefined {
   let t = stripInner(stripLead(tokens));
-  if (t.length < TITLE_MIN_WORDS) return undefined;
+  const minWords = verbless ? ANSWER_MIN_WORDS : TITLE_MIN_WORDS;
+  if (t.length < minWords) return undefined;
   const first = t[0];
   if (SUBORDINATORS.has(first.normal) || first.pos === "ADP" || first.pos === "SCONJ" || first.pos === "PART") return undefined;
   // "Can I have a login …" without its question mark is still a question.
@@ -655,7 +665,8 @@ export function compressClause(tokens: Token[], who: TitleSubject, mustKeep: (to
     // A clause that starts at its verb has an implied subject: the speaker ("Can't log in" → "Users can't log in";
     // "Add a filter" → "Users ask to add a filter") or, for a third-person verb, the product ("Keeps asking me …"
     // → "It keeps asking them …").
-    const implied = (f.pos === "VERB" || f.pos === "AUX") && !/ing$/.test(f.normal) && !compound;
+    // A survey answer taken as it stands is a label, not a sentence: no subject is supplied ("Complicated data analysis").
+    const implied = !verbless && (f.pos === "VERB" || f.pos === "AUX") && !/ing$/.test(f.normal) && !compound;
     const thirdPersonVerb = implied && f.normal !== f.lemma.toLowerCase() && /s$/.test(f.normal) && !MODALS.has(f.normal);
     const pieces = rewritePerson(x, who, implied && !thirdPersonVerb);
     if (havingTo(x)) {
@@ -681,10 +692,11 @@ export function compressClause(tokens: Token[], who: TitleSubject, mustKeep: (to
   const words = (x: Token[]) => x.filter(isWord).length;
   let text = build(t);
   // Too long: cut at the last clause boundary that leaves the key phrase, a main verb and enough words.
+  const complete = (x: Token[]) => verbless || hasMainVerb(x) || havingTo(x);
   while (text.length > TITLE_MAX_CHARS || words(t) > TITLE_MAX_WORDS) {
     let cut = -1;
-    for (let k = t.length - 1; k >= TITLE_MIN_WORDS; k--) {
-      if ((CUT_WORDS.has(t[k].normal) || t[k].value === ",") && (hasMainVerb(stripInner(t.slice(0, k))) || havingTo(t)) && mustKeep(t.slice(0, k)) && words(t.slice(0, k)) >= TITLE_MIN_WORDS) {
+    for (let k = t.length - 1; k >= minWords; k--) {
+      if ((CUT_WORDS.has(t[k].normal) || t[k].value === ",") && complete(stripInner(t.slice(0, k))) && mustKeep(t.slice(0, k)) && words(t.slice(0, k)) >= minWords) {
         cut = k;
         break;
       }
@@ -693,7 +705,7 @@ export function compressClause(tokens: Token[], who: TitleSubject, mustKeep: (to
     t = trimTail(stripInner(t.slice(0, cut)));
     text = build(t);
   }
-  if (!(hasMainVerb(t) || havingTo(t)) || words(t) < TITLE_MIN_WORDS || !mustKeep(t)) return undefined;
+  if (!complete(t) || words(t) < minWords || !mustKeep(t)) return undefined;
   // "Possible sources could be": a predicate cut off before its complement.
   const last = t[t.length - 1];
   if (last.pos === "AUX" || MODALS.has(last.normal)) return undefined;
@@ -754,50 +766,58 @@ export function sentenceTitle(members: TitleMention[], top: RankedPhrase[], type
     .map((m, i) => ({ m, i }))
     .sort((a, b) => b.m.sim - a.m.sim || a.i - b.i)
     .slice(0, 40);
-  const seen = new Set<string>();
-  const out: TitleCandidate[] = [];
-  for (const { m } of pool) {
-    if (REDACTION_RE.test(m.span.text)) continue;
-    const qNorm = m.question ? m.question.toLowerCase().replace(/[^a-z ]/g, "") : "";
-    for (const clause of clausesOf(m.span)) {
-      const hasKey = (toks: Token[]) => keys.some((k) => containsPhrase(toks, k));
-      if (!hasKey(clause)) continue;
-      // A link cut out of a clause leaves a fragment ("open notebook file from any http").
-      if (clause.some((x) => x.type === "url" || /^(?:https?|www)$/i.test(x.value))) continue;
-      const text = compressClause(clause, who, hasKey, type === "feature_request");
-      if (!text || seen.has(text.toLowerCase())) continue;
-      seen.add(text.toLowerCase());
-      // Two sentences glued by the tokenizer ("… sign back in. It's not good") are not one title.
-      if (REDACTION_RE.test(text) || /https?:|www\.|@\w|\d{1,2}:\d{2}|\w[.!?]\s/.test(text)) continue;
-      const lower = text.toLowerCase().replace(/[^a-z ]/g, "");
-      if (qNorm && (qNorm.includes(lower) || lower.includes(qNorm))) continue;
-      const lemmas = contentLemmas(clause);
-      if (!lemmas.length) continue;
-      const sharedShare = lemmas.filter(shared).length / lemmas.length;
-      if (sharedShare < 0.25 && !pair) continue;
-      const cue = mentionCues(clause, clause.map((x) => x.value).join(" "));
-      // The title must not contradict the type: no praise naming a problem theme, no complaint naming praise.
-      if (((type === "pain_point" || type === "opportunity") && cue.positive && !cue.pain && !cue.unmet) || (positive && cue.pain)) continue;
-      const agrees =
-        (type === "pain_point" && cue.pain) ||
-        (type === "feature_request" && cue.request) ||
-        (type === "opportunity" && (cue.unmet || cue.pain)) ||
-        (type === "behavior" && cue.behavior) ||
-        (positive && cue.positive) ||
-        (type === "feedback_theme" && !positive);
-      const words = text.split(" ").length;
-      const score =
-        m.sim +
-        (subjectKeys.some((k) => containsPhrase(clause, k)) ? 0.25 : 0.1) +
-        (containsPhrase(clause, top[0].key) ? 0.1 : 0) +
-        0.3 * sharedShare +
-        (agrees ? 0.3 : 0) -
-        (VAGUE_START.test(text) ? 0.2 : 0) -
-        0.015 * Math.max(0, words - 10) -
-        (words < 5 ? 0.05 : 0);
-      out.push({ text, score, agrees });
+  const collect = (verbless: boolean): TitleCandidate[] => {
+    const seen = new Set<string>();
+    const out: TitleCandidate[] = [];
+    for (const { m } of pool) {
+      if (REDACTION_RE.test(m.span.text)) continue;
+      const qNorm = m.question ? m.question.toLowerCase().replace(/[^a-z ]/g, "") : "";
+      for (const clause of clausesOf(m.span, verbless)) {
+        const hasKey = (toks: Token[]) => keys.some((k) => containsPhrase(toks, k));
+        if (!hasKey(clause)) continue;
+        // A link cut out of a clause leaves a fragment ("open notebook file from any http").
+        if (clause.some((x) => x.type === "url" || /^(?:https?|www)$/i.test(x.value))) continue;
+        const text = compressClause(clause, who, hasKey, type === "feature_request", verbless);
+        if (!text || seen.has(text.toLowerCase())) continue;
+        seen.add(text.toLowerCase());
+        // Two sentences glued by the tokenizer ("… sign back in. It's not good") are not one title.
+        if (REDACTION_RE.test(text) || /https?:|www\.|@\w|\d{1,2}:\d{2}|\w[.!?]\s/.test(text)) continue;
+        const lower = text.toLowerCase().replace(/[^a-z ]/g, "");
+        if (qNorm && (qNorm.includes(lower) || lower.includes(qNorm))) continue;
+        const lemmas = contentLemmas(clause);
+        if (!lemmas.length) continue;
+        const sharedShare = lemmas.filter(shared).length / lemmas.length;
+        if (sharedShare < 0.25 && !pair) continue;
+        const cue = mentionCues(clause, clause.map((x) => x.value).join(" "));
+        // The title must not contradict the type: no praise naming a problem theme, no complaint naming praise.
+        if (((type === "pain_point" || type === "opportunity") && cue.positive && !cue.pain && !cue.unmet) || (positive && cue.pain)) continue;
+        const agrees =
+          (type === "pain_point" && cue.pain) ||
+          (type === "feature_request" && cue.request) ||
+          (type === "opportunity" && (cue.unmet || cue.pain)) ||
+          (type === "behavior" && cue.behavior) ||
+          (positive && cue.positive) ||
+          (type === "feedback_theme" && !positive);
+        const words = text.split(" ").length;
+        const score =
+          m.sim +
+          (subjectKeys.some((k) => containsPhrase(clause, k)) ? 0.25 : 0.1) +
+          (containsPhrase(clause, top[0].key) ? 0.1 : 0) +
+          0.3 * sharedShare +
+          (agrees ? 0.3 : 0) -
+          (VAGUE_START.test(text) ? 0.2 : 0) -
+          0.015 * Math.max(0, words - 10) -
+          (words < 5 ? 0.05 : 0);
+        out.push({ text, score, agrees });
+      }
     }
-  }
+    return out;
+  };
+  // A survey question's answers are mostly noun phrases: when none of them reads as a sentence, the most central
+  // answer that names the theme is its label, as on a researcher's affinity note ("Quick data exploration and
+  // visualization"), rather than a template over its keywords.
+  let out = collect(false);
+  if (!out.length && members.filter((m) => m.question).length * 2 > members.length) out = collect(true);
   out.sort((a, b) => b.score - a.score || a.text.localeCompare(b.text));
   return out[0]?.text;
 }

@@ -19,6 +19,7 @@ import { embedUnits, synthesize, type InsightDraft, type SynthesisOutput, type S
 import { collectMentions } from "../../../core/ai/synthesis";
 import { synthesizeWithModel } from "../../../core/ai/synthesis/bedrock";
 import { SURVEY_INSIGHTS_MAX } from "../../../core/ai/synthesis/survey";
+import { isStockTitle, REDACTION_RE } from "../../../core/ai/synthesis/naming";
 import type { Model } from "../../../core/ai/ports";
 import type { TextUnit } from "../../../core/extract/types";
 import { hashEmbedder } from "./helpers";
@@ -124,5 +125,29 @@ describe("quantitative insights from closed survey questions", () => {
     const strip = (d: InsightDraft) => ({ ...d, vector: Array.from(d.vector) });
     expect(out.insights.map(strip)).toEqual(quantitative(fixture.out).map(strip));
     expect(prompts.join("\n")).not.toMatch(/\] (Daily|Weekly|Monthly)$|\[Speed\]: \d/m);
+  });
+});
+
+describe("a survey's open questions (Jupyter 2015 UX survey)", () => {
+  const themes = () => jupyter.out.insights.filter((d) => !isQuantitative(d));
+  const questionOf = (d: InsightDraft) => /answering “([^”]*)”/.exec(d.description)?.[1] ?? "";
+
+  it("titles are the answers' own words: at most 1 in 5 is a keyword template, none carries a redaction marker", () => {
+    const all = themes();
+    const stock = all.filter((d) => isStockTitle(d.title));
+    expect(all.length).toBeGreaterThanOrEqual(30);
+    expect(stock.length, stock.map((d) => d.title).join("\n")).toBeLessThanOrEqual(all.length / 5);
+    for (const d of all) expect(d.title).not.toMatch(REDACTION_RE);
+  });
+
+  it("one question's answers naming one subject in the respondents' synonyms are one theme (git / version control)", () => {
+    const features = themes().filter((d) => questionOf(d).startsWith("What new features or changes"));
+    expect(features.length).toBeGreaterThanOrEqual(10);
+    const versionControl = features.filter((d) => (d.keyphrases ?? []).slice(0, 2).some((k) => /^(git\b|version control|source control|diffs?$)/i.test(k)));
+    expect(versionControl.map((d) => d.title)).toHaveLength(1);
+    // …and that theme holds the answers of both wordings.
+    const quotes = versionControl[0]!.quotes.map((q) => q.text).join("\n");
+    expect(quotes).toMatch(/\bgit/i);
+    expect(versionControl[0]!.mention_count).toBeGreaterThanOrEqual(40);
   });
 });
