@@ -72,11 +72,15 @@ process.env.MENTION_INDEXING = "on";
  * Notes floor set to 4/9 and its precision floor raised to 6/7 on 2026-11-24 (said in issue #11's note): the engine
  * gives a stable 4/9 (6/7) there with no seed, above the baseline engine's 3.0/9 mean, and no general change found
  * a fifth theme without tuning on the set. The precision floor rises so the set still guards against regressions.
+ *
+ * Usability findings precision floor raised to 3/5 on 2026-11-24: the report's method (its limitations, its
+ * procedure) is no longer evidence (notes.ts `isStudyMethod`), which drops the insights made of it and leaves the
+ * findings as they were: 8/12 (10/16) against 8/12 (9/18) before.
  */
 const BASELINE: Record<string, { matched: number; precision: number }> = {
   "va-interview-notes": { matched: 4, precision: 6 / 7 },
   "va-app-store-reviews": { matched: 7, precision: 6 / 9 },
-  "jupyter-usability-findings": { matched: 6, precision: 1 / 2 },
+  "jupyter-usability-findings": { matched: 6, precision: 3 / 5 },
   "jupyter-podcast": { matched: 4, precision: 1 / 2 },
 };
 /** The other workspace's themes may match at most this many insights (strictness of the matching rule). */
@@ -201,6 +205,16 @@ describe.each(workspaces)("local synthesis on the %s workspace against our codin
       const floor = BASELINE[sc.set]!;
       expect(sc.matchedThemes.length, `${sc.set} recall`).toBeGreaterThanOrEqual(floor.matched);
       expect(sc.precision ?? 0, `${sc.set} precision`).toBeGreaterThanOrEqual(floor.precision - 1e-9);
+    }
+  });
+
+  it("never takes the researchers' account of their method for evidence (a report's limitations, its procedure)", () => {
+    const run = runs.get(workspace)!;
+    // The Jupyter usability report's "Limitations" and its opening procedure (realdata/jupyter/usability-research).
+    const method = /self-selected|not an attempt to determine|None of the participants used a screen reader|These results are from user interviews|Participants were first asked|script explicitly asked participants/i;
+    for (const i of run.insights) {
+      expect(i.title, i.title).not.toMatch(method);
+      for (const q of i.quotes) expect(q.text, i.title).not.toMatch(method);
     }
   });
 

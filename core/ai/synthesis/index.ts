@@ -558,7 +558,10 @@ function themeDrafts(
   const avgMentions = Math.max(1, named.reduce((a, c) => a + distinctUnits(mentions, c.cluster.members), 0) / Math.max(1, named.length));
   let drafts: InsightDraft[] = [];
   for (const { cluster, top } of named) {
-    const members = cluster.members;
+    // The study's method is context, not evidence: a theme made mostly of it is no finding, and the rest of a
+    // theme is counted, quoted and named without it.
+    const members = cluster.members.filter((i) => !mentions[i].span.method);
+    if (members.length < 2 || members.length * 2 < cluster.members.length) continue;
     const centroid = centroidOf(x, members); // in the embedder's space: stored, searched, matched later
     const cues: Cues[] = members.map((i) => mentionCues(mentions[i].span.tokens, mentions[i].span.text, mentions[i].question));
     const shares = cueShares(cues);

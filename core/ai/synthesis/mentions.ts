@@ -23,7 +23,7 @@
  */
 import type { TextUnit } from "../../extract/types";
 import { analyze, type Analysis, type Token } from "./nlp";
-import { isInterviewerLine, isProfile, isSessionMetadata, LEADING_TIMESTAMP, quotedSpeech, type Origin } from "./notes";
+import { isInterviewerLine, isProfile, isSessionMetadata, isStudyMethod, LEADING_TIMESTAMP, quotedSpeech, type Origin } from "./notes";
 
 /** A mention's span inside its unit's text. */
 export interface MentionSpan {
@@ -45,6 +45,12 @@ export interface MentionSpan {
   origin?: Origin;
   /** The interviewer's question this span answers, when the unit holds both ("How far is it? It’s far for me…"). */
   question?: string;
+  /**
+   * The researchers' account of their method (a report's limitations, "Participants were asked to …", notes.ts
+   * `isStudyMethod`): clustered with the rest, so the themes around it form as they would, but never evidence —
+   * never a quote, a title or a count, and a theme made mostly of it is dropped.
+   */
+  method?: boolean;
 }
 
 /** Units up to this many characters are one mention. */
@@ -230,6 +236,8 @@ export function unitMentions(unit: TextUnit, analysis?: Analysis): MentionSpan[]
     const span = spanOf(a, ts, te);
     if (!isInformative(span.text, span.tokens, unit.kind)) return;
     if (doc && isSessionMetadata(span.text)) return;
+    // How the research was run (method, limitations, the study's procedure) is the researchers', not evidence.
+    if (doc && isStudyMethod(span.text, heading)) span.method = true;
     // A survey answer or a review is the respondent's own writing: only its question can make it background.
     if (isProfile(span.text, question ?? unit.fields?.question, heading, doc || unit.kind === "turn")) return;
     if (origin) span.origin = origin;

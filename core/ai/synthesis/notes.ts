@@ -156,6 +156,33 @@ export function isProfile(text: string, question?: string, heading?: string, sta
   return t.split(/\s+/).length <= PROFILE_MAX_WORDS && PROFILE_STATEMENT.test(t) && !BEYOND_PROFILE.test(t);
 }
 
+/**
+ * Headings of a report's sections about how the research was run, not what it found: method, study design, what
+ * was tested, limitations, scope, recruitment, the team, funding, acknowledgements, future work.
+ */
+const METHOD_HEADING =
+  /^(?:#+\s*)?(?:(?:research |study |test(?:ing)? )?(?:method(?:s|ology)?|design|plan|protocol|procedure|setup|set-up)|what (?:was|we) tested|test(?:ing)? (?:environment|script|setup)|limitations?|scope|caveats?|recruit(?:ment|ing)|sample|team|credits|funding|acknowledge?ments?|about (?:this|the) (?:study|research|report)|(?:potential )?future work|next steps for (?:this|the) (?:study|research)|appendix\b.*)\s*:?$/i;
+
+/**
+ * Sentences describing the study's procedure ("Participants were first asked to complete a set of tasks", "These
+ * results are from user interviews conducted in May 2023", "This study is not an attempt to …"): the researchers'
+ * account of the method, never evidence. Third person only: a participant's "we tested it in production" is evidence.
+ */
+const PROCEDURE_STATEMENT =
+  /^(?:it is (?:important|worth) (?:to note|noting|noting again) that )?(?:(?:the|these|our|this) (?:(?:test |interview |discussion )?(?:script|guide) (?:\w+ )?(?:asked|told|instructed|required)\b|(?:results|findings|sessions?|interviews?|study|test(?:ing)?|research|script)\b[^.]{0,80}\b(?:were|was|are|is)\s+(?:(?:first|then|also|not)\s+)*(?:conducted|run|held|from|based on|recorded|an attempt|designed|limited)\b)|(?:participants|respondents|interviewees) were (?:(?:first|then|also)\s+)*(?:asked|given|shown|recruited|invited|selected|compensated|paid|told)\b|the (?:researchers?|facilitators?|moderators?) (?:(?:first|then|also)\s+)*(?:recruited|conducted|asked|interviewed|selected|recorded)\b)/i;
+
+/**
+ * Whether a document's passage is the researchers' account of their method (see `METHOD_HEADING` and
+ * `PROCEDURE_STATEMENT`) rather than what participants said or did: never evidence (issue #11, like session
+ * metadata).
+ * @param text the passage
+ * @param heading the nearest heading above it, if any
+ */
+export function isStudyMethod(text: string, heading?: string): boolean {
+  if (heading && METHOD_HEADING.test(heading.trim())) return true;
+  return PROCEDURE_STATEMENT.test(apostrophes(text.trim()).replace(/^[-*>\s]+/, "").replace(/^\*\*|\*\*/g, ""));
+}
+
 /** A clock time at the start of a line of notes ("[00:12:31]", "12:31 -", "(1:02:03)"). */
 export const LEADING_TIMESTAMP = /^[[(]?(?:\d{1,2}:)?\d{1,2}:\d{2}(?:[.,]\d{1,3})?[\])]?\s*[-–—:]?\s*/;
 

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { extractMarkdown } from "../../../core/extract/markdown";
 import { unitMentions, type MentionSpan } from "../../../core/ai/synthesis/mentions";
-import { isEmphatic, isInterviewerLine, isProfile, isSessionMetadata, quotedSpeech } from "../../../core/ai/synthesis/notes";
+import { isEmphatic, isInterviewerLine, isProfile, isSessionMetadata, isStudyMethod, quotedSpeech } from "../../../core/ai/synthesis/notes";
 
 const NOTES = readFileSync(join(import.meta.dirname, "../../fixtures/notes/session-notes.md"), "utf8");
 
@@ -65,6 +65,42 @@ describe("notes structure (notes.ts)", () => {
     expect(isEmphatic("I call the pharmacy every single time")).toBe(true);
     expect(isEmphatic("Honestly the status page is the worst part")).toBe(true);
     expect(isEmphatic("I check it on Mondays.")).toBe(false);
+  });
+});
+
+describe("a findings report's account of its method (isStudyMethod)", () => {
+  it("drops sections about how the research was run, and procedure statements in the third person", () => {
+    for (const h of ["Limitations", "What was tested", "## Method", "Methodology", "Study design", "Potential Future Work", "Funding", "Team", "Recruitment"]) {
+      expect(isStudyMethod("The cell prompts were hard to read.", h), h).toBe(true);
+    }
+    for (const t of [
+      "These results are from user interviews conducted in May 2023 with this test script.",
+      "Participants were first asked to complete a set of tasks.",
+      "This study is not an attempt to determine JupyterLab’s conformance with any accessibility standard.",
+      "It is important to note that the script explicitly asked participants to use the command palette.",
+      "- **Participants were recruited through an open call.**",
+    ]) {
+      expect(isStudyMethod(t), t).toBe(true);
+    }
+  });
+
+  it("keeps findings, and what participants say about their own testing", () => {
+    for (const h of ["Findings", "Navigation", "Opportunities for improvement", undefined]) {
+      expect(isStudyMethod("The syntax highlighting had particularly poor contrast.", h), String(h)).toBe(false);
+    }
+    for (const t of ["We tested it in production and it broke.", "Participants wanted browser settings to carry over.", "The script editor was confusing to users."]) {
+      expect(isStudyMethod(t), t).toBe(false);
+    }
+  });
+
+  it("a report's method sections are marked as method (context for clustering, never evidence); its findings are not", () => {
+    const md = "# Results\n\n## Limitations\n\nThese participants joined as a part of an open call, so they are self-selected.\n\n## Findings\n\nThe syntax highlighting had particularly poor contrast for most participants.\n";
+    const units = extractMarkdown(md).units;
+    const spans = units.flatMap((u) => unitMentions(u)).map((m) => ({ text: m.text, method: m.method ?? false }));
+    expect(spans).toEqual([
+      { text: "These participants joined as a part of an open call, so they are self-selected.", method: true },
+      { text: "The syntax highlighting had particularly poor contrast for most participants.", method: false },
+    ]);
   });
 });
 
