@@ -169,7 +169,7 @@ const METHOD_HEADING =
  * account of the method, never evidence. Third person only: a participant's "we tested it in production" is evidence.
  */
 const PROCEDURE_STATEMENT =
-  /^(?:it is (?:important|worth) (?:to note|noting|noting again) that )?(?:(?:the|these|our|this) (?:(?:test |interview |discussion )?(?:script|guide) (?:\w+ )?(?:asked|told|instructed|required)\b|(?:results|findings|sessions?|interviews?|study|test(?:ing)?|research|script)\b[^.]{0,80}\b(?:were|was|are|is)\s+(?:(?:first|then|also|not)\s+)*(?:conducted|run|held|from|based on|recorded|an attempt|designed|limited)\b)|(?:participants|respondents|interviewees) were (?:(?:first|then|also)\s+)*(?:asked|given|shown|recruited|invited|selected|compensated|paid|told)\b|the (?:researchers?|facilitators?|moderators?) (?:(?:first|then|also)\s+)*(?:recruited|conducted|asked|interviewed|selected|recorded)\b)/i;
+  /^(?:it is (?:important|worth) (?:to note|noting|noting again) that )?(?:(?:a|the|our|this) [\w -]{0,40}?\b(?:script|guide|protocol)\b[\w ]{0,30}?\b(?:asked|told|instructed|required|was (?:chosen|used|written|designed|adapted))\b|(?:the|these|our|this) (?:(?:results|findings|sessions?|interviews?|study|test(?:ing)?|research|script)\b[^.]{0,80}\b(?:were|was|are|is)\s+(?:(?:first|then|also|not)\s+)*(?:conducted|run|held|from|based on|recorded|an attempt|designed|limited)\b)|(?:participants|respondents|interviewees) were (?:(?:first|then|also)\s+)*(?:asked|given|shown|recruited|invited|selected|compensated|paid|told)\b|the (?:researchers?|facilitators?|moderators?) (?:(?:first|then|also)\s+)*(?:recruited|conducted|asked|interviewed|selected|recorded)\b)/i;
 
 /**
  * Whether a document's passage is the researchers' account of their method (see `METHOD_HEADING` and
@@ -180,7 +180,9 @@ const PROCEDURE_STATEMENT =
  */
 export function isStudyMethod(text: string, heading?: string): boolean {
   if (heading && METHOD_HEADING.test(heading.trim())) return true;
-  return PROCEDURE_STATEMENT.test(apostrophes(text.trim()).replace(/^[-*>\s]+/, "").replace(/^\*\*|\*\*/g, ""));
+  const t = apostrophes(text.trim()).replace(/^[-*>\s]+/, "").replace(/^\*\*|\*\*/g, "");
+  // Someone speaking for themselves ("A script I wrote was used in production") is a participant, not the method.
+  return !FIRST_SINGULAR.test(t) && PROCEDURE_STATEMENT.test(t);
 }
 
 /** A clock time at the start of a line of notes ("[00:12:31]", "12:31 -", "(1:02:03)"). */

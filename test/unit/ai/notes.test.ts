@@ -79,6 +79,7 @@ describe("a findings report's account of its method (isStudyMethod)", () => {
       "This study is not an attempt to determine JupyterLab’s conformance with any accessibility standard.",
       "It is important to note that the script explicitly asked participants to use the command palette.",
       "- **Participants were recruited through an open call.**",
+      "A usability testing style script was chosen for this testing session because of the need for scoped results.",
     ]) {
       expect(isStudyMethod(t), t).toBe(true);
     }
@@ -88,7 +89,7 @@ describe("a findings report's account of its method (isStudyMethod)", () => {
     for (const h of ["Findings", "Navigation", "Opportunities for improvement", undefined]) {
       expect(isStudyMethod("The syntax highlighting had particularly poor contrast.", h), String(h)).toBe(false);
     }
-    for (const t of ["We tested it in production and it broke.", "Participants wanted browser settings to carry over.", "The script editor was confusing to users."]) {
+    for (const t of ["We tested it in production and it broke.", "A script I wrote was used in production and it broke.", "Participants wanted browser settings to carry over.", "The script editor was confusing to users."]) {
       expect(isStudyMethod(t), t).toBe(false);
     }
   });

@@ -3,8 +3,9 @@
  * independent of the production extractors in core/extract (written in parallel). It keeps the same invariant
  * the extractors promise: every unit.text occurs verbatim in extracted_text.
  *
- * Formats: CSV (papaparse; one `response` unit per non-empty cell, fields.question = header), Markdown
- * (paragraphs; "**Name:** text" paragraphs become `turn`s with that speaker), WebVTT (consecutive cues of one
+ * Formats: CSV (papaparse; one `response` unit per non-empty cell, fields.question = header), Markdown (the
+ * production extractor, core/extract/markdown.ts: its units carry their heading, which tells a report's method
+ * sections from its findings), WebVTT (consecutive cues of one
  * speaker joined into a `turn`), the GitHub issues JSON (`comment` per comment, fields.title), PDF (unpdf, one
  * `page` unit per page) and DOCX (mammoth, paragraphs). Images are skipped (OCR is the extractors' job).
  */
@@ -12,6 +13,7 @@ import { readdir, readFile } from "node:fs/promises";
 import { basename, extname, join, relative } from "node:path";
 import Papa from "papaparse";
 import type { TextUnit } from "../../../core/extract/types";
+import { extractMarkdown } from "../../../core/extract/markdown";
 
 export const REALDATA = "/work/shared/realdata";
 
@@ -56,30 +58,6 @@ function csvSource(text: string): { units: TextUnit[]; extracted_text: string } 
     });
   });
   return { units: b.units, extracted_text: b.text() };
-}
-
-function markdownSource(text: string): { units: TextUnit[]; extracted_text: string } {
-  // extracted_text is the file itself; units are its paragraphs (blank-line separated), verbatim.
-  // "**Name:** text" paragraphs are transcript turns when the same label recurs (3+ times); a label seen once or
-  // twice ("**Method:** ...") is just a bold lead-in.
-  const units: TextUnit[] = [];
-  const labels = new Map<string, number>();
-  for (const m of text.matchAll(/^\*\*([^*]{1,60}):\*\*/gm)) labels.set(m[1], (labels.get(m[1]) ?? 0) + 1);
-  let speaker: string | undefined;
-  for (const para of text.split(/\n\s*\n/)) {
-    const t = para.trim();
-    if (!t) continue;
-    const m = /^\*\*([^*]{1,60}):\*\*\s+([\s\S]+)$/.exec(t);
-    if (m && (labels.get(m[1]) ?? 0) >= 3) {
-      speaker = m[1].trim();
-      units.push({ kind: "turn", text: m[2].trim(), speaker });
-    } else if (speaker && !t.startsWith("#")) {
-      units.push({ kind: "turn", text: t, speaker });
-    } else {
-      units.push({ kind: /^#/.test(t) ? "section" : "paragraph", text: t });
-    }
-  }
-  return { units, extracted_text: text };
 }
 
 function vttSource(text: string): { units: TextUnit[]; extracted_text: string } {
@@ -186,7 +164,7 @@ export async function loadWorkspace(folder: string, only?: RegExp): Promise<Load
     const ext = extname(file).toLowerCase();
     let loaded: { units: TextUnit[]; extracted_text: string } | undefined;
     if (ext === ".csv") loaded = csvSource(await readFile(file, "utf8"));
-    else if (ext === ".md") loaded = markdownSource(await readFile(file, "utf8"));
+    else if (ext === ".md") loaded = extractMarkdown(await readFile(file, "utf8"));
     else if (ext === ".vtt") loaded = vttSource(await readFile(file, "utf8"));
     else if (ext === ".json") loaded = issuesSource(await readFile(file, "utf8"));
     else if (ext === ".pdf") loaded = await pdfSource(await readFile(file));
