@@ -407,7 +407,8 @@ function clausesOf(span: MentionSpan, listItems = false): Token[][] {
       continue;
     }
     // A hyphen inside a word ("browser-level") is not a dash.
-    if (/^[.!;:…()\[\]"“”–—]+$/.test(v) || v === "--" || (v === "-" && !glued(t, toks[i - 1]))) {
+    // A parenthesis is an aside inside the clause ("The notebook (and all documents) are auto-saved"), not its end.
+    if (/^[.!;:…\[\]"“”–—]+$/.test(v) || v === "--" || (v === "-" && !glued(t, toks[i - 1]))) {
       flush();
       continue;
     }
@@ -686,6 +687,9 @@ export function compressClause(tokens: Token[], who: TitleSubject, mustKeep: (to
       }
     }
     let s = render(pieces).replace(/[*_`#~\[\]"“”]/g, "").replace(/\s+/g, " ").trim();
+    // An aside the cut left open ("… over Colab (particularly because …") is dropped from its parenthesis on.
+    const open = s.lastIndexOf("(");
+    if (open > 0 && s.indexOf(")", open) < 0) s = s.slice(0, open).trim();
     s = s.replace(/[\s,;:.!-]+$/, "");
     return s.charAt(0).toUpperCase() + s.slice(1);
   };
@@ -706,6 +710,9 @@ export function compressClause(tokens: Token[], who: TitleSubject, mustKeep: (to
     text = build(t);
   }
   if (!complete(t) || words(t) < minWords || !mustKeep(t)) return undefined;
+  // Speech restarting itself ("they are they want …", "the the") or a pleasantry ("thank them for having them") is
+  // no finding.
+  if (/\b(\w+(?: \w+)?) \1\b/i.test(text) || t.some((x) => x.lemma.toLowerCase() === "thank" || x.normal === "thanks")) return undefined;
   // "Possible sources could be": a predicate cut off before its complement.
   const last = t[t.length - 1];
   if (last.pos === "AUX" || MODALS.has(last.normal)) return undefined;

@@ -270,6 +270,24 @@ describe("sentence titles from the evidence", () => {
     expect(compressClause(tokens("Great app"), users)).toBeUndefined(); // too short to state a finding
   });
 
+  it("keeps an aside in parentheses, drops one a cut left open, and rejects restarts and pleasantries", () => {
+    expect(compressClause(tokens("The notebook (and all documents) are auto-saved every 2 minutes by default"), users)).toBe(
+      "The notebook (and all documents) are auto-saved every 2 minutes by default",
+    );
+    expect(compressClause(tokens("I prefer binder over Colab (particularly because I can bundle in files and the environment with the repository"), users)).toBe(
+      "Users prefer binder over Colab",
+    );
+    expect(compressClause(tokens("We are they are they want a particular situation"), users)).toBeUndefined();
+    expect(compressClause(tokens("I thank you for having me on the show today"), users)).toBeUndefined();
+  });
+
+  it("a survey answer that is a noun phrase names its theme as it stands (verbless), never given a subject", () => {
+    expect(compressClause(tokens("A prompt that allows users to move focus"), users)).toBeUndefined();
+    expect(compressClause(tokens("Quick data exploration and visualization"), users, undefined, false, true)).toBe("Quick data exploration and visualization");
+    expect(compressClause(tokens("Complicated data analysis"), users, undefined, false, true)).toBe("Complicated data analysis");
+    expect(compressClause(tokens("Docker containers"), users, undefined, false, true)).toBeUndefined(); // too short to name a finding
+  });
+
   // A pain-point cluster about passwords from four voices, plus one respondent's own words and a redacted line.
   const mention = (text: string, sim: number, voice: string): TitleMention => ({ span: unitMentions({ kind: "response", text })[0], sim, voice });
   const cluster = [
