@@ -117,6 +117,24 @@ const CASES: Record<string, Case> = {
 
 const gated = (Object.entries(routes) as [string, RouteSpec][]).filter(([, spec]) => spec.feature || spec.usage);
 
+/**
+ * The gates the spec puts on routes, by method and path (spec 01 Skills; spec 02 integration sections and Limits:
+ * Plans rule 5). A route of the table that matches a rule must declare exactly that gate, so a route added later
+ * under a gated prefix (skills, integrations: not built yet) fails here until it carries its gate.
+ */
+const SPEC_GATES: { method: string; path: RegExp; feature?: string; usage?: string }[] = [
+  { method: "POST", path: /^\/api\/skills\/install\/\{[^}]+\}$/, feature: "has_skills" },
+  { method: "POST", path: /^\/api\/skills\/custom$/, feature: "has_custom_skills", usage: "custom_skills" },
+  { method: "*", path: /^\/api\/integrations\/codehost(\/|$)/, feature: "has_codehost" },
+  { method: "*", path: /^\/api\/integrations\/(planner|tickets|filestore)(\/|$)/, feature: "has_integrations" },
+  { method: "POST", path: /^\/api\/research\/(upload|upload-url)$/, usage: "research_sources" },
+  { method: "POST", path: /^\/api\/documents(\/draft)?$/, usage: "documents" },
+  { method: "POST", path: /^\/api\/workspaces$/, usage: "workspaces" },
+  { method: "POST", path: /^\/api\/workspaces\/\{[^}]+\}\/members$/, usage: "seats" },
+  { method: "PATCH", path: /^\/api\/workspaces\/\{[^}]+\}\/settings$/, feature: "has_overnight_cycles" },
+];
+const featureOf = (spec: RouteSpec) => (typeof spec.feature === "string" ? spec.feature : spec.feature?.flag);
+
 describe("plan gates on the route table", () => {
   it("every gated route has a case here (add one with the gate)", () => {
     expect(gated.map(([id]) => id).filter((id) => !CASES[id])).toEqual([]);
@@ -134,6 +152,23 @@ describe("plan gates on the route table", () => {
     const passed = await request();
     expect(passed.status, passed.text).toBe(c.passes);
     expect(passed.body?.code).not.toBe(c.gate.code);
+  });
+
+  it("every route the spec gates declares that gate (routes added later under a gated prefix included)", () => {
+    const all = Object.entries(routes) as [string, RouteSpec][];
+    const covered = new Set<number>();
+    for (const [id, spec] of all) {
+      SPEC_GATES.forEach((rule, k) => {
+        if ((rule.method !== "*" && rule.method !== spec.method) || !rule.path.test(spec.path)) return;
+        covered.add(k);
+        expect(featureOf(spec), `${id}: require_feature`).toBe(rule.feature);
+        expect(spec.usage, `${id}: require_usage`).toBe(rule.usage);
+      });
+    }
+    // The gated routes that exist today: sources (2), documents (2), workspaces, seats, overnight cycles.
+    expect([...covered].sort()).toEqual([4, 5, 6, 7, 8]);
+    // And nothing is gated that the spec does not gate.
+    for (const [id, spec] of gated) expect(SPEC_GATES.some((r) => (r.method === "*" || r.method === spec.method) && r.path.test(spec.path)), id).toBe(true);
   });
 
   it("a member who may not manage members gets 403 for the role, not a plan answer", async () => {
