@@ -351,6 +351,8 @@ export function titleSubject(voices: number, sourceTypes: string[]): TitleSubjec
 export const TITLE_MAX_CHARS = 80;
 const TITLE_MAX_WORDS = 16;
 const TITLE_MIN_WORDS = 4;
+/** Longest aside in parentheses a title keeps inside its clause; a longer one is left out. */
+const ASIDE_MAX_WORDS = 4;
 /** Fewest words of a survey answer that names its theme as it stands ("Inline data visualization"). */
 const ANSWER_MIN_WORDS = 3;
 
@@ -390,8 +392,13 @@ const isWord = (t: Token) => t.type === "word" || /^[\p{L}\p{N}'’]+$/u.test(t.
 /** Whether the token follows the previous one without a space in the original ("ca|n't", "browser|-|level"). */
 const glued = (t: Token, prev: Token | undefined) => !!prev && t.end > t.start && t.start === prev.end;
 
-/** Clauses of a mention: cut at sentence punctuation, dashes, brackets, "but"/"because", and ", and/so/which …". */
-function clausesOf(span: MentionSpan, listItems = false): Token[][] {
+/**
+ * Clauses of a mention, as token lists: cut at sentence punctuation, dashes, square brackets, "but"/"because", and
+ * ", and/so/which …"; an aside in parentheses of at most `ASIDE_MAX_WORDS` words stays, a longer one is left out.
+ * @param span the mention
+ * @param listItems also cut where a capitalised common word follows a lower-case one (a survey answer's list items)
+ */
+export function clausesOf(span: MentionSpan, listItems = false): Token[][] {
   const out: Token[][] = [];
   let cur: Token[] = [];
   const flush = (question = false) => {
@@ -407,8 +414,20 @@ function clausesOf(span: MentionSpan, listItems = false): Token[][] {
       continue;
     }
     // A hyphen inside a word ("browser-level") is not a dash.
-    // A parenthesis is an aside inside the clause ("The notebook (and all documents) are auto-saved"), not its end.
-    if (/^[.!;:…\[\]"“”–—]+$/.test(v) || v === "--" || (v === "-" && !glued(t, toks[i - 1]))) {
+    // A parenthesis is an aside inside the clause, not its end: a short one stays ("The notebook (and all documents)
+    // are auto-saved"), a long one is left out ("Coarse grain (moving between large sections like …) navigation
+    // needs much more attention"); one never closed ends the clause.
+    if (v === "(") {
+      const close = toks.findIndex((x, j) => j > i && x.value === ")");
+      if (close > i) {
+        if (toks.slice(i + 1, close).filter(isWord).length <= ASIDE_MAX_WORDS) cur.push(...toks.slice(i, close + 1));
+        i = close;
+        continue;
+      }
+      flush();
+      continue;
+    }
+    if (/^[.!;:…)\[\]"“”–—]+$/.test(v) || v === "--" || (v === "-" && !glued(t, toks[i - 1]))) {
       flush();
       continue;
     }

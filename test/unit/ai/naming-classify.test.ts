@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { classifyType, cueShares, impactClause, mentionCues, severityOf, strongPhrases, type Cues } from "../../../core/ai/synthesis/classify";
 import { unitMentions } from "../../../core/ai/synthesis/mentions";
 import {
+  clausesOf,
   compressClause,
   displayForm,
   distinctTop,
@@ -270,13 +271,16 @@ describe("sentence titles from the evidence", () => {
     expect(compressClause(tokens("Great app"), users)).toBeUndefined(); // too short to state a finding
   });
 
-  it("keeps an aside in parentheses, drops one a cut left open, and rejects restarts and pleasantries", () => {
+  it("keeps a short aside in parentheses, leaves a long one out, drops one a cut left open, and rejects restarts and pleasantries", () => {
     expect(compressClause(tokens("The notebook (and all documents) are auto-saved every 2 minutes by default"), users)).toBe(
       "The notebook (and all documents) are auto-saved every 2 minutes by default",
     );
     expect(compressClause(tokens("I prefer binder over Colab (particularly because I can bundle in files and the environment with the repository"), users)).toBe(
       "Users prefer binder over Colab",
     );
+    const span = unitMentions({ kind: "paragraph", text: "Coarse grain (moving between large sections like the main document area, menu bar, side bars, etc.) navigation needs much more attention." })[0];
+    const [clause] = clausesOf(span);
+    expect(compressClause(clause, users)).toBe("Coarse grain navigation needs much more attention");
     expect(compressClause(tokens("We are they are they want a particular situation"), users)).toBeUndefined();
     expect(compressClause(tokens("I thank you for having me on the show today"), users)).toBeUndefined();
   });
