@@ -192,6 +192,9 @@ export async function grantMilestones(payer: string, workspaceId: string, succee
  */
 export async function reserveAlongside<T>(input: Parameters<typeof startCharge>[0], reads: () => Promise<T>): Promise<{ value: T; charge: Charge }> {
   const charging = startCharge(input);
+  // Awaited only after the reads: a refusal (402) that lands while they are still running must not count as an
+  // unhandled rejection in between (Node would end the process).
+  charging.catch(() => undefined);
   let value: T;
   try {
     value = await reads();

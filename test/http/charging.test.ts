@@ -147,6 +147,26 @@ describe("reserving beside the operation's reads", () => {
     expect(ok.charge.waitMs).toBeLessThanOrEqual(ok.charge.reserveMs);
     await ok.charge.release();
   });
+
+  it("a refusal that lands while the reads are still running is the answer, never an unhandled rejection", async () => {
+    const { owner, workspace } = await newWorkspace("Alongside slow reads");
+    await drain(owner.id);
+    const unhandled: unknown[] = [];
+    const onUnhandled = (err: unknown) => unhandled.push(err);
+    process.on("unhandledRejection", onUnhandled);
+    try {
+      // Reads slower than the refused reservation: the 402 settles first, and is awaited only after them.
+      const refused = await reserveAlongside({ workspaceId: workspace.id, runId: randomUUID(), engine: "local" }, async () => {
+        await new Promise((r) => setTimeout(r, 300));
+        return "read";
+      }).catch((e: unknown) => e);
+      expect(refused).toMatchObject({ code: "USAGE_LIMIT_EXCEEDED" });
+      await new Promise((r) => setTimeout(r, 50));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", onUnhandled);
+    }
+  });
 });
 
 describe("a blocked account is refused before any model call", () => {
