@@ -33,18 +33,19 @@ export const EFFORT_TIER: Record<Effort, ModelTier> = { low: "small", medium: "m
 
 /** The effort whose envelope a run on `tier` reserves: `max` when it thinks (extended thinking), else the tier's own. */
 const reservedEffort = (tier: ModelTier, thinking: boolean): Effort =>
-  thinking ? "max" : tier === "small" ? "low" : tier === "mid" ? "medium" : "high";
+  thinking ? "max" : (Object.keys(EFFORT_TIER) as Effort[]).find((e) => e !== "max" && EFFORT_TIER[e] === tier)!;
 
 /** How far above the typical envelope a run's reservation reaches (and the estimate's `creditRangeHigh`). */
 export const RESERVATION_FACTOR = 2;
 
 /**
  * Credits of `effort`'s envelope scaled by `factor`, priced at `tier`'s rates as a success (`creditsFor`): the
- * estimate's three figures are factors 0.5, 1 and `RESERVATION_FACTOR`.
+ * estimate's three figures are factors 0.5, 1 and `RESERVATION_FACTOR`; a run's reservation is the last.
+ * @param opts.chatMessage a copilot message (charged at least 0.25)
  */
-export function envelopeCredits(tier: ModelTier, effort: Effort, factor: number): number {
+export function envelopeCredits(tier: ModelTier, effort: Effort, factor: number, opts: { chatMessage?: boolean } = {}): number {
   const env = EFFORT_ENVELOPE[effort];
-  return creditsFor(costUsd(tier, env.input * factor, env.output * factor), "success");
+  return creditsFor(costUsd(tier, env.input * factor, env.output * factor), "success", opts);
 }
 
 /** Most trial credits an account can earn from milestones (spec 02 Limits: Plans, "milestone-based, up to 25"). */
@@ -62,9 +63,9 @@ const FREE_ENGINES = new Set(["local"]);
  * @param opts.thinking the run uses extended thinking (effort max or reasoning_mode deep)
  */
 export function reservationFor(engine: string, tier: ModelTier = "mid", opts: { chatMessage?: boolean; thinking?: boolean } = {}): number {
-  if (FREE_ENGINES.has(engine)) return creditsFor(0, "success", opts);
-  const env = EFFORT_ENVELOPE[reservedEffort(tier, opts.thinking ?? false)];
-  return creditsFor(costUsd(tier, env.input * RESERVATION_FACTOR, env.output * RESERVATION_FACTOR), "success", opts);
+  const message = { chatMessage: opts.chatMessage };
+  if (FREE_ENGINES.has(engine)) return creditsFor(0, "success", message);
+  return envelopeCredits(tier, reservedEffort(tier, opts.thinking ?? false), RESERVATION_FACTOR, message);
 }
 
 /** Owners of workspaces this process has looked up: a workspace's owner is set at creation and never changes. */

@@ -327,11 +327,13 @@ export async function synthesize(input: SynthesisInput): Promise<SynthesisOutput
   const segments = questionSegments(mentions, sources);
   // Which phrases mean the same to these respondents, learned from the whole input (thesaurus.ts): short answers
   // to one question rarely name two synonyms at once, longer answers elsewhere do.
-  const thesaurus = segments ? new Thesaurus(mentions.map((m) => mentionPhrases(m.span))) : undefined;
+  const allPhrases = segments ? mentions.map((m) => mentionPhrases(m.span)) : undefined;
+  const thesaurus = allPhrases ? new Thesaurus(allPhrases) : undefined;
   const parts: ThemeDrafts[] = [];
   for (const seg of segments ?? [{ key: "", question: null, asked: null, members: mentions.map((_, i) => i) }]) {
     const sub = segments ? { mentions: seg.members.map((i) => mentions[i]), vectors: seg.members.map((i) => corpus.vectors[i]) } : corpus;
-    parts.push(themeDrafts(sources, sub.mentions, sub.vectors, embedder, opts, seg.question, seg.asked, thesaurus));
+    const vocabulary = allPhrases && thesaurus ? { thesaurus, phrases: seg.members.map((i) => allPhrases[i]) } : undefined;
+    parts.push(themeDrafts(sources, sub.mentions, sub.vectors, embedder, opts, seg.question, seg.asked, vocabulary));
   }
   // Same title twice can only come from different phrase keys (or questions) with one written form: keep the larger.
   const seenTitles = new Set<string>();
@@ -425,7 +427,8 @@ interface ThemeDrafts {
  * @param question the survey question these mentions answer, named in every description; null for any other input
  * @param asked the question as asked, instructions included: its words are the answers' context, not a topic they
  *   share (cluster.ts `lexicalMatrix`)
- * @param thesaurus phrase relatedness learned from the whole input, for a survey question's answers (else none)
+ * @param vocabulary for a survey question's answers: phrase relatedness learned from the whole input, and these
+ *   mentions' phrase candidates (`mentionPhrases`) it was learned from, so they are not extracted twice
  */
 function themeDrafts(
   sources: SynthesisSource[],
@@ -435,7 +438,7 @@ function themeDrafts(
   opts: SynthesisOptions,
   question: string | null,
   asked: string | null = null,
-  thesaurus?: Thesaurus,
+  vocabulary?: { thesaurus: Thesaurus; phrases: PhraseOcc[][] },
 ): ThemeDrafts {
   const t1 = performance.now();
   const x: Matrix = toMatrix(vectors, embedder.dimensions);
@@ -489,7 +492,7 @@ function themeDrafts(
   const t2 = performance.now();
 
   // 4. Name: c-TF-IDF keyphrases; clusters sharing their top phrase are one theme.
-  const phrases: PhraseOcc[][] = mentions.map((m) => mentionPhrases(m.span));
+  const phrases: PhraseOcc[][] = vocabulary?.phrases ?? mentions.map((m) => mentionPhrases(m.span));
   const globalCount = new Map<string, number>();
   for (const list of phrases) for (const p of list) globalCount.set(p.key, (globalCount.get(p.key) ?? 0) + 1);
   const name = (cs: Cluster[]): Named[] => {
@@ -526,7 +529,7 @@ function themeDrafts(
         // Synonymous names (thesaurus.ts: "git, diff" / "version control"), for a survey question's short answers,
         // with centroids somewhat alike. First pass only: merged clusters are named anew, and relatedness between
         // merged names would chain themes together.
-        const rel = pass === 0 && thesaurus ? thesaurus.relatedness(ta, tb) : 0;
+        const rel = pass === 0 && vocabulary ? vocabulary.thesaurus.relatedness(ta, tb) : 0;
         const synonymous = rel >= SYNONYM && sim >= SYNONYM_SIM;
         if ((same || anchored || overlapping || synonymous) && find(a) !== find(b)) {
           parent[find(b)] = find(a);
