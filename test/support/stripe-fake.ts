@@ -10,6 +10,7 @@
  * `latest_invoice` from the stored invoices when asked (`expand[]=data.latest_invoice`), as Stripe does. Anything
  * else answers Stripe's 404 error envelope; `failNext` makes the next request answer a Stripe error.
  */
+import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type Stripe from "stripe";
@@ -161,6 +162,9 @@ export async function startStripeFake(): Promise<StripeFake> {
     return { ...sub, latest_invoice: invoiceId ? (expand ? (invoices.get(invoiceId) ?? invoiceId) : invoiceId) : null };
   };
   let seq = 0;
+  // Ids are unique across fakes: every test file's fake writes into the one shared table, and a customer id two files
+  // both issued ("cus_fake1") made a webhook sync the other file's account (byStripeCustomer found it first).
+  const run = randomBytes(4).toString("hex");
   let failure: { status: number; type: string; message: string; times: number } | undefined;
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -183,7 +187,7 @@ export async function startStripeFake(): Promise<StripeFake> {
       if (route === "POST /v1/customers") {
         const key = String(req.headers["idempotency-key"] ?? "");
         const existing = key ? customersByKey.get(key) : undefined;
-        const customer = existing ?? customerBody(`cus_fake${++seq}`, form);
+        const customer = existing ?? customerBody(`cus_fake${run}${++seq}`, form);
         if (key) customersByKey.set(key, customer);
         customers.set(customer.id, customer);
         return send(200, customer);
@@ -210,8 +214,8 @@ export async function startStripeFake(): Promise<StripeFake> {
         const sessionId = path.slice("/v1/checkout/sessions/".length);
         return sessions.has(sessionId) ? send(200, sessions.get(sessionId)) : notFound("checkout.session", sessionId);
       }
-      if (route === "POST /v1/checkout/sessions") return send(200, checkoutSessionBody(`cs_test_fake${++seq}`, form));
-      if (route === "POST /v1/billing_portal/sessions") return send(200, portalSessionBody(`bps_fake${++seq}`, form));
+      if (route === "POST /v1/checkout/sessions") return send(200, checkoutSessionBody(`cs_test_fake${run}${++seq}`, form));
+      if (route === "POST /v1/billing_portal/sessions") return send(200, portalSessionBody(`bps_fake${run}${++seq}`, form));
       return send(404, { error: { type: "invalid_request_error", message: `Unrecognized request URL (${req.method}: ${path})` } });
     });
   });
@@ -232,7 +236,7 @@ export async function startStripeFake(): Promise<StripeFake> {
       sessions.set(session.id, session);
     },
     completedSession: (fields) => {
-      const id = fields.id ?? `cs_test_fake${++seq}`;
+      const id = fields.id ?? `cs_test_fake${run}${++seq}`;
       const session: Stripe.Checkout.Session = {
         ...checkoutSessionBody(id, new URLSearchParams({ mode: fields.mode })),
         status: "complete",
