@@ -6,20 +6,30 @@ import { ensureTable, PrerequisiteError, startDynamoLocal } from "./dynamodb";
 import { startS3 } from "./s3";
 import { startGateway } from "./gateway";
 import { mkdir, rm, writeFile } from "node:fs/promises";
+import { DataDirInUseError, takeDataLock } from "./data-lock";
 
 /**
  * `npm start`: the embedded runtime. DynamoDB Local (data under .data/dynamodb), the local object store
  * (.data/s3), and the local gateway on http://127.0.0.1:3000 (PORT to change). Ctrl-C stops everything.
+ * One `npm start` per data folder: a second one on the same folder refuses in one sentence naming the first
+ * (the lock file `<data>/start.lock` holds its pid; local/data-lock.ts).
  */
 async function main() {
   const { values } = parseArgs({ options: { port: { type: "string" }, data: { type: "string" } } });
   const dataDir = resolve(values.data ?? process.env.DATA_DIR ?? ".data");
+  // Before anything starts: two DynamoDB Locals on one set of files would both write them. Freed on exit once
+  // DynamoDB Local has stopped (Ctrl-C and SIGTERM stop everything, then exit); after a crash the lock of dead
+  // processes is taken over.
+  const lock = takeDataLock(dataDir);
+  process.on("exit", lock.release);
   // A missing model-server setting stops here with one sentence, not at the first AI request.
   (await import("../core/ai/select")).checkAiSettings();
   const port = Number(values.port ?? process.env.PORT ?? 3000);
   await mkdir(resolve(dataDir, "dynamodb"), { recursive: true });
 
   const dynamo = await startDynamoLocal({ dbPath: resolve(dataDir, "dynamodb"), port: Number(process.env.DYNAMODB_PORT ?? 0) || undefined });
+  // The JVM outlives a kill -9 of this process: while it runs, the lock names it and no other start takes the folder.
+  if (dynamo.process.pid) lock.addPid(dynamo.process.pid);
   const stops: (() => Promise<unknown>)[] = [dynamo.stop];
   try {
     const tableName = process.env.TABLE_NAME ?? "research-to-delivery";
@@ -74,7 +84,7 @@ async function main() {
 }
 
 main().catch((err: unknown) => {
-  if (err instanceof PrerequisiteError || (err as Error).name === "SettingError") console.error((err as Error).message);
+  if (err instanceof PrerequisiteError || err instanceof DataDirInUseError || (err as Error).name === "SettingError") console.error((err as Error).message);
   // node:util parseArgs: an unknown or malformed option is the user's typo, not a crash.
   else if (String((err as { code?: string }).code).startsWith("ERR_PARSE_ARGS")) console.error(`${(err as Error).message}. Options: --port N, --data DIR.`);
   else if ((err as { code?: string }).code === "EADDRINUSE") console.error(`Port already in use: ${(err as Error).message}. Set PORT to another port.`);

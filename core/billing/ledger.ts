@@ -189,12 +189,6 @@ function iso(value: string | Date, what: string): string {
   return d.toISOString();
 }
 
-function addMonths(d: Date, months: number): Date {
-  const out = new Date(d);
-  out.setUTCMonth(out.getUTCMonth() + months);
-  return out;
-}
-
 /** A transaction lost to a concurrent change of the same items: re-read, re-plan and try again after a backoff. */
 class Contended extends Error {
   override name = "Contended";
@@ -342,32 +336,11 @@ function exhausted(required: number, available: number): AppError {
 // ---------------------------------------------------------------------------------------------------------------
 // The account
 
-const PLAN_RANK: Record<Plan, number> = { trial: 0, pro: 1, growth: 2, power: 3 };
-
 /**
- * The best live subscription among the workspaces the user owns (subscriptions are still stored per workspace;
- * DESIGN.md 6.3 moves them to the user). One membership query and one batch get.
- */
-async function ownedSubscription(userId: string, now: Date) {
-  const { data: memberships } = await bill().membership.query.byUser({ user_id: userId }).go({ pages: "all" });
-  const owned = memberships.filter((m) => m.role === "owner");
-  if (owned.length === 0) return undefined;
-  const { data } = await bill().subscription.get(owned.map((m) => ({ workspace_id: m.workspace_id }))).go();
-  const nowIso = now.toISOString();
-  const live = data.filter(
-    (s) => s.status === "active" || s.status === "past_due" || (s.status === "trialing" && (!s.trial_ends_at || s.trial_ends_at > nowIso)),
-  );
-  return live.sort((a, b) => PLAN_RANK[b.plan] - PLAN_RANK[a.plan])[0];
-}
-
-/**
- * The user's billing account (DESIGN.md 6.3), created on first use in one transaction with its first grant:
- * - plan, status and period from the best live subscription of the workspaces the user owns, else `trial`,
- *   `trialing`, from now for `TRIAL_DAYS`;
- * - a paid plan is granted its `monthly_credits` for the current period (ledger key `grant#period#<start>`, the key
- *   the period's paid invoice will find); a trial is granted the `signup` milestone, 5 credits (ledger key
- *   `grant#milestone#signup`; spec 02 "Trial milestones": signup on account creation, then first_run and engagement
- *   through `grant`, 15 in all = PLANS.trial.monthly_credits).
+ * The user's billing account (DESIGN.md 6.3), created on first use in one transaction with its first grant: on the
+ * `trial` plan, `trialing`, from now for `TRIAL_DAYS`, granted the `signup` milestone, 5 credits (ledger key
+ * `grant#milestone#signup`; spec 02 "Trial milestones": signup on account creation, then first_run and engagement
+ * through `grant`, 15 in all = PLANS.trial.monthly_credits). A paid plan comes later from Stripe (core/billing/sync.ts).
  * Concurrent first uses create it once (the loser reads the winner's).
  * @param userId the user's id (the account's partition `bill#<user id>`)
  * @throws AppError CONFLICT (409) if the account can neither be created nor read (its first grant exists without it).
@@ -376,26 +349,19 @@ export async function accountOf(userId: string): Promise<BillingAccount> {
   const existing = await readAccount(userId);
   if (existing) return existing;
   const now = new Date();
-  const sub = await ownedSubscription(userId, now);
-  const plan: Plan = sub?.plan ?? "trial";
-  const trial = plan === "trial";
-  const period_start = sub?.current_period_start ? iso(sub.current_period_start, "period start") : now.toISOString();
-  const period_end = sub?.current_period_end
-    ? iso(sub.current_period_end, "period end")
-    : trial
-      ? new Date(now.getTime() + Config.trialDays() * 86_400_000).toISOString()
-      : addMonths(now, 1).toISOString();
-  const credits = trial ? TRIAL_MILESTONE_CREDITS : PLANS[plan].monthly_credits;
-  const source = trial ? "milestone#signup" : `period#${period_start}`;
+  const period_start = now.toISOString();
+  const period_end = new Date(now.getTime() + Config.trialDays() * 86_400_000).toISOString();
+  const credits = TRIAL_MILESTONE_CREDITS;
+  const source = "milestone#signup";
   const result = await createWriteTransaction(db().pick("creditLedger", "billingAccount"), ({ creditLedger, billingAccount }) => [
     creditLedger
-      .create({ user_id: userId, key: `grant#${source}`, kind: "grant", source, bucket: trial ? "trial" : "monthly", credits, delta: credits, quota: credits, period_start })
+      .create({ user_id: userId, key: `grant#${source}`, kind: "grant", source, bucket: "trial", credits, delta: credits, quota: credits, period_start })
       .commit(),
     billingAccount
       .create({
         user_id: userId,
-        plan,
-        status: sub?.status ?? "trialing",
+        plan: "trial",
+        status: "trialing",
         period_start,
         period_end,
         quota_granted: credits,

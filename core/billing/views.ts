@@ -93,8 +93,8 @@ export async function plans(userId: string, q: PlansQuery): Promise<Out<typeof P
  * The subscription of a workspace (`GET /api/billing/subscription`; spec 02 Subscription): everything from the owner's
  * account (DESIGN.md 6.3), which the payments webhook and `POST /api/billing/sync` keep at Stripe's state
  * (core/billing/sync.ts): plan, status, credit period, `cancel_at_period_end` and, once a Stripe subscription is
- * synced, its id. Before that (a trial), `id` and `trial_ends_at` come from the workspace's trial subscription item
- * (the workspace id when there is none); `trial_ends_at` is null unless trialing.
+ * synced, its id. Before that (a trial), `id` is the workspace id and `trial_ends_at` the trial's period end;
+ * `trial_ends_at` is null unless trialing.
  */
 export async function subscription(userId: string, q: BillingWorkspaceQuery): Promise<Out<typeof SubscriptionView>> {
   const { account } = await accountFor(userId, q.workspace_id);
@@ -103,19 +103,16 @@ export async function subscription(userId: string, q: BillingWorkspaceQuery): Pr
 
 /** The Subscription of `subscription()` from an account already read (also the body of `POST /api/billing/sync`). */
 export async function subscriptionView(workspaceId: string, account: BillingAccount): Promise<Out<typeof SubscriptionView>> {
-  const item = account.stripe_subscription_id
-    ? null
-    : (await db().entities.subscription.get({ workspace_id: workspaceId }).go({ consistent: true })).data;
   const trialing = account.status === "trialing" || account.plan === "trial";
   return {
-    id: account.stripe_subscription_id ?? item?.id ?? workspaceId,
+    id: account.stripe_subscription_id ?? workspaceId,
     workspace_id: workspaceId,
     plan: account.plan,
     status: account.status,
-    trial_ends_at: trialing ? (item?.trial_ends_at ?? account.period_end) : null,
+    trial_ends_at: trialing ? account.period_end : null,
     current_period_start: account.period_start,
     current_period_end: account.period_end,
-    cancel_at_period_end: account.cancel_at_period_end ?? item?.cancel_at_period_end ?? false,
+    cancel_at_period_end: account.cancel_at_period_end ?? false,
     limits: PLANS[account.plan],
   };
 }

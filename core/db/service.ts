@@ -2,12 +2,7 @@ import type { Entity } from "electrodb";
 import { Config } from "../config";
 import { dynamoClient } from "./client";
 import { buildAccessCodeEntity, buildReferralCodeEntity, buildUserEntity } from "../user/user.entity";
-import {
-  buildMembershipEntity,
-  buildSubscriptionEntity,
-  buildWorkspaceEntity,
-  buildWorkspaceSettingsEntity,
-} from "../workspace/workspace.entity";
+import { buildMembershipEntity, buildWorkspaceEntity, buildWorkspaceSettingsEntity } from "../workspace/workspace.entity";
 import { buildUsageEntity } from "../billing/usage.entity";
 import { buildBillingAccountEntity, buildCreditBoostEntity, buildCreditHoldEntity } from "../billing/account.entity";
 import { buildCreditLedgerEntity } from "../billing/ledger.entity";
@@ -38,7 +33,6 @@ const catalogue = {
   workspace: buildWorkspaceEntity,
   membership: buildMembershipEntity,
   workspaceSettings: buildWorkspaceSettingsEntity,
-  subscription: buildSubscriptionEntity,
   usage: buildUsageEntity,
   billingAccount: buildBillingAccountEntity,
   creditBoost: buildCreditBoostEntity,

@@ -66,25 +66,3 @@ export const buildWorkspaceSettingsEntity = () => new Entity({
 });
 export type WorkspaceSettingsEntity = ReturnType<typeof buildWorkspaceSettingsEntity>;
 
-/** The workspace's plan and billing state (spec 02, Subscription). Created trialing with the workspace. */
-export const buildSubscriptionEntity = () => new Entity({
-  model: { entity: "subscription", version: "1", service: "r2d" },
-  attributes: {
-    id: { type: "string", required: true },
-    workspace_id: { type: "string", required: true },
-    plan: { type: ["trial", "pro", "growth", "power"] as const, required: true },
-    status: { type: ["active", "trialing", "past_due", "cancelled"] as const, required: true },
-    trial_ends_at: { type: "string" },
-    current_period_start: { type: "string" },
-    current_period_end: { type: "string" },
-    cancel_at_period_end: { type: "boolean", default: false },
-    created_at: { type: "string", required: true, readOnly: true, default: () => new Date().toISOString() },
-  },
-  indexes: {
-    byWorkspace: {
-      pk: { field: "pk", composite: ["workspace_id"], template: "ws#${workspace_id}", casing: "none" },
-      sk: { field: "sk", composite: [], template: "subscription", casing: "none" },
-    },
-  },
-});
-export type SubscriptionEntity = ReturnType<typeof buildSubscriptionEntity>;

@@ -41,7 +41,9 @@ describe("GET /api/openapi.json", () => {
     expect(patch.responses["403"]).toBeTruthy();
     expect(patch.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ name: "workspace_id", in: "path", required: true })]));
     const hook = doc.paths["/api/webhooks/idp"].post;
-    expect(hook.security).toBeUndefined();
+    // Public and webhook routes declare an empty security list: no token (a webhook's signature is checked instead).
+    expect(hook.security).toEqual([]);
+    expect(doc.paths["/api/openapi.json"].get.security).toEqual([]);
     expect(hook.responses["400"]).toBeTruthy();
     expect(doc.components.schemas.ErrorEnvelope.required).toEqual(["detail", "code", "request_id"]);
   });

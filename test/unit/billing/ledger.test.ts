@@ -93,23 +93,6 @@ describe("the billing account", () => {
       total_remaining: 5, percentage: 0, is_blocked: false, reserved: 0,
     });
   });
-
-  it("takes the plan and period of a subscription the user owns, and the period's invoice grant is the same grant", async () => {
-    const u = user();
-    const ws = randomUUID();
-    const start = "2026-11-01T00:00:00.000Z";
-    const end = "2026-12-01T00:00:00.000Z";
-    await db().entities.membership.create({ workspace_id: ws, user_id: u, role: "owner", added_by: u }).go();
-    await db().entities.subscription
-      .create({ id: randomUUID(), workspace_id: ws, plan: "growth", status: "active", current_period_start: start, current_period_end: end })
-      .go();
-    const account = await accountOf(u);
-    expect(account).toMatchObject({ plan: "growth", status: "active", period_start: start, period_end: end, quota_remaining: 300 });
-    const again = await grant(u, { source: "in_123", credits: 300, bucket: "monthly", period: { start, end }, plan: "growth" });
-    expect(again).toMatchObject({ applied: false, reason: "already_applied", key: `grant#period#${start}` });
-    expect((await state(u)).ledger.map((l) => l.key)).toEqual([`grant#period#${start}`]);
-    expect((await balanceOf(u)).monthly_quota).toBe(300);
-  });
 });
 
 describe("grants", () => {
