@@ -1,6 +1,10 @@
 import { randomUUID } from "node:crypto";
 import type { ConversationTurn, ModelTier } from "../ai/ports";
-import { streamingModel } from "../ai/select";
+import { catalogue, outputTokens, type CatalogueModel } from "../ai/catalogue";
+import { validTurns } from "../ai/turns";
+import { aiEngine } from "../ai/select";
+import { Config } from "../config";
+import { agentModel } from "./engine";
 import { AppError, Errors } from "../error";
 import { db } from "../db/service";
 import * as Chat from "../chat";
@@ -31,17 +35,65 @@ const HISTORY_MESSAGES = 20;
 
 const TIER_ORDER: ModelTier[] = ["small", "mid", "large"];
 const REASONING_TIER: Record<string, ModelTier> = { fast: "small", thorough: "mid", deep: "large" };
+/** Extended thinking budgets, tokens: effort max thinks longest, reasoning_mode deep half as long. */
+const THINKING_BUDGET = { max: 16_000, deep: 8_000 } as const;
+
+/** The model a stream calls, its output cap and thinking budget (`modelChoice`). */
+export interface ModelChoice {
+  tier: ModelTier;
+  /** The `model` the request named (a catalogue id); unset: the tier's default. */
+  modelId?: string;
+  thinking?: { budgetTokens: number };
+  /** Output tokens per model call: above the thinking budget when thinking is on, within the model's limit. */
+  maxTokens?: number;
+}
+
+const notAllowed = (field: "model", msg: string, allowed: string[]) =>
+  new AppError("VALIDATION_ERROR", msg, { errors: [{ loc: ["body", field], msg, type: "model_not_allowed" }], allowed_models: allowed });
 
 /**
- * The model tier and thinking budget a request asks for (spec 02 Streaming: effort, reasoning_mode, model): effort
- * low/medium/high/max → small/mid/large/large, reasoning_mode fast/thorough/deep → small/mid/large; the higher of
- * the two wins; default mid. Extended thinking for effort max or reasoning_mode deep. `model` overrides the id.
+ * The model a request asks for (spec 02 Streaming: effort, reasoning_mode, model; DESIGN.md 6.1 model catalogue):
+ * effort low/medium/high/max → small/mid/large/large, reasoning_mode fast/thorough/deep → small/mid/large; the higher
+ * of the two wins; default mid. `model` must be an id of the model catalogue (core/ai/catalogue.ts; on the
+ * openai-compatible engine, the server's OPENAI_MODEL) and then sets the tier. Extended thinking for effort max
+ * (16,000 tokens) or reasoning_mode deep (8,000), only on a model that supports it: a tier's default that does not
+ * moves to the nearest tier whose default does (upwards first); a named model that does not is refused.
+ * @throws AppError VALIDATION_ERROR (422, before any stream opens) naming the allowed ids, for a `model` outside the
+ *   catalogue or a named model that cannot think when thinking is asked for
  */
-export function modelChoice(input: { effort?: string; reasoning_mode?: string; model?: string }): { tier: ModelTier; modelId?: string; thinking?: { budgetTokens: number } } {
+export function modelChoice(input: { effort?: string; reasoning_mode?: string; model?: string }): ModelChoice {
   const asked = [input.effort && EFFORT_TIER[input.effort as Effort], input.reasoning_mode && REASONING_TIER[input.reasoning_mode]].filter((t): t is ModelTier => !!t);
-  const tier = asked.length ? asked.reduce((a, b) => (TIER_ORDER.indexOf(b) > TIER_ORDER.indexOf(a) ? b : a)) : "mid";
-  const thinking = input.effort === "max" || input.reasoning_mode === "deep" ? { budgetTokens: input.effort === "max" ? 16_000 : 8_000 } : undefined;
-  return { tier, ...(input.model ? { modelId: input.model } : {}), ...(thinking ? { thinking } : {}) };
+  let tier = asked.length ? asked.reduce((a, b) => (TIER_ORDER.indexOf(b) > TIER_ORDER.indexOf(a) ? b : a)) : "mid";
+  const budget = input.effort === "max" ? THINKING_BUDGET.max : input.reasoning_mode === "deep" ? THINKING_BUDGET.deep : undefined;
+  const thinking = budget ? { budgetTokens: budget } : undefined;
+  if (aiEngine() === "openai-compatible") {
+    // The server's own model: Chat Completions has no portable thinking budget, so none is checked here.
+    const allowed = [Config.openaiModel()];
+    if (input.model && !allowed.includes(input.model)) throw notAllowed("model", `model must be one of: ${allowed.join(", ")}`, allowed);
+    return { tier, ...(input.model ? { modelId: input.model } : {}), ...(thinking ? { thinking } : {}) };
+  }
+  const models = catalogue();
+  const allowedIds = models.models.map((m) => m.id);
+  let entry: CatalogueModel;
+  if (input.model) {
+    const named = models.find(input.model);
+    if (!named) throw notAllowed("model", `model must be one of: ${allowedIds.join(", ")}`, allowedIds);
+    entry = named;
+    tier = named.tier;
+  } else {
+    entry = models.defaults[tier];
+  }
+  if (thinking && !entry.thinking) {
+    const thinkers = models.models.filter((m) => m.thinking).map((m) => m.id);
+    if (input.model) throw notAllowed("model", `Model ${entry.id} does not support extended thinking (effort max or reasoning_mode deep); models that do: ${thinkers.join(", ") || "none"}`, thinkers);
+    // The nearest tier whose default thinks: upwards first (the asker wanted more), then downwards.
+    const at = TIER_ORDER.indexOf(tier);
+    const up = [...TIER_ORDER.slice(at), ...TIER_ORDER.slice(0, at).reverse()].find((t) => models.defaults[t].thinking);
+    if (!up) throw notAllowed("model", "No model of the catalogue supports extended thinking; ask without effort max or reasoning_mode deep", thinkers);
+    tier = up;
+    entry = models.defaults[up];
+  }
+  return { tier, ...(input.model ? { modelId: entry.id } : {}), ...(thinking ? { thinking, maxTokens: outputTokens(entry, { thinking }) } : { maxTokens: outputTokens(entry, {}) }) };
 }
 
 /**
@@ -114,8 +166,11 @@ interface RunSpec {
   mode?: string;
   attachmentIds: string[];
   missionId: string | null;
-  /** Work before the agent speaks (the stream variants run their operation here, with progress events). */
-  before?: (sink: EventSink) => Promise<string | undefined>;
+  /**
+   * Work before the agent speaks (the stream variants run their operation here, with progress events). `signal`
+   * aborts on the 300 s budget or the client's disconnect; every step gets it.
+   */
+  before?: (sink: EventSink, signal: AbortSignal) => Promise<string | undefined>;
 }
 
 /**
@@ -130,7 +185,7 @@ async function prepare(spec: RunSpec): Promise<PreparedStream> {
   let charge: Charge | undefined;
   try {
     // Reserved before the stream opens: an account that cannot carry the message gets 402, not a stream (spec 02).
-    const model = await streamingModel();
+    const model = await agentModel();
     charge = await startCharge({ workspaceId: spec.workspaceId, runId: randomUUID(), engine: model.engine, tier: spec.choice.tier, thinking: !!spec.choice.thinking, chatMessage: true });
     const conversation = await Chat.openConversation(spec.userId, spec.workspaceId, spec.conversationId, spec.prompt);
     const held = charge;
@@ -147,94 +202,153 @@ async function prepare(spec: RunSpec): Promise<PreparedStream> {
   }
 }
 
+/**
+ * Run a prepared stream: the stream variant's operation (if any), then the agent loop, then the assistant message.
+ * Whatever happens, the stream ends with `done` (after `error` when there is one, spec 02 Events), and the message
+ * the conversation keeps is one a person can read ("Stopped before answering: …"), never an empty one. The 300 s
+ * budget and the client's disconnect abort every step through one signal; a run the client abandoned is charged as
+ * cancelled (spec 02 minimums).
+ */
 async function execute(spec: RunSpec, conversation: Awaited<ReturnType<typeof Chat.openConversation>>, attachments: { id: string; title: string }[], charge: Charge, sink: EventSink) {
   const started = Date.now();
-  const budget = AbortSignal.any([sink.signal, AbortSignal.timeout(QUERY_BUDGET_MS)]);
-  const model = await streamingModel();
-  const history = await Chat.history(conversation, HISTORY_MESSAGES);
-  await Chat.appendMessage(conversation, { role: "user", content: spec.prompt });
-  const ctx: ToolContext = {
-    userId: spec.userId,
-    workspaceId: spec.workspaceId,
-    conversationId: conversation.id,
-    missionId: spec.missionId,
-    sessionId: spec.sessionId ?? null,
-    attachmentIds: attachments.map((a) => a.id),
-    signal: budget,
-  };
+  // The budget is a timer of our own rather than AbortSignal.timeout, so it runs on the same clock as everything else
+  // (and fake timers can drive it in tests).
+  const timeout = new AbortController();
+  const timer = setTimeout(() => timeout.abort(new Error(`The query ran past its ${QUERY_BUDGET_MS / 1000} s budget`)), QUERY_BUDGET_MS);
+  const budget = AbortSignal.any([sink.signal, timeout.signal]);
   let result: AgentRunResult | undefined;
-  let errorMessage: string | undefined;
+  let failure: { code: string; message: string } | undefined;
+  let engine = "unknown";
+  let messageId: string | null = null;
+  let text = "";
   try {
-    const preface = spec.before ? await spec.before(sink) : undefined;
-    const system = await systemPrompt(spec.userId, spec.workspaceId, { language: spec.language, mode: spec.mode, attachments });
-    const messages: ConversationTurn[] = [
-      ...history.map((m) => ({ role: m.role, content: [{ type: "text" as const, text: m.content }] })),
-      { role: "user", content: [{ type: "text", text: preface ? `${spec.prompt}\n\n${preface}` : spec.prompt }] },
-    ];
-    result = await recordRun<AgentRunResult>(
-      {
-        workspaceId: spec.workspaceId,
-        userId: spec.userId,
-        agentType: spec.agentType,
-        toolName: "agent_loop",
-        engine: model.engine,
-        input: { prompt: spec.prompt.slice(0, 2000), conversation_id: conversation.id },
-        charge,
-        outcomeOf: (r) => (r.status === "success" ? "success" : sink.signal.aborted ? "cancelled" : "partial"),
-      },
-      async (usage) => {
-        const r = await runAgent({
-          model,
-          ctx,
-          system,
-          messages,
-          tools: spec.tools,
-          tier: spec.choice.tier,
-          modelId: spec.choice.modelId,
-          maxTurns: spec.maxTurns,
-          thinking: spec.choice.thinking,
-          signal: budget,
-          emit: (e: AgentEvent) => (e.event === "token" ? sink.token(e.data.content) : sink.send(e.event, e.data)),
-        });
-        usage.add({ modelId: r.usage.modelId ?? model.engine, tier: spec.choice.tier, inputTokens: r.usage.inputTokens, outputTokens: r.usage.outputTokens, costUsd: r.usage.costUsd, latencyMs: Date.now() - started, attempts: r.usage.calls });
-        return r;
-      },
-      (r) => ({ status: r.status, stop_reason: r.stopReason, num_turns: r.numTurns, tools: r.steps.map((s) => s.name), pending_action_ids: r.pendingActionIds }),
-    );
-    if (result.stopReason === "aborted" && !sink.signal.aborted) sink.send("error", { code: "TIMEOUT", message: `The query ran past its ${QUERY_BUDGET_MS / 1000} s budget` });
+    const model = await agentModel();
+    engine = model.engine;
+    const history = await Chat.history(conversation, HISTORY_MESSAGES);
+    await Chat.appendMessage(conversation, { role: "user", content: spec.prompt });
+    const ctx: ToolContext = {
+      userId: spec.userId,
+      workspaceId: spec.workspaceId,
+      conversationId: conversation.id,
+      missionId: spec.missionId,
+      sessionId: spec.sessionId ?? null,
+      attachmentIds: attachments.map((a) => a.id),
+      signal: budget,
+    };
+    try {
+      const preface = spec.before ? await spec.before(sink, budget) : undefined;
+      budget.throwIfAborted();
+      const system = await systemPrompt(spec.userId, spec.workspaceId, { language: spec.language, mode: spec.mode, attachments });
+      // Stored history is text; whatever earlier runs left (a blank answer, two user turns after a crash), the turns
+      // handed on alternate and hold no blank block.
+      const messages: ConversationTurn[] = validTurns(
+        [
+          ...history.map((m) => ({ role: m.role, content: [{ type: "text" as const, text: m.content }] })),
+          { role: "user", content: [{ type: "text", text: preface ? `${spec.prompt}\n\n${preface}` : spec.prompt }] },
+        ],
+        { tools: true, thinking: !!spec.choice.thinking },
+      );
+      result = await recordRun<AgentRunResult>(
+        {
+          workspaceId: spec.workspaceId,
+          userId: spec.userId,
+          agentType: spec.agentType,
+          toolName: "agent_loop",
+          engine: model.engine,
+          input: { prompt: spec.prompt.slice(0, 2000), conversation_id: conversation.id },
+          charge,
+          signal: sink.signal,
+          outcomeOf: (r) => (r.status === "success" ? "success" : sink.signal.aborted ? "cancelled" : "partial"),
+        },
+        async (usage) => {
+          const r = await runAgent({
+            model,
+            ctx,
+            system,
+            messages,
+            tools: spec.tools,
+            tier: spec.choice.tier,
+            modelId: spec.choice.modelId,
+            maxTurns: spec.maxTurns,
+            thinking: spec.choice.thinking,
+            maxTokens: spec.choice.maxTokens,
+            signal: budget,
+            emit: (e: AgentEvent) => (e.event === "token" ? sink.token(e.data.content) : sink.send(e.event, e.data)),
+          });
+          usage.add({ modelId: r.usage.modelId ?? model.engine, tier: spec.choice.tier, inputTokens: r.usage.inputTokens, outputTokens: r.usage.outputTokens, costUsd: r.usage.costUsd, latencyMs: Date.now() - started, attempts: r.usage.calls });
+          return r;
+        },
+        (r) => ({ status: r.status, stop_reason: r.stopReason, num_turns: r.numTurns, tools: r.steps.map((s) => s.name), pending_action_ids: r.pendingActionIds }),
+      );
+    } catch (err) {
+      failure = budget.aborted ? stopFailure(sink.signal.aborted) : { code: err instanceof AppError ? err.code : "INTERNAL", message: err instanceof AppError ? err.message : "The agent failed; quote the message id when reporting it" };
+    }
+    if (!failure && result?.stopReason === "aborted") failure = stopFailure(sink.signal.aborted);
+    if (failure) sink.send("error", failure);
+    // Work that failed before the agent loop (a stream variant's operation) settles the message without model cost
+    // (the operation's own run was charged by itself): cancelled when the client left, else failed.
+    if (charge.charged === null) await charge.settle(sink.signal.aborted ? "cancelled" : "failed", { tokens: 0, costUsd: 0 });
+    const intent = result ? inferIntent(result) : { intent: "error", working_state: "planning" as const };
+    text = result?.text.trim() ? result.text : stoppedText(result, failure, spec.maxTurns);
+    const assistant = await Chat.appendMessage(conversation, {
+      role: "assistant",
+      content: text,
+      inferred_intent: intent.intent,
+      ...thinkingOf(result),
+      decision_context: { model: result?.usage.modelId ?? spec.choice.modelId ?? model.engine, engine: model.engine, tier: spec.choice.tier, thinking: !!spec.choice.thinking, max_turns: spec.maxTurns, intent: intent.intent, mode: spec.mode ?? null, language: spec.language ?? null },
+      execution_metadata: { steps: (result?.steps ?? []).map(compactStep), num_turns: result?.numTurns ?? 0, stop_reason: result?.stopReason ?? "error", duration_ms: Date.now() - started, pending_action_ids: result?.pendingActionIds ?? [] },
+    });
+    messageId = assistant.id;
+    if ((conversation.message_count ?? 0) === 0) {
+      await Chat.setInferred(conversation, { purpose: `${intent.intent.replace(/_/g, " ")}: ${spec.prompt.slice(0, 160)}`, working_state: intent.working_state, title: Chat.titleFromPrompt(spec.prompt) });
+    } else {
+      await Chat.setInferred(conversation, { working_state: intent.working_state });
+    }
   } catch (err) {
-    errorMessage = err instanceof AppError ? err.message : "The agent failed; quote the message id when reporting it";
-    sink.send("error", { code: err instanceof AppError ? err.code : "INTERNAL", message: errorMessage });
+    // The store failed around the run (the run itself is recorded): the client still hears why, then `done`.
+    if (!failure) sink.send("error", { code: err instanceof AppError ? err.code : "INTERNAL", message: err instanceof AppError ? err.message : "The answer could not be saved" });
+    if (charge.charged === null) await charge.settle(sink.signal.aborted ? "cancelled" : "failed", { tokens: 0, costUsd: 0 }).catch(() => undefined);
+  } finally {
+    clearTimeout(timer);
+    sink.send("done", {
+      message_id: messageId,
+      conversation_id: conversation.id,
+      summary: text.replace(/\s+/g, " ").slice(0, 200),
+      model: result?.usage.modelId ?? spec.choice.modelId ?? engine,
+      num_turns: result?.numTurns ?? 0,
+      tool_count: result?.steps.length ?? 0,
+      duration_ms: Date.now() - started,
+      credits: charge.charged ?? 0,
+      mission_id: spec.missionId,
+    });
   }
-  // Work that failed before the agent loop (a stream variant's operation) settles the message as failed: 0 credits
-  // without model cost (the operation's own run was charged by itself).
-  if (charge.charged === null) await charge.settle("failed", { tokens: 0, costUsd: 0 });
-  const intent = result ? inferIntent(result) : { intent: "error", working_state: "planning" as const };
-  const text = result?.text || (errorMessage ? `I could not finish: ${errorMessage}` : "");
-  const assistant = await Chat.appendMessage(conversation, {
-    role: "assistant",
-    content: text,
-    inferred_intent: intent.intent,
-    ...(result?.thinking.length ? { thinking_blocks: result.thinking.map((t) => ({ content: t })) } : {}),
-    decision_context: { model: result?.usage.modelId ?? model.engine, engine: model.engine, tier: spec.choice.tier, thinking: !!spec.choice.thinking, max_turns: spec.maxTurns, intent: intent.intent, mode: spec.mode ?? null, language: spec.language ?? null },
-    execution_metadata: { steps: (result?.steps ?? []).map(compactStep), num_turns: result?.numTurns ?? 0, stop_reason: result?.stopReason ?? "error", duration_ms: Date.now() - started, pending_action_ids: result?.pendingActionIds ?? [] },
-  });
-  if ((conversation.message_count ?? 0) === 0) {
-    await Chat.setInferred(conversation, { purpose: `${intent.intent.replace(/_/g, " ")}: ${spec.prompt.slice(0, 160)}`, working_state: intent.working_state, title: Chat.titleFromPrompt(spec.prompt) });
-  } else {
-    await Chat.setInferred(conversation, { working_state: intent.working_state });
+}
+
+/** Why a run stopped early, as the `error` event says it. */
+const stopFailure = (clientLeft: boolean) =>
+  clientLeft ? { code: "CANCELLED", message: "The client disconnected" } : { code: "TIMEOUT", message: `The query ran past its ${QUERY_BUDGET_MS / 1000} s budget` };
+
+/** The message kept for a run that wrote no answer: what stopped it, in words (never an empty message). */
+function stoppedText(result: AgentRunResult | undefined, failure: { code: string; message: string } | undefined, maxTurns: number): string {
+  const tools = result?.steps.length ? ` after ${result.steps.length} tool call${result.steps.length === 1 ? "" : "s"}` : "";
+  if (failure?.code === "CANCELLED") return `Stopped before answering${tools}: the client disconnected.`;
+  if (failure?.code === "TIMEOUT") return `Stopped before answering${tools}: the query ran past its ${QUERY_BUDGET_MS / 1000} s budget.`;
+  if (failure) return `I could not finish: ${failure.message}`;
+  const why = result?.stopReason === "max_turns" ? `it used all ${maxTurns} turns` : result?.stopReason === "max_tokens" ? "the answer reached its length limit" : "the model gave no text";
+  return `Stopped before answering${tools}: ${why}.`;
+}
+
+/** The message's `thinking_blocks` (spec 01 Message): each reasoning block whole, with its signature or redacted data. */
+function thinkingOf(result: AgentRunResult | undefined): { thinking_blocks?: unknown[] } {
+  if (!result) return {};
+  if (result.thinkingBlocks.length) {
+    return {
+      thinking_blocks: result.thinkingBlocks.map((b) =>
+        b.type === "thinking" ? { type: "thinking", content: b.text, ...(b.signature !== undefined ? { signature: b.signature } : {}) } : { type: "redacted_thinking", data: b.data },
+      ),
+    };
   }
-  sink.send("done", {
-    message_id: assistant.id,
-    conversation_id: conversation.id,
-    summary: text.replace(/\s+/g, " ").slice(0, 200),
-    model: result?.usage.modelId ?? model.engine,
-    num_turns: result?.numTurns ?? 0,
-    tool_count: result?.steps.length ?? 0,
-    duration_ms: Date.now() - started,
-    credits: charge.charged ?? 0,
-    mission_id: spec.missionId,
-  });
+  return result.thinking.length ? { thinking_blocks: [{ type: "thinking", content: result.thinking.join("") }] } : {};
 }
 
 const READ_ONLY = TOOLS.filter((t) => !t.gated);

@@ -36,6 +36,11 @@ export interface RunOptions<T> {
   charge?: Charge;
   /** The outcome of a run whose work returned (default success): partial and cancelled runs pay their minimum. */
   outcomeOf?: (result: T) => RunOutcome;
+  /**
+   * Aborts when the person who asked for the run is gone (a stream's client disconnected): work that throws after it
+   * fired is recorded and charged as cancelled (spec 02 minimums), not as failed.
+   */
+  signal?: AbortSignal;
 }
 
 /**
@@ -117,7 +122,7 @@ export async function recordRun<T>(
   try {
     result = await work(usage);
   } catch (err) {
-    await finish("failed", null, err instanceof Error ? err.message : String(err));
+    await finish(opts.signal?.aborted ? "cancelled" : "failed", null, err instanceof Error ? err.message : String(err));
     throw err;
   }
   await finish(opts.outcomeOf?.(result) ?? "success", summarize(result));

@@ -7,7 +7,10 @@
  * the prompt to the tool's description, and takes the best as the goal. A goal that needs ids it does not have (a
  * PRD needs a recommendation, generation needs insights) is preceded by the read tool that finds them; arguments
  * come from the prompt and from earlier results. When the plan is done it writes its answer only from what the
- * tools returned: insight titles and ids, verbatim quotes, counts, the pending action waiting for approval.
+ * tools returned: insight titles and ids, verbatim quotes, source lists and counts, the pending action waiting for
+ * approval. A write that must name one item (a recommendation's status change) takes the item the prompt names, by
+ * id or by title words, and asks which one when no title clearly matches: it never guesses the target of a write.
+ * The agent layer hands it the tools it may plan with (core/agent/engine.ts), as it hands them to the loop.
  * What it is not: it does not understand the prompt beyond those cues and similarities, cannot reason across
  * results, and never invents a fact, a quote or an id.
  */
@@ -26,11 +29,15 @@ const DOCUMENT_TYPES: [RegExp, string][] = [
   [/\bspec\b|specification/i, "spec"],
 ];
 
-/** A tool call the plan makes: its name and how to build its input from the prompt and earlier results. */
-interface Step {
-  tool: string;
-  input(prompt: string, results: Map<string, unknown>, attachments: string[]): Record<string, unknown> | null;
+/** What a step does instead of calling its tool when the results leave the call open: the question to ask the user. */
+interface Ask {
+  ask: string;
 }
+
+/** How a step builds its tool's input from the prompt, earlier results and the plan's goal; null skips it, an Ask ends the plan with a question. */
+type StepInput = (prompt: string, results: Map<string, unknown>, attachments: string[], goal: string) => Record<string, unknown> | Ask | null;
+
+const isAsk = (x: Record<string, unknown> | Ask | null): x is Ask => typeof (x as Ask | null)?.ask === "string";
 
 /** Reads that must come before a goal, because the goal needs ids they return. */
 const PREREQUISITES: Record<string, string> = {
@@ -42,34 +49,179 @@ const PREREQUISITES: Record<string, string> = {
 
 type Rec = { id: string; title: string; status: string; priority_rank: number | null; impact_score: number | null };
 type InsightBrief = { id: string; title: string; severity: string; frequency: number; insight_type: string; quotes: { text: string; source_id: string; speaker: string | null }[] };
+type SourceBrief = { id: string; title: string; source_type: string; processing_status: string; mention_count?: number | null };
 
 const SEVERITY_RANK: Record<string, number> = { critical: 4, high: 3, medium: 2, low: 1 };
 
-/** The recommendation a prompt is about: an accepted one first, then by rank and impact. */
-function leadRecommendation(results: Map<string, unknown>, preferStatus?: string): Rec | undefined {
-  const recs = (results.get("list_recommendations") as { recommendations?: Rec[] } | undefined)?.recommendations ?? [];
-  const order = (r: Rec) => [r.status === (preferStatus ?? "accepted") ? 0 : r.status === "suggested" ? 1 : 2, r.priority_rank ?? 99, -(r.impact_score ?? 0)];
+const recommendationsOf = (results: Map<string, unknown>): Rec[] => (results.get("list_recommendations") as { recommendations?: Rec[] } | undefined)?.recommendations ?? [];
+
+/** By priority: an accepted one (or `preferStatus`) first, then by rank and impact; the list's order breaks ties. */
+function byPriority(recs: Rec[], preferStatus = "accepted"): Rec[] {
+  const order = (r: Rec) => [r.status === preferStatus ? 0 : r.status === "suggested" ? 1 : 2, r.priority_rank ?? 99, -(r.impact_score ?? 0)];
   return [...recs].sort((a, b) => {
     const [x, y] = [order(a), order(b)];
     return x[0] - y[0] || x[1] - y[1] || x[2] - y[2];
-  })[0];
+  });
 }
 
 function quoted(prompt: string): string | undefined {
   return /["“]([^"”]{3,300})["”]/.exec(prompt)?.[1];
 }
 
-const STEPS: Record<string, Step["input"]> = {
+// ---------------------------------------------------------------------------------------------------------------
+// Which recommendation a status change is about. A write acts on the item the user named, never on a guess: by id,
+// by id prefix, by its whole title, or by title words that match one title clearly better than every other.
+// ---------------------------------------------------------------------------------------------------------------
+
+type Status = "suggested" | "accepted" | "in_progress" | "implemented" | "rejected";
+
+/** What each status is called in a prompt, and how the engine phrases a request for it. */
+const STATUS_PHRASES: Record<Status, { verb: string; example: (title: string) => string }> = {
+  accepted: { verb: "accept", example: (t) => `accept the recommendation "${t}"` },
+  rejected: { verb: "reject", example: (t) => `reject the recommendation "${t}"` },
+  in_progress: { verb: "mark as in progress", example: (t) => `mark the recommendation "${t}" as in progress` },
+  implemented: { verb: "mark as implemented", example: (t) => `mark the recommendation "${t}" as implemented` },
+  suggested: { verb: "move back to suggested", example: (t) => `move the recommendation "${t}" back to suggested` },
+};
+
+/**
+ * The status a prompt asks for: the one after "as" or "to" when there is one ("mark X as implemented", "move X to in
+ * progress"), else the verb ("reject X"); undefined when the prompt names none ("change the status of X").
+ */
+export function targetStatus(prompt: string): Status | undefined {
+  const named = /\b(?:as|to)\s+(accepted|rejected|implemented|done|shipped|in[- ]progress|suggested)\b/i.exec(prompt)?.[1]?.toLowerCase();
+  const word = named ?? /\b(reject|accept|implemented|in[- ]progress|reopen|back to suggested)\b/i.exec(prompt)?.[1]?.toLowerCase();
+  if (!word) return undefined;
+  if (word.startsWith("reject")) return "rejected";
+  if (word.startsWith("accept")) return "accepted";
+  if (word === "implemented" || word === "done" || word === "shipped") return "implemented";
+  if (word.startsWith("in")) return "in_progress";
+  return "suggested";
+}
+
+/**
+ * Words that say nothing about which recommendation is meant: function words, politeness, and the words of the
+ * command itself ("accept", "mark", "status", "recommendation"). Left in, they would match every title alike.
+ */
+const STOP_WORDS = new Set(
+  ("a an the to of for on in at by with from and or but as is are be been it its this that these those there we our us you your i me my " +
+    "they them their he she his her please can could would should will shall may might must do does did have has had get go ahead now just " +
+    "ok okay yes sure also then so thanks hi hey let lets want need like make one ones which what about recommendation recommendations rec " +
+    "accept accepted reject rejected mark marked move moved set change status implement implemented progress suggested done shipped back reopen")
+    .split(" "),
+);
+
+/** A word cut to a rough stem, so "exports", "exporting" and "export" meet. */
+function stem(word: string): string {
+  if (word.length > 5 && word.endsWith("ing")) return word.slice(0, -3);
+  if (word.length > 4 && word.endsWith("ies")) return `${word.slice(0, -3)}y`;
+  if (word.length > 4 && word.endsWith("ed")) return word.slice(0, -2);
+  if (word.length > 3 && word.endsWith("s") && !word.endsWith("ss")) return word.slice(0, -1);
+  return word;
+}
+
+/** The distinct content stems of a text. */
+const stems = (text: string): Set<string> => new Set(text.toLowerCase().split(/[^a-z0-9]+/).filter((w) => w && !STOP_WORDS.has(w)).map(stem));
+
+/** A text reduced to lower-case words separated by single spaces, for whole-title matching. */
+const normalized = (text: string) => ` ${text.toLowerCase().split(/[^a-z0-9]+/).filter(Boolean).join(" ")} `;
+
+/** Below this share of the prompt's own words found in a title, the title is not what the prompt names. */
+const MIN_PROMPT_SHARE = 0.5;
+/** A match is clear when its score leads the next title's by at least this much; closer, the engine asks. */
+const CLEAR_LEAD = 0.15;
+
+const UUID = /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi;
+/** The start of an id: 6+ hex characters with a digit among them (so words such as "facade" are not read as ids). */
+const ID_PREFIX = /\b(?=[0-9a-f]*\d)[0-9a-f]{6,}\b/gi;
+
+/** The recommendation a prompt names, or the recommendations it might mean (empty: none at all). */
+export type Naming = { rec: Rec } | { candidates: Rec[]; why: "tie" | "none" | "unknown_id" };
+
+/**
+ * Which recommendation of `recs` a prompt names, in this order: an id (whole, or its first 6+ characters) of one of
+ * them (a prefix that starts several ids names those as candidates); a whole title the prompt contains (the longest, so "Fix sign-in on Android tablets" beats "Fix sign-in on
+ * Android"); "the top recommendation" (the first by priority); else title words. Title words score each title by
+ * the F1 of two shares: of the title's words the prompt names (weighted by rarity among the titles, so a word every
+ * title has counts little) and of the prompt's words the title has. The best title is named when at least half the
+ * prompt's words are in it and it leads the next by CLEAR_LEAD; otherwise the candidates are those close to the best
+ * (a tie) or, with no match at all, every recommendation by priority.
+ */
+export function namedRecommendation(prompt: string, recs: Rec[], complete = true): Naming {
+  const ids = [...new Set([...prompt.matchAll(UUID)].map((m) => m[0].toLowerCase()))];
+  if (ids.length) {
+    const found = recs.filter((r) => ids.includes(r.id.toLowerCase()));
+    if (found.length === 1) return { rec: found[0]! };
+    if (found.length > 1) return { candidates: found, why: "tie" };
+    // An id the list does not hold: when the list was cut, the tool checks it (a wrong one fails there, nothing is queued).
+    if (!complete) return { rec: { id: ids[0]!, title: ids[0]!, status: "", priority_rank: null, impact_score: null } };
+    return { candidates: byPriority(recs, "suggested"), why: "unknown_id" };
+  }
+  const prefixes = [...prompt.matchAll(ID_PREFIX)].map((m) => m[0].toLowerCase());
+  const byPrefix = recs.filter((r) => prefixes.some((p) => r.id.toLowerCase().startsWith(p)));
+  if (byPrefix.length === 1) return { rec: byPrefix[0]! };
+  if (byPrefix.length > 1) return { candidates: byPrefix, why: "tie" };
+
+  const text = normalized(prompt);
+  const whole = recs.filter((r) => normalized(r.title).trim() && text.includes(normalized(r.title))).sort((a, b) => b.title.length - a.title.length);
+  if (whole.length && (whole.length === 1 || whole[0]!.title.length > whole[1]!.title.length)) return { rec: whole[0]! };
+
+  const promptStems = stems(prompt);
+  const titleStems = recs.map((r) => stems(r.title));
+  const df = new Map<string, number>();
+  for (const ts of titleStems) for (const t of ts) df.set(t, (df.get(t) ?? 0) + 1);
+  const weight = (t: string) => Math.log(1 + recs.length / (df.get(t) ?? 1));
+  const scored = recs
+    .map((rec, i) => {
+      const ts = [...titleStems[i]!];
+      const hits = ts.filter((t) => promptStems.has(t));
+      const titleShare = ts.length ? hits.reduce((s, t) => s + weight(t), 0) / ts.reduce((s, t) => s + weight(t), 0) : 0;
+      const promptShare = promptStems.size ? hits.length / promptStems.size : 0;
+      const score = titleShare + promptShare ? (2 * titleShare * promptShare) / (titleShare + promptShare) : 0;
+      return { rec, score, promptShare };
+    })
+    .sort((a, b) => b.score - a.score);
+  const [best, second] = scored;
+  if (best && best.score > 0) {
+    if (best.promptShare >= MIN_PROMPT_SHARE && best.score - (second?.score ?? 0) >= CLEAR_LEAD) return { rec: best.rec };
+    const close = scored.filter((s) => s.score > 0 && best.score - s.score < CLEAR_LEAD);
+    if (close.length > 1) return { candidates: close.map((s) => s.rec), why: "tie" };
+  }
+  if (/\b(top|first|highest[- ]priority|top[- ]ranked)\s+(suggested\s+)?(one|recommendation)\b/i.test(prompt) && recs.length) return { rec: byPriority(recs, "suggested")[0]! };
+  return { candidates: byPriority(recs, "suggested"), why: "none" };
+}
+
+/** The question the engine asks when a status change does not name one recommendation. */
+function whichRecommendation(status: Status | undefined, naming: Extract<Naming, { candidates: Rec[] }>, total: number): Ask {
+  const verb = status ? STATUS_PHRASES[status].verb : "change";
+  if (naming.candidates.length === 0) return { ask: `This workspace has no recommendations yet, so there is nothing to ${verb}. Ask me to generate recommendations from your insights first.` };
+  const shown = naming.candidates.slice(0, 7);
+  const why =
+    naming.why === "tie"
+      ? `${naming.candidates.length === 2 ? "Two" : naming.candidates.length} recommendations match your message equally well:`
+      : naming.why === "unknown_id"
+        ? "No recommendation of this workspace has the id you gave. These are the ones it has:"
+        : `No recommendation title clearly matches your message. ${shown.length < total ? `The first ${shown.length} of ${total}, by priority` : "These are the workspace's recommendations"}:`;
+  const lines = shown.map((r, n) => `${n + 1}. **${r.title}** (${r.status}) [recommendation ${r.id}]`).join("\n");
+  const example = STATUS_PHRASES[status ?? "accepted"].example(shown[0]!.title);
+  return { ask: `Which recommendation should I ${verb}? ${why}\n\n${lines}\n\nNothing is queued yet. Say which one by its title or id, for example: ${example}.` };
+}
+
+const STATUS_CHOICES = "accept it, reject it, mark it as in progress, mark it as implemented, or move it back to suggested";
+
+const STEPS: Record<string, StepInput> = {
   workspace_summary: () => ({}),
   search_insights: (prompt) => ({ query: prompt.slice(0, 1000), limit: 5 }),
   list_insights: () => ({ limit: 20 }),
-  list_recommendations: () => ({ limit: 20 }),
+  // A status change may name any recommendation: read as many as a page holds.
+  list_recommendations: (_p, _r, _a, goal) => ({ limit: goal === "update_recommendation_status" ? 50 : 20 }),
   list_documents: () => ({ limit: 20 }),
-  list_sources: () => ({ processing_status: "completed", limit: 50 }),
+  // Synthesis needs sources that are ready; a question about sources is about all of them.
+  list_sources: (_p, _r, _a, goal) => (goal === "run_synthesis" ? { processing_status: "completed", limit: 50 } : { limit: 50 }),
   read_source_text: (_p, _r, attachments) => (attachments[0] ? { source_id: attachments[0], start: 0, length: 4000 } : null),
   draft_document: (prompt, results) => {
     const type = DOCUMENT_TYPES.find(([re]) => re.test(prompt))?.[1] ?? "prd";
-    const rec = leadRecommendation(results);
+    const rec = byPriority(recommendationsOf(results))[0];
     return { document_type: type, ...(rec ? { recommendation_id: rec.id } : {}), user_instructions: prompt.slice(0, 5000) };
   },
   generate_recommendations: (_p, results) => {
@@ -79,12 +231,18 @@ const STEPS: Record<string, Step["input"]> = {
   },
   run_synthesis: (_p, results) => {
     const sources = (results.get("list_sources") as { sources?: { id: string }[] } | undefined)?.sources ?? [];
-    return sources.length ? { source_ids: sources.slice(0, 20).map((s) => s.id) } : null;
+    if (sources.length === 0) return { ask: "No research source of this workspace has finished processing yet, so there is nothing to synthesize. Upload interviews, surveys, tickets or feedback, or wait until they are processed, then ask again." };
+    return { source_ids: sources.slice(0, 20).map((s) => s.id) };
   },
   update_recommendation_status: (prompt, results) => {
-    const status = /\breject/i.test(prompt) ? "rejected" : /\bimplemented\b/i.test(prompt) ? "implemented" : /in progress/i.test(prompt) ? "in_progress" : "accepted";
-    const rec = leadRecommendation(results, "suggested");
-    return rec ? { recommendation_id: rec.id, status } : null;
+    const listed = results.get("list_recommendations") as { total?: number; recommendations?: Rec[] } | undefined;
+    const recs = listed?.recommendations ?? [];
+    const total = listed?.total ?? recs.length;
+    const status = targetStatus(prompt);
+    const naming = namedRecommendation(prompt, recs, total <= recs.length);
+    if (!("rec" in naming)) return whichRecommendation(status, naming, total);
+    if (!status) return { ask: `To which status should I move "${naming.rec.title}" (now ${naming.rec.status || "unknown"})? I can ${STATUS_CHOICES}. Nothing is queued yet.` };
+    return { recommendation_id: naming.rec.id, status };
   },
   create_insight: (prompt) => {
     const title = quoted(prompt);
@@ -95,24 +253,53 @@ const STEPS: Record<string, Step["input"]> = {
 /** Tools the local engine can plan (those whose input it knows how to build). */
 const PLANNABLE = new Set(Object.keys(STEPS));
 
-let descriptionVectors: Promise<Map<string, Float32Array>> | undefined;
+/**
+ * Phrasings a tool's cue words miss because the prompt puts words between them ("accept the offline mode
+ * recommendation", "mark recommendation 3f2a… as implemented"). A hit counts as a specific cue. Only bare verbs
+ * match ("rejected recommendations" asks for a list, not a change).
+ */
+const PHRASINGS: Record<string, RegExp[]> = {
+  update_recommendation_status: [
+    /\b(accept|reject|approve|reopen)\b[^.?!]*\brecommendation/i,
+    /\bmark\b[^.?!]*\bas\s+(accepted|rejected|implemented|done|shipped|in[- ]progress|suggested)\b/i,
+    /\bmove\b[^.?!]*\b(back\s+)?to\s+(accepted|rejected|implemented|in[- ]progress|suggested)\b/i,
+  ],
+};
+const PHRASING_SCORE = 2;
 
-/** Cue hits in the prompt: each cue found counts 1 (multi-word cues 1.5: they are more specific). */
+/** Per tool catalogue (the engine is handed one): its description vectors and the goals of recent prompts. */
+interface Memo {
+  descriptionVectors?: Promise<Map<string, Float32Array>>;
+  /** Goals of recent prompts (a prompt's exchange runs several turns); the oldest goes first when full. */
+  goals: Map<string, Promise<string>>;
+}
+const memos = new WeakMap<readonly Tool[], Memo>();
+const GOAL_CACHE_SIZE = 256;
+
+const memoOf = (tools: readonly Tool[]): Memo => {
+  let memo = memos.get(tools);
+  if (!memo) memos.set(tools, (memo = { goals: new Map() }));
+  return memo;
+};
+
+/** Cue hits in the prompt: each cue found counts 1 (multi-word cues 1.5: they are more specific), each phrasing 2. */
 function cueScore(prompt: string, tool: Tool): number {
   const p = prompt.toLowerCase();
-  return tool.cues.reduce((sum, cue) => (p.includes(cue) ? sum + (cue.includes(" ") ? 1.5 : 1) : sum), 0);
+  const cues = tool.cues.reduce((sum, cue) => (p.includes(cue) ? sum + (cue.includes(" ") ? 1.5 : 1) : sum), 0);
+  return cues + (PHRASINGS[tool.name]?.some((re) => re.test(prompt)) ? PHRASING_SCORE : 0);
 }
 
 /**
  * Choose the goal tool for a prompt: the highest cue score plus description similarity among the tools offered.
  * With no cue at all, the similarity alone decides among read tools only: a write is never chosen on similarity.
  */
-async function chooseGoal(prompt: string, offered: ToolSpec[]): Promise<string> {
+async function chooseGoal(tools: readonly Tool[], prompt: string, offered: ToolSpec[]): Promise<string> {
   // Every turn of an exchange asks again for the same prompt: the answer is the same, so embed the prompt once.
+  const { goals } = memoOf(tools);
   const key = `${offered.map((o) => o.name).join(",")}\n${prompt}`;
   let goal = goals.get(key);
   if (!goal) {
-    goal = scoreGoal(prompt, offered);
+    goal = scoreGoal(tools, prompt, offered);
     goals.set(key, goal);
     if (goals.size > GOAL_CACHE_SIZE) goals.delete(goals.keys().next().value!);
     goal.catch(() => goals.delete(key));
@@ -120,16 +307,16 @@ async function chooseGoal(prompt: string, offered: ToolSpec[]): Promise<string> 
   return goal;
 }
 
-/** Goals of recent prompts (a prompt's exchange runs several turns); the oldest goes first when full. */
-const goals = new Map<string, Promise<string>>();
-const GOAL_CACHE_SIZE = 256;
-
-async function scoreGoal(prompt: string, offered: ToolSpec[]): Promise<string> {
-  const candidates = TOOLS.filter((t) => PLANNABLE.has(t.name) && offered.some((o) => o.name === t.name));
+async function scoreGoal(tools: readonly Tool[], prompt: string, offered: ToolSpec[]): Promise<string> {
+  const candidates = tools.filter((t) => PLANNABLE.has(t.name) && offered.some((o) => o.name === t.name));
   if (candidates.length === 0) return "";
   const emb = await embedder();
-  descriptionVectors ??= emb.embed(TOOLS.map((t) => t.description)).then((vs) => new Map(TOOLS.map((t, i) => [t.name, vs[i]!])));
-  const [vectors, [promptVector]] = await Promise.all([descriptionVectors, emb.embed([prompt.slice(0, 2000)])]);
+  const memo = memoOf(tools);
+  if (!memo.descriptionVectors) {
+    memo.descriptionVectors = emb.embed(tools.map((t) => t.description)).then((vs) => new Map(tools.map((t, i) => [t.name, vs[i]!])));
+    memo.descriptionVectors.catch(() => (memo.descriptionVectors = undefined));
+  }
+  const [vectors, [promptVector]] = await Promise.all([memo.descriptionVectors, emb.embed([prompt.slice(0, 2000)])]);
   let best = "";
   let bestScore = -Infinity;
   for (const tool of candidates) {
@@ -167,6 +354,45 @@ function exchange(messages: ConversationTurn[]): { prompt: string; calls: { name
 /** The attachment ids the system prompt lists (the loop writes them there; the engine reads nothing else from it). */
 const attachmentsOf = (system: string): string[] => [...(/Attached research source ids: ([^\n]+)/.exec(system)?.[1] ?? "").matchAll(/[0-9a-f-]{36}/g)].map((m) => m[0]);
 
+/** Each source type: how a prompt names it, and how the answer counts it (one, many). */
+const SOURCE_KINDS: { type: string; asked: RegExp; one: string; many: string }[] = [
+  { type: "interview", asked: /\binterviews?\b/i, one: "interview", many: "interviews" },
+  { type: "survey", asked: /\bsurveys?\b/i, one: "survey", many: "surveys" },
+  { type: "support_ticket", asked: /\btickets?\b/i, one: "support ticket", many: "support tickets" },
+  { type: "usage_data", asked: /\busage\b/i, one: "usage data source", many: "usage data sources" },
+  { type: "feedback", asked: /\bfeedback\b/i, one: "feedback source", many: "feedback sources" },
+  { type: "other", asked: /(?!)/, one: "other source", many: "other sources" },
+];
+
+const counted = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
+
+/**
+ * The answer to a question about sources, from `list_sources` alone: how many there are by type and status, then the
+ * sources (title, type, status, mentions, id). A prompt that names a type ("which interviews") lists that type; when
+ * the workspace has none of it, it says so and lists what there is.
+ */
+function sourcesAnswer(prompt: string, c: { total?: number; by_type?: Record<string, number>; by_status?: Record<string, number>; sources?: SourceBrief[] }): string {
+  const sources = c.sources ?? [];
+  const total = c.total ?? sources.length;
+  if (total === 0) return "This workspace has no research sources yet. Upload interviews, surveys, support tickets, usage data or feedback, then ask again.";
+  const byType = c.by_type ?? Object.fromEntries(SOURCE_KINDS.map((k) => [k.type, sources.filter((s) => s.source_type === k.type).length]));
+  const byStatus = c.by_status ?? {};
+  const types = SOURCE_KINDS.filter((k) => byType[k.type]).map((k) => counted(byType[k.type]!, k.one, k.many));
+  const statuses = Object.entries(byStatus).filter(([, n]) => n).map(([status, n]) => `${n} ${status}`);
+  const overview = `${counted(total, "research source", "research sources")}: ${types.join(", ")}${statuses.length ? ` (${statuses.join(", ")})` : ""}`;
+  const asked = SOURCE_KINDS.find((k) => k.asked.test(prompt));
+  const line = (s: SourceBrief) =>
+    `- **${s.title}** (${s.source_type.replace(/_/g, " ")}, ${s.processing_status}${typeof s.mention_count === "number" ? `, ${counted(s.mention_count, "mention", "mentions")}` : ""}) [source ${s.id}]`;
+  const list = (items: SourceBrief[], of: number) => `${items.slice(0, 20).map(line).join("\n")}${of > Math.min(20, items.length) ? `\n\n(the newest ${Math.min(20, items.length)} of ${of} shown)` : ""}`;
+  if (asked) {
+    const matching = sources.filter((s) => s.source_type === asked.type);
+    const count = byType[asked.type] ?? matching.length;
+    if (count === 0) return `This workspace has no ${asked.many}. It has ${overview}:\n\n${list(sources, total)}`;
+    return `This workspace has ${overview}. The ${counted(count, asked.one, asked.many)}:\n\n${list(matching, count)}`;
+  }
+  return `This workspace has ${overview}:\n\n${list(sources, total)}`;
+}
+
 const NOTHING_FOUND = "I could not find anything in this workspace to answer that. Try asking about your users' pain points, or ask me to draft a PRD.";
 
 /** The answer, composed only from the exchange's last tool result (the goal's, when it ran). */
@@ -194,6 +420,7 @@ export function composeAnswer(prompt: string, o: { name: string; status: string;
     const recs: Rec[] = c.recommendations ?? [];
     return recs.length ? `Recommendations, by priority:\n\n${recs.slice(0, 7).map((r, n) => `${n + 1}. **${r.title}** (${r.status}) [recommendation ${r.id}]`).join("\n")}` : "This workspace has no recommendations yet.";
   }
+  if (o.name === "list_sources") return sourcesAnswer(prompt, c);
   if (o.name === "list_documents") {
     const docs: { id: string; title: string; document_type: string; status: string }[] = c.documents ?? [];
     return docs.length ? `Documents:\n\n${docs.map((d) => `- **${d.title}** (${d.document_type}, ${d.status}) [document ${d.id}]`).join("\n")}` : "This workspace has no documents yet.";
@@ -211,14 +438,21 @@ const estimateTokens = (s: string) => Math.ceil(s.length / 4);
 export class LocalAgentModel implements StreamingModel {
   readonly engine = "local";
 
+  /**
+   * @param tools the catalogue the engine plans over (cue words, descriptions): the agent layer hands it the one it
+   * hands the loop (core/agent/engine.ts). Defaults to every tool, for callers that run the loop with all of them.
+   */
+  constructor(private readonly tools: readonly Tool[] = TOOLS) {}
+
   async *stream(req: StreamRequest): AsyncIterable<ModelStreamEvent> {
     const started = performance.now();
     req.signal?.throwIfAborted();
     const { prompt, calls, results, byCall } = exchange(req.messages);
     const attachments = attachmentsOf(req.system);
     // The plan is recomputed from the prompt on every turn (the same prompt always gives the same plan), and the next
-    // step is the first not yet run. Tool results only fill arguments; they never change the plan.
-    const goal = attachments.length && /\b(attach|this (file|source|document)|summari[sz]e)/i.test(prompt) ? "read_source_text" : await chooseGoal(prompt, req.tools);
+    // step is the first not yet run. Tool results only fill arguments; they never change the plan, except that a
+    // step they leave open (no recommendation clearly named) ends it with a question instead of a guess.
+    const goal = attachments.length && /\b(attach|this (file|source|document)|summari[sz]e)/i.test(prompt) ? "read_source_text" : await chooseGoal(this.tools, prompt, req.tools);
     const plan = goal ? [...(PREREQUISITES[goal] ? [PREREQUISITES[goal]!] : []), goal] : [];
     const failed = byCall.some((b) => b.status === "error");
     const next = failed ? undefined : plan[calls.length];
@@ -231,9 +465,11 @@ export class LocalAgentModel implements StreamingModel {
       latencyMs: Math.round(performance.now() - started),
       attempts: 1,
     });
+    let answer: string | undefined;
     if (next) {
-      const input = STEPS[next]!(prompt, results, attachments);
-      if (input) {
+      const input = STEPS[next]!(prompt, results, attachments, goal);
+      if (isAsk(input)) answer = input.ask;
+      else if (input) {
         const call = { type: "tool_call" as const, id: `local-${calls.length + 1}`, name: next, input };
         yield call;
         yield { type: "stop", reason: "tool_use", usage: usage(JSON.stringify(input)) };
@@ -241,7 +477,7 @@ export class LocalAgentModel implements StreamingModel {
       }
     }
     // Done, failed, or the next step lacks what it needs: answer from the last result (the goal's, when it ran).
-    const answer = composeAnswer(prompt, byCall.at(-1));
+    answer ??= composeAnswer(prompt, byCall.at(-1));
     for (const chunk of answer.match(/\S+\s*/g) ?? []) {
       req.signal?.throwIfAborted();
       yield { type: "text", delta: chunk };

@@ -1,4 +1,4 @@
-import type { CallUsage, ConversationTurn, ModelTier, StopReason, StreamingModel, TurnContent } from "../ai/ports";
+import type { CallUsage, ConversationTurn, ModelTier, StopReason, StreamingModel, ThinkingContent, TurnContent } from "../ai/ports";
 import { createPending } from "../pending-action";
 import { AppError } from "../error";
 import { parseToolInput, toolSpec, type Tool, type ToolContext } from "./tools";
@@ -19,7 +19,8 @@ export type AgentEvent =
       data: { name: string; status: "success" | "error" | "queued"; output_summary: string; duration_ms: number; pending_action_id?: string; preview?: unknown };
     }
   | { event: "turn"; data: { turn: number; total_tools: number } }
-  | { event: "retry"; data: { attempt: number; delay_ms: number; reason: string } };
+  /** A model call retried after a transient failure (spec 02 `harness_retry`: a retry between attempts). */
+  | { event: "harness_retry"; data: { attempt: number; delay_ms: number; reason: string } };
 
 /** One tool call as it ran (the assistant message's execution_metadata). */
 export interface ToolStep {
@@ -45,6 +46,8 @@ export interface AgentRunInput {
   /** 1 to 30 model calls (spec 02 max_turns). */
   maxTurns: number;
   thinking?: { budgetTokens: number };
+  /** Output token cap per model call (above the thinking budget when thinking is on). */
+  maxTokens?: number;
   /** Aborts the run: client gone or budget spent. */
   signal: AbortSignal;
   emit(event: AgentEvent): void;
@@ -52,7 +55,10 @@ export interface AgentRunInput {
 
 export interface AgentRunResult {
   text: string;
+  /** The reasoning as it streamed (deltas). */
   thinking: string[];
+  /** Each reasoning block whole, with its signature or redacted data (the message's `thinking_blocks`). */
+  thinkingBlocks: ThinkingContent[];
   steps: ToolStep[];
   numTurns: number;
   stopReason: StopReason | "max_turns" | "aborted";
@@ -90,6 +96,7 @@ export async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
   const messages = [...input.messages];
   const steps: ToolStep[] = [];
   const thinking: string[] = [];
+  const thinkingBlocks: ThinkingContent[] = [];
   const pendingActionIds: string[] = [];
   const usage = { inputTokens: 0, outputTokens: 0, costUsd: 0, modelId: undefined as string | undefined, calls: 0 };
   let text = "";
@@ -107,6 +114,9 @@ export async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
     while (turn < input.maxTurns) {
       turn++;
       const calls: { id: string; name: string; input: Record<string, unknown> }[] = [];
+      // The assistant turn as the model wrote it, block by block: thinking (signed, sent back unchanged), text, and
+      // tool calls in arrival order, so a tool call made while thinking goes back behind its thinking (Anthropic).
+      const assistant: TurnContent[] = [];
       let turnText = "";
       let reason: StopReason = "end_turn";
       for await (const ev of input.model.stream({
@@ -116,28 +126,32 @@ export async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
         messages,
         tools: specs,
         thinking: input.thinking,
+        maxTokens: input.maxTokens,
         signal: input.signal,
       })) {
         if (ev.type === "text") {
           turnText += ev.delta;
+          const last = assistant.at(-1);
+          if (last?.type === "text") last.text += ev.delta;
+          else assistant.push({ type: "text", text: ev.delta });
           input.emit({ event: "token", data: { content: ev.delta } });
         } else if (ev.type === "thinking") {
           thinking.push(ev.delta);
           input.emit({ event: "thinking", data: { content: ev.delta } });
+        } else if (ev.type === "thinking_block") {
+          thinkingBlocks.push(ev.block);
+          assistant.push(ev.block);
         } else if (ev.type === "tool_call") {
           calls.push({ id: ev.id, name: ev.name, input: ev.input });
+          assistant.push({ type: "tool_use", id: ev.id, name: ev.name, input: ev.input });
         } else if (ev.type === "retry") {
-          input.emit({ event: "retry", data: { attempt: ev.attempt, delay_ms: ev.delayMs, reason: ev.reason } });
+          input.emit({ event: "harness_retry", data: { attempt: ev.attempt, delay_ms: ev.delayMs, reason: ev.reason } });
         } else {
           reason = ev.reason;
           addUsage(ev.usage);
         }
       }
       text += turnText;
-      const assistant: TurnContent[] = [
-        ...(turnText ? [{ type: "text" as const, text: turnText }] : []),
-        ...calls.map((c) => ({ type: "tool_use" as const, id: c.id, name: c.name, input: c.input })),
-      ];
       messages.push({ role: "assistant", content: assistant });
       if (calls.length === 0 || reason !== "tool_use") {
         stopReason = reason;
@@ -158,7 +172,7 @@ export async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
     stopReason = "aborted";
   }
   const status = stopReason === "end_turn" || stopReason === "stop_sequence" ? "success" : "partial";
-  return { text, thinking, steps, numTurns: turn, stopReason, status, usage, pendingActionIds };
+  return { text, thinking, thinkingBlocks, steps, numTurns: turn, stopReason, status, usage, pendingActionIds };
 }
 
 async function runTool(

@@ -3,11 +3,20 @@
  * `ConverseStream`, driven by the copilot's agent loop (core/agent) in AWS.
  *
  * What the stream looks like and what we make of it:
- * - `contentBlockDelta.delta.text` → `text`; `delta.reasoningContent.text` → `thinking` (signatures are dropped).
+ * - `contentBlockDelta.delta.text` → `text`.
+ * - A reasoning block arrives as `delta.reasoningContent.text` fragments (→ `thinking` deltas), then its
+ *   `reasoningContent.signature`, or as `reasoningContent.redactedContent` bytes; at the block's stop it becomes one
+ *   `thinking_block` (text + signature, or the redacted bytes as base64), which the loop keeps in the assistant turn
+ *   and this adapter sends back unchanged as `reasoningContent.reasoningText` / `redactedContent`.
  * - A tool call arrives as `contentBlockStart.start.toolUse` (id, name), then its input as JSON string fragments in
  *   `delta.toolUse.input` that split anywhere (mid-key, mid-value), then `contentBlockStop`. Fragments are joined
  *   per block index and parsed once at the block's stop, so the loop only ever sees complete tool calls.
  * - `messageStop.stopReason` and `metadata.usage` become the single final `stop` event with a `CallUsage`.
+ *
+ * Request rules (Anthropic's, as Bedrock enforces them): the conversation goes through `validTurns` (no blank
+ * blocks, alternating roles, tool blocks only with a toolConfig, thinking only while thinking is on); with thinking,
+ * `maxTokens` is above the budget and within the model's output limit, and no temperature is sent; thinking on a
+ * model whose catalogue entry does not support it is refused before any call.
  *
  * Transient failures (throttling, unavailability, internal errors, model stream errors) can come from `send` (an HTTP
  * error status) or arrive inside an open stream as an exception frame. Before anything was yielded the call is retried
@@ -28,9 +37,11 @@ import {
   type ToolUseBlock,
 } from "@aws-sdk/client-bedrock-runtime";
 import { AppError } from "../error";
-import { DEFAULT_RETRY, isTransient, modelIdsFromEnv, type RetrySettings } from "./bedrock";
+import { DEFAULT_RETRY, isTransient, type RetrySettings } from "./bedrock";
+import { catalogue, modelCostUsd, outputTokens, type Catalogue, type CatalogueModel } from "./catalogue";
+import { validTurns } from "./turns";
 import {
-  costUsd,
+  MODEL_RATES,
   type CallUsage,
   type ConversationTurn,
   type ModelStreamEvent,
@@ -38,14 +49,13 @@ import {
   type StopReason,
   type StreamRequest,
   type StreamingModel,
+  type ThinkingContent,
   type TurnContent,
 } from "./ports";
 
 /** The SDK's JSON document type (tool inputs, tool results, extra model fields), without importing @smithy/types. */
 type Doc = NonNullable<ToolUseBlock["input"]>;
 
-/** Output token cap when the request sets none. */
-const DEFAULT_MAX_TOKENS = 4096;
 
 /** Stop reasons we pass on as they are; the SDK may add others (see `stopReason`). */
 const KNOWN_STOP_REASONS = new Set<string>([
@@ -61,8 +71,10 @@ const KNOWN_STOP_REASONS = new Set<string>([
 export interface BedrockStreamingModelOptions {
   /** The Bedrock Runtime client (default: `new BedrockRuntimeClient({ maxAttempts: 1 })`, region from the env). */
   client?: BedrockRuntimeClient;
-  /** Model id per tier (default: `modelIdsFromEnv()`, i.e. `DEFAULT_MODEL_IDS` unless BEDROCK_MODEL_* are set). */
+  /** Model id per tier (default: the catalogue's tier defaults). */
   modelIds?: Partial<Record<ModelTier, string>>;
+  /** The models, their rates, output limits and thinking support (default: `catalogue()` from the settings). */
+  catalogue?: Catalogue;
   /** Backoff for transient errors before any output (default `DEFAULT_RETRY`: 5 retries, 500 ms to 8 s). */
   retry?: Partial<RetrySettings>;
 }
@@ -76,11 +88,12 @@ export interface BedrockStreamingModelOptions {
  * (tokens from `metadata.usage`, `costUsd` at the tier's rates, `attempts` = ConverseStream calls made, `latencyMs` =
  * wall time in ms from the first call to the end of the stream, retries included).
  *
- * Request mapping: model id `req.modelId ?? modelIds[req.tier]`; `system` as one text block; turns to Converse
- * messages (tool_use → `toolUse`, tool_result → `toolResult` with `[{json}]` for objects, `[{text}]` otherwise);
- * `toolConfig` only when tools are offered; `maxTokens` default 4,096; with `thinking`, Anthropic's
- * `thinking: {type: "enabled", budget_tokens}` as an additional model field and no temperature (Anthropic rejects
- * one with thinking on).
+ * Request mapping: model id `req.modelId ?? modelIds[req.tier]`; `system` as one text block; turns made valid
+ * (`validTurns`) then mapped to Converse messages (thinking → `reasoningContent`, tool_use → `toolUse`, tool_result →
+ * `toolResult` with `[{json}]` for objects, `[{text}]` otherwise); `toolConfig` only when tools are offered;
+ * `maxTokens` per `outputTokens` (default 4,096 within the model's limit; above the budget with thinking); with
+ * `thinking`, Anthropic's `thinking: {type: "enabled", budget_tokens}` as an additional model field and no
+ * temperature (Anthropic rejects one with thinking on). Cost at the called model's catalogue rates.
  *
  * @throws AppError SERVICE_UNAVAILABLE ("The AI model is busy; please retry shortly", `retry_after_seconds`) when a
  *   transient error persists after `retry.retries` retries, or happens after output was already yielded
@@ -97,11 +110,28 @@ export class BedrockStreamingModel implements StreamingModel {
   private readonly client: BedrockRuntimeClient;
   private readonly modelIds: Record<ModelTier, string>;
   private readonly retry: RetrySettings;
+  private readonly catalogue: Catalogue;
 
   constructor(opts: BedrockStreamingModelOptions = {}) {
     this.client = opts.client ?? new BedrockRuntimeClient({ maxAttempts: 1 });
-    this.modelIds = { ...modelIdsFromEnv(), ...opts.modelIds };
+    this.catalogue = opts.catalogue ?? catalogue();
+    const d = this.catalogue.defaults;
+    this.modelIds = { small: d.small.id, mid: d.mid.id, large: d.large.id, ...opts.modelIds };
     this.retry = { ...DEFAULT_RETRY, ...opts.retry };
+  }
+
+  /** The catalogue entry of the model a request calls; a model outside the catalogue (tests) at its tier's rates. */
+  private entryOf(modelId: string, tier: ModelTier): CatalogueModel {
+    return (
+      this.catalogue.find(modelId) ?? {
+        id: modelId,
+        tier,
+        inputUsdPer1M: MODEL_RATES[tier].input,
+        outputUsdPer1M: MODEL_RATES[tier].output,
+        maxOutputTokens: this.catalogue.defaults[tier].maxOutputTokens,
+        thinking: this.catalogue.defaults[tier].thinking,
+      }
+    );
   }
 
   /** The model id used for a tier when the request names none. */
@@ -111,7 +141,8 @@ export class BedrockStreamingModel implements StreamingModel {
 
   async *stream(req: StreamRequest): AsyncGenerator<ModelStreamEvent, void, undefined> {
     const modelId = req.modelId ?? this.modelIds[req.tier];
-    const input = converseStreamInput(req, modelId);
+    const entry = this.entryOf(modelId, req.tier);
+    const input = converseStreamInput(req, entry);
     const started = performance.now();
     let attempts = 0;
 
@@ -125,6 +156,7 @@ export class BedrockStreamingModel implements StreamingModel {
         if (!res.stream) throw new AppError("INTERNAL", "Bedrock ConverseStream answered without an event stream");
 
         const tools = new Map<number, { id: string; name: string; parts: string[] }>();
+        const reasoning = new Map<number, { parts: string[]; signature?: string; redacted?: Uint8Array[] }>();
         let reason: StopReason | undefined;
         let inputTokens = 0;
         let outputTokens = 0;
@@ -147,10 +179,16 @@ export class BedrockStreamingModel implements StreamingModel {
                 yielded = true;
                 yield { type: "text", delta: delta.text };
               }
-            } else if (delta.reasoningContent?.text !== undefined) {
-              if (delta.reasoningContent.text !== "") {
+            } else if (delta.reasoningContent) {
+              const block = reasoning.get(index) ?? { parts: [] };
+              reasoning.set(index, block);
+              const r = delta.reasoningContent;
+              if (r.signature !== undefined) block.signature = (block.signature ?? "") + r.signature;
+              if (r.redactedContent !== undefined) (block.redacted ??= []).push(r.redactedContent);
+              if (r.text !== undefined && r.text !== "") {
+                block.parts.push(r.text);
                 yielded = true;
-                yield { type: "thinking", delta: delta.reasoningContent.text };
+                yield { type: "thinking", delta: r.text };
               }
             } else if (delta.toolUse) {
               const tool = tools.get(index);
@@ -160,6 +198,12 @@ export class BedrockStreamingModel implements StreamingModel {
               tool.parts.push(delta.toolUse.input ?? "");
             }
           } else if (ev.contentBlockStop) {
+            const thought = reasoning.get(index);
+            if (thought) {
+              reasoning.delete(index);
+              yielded = true;
+              yield { type: "thinking_block", block: thinkingBlock(thought) };
+            }
             const tool = tools.get(index);
             if (tool) {
               tools.delete(index);
@@ -180,12 +224,14 @@ export class BedrockStreamingModel implements StreamingModel {
         for (const tool of tools.values()) {
           throw new AppError("INTERNAL", `The Bedrock stream ended inside the ${tool.name} tool call (${tool.id})`);
         }
+        // A reasoning block the stream never closed still belongs to the turn (Anthropic wants it back whole).
+        for (const thought of reasoning.values()) yield { type: "thinking_block", block: thinkingBlock(thought) };
         const usage: CallUsage = {
           modelId,
-          tier: req.tier,
+          tier: entry.tier,
           inputTokens,
           outputTokens,
-          costUsd: costUsd(req.tier, inputTokens, outputTokens),
+          costUsd: modelCostUsd(entry, inputTokens, outputTokens),
           latencyMs: Math.round(performance.now() - started),
           attempts,
         };
@@ -211,20 +257,27 @@ export class BedrockStreamingModel implements StreamingModel {
   }
 }
 
+/** A finished reasoning block as port content: redacted bytes as base64, else the text with its signature. */
+function thinkingBlock(b: { parts: string[]; signature?: string; redacted?: Uint8Array[] }): ThinkingContent {
+  if (b.redacted?.length) return { type: "redacted_thinking", data: Buffer.concat(b.redacted.map((r) => Buffer.from(r))).toString("base64") };
+  return { type: "thinking", text: b.parts.join(""), ...(b.signature !== undefined ? { signature: b.signature } : {}) };
+}
+
 /** The ConverseStream request for a stream request (the mapping documented on `BedrockStreamingModel`). */
-function converseStreamInput(req: StreamRequest, modelId: string): ConverseStreamCommandInput {
+function converseStreamInput(req: StreamRequest, entry: CatalogueModel): ConverseStreamCommandInput {
+  const turns = validTurns(req.messages, { tools: req.tools.length > 0, thinking: !!req.thinking });
+  if (turns.length === 0) throw new AppError("VALIDATION_ERROR", "The conversation holds no user text to answer");
   const input: ConverseStreamCommandInput = {
-    modelId,
+    modelId: entry.id,
     system: [{ text: req.system }],
-    messages: req.messages.map(toMessage),
+    messages: turns.map(toMessage),
     inferenceConfig: {
-      maxTokens: req.maxTokens ?? DEFAULT_MAX_TOKENS,
+      maxTokens: outputTokens(entry, req),
       // Anthropic rejects a temperature with extended thinking on.
       ...(req.thinking || req.temperature === undefined ? {} : { temperature: req.temperature }),
     },
   };
-  // Converse rejects an empty tools list, and a conversation that already holds tool blocks needs no toolConfig
-  // to be read, so none is sent when nothing is offered.
+  // Converse rejects an empty tools list; without tools, validTurns has turned any tool blocks into text.
   if (req.tools.length > 0) {
     input.toolConfig = {
       tools: req.tools.map((t) => ({
@@ -247,6 +300,10 @@ function toContentBlock(part: TurnContent): ContentBlock[] {
     case "text":
       // Bedrock rejects blank text blocks with a ValidationException; they carry nothing anyway.
       return part.text.trim() === "" ? [] : [{ text: part.text }];
+    case "thinking":
+      return [{ reasoningContent: { reasoningText: { text: part.text, ...(part.signature !== undefined ? { signature: part.signature } : {}) } } }];
+    case "redacted_thinking":
+      return [{ reasoningContent: { redactedContent: Buffer.from(part.data, "base64") } }];
     case "tool_use":
       return [{ toolUse: { toolUseId: part.id, name: part.name, input: part.input as Doc } }];
     case "tool_result":

@@ -15,8 +15,9 @@
  * (spec 02 Agent run), delays are bounded by our settings rather than multiplied by two nested layers, and the
  * behaviour is testable with aws-sdk-client-mock, which stubs `client.send` below the SDK's retry middleware.
  *
- * Usage and cost: token counts come from each response's `usage`; cost is `costUsd(tier, input, output)` summed
- * over every call of the request, including repairs and fresh attempts (spec 02 Credits: model rates).
+ * Usage and cost: token counts come from each response's `usage`; cost is `callCostUsd(modelId, tier, input, output)` summed
+ * over every call of the request, including repairs and fresh attempts, at the called model's catalogue rates
+ * (spec 02 Credits: model rates; core/ai/catalogue.ts).
  */
 import {
   BedrockRuntimeClient,
@@ -34,26 +35,24 @@ import pLimit from "p-limit";
 import { describeIssues, retryTransient } from "./retry";
 import * as z from "zod";
 import { AppError } from "../error";
-import { costUsd, type CallUsage, type Embedder, type Model, type ModelTier, type StructuredRequest } from "./ports";
+import { type CallUsage, type Embedder, type Model, type ModelTier, type StructuredRequest } from "./ports";
+import { callCostUsd, catalogue, DEFAULT_CATALOGUE } from "./catalogue";
 
 /**
- * Default model ids per tier: cross-region inference profiles whose list prices are the spec's rates
- * (small = Claude 3.5 Haiku 0.80/4.00, mid = Claude Sonnet 4 3.00/15.00, large = Claude Opus 4.1 15.00/75.00 USD per
- * 1M tokens). Override with BEDROCK_MODEL_SMALL / BEDROCK_MODEL_MID / BEDROCK_MODEL_LARGE.
+ * Default model ids per tier: the default model catalogue's (core/ai/catalogue.ts), cross-region inference profiles
+ * whose list prices are the spec's rates (small = Claude 3.5 Haiku 0.80/4.00, mid = Claude Sonnet 4 3.00/15.00,
+ * large = Claude Opus 4.1 15.00/75.00 USD per 1M tokens).
  */
 export const DEFAULT_MODEL_IDS: Record<ModelTier, string> = {
-  small: "us.anthropic.claude-3-5-haiku-20241022-v1:0",
-  mid: "us.anthropic.claude-sonnet-4-20250514-v1:0",
-  large: "us.anthropic.claude-opus-4-1-20250805-v1:0",
+  small: DEFAULT_CATALOGUE.find((m) => m.tier === "small")!.id,
+  mid: DEFAULT_CATALOGUE.find((m) => m.tier === "mid")!.id,
+  large: DEFAULT_CATALOGUE.find((m) => m.tier === "large")!.id,
 };
 
-/** Model ids per tier from the environment, falling back to `DEFAULT_MODEL_IDS`. */
+/** Model ids per tier: the catalogue's tier defaults (MODEL_CATALOGUE, BEDROCK_MODEL_SMALL / _MID / _LARGE). */
 export function modelIdsFromEnv(env: NodeJS.ProcessEnv = process.env): Record<ModelTier, string> {
-  return {
-    small: env.BEDROCK_MODEL_SMALL || DEFAULT_MODEL_IDS.small,
-    mid: env.BEDROCK_MODEL_MID || DEFAULT_MODEL_IDS.mid,
-    large: env.BEDROCK_MODEL_LARGE || DEFAULT_MODEL_IDS.large,
-  };
+  const { defaults } = catalogue(env);
+  return { small: defaults.small.id, mid: defaults.mid.id, large: defaults.large.id };
 }
 
 /** Backoff settings for transient Bedrock errors. */
@@ -161,6 +160,7 @@ export class BedrockModel implements Model {
               toolConfig,
               inferenceConfig: { maxTokens: req.maxTokens ?? 4096, temperature: req.temperature ?? 0 },
             }),
+            { abortSignal: req.signal },
           ),
         this.retry,
         () => attempts++,
@@ -174,7 +174,7 @@ export class BedrockModel implements Model {
       tier: req.tier,
       inputTokens,
       outputTokens,
-      costUsd: costUsd(req.tier, inputTokens, outputTokens),
+      costUsd: callCostUsd(modelId, req.tier, inputTokens, outputTokens),
       latencyMs: Math.round(performance.now() - started),
       attempts,
     });

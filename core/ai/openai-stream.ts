@@ -6,6 +6,9 @@
  * What the stream looks like (server-sent `chat.completion.chunk` objects, then `data: [DONE]`) and what we make of it:
  * - `choices[0].delta.content` → `text`; `delta.reasoning_content` (vLLM, llama.cpp, LM Studio) or `delta.reasoning`
  *   (Ollama, newer vLLM) → `thinking`. Neither is in OpenAI's own API; servers that think out loud send one of them.
+ *   The whole reasoning of a call becomes one `thinking_block` (no signature: these servers sign nothing) before the
+ *   tool calls, so the loop keeps it in the assistant turn and the message's `thinking_blocks`. It is not sent back:
+ *   Chat Completions has no field for it, and some servers refuse `reasoning_content` in a request.
  * - A tool call arrives as `delta.tool_calls[{index, id, function: {name, arguments}}]`: the first piece carries the
  *   id and name, later pieces only `index` and an `arguments` fragment that splits the JSON anywhere. Fragments are
  *   joined per index and parsed once the stream has ended with a `finish_reason` (the API has no per-call "stop"),
@@ -47,6 +50,7 @@ import {
   type OpenAICompatibleConnection,
   type TokenRates,
 } from "./openai";
+import { validTurns } from "./turns";
 import type { CallUsage, ConversationTurn, ModelStreamEvent, StopReason, StreamRequest, StreamingModel, TurnContent } from "./ports";
 
 /** Options of `OpenAICompatibleStreamingModel`. */
@@ -122,6 +126,7 @@ export class OpenAICompatibleStreamingModel implements StreamingModel {
         const stream = await this.client.chat.completions.create(body, { signal: req.signal });
 
         const tools = new Map<number, { id: string; name: string; parts: string[] }>();
+        const reasoningParts: string[] = [];
         let finish: string | undefined;
         let inputTokens = 0;
         let outputTokens = 0;
@@ -137,8 +142,13 @@ export class OpenAICompatibleStreamingModel implements StreamingModel {
           const delta: Delta = choice.delta ?? {};
           const reasoning = delta.reasoning_content ?? delta.reasoning;
           if (typeof reasoning === "string" && reasoning !== "") {
+            reasoningParts.push(reasoning);
             yielded = true;
             yield { type: "thinking", delta: reasoning };
+          }
+          // Reasoning ends where the answer (text or a tool call) begins: its block goes first in the turn.
+          if (reasoningParts.length > 0 && ((typeof delta.content === "string" && delta.content !== "") || delta.tool_calls?.length)) {
+            yield { type: "thinking_block", block: { type: "thinking", text: reasoningParts.splice(0).join("") } };
           }
           if (typeof delta.content === "string" && delta.content !== "") {
             yielded = true;
@@ -160,6 +170,7 @@ export class OpenAICompatibleStreamingModel implements StreamingModel {
         }
         if (req.signal?.aborted) throw abortError(req.signal);
         if (finish === undefined) throw new AppError("INTERNAL", "The model server's stream ended without a finish_reason");
+        if (reasoningParts.length > 0) yield { type: "thinking_block", block: { type: "thinking", text: reasoningParts.splice(0).join("") } };
         for (const [index, tool] of [...tools.entries()].sort((a, b) => a[0] - b[0])) {
           const call = toolCall(tool, index);
           yielded = true;
@@ -186,7 +197,8 @@ export class OpenAICompatibleStreamingModel implements StreamingModel {
 export function streamBody(req: StreamRequest, model: string): ChatCompletionCreateParamsStreaming {
   const body: ChatCompletionCreateParamsStreaming = {
     model,
-    messages: [{ role: "system", content: req.system }, ...req.messages.flatMap(toMessages)],
+    // Thinking is never sent back (see the module comment); tool blocks only when tools are offered.
+    messages: [{ role: "system", content: req.system }, ...validTurns(req.messages, { tools: req.tools.length > 0, thinking: false }).flatMap(toMessages)],
     stream: true,
     stream_options: { include_usage: true },
     max_tokens: req.maxTokens ?? DEFAULT_MAX_TOKENS,

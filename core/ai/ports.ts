@@ -21,6 +21,8 @@ export interface StructuredRequest<T> {
   tool: { name: string; description: string; schema: z.ZodType<T> };
   maxTokens?: number;
   temperature?: number;
+  /** Aborts the call (the client left, or the query's time budget is spent). */
+  signal?: AbortSignal;
 }
 
 /** What one model call cost and how long it took (recorded as an agent run, spec 02 Agent run). */
@@ -65,9 +67,19 @@ export interface Embedder {
 // Streaming with tools (DESIGN.md 6.1): the port the copilot's agent loop (core/agent) drives, for every engine.
 // ---------------------------------------------------------------------------------------------------------------
 
+/**
+ * A model's reasoning as content (DESIGN.md 6.1): the text with the provider's `signature`, or the redacted bytes
+ * (base64) the provider encrypted. It goes back to the model unchanged with the turn it belongs to: Anthropic requires
+ * the last assistant turn that calls a tool to begin with its signed (or redacted) thinking when thinking is on.
+ */
+export type ThinkingContent =
+  | { type: "thinking"; text: string; signature?: string }
+  | { type: "redacted_thinking"; data: string };
+
 /** One piece of a conversation turn sent to a streaming model. */
 export type TurnContent =
   | { type: "text"; text: string }
+  | ThinkingContent
   | { type: "tool_use"; id: string; name: string; input: Record<string, unknown> }
   | { type: "tool_result"; id: string; status: "success" | "error"; content: unknown };
 
@@ -101,7 +113,10 @@ export interface StreamRequest {
   system: string;
   messages: ConversationTurn[];
   tools: ToolSpec[];
-  /** Output token cap for this call (default 4,096). */
+  /**
+   * Output token cap for this call (default 4,096, never above the model's `maxOutputTokens`). With `thinking` it
+   * must be above `thinking.budgetTokens` (Anthropic refuses a request whose max_tokens is not).
+   */
   maxTokens?: number;
   temperature?: number;
   /** Extended thinking with this token budget (reasoning_mode deep / effort max), where the model supports it. */
@@ -111,20 +126,23 @@ export interface StreamRequest {
 }
 
 /**
- * What a streaming call yields, in order: any number of `text`, `thinking`, `tool_call` (each complete: the
- * adapter joins tool-input fragments and parses them at the block's end) and `retry` (a transient failure before
- * any output, retried with backoff), then exactly one `stop` carrying the stop reason and the call's usage.
+ * What a streaming call yields, in order: any number of `text` and `thinking` deltas, `thinking_block` (a reasoning
+ * block complete with its signature, or redacted, at the block's end: the loop keeps it in the assistant turn),
+ * `tool_call` (each complete: the adapter joins tool-input fragments and parses them at the block's end) and `retry`
+ * (a transient failure before any output, retried with backoff), then exactly one `stop` carrying the stop reason
+ * and the call's usage. Blocks arrive in the order the model wrote them.
  */
 export type ModelStreamEvent =
   | { type: "text"; delta: string }
   | { type: "thinking"; delta: string }
+  | { type: "thinking_block"; block: ThinkingContent }
   | { type: "tool_call"; id: string; name: string; input: Record<string, unknown> }
   | { type: "retry"; attempt: number; delayMs: number; reason: string }
   | { type: "stop"; reason: StopReason; usage: CallUsage };
 
 /**
  * The streaming Model port (DESIGN.md 6.1): Bedrock ConverseStream in AWS (core/ai/bedrock-stream.ts), the
- * deterministic local agent engine on the embedded runtime (core/agent/local-engine.ts).
+ * deterministic local agent engine on the embedded runtime (the agent layer hands it its tools).
  * @throws AppError SERVICE_UNAVAILABLE when throttling persists after the retries; an AbortError when `signal` fires.
  */
 export interface StreamingModel {

@@ -87,9 +87,11 @@ export function model(): Promise<Model | null> {
 }
 
 /**
- * The streaming Model port of the copilot (DESIGN.md 6.1): Bedrock ConverseStream, streamed Chat Completions from an
- * OpenAI-compatible server, or the deterministic local agent engine on the embedded runtime. Loaded lazily, like the
- * other ports.
+ * The streaming Model port of a model engine (DESIGN.md 6.1): Bedrock ConverseStream, or streamed Chat Completions
+ * from an OpenAI-compatible server. Loaded lazily, like the other ports. The local engine has no model to stream
+ * from: its agent engine plans over the agent's tools, so the agent layer builds it (core/agent/engine.ts
+ * `agentModel`), and this layer never imports the one above it.
+ * @throws Error on the local engine (a caller that should have asked `isModelEngine()` first).
  */
 export function streamingModel(): Promise<StreamingModel> {
   streamingPromise ??= settle(
@@ -103,8 +105,7 @@ export function streamingModel(): Promise<StreamingModel> {
         const { OpenAICompatibleStreamingModel } = await import("./openai-stream");
         return new OpenAICompatibleStreamingModel();
       }
-      const { LocalAgentModel } = await import("../agent/local-engine");
-      return new LocalAgentModel();
+      throw new Error("streamingModel() serves the model engines (bedrock, openai-compatible); on the local engine, core/agent/engine.ts agentModel() builds the local agent engine");
     })(),
     () => (streamingPromise = undefined),
   );

@@ -7,21 +7,9 @@
 import type { SQSBatchResponse, SQSEvent } from "aws-lambda";
 import { Config } from "../config";
 import { AppError } from "../error";
+import type { Queue } from "./port";
 
-/** One message. */
-export interface QueueMessage {
-  /** The payload (SQS: at most 256 KB). */
-  body: string;
-  /** Messages of one group are delivered in order, one batch at a time (SQS FIFO MessageGroupId). */
-  groupId: string;
-  /** A second message with the same id within 5 minutes is dropped (SQS FIFO MessageDeduplicationId). */
-  deduplicationId: string;
-}
-
-export interface Queue {
-  /** Enqueue one message. @throws whatever the transport throws (the caller answers 5xx and its sender retries). */
-  send(message: QueueMessage): Promise<void>;
-}
+export type { Queue, QueueMessage } from "./port";
 
 /**
  * Receives of a payment event before it goes to the dead-letter queue: the SQS redrive policy (stacks/Api.ts) and the

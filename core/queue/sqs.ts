@@ -1,6 +1,6 @@
 import { SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { Config } from "../config";
-import type { Queue, QueueMessage } from "./index";
+import type { Queue, QueueMessage } from "./port";
 
 let client: SQSClient | undefined;
 

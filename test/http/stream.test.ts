@@ -5,6 +5,7 @@ import { uploadResearch, waitFor } from "../support/multipart";
 import { liveGateway, readStream, type WireEvent } from "../support/sse";
 import { expectEnvelope, headersOf } from "./_helpers";
 import { acquireStreamSlot, MAX_STREAMS_PER_USER } from "../../core/agent/copilot";
+import { runsOf } from "../../core/agent";
 
 let gw: Awaited<ReturnType<typeof liveGateway>>;
 let owner: Awaited<ReturnType<typeof newWorkspace>>["owner"];
@@ -66,8 +67,8 @@ describe("POST /api/stream/chat over the wire", () => {
     expect(assistant.decision_context).toMatchObject({ engine: "local", tier: "mid" });
     expect(assistant.execution_metadata.steps[0]).toMatchObject({ name: "search_insights", status: "success" });
 
-    const runs = await call("GET", `/api/admin/agent-runs`, { token: owner.token, query: { workspace_id: ws } });
-    if (runs.status === 200) expect(runs.body.runs.some((r: { agent_type: string }) => r.agent_type === "chat")).toBe(true);
+    const run = (await runsOf(ws)).find((r) => (r.input_data as { conversation_id?: string }).conversation_id === done.data.conversation_id);
+    expect(run).toMatchObject({ agent_type: "chat", status: "success", credits_charged: 0.5 });
   });
 
   it("turns a write into a pending action with a preview, and writes nothing", async () => {

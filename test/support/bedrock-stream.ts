@@ -29,6 +29,27 @@ export type Reply =
 const FIXTURE_DIR = join(import.meta.dirname, "../fixtures/bedrock-stream");
 export const stream = (name: string): Frame[] => JSON.parse(readFileSync(join(FIXTURE_DIR, name), "utf8")) as Frame[];
 
+/** A public recording of a real ConverseStream response (test/fixtures/bedrock-recorded, its README says whose). */
+export interface Recording {
+  source: { repository: string; path: string; commit?: string; license: string; note?: string };
+  request: unknown;
+  frames: Frame[];
+}
+
+/** A recording as frames: each recorded event `{member: body}` becomes the frame of that `:event-type`. */
+export function recorded(name: string): Recording {
+  const raw = JSON.parse(readFileSync(join(import.meta.dirname, "../fixtures/bedrock-recorded", name), "utf8")) as {
+    source: Recording["source"];
+    request: unknown;
+    events: Record<string, unknown>[];
+  };
+  const frames = raw.events.map((ev) => {
+    const [type, body] = Object.entries(ev)[0]!;
+    return { type, body };
+  });
+  return { source: raw.source, request: raw.request, frames };
+}
+
 const codec = new EventStreamCodec(toUtf8, fromUtf8);
 
 export function encode(frame: Frame): Uint8Array {

@@ -144,17 +144,39 @@ export const getDocument: ReadTool<{ document_id: string; include_blocks: boolea
   },
 };
 
-export const listSources: ReadTool<{ processing_status?: "pending" | "completed" | "failed"; limit: number }> = {
+export const listSources: ReadTool<{ source_type?: Research.ResearchSource["source_type"]; processing_status?: Research.ResearchSource["processing_status"]; limit: number }> = {
   name: "list_sources",
-  description: "List the workspace's research sources (interviews, tickets, surveys, usage data, feedback) with their processing status.",
+  description:
+    "List the workspace's research sources (interviews, tickets, surveys, usage data, feedback), newest first, with their processing status and mention counts, and how many there are of each type and status.",
   cues: ["sources", "research files", "uploads", "interviews", "surveys", "synthes"],
   gated: false,
-  input: z.object({ processing_status: z.enum(["pending", "completed", "failed"]).optional(), limit: z.int().min(1).max(200).default(50) }).strict(),
+  input: z.object({ source_type: Research.SourceType.optional(), processing_status: Research.ProcessingStatus.optional(), limit: z.int().min(1).max(200).default(50) }).strict(),
   async run(ctx, input) {
-    const res = await Research.list(ctx.userId, { workspace_id: ctx.workspaceId, processing_status: input.processing_status, limit: input.limit, offset: 0 });
+    // Every matching source, so the counts cover them all (Research.list reads them all anyway); the list is cut after.
+    const res = await Research.list(ctx.userId, {
+      workspace_id: ctx.workspaceId,
+      source_type: input.source_type,
+      processing_status: input.processing_status,
+      limit: Number.MAX_SAFE_INTEGER,
+      offset: 0,
+    });
+    const count = (key: "source_type" | "processing_status") => {
+      const n: Record<string, number> = {};
+      for (const s of res.sources) n[s[key]] = (n[s[key]] ?? 0) + 1;
+      return n;
+    };
     return {
       total: res.total,
-      sources: res.sources.map((s) => ({ id: s.id, title: s.title, source_type: s.source_type, processing_status: s.processing_status })),
+      by_type: count("source_type"),
+      by_status: count("processing_status"),
+      sources: res.sources.slice(0, input.limit).map((s) => ({
+        id: s.id,
+        title: s.title,
+        source_type: s.source_type,
+        processing_status: s.processing_status,
+        // Mentions found (survey responses, transcript turns, paragraphs); null until processed.
+        mention_count: s.unit_count,
+      })),
     };
   },
 };

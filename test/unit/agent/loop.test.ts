@@ -141,7 +141,9 @@ describe("runAgent with the local engine", () => {
 
   it("never chooses a write on similarity alone: a prompt with no write cue only reads", async () => {
     const { result } = await run(new LocalAgentModel(), "Tell me about the things people mention");
-    expect(result.steps.every((s) => s.status !== "queued")).toBe(true);
+    // It did run a tool (a read), so the check below is about what it ran, not about running nothing.
+    expect(result.steps.length).toBeGreaterThan(0);
+    expect(result.steps.every((s) => s.status === "success")).toBe(true);
     expect(result.pendingActionIds).toEqual([]);
   });
 });

@@ -1,3 +1,5 @@
+import { AppError } from "../../../core/error";
+import { DEFAULT_CATALOGUE } from "../../../core/ai/catalogue";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { SseWriter, HEARTBEAT_MS, TOKEN_BATCH_MS } from "../../../functions/lib/sse";
@@ -82,11 +84,45 @@ describe("creditsFor (spec 02 Credits)", () => {
 });
 
 describe("modelChoice", () => {
-  it("maps effort and reasoning_mode to tiers, the higher winning, with thinking for max and deep", () => {
-    expect(modelChoice({})).toEqual({ tier: "mid" });
-    expect(modelChoice({ effort: "low" })).toEqual({ tier: "small" });
-    expect(modelChoice({ effort: "low", reasoning_mode: "thorough" })).toEqual({ tier: "mid" });
-    expect(modelChoice({ reasoning_mode: "deep" })).toEqual({ tier: "large", thinking: { budgetTokens: 8000 } });
-    expect(modelChoice({ effort: "max", model: "m-1" })).toEqual({ tier: "large", modelId: "m-1", thinking: { budgetTokens: 16000 } });
+  const [small, mid, large] = (["small", "mid", "large"] as const).map((t) => DEFAULT_CATALOGUE.find((m) => m.tier === t)!);
+
+  it("maps effort and reasoning_mode to tiers, the higher winning, with thinking for max and deep within the model's limits", () => {
+    expect(modelChoice({})).toEqual({ tier: "mid", maxTokens: 4096 });
+    expect(modelChoice({ effort: "low" })).toEqual({ tier: "small", maxTokens: 4096 });
+    expect(modelChoice({ effort: "low", reasoning_mode: "thorough" })).toEqual({ tier: "mid", maxTokens: 4096 });
+    expect(modelChoice({ reasoning_mode: "deep" })).toEqual({ tier: "large", thinking: { budgetTokens: 8000 }, maxTokens: 8000 + 4096 });
+    expect(modelChoice({ effort: "max", model: large!.id })).toEqual({ tier: "large", modelId: large!.id, thinking: { budgetTokens: 16000 }, maxTokens: 16000 + 4096 });
+  });
+
+  it("takes the tier of a named catalogue model, and refuses other ids naming the allowed ones", () => {
+    expect(modelChoice({ effort: "max", model: mid!.id })).toMatchObject({ tier: "mid", modelId: mid!.id, thinking: { budgetTokens: 16000 } });
+    expect(modelChoice({ effort: "high", model: small!.id })).toEqual({ tier: "small", modelId: small!.id, maxTokens: 4096 });
+    let err: unknown;
+    try {
+      modelChoice({ model: "anthropic.claude-instant-v1" });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(AppError);
+    expect((err as AppError).status).toBe(422);
+    expect((err as AppError).extra.allowed_models).toEqual(DEFAULT_CATALOGUE.map((m) => m.id));
+  });
+
+  it("refuses thinking on a named model without it, and moves a tier whose default cannot think to the nearest that can", () => {
+    expect(() => modelChoice({ effort: "max", model: small!.id })).toThrow(/does not support extended thinking/);
+    const saved = process.env.MODEL_CATALOGUE;
+    process.env.MODEL_CATALOGUE = JSON.stringify([
+      { ...small, thinking: false },
+      { ...mid, thinking: true },
+      { ...large, thinking: false },
+    ]);
+    try {
+      expect(modelChoice({ reasoning_mode: "deep" })).toEqual({ tier: "mid", thinking: { budgetTokens: 8000 }, maxTokens: 8000 + 4096 });
+      process.env.MODEL_CATALOGUE = JSON.stringify(DEFAULT_CATALOGUE.map((m) => ({ ...m, thinking: false })));
+      expect(() => modelChoice({ effort: "max" })).toThrow(/No model of the catalogue supports extended thinking/);
+    } finally {
+      if (saved === undefined) delete process.env.MODEL_CATALOGUE;
+      else process.env.MODEL_CATALOGUE = saved;
+    }
   });
 });

@@ -7,7 +7,7 @@ import { modelIdsFromEnv } from "../../../core/ai/bedrock";
 import { BedrockStreamingModel } from "../../../core/ai/bedrock-stream";
 import { MODEL_RATES, type ModelStreamEvent, type StreamRequest } from "../../../core/ai/ports";
 import { AppError } from "../../../core/error";
-import { setup, stream, type Frame } from "../../support/bedrock-stream";
+import { recorded, setup, stream, type Frame } from "../../support/bedrock-stream";
 
 const request = (over: Partial<StreamRequest> = {}): StreamRequest => ({
   tier: "small",
@@ -124,17 +124,18 @@ describe("BedrockStreamingModel: decoding the stream", () => {
     expect(stop.usage.costUsd).toBeCloseTo((2980 * 15 + 152 * 75) / 1e6, 12);
   });
 
-  it("yields reasoning as thinking deltas, drops the signature, then the answer text", async () => {
+  it("yields reasoning as thinking deltas, then the block whole with its signature at the block's stop, then the text", async () => {
     const { model } = setup([{ frames: stream("thinking-then-text.json") }]);
 
     const events = await collect(model.stream(request({ tier: "mid", thinking: { budgetTokens: 2048 } })));
 
-    expect(events.map((e) => e.type)).toEqual(["thinking", "thinking", "thinking", "text", "text", "stop"]);
-    expect(ofType(events, "thinking").map((e) => e.delta).join("")).toBe(
-      "The user asks which problem to fix first. Slow launches affect 41 respondents; sign-outs affect 12, so launch time comes first.",
-    );
+    expect(events.map((e) => e.type)).toEqual(["thinking", "thinking", "thinking", "thinking_block", "text", "text", "stop"]);
+    const reasoning = "The user asks which problem to fix first. Slow launches affect 41 respondents; sign-outs affect 12, so launch time comes first.";
+    expect(ofType(events, "thinking").map((e) => e.delta).join("")).toBe(reasoning);
+    expect(ofType(events, "thinking_block")[0]!.block).toEqual({ type: "thinking", text: reasoning, signature: expect.stringMatching(/^EqoBCkgI/) });
     expect(texts(events).join("")).toBe("Fix launch times first: they hurt three times as many users as sign-outs.");
-    expect(JSON.stringify(events)).not.toContain("EqoBCkgI"); // the signature is not output
+    // The signature travels only in the block (for the next request), never as displayable thinking.
+    expect(JSON.stringify(ofType(events, "thinking"))).not.toContain("EqoBCkgI");
   });
 
   it("gives a tool without input fragments an empty object", async () => {
@@ -265,7 +266,8 @@ describe("BedrockStreamingModel: the request", () => {
 
     const { body } = http.requests[0];
     expect(body.additionalModelRequestFields).toEqual({ thinking: { type: "enabled", budget_tokens: 4096 } });
-    expect(body.inferenceConfig).toEqual({ maxTokens: 8000 });
+    // Above the budget by 4,096 tokens of answer (Anthropic refuses max_tokens <= budget_tokens).
+    expect(body.inferenceConfig).toEqual({ maxTokens: 4096 + 4096 });
     expect(body.inferenceConfig).not.toHaveProperty("temperature");
   });
 });
@@ -391,4 +393,69 @@ describe("BedrockStreamingModel: abort", () => {
     expect(Date.now() - started).toBeLessThan(2_000); // not the 60 s delay
     expect(http.requests).toHaveLength(1);
   }, 5_000);
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// Public recordings of real ConverseStream responses (test/fixtures/bedrock-recorded; its README says whose).
+
+const reasoningOf = (frames: Frame[]) =>
+  frames.flatMap((f) => ((f.body as any).delta?.reasoningContent?.text ? [(f.body as any).delta.reasoningContent.text as string] : [])).join("");
+const signatureOf = (frames: Frame[]) =>
+  frames.flatMap((f) => ((f.body as any).delta?.reasoningContent?.signature ? [(f.body as any).delta.reasoningContent.signature as string] : [])).join("");
+
+describe("BedrockStreamingModel on recorded Claude streams", () => {
+  it("decodes a recorded Sonnet 4 thinking stream: deltas, the signed block whole, then the answer, at Sonnet's rates", async () => {
+    const { frames } = recorded("claude-sonnet-4-thinking-text.json");
+    const { model } = setup([{ frames }]);
+
+    const events = await collect(model.stream(request({ tier: "mid", thinking: { budgetTokens: 1024 } })));
+
+    expect(ofType(events, "thinking").map((e) => e.delta).join("")).toBe(reasoningOf(frames));
+    expect(ofType(events, "thinking_block").map((e) => e.block)).toEqual([{ type: "thinking", text: reasoningOf(frames), signature: signatureOf(frames) }]);
+    expect(events.findIndex((e) => e.type === "thinking_block")).toBeLessThan(events.findIndex((e) => e.type === "text"));
+    const usage = (frames.find((f) => f.type === "metadata")!.body as any).usage;
+    const stop = ofType(events, "stop")[0]!;
+    expect(stop.usage).toMatchObject({ inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, tier: "mid" });
+    expect(stop.usage.costUsd).toBeCloseTo((usage.inputTokens * 3 + usage.outputTokens * 15) / 1e6, 12);
+  });
+
+  it("decodes a recorded redacted reasoning stream into redacted blocks and sends them back as the same bytes", async () => {
+    const { frames } = recorded("claude-3-7-sonnet-redacted-thinking-text.json");
+    const blobs = frames.flatMap((f) => ((f.body as any).delta?.reasoningContent?.redactedContent ? [(f.body as any).delta.reasoningContent.redactedContent as string] : []));
+    const { model, http } = setup([{ frames }, { frames: recorded("claude-v2-text.json").frames }]);
+
+    const events = await collect(model.stream(request({ tier: "large", thinking: { budgetTokens: 1024 } })));
+    const blocks = ofType(events, "thinking_block").map((e) => e.block);
+    expect(blocks).toEqual(blobs.map((data) => ({ type: "redacted_thinking", data })));
+
+    const answer = texts(events).join("");
+    await collect(
+      model.stream(
+        request({
+          tier: "large",
+          thinking: { budgetTokens: 1024 },
+          messages: [
+            { role: "user", content: [{ type: "text", text: "q" }] },
+            { role: "assistant", content: [...blocks, { type: "text", text: answer }] },
+            { role: "user", content: [{ type: "text", text: "and then?" }] },
+          ],
+        }),
+      ),
+    );
+    const sent = http.requests[1]!.body.messages[1].content;
+    expect(sent.slice(0, blobs.length)).toEqual(blobs.map((b) => ({ reasoningContent: { redactedContent: b } })));
+  });
+
+  it.each(["claude-3-sonnet-tool-use.json", "claude-3-sonnet-text-then-tool-use.json", "claude-3-sonnet-text-then-tool-use-2.json", "claude-sonnet-4-text-then-tool-use.json"])(
+    "joins the tool input fragments of %s into one complete call",
+    async (name) => {
+      const { frames } = recorded(name);
+      const { model } = setup([{ frames }]);
+      const events = await collect(model.stream(request({ tools: TOOLS })));
+      const start = frames.find((f) => f.type === "contentBlockStart")!.body as any;
+      const joined = frames.flatMap((f) => ((f.body as any).delta?.toolUse ? [(f.body as any).delta.toolUse.input as string] : [])).join("");
+      expect(ofType(events, "tool_call")).toEqual([{ type: "tool_call", id: start.start.toolUse.toolUseId, name: start.start.toolUse.name, input: JSON.parse(joined) }]);
+      expect(ofType(events, "stop")[0]!.reason).toBe("tool_use");
+    },
+  );
 });

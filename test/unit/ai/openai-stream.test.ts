@@ -131,13 +131,15 @@ describe("OpenAICompatibleStreamingModel: decoding the stream", () => {
     expect(ofType(events, "stop")[0]).toMatchObject({ reason: "tool_use", usage: { inputTokens: 1530, outputTokens: 24 } });
   });
 
-  it("yields a reasoning model's reasoning_content as thinking, then the answer", async () => {
+  it("yields a reasoning model's reasoning_content as thinking, then the whole reasoning as one block, then the answer", async () => {
     const { model } = setup([sse("stream-reasoning.sse")]);
 
     const events = await collect(model.stream(request()));
 
-    expect(events.map((e) => e.type)).toEqual(["thinking", "thinking", "text", "stop"]);
+    expect(events.map((e) => e.type)).toEqual(["thinking", "thinking", "thinking_block", "text", "stop"]);
     expect(ofType(events, "thinking").map((e) => e.delta).join("")).toBe("The user asks about sign-outs; the insights list has one on it.");
+    // Kept for the turn and the message's thinking_blocks; these servers sign nothing.
+    expect(ofType(events, "thinking_block")[0]!.block).toEqual({ type: "thinking", text: "The user asks about sign-outs; the insights list has one on it." });
   });
 
   it("fails with INTERNAL, naming the tool, when the joined arguments are not JSON", async () => {
@@ -233,10 +235,18 @@ describe("OpenAICompatibleStreamingModel: the request", () => {
     expect(body.temperature).toBeUndefined();
     expect(body.max_tokens).toBe(4096);
     const assistantOnlyTools: ChatCompletionAssistantMessageParam = streamBody(
-      request({ messages: [{ role: "assistant", content: [{ type: "tool_use", id: "c1", name: "list_recommendations", input: {} }] }] }),
+      request({
+        tools: TOOLS,
+        messages: [
+          { role: "user", content: [{ type: "text", text: "What is planned?" }] },
+          { role: "assistant", content: [{ type: "tool_use", id: "c1", name: "list_recommendations", input: {} }] },
+          { role: "user", content: [{ type: "tool_result", id: "c1", status: "success", content: { recommendations: [] } }] },
+        ],
+      }),
       MODEL,
-    ).messages[1] as ChatCompletionAssistantMessageParam;
+    ).messages[2] as ChatCompletionAssistantMessageParam;
     expect(assistantOnlyTools.content).toBeNull();
+    expect(assistantOnlyTools.tool_calls).toHaveLength(1);
   });
 });
 

@@ -1,0 +1,224 @@
+/**
+ * The copilot on the Bedrock engine, end to end (issue #18 points 1 to 4 and 7): the real stream handler through the
+ * local gateway, the real Bedrock SDK client talking over a socket to a stand-in Bedrock Runtime that answers with
+ * public recordings of real ConverseStream responses (test/fixtures/bedrock-recorded, whose README says where each
+ * came from), and a real SSE client reading the wire.
+ */
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { call, newWorkspace } from "../support/api";
+import { liveGateway, readStream, type WireEvent } from "../support/sse";
+import { recorded, type Frame } from "../support/bedrock-stream";
+import { startBedrockServer, type BedrockServer } from "../support/bedrock-server";
+import { expectEnvelope } from "./_helpers";
+import { topUp } from "../support/billing";
+import { DEFAULT_CATALOGUE, modelCostUsd } from "../../core/ai/catalogue";
+import { runsOf } from "../../core/agent";
+import { prepareChat, type EventSink } from "../../core/agent/copilot";
+import { QUERY_BUDGET_MS } from "../../core/agent/loop";
+import * as Chat from "../../core/chat";
+
+process.env.AI_ENGINE = "bedrock";
+process.env.AWS_ACCESS_KEY_ID = "AKIDEXAMPLE";
+process.env.AWS_SECRET_ACCESS_KEY = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+process.env.AWS_REGION = "us-east-1";
+
+let bedrock: BedrockServer;
+let gw: Awaited<ReturnType<typeof liveGateway>>;
+let owner: Awaited<ReturnType<typeof newWorkspace>>["owner"];
+let ws: string;
+
+const opus = DEFAULT_CATALOGUE.find((m) => m.tier === "large")!;
+const haiku = DEFAULT_CATALOGUE.find((m) => m.tier === "small")!;
+const of = (events: WireEvent[], name: string) => events.filter((e) => e.event === name);
+
+/** The recorded Sonnet 4 reasoning block (deltas, signature, stop), as Bedrock streamed it. */
+const thinkingRecording = recorded("claude-sonnet-4-thinking-text.json");
+const reasoningFrames = thinkingRecording.frames.filter((f) => {
+  const b = f.body as { contentBlockIndex?: number };
+  return f.type === "messageStart" || ((f.type === "contentBlockDelta" || f.type === "contentBlockStop") && b.contentBlockIndex === 0);
+});
+const recordedReasoning = reasoningFrames.flatMap((f) => ((f.body as any).delta?.reasoningContent?.text ? [(f.body as any).delta.reasoningContent.text as string] : [])).join("");
+const recordedSignature = reasoningFrames.flatMap((f) => ((f.body as any).delta?.reasoningContent?.signature ? [(f.body as any).delta.reasoningContent.signature as string] : [])).join("");
+
+/**
+ * A thinking turn that calls a tool: the recorded reasoning block verbatim, then a tool block framed as the recorded
+ * Sonnet 4 tool block (start with id and name, an empty first fragment, the input split mid-token) calling one of our
+ * tools, then the recorded stop and usage. No public recording holds both in one stream (see the fixtures' README).
+ */
+function thinkingThenTool(name: string, input: Record<string, unknown>): Frame[] {
+  const tool = recorded("claude-sonnet-4-text-then-tool-use.json").frames;
+  const json = JSON.stringify(input);
+  const cut = Math.max(1, Math.floor(json.length / 2));
+  const start = tool.find((f) => f.type === "contentBlockStart")!.body as any;
+  return [
+    ...reasoningFrames,
+    { type: "contentBlockStart", body: { ...start, start: { toolUse: { ...start.start.toolUse, name } } } },
+    ...["", json.slice(0, cut), json.slice(cut)].map((piece) => ({ type: "contentBlockDelta", body: { contentBlockIndex: 1, delta: { toolUse: { input: piece } } } })),
+    ...tool.filter((f) => f.type === "contentBlockStop" && (f.body as any).contentBlockIndex === 1),
+    ...tool.filter((f) => f.type === "messageStop" || f.type === "metadata"),
+  ];
+}
+
+const usageOf = (frames: Frame[]) => (frames.find((f) => f.type === "metadata")!.body as { usage: { inputTokens: number; outputTokens: number } }).usage;
+
+beforeAll(async () => {
+  bedrock = await startBedrockServer();
+  process.env.AWS_ENDPOINT_URL_BEDROCK_RUNTIME = bedrock.url;
+  gw = await liveGateway();
+  const w = await newWorkspace("Copilot on Bedrock");
+  owner = w.owner;
+  ws = w.workspace.id;
+  // Thinking on the large model reserves far more than a trial's credits.
+  await topUp(owner.id, 1_000);
+});
+afterAll(async () => {
+  await gw.close();
+  await bedrock.close();
+});
+
+describe("extended thinking with a tool call (effort max)", () => {
+  it("asks within Anthropic's rules and sends the signed reasoning back unchanged ahead of the tool call", async () => {
+    const first = thinkingThenTool("workspace_summary", {});
+    const second = recorded("claude-v2-text.json").frames;
+    bedrock.reply({ frames: first }, { frames: second });
+    const before = bedrock.requests.length;
+
+    const events = await readStream(gw.base, "/api/stream/chat", owner.token, { workspace_id: ws, prompt: "How far along is our research?", effort: "max" });
+
+    const [req1, req2] = bedrock.requests.slice(before);
+    // The large tier's model, which thinks; max_tokens above the 16,000-token budget, no temperature.
+    expect(req1!.modelId).toBe(opus.id);
+    expect(req1!.body.additionalModelRequestFields).toEqual({ thinking: { type: "enabled", budget_tokens: 16_000 } });
+    expect(req1!.body.inferenceConfig).toEqual({ maxTokens: 16_000 + 4_096 });
+    // The tool call goes back behind its reasoning block, text and signature exactly as streamed.
+    const assistant = req2!.body.messages[1];
+    expect(assistant.role).toBe("assistant");
+    expect(assistant.content[0]).toEqual({ reasoningContent: { reasoningText: { text: recordedReasoning, signature: recordedSignature } } });
+    expect(assistant.content[1].toolUse).toMatchObject({ name: "workspace_summary", input: {} });
+    expect(req2!.body.messages[2].content[0].toolResult.status).toBe("success");
+    expect(req2!.body.additionalModelRequestFields).toEqual(req1!.body.additionalModelRequestFields);
+
+    expect(of(events, "thinking").map((e) => e.data.content).join("")).toBe(recordedReasoning);
+    expect(of(events, "tool_result")[0]!.data).toMatchObject({ name: "workspace_summary", status: "success" });
+    expect(events.map((e) => e.event)).not.toContain("retry");
+    const done = events.at(-1)!;
+    expect(done.event).toBe("done");
+    expect(done.data.model).toBe(opus.id);
+
+    // The message keeps the block whole; the run is costed at the called model's rates.
+    const conv = await call("GET", `/api/chat/conversations/${done.data.conversation_id}`, { token: owner.token });
+    const message = conv.body.messages.find((m: { id: string }) => m.id === done.data.message_id);
+    expect(message.thinking_blocks).toEqual([{ type: "thinking", content: recordedReasoning, signature: recordedSignature }]);
+    const run = (await runsOf(ws)).find((r) => r.agent_type === "chat" && (r.input_data as { conversation_id?: string }).conversation_id === done.data.conversation_id)!;
+    const [u1, u2] = [usageOf(first), usageOf(second)];
+    expect(run.cost_usd).toBeCloseTo(modelCostUsd(opus, u1.inputTokens + u2.inputTokens, u1.outputTokens + u2.outputTokens), 6);
+  });
+
+  it("keeps a recorded redacted reasoning block whole on the message (reasoning_mode deep)", async () => {
+    const redacted = recorded("claude-3-7-sonnet-redacted-thinking-text.json");
+    const blobs = redacted.frames.flatMap((f) => ((f.body as any).delta?.reasoningContent?.redactedContent ? [(f.body as any).delta.reasoningContent.redactedContent as string] : []));
+    bedrock.reply({ frames: redacted.frames });
+    const events = await readStream(gw.base, "/api/stream/chat", owner.token, { workspace_id: ws, prompt: "Anything to flag?", reasoning_mode: "deep" });
+    const done = events.at(-1)!;
+    const conv = await call("GET", `/api/chat/conversations/${done.data.conversation_id}`, { token: owner.token });
+    const message = conv.body.messages.find((m: { id: string }) => m.id === done.data.message_id);
+    expect(message.thinking_blocks).toEqual(blobs.map((data) => ({ type: "redacted_thinking", data })));
+  });
+});
+
+describe("the model catalogue (422 before any stream opens)", () => {
+  it("refuses a model outside the catalogue, naming the allowed ids", async () => {
+    const before = bedrock.requests.length;
+    const res = await call("POST", "/api/stream/chat", { token: owner.token, body: { workspace_id: ws, prompt: "hi", model: "anthropic.claude-opus-4-1-20250805-v1:0-not-listed" } });
+    expectEnvelope(res, 422, "VALIDATION_ERROR");
+    for (const m of DEFAULT_CATALOGUE) expect(res.body.detail).toContain(m.id);
+    expect(res.body.errors[0].loc).toEqual(["body", "model"]);
+    expect(bedrock.requests.length).toBe(before);
+  });
+
+  it("refuses thinking on a named model that cannot think, and bills a named model at its own rates", async () => {
+    const res = await call("POST", "/api/stream/chat", { token: owner.token, body: { workspace_id: ws, prompt: "hi", model: haiku.id, effort: "max" } });
+    expectEnvelope(res, 422, "VALIDATION_ERROR");
+    expect(res.body.detail).toContain("does not support extended thinking");
+
+    const text = recorded("claude-v2-text.json").frames;
+    bedrock.reply({ frames: text });
+    const before = bedrock.requests.length;
+    // effort low would be the small tier anyway; a named large model is what is called and what is billed.
+    const events = await readStream(gw.base, "/api/stream/chat", owner.token, { workspace_id: ws, prompt: "Say hello", model: opus.id, effort: "low" });
+    expect(bedrock.requests[before]!.modelId).toBe(opus.id);
+    const done = events.at(-1)!.data;
+    const run = (await runsOf(ws)).find((r) => (r.input_data as { conversation_id?: string }).conversation_id === done.conversation_id)!;
+    const u = usageOf(text);
+    expect(run.cost_usd).toBeCloseTo(modelCostUsd(opus, u.inputTokens, u.outputTokens), 6);
+    expect(run.model_id).toBe(opus.id);
+  });
+});
+
+describe("history that earlier runs left behind", () => {
+  it("sends alternating turns without blank text, whatever the stored conversation holds", async () => {
+    // A conversation as older builds left it: an empty answer (a run aborted before any text) and a prompt that
+    // never got an answer (a crash after the user's message).
+    const conversation = await Chat.openConversation(owner.id, ws, undefined, "First question");
+    await Chat.appendMessage(conversation, { role: "user", content: "First question" });
+    await Chat.appendMessage(conversation, { role: "assistant", content: "" });
+    await Chat.appendMessage(conversation, { role: "user", content: "Second question, never answered" });
+    bedrock.reply({ frames: recorded("claude-v2-text.json").frames });
+    const before = bedrock.requests.length;
+
+    const events = await readStream(gw.base, "/api/stream/chat", owner.token, { workspace_id: ws, prompt: "Third question", conversation_id: conversation.id });
+
+    expect(events.at(-1)!.event).toBe("done");
+    const { messages, toolConfig } = bedrock.requests[before]!.body;
+    expect(messages.map((m: { role: string }) => m.role)).toEqual(["user"]);
+    expect(messages[0].content.map((c: { text: string }) => c.text)).toEqual(["First question", "Second question, never answered", "Third question"]);
+    for (const m of messages) for (const c of m.content) if ("text" in c) expect(c.text.trim()).not.toBe("");
+    expect(toolConfig.tools.length).toBeGreaterThan(0);
+  });
+});
+
+describe("a client that leaves, and the 300 s budget", () => {
+  it("a disconnect over the wire stops the model call and the run is charged as cancelled", async () => {
+    // Two text deltas, then the stand-in holds the stream open as a slow model would.
+    bedrock.reply({ frames: recorded("claude-v2-text.json").frames, holdAfter: 3 });
+    const before = bedrock.requests.length;
+
+    const events = await readStream(gw.base, "/api/stream/chat", owner.token, { workspace_id: ws, prompt: "Tell me a long story" }, { onEvent: (e, close) => e.event === "token" && close() });
+
+    expect(of(events, "token").length).toBeGreaterThan(0);
+    const seen = bedrock.requests[before]!;
+    await seen.closed; // resolves only if the SDK's connection was torn down before the reply ended
+    expect(seen.wasClosedEarly()).toBe(true);
+    await vi.waitFor(async () => {
+      const runs = await runsOf(ws);
+      const run = runs.find((r) => (r.input_data as { prompt?: string }).prompt === "Tell me a long story");
+      expect(run).toMatchObject({ status: "partial", credits_charged: 0.25 });
+    }, { timeout: 10_000, interval: 100 });
+  });
+
+  it("ends a run past 300 s with error TIMEOUT then done, and stops the model call (fake timers)", async () => {
+    bedrock.reply({ frames: recorded("claude-v2-text.json").frames, holdAfter: 1 });
+    const before = bedrock.requests.length;
+    const sent: { event: string; data: any }[] = [];
+    const client = new AbortController();
+    const sink: EventSink = { token: (t) => sent.push({ event: "token", data: { content: t } }), send: (event, data) => sent.push({ event, data }), signal: client.signal };
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"], shouldAdvanceTime: true });
+    try {
+      const prepared = await prepareChat(owner.id, { workspace_id: ws, prompt: "Think about everything", max_turns: 5, attachment_ids: [] } as never);
+      const running = prepared.run(sink).finally(() => prepared.release());
+      await vi.waitFor(() => expect(bedrock.requests.length).toBe(before + 1), { timeout: 10_000, interval: 20 });
+      await vi.advanceTimersByTimeAsync(QUERY_BUDGET_MS);
+      await running;
+    } finally {
+      vi.useRealTimers();
+    }
+    const names = sent.map((e) => e.event);
+    expect(names.slice(-2)).toEqual(["error", "done"]);
+    expect(sent.at(-2)!.data).toEqual({ code: "TIMEOUT", message: `The query ran past its ${QUERY_BUDGET_MS / 1000} s budget` });
+    await bedrock.requests[before]!.closed;
+    const done = sent.at(-1)!.data;
+    const conv = await call("GET", `/api/chat/conversations/${done.conversation_id}`, { token: owner.token });
+    const answer = conv.body.messages.find((m: { id: string }) => m.id === done.message_id);
+    expect(answer.content).toBe("Stopped before answering: the query ran past its 300 s budget.");
+  });
+});
