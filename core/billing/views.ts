@@ -11,6 +11,7 @@ import { countByPrefix } from "../db/partition";
 import { Errors } from "../error";
 import { partitionOf, requireMember } from "../workspace";
 import { MODEL_RATES, type ModelTier } from "../ai/ports";
+import { catalogue } from "../ai/catalogue";
 import { EFFORT_TIER, envelopeCredits, RESERVATION_FACTOR } from "./charge";
 import { computeOf } from "./compute";
 export { COMPUTE_BLOCK_PERCENT, COMPUTE_WARNING_PERCENT } from "./compute";
@@ -287,18 +288,15 @@ export async function compute(userId: string, q: BillingWorkspaceQuery): Promise
 }
 
 /**
- * The tier a `model` names: a tier itself (small, mid, large), a model id configured for a tier
- * (BEDROCK_MODEL_SMALL/MID/LARGE), a Claude family in the id (haiku, sonnet, opus: the spec's rates are theirs), else
- * none (then the effort's tier prices it). Not read from core/ai/bedrock.ts, to keep the Bedrock SDK out of this Lambda.
+ * The tier a `model` names: a tier itself (small, mid, large), a model of the catalogue (core/ai/catalogue.ts: its
+ * tier), a Claude family in the id (haiku, sonnet, opus: the spec's rates are theirs), else none (then the effort's
+ * tier prices it). The catalogue carries no SDK, so this Lambda stays free of Bedrock's.
  */
 function tierOfModel(model: string | undefined): ModelTier | undefined {
   if (!model) return undefined;
   if (Object.hasOwn(MODEL_RATES, model)) return model as ModelTier;
-  const env: Record<ModelTier, string | undefined> = {
-    small: process.env.BEDROCK_MODEL_SMALL, mid: process.env.BEDROCK_MODEL_MID, large: process.env.BEDROCK_MODEL_LARGE,
-  };
-  const configured = (Object.keys(env) as ModelTier[]).find((t) => env[t] === model);
-  if (configured) return configured;
+  const listed = catalogue().find(model);
+  if (listed) return listed.tier;
   const m = model.toLowerCase();
   return m.includes("haiku") ? "small" : m.includes("sonnet") ? "mid" : m.includes("opus") ? "large" : undefined;
 }
