@@ -30,12 +30,15 @@ import { bundleProfileByContributor } from "./lib/profile";
 import { startBenchRuntime } from "./lib/runtime";
 import { FUNCTION_DEFAULTS } from "../stacks/defaults";
 import { lambdaContext, toApiGatewayEvent } from "../local/apigw";
+import { sized, sizeNote } from "./lib/size";
 
 const ROOT = resolve(fileURLToPath(new URL("..", import.meta.url)));
 const ENTRY_REL = "functions/http/workspaces.ts";
 const ENTRY = join(ROOT, ENTRY_REL);
 const NODE = join(ROOT, "node_modules/.bin/node");
-const IMPORT_RUNS = 10;
+const IMPORT_RUNS = sized(10, 1);
+/** One unrecorded run before the recorded ones (OS file cache, DynamoDB Local warm-up); none at the smoke size. */
+const UNRECORDED_RUNS = sized(1, 0);
 const IMPORT_TIMEOUT_MS = 20_000;
 const TARGET_BYTES = 1_000_000;
 const TARGET_IMPORT_MS = 150;
@@ -211,7 +214,7 @@ async function timeFirstRequests(dir: string, bundleFile: string) {
     const env: Record<string, string> = { PATH: process.env.PATH ?? "/usr/bin:/bin", LANG: "en_US.UTF-8", TZ: ":UTC" };
     for (const k of keys) if (process.env[k] !== undefined) env[k] = process.env[k]!;
     const args = [probe, pathToFileURL(bundleFile).href, eventFile];
-    await runChild<FirstRequestRun>(args, env); // unrecorded: OS file cache, DynamoDB Local warm-up
+    for (let r = 0; r < UNRECORDED_RUNS; r++) await runChild<FirstRequestRun>(args, env); // OS file cache, DynamoDB Local warm-up
     const rec = { imports: new Recorder(), first: new Recorder(), total: new Recorder(), warm: new Recorder(), start: new Recorder() };
     for (let r = 0; r < IMPORT_RUNS; r++) {
       const run = await runChild<FirstRequestRun>(args, env);
@@ -292,9 +295,9 @@ const LOCAL_ONLY = /node_modules\/(wink-[^/]+|@energetic-ai\/[^/]+|tesseract\.js
 
 const fmtMB = (bytes: number) => `${(bytes / 1_000_000).toFixed(3)} MB`;
 
-/** Import `file` IMPORT_RUNS times, each in a fresh process, after one unrecorded run (OS file cache). */
+/** Import `file` IMPORT_RUNS times, each in a fresh process, after UNRECORDED_RUNS unrecorded runs (OS file cache). */
 async function timeImports(probe: string, file: string, anyModule = false) {
-  await importOnce(probe, file, { anyModule });
+  for (let r = 0; r < UNRECORDED_RUNS; r++) await importOnce(probe, file, { anyModule });
   const rec = { imports: new Recorder(), cpu: new Recorder(), sinceStart: new Recorder(), wall: new Recorder() };
   for (let r = 0; r < IMPORT_RUNS; r++) {
     const run = await importOnce(probe, file, { anyModule });
@@ -321,6 +324,7 @@ interface Result {
 export default async function bundle(): Promise<void> {
   console.log("== bundle: functions/http/workspaces.ts as SST v2 bundles it for nodejs22.x ==");
   console.log(machineLine());
+  if (sizeNote()) console.log(sizeNote());
   const dir = await mkdtemp(join(tmpdir(), "r2d-bundle-"));
   try {
     const probe = join(dir, "probe.mjs");

@@ -22,6 +22,10 @@ import { describeMatches, loadCodingSets, matchTheme, pct, REALDATA_URL, scoreSe
 import { cachedEmbedder } from "../test/unit/ai/embed-cache";
 import { busyWarning, machineLine } from "./lib/machine";
 import { printTable } from "./lib/stats";
+import { isSmoke, sizeNote } from "./lib/size";
+
+/** The smoke size runs only the smallest coded set (two short interview notes, about a hundred mentions). */
+const SMOKE_SETS = ["va-interview-notes"];
 
 async function sourceOf(path: string, contentType: string, sourceType: string, embedder: Embedder): Promise<SynthesisSource> {
   const bytes = await readFile(new URL(path, REALDATA_URL));
@@ -43,9 +47,10 @@ export default async function codingBench(): Promise<void> {
   console.log(`coding benchmark — ${machineLine()}`);
   const warn = busyWarning();
   if (warn) console.log(warn);
+  if (sizeNote()) console.log(`${sizeNote()} Sets: ${SMOKE_SETS.join(", ")}.`);
   const inner = new LocalEmbedder();
   const embedder: Embedder = process.env.BENCH_SYNTH_CACHE === "1" ? cachedEmbedder(inner) : inner;
-  const sets = loadCodingSets({ benchOnly: true });
+  const sets = loadCodingSets({ benchOnly: true }).filter((s) => !isSmoke() || SMOKE_SETS.includes(s.set));
   const rows: (string | number)[][] = [];
   try {
     for (const workspace of [...new Set(sets.map((s) => s.workspace))]) {

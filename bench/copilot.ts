@@ -11,7 +11,8 @@
  *    workspace's first search embeds its 20 insights, which the API stored without vectors), then warm.
  *    **Target: 50 of 50 held.**
  * 3. Approve-to-executed latency of pending actions: the copilot queues `draft_document` ("Draft a PRD for the
- *    sign-in fix", after `POST /api/recommendations`), then `POST /api/pending-actions/{id}/approve` and
+ *    sign-in fix", after `POST /api/recommendations`; the main user is on the Growth plan, bought through the simulated
+ *    paid upgrade, since a trial drafts at most 20 documents a month), then `POST /api/pending-actions/{id}/approve` and
  *    `GET /api/pending-actions/{id}` every 20 ms until `executed` (or `failed`). Execution goes through the embedded
  *    runtime's DynamoDB Streams reader (local/streams.ts, `startLocalStreams`, started here with its defaults as
  *    `npm start` starts it), so the figure includes its GetRecords poll interval.
@@ -27,15 +28,17 @@ import type { ModelStreamEvent, StreamRequest, StreamingModel } from "../core/ai
 import { startBenchRuntime, type BenchRuntime } from "./lib/runtime";
 import { fmtMs, printTable, Recorder, type Summary } from "./lib/stats";
 import { busyWarning, machineLine } from "./lib/machine";
+import { simulatePaidUpgrade } from "./lib/billing";
+import { sized, sizeNote } from "./lib/size";
 
 const PROMPT = "What do users struggle with?";
 const DRAFT_PROMPT = "Draft a PRD for the sign-in fix";
-const WARMUP = 3;
-const SEQUENTIAL = 40;
-const CONCURRENT = 50;
-const APPROVALS = 20;
+const WARMUP = sized(3, 1);
+const SEQUENTIAL = sized(40, 2);
+const CONCURRENT = sized(50, 3);
+const APPROVALS = sized(20, 1);
 const POLL_MS = 20;
-const LOOP_RUNS = 30;
+const LOOP_RUNS = sized(30, 2);
 /** Every timed loop stops at this bound, whatever its count. */
 const LOOP_DEADLINE_MS = 45_000;
 const STREAM_TIMEOUT_MS = 60_000;
@@ -153,6 +156,7 @@ export default async function copilot(): Promise<void> {
   console.log(`copilot benchmark — ${machineLine()}`);
   const warn = busyWarning();
   if (warn) console.log(warn);
+  if (sizeNote()) console.log(sizeNote());
   process.env.AI_ENGINE = "local";
   const rt = await startBenchRuntime({ tableName: "r2d-bench-copilot", bucketName: "r2d-bench-copilot" });
   let streams: { stop(): Promise<void> } | undefined;
@@ -169,10 +173,12 @@ export default async function copilot(): Promise<void> {
 
     let t0 = performance.now();
     const main = await seededWorkspace(rt, "bench-copilot@example.com", "bench copilot");
-    // Every stream is charged (at least 0.5 credits on the local engine): the main user streams and drafts more than
-    // a trial's 15 credits cover, so the account gets a boost pack first, as a paying team would have.
-    const { grant } = await import("../core/billing/ledger");
-    await grant(main.userId, { source: "bench-copilot-boost", credits: 215, bucket: "boost", expiresAt: new Date(Date.now() + 30 * 86_400_000) });
+    // Every stream is charged (at least 0.5 credits on the local engine) and part 3 drafts 21 documents: more than a
+    // trial's 15 credits and 20 documents a month cover. The main user's team pays, as a team using the copilot this
+    // much would: the Growth plan (300 credits a month, no documents limit) through the simulated paid upgrade
+    // (bench/lib/billing.ts). The 50 users of part 2 stream twice each and stay on their trials.
+    const upgraded = await simulatePaidUpgrade(rt, { token: main.token, workspaceId: main.workspaceId, plan: "growth" });
+    console.log(`main user: plan ${upgraded.plan} (${upgraded.status}, ${upgraded.monthly_quota} credits a month) through the simulated paid upgrade`);
     console.log(`seeded 1 workspace with ${main.insightIds.length} pain points through POST /api/insights in ${fmtMs(performance.now() - t0)} ms`);
 
     // 1. Sequential streams: time to first byte and to first token.
@@ -249,7 +255,7 @@ export default async function copilot(): Promise<void> {
     // Cold: each workspace's first search embeds its 20 insights (created through the API, so without vectors): 1,000
     // embeddings and their writes under the 50 streams. Warm: the same again, vectors stored and cached.
     const coldHeld = report("a) cold workspaces (first search embeds each workspace's 20 insights)", await round());
-    const warmHeld = report("b) warm workspaces (the same 50 streams again)", await round());
+    const warmHeld = report(`b) warm workspaces (the same ${CONCURRENT} streams again)`, await round());
     console.log(`   target ${CONCURRENT}/${CONCURRENT} held: ${coldHeld === CONCURRENT && warmHeld === CONCURRENT ? "met" : "NOT met"} (cold ${coldHeld}, warm ${warmHeld})`);
 
     // 3. Approve → executed.

@@ -23,16 +23,17 @@
 import { randomUUID } from "node:crypto";
 import { DynamoDBClient, GetItemCommand, TransactWriteItemsCommand } from "@aws-sdk/client-dynamodb";
 import { marshall } from "@aws-sdk/util-dynamodb";
-import { ensureTable, startDynamoLocal } from "../local/dynamodb";
+import { startBenchDynamo } from "./lib/runtime";
 import { Recorder, fmtMs, printTable, since, type Summary } from "./lib/stats";
 import { busyWarning, machineLine } from "./lib/machine";
+import { sized, sizeNote } from "./lib/size";
 
-const TABLE = "r2d-bench-credits";
-const SEQ_N = 400;
-const SEQ_WARMUP = 60;
-const WORKERS = 20;
-const CONTENTION_MS = 10_000;
-const OVERDRAFT_CREDITS = 100;
+const TABLE_NAME = "r2d-bench-credits";
+const SEQ_N = sized(400, 10);
+const SEQ_WARMUP = sized(60, 3);
+const WORKERS = sized(20, 5);
+const CONTENTION_MS = sized(10_000, 500);
+const OVERDRAFT_CREDITS = sized(100, 10);
 /** Hard bound on any one loop. */
 const LOOP_DEADLINE_MS = 90_000;
 
@@ -42,13 +43,15 @@ export default async function credits(): Promise<void> {
   console.log(`credits benchmark — ${machineLine()}`);
   const warn = busyWarning();
   if (warn) console.log(warn);
+  if (sizeNote()) console.log(sizeNote());
   process.env.LOG_LEVEL = "SILENT";
   process.env.POWERTOOLS_LOG_LEVEL = "SILENT";
-  const dynamo = await startDynamoLocal();
-  const stopOnSignal = () => void dynamo.stop().finally(() => process.exit(130));
+  const dynamo = await startBenchDynamo(TABLE_NAME);
+  const TABLE = dynamo.tableName;
+  const stopOnSignal = (signal: NodeJS.Signals) => void dynamo.stop().finally(() => process.exit(signal === "SIGINT" ? 130 : 143));
   process.once("SIGINT", stopOnSignal);
+  process.once("SIGTERM", stopOnSignal);
   try {
-    await ensureTable(dynamo.endpoint, TABLE);
     Object.assign(process.env, {
       TABLE_NAME: TABLE,
       DYNAMODB_ENDPOINT: dynamo.endpoint,
@@ -268,6 +271,7 @@ export default async function credits(): Promise<void> {
     }
   } finally {
     process.off("SIGINT", stopOnSignal);
+    process.off("SIGTERM", stopOnSignal);
     await dynamo.stop();
   }
   const warnEnd = busyWarning();

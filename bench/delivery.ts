@@ -20,9 +20,13 @@ import { generateRecommendations } from "../core/recommendation/engine/local";
 import type { InsightInput } from "../core/recommendation/engine/types";
 import { Recorder, fmtMs, printTable, type Summary } from "./lib/stats";
 import { busyWarning, machineLine } from "./lib/machine";
+import { sized, sizeNote } from "./lib/size";
 
-const ITER = 40;
-const WARMUP = 5;
+const ITER = sized(40, 2);
+const WARMUP = sized(5, 1);
+/** Lines of each revision in the diff figures (the targets are per 5,000-line pair). */
+const LINES = sized(5000, 500);
+const LINES_LABEL = LINES.toLocaleString("en-US");
 const LOOP_DEADLINE_MS = 60_000;
 
 function time(fn: () => unknown, iter = ITER): Summary {
@@ -68,7 +72,7 @@ function forty(base: InsightInput[]): InsightInput[] {
 }
 
 /** A realistic 5,000-line Markdown revision: drafted PRD sections repeated with numbered variations. */
-function bigDoc(seedContent: string, lines = 5000): string[] {
+function bigDoc(seedContent: string, lines = LINES): string[] {
   const src = seedContent.split("\n");
   const out: string[] = [];
   for (let i = 0; out.length < lines; i++) {
@@ -86,24 +90,26 @@ export default async function delivery(): Promise<void> {
   console.log(`delivery benchmark — ${machineLine()}`);
   const warn = busyWarning();
   if (warn) console.log(warn);
+  if (sizeNote()) console.log(sizeNote());
 
   const insights = loadInsights();
   const insights40 = forty(insights);
   const rec = generateRecommendations({ insights }).recommendations[0];
   const prd = draftDocument({ document_type: "prd", recommendation: rec, insights });
 
-  // Diff: two 5,000-line revisions.
+  // Diff: two 5,000-line revisions (LINES).
   const base = bigDoc(prd.content);
   const baseText = base.join("\n") + "\n";
   const small = mutate(base, 100, "edited");
   const heavy = mutate(base, 3, "rewritten");
   const rewrite = base.map((l, i) => `${l.split(" ").reverse().join(" ")} ${i}`).join("\n") + "\n";
-  const moved = [...base.slice(2500), ...base.slice(0, 2500)].join("\n") + "\n";
+  const half = Math.floor(base.length / 2);
+  const moved = [...base.slice(half), ...base.slice(0, half)].join("\n") + "\n";
   const diffRows = [
-    row("diff 5,000 lines: 1% lines edited", time(() => diffStats(baseText, small)), 100),
-    row("diff 5,000 lines: 33% lines edited", time(() => diffStats(baseText, heavy)), 100),
-    row("diff 5,000 lines: full rewrite", time(() => diffStats(baseText, rewrite)), 100),
-    row("diff 5,000 lines: halves swapped", time(() => diffStats(baseText, moved), 10), 1000),
+    row(`diff ${LINES_LABEL} lines: 1% lines edited`, time(() => diffStats(baseText, small)), 100),
+    row(`diff ${LINES_LABEL} lines: 33% lines edited`, time(() => diffStats(baseText, heavy)), 100),
+    row(`diff ${LINES_LABEL} lines: full rewrite`, time(() => diffStats(baseText, rewrite)), 100),
+    row(`diff ${LINES_LABEL} lines: halves swapped`, time(() => diffStats(baseText, moved), sized(10, 2)), 1000),
   ];
   for (const [name, t] of [["1% edited", small], ["33% edited", heavy], ["full rewrite", rewrite], ["halves swapped", moved]] as const) {
     const st = diffStats(baseText, t);
@@ -122,7 +128,7 @@ export default async function delivery(): Promise<void> {
   engineRows.push(row(`draft prd, no recommendation (${insights40.length} insights)`, time(() => draftDocument({ document_type: "prd", insights: insights40 })), 200));
   const blocks = extractBlocks(prd.content);
   engineRows.push(row(`extractBlocks: drafted PRD (${prd.content.split("\n").length} lines)`, time(() => extractBlocks(prd.content)), 50));
-  engineRows.push(row("extractBlocks: 5,000-line document", time(() => extractBlocks(baseText), 10), 1000));
+  engineRows.push(row(`extractBlocks: ${LINES_LABEL}-line document`, time(() => extractBlocks(baseText), sized(10, 2)), 1000));
   const ctx = blocks.map((b) => ({ ...b }));
   engineRows.push(row(`expand: all ${blocks.length} PRD blocks`, time(() => ctx.forEach((b) => expandBlock(b, ctx, insights))), 200));
   engineRows.push(row(`challenge: all ${blocks.length} PRD blocks`, time(() => ctx.forEach((b) => challengeBlock(b, ctx, insights))), 200));

@@ -5,10 +5,12 @@
  *   npm run bench -- foundation
  *
  * One process: DynamoDB Local (in memory), the object store (temp dir), an ephemeral identity provider and the
- * local gateway on a free 127.0.0.1 port. Requests are sequential over one keep-alive connection. Each iteration
- * runs, in rotating order, the HTTP request, the floor, and the breakdown pieces (handler in-process, core calls,
- * JWT check), so drift (DynamoDB Local's JIT, GC, other load) hits all alike. Prints a latency table, where the
- * time goes, and a CPU profile of this process by package.
+ * local gateway on a free 127.0.0.1 port. The benchmark's user creates hundreds of workspaces, more than a trial
+ * allows (3), so after the first it upgrades to the Power plan (unlimited workspaces) through the simulated paid
+ * upgrade (bench/lib/billing.ts), as a customer would. Requests are sequential over one keep-alive connection. Each
+ * iteration runs, in rotating order, the HTTP request, the floor, and the breakdown pieces (handler in-process, core
+ * calls, JWT check), so drift (DynamoDB Local's JIT, GC, other load) hits all alike. Prints a latency table, where
+ * the time goes, and a CPU profile of this process by package.
  */
 import { randomUUID } from "node:crypto";
 import {
@@ -25,13 +27,15 @@ import { LoopbackClient } from "./lib/http";
 import { Recorder, fmtMs, printTable, since, type Summary } from "./lib/stats";
 import { cpuProfile, selfTimeByCategory } from "./lib/profile";
 import { busyWarning, machineLine } from "./lib/machine";
+import { simulatePaidUpgrade } from "./lib/billing";
+import { sized, sizeNote } from "./lib/size";
 
-const GET_N = 500;
-const CREATE_N = 300;
-const GET_WARMUP = 200;
-const CREATE_WARMUP = 50;
+const GET_N = sized(500, 20);
+const CREATE_N = sized(300, 10);
+const GET_WARMUP = sized(200, 5);
+const CREATE_WARMUP = sized(50, 3);
 /** Requests profiled per operation for the CPU attribution. */
-const PROFILE_N = 150;
+const PROFILE_N = sized(150, 5);
 /** Hard bound on any one measured loop. */
 const LOOP_DEADLINE_MS = 60_000;
 const TARGET_RATIO = 2;
@@ -94,6 +98,7 @@ function toLowLevelTransact(p: TransactInput): TransactWriteItemsCommandInput {
 export default async function foundation(): Promise<void> {
   console.log("== foundation: workspace endpoints through the local gateway vs the DynamoDB floor ==");
   console.log(machineLine());
+  if (sizeNote()) console.log(sizeNote());
   const t0 = performance.now();
   const rt = await startBenchRuntime();
   console.log(`runtime up in ${fmtMs(since(t0))} ms (gateway ${rt.base}, DynamoDB Local ${rt.dynamoEndpoint}, in memory)`);
@@ -118,10 +123,10 @@ export default async function foundation(): Promise<void> {
 async function run(rt: BenchRuntime, http: LoopbackClient, raw: DynamoDBClient): Promise<void> {
   // Modules shared with the handler the gateway loaded (same files, same instances).
   const { db } = await import("../core/db/service");
-  const { Config } = await import("../core/config");
   const User = await import("../core/user");
   const Workspace = await import("../core/workspace");
   const { verifyBearer } = await import("../functions/lib/auth");
+  const { requireUsage } = await import("../core/billing/gates");
   const { groupHandler, toApiGatewayEvent, lambdaContext } = await import("../local/apigw");
   const { dynamoClient } = await import("../core/db/client");
 
@@ -153,6 +158,9 @@ async function run(rt: BenchRuntime, http: LoopbackClient, raw: DynamoDBClient):
   const createBody = { name: "Bench workspace", product_name: "Bench product" };
   const ws = await http.json<WorkspaceView>("POST", "/api/workspaces", 201, { token, json: createBody });
   const getPath = `/api/workspaces/${ws.id}`;
+  // The timed loops create hundreds of workspaces; a trial owns at most 3: upgrade as a customer would.
+  const upgraded = await simulatePaidUpgrade(rt, { token, workspaceId: ws.id, plan: "power" });
+  console.log(`plan: ${upgraded.plan} (${upgraded.status}) through the simulated paid upgrade (a signed Stripe webhook event), unlimited workspaces`);
 
   // --- the operations
   const httpGet = async () => {
@@ -176,28 +184,17 @@ async function run(rt: BenchRuntime, http: LoopbackClient, raw: DynamoDBClient):
       if (!out.Item) throw new Error(`floor GetItem found nothing for ${JSON.stringify(input.Key)}`);
     }
   };
-  // Create: user GetItem, then Workspace.create's 4-item TransactWriteItems (workspace, owner membership,
-  // settings, trialing subscription; each a conditional Put), then the read-back GetItem of the workspace.
-  // Mirrors core/workspace/index.ts create(); keep in step with it.
+  // Create: user GetItem; the route's `workspaces` usage gate reads the caller's billing account (GetItem; on the
+  // Power plan the limit is unlimited, so it counts nothing: core/billing/gates.ts); Workspace.create's 3-item
+  // TransactWriteItems (workspace, owner membership, settings; each a conditional Put); the read-back GetItem of the
+  // workspace. Mirrors core/billing/gates.ts usageOf and core/workspace/index.ts create(); keep in step with them.
+  const accountGet = toLowLevelGet(db().entities.billingAccount.get({ user_id: me.id }).params({ consistent: true }));
   const buildCreate = () => {
     const id = randomUUID();
-    const now = new Date();
-    const trialEnds = new Date(now.getTime() + Config.trialDays() * 86_400_000).toISOString();
-    const params = createWriteTransaction(db().pick("workspace", "membership", "workspaceSettings", "subscription"), ({ workspace, membership, workspaceSettings, subscription }) => [
+    const params = createWriteTransaction(db().pick("workspace", "membership", "workspaceSettings"), ({ workspace, membership, workspaceSettings }) => [
         workspace.create({ id, owner_id: me.id, ...createBody }).commit(),
         membership.create({ workspace_id: id, user_id: me.id, role: "owner", added_by: me.id }).commit(),
         workspaceSettings.create({ workspace_id: id, researchCycleEnabled: false, overnightCycleNotifyEmail: false }).commit(),
-        subscription
-          .create({
-            id: randomUUID(),
-            workspace_id: id,
-            plan: "trial",
-            status: "trialing",
-            trial_ends_at: trialEnds,
-            current_period_start: now.toISOString(),
-            current_period_end: trialEnds,
-          })
-          .commit(),
       ])
       .params() as unknown as TransactInput;
     return {
@@ -205,9 +202,9 @@ async function run(rt: BenchRuntime, http: LoopbackClient, raw: DynamoDBClient):
       readBack: toLowLevelGet(db().entities.workspace.get({ id }).params({ consistent: true })),
     };
   };
-  if (buildCreate().transact.TransactItems?.length !== 4) throw new Error("floor transaction does not have 4 items");
+  if (buildCreate().transact.TransactItems?.length !== 3) throw new Error("floor transaction does not have 3 items");
   // Self-check: the floor must make the calls the handler makes; say so loudly when the handler has changed.
-  const floorCalls = { get: ["GetItem", "GetItem", "GetItem"], create: ["GetItem", "TransactWriteItems(4)", "GetItem"] };
+  const floorCalls = { get: ["GetItem", "GetItem", "GetItem"], create: ["GetItem", "GetItem", "TransactWriteItems(3)", "GetItem"] };
   const handlerCalls = { get: await dynamoCallsOf(httpGet), create: await dynamoCallsOf(httpCreate) };
   // DocumentClient commands (Get, TransactWrite) wrap the low-level ones (GetItem, TransactWriteItems).
   const normalise = (calls: string[]) => calls.map((c) => c.replace(/^Get(?=\(|$)/, "GetItem").replace(/^TransactWrite(?=\(|$)/, "TransactWriteItems"));
@@ -223,6 +220,8 @@ async function run(rt: BenchRuntime, http: LoopbackClient, raw: DynamoDBClient):
     const { transact, readBack } = creates[i]!;
     const user = await raw.send(new GetItemCommand(userGet));
     if (!user.Item) throw new Error("floor: user missing");
+    const account = await raw.send(new GetItemCommand(accountGet));
+    if (!account.Item) throw new Error("floor: billing account missing");
     await raw.send(new TransactWriteItemsCommand(transact));
     const back = await raw.send(new GetItemCommand(readBack));
     if (!back.Item) throw new Error("floor: read-back found nothing");
@@ -248,7 +247,11 @@ async function run(rt: BenchRuntime, http: LoopbackClient, raw: DynamoDBClient):
   const handlerGet = () => invoke("GET", getPath, "GET /api/workspaces/{workspace_id}", { workspace_id: ws.id });
   const handlerCreate = () => invoke("POST", "/api/workspaces", "POST /api/workspaces", {}, createBody);
   const coreGet = async () => void (await Workspace.get((await User.fromClaims(claims)).id, ws.id));
-  const coreCreate = async () => void (await Workspace.create(await User.fromClaims(claims), createBody));
+  const coreCreate = async () => {
+    const user = await User.fromClaims(claims);
+    await requireUsage({ userId: user.id }, "workspaces");
+    await Workspace.create(user, createBody);
+  };
   const jwt = async () => void (await verifyBearer(`Bearer ${token}`));
 
   const recorders = () => ({ http: new Recorder(), floor: new Recorder(), handler: new Recorder(), core: new Recorder(), jwt: new Recorder() });
@@ -295,7 +298,7 @@ async function run(rt: BenchRuntime, http: LoopbackClient, raw: DynamoDBClient):
       return [op, h.n, fmtMs(h.p50), fmtMs(h.p90), fmtMs(h.p99), fmtMs(f.p50), fmtMs(f.p90), fmtMs(f.p99), `${ratio.toFixed(2)}x`, ratio <= TARGET_RATIO ? "met" : "NOT met"];
     }),
   );
-  console.log("floor = the same DynamoDB Local calls with the low-level AWS SDK client (GET: 3 GetItem; POST: GetItem + 4-item TransactWriteItems + GetItem)");
+  console.log("floor = the same DynamoDB Local calls with the low-level AWS SDK client (GET: 3 GetItem; POST: 2 GetItem + 3-item TransactWriteItems + GetItem)");
 
   // --- where the time goes: p50 of each piece, all timed in the same interleaved loop
   const line = (label: string, get: number, create: number) => [label, fmtMs(get), fmtMs(create)];
@@ -307,7 +310,7 @@ async function run(rt: BenchRuntime, http: LoopbackClient, raw: DynamoDBClient):
       line("handler invoked in-process (event in, result out)", g.handler.p50, c.handler.p50),
       line("=> local gateway + loopback HTTP + client", g.http.p50 - g.handler.p50, c.http.p50 - c.handler.p50),
       line("JWT verify alone (aws-jwt-verify RS256, cached JWKS)", g.jwt.p50, g.jwt.p50),
-      line("core calls alone (User.fromClaims + Workspace op, ElectroDB)", g.core.p50, c.core.p50),
+      line("core calls alone (User.fromClaims [+ plan gate] + Workspace op, ElectroDB)", g.core.p50, c.core.p50),
       line("DynamoDB floor (low-level client, same calls)", g.floor.p50, c.floor.p50),
       line("=> ElectroDB + DocumentClient over the floor", g.core.p50 - g.floor.p50, c.core.p50 - c.floor.p50),
       line("=> middy stack + router + zod + JSON + JWT", g.handler.p50 - g.core.p50, c.handler.p50 - c.core.p50),

@@ -1,38 +1,26 @@
 /**
- * Benchmark dispatcher (benchmarks are never tests; `npm test` does not run them).
+ * Benchmark dispatcher. Benchmarks assert nothing about their figures; `npm test` runs each at its smoke size only
+ * (test/bench/smoke.test.ts), to notice one that no longer runs.
  *
- *   npm run bench                 run every benchmark, each in its own fresh process
+ *   npm run bench                 run every benchmark at its full size, each in its own fresh process
  *   npm run bench -- <name> ...   run the named ones (bench/<name>.ts), in this process when only one
+ *   npm run bench -- --smoke ...  the same at the smoke size (BENCH_SIZE=smoke; bench/lib/size.ts)
  *   npm run bench -- --list       list the benchmarks found
  *
  * A benchmark is any bench/<name>.ts (not run.ts, not under lib/) whose default export is
  * `async function (): Promise<void>`; it prints its own figures. Exit code: 0 when all ran, 1 when one failed,
- * 2 for an unknown name.
+ * 2 for an unknown name or option.
  */
 import { spawn } from "node:child_process";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { discoverBenchmarks as discover } from "./lib/discover";
+import { benchSize } from "./lib/size";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-/** Run first, in this order, when present; the rest follow alphabetically. */
-const PREFERRED_ORDER = ["foundation", "bundle"];
-const NAME = /^[a-z0-9][a-z0-9-]*$/;
 
 type Bench = () => Promise<void>;
-
-/** Names of bench/<name>.ts files (candidates; the default export is checked when loaded). */
-function discover(): string[] {
-  const names = readdirSync(HERE, { withFileTypes: true })
-    .filter((e) => e.isFile() && e.name.endsWith(".ts") && !e.name.endsWith(".d.ts") && e.name !== "run.ts")
-    .map((e) => e.name.slice(0, -3))
-    .filter((n) => NAME.test(n));
-  const rank = (n: string) => {
-    const i = PREFERRED_ORDER.indexOf(n);
-    return i === -1 ? PREFERRED_ORDER.length : i;
-  };
-  return names.sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
-}
 
 async function load(name: string): Promise<Bench | undefined> {
   const mod = (await import(pathToFileURL(join(HERE, `${name}.ts`)).href)) as { default?: unknown };
@@ -48,7 +36,7 @@ async function runHere(name: string): Promise<boolean> {
   }
   const t0 = performance.now();
   await bench();
-  console.log(`\n[${name}] done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  console.log(`\n[${name}] done in ${((performance.now() - t0) / 1000).toFixed(1)} s (size ${benchSize()})`);
   return true;
 }
 
@@ -89,11 +77,29 @@ function rerunOnPinnedNode(): Promise<number> | undefined {
 async function main(): Promise<number> {
   const rerun = rerunOnPinnedNode();
   if (rerun) return rerun;
-  const args = process.argv.slice(2).filter((a) => a !== "--");
+  const argv = process.argv.slice(2).filter((a) => a !== "--");
   const available = discover();
-  if (args.includes("--list") || args.includes("--help") || args.includes("-h")) {
-    console.log(`Benchmarks: ${available.join(", ") || "(none)"}\nUsage: npm run bench [-- <name> ...]`);
+  if (argv.includes("--list") || argv.includes("--help") || argv.includes("-h")) {
+    console.log(`Benchmarks: ${available.join(", ") || "(none)"}\nUsage: npm run bench [-- [--smoke | --size=smoke|full] <name> ...]`);
     return 0;
+  }
+  // The size goes to the environment, so the benchmark modules (loaded below) and the isolated children see it.
+  for (const a of argv) {
+    if (a === "--smoke") process.env.BENCH_SIZE = "smoke";
+    else if (a === "--full") process.env.BENCH_SIZE = "full";
+    else if (a.startsWith("--size=")) process.env.BENCH_SIZE = a.slice("--size=".length);
+  }
+  try {
+    benchSize();
+  } catch (err) {
+    console.error((err as Error).message);
+    return 2;
+  }
+  const args = argv.filter((a) => !a.startsWith("--"));
+  const badOption = argv.find((a) => a.startsWith("--") && a !== "--smoke" && a !== "--full" && !a.startsWith("--size="));
+  if (badOption) {
+    console.error(`Unknown option: ${badOption}. Options: --smoke, --full, --size=smoke|full, --list`);
+    return 2;
   }
   const unknown = args.filter((a) => !available.includes(a));
   if (unknown.length > 0) {

@@ -3,6 +3,11 @@
  * workspace of 5,000 insights (target p50 < 50 ms), with the local embedder (Universal Sentence Encoder).
  * Insight texts are real: survey answers and review sentences from ../shared/realdata, so the vectors are those of
  * real research language. Also reports the cold first search (loading and caching the workspace's vectors).
+ *
+ * One user sends every search, several hundred a minute, far above the per-user limit a person typing needs
+ * (insights_search, 60 a minute by default: core/config.ts). The benchmark raises that limit for its own runtime
+ * through the documented setting, RATE_LIMIT_INSIGHTS_SEARCH, as an operator would; the limiter still runs on
+ * every request (its guard update is part of the measured latency), it just never refuses one.
  */
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
@@ -10,8 +15,13 @@ import Papa from "papaparse";
 import { startBenchRuntime } from "./lib/runtime";
 import { fmtMs, printTable, Recorder } from "./lib/stats";
 import { busyWarning, machineLine } from "./lib/machine";
+import { sized, sizeNote } from "./lib/size";
 
-const N = 5_000;
+const N = sized(5_000, 50);
+const WARM = sized(20, 2);
+const MEASURED = sized(300, 10);
+/** The per-user search limit of this benchmark's runtime ("<max>/<window seconds>"): never reached. */
+const SEARCH_RATE_LIMIT = "100000/60";
 const REALDATA = new URL("../../shared/realdata/", import.meta.url).pathname;
 const QUERIES = [
   "slow to start", "login problems", "accessibility for screen readers", "keyboard shortcuts", "installing extensions",
@@ -32,6 +42,10 @@ export default async function search(): Promise<void> {
   console.log(`search benchmark — ${machineLine()}`);
   const warn = busyWarning();
   if (warn) console.log(warn);
+  if (sizeNote()) console.log(sizeNote());
+  // Read on every request (Config.rateLimit), so setting it in this process is setting it for the runtime.
+  process.env.RATE_LIMIT_INSIGHTS_SEARCH = SEARCH_RATE_LIMIT;
+  console.log(`per-user search limit raised for this benchmark: RATE_LIMIT_INSIGHTS_SEARCH=${SEARCH_RATE_LIMIT} (default 60/60)`);
   const rt = await startBenchRuntime();
   try {
     const { db } = await import("../core/db/service");
@@ -80,10 +94,10 @@ export default async function search(): Promise<void> {
     };
     const cold = await call(QUERIES[0]!);
     console.log(`cold search (loads and caches ${N} vectors): ${fmtMs(cold.ms)}, mode ${cold.body.mode}`);
-    for (let i = 0; i < 20; i++) await call(QUERIES[i % QUERIES.length]!);
+    for (let i = 0; i < WARM; i++) await call(QUERIES[i % QUERIES.length]!);
     const rec = new Recorder();
     const examples: string[][] = [];
-    for (let i = 0; i < 300; i++) {
+    for (let i = 0; i < MEASURED; i++) {
       const q = QUERIES[i % QUERIES.length]!;
       const { ms, body } = await call(q);
       rec.record(ms);

@@ -20,6 +20,12 @@ import { loadWorkspace } from "../test/unit/ai/realdata";
 import { busyWarning, machineLine } from "./lib/machine";
 import { fmtBytes, printTable } from "./lib/stats";
 import { generateSurvey } from "./lib/survey-gen";
+import { sized, sizeNote } from "./lib/size";
+
+/** Responses in the generated survey. */
+const RESPONSES = sized(5000, 10);
+/** The jupyter files loaded: all of them, or at the smoke size the usability findings alone (one short Markdown file). */
+const ONLY = sized<RegExp | undefined>(undefined, /^usability-research\//);
 
 const maxRss = () => process.resourceUsage().maxRSS * 1024;
 
@@ -27,15 +33,16 @@ export default async function surveyBench(): Promise<void> {
   console.log(`survey synthesis benchmark — ${machineLine()}`);
   const warn = busyWarning();
   if (warn) console.log(warn);
+  if (sizeNote()) console.log(`${sizeNote()} Files: jupyter/usability-research only; survey of ${RESPONSES} responses.`);
   const embedder = cachedEmbedder(new LocalEmbedder({ workers: 1 }));
 
   const cases: { name: string; load: () => Promise<SynthesisSource[]> }[] = [
-    { name: "jupyter workspace", load: async () => (await loadWorkspace("jupyter")) as SynthesisSource[] },
+    { name: ONLY ? "jupyter usability findings" : "jupyter workspace", load: async () => (await loadWorkspace("jupyter", ONLY)) as SynthesisSource[] },
     {
-      name: "5,000-response survey",
+      name: `${RESPONSES.toLocaleString("en-US")}-response survey`,
       load: async () => {
-        const ex = extractCsv(generateSurvey(5000));
-        return [{ id: "survey-5000", title: "generated-5000-survey.csv", source_type: "survey", units: ex.units, extracted_text: ex.extracted_text }];
+        const ex = extractCsv(generateSurvey(RESPONSES));
+        return [{ id: `survey-${RESPONSES}`, title: `generated-${RESPONSES}-survey.csv`, source_type: "survey", units: ex.units, extracted_text: ex.extracted_text }];
       },
     },
   ];

@@ -21,6 +21,13 @@ import { cachedEmbedder } from "../test/unit/ai/embed-cache";
 import { loadWorkspace } from "../test/unit/ai/realdata";
 import { busyWarning, machineLine } from "./lib/machine";
 import { fmtBytes, printTable } from "./lib/stats";
+import { sized, sizeNote } from "./lib/size";
+
+/** The jupyter files loaded: all of them, or at the smoke size the usability findings alone (one short Markdown file). */
+const ONLY = sized<RegExp | undefined>(undefined, /^usability-research\//);
+/** Mentions in the calling-thread vs worker-threads comparison, and texts embedded first to warm every worker. */
+const SAMPLE = sized(600, 24);
+const WARM_TEXTS = sized(256, 8);
 
 const cpuSeconds = (u: NodeJS.CpuUsage) => (u.user + u.system) / 1e6;
 
@@ -35,21 +42,22 @@ export default async function synthesisBench(): Promise<void> {
   console.log(`synthesis benchmark — ${machineLine()}`);
   const warn = busyWarning();
   if (warn) console.log(warn);
+  if (sizeNote()) console.log(`${sizeNote()} Files: jupyter/usability-research only.`);
   const useCache = process.env.BENCH_SYNTH_CACHE === "1";
 
-  const load = await timed(() => loadWorkspace("jupyter"));
+  const load = await timed(() => loadWorkspace("jupyter", ONLY));
   const sources = load.result;
   console.log(`loaded ${sources.length} sources, ${sources.reduce((a, s) => a + s.units.length, 0)} units in ${load.wallS.toFixed(1)} s`);
 
-  // What a second core buys: 600 mentions, in-thread vs 2 worker threads (models loaded before timing).
+  // What a second core buys: 600 mentions (SAMPLE), in-thread vs 2 worker threads (models loaded before timing).
   const sample = sources
     .flatMap((s) => s.units.flatMap((u) => unitMentions(u).map((m) => m.text)))
     .filter((_, i) => i % 11 === 0)
-    .slice(0, 600);
+    .slice(0, SAMPLE);
   const rows: (string | number)[][] = [];
   for (const workers of [0, Math.min(2, availableParallelism())]) {
     const e = new LocalEmbedder({ workers });
-    await e.embed(Array.from({ length: 256 }, (_, i) => `warm up every worker ${i}`)); // several batches: all workers warm
+    await e.embed(Array.from({ length: WARM_TEXTS }, (_, i) => `warm up every worker ${i}`)); // several batches: all workers warm
     const r = await timed(() => e.embed(sample));
     rows.push([workers === 0 ? "calling thread" : `${workers} worker threads`, sample.length, r.wallS.toFixed(1), (sample.length / r.wallS).toFixed(0), ((1000 * r.wallS) / sample.length).toFixed(1), r.cpuS.toFixed(1)]);
   }

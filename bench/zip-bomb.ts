@@ -12,8 +12,11 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { busyWarning, machineLine } from "./lib/machine";
+import { printTable } from "./lib/stats";
+import { sized, sizeNote } from "./lib/size";
 
-const PARALLEL = 4;
+/** Extractions in parallel (the child reads the same BENCH_SIZE from the environment it inherits). */
+const PARALLEL = sized(4, 2);
 const MiB = 1024 * 1024;
 const VARIANTS = { honest: "headers declare the real size", understated: "headers declare 1 MiB" } as const;
 type Variant = keyof typeof VARIANTS;
@@ -68,12 +71,16 @@ export default async function zipBomb(): Promise<void> {
   console.log(`zip-bomb benchmark — ${machineLine()}`);
   const warn = busyWarning();
   if (warn) console.log(warn);
-  for (const variant of Object.keys(VARIANTS) as Variant[]) await runVariant(variant);
+  if (sizeNote()) console.log(sizeNote());
+  const rows: (string | number)[][] = [];
+  for (const variant of Object.keys(VARIANTS) as Variant[]) rows.push(await runVariant(variant));
+  console.log(`\nSummary (${PARALLEL} zip-bomb DOCX extractions in parallel per variant, each in a fresh process):`);
+  printTable(["variant", "RSS before start", "peak RSS", "wall s", "outcome"], rows);
   console.log(`\nend: ${machineLine()}`);
 }
 
-/** One variant in a fresh child process, and its figures. */
-async function runVariant(variant: Variant): Promise<void> {
+/** One variant in a fresh child process; prints its figures and returns its summary row. */
+async function runVariant(variant: Variant): Promise<(string | number)[]> {
   const proc = spawn(process.execPath, ["--expose-gc", ...process.execArgv, fileURLToPath(import.meta.url)], {
     env: { ...process.env, ZIP_BOMB_CHILD: "1", ZIP_BOMB_VARIANT: variant, LOG_LEVEL: "SILENT", POWERTOOLS_LOG_LEVEL: "SILENT" },
     stdio: ["ignore", "pipe", "pipe"],
@@ -107,12 +114,20 @@ async function runVariant(variant: Variant): Promise<void> {
   if (!done) {
     console.log(`  outcome: the process died (exit code ${exit.code}, signal ${exit.signal}) after reaching ${mib(peak)} RSS`);
     console.log(`  last stderr: ${stderr.trim().split("\n").slice(-5).join("\n    ")}`);
-    return;
+    return [variant, mib(start.rss), mib(peak), "-", `process died (code ${exit.code}, signal ${exit.signal})`];
   }
   console.log(`  peak RSS: ${mib(Math.max(peak, done.peak))} (+${mib(Math.max(peak, done.peak) - start.rss)}); wall ${(done.wallMs / 1000).toFixed(2)} s`);
   for (const [i, o] of done.outcomes.entries()) {
     console.log(`  #${i + 1}: ${o.ok ? "extracted" : `failed (${o.reason ?? "no reason"})`} in ${(o.ms / 1000).toFixed(2)} s: ${o.message.slice(0, 200)}`);
   }
+  const outcomes = new Map<string, number>();
+  for (const o of done.outcomes) {
+    const key = o.ok ? "extracted" : `refused: ${o.reason ?? "no reason"}`;
+    outcomes.set(key, (outcomes.get(key) ?? 0) + 1);
+  }
+  const outcome = [...outcomes].map(([k, n]) => `${n} ${k}`).join(", ");
+  const peakRss = Math.max(peak, done.peak);
+  return [variant, mib(start.rss), mib(peakRss), (done.wallMs / 1000).toFixed(2), outcome];
 }
 
 if (process.env.ZIP_BOMB_CHILD === "1") {
