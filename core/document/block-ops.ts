@@ -8,6 +8,7 @@ import { deleteKeys, partitionKeys } from "../db/partition";
 import { emptyBlockContent, validateBlockContent, DEFAULT_TITLES, type BlockContent, type BlockType } from "./blocks";
 import { extractBlocks, parseIntent } from "./markdown";
 import { reload, requireDocument, withContent, type DocumentItem } from "./index";
+import { asWrite, commitWrites, tagOf, type AgentWrite } from "../db/agent-write";
 import type { AnnotationEntity, BlockEntity } from "./document.entity";
 import type { Block as BlockView, CreateBlockInput, UpdateBlockInput } from "./schema";
 
@@ -127,16 +128,35 @@ export async function createBlock(userId: string, documentId: string, input: Cre
   return blockView(await requireBlockOf(doc, id));
 }
 
-/** `PATCH /api/documents/{id}/blocks/{block_id}`: title, content (validated for the block's type) or position. */
-export async function updateBlock(userId: string, documentId: string, blockId: string, input: UpdateBlockInput): Promise<BlockView> {
+/** What a block write hands its settlement (AgentWrite.settle): the block as written. */
+export interface BlockWritten {
+  id: string;
+  block_type: BlockItem["block_type"];
+  title: string;
+}
+
+/**
+ * `PATCH /api/documents/{id}/blocks/{block_id}`: title, content (validated for the block's type) or position. For an
+ * approved pending action (`opts`, DESIGN.md 6.2) the title and content change carries the action's id in the same
+ * write, and commits together with `opts.settle` (a position change is not among what the agent's tool may do).
+ * @throws AppError NOT_FOUND (404) for the document or block; VALIDATION_ERROR (422) for content that does not fit the
+ *   block's type; CONFLICT (409) when blocks changed meanwhile; SettlementRefused when the executor lost the action.
+ */
+export async function updateBlock(userId: string, documentId: string, blockId: string, input: UpdateBlockInput, opts: AgentWrite<BlockWritten> = {}): Promise<BlockView> {
   const doc = await requireDocument(userId, documentId);
   const block = await requireBlockOf(doc, blockId);
   const content = input.content !== undefined ? requestContent(block.block_type as BlockType, input.content) : undefined;
   if (input.title !== undefined || content !== undefined) {
-    await db()
+    const write = db()
       .entities.block.patch({ workspace_id: doc.workspace_id, document_id: doc.id, id: blockId })
-      .set({ ...(input.title !== undefined ? { title: input.title } : {}), ...(content !== undefined ? { content } : {}) })
-      .go();
+      .set({ ...(input.title !== undefined ? { title: input.title } : {}), ...(content !== undefined ? { content } : {}), ...tagOf(opts) });
+    if (opts.settle) {
+      const settlement = opts.settle({ id: block.id, block_type: block.block_type, title: input.title ?? block.title ?? "" });
+      // The patch's only condition: the block still exists.
+      if (await commitWrites(["block"], [asWrite(write)], settlement)) throw Errors.notFound("Block");
+    } else {
+      await write.go();
+    }
   }
   if (input.position !== undefined && input.position !== block.position) {
     const all = await blocksOf(doc);

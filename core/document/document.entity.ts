@@ -72,6 +72,8 @@ export const buildRevisionEntity = () => new Entity({
     change_summary: { type: "string", readOnly: true },
     changed_by: { type: "string", required: true, readOnly: true },
     word_count: { type: "number", required: true, readOnly: true },
+    /** The pending action whose approved execution wrote this revision (DESIGN.md 6.2: agent writes are traceable). */
+    pending_action_id: { type: "string", readOnly: true },
     created_at: { type: "string", required: true, readOnly: true, default: () => new Date().toISOString() },
   },
   indexes: {
@@ -99,6 +101,8 @@ export const buildBlockEntity = () => new Entity({
     title: { type: "string", default: "" },
     content: { type: "any", required: true },
     position: { type: "number", required: true },
+    /** The pending action whose approved execution last wrote this block (DESIGN.md 6.2: agent writes are traceable). */
+    pending_action_id: { type: "string" },
     created_at: { type: "string", required: true, readOnly: true, default: () => new Date().toISOString() },
     updated_at: { type: "string", required: true, default: () => new Date().toISOString(), set: () => new Date().toISOString(), watch: "*" },
   },

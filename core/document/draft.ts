@@ -11,7 +11,7 @@ import { allOf } from "../insight";
 import { loadInsights, toEngineInput } from "../insight/inputs";
 import { toView as recommendationView } from "../recommendation";
 import { documentEngine } from "./engine";
-import { create } from "./index";
+import { create, type DocumentWritten } from "./index";
 import type { DraftInput } from "./schema";
 
 /** Insights a draft without a recommendation or explicit ids is grounded in: the most widespread, at most this many. */
@@ -21,8 +21,12 @@ const DEFAULT_DRAFT_INSIGHTS = 10;
  * `POST /api/documents/draft` (spec 01): draft a document of any type from a recommendation, its insights and their
  * quotes, plus the user's instructions; stored as a draft with an `ai_draft` revision. Without a recommendation or
  * insight ids, the workspace's most widespread insights ground it. Recorded as a `drafting` agent run.
+ * For an approved pending action (`opts`, DESIGN.md 6.2) the document is created under `opts.id`, it and its
+ * revision carry the action's id, and `opts.settle` commits with them (see `create`).
+ * @throws AppError FORBIDDEN, SUBSCRIPTION_REQUIRED (402), NOT_FOUND (recommendation), USAGE_LIMIT_EXCEEDED (402),
+ *   VALIDATION_ERROR (422) for unknown insight ids; SettlementRefused when the executor lost the action meanwhile.
  */
-export async function draft(userId: string, input: DraftInput, opts: AgentWrite = {}) {
+export async function draft(userId: string, input: DraftInput, opts: AgentWrite<DocumentWritten> = {}) {
   await requireMember(userId, input.workspace_id);
   await requireActiveSubscription(input.workspace_id);
   let recommendation: ReturnType<typeof recommendationView> | undefined;

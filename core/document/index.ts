@@ -4,7 +4,7 @@ import type { EntityItem } from "electrodb";
 import { AppError, Errors } from "../error";
 import { createWriteTransaction } from "electrodb";
 import { db } from "../db/service";
-import type { AgentWrite } from "../db/agent-write";
+import { asWrite, commitWrites, tagOf, type AgentWrite } from "../db/agent-write";
 import { deleteKeys, partitionKeys } from "../db/partition";
 import { requireMember, requireResourceMember, partitionOf } from "../workspace";
 import { requireActiveSubscription } from "../billing";
@@ -155,7 +155,15 @@ export async function revisionContent(r: RevisionItem): Promise<string> {
  * A revision item for `doc` at number `n` (immutable once written), with `snapshot` as its title and text. A large
  * text is uploaded here, before the caller writes the item.
  */
-async function revisionItem(doc: DocumentItem, n: number, changeType: ChangeType, userId: string, summary: string | undefined, snapshot: { title: string; content: string }) {
+async function revisionItem(
+  doc: DocumentItem,
+  n: number,
+  changeType: ChangeType,
+  userId: string,
+  summary: string | undefined,
+  snapshot: { title: string; content: string },
+  tag: { pending_action_id?: string } = {},
+) {
   const id = randomUUID();
   const stored = await storeContent(revisionContentKey(doc.workspace_id, doc.id, id), snapshot.content);
   return {
@@ -171,6 +179,7 @@ async function revisionItem(doc: DocumentItem, n: number, changeType: ChangeType
     ...(summary ? { change_summary: summary } : {}),
     changed_by: userId,
     word_count: wordCount(snapshot.content),
+    ...tag,
   };
 }
 
@@ -198,17 +207,28 @@ async function requireReferences(workspaceId: string, recommendationId: string |
   if (unknown.length) throw Errors.unknownIds("insight", "related_insight_ids", unknown);
 }
 
+/** What a document write hands its settlement (AgentWrite.settle): the document as written. */
+export interface DocumentWritten {
+  id: string;
+  title: string;
+  document_type: DocumentItem["document_type"];
+  status: DocumentItem["status"];
+  version: number;
+}
+
 /**
  * Create a document with its first revision ("created", or "ai_draft" for drafts) in one transaction.
  * Needs an active subscription (spec 01 `POST /api/documents`). A text over INLINE_CONTENT_MAX_BYTES is stored beside
- * the items, uploaded before the transaction.
+ * the items, uploaded before the transaction. For an approved pending action (`opts`, DESIGN.md 6.2) the document is
+ * created under `opts.id`, it and its revision carry the action's id, and `opts.settle` commits in the same
+ * transaction; a document already under `opts.id` (an earlier run's) is the answer.
  * @throws AppError FORBIDDEN, SUBSCRIPTION_REQUIRED (402), VALIDATION_ERROR (422) for a recommendation or insights
- *   that are not the workspace's, CONFLICT (409).
+ *   that are not the workspace's, CONFLICT (409); SettlementRefused when the executor lost the action meanwhile.
  */
 export async function create(
   userId: string,
   input: CreateDocumentInput,
-  opts: { changeType?: ChangeType; metadata?: Record<string, unknown> } & AgentWrite = {},
+  opts: { changeType?: ChangeType; metadata?: Record<string, unknown> } & AgentWrite<DocumentWritten> = {},
 ): Promise<DocumentView> {
   await requireMember(userId, input.workspace_id);
   await requireActiveSubscription(input.workspace_id);
@@ -216,7 +236,7 @@ export async function create(
   const id = opts.id ?? randomUUID();
   const doc = {
     id,
-    ...(opts.pendingActionId ? { pending_action_id: opts.pendingActionId } : {}),
+    ...tagOf(opts),
     workspace_id: input.workspace_id,
     document_type: input.document_type,
     title: input.title,
@@ -230,12 +250,25 @@ export async function create(
     created_by: userId,
   };
   const now = new Date().toISOString();
-  const rev = await revisionItem({ ...doc, created_at: now, updated_at: now } as DocumentItem, 1, opts.changeType ?? "created", userId, undefined, {
-    title: input.title,
-    content: input.content,
-  });
-  const result = await createWriteTransaction(db().pick("document", "revision"), ({ document, revision }) => [document.create(doc).commit(), revision.create(rev).commit()]).go();
-  if (result.canceled) {
+  const rev = await revisionItem(
+    { ...doc, created_at: now, updated_at: now } as DocumentItem,
+    1,
+    opts.changeType ?? "created",
+    userId,
+    undefined,
+    { title: input.title, content: input.content },
+    tagOf(opts),
+  );
+  const settlement = opts.settle?.({ id, title: input.title, document_type: input.document_type, status: "draft", version: 1 });
+  let refused: string[] | null;
+  try {
+    refused = await commitWrites(["document", "revision"], [asWrite(db().entities.document.create(doc)), asWrite(db().entities.revision.create(rev))], settlement);
+  } catch (err) {
+    // Nothing of it was written: the texts uploaded for it belong to no item (their keys are fresh).
+    await discardContent(doc.content_ref, rev.content_ref);
+    throw err;
+  }
+  if (refused) {
     await discardContent(doc.content_ref, rev.content_ref);
     // Under an id derived from a pending action, a cancelled create means an earlier run of it wrote the document.
     if (opts.id) {
@@ -283,10 +316,12 @@ export async function get(userId: string, documentId: string): Promise<DocumentV
 /**
  * `PATCH /api/documents/{id}`: title, content and/or metadata (shallow-merged; null removes a key). Any status,
  * published included, stays editable (spec 01). `version` goes up when title or content change. A new large text
- * is uploaded before the item changes; the replaced one is deleted after.
- * @throws AppError VALIDATION_ERROR (422) when the merged metadata exceeds METADATA_BOUNDS; CONFLICT (409).
+ * is uploaded before the item changes; the replaced one is deleted after. For an approved pending action (`opts`,
+ * DESIGN.md 6.2) the change carries the action's id in the same write, and commits together with `opts.settle`.
+ * @throws AppError VALIDATION_ERROR (422) when the merged metadata exceeds METADATA_BOUNDS; CONFLICT (409);
+ *   SettlementRefused when the executor lost the action meanwhile (nothing written).
  */
-export async function update(userId: string, documentId: string, input: UpdateDocumentInput): Promise<DocumentView> {
+export async function update(userId: string, documentId: string, input: UpdateDocumentInput, opts: AgentWrite<DocumentWritten> = {}): Promise<DocumentView> {
   const doc = await requireDocument(userId, documentId);
   const contentChanged = input.content !== undefined && !sameContent(doc, input.content);
   const textChanged = (input.title !== undefined && input.title !== doc.title) || contentChanged;
@@ -303,25 +338,36 @@ export async function update(userId: string, documentId: string, input: UpdateDo
     ...(stored ?? {}),
     ...(metadata ? { metadata } : {}),
     ...(textChanged ? { version: doc.version + 1 } : {}),
+    ...tagOf(opts),
   };
   if (Object.keys(changes).length === 0) return view(doc); // the same text again: nothing to write
+  const patch = db().entities.document.patch({ workspace_id: doc.workspace_id, id: doc.id }).set(changes);
+  // A text that now fits inline drops the old pointer.
+  const write = (stored && !stored.content_ref && doc.content_ref ? patch.remove(["content_ref"]) : patch).where((attr, op) => op.eq(attr.version, doc.version));
   let data: DocumentItem;
   try {
-    const patch = db().entities.document.patch({ workspace_id: doc.workspace_id, id: doc.id }).set(changes);
-    // A text that now fits inline drops the old pointer.
-    const write = stored && !stored.content_ref && doc.content_ref ? patch.remove(["content_ref"]) : patch;
-    data = (await write.where((attr, op) => op.eq(attr.version, doc.version)).go({ response: "all_new" })).data as DocumentItem;
+    if (opts.settle) {
+      const version = textChanged ? doc.version + 1 : doc.version;
+      const settlement = opts.settle({ id: doc.id, title: input.title ?? doc.title, document_type: doc.document_type, status: doc.status, version });
+      if (await commitWrites(["document"], [asWrite(write)], settlement)) throw new ConditionFailed();
+      data = await reload(doc.workspace_id, doc.id);
+    } else {
+      data = (await write.go({ response: "all_new" })).data as DocumentItem;
+    }
   } catch (err) {
     await discardContent(stored?.content_ref);
-    if (isConditionalFailure(err)) throw canceledConflict();
+    if (err instanceof ConditionFailed || isConditionalFailure(err)) throw canceledConflict();
     throw err;
   }
   if (contentChanged) {
     await discardContent(doc.content_ref);
-    return toView(data, input.content);
+    return viewAfterWrite(data, doc.version + 1, input.content!);
   }
   return view(data);
 }
+
+/** A refused condition of a transaction (the document's version moved), told apart from other errors. */
+class ConditionFailed extends Error {}
 
 /**
  * `DELETE /api/documents/{id}`: the document with its blocks, revisions and annotations, then its stored texts.

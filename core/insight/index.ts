@@ -5,7 +5,7 @@ import { db } from "../db/service";
 import { groundQuotes } from "../ai/synthesis/quotes";
 import * as Research from "../research";
 import { requireMember, requireResourceMember } from "../workspace";
-import { createOnce, type AgentWrite } from "../db/agent-write";
+import { asWrite, commitWrites, createOnce, tagOf, type AgentWrite } from "../db/agent-write";
 import type { InsightEntity } from "./insight.entity";
 import {
   MAX_INSIGHT_BYTES,
@@ -73,42 +73,53 @@ export async function requireInsight(userId: string, insightId: string): Promise
   return item;
 }
 
+/** What an insight write hands its settlement (AgentWrite.settle): the insight's id and title as written. */
+export interface InsightWritten {
+  id: string;
+  title: string;
+}
+
 /**
  * `POST /api/insights`: a manual insight. frequency defaults to the number of distinct sources (at least 1);
- * mention_count to the number of quotes (at least 1).
+ * mention_count to the number of quotes (at least 1). For an approved pending action (`opts`, DESIGN.md 6.2) the
+ * insight is created under `opts.id`, tagged with the action in the same write, and committed together with
+ * `opts.settle` (one transaction); an insight already under `opts.id` (an earlier run wrote it) is the answer.
+ * @throws AppError FORBIDDEN; VALIDATION_ERROR (422) for provenance that is not the workspace's or not verbatim;
+ *   SettlementRefused (core/db/agent-write.ts) when the executor lost the action meanwhile (nothing written).
  */
-export async function create(userId: string, input: CreateInsightInput, opts: AgentWrite = {}): Promise<InsightView> {
+export async function create(userId: string, input: CreateInsightInput, opts: AgentWrite<InsightWritten> = {}): Promise<InsightView> {
   await requireMember(userId, input.workspace_id);
   await requireGroundedProvenance(input);
   const sourceIds = [...new Set([...input.source_ids, ...input.quotes.map((q) => q.source_id)])];
   const id = opts.id ?? randomUUID();
-  const data = await createOnce(
-    opts,
-    async () =>
-      (
-        await db()
-          .entities.insight.create({
-            id,
-            workspace_id: input.workspace_id,
-            insight_type: input.insight_type,
-            title: input.title,
-            description: input.description,
-            source_ids: sourceIds,
-            quotes: input.quotes.map((q) => ({ text: q.text, source_id: q.source_id, ...(q.speaker ? { speaker: q.speaker } : {}) })),
-            frequency: input.frequency ?? Math.max(1, sourceIds.length),
-            mention_count: Math.max(1, input.quotes.length),
-            severity: input.severity,
-            impact: input.impact,
-            origin: opts.pendingActionId ? "agent" : "manual",
-            created_by: userId,
-            ...(opts.pendingActionId ? { pending_action_id: opts.pendingActionId } : {}),
-          })
-          .go()
-      ).data as InsightItem,
-    async () => (await db().entities.insight.get({ workspace_id: input.workspace_id, id }).go({ consistent: true })).data,
-  );
+  const write = db().entities.insight.create({
+    id,
+    workspace_id: input.workspace_id,
+    insight_type: input.insight_type,
+    title: input.title,
+    description: input.description,
+    source_ids: sourceIds,
+    quotes: input.quotes.map((q) => ({ text: q.text, source_id: q.source_id, ...(q.speaker ? { speaker: q.speaker } : {}) })),
+    frequency: input.frequency ?? Math.max(1, sourceIds.length),
+    mention_count: Math.max(1, input.quotes.length),
+    severity: input.severity,
+    impact: input.impact,
+    origin: opts.pendingActionId ? "agent" : "manual",
+    created_by: userId,
+    ...tagOf(opts),
+  });
+  const stored = async () => (await db().entities.insight.get({ workspace_id: input.workspace_id, id }).go({ consistent: true })).data;
+  let data: InsightItem | null;
+  if (opts.settle) {
+    // A refused create (the only condition of the insight's write) means it exists: an earlier run's, returned as is.
+    await commitWrites(["insight"], [asWrite(write)], opts.settle({ id, title: input.title }));
+    data = await stored();
+    if (!data) throw new Error(`insight ${id} is missing after its write`);
+  } else {
+    data = await createOnce(opts, async () => (await write.go()).data as InsightItem, stored);
+  }
   await bumpInsightsVersion(input.workspace_id);
-  return toView(data as InsightItem);
+  return toView(data);
 }
 
 /**
@@ -175,8 +186,13 @@ export async function get(userId: string, insightId: string): Promise<InsightVie
   return toView(await requireInsight(userId, insightId));
 }
 
-/** `PATCH /api/insights/{id}`: only the given fields change; a title or description change drops the stale embedding. */
-export async function update(userId: string, insightId: string, input: UpdateInsightInput): Promise<InsightView> {
+/**
+ * `PATCH /api/insights/{id}`: only the given fields change; a title or description change drops the stale embedding.
+ * For an approved pending action (`opts`, DESIGN.md 6.2) the change carries the action's id in the same write and
+ * commits together with `opts.settle`.
+ * @throws AppError NOT_FOUND (404); SettlementRefused when the executor lost the action meanwhile (nothing written).
+ */
+export async function update(userId: string, insightId: string, input: UpdateInsightInput, opts: AgentWrite<InsightWritten> = {}): Promise<InsightView> {
   const item = await requireInsight(userId, insightId);
   const textChanged = input.title !== undefined || input.description !== undefined;
   const { notes, rating, ...rest } = input;
@@ -185,13 +201,20 @@ export async function update(userId: string, insightId: string, input: UpdateIns
   if (notes === null || notes === "") removals.push("notes");
   if (rating === null) removals.push("rating");
   if (textChanged) removals.push("vector", "embedder_id");
-  const { data } = await db()
+  const patch = db()
     .entities.insight.patch({ workspace_id: item.workspace_id, id: item.id })
-    .set({ ...rest, ...(notes ? { notes } : {}), ...(rating ? { rating } : {}) })
-    .remove(removals)
-    .go({ response: "all_new" });
+    .set({ ...rest, ...(notes ? { notes } : {}), ...(rating ? { rating } : {}), ...tagOf(opts) })
+    .remove(removals);
+  let data: InsightItem;
+  if (opts.settle) {
+    const codes = await commitWrites(["insight"], [asWrite(patch)], opts.settle({ id: item.id, title: rest.title ?? item.title }));
+    if (codes) throw Errors.notFound("Insight"); // the patch's only condition: the insight still exists
+    data = await requireInsight(userId, insightId);
+  } else {
+    data = (await patch.go({ response: "all_new" })).data as InsightItem;
+  }
   await bumpInsightsVersion(item.workspace_id);
-  return toView(data as InsightItem);
+  return toView(data);
 }
 
 /** `DELETE /api/insights/{id}`: permanent. */

@@ -1,10 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { AppError } from "../error";
 import { db } from "../db/service";
-import { createOnce, idFor, runIdFor, type AgentWrite } from "../db/agent-write";
+import { asWrite, commitWrites, createOnce, idFor, MAX_WRITE_ITEMS, runIdFor, tagOf, type AgentWrite, type WriteItem } from "../db/agent-write";
+import { isConditionalFailure } from "../db/errors";
 import { requireActiveSubscription } from "../billing";
 import { requireMember } from "../workspace";
-import { acquireLock, recordRun } from "../agent";
+import { recordRun } from "../agent";
 import { rateLimit } from "../rate-limit";
 import * as Research from "../research";
 import { getObject } from "../storage";
@@ -55,6 +56,51 @@ function mergedFields(existing: InsightItem, draft: InsightDraft) {
   return { source_ids: sourceIds, quotes, frequency: sourceIds.length, mention_count };
 }
 
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+/** The lock owner of a synthesis a pending action runs: `<prefix><random>`, the prefix naming the action. */
+const actionOwnerPrefix = (actionId: string) => `pending-action#${actionId}#`;
+
+/**
+ * Take the workspace's synthesis lock for `SYNTHESIS_LOCK_SECONDS`. A lock expired by then is free. A synthesis run
+ * for a pending action may also take over a lock held by a run of the same action (a crashed or replaced execution of
+ * it, DESIGN.md 6.2): that is not a conflict, and the replay must not wait 5 minutes for its own lock. Each take gets
+ * an owner of its own, so a replaced run that ends late does not release its successor's lock.
+ * @returns the release (deletes the lock only while it is still this take's).
+ * @throws AppError SYNTHESIS_IN_PROGRESS (409) while another synthesis (a request, or another action) holds it.
+ */
+async function takeSynthesisLock(workspaceId: string, actionId: string | undefined): Promise<() => Promise<void>> {
+  const owner = `${actionId ? actionOwnerPrefix(actionId) : ""}${randomUUID()}`;
+  const key = { scope: `ws#${workspaceId}`, name: "synthesis" };
+  const now = nowSeconds();
+  try {
+    await db()
+      .entities.guard.put({ ...key, owner, ttl: now + SYNTHESIS_LOCK_SECONDS })
+      .where((attr, op) =>
+        [op.notExists(attr.owner), op.lt(attr.ttl, now), ...(actionId ? [op.begins(attr.owner, actionOwnerPrefix(actionId))] : [])].join(" OR "),
+      )
+      .go();
+  } catch (err) {
+    if (!isConditionalFailure(err)) throw err;
+    throw new AppError("SYNTHESIS_IN_PROGRESS", "A synthesis is already running in this workspace; try again when it finishes");
+  }
+  return async () => {
+    try {
+      await db().entities.guard.delete(key).where((attr, op) => op.eq(attr.owner, owner)).go();
+    } catch (err) {
+      if (!isConditionalFailure(err)) throw err; // expired and taken by someone else: nothing to release
+    }
+  };
+}
+
+/** What a synthesis hands its settlement (AgentWrite.settle): the run's result as the tool reports it. */
+export interface SynthesisWritten {
+  /** Created then merged insights, in that order. */
+  insight_ids: string[];
+  created_ids: string[];
+  summary: string;
+}
+
 /**
  * `POST /api/research/synthesize` (spec 01): turn completed sources into grounded insights.
  * Preconditions, in order: membership; active or trialing subscription (402); at most 10 requests a minute per user
@@ -62,8 +108,17 @@ function mergedFields(existing: InsightItem, draft: InsightDraft) {
  * other synthesis running in the workspace (409 SYNTHESIS_IN_PROGRESS; the lock expires after 5 minutes).
  * Every stored quote is re-checked verbatim against its source's extracted text. A finding that matches an existing
  * insight is merged into it; the response lists which.
+ *
+ * All of a run's writes (new insights and merges, one write per insight) commit in one transaction, so a synthesis is
+ * stored whole or not at all. For an approved pending action (`opts`, DESIGN.md 6.2): the lock held by an earlier
+ * run of the same action is taken over; new insights get ids derived from the action (`insight#<n>`); every insight
+ * written (created or merged into) carries the action's id in that same write; and `opts.settle` commits in the same
+ * transaction, so a replay finds nothing written or the action executed. Beyond one transaction (more than 99
+ * writes, more than any engine produces) the writes go one by one, idempotent per derived id, without the settlement.
+ * @returns the insights (created, then merged), their ids, the engine's summary, `created_ids`, `merged` and `engine`.
+ * @throws AppError as listed above; SettlementRefused when the executor lost the action meanwhile (nothing written).
  */
-export async function synthesize(userId: string, input: SynthesizeInput, opts: AgentWrite = {}) {
+export async function synthesize(userId: string, input: SynthesizeInput, opts: AgentWrite<SynthesisWritten> = {}) {
   await requireMember(userId, input.workspace_id);
   await requireActiveSubscription(input.workspace_id);
   await rateLimit(`user#${userId}`, SYNTHESIS_RATE_PER_MINUTE, 60);
@@ -81,7 +136,7 @@ export async function synthesize(userId: string, input: SynthesizeInput, opts: A
       { source_ids: notReady.map((s) => s.id) },
     );
   }
-  const release = await acquireLock(`ws#${input.workspace_id}`, "synthesis", SYNTHESIS_LOCK_SECONDS, "SYNTHESIS_IN_PROGRESS", "A synthesis is already running in this workspace; try again when it finishes");
+  const release = await takeSynthesisLock(input.workspace_id, opts.pendingActionId);
   try {
     const sources = await Promise.all(items.map(loadSource));
     const existingItems = await allOf(input.workspace_id);
@@ -107,46 +162,67 @@ export async function synthesize(userId: string, input: SynthesizeInput, opts: A
     );
     const texts = new Map(sources.map((s) => [s.id, { extracted_text: s.extracted_text }]));
     const byId = new Map(existingItems.map((i) => [i.id, i]));
-    const createdIds: string[] = [];
+    const tag = tagOf(opts);
+    const creates: Parameters<ReturnType<typeof db>["entities"]["insight"]["create"]>[0][] = [];
     const merged: { insight_id: string; title: string }[] = [];
+    const mergedFieldsOf = new Map<string, ReturnType<typeof mergedFields>>();
     for (const draft of output.insights) {
       // Belt and braces: the engines ground their quotes; storage checks again.
       const quotes = groundQuotes(draft.quotes, texts);
       const target = draft.merge_into ? byId.get(draft.merge_into) : undefined;
       if (target) {
         const fields = mergedFields(target, { ...draft, quotes });
-        await db().entities.insight.patch({ workspace_id: target.workspace_id, id: target.id }).set(fields).go();
         // Two drafts may match the same insight: the next one merges into this result (not the stale item, which
-        // would drop this merge), and the insight is listed once (duplicate keys would fail the BatchGet below).
+        // would drop this merge), and the insight is written once, with every merge (a transaction writes an item
+        // at most once).
         byId.set(target.id, { ...target, ...fields });
+        mergedFieldsOf.set(target.id, fields);
         if (!merged.some((m) => m.insight_id === target.id)) merged.push({ insight_id: target.id, title: target.title });
         continue;
       }
-      const id = opts.pendingActionId ? idFor(opts.pendingActionId, `insight#${createdIds.length}`) : randomUUID();
-      await createOnce(opts, () => db()
-        .entities.insight.create({
-          id,
-          workspace_id: input.workspace_id,
-          insight_type: draft.insight_type,
-          title: draft.title,
-          description: draft.description,
-          source_ids: draft.source_ids,
-          quotes: quotes.map((q) => ({ text: q.text, source_id: q.source_id, ...(q.speaker ? { speaker: q.speaker } : {}) })),
-          frequency: draft.frequency,
-          mention_count: draft.mention_count,
-          severity: draft.severity,
-          origin: "synthesis",
-          vector: encodeVector(draft.vector),
-          embedder_id: draft.embedder_id,
-          created_by: userId,
-          ...(opts.pendingActionId ? { pending_action_id: opts.pendingActionId } : {}),
-        })
-        .go()
-        .then((r) => r.data as unknown), async () => (await db().entities.insight.get({ workspace_id: input.workspace_id, id }).go({ consistent: true })).data);
-      createdIds.push(id);
+      creates.push({
+        id: opts.pendingActionId ? idFor(opts.pendingActionId, `insight#${creates.length}`) : randomUUID(),
+        workspace_id: input.workspace_id,
+        insight_type: draft.insight_type,
+        title: draft.title,
+        description: draft.description,
+        source_ids: draft.source_ids,
+        quotes: quotes.map((q) => ({ text: q.text, source_id: q.source_id, ...(q.speaker ? { speaker: q.speaker } : {}) })),
+        frequency: draft.frequency,
+        mention_count: draft.mention_count,
+        severity: draft.severity,
+        origin: "synthesis",
+        vector: encodeVector(draft.vector),
+        embedder_id: draft.embedder_id,
+        created_by: userId,
+        ...tag,
+      });
+    }
+    const createdIds = creates.map((c) => c.id);
+    const insightIds = [...createdIds, ...merged.map((m) => m.insight_id)];
+    const merges = [...mergedFieldsOf].map(([id, fields]) => ({ key: { workspace_id: input.workspace_id, id }, set: { ...fields, ...tag } }));
+    const settlement = opts.settle?.({ insight_ids: insightIds, created_ids: createdIds, summary: output.summary });
+    if (creates.length + merges.length + (settlement ? 1 : 0) <= MAX_WRITE_ITEMS) {
+      const writes: WriteItem[] = [
+        ...creates.map((c) => asWrite(db().entities.insight.create(c))),
+        ...merges.map((m) => asWrite(db().entities.insight.patch(m.key).set(m.set))),
+      ];
+      const codes = await commitWrites(["insight"], writes, settlement);
+      if (codes) {
+        // A refused merge: the insight it merges into was deleted meanwhile (nothing of the run was written).
+        throw new AppError("CONFLICT", "Insights of this workspace changed while the synthesis ran; run it again", { retryable: true });
+      }
+    } else {
+      for (const c of creates) {
+        await createOnce<unknown>(
+          opts,
+          () => db().entities.insight.create(c).go(),
+          async () => (await db().entities.insight.get({ workspace_id: input.workspace_id, id: c.id }).go({ consistent: true })).data,
+        );
+      }
+      for (const m of merges) await db().entities.insight.patch(m.key).set(m.set).go();
     }
     await bumpInsightsVersion(input.workspace_id);
-    const insightIds = [...createdIds, ...merged.map((m) => m.insight_id)];
     const { data: fresh } = insightIds.length
       ? await db().entities.insight.get(insightIds.map((id) => ({ workspace_id: input.workspace_id, id }))).go({ consistent: true })
       : { data: [] as InsightItem[] };

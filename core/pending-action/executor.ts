@@ -1,9 +1,10 @@
-import { crashPoint } from "../crash-point";
 import { randomUUID } from "node:crypto";
-import { AppError } from "../error";
+import { crashPointReached } from "../crash-point";
+import { AppError, type ErrorCode } from "../error";
 import { db } from "../db/service";
 import { Config } from "../config";
 import { isConditionalFailure } from "../db/errors";
+import { asWrite, SettlementRefused, type WriteItem } from "../db/agent-write";
 import { withRequestScope } from "../context";
 import { requireMember } from "../workspace";
 import { gatedTool, parseToolInput } from "../agent/tools";
@@ -18,28 +19,60 @@ import type { StoredStatus } from "./status";
  * Streams consumer, the sweeper, the embedded runtime's stream reader) calls `executeAction`, which is safe to call
  * any number of times, concurrently, for the same row.
  *
- * 1. Claim: approved → executing with a lease (owner + expiry), one conditional write; an executing row whose lease
- *    expired (its executor died) may be claimed again. Losing the claim means someone else is on it.
- * 2. Run the gated tool as the approving member. Its `execute` is idempotent per action id (ids derived from it,
- *    create-if-absent), so a re-run after a crash between its write and step 3 returns the first write's result.
- * 3. Flip executing → executed (result, executedAt) or failed (error), conditioned on still holding the lease.
- * A row claimed MAX_ATTEMPTS times without finishing ends failed "outcome unknown": never retried forever.
+ * 1. Claim: approved (and due) → executing with a lease (owner + expiry), one conditional write; an executing row
+ *    whose lease expired (its executor died) may be claimed again. Losing the claim means someone else is on it.
+ * 2. Run the gated tool as the approving member, handing it the settlement (`ctx.settle`): the flip executing →
+ *    executed with the tool's result, conditioned on still holding the lease. The tool's core operation commits its
+ *    writes and the settlement in ONE transaction, each written item tagged with the action id in that same write.
+ *    A crash before that commit leaves nothing written, and the replay does it all; after it, the row is executed
+ *    and a replay has nothing to do. Of two executors that both believe they hold the row (a lease that expired
+ *    under a slow run), only the holder's transaction can commit.
+ * 3. A tool that wrote nothing (or ran outside a transaction) is flipped here, conditioned on the lease.
+ * 4. How a failure ends (`classify`): a transient one (the model or the table busy, a rate limit, a synthesis lock
+ *    held by another run, a concurrent change) puts the row back to approved with a retry time, backing off
+ *    exponentially (`retryDelayMs`), up to MAX_RETRIES; a decided one (invalid input, not found, an invalid
+ *    transition, the approver no longer a member, no subscription or credits) ends failed at once.
+ * A row whose executions were interrupted MAX_ATTEMPTS times (claims that neither finished nor were deferred) ends
+ * failed "outcome unknown": a poison row is never retried forever.
  */
 
-/** Claims after which a row that still has not finished is given up as failed, outcome unknown. */
+/** Interrupted executions (claims that neither finished nor deferred) after which a row ends failed, outcome unknown. */
 export const MAX_ATTEMPTS = 5;
+
+/** Transient failures after which a row ends failed (with about 16 minutes of backoff behind it). */
+export const MAX_RETRIES = 20;
+
+/** The first retry's delay, and the most any retry waits (before jitter), ms. */
+export const RETRY_BASE_MS = 2_000;
+export const RETRY_MAX_MS = 60_000;
 
 /** The lease an executor holds on a claimed row: env `PENDING_ACTION_LEASE_SECONDS` (default 60 s). */
 export const leaseMs = (): number => Config.pendingActionLeaseSeconds() * 1000;
 
+/**
+ * How long a row waits before its `retries`-th retry (0-based), ms: RETRY_BASE_MS doubled per earlier retry, capped
+ * at RETRY_MAX_MS, times a random factor in [0.5, 1] (rows deferred together do not come back together); never less
+ * than what the failure asked for (`retry_after_seconds` of a 429/503).
+ */
+export function retryDelayMs(retries: number, retryAfterMs = 0): number {
+  const backoff = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** Math.min(retries, 20));
+  return Math.max(retryAfterMs, Math.round(backoff * (0.5 + Math.random() / 2)));
+}
+
 /** What one call of `executeAction` did. */
 export interface ExecutionOutcome {
-  /** executed / failed: this call finished the row; skipped: nothing to do here (not claimable, or claim lost). */
-  outcome: "executed" | "failed" | "skipped";
+  /**
+   * executed / failed: this call finished the row (executed also when the tool's own transaction did, with its
+   * writes, and something after it failed); deferred: a transient failure put it back to approved, to be retried at
+   * `retryAt`; skipped: nothing to do here (not claimable, not due yet, or the claim or lease was lost).
+   */
+  outcome: "executed" | "failed" | "deferred" | "skipped";
   /** The row's stored status as this call last saw it (undefined when the row does not exist). */
   status?: StoredStatus;
-  /** For failed: the error stored on the row. For skipped: why. */
+  /** For failed: the error stored on the row. For deferred: the transient failure. For skipped: why. */
   reason?: string;
+  /** For deferred: when the row is due again (ISO). */
+  retryAt?: string;
   /** For failed by an unexpected error: the error itself, for the driver to log (its message is not stored). */
   cause?: unknown;
 }
@@ -63,6 +96,7 @@ async function claim(row: PendingActionItem, owner: string, now: number): Promis
       .entities.pendingAction.patch(key(row))
       .set({ status: "executing", lease_owner: owner, lease_expires_at: expires, sweep: DUE, due_at: new Date(expires).toISOString() })
       .add({ attempts: 1 })
+      .remove(["retry_at"])
       .where((attr, op) =>
         row.status === "executing"
           ? `${op.eq(attr.status, "executing")} AND ${op.eq(attr.lease_owner, row.lease_owner ?? "")}`
@@ -76,6 +110,27 @@ async function claim(row: PendingActionItem, owner: string, now: number): Promis
   }
 }
 
+/** The attributes of a row finished executed or failed (it leaves the sweeper's index). */
+function finished(end: { status: "executed"; result: Record<string, unknown> } | { status: "failed"; error: string }) {
+  return end.status === "executed"
+    ? { status: "executed" as const, result: storable(end.result), executed_at: new Date().toISOString() }
+    : { status: "failed" as const, error: end.error.slice(0, 2000) };
+}
+const UNLISTED = ["sweep", "due_at", "lease_owner", "lease_expires_at", "retry_at"] as const;
+
+/**
+ * The settlement handed to the tool (ExecutionContext.settle): executing → executed with `result`, conditioned on
+ * still holding the lease, as a write for the tool's own transaction.
+ */
+function settlement(row: PendingActionItem, owner: string, result: Record<string, unknown>): WriteItem {
+  const write = db()
+    .entities.pendingAction.patch(key(row))
+    .set(finished({ status: "executed", result }))
+    .remove([...UNLISTED])
+    .where((attr, op) => `${op.eq(attr.status, "executing")} AND ${op.eq(attr.lease_owner, owner)}`);
+  return asWrite(write);
+}
+
 /**
  * Finish a claimed row: executing → executed | failed, conditioned on still holding the lease; leaves the
  * sweeper's index. @returns false when the lease was lost (another executor reclaimed the row and will finish it).
@@ -85,16 +140,56 @@ async function finish(
   owner: string,
   end: { status: "executed"; result: Record<string, unknown> } | { status: "failed"; error: string },
 ): Promise<boolean> {
-  const set =
-    end.status === "executed"
-      ? { status: "executed" as const, result: storable(end.result), executed_at: new Date().toISOString() }
-      : { status: "failed" as const, error: end.error.slice(0, 2000) };
   try {
     await db()
       .entities.pendingAction.patch(key(row))
-      .set(set)
-      .remove(["sweep", "due_at", "lease_owner", "lease_expires_at"])
+      .set(finished(end))
+      .remove([...UNLISTED])
       .where((attr, op) => `${op.eq(attr.status, "executing")} AND ${op.eq(attr.lease_owner, owner)}`)
+      .go();
+    return true;
+  } catch (err) {
+    if (isConditionalFailure(err)) return false;
+    throw err;
+  }
+}
+
+/**
+ * Put a claimed row back after a transient failure: executing → approved, due again at `retryAt` (the sweeper's
+ * index, and the executor skips it until then), `retries` + 1, the failure kept as `last_error`; conditioned on
+ * still holding the lease. @returns false when the lease was lost.
+ */
+async function defer(row: PendingActionItem, owner: string, error: string, retryAt: string): Promise<boolean> {
+  try {
+    await db()
+      .entities.pendingAction.patch(key(row))
+      .set({ status: "approved", sweep: DUE, due_at: retryAt, retry_at: retryAt, last_error: error.slice(0, 2000) })
+      .add({ retries: 1 })
+      .remove(["lease_owner", "lease_expires_at"])
+      .where((attr, op) => `${op.eq(attr.status, "executing")} AND ${op.eq(attr.lease_owner, owner)}`)
+      .go();
+    return true;
+  } catch (err) {
+    if (isConditionalFailure(err)) return false;
+    throw err;
+  }
+}
+
+/**
+ * End a row that is not to be run again (interrupted too often) as failed, conditioned on the state it was read in.
+ * @returns false when it changed meanwhile.
+ */
+async function giveUp(row: PendingActionItem, error: string): Promise<boolean> {
+  try {
+    await db()
+      .entities.pendingAction.patch(key(row))
+      .set(finished({ status: "failed", error }))
+      .remove([...UNLISTED])
+      .where((attr, op) =>
+        row.status === "executing"
+          ? `${op.eq(attr.status, "executing")} AND ${op.eq(attr.lease_owner, row.lease_owner ?? "")}`
+          : op.eq(attr.status, "approved"),
+      )
       .go();
     return true;
   } catch (err) {
@@ -111,7 +206,7 @@ function storable(result: Record<string, unknown>): Record<string, unknown> {
 
 /**
  * Keep the lease while a long tool runs (synthesis can take minutes): extend it every third of its length,
- * conditioned on still holding it. A failed extension is harmless: the flip's own condition decides.
+ * conditioned on still holding it. A failed extension is harmless: the settlement's own condition decides.
  */
 function keepLease(row: PendingActionItem, owner: string): () => void {
   const timer = setInterval(() => {
@@ -127,10 +222,75 @@ function keepLease(row: PendingActionItem, owner: string): () => void {
   return () => clearInterval(timer);
 }
 
+/** AppError codes that mean "not now": the same execution may well succeed later. Every other code is decided. */
+const TRANSIENT_CODES = new Set<ErrorCode>(["SERVICE_UNAVAILABLE", "RATE_LIMITED", "SYNTHESIS_IN_PROGRESS", "CONFLICT", "REQUEST_TIMEOUT"]);
+/** AWS SDK error names (DynamoDB, S3, Bedrock) of throttling, capacity, transaction races and server faults. */
+const TRANSIENT_AWS_ERRORS = new Set([
+  "ProvisionedThroughputExceededException",
+  "ThrottlingException",
+  "Throttling",
+  "RequestLimitExceeded",
+  "TooManyRequestsException",
+  "SlowDown",
+  "InternalServerError",
+  "InternalServerException",
+  "ServiceUnavailable",
+  "ServiceUnavailableException",
+  "TransactionConflictException",
+  "TransactionInProgressException",
+  "RequestTimeout",
+  "RequestTimeoutException",
+  "TimeoutError",
+]);
+/** Node network error codes of a connection that failed or dropped (the endpoint restarting, a network blip). */
+const TRANSIENT_NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "EAI_AGAIN", "UND_ERR_SOCKET"]);
+
+/** How a failed execution ends: retried later, failed with a message for people, or failed as a defect. */
+export type FailureKind = { kind: "transient"; message: string; retryAfterMs: number } | { kind: "decided"; message: string } | { kind: "defect" };
+
 /**
- * Run the claimed row's tool. @returns how it ended (never throws for the tool's own failures).
+ * Classify an execution's failure (DESIGN.md 6.2): transient (retried with backoff) are AppErrors with a code in
+ * TRANSIENT_CODES and infrastructure errors of throttling, capacity, transaction races, server faults and dropped
+ * connections, found on the error or its `cause` chain (ElectroDB wraps the SDK's); decided (failed at once) is every
+ * other AppError, whose message is meant for people; anything else is a defect (failed with a generic message).
  */
-async function run(row: PendingActionItem): Promise<{ status: "executed"; result: Record<string, unknown> } | { status: "failed"; error: string; cause?: unknown }> {
+export function classify(err: unknown): FailureKind {
+  if (err instanceof AppError) {
+    if (!TRANSIENT_CODES.has(err.code)) return { kind: "decided", message: err.message };
+    const after = Number(err.extra.retry_after_seconds ?? 0);
+    return { kind: "transient", message: err.message, retryAfterMs: Number.isFinite(after) && after > 0 ? after * 1000 : 0 };
+  }
+  let e = err as { name?: string; code?: string; message?: string; cause?: unknown; $retryable?: unknown; $metadata?: { httpStatusCode?: number } } | undefined;
+  for (let depth = 0; e && typeof e === "object" && depth < 6; depth++, e = e.cause as typeof e) {
+    const status = e.$metadata?.httpStatusCode ?? 0;
+    if (TRANSIENT_AWS_ERRORS.has(e.name ?? "") || TRANSIENT_NETWORK_CODES.has(e.code ?? "") || e.$retryable || status >= 500 || status === 429) {
+      return { kind: "transient", message: `${e.name ?? "Error"}: ${e.message ?? "temporarily unavailable"}`, retryAfterMs: 0 };
+    }
+  }
+  return { kind: "defect" };
+}
+
+type Ended =
+  | { status: "executed"; result: Record<string, unknown>; settled: boolean }
+  | { status: "failed"; error: string; cause?: unknown }
+  | { status: "transient"; error: string; retryAfterMs: number }
+  | { status: "lost" };
+
+/** How a tool's (or a precondition's) error ends the execution. */
+function ended(err: unknown): Ended {
+  if (err instanceof SettlementRefused) return { status: "lost" };
+  const failure = classify(err);
+  if (failure.kind === "transient") return { status: "transient", error: failure.message, retryAfterMs: failure.retryAfterMs };
+  // Our errors carry a message meant for people; anything else is a defect whose details stay in the logs.
+  if (failure.kind === "decided") return { status: "failed", error: failure.message };
+  return { status: "failed", error: "execution failed with an internal error", cause: err };
+}
+
+/**
+ * Run the claimed row's tool, handing it the settlement. @returns how it ended (never throws for the tool's own
+ * failures); `settled` when the tool built the settlement (its transaction may then have finished the row).
+ */
+async function run(row: PendingActionItem, owner: string): Promise<Ended> {
   const approver = row.resolved_by;
   if (!approver) return { status: "failed", error: "no approving member is recorded" };
   try {
@@ -139,6 +299,7 @@ async function run(row: PendingActionItem): Promise<{ status: "executed"; result
     if (err instanceof AppError && (err.code === "FORBIDDEN" || err.code === "NOT_FOUND")) {
       return { status: "failed", error: "approver is no longer a member" };
     }
+    if (classify(err).kind === "transient") return ended(err);
     throw err;
   }
   const tool = gatedTool(row.tool_name);
@@ -146,42 +307,51 @@ async function run(row: PendingActionItem): Promise<{ status: "executed"; result
   const input = { ...((row.tool_input as Record<string, unknown>) ?? {}), ...((row.user_edits as Record<string, unknown>) ?? {}) };
   const parsed = parseToolInput(tool, input);
   if (!parsed.ok) return { status: "failed", error: `Invalid input: ${parsed.problems}` };
+  let settled = false;
+  const settle = (result: Record<string, unknown>) => {
+    settled = true;
+    return settlement(row, owner, result);
+  };
   try {
-    const result = await tool.execute({ userId: approver, workspaceId: row.workspace_id, actionId: row.id }, parsed.data);
-    return { status: "executed", result };
+    const result = await tool.execute({ userId: approver, workspaceId: row.workspace_id, actionId: row.id, settle }, parsed.data);
+    return { status: "executed", result, settled };
   } catch (err) {
-    // Our errors carry a message meant for people; anything else is a defect whose details stay in the logs.
-    if (err instanceof AppError) return { status: "failed", error: err.message };
-    return { status: "failed", error: "execution failed with an internal error", cause: err };
+    return ended(err);
   }
 }
 
 /**
  * Execute one approved pending action exactly once (DESIGN.md 6.2). Safe to call repeatedly and concurrently for the
- * same row: a row that is not approved (or executing with an expired lease) is skipped, and of concurrent callers
- * only the one whose claim succeeds runs the tool.
+ * same row: a row that is not approved (or executing with an expired lease), or a deferred row before its retry time,
+ * is skipped, and of concurrent callers only the one whose claim succeeds runs the tool.
  *
  * Runs as the approving member (`resolved_by`), whose membership is checked again (lost → failed "approver is no
  * longer a member"); an unknown tool → failed; userEdits shallow-merged into toolInput and validated with the tool's
- * input (invalid → failed with the validation message); a tool error → failed with its message (an AppError's) or a
- * generic one (anything else, returned as `cause` for the caller to log).
+ * input (invalid → failed with the validation message); a tool error → deferred when transient (`classify`; failed
+ * "gave up after N retries: ..." after MAX_RETRIES), else failed with its message (an AppError's) or a generic one
+ * (anything else, returned as `cause` for the caller to log).
  *
  * @param workspaceId the row's workspace; @param id the pending action id.
  * @returns what this call did (see ExecutionOutcome).
- * @throws only infrastructure errors (DynamoDB unreachable); the drivers retry those.
+ * @throws only infrastructure errors of the row's own reads and writes (DynamoDB unreachable); the drivers retry those.
  */
 export async function executeAction(workspaceId: string, id: string): Promise<ExecutionOutcome> {
   const row = await read(workspaceId, id);
   if (!row) return { outcome: "skipped", reason: "no such pending action" };
   const now = Date.now();
+  if (row.status === "approved" && row.retry_at && Date.parse(row.retry_at) > now) {
+    return { outcome: "skipped", status: row.status, reason: `retry due at ${row.retry_at}`, retryAt: row.retry_at };
+  }
   const claimable = row.status === "approved" || (row.status === "executing" && (row.lease_expires_at ?? 0) <= now);
   if (!claimable) return { outcome: "skipped", status: row.status, reason: row.status === "executing" ? "being executed" : `status ${row.status}` };
 
-  if (row.attempts >= MAX_ATTEMPTS) {
-    // Interrupted this often: whether the last run's write happened cannot be told here; do not try again.
-    const owner = row.lease_owner ?? "";
-    const error = `outcome unknown: execution was interrupted ${row.attempts} times`;
-    return (await finish(row, owner, { status: "failed", error }))
+  // Claims that neither finished nor deferred were interrupted (a crash, a lost lease); deliberate deferrals do not
+  // count. For internal tools nothing of an interrupted run was written (the writes commit with the flip), but a
+  // row that kills every executor that runs it must not be run forever.
+  const interrupted = row.attempts - (row.retries ?? 0);
+  if (interrupted >= MAX_ATTEMPTS) {
+    const error = `outcome unknown: execution was interrupted ${interrupted} times`;
+    return (await giveUp(row, error))
       ? { outcome: "failed", status: "failed", reason: error }
       : { outcome: "skipped", status: row.status, reason: "claim lost" };
   }
@@ -189,22 +359,47 @@ export async function executeAction(workspaceId: string, id: string): Promise<Ex
   const owner = randomUUID();
   const claimed = await claim(row, owner, now);
   if (!claimed) return { outcome: "skipped", status: row.status, reason: "claim lost" };
-  crashPoint("after-claim");
+  await crashPointReached("after-claim");
 
   const stop = keepLease(claimed, owner);
-  let ended: Awaited<ReturnType<typeof run>>;
+  let end: Ended;
   try {
     // One scope per execution: the tool's core calls check the approver's membership once, here.
-    ended = await withRequestScope(() => run(claimed));
+    end = await withRequestScope(() => run(claimed, owner));
   } finally {
     stop();
   }
-  crashPoint("after-execute");
+  await crashPointReached("after-execute");
 
-  if (!(await finish(claimed, owner, ended))) return { outcome: "skipped", status: "executing", reason: "lease lost" };
-  return ended.status === "executed"
-    ? { outcome: "executed", status: "executed" }
-    : { outcome: "failed", status: "failed", reason: ended.error, ...(ended.cause !== undefined ? { cause: ended.cause } : {}) };
+  // The row is no longer ours to end: its settlement committed already (the tool's transaction carried it, and what
+  // failed came after), or another executor holds it now.
+  const elsewhere = async (): Promise<ExecutionOutcome> =>
+    (await read(workspaceId, id))?.status === "executed"
+      ? { outcome: "executed", status: "executed" }
+      : { outcome: "skipped", status: "executing", reason: "lease lost" };
+  switch (end.status) {
+    case "lost":
+      return { outcome: "skipped", status: "executing", reason: "lease lost" };
+    case "executed":
+      // The tool's transaction carried the settlement: when it committed, the row is executed already.
+      if (end.settled) {
+        const done = await elsewhere();
+        if (done.outcome === "executed") return done;
+      }
+      return (await finish(claimed, owner, end)) ? { outcome: "executed", status: "executed" } : elsewhere();
+    case "failed":
+      if (!(await finish(claimed, owner, end))) return elsewhere();
+      return { outcome: "failed", status: "failed", reason: end.error, ...(end.cause !== undefined ? { cause: end.cause } : {}) };
+    case "transient": {
+      const retries = claimed.retries ?? 0;
+      if (retries >= MAX_RETRIES) {
+        const error = `gave up after ${retries} retries: ${end.error}`;
+        return (await finish(claimed, owner, { status: "failed", error })) ? { outcome: "failed", status: "failed", reason: error } : elsewhere();
+      }
+      const retryAt = new Date(Date.now() + retryDelayMs(retries, end.retryAfterMs)).toISOString();
+      return (await defer(claimed, owner, end.error, retryAt)) ? { outcome: "deferred", status: "approved", reason: end.error, retryAt } : elsewhere();
+    }
+  }
 }
 
 /** What one sweep did. */
@@ -213,6 +408,8 @@ export interface SweepReport {
   due: number;
   executed: number;
   failed: number;
+  /** Rows a transient failure put back, to be retried later. */
+  deferred: number;
   skipped: number;
   /** Unexpected tool errors, for the caller to log. */
   errors: unknown[];
@@ -220,8 +417,8 @@ export interface SweepReport {
 
 /**
  * The sweeper (DESIGN.md 6.2): re-drive the rows the stream did not finish. Queries the sparse `due` index (never a
- * Scan) for approved rows approved more than the grace period ago and executing rows whose lease expired, and runs
- * `executeAction` on each, a few at a time.
+ * Scan) for approved rows approved more than the grace period ago, deferred rows whose retry time has come, and
+ * executing rows whose lease expired, and runs `executeAction` on each, a few at a time.
  * @param opts.graceMs how long an approved row is left to the stream (default `sweepGraceMs()`, 30 s); the embedded
  *   runtime passes 0 at start-up, when no stream record from before it started will ever arrive.
  * @param opts.limit at most this many rows per sweep (default 200); the next sweep takes the rest.
@@ -233,7 +430,7 @@ export async function sweep(opts: { graceMs?: number; limit?: number } = {}): Pr
     .entities.pendingAction.query.due({ sweep: DUE })
     .lte({ due_at: horizon })
     .go({ limit: opts.limit ?? 200 });
-  const report: SweepReport = { due: data.length, executed: 0, failed: 0, skipped: 0, errors: [] };
+  const report: SweepReport = { due: data.length, executed: 0, failed: 0, deferred: 0, skipped: 0, errors: [] };
   const queue = [...data];
   const worker = async () => {
     for (let row = queue.shift(); row; row = queue.shift()) {

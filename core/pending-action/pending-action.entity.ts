@@ -10,7 +10,7 @@ export const DUE = "due" as const;
 /**
  * Lambda event filter (FilterCriteria pattern) on the table stream for the executor's consumer: only writes that
  * leave a pending action approved. The claim (→ executing) and the final flips do not match, so they never
- * re-trigger it. Read by the stack (stacks/PendingActions.ts), the consumer and the embedded stream reader; kept
+ * re-trigger it; a deferral (executing → approved with a retry time) does, and the executor skips the row until then. Read by the stack (stacks/PendingActions.ts), the consumer and the embedded stream reader; kept
  * here, beside the attributes it names, so the stacks need not import the executor.
  */
 export const APPROVED_STREAM_FILTER = {
@@ -26,7 +26,8 @@ export const APPROVED_STREAM_FILTER = {
  * - byId (gsi1): look-up by id alone (the `/{pa_id}` routes).
  * - byBatch (gsi2): the rows of a batch `{missionId}:{toolName}`, oldest first (batch approve).
  * - due (gsi3, SPARSE): only rows an executor still owes, i.e. approved or executing, in one partition `pa#due`,
- *   sorted by when the sweeper should next look at them (`due_at`: approved_at + grace, or the lease's expiry).
+ *   sorted by when the sweeper should next look at them (`due_at`: approved_at + grace, the lease's expiry, or the
+ *   retry time of a deferred row).
  *   Approve and claim set `sweep` and `due_at` together with the status; the final flips remove both, which
  *   removes the row from the index. The sweeper Queries it; nothing Scans.
  */
@@ -63,6 +64,15 @@ export const buildPendingActionEntity = () => new Entity({
     lease_expires_at: { type: "number" },
     /** How many times an executor claimed the row. */
     attempts: { type: "number", required: true, default: 0 },
+    /**
+     * How many of those claims ended deferred: a transient failure put the row back to approved, to be retried at
+     * `retry_at`. `attempts - retries` is how many executions were interrupted (a crash, a lost lease).
+     */
+    retries: { type: "number", required: true, default: 0 },
+    /** ISO time before which a deferred row is not executed again (present while it waits). */
+    retry_at: { type: "string" },
+    /** The transient failure that deferred the row last (not shown on the wire: the row is still approved). */
+    last_error: { type: "string" },
   },
   indexes: {
     byWorkspace: {

@@ -8,7 +8,9 @@ import { stateTable } from "../state-table";
  *
  * One internal state beyond the spec's five: `executing`, a row claimed by an executor under a lease. It shows as
  * `approved` on the wire (the spec's state until the execution ends). An executing row whose lease expired (its
- * executor crashed) may be claimed again, hence `executing → executing`.
+ * executor crashed) may be claimed again, hence `executing → executing`. An execution that met a transient failure
+ * (a busy model or table, a synthesis lock held by another run) puts the row back, `executing → approved`, with a
+ * time before which it is not retried: "not now" is not a failure (spec 01: approved → failed when it "errors").
  */
 export const PendingActionStatus = z
   .enum(["pending", "approved", "rejected", "executed", "failed"])
@@ -29,8 +31,9 @@ export const PENDING_ACTION_TRANSITIONS: Readonly<Record<StoredStatus, readonly 
   pending: ["approved", "rejected"],
   // an executor claims the row under a lease
   approved: ["executing"],
-  // the execution ends; or the lease expired and another executor claims it again (or gives up: failed)
-  executing: ["executed", "failed", "executing"],
+  // the execution ends; or it is deferred after a transient failure (approved, with a retry time); or the lease
+  // expired and another executor claims it again (or gives up: failed)
+  executing: ["executed", "failed", "executing", "approved"],
   rejected: [],
   executed: [],
   failed: [],

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { db } from "../db/service";
-import { idFor, runIdFor, type AgentWrite } from "../db/agent-write";
+import { asWrite, commitWrites, idFor, runIdFor, tagOf, type AgentWrite } from "../db/agent-write";
 import { requireActiveSubscription } from "../billing";
 import { productContext, requireMember } from "../workspace";
 import { recordRun } from "../agent";
@@ -11,14 +11,47 @@ import { recommendationEngine } from "./engine";
 import { toView, type RecommendationItem } from "./index";
 import type { GenerateInput } from "./schema";
 
+/** Most recommendations one generation makes (the engines' output schema: 3 to 7). */
+const MAX_GENERATED = 7;
+
+/** What a generation hands its settlement (AgentWrite.settle): the run's result as the tool reports it. */
+export interface GenerationWritten {
+  recommendation_ids: string[];
+  count: number;
+  prioritization_summary: string;
+}
+
+/** The recommendations of a generation, by rank (strongly consistent). */
+async function readSet(workspaceId: string, ids: string[]) {
+  const { data } = await db()
+    .entities.recommendation.get(ids.map((id) => ({ workspace_id: workspaceId, id })))
+    .go({ consistent: true });
+  return (data as RecommendationItem[]).sort((a, b) => (a.priority_rank ?? 0) - (b.priority_rank ?? 0)).map(toView);
+}
+
 /**
  * `POST /api/recommendations/generate` (spec 01): 3 to 7 prioritized recommendations from the given insights and
  * focus areas, stored as `suggested` with their priority rank, and the prioritization summary. Needs an active or
- * trialing subscription; recorded as a `recommendation` agent run.
+ * trialing subscription; recorded as a `recommendation` agent run. The set is written whole or not at all (one
+ * transaction of creates).
+ *
+ * For an approved pending action (`opts`, DESIGN.md 6.2): the i-th recommendation's id is derived from the action
+ * (`recommendation#<i>`), each carries the action's id (origin `agent`) in its own create, and `opts.settle` commits
+ * in the same transaction, so a crash leaves no recommendation of the run or the action executed. Should the set of
+ * this action exist all the same (a run outside the executor), it is the answer: the model is not called again and
+ * nothing is written (its `prioritization_summary` is then not known: "").
+ * @throws AppError FORBIDDEN, SUBSCRIPTION_REQUIRED (402), USAGE_LIMIT_EXCEEDED (402), VALIDATION_ERROR (422) for
+ *   unknown insight ids; SettlementRefused when the executor lost the action meanwhile (nothing written).
  */
-export async function generate(userId: string, input: GenerateInput, opts: AgentWrite = {}) {
+export async function generate(userId: string, input: GenerateInput, opts: AgentWrite<GenerationWritten> = {}) {
   await requireMember(userId, input.workspace_id);
   await requireActiveSubscription(input.workspace_id);
+  const actionId = opts.pendingActionId;
+  const idOf = (i: number) => (actionId ? idFor(actionId, `recommendation#${i}`) : randomUUID());
+  if (actionId) {
+    const earlier = await readSet(input.workspace_id, Array.from({ length: MAX_GENERATED }, (_, i) => idOf(i)));
+    if (earlier.length) return { recommendations: earlier, count: earlier.length, prioritization_summary: "" };
+  }
   const engine = recommendationEngine(await model());
   // The run's reservation is made while the insights and product context are read (an unknown id releases it).
   const {
@@ -36,21 +69,26 @@ export async function generate(userId: string, input: GenerateInput, opts: Agent
     },
     (out) => ({ titles: out.result.recommendations.map((r) => r.title) }),
   );
-  const items = result.recommendations.map((r, i) => ({
+  const items = result.recommendations.slice(0, MAX_GENERATED).map((r, i) => ({
     ...r,
-    // Ids derived from an approved pending action make a replay overwrite its own items instead of adding more.
-    id: opts.pendingActionId ? idFor(opts.pendingActionId, `recommendation#${i}`) : randomUUID(),
+    id: idOf(i),
     workspace_id: input.workspace_id,
     status: "suggested" as const,
     priority_rank: i + 1,
-    origin: opts.pendingActionId ? "agent" : "generate",
+    origin: actionId ? "agent" : "generate",
     created_by: userId,
-    ...(opts.pendingActionId ? { pending_action_id: opts.pendingActionId } : {}),
+    ...tagOf(opts),
   }));
-  await db().entities.recommendation.put(items).go();
-  const { data } = await db()
-    .entities.recommendation.get(items.map((r) => ({ workspace_id: input.workspace_id, id: r.id })))
-    .go({ consistent: true });
-  const recommendations = (data as RecommendationItem[]).sort((a, b) => (a.priority_rank ?? 0) - (b.priority_rank ?? 0)).map(toView);
+  const ids = items.map((r) => r.id);
+  const settlement = opts.settle?.({ recommendation_ids: ids, count: ids.length, prioritization_summary: result.prioritization_summary });
+  // Creates, not puts: a write never replaces a recommendation (of an earlier run, or changed since by a member).
+  const refused = await commitWrites(
+    ["recommendation"],
+    items.map((r) => asWrite(db().entities.recommendation.create(r))),
+    settlement,
+  );
+  const recommendations = await readSet(input.workspace_id, ids);
+  // Refused only when this action's set exists already (a concurrent run of it wrote the same ids first).
+  if (refused && recommendations.length !== ids.length) throw new Error(`recommendations of this run were refused: ${refused.join(", ")}`);
   return { recommendations, count: recommendations.length, prioritization_summary: result.prioritization_summary };
 }

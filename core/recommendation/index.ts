@@ -5,7 +5,7 @@ import { AppError, Errors } from "../error";
 import { db } from "../db/service";
 import { requireMember, requireResourceMember } from "../workspace";
 import { loadInsights } from "../insight/inputs";
-import { createOnce, type AgentWrite } from "../db/agent-write";
+import { asWrite, commitWrites, createOnce, tagOf, type AgentWrite } from "../db/agent-write";
 import { assertTransition, checkBatchTransition } from "./status";
 import type { RecommendationEntity } from "./recommendation.entity";
 import type {
@@ -59,23 +59,40 @@ export async function checkInsightIds(workspaceId: string, ids: string[]): Promi
   await loadInsights(workspaceId, ids, "addresses_insight_ids");
 }
 
-/** `POST /api/recommendations`: a manual recommendation, status suggested. */
+/** What a recommendation write hands its settlement (AgentWrite.settle): the recommendation as written. */
+export interface RecommendationWritten {
+  id: string;
+  title: string;
+  status: RecommendationItem["status"];
+}
+
+/**
+ * `POST /api/recommendations`: a manual recommendation, status suggested. For an approved pending action (`opts`,
+ * DESIGN.md 6.2) it is created under `opts.id`, tagged (origin `agent`, the action's id) in the same write, and
+ * committed together with `opts.settle`; one already under `opts.id` (an earlier run's) is the answer.
+ * @throws AppError FORBIDDEN; VALIDATION_ERROR (422) for insight ids that are not the workspace's; SettlementRefused
+ *   when the executor lost the action meanwhile (nothing written).
+ */
 export async function create(
   userId: string,
   input: CreateRecommendationInput,
   extra: Partial<RecommendationItem> = {},
-  opts: AgentWrite = {},
+  opts: AgentWrite<RecommendationWritten> = {},
 ): Promise<RecommendationView> {
   await requireMember(userId, input.workspace_id);
   await checkInsightIds(input.workspace_id, input.addresses_insight_ids);
   const id = opts.id ?? randomUUID();
-  const tag = opts.pendingActionId ? { pending_action_id: opts.pendingActionId, origin: "agent" } : {};
-  const data = await createOnce(
-    opts,
-    async () => (await db().entities.recommendation.create({ ...input, ...extra, ...tag, id, status: "suggested", created_by: userId }).go()).data as RecommendationItem,
-    async () => (await db().entities.recommendation.get({ workspace_id: input.workspace_id, id }).go({ consistent: true })).data,
-  );
-  return toView(data);
+  const tag = opts.pendingActionId ? { ...tagOf(opts), origin: "agent" } : {};
+  const write = db().entities.recommendation.create({ ...input, ...extra, ...tag, id, status: "suggested", created_by: userId });
+  const stored = async () => (await db().entities.recommendation.get({ workspace_id: input.workspace_id, id }).go({ consistent: true })).data;
+  if (opts.settle) {
+    // A refused create (its only condition) means an earlier run wrote it: that item is the answer.
+    await commitWrites(["recommendation"], [asWrite(write)], opts.settle({ id, title: input.title, status: "suggested" }));
+    const data = await stored();
+    if (!data) throw new Error(`recommendation ${id} is missing after its write`);
+    return toView(data);
+  }
+  return toView(await createOnce(opts, async () => (await write.go()).data as RecommendationItem, stored));
 }
 
 /** `GET /api/recommendations`: filtered, by priority (impact) then newest, paginated (limit 200, max 500). */
@@ -123,28 +140,46 @@ export async function remove(userId: string, id: string): Promise<void> {
 
 /**
  * Move one recommendation's status by the transition table, guarded by a conditional write on the status it was
- * read with (spec 01 Recommendation status).
- * @throws AppError INVALID_TRANSITION (422, with valid_transitions); CONFLICT (409) when it changed meanwhile.
+ * read with (spec 01 Recommendation status). For a pending action the write carries its id, and commits together
+ * with `opts.settle`.
+ * @throws AppError INVALID_TRANSITION (422, with valid_transitions); CONFLICT (409) when it changed meanwhile;
+ *   SettlementRefused when the executor lost the action meanwhile (nothing written).
  */
-async function transition(item: RecommendationItem, to: RecommendationItem["status"], notes: string | undefined): Promise<RecommendationItem> {
+async function transition(
+  item: RecommendationItem,
+  to: RecommendationItem["status"],
+  notes: string | undefined,
+  opts: AgentWrite<RecommendationWritten> = {},
+): Promise<RecommendationItem> {
   assertTransition(item.status, to);
+  const conflict = () => new AppError("CONFLICT", "The recommendation's status changed meanwhile; reload and retry");
+  const key = { workspace_id: item.workspace_id, id: item.id };
+  const write = db()
+    .entities.recommendation.patch(key)
+    .set({ status: to, status_changed_at: new Date().toISOString(), ...(notes !== undefined ? { user_notes: notes } : {}), ...tagOf(opts) })
+    .where((attr, op) => op.eq(attr.status, item.status));
+  if (opts.settle) {
+    if (await commitWrites(["recommendation"], [asWrite(write)], opts.settle({ id: item.id, title: item.title, status: to }))) throw conflict();
+    const { data } = await db().entities.recommendation.get(key).go({ consistent: true });
+    if (!data) throw Errors.notFound("Recommendation");
+    return data;
+  }
   try {
-    const { data } = await db()
-      .entities.recommendation.patch({ workspace_id: item.workspace_id, id: item.id })
-      .set({ status: to, status_changed_at: new Date().toISOString(), ...(notes !== undefined ? { user_notes: notes } : {}) })
-      .where((attr, op) => op.eq(attr.status, item.status))
-      .go({ response: "all_new" });
+    const { data } = await write.go({ response: "all_new" });
     return data as RecommendationItem;
   } catch (err) {
-    if (isConditionalFailure(err)) throw new AppError("CONFLICT", "The recommendation's status changed meanwhile; reload and retry");
+    if (isConditionalFailure(err)) throw conflict();
     throw err;
   }
 }
 
-/** `PATCH /api/recommendations/{id}/status`. */
-export async function changeStatus(userId: string, id: string, input: StatusChangeInput): Promise<RecommendationView> {
+/**
+ * `PATCH /api/recommendations/{id}/status`. `opts` as for `transition` (an approved pending action's write).
+ * @throws AppError NOT_FOUND (404); INVALID_TRANSITION (422); CONFLICT (409); SettlementRefused.
+ */
+export async function changeStatus(userId: string, id: string, input: StatusChangeInput, opts: AgentWrite<RecommendationWritten> = {}): Promise<RecommendationView> {
   const item = await requireRecommendation(userId, id);
-  return toView(await transition(item, input.status, input.user_notes));
+  return toView(await transition(item, input.status, input.user_notes, opts));
 }
 
 /**

@@ -20,7 +20,8 @@ function approvedRow(record: DynamoDBStreamEvent["Records"][number]): { workspac
 
 /**
  * DynamoDB Streams consumer (DESIGN.md 6.2): every record of an approved pending action runs `executeAction`, which
- * is exactly-once by itself (a replayed or duplicate record finds the row claimed or finished and does nothing).
+ * is exactly-once by itself (a replayed or duplicate record finds the row claimed or finished and does nothing; the
+ * record of a deferral finds the row not yet due and leaves it to the sweeper).
  * Records are filtered again here, so an unfiltered feed is safe. A record whose execution hit an infrastructure
  * error is reported as a batch item failure (the mapping has ReportBatchItemFailures) and retried; the sweeper
  * re-drives anything the retries did not finish.

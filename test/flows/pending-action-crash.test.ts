@@ -1,63 +1,107 @@
 /**
- * Exactly-once execution across crashes (DESIGN.md 6.2; spec 01 Pending action status, whose "an approved row can
- * be left without a result if the process restarts" ours must not do). The embedded runtime (`local/start.ts`) runs
- * as a child process on a data directory of its own (DynamoDB Local persists there), with a 2 s executor lease and a
- * 1 s sweep. For each point of failure a pending create_insight is approved over HTTP and the child is killed:
- * - before execution: `kill -9` of the whole process group right after approve answers;
- * - after the claim, and after the tool's write but before the flip to executed: the executor's own test hook
- *   (`R2D_CRASH_AT`) SIGKILLs the child there.
- * The runtime is then started again without the hook, and the row must end executed with its result stored and
- * exactly one insight tagged with its id: never none, never two.
+ * Exactly-once execution across crashes, for every gated tool (DESIGN.md 6.2; spec 01 Pending action status, whose
+ * "an approved row can be left without a result if the process restarts" ours must not do). The embedded runtime
+ * (`local/start.ts`) runs as a child process group on a data directory of its own (DynamoDB Local persists there),
+ * with a 2 s executor lease and a 1 s sweep, started once and restarted after each crash.
+ *
+ * Each case makes one pending action of each of the nine gated tools (create_insight, update_insight,
+ * create_recommendation, update_recommendation_status, draft_document, update_document, update_block, run_synthesis,
+ * generate_recommendations), approves them over HTTP, and kills the runtime with SIGKILL:
+ * - right after the approvals: `kill -9` of the whole process group, wherever the executions are;
+ * - after the claim, before the tool's write commits, after the tool returned: the crash hook (core/crash-point.ts,
+ *   armed through a file while the runtime runs) holds every execution at that point until all nine are there, and
+ *   then the runtime SIGKILLs itself, so each of the nine is interrupted at exactly that point.
+ * The runtime is started again, unarmed, and every row must end executed, with the workspace holding exactly what one
+ * execution of it writes, every item it wrote tagged with its id (test/support/gated-tool-cases.ts). run_synthesis
+ * killed before its commit dies holding the workspace's synthesis lock (5 minutes): its replay must take the lock
+ * over, not wait for it or fail. run_synthesis runs in a workspace of its own per case, so each run creates insights.
  */
 import { randomUUID } from "node:crypto";
-import { readFile } from "node:fs/promises";
+import { readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatedTool } from "../../core/agent/tools";
-import { idFor } from "../../core/db/agent-write";
 import { db } from "../../core/db/service";
-import { createPending } from "../../core/pending-action";
-import { waitFor } from "../support/multipart";
+import { createPending, type PendingActionItem } from "../../core/pending-action";
+import type { CrashPoint } from "../../core/crash-point";
+import { setAccount, topUp } from "../support/billing";
+import { multipart, realFile, waitFor } from "../support/multipart";
 import { RuntimeProcess, START_TIMEOUT } from "../support/runtime-process";
+import { TOOL_CASES, type Api, type CaseEnv } from "../support/gated-tool-cases";
+
+const CASES: { name: string; hook: CrashPoint | null; attempts: number | null }[] = [
+  // Wherever the executions were: claimed or not, written or not; the number of claims varies.
+  { name: "kill -9 of the whole runtime right after the approvals", hook: null, attempts: null },
+  // Claimed by the run that died, then by the one after the restart.
+  { name: "after the claim", hook: "after-claim", attempts: 2 },
+  // The AI calls made, the synthesis lock held, nothing written: the replay does it all, once.
+  { name: "just before the tool's write and the flip commit", hook: "before-commit", attempts: 2 },
+  // The write and the flip committed together: after the restart there is nothing left to do.
+  { name: "after the tool returned, before the executor's own bookkeeping", hook: "after-execute", attempts: 1 },
+];
+
+const HOOK_FILE = join(tmpdir(), `r2d-crash-hook-${randomUUID()}.json`);
 
 let runtime: RuntimeProcess;
 let token: string;
 let userId: string;
 let workspaceId: string;
+/** One workspace with one completed source per case, for run_synthesis. */
+const synthesisSpaces: { workspaceId: string; sourceId: string }[] = [];
 
-const api = async (method: string, path: string, body?: unknown) => {
-  const res = await fetch(`${runtime.base}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body ? { "content-type": "application/json" } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  return { status: res.status, body: (await res.json()) as Record<string, any> };
-};
+async function request(method: string, path: string, init: { body?: unknown; raw?: { data: Buffer; contentType: string } } = {}) {
+  const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+  let body: string | Uint8Array | undefined;
+  if (init.raw) {
+    headers["content-type"] = init.raw.contentType;
+    body = new Uint8Array(init.raw.data);
+  } else if (init.body !== undefined) {
+    headers["content-type"] = "application/json";
+    body = JSON.stringify(init.body);
+  }
+  const res = await fetch(`${runtime.base}${path}`, { method, headers, body });
+  const text = await res.text();
+  return { status: res.status, body: (text ? JSON.parse(text) : null) as any };
+}
+const api: Api = (method, path, body) => request(method, path, body === undefined ? {} : { body });
 
-/** A pending create_insight made in this process, as the agent loop makes it, against the child's DynamoDB. */
-async function pend(): Promise<string> {
-  const ctx = { userId, workspaceId, missionId: randomUUID(), sessionId: null, attachmentIds: [] };
-  const { id } = await createPending(ctx, gatedTool("create_insight")!, {
-    insight_type: "pain_point",
-    title: `Crash-proof finding ${randomUUID().slice(0, 6)}`,
-    description: "Users lose their work when the app restarts.",
-  });
-  return id;
+/** A workspace with a completed research source (a real interview), over HTTP. */
+async function synthesisSpace(name: string) {
+  const ws = await api("POST", "/api/workspaces", { name });
+  expect(ws.status).toBe(201);
+  const { name: fileName, data } = await realFile("va-mobile-app/interview-notes/2023-07-retention-study-participant-10.md");
+  const raw = await multipart({ workspace_id: ws.body.id, source_type: "interview", title: fileName }, { name: fileName, type: "text/markdown", data });
+  const up = await request("POST", "/api/research/upload", { raw });
+  expect(up.status, JSON.stringify(up.body)).toBe(201);
+  await waitFor(async () => {
+    const s = await api("GET", `/api/research/sources/${up.body.id}`);
+    if (s.body.processing_status === "failed") throw new Error(`source failed: ${s.body.processing_error}`);
+    return s.body.processing_status === "completed";
+  }, 90_000, 200);
+  return { workspaceId: ws.body.id as string, sourceId: up.body.id as string };
 }
 
-const rowOf = async (id: string) => (await db().entities.pendingAction.get({ workspace_id: workspaceId, id }).go({ consistent: true })).data;
-async function insightsOf(paId: string) {
-  const { data } = await db().entities.insight.query.byWorkspace({ workspace_id: workspaceId }).go({ pages: "all", consistent: true });
-  return data.filter((i) => i.pending_action_id === paId);
+/** A pending action made in this process, as the agent loop makes it, against the child's DynamoDB. */
+async function pend(env: CaseEnv, tool: string, input: Record<string, unknown>): Promise<string> {
+  const ctx = { userId, workspaceId: env.workspaceId, missionId: randomUUID(), sessionId: null, attachmentIds: [] };
+  return (await createPending(ctx, gatedTool(tool)!, input)).id;
 }
+
+const rowOf = async (workspace: string, id: string) => (await db().entities.pendingAction.get({ workspace_id: workspace, id }).go({ consistent: true })).data;
+
+/** Arm the runtime's crash hook at `at` for `arrivals` executions, or disarm it (it reads the file at each point). */
+const arm = (spec: { at: CrashPoint; arrivals: number } | null) => writeFile(HOOK_FILE, JSON.stringify(spec ?? {}));
 
 beforeAll(async () => {
+  await arm(null);
   runtime = await RuntimeProcess.start("r2d-crash", {
     TABLE_NAME: "r2d-crash",
     BUCKET_NAME: "r2d-crash-uploads",
     PENDING_ACTION_LEASE_SECONDS: "2",
     PENDING_ACTION_SWEEP_INTERVAL_SECONDS: "1",
     R2D_CRASH_AT: "",
+    R2D_CRASH_FILE: HOOK_FILE,
   });
   // This process talks to the child's DynamoDB Local (its fixed port survives restarts) for createPending and checks.
   const running = JSON.parse(await readFile(join(runtime.opts.dataDir, "runtime.json"), "utf8")) as { dynamoEndpoint: string; tableName: string };
@@ -68,51 +112,54 @@ beforeAll(async () => {
   const me = await api("GET", "/api/auth/me");
   expect(me.status).toBe(200);
   userId = me.body.id;
+  // A plan with room for the five workspaces and the documents of the cases, and credits enough that no AI run
+  // (nor a replay of one) is refused.
+  await setAccount(userId, { plan: "power", status: "active" });
+  await topUp(userId, 500);
   const ws = await api("POST", "/api/workspaces", { name: "Crash test" });
   expect(ws.status).toBe(201);
   workspaceId = ws.body.id;
-}, START_TIMEOUT + 30_000);
+  synthesisSpaces.push(...(await Promise.all(CASES.map((_, i) => synthesisSpace(`Crash synthesis ${i + 1}`)))));
+}, START_TIMEOUT + 120_000);
 
-afterAll(() => runtime?.dispose(), 60_000);
+afterAll(async () => {
+  await runtime?.dispose();
+  await rm(HOOK_FILE, { force: true });
+}, 60_000);
 
-describe("a crash never loses nor doubles an approved pending action", () => {
-  const points = [
-    { name: "before execution", hook: undefined },
-    { name: "after the claim", hook: "after-claim" },
-    { name: "after the tool's write, before the flip to executed", hook: "after-execute" },
-  ] as const;
-
-  it.each(points)("crash $name", async ({ hook }) => {
-    if (hook) {
-      // Restart with the hook armed (the runtime of the previous case runs without it).
-      runtime.child!.kill("SIGTERM");
-      await runtime.exited(30_000);
-      runtime.killGroup();
-      await runtime.start({ R2D_CRASH_AT: hook });
+describe("a crash never loses nor doubles an approved pending action, whatever its tool", () => {
+  it.each(CASES.map((c, i) => ({ ...c, index: i })))("crash $name", async ({ hook, attempts, index }) => {
+    const space = synthesisSpaces[index]!;
+    const actions: { tool: (typeof TOOL_CASES)[number]; env: CaseEnv; prepared: Awaited<ReturnType<(typeof TOOL_CASES)[number]["setup"]>>; id: string }[] = [];
+    for (const tool of TOOL_CASES) {
+      const env: CaseEnv = tool.tool === "run_synthesis" ? { api, ...space } : { api, workspaceId };
+      const prepared = await tool.setup(env);
+      actions.push({ tool, env, prepared, id: await pend(env, tool.tool, prepared.input) });
     }
-    const id = await pend();
-    const approved = await api("POST", `/api/pending-actions/${id}/approve`, {});
-    expect(approved.status).toBe(200);
-    expect(approved.body.status).toBe("approved");
-
-    // With a hook the executor kills its own process there (what is left of the group goes with it); without one,
-    // the whole group is killed right after approve answered.
-    if (hook) await runtime.exited(60_000);
+    if (hook) await arm({ at: hook, arrivals: actions.length });
+    for (const a of actions) {
+      const approved = await api("POST", `/api/pending-actions/${a.id}/approve`, {});
+      expect(approved.status, JSON.stringify(approved.body)).toBe(200);
+      expect(approved.body.status).toBe("approved");
+    }
+    // With the hook the runtime kills itself once all nine are at the point (what is left of the group goes with
+    // it); without it, the whole group is killed right after the last approval answered.
+    if (hook) await runtime.exited(90_000);
     await runtime.crash();
-
+    await arm(null);
     await runtime.start();
-    const row = await waitFor(async () => {
-      const r = await rowOf(id);
-      return r && (r.status === "executed" || r.status === "failed") ? r : null;
-    }, 60_000, 200);
-    expect(row).toMatchObject({ status: "executed", result: { insight_id: idFor(id, "insight") } });
-    expect(row.executed_at).toBeTruthy();
-    if (hook) expect(row.attempts).toBe(2); // claimed by the run that died, then by the one after the restart
-    const insights = await insightsOf(id);
-    expect(insights).toHaveLength(1);
-    expect(insights[0]!.id).toBe(idFor(id, "insight"));
 
-    const shown = await api("GET", `/api/pending-actions/${id}`);
-    expect(shown.body).toMatchObject({ status: "executed", result: { insight_id: idFor(id, "insight") }, error: null });
-  }, 240_000);
+    for (const a of actions) {
+      const row = await waitFor(async () => {
+        const r = await rowOf(a.env.workspaceId, a.id);
+        return r && (r.status === "executed" || r.status === "failed") ? r : null;
+      }, 90_000, 200);
+      expect({ tool: a.tool.tool, status: row.status, error: row.error }).toEqual({ tool: a.tool.tool, status: "executed", error: undefined });
+      expect(row.executed_at).toBeTruthy();
+      if (attempts !== null) expect({ tool: a.tool.tool, attempts: row.attempts }).toEqual({ tool: a.tool.tool, attempts });
+      await a.tool.verify(a.env, a.id, row as PendingActionItem, a.prepared);
+      const shown = await api("GET", `/api/pending-actions/${a.id}`);
+      expect(shown.body).toMatchObject({ status: "executed", result: row.result, error: null });
+    }
+  }, 300_000);
 });

@@ -1,7 +1,7 @@
 /**
  * The pending action state table (spec 01 "Pending action status"; DESIGN.md 4.7 and 6.2), checked on every
  * (from, to) pair: the spec's transitions plus the internal `executing` (claimed under a lease, reclaimable once the
- * lease expired), which shows as `approved` on the wire.
+ * lease expired, or back to approved when a transient failure defers it), which shows as `approved` on the wire.
  */
 import { describe, expect, it } from "vitest";
 import { AppError } from "../../core/error";
@@ -11,7 +11,7 @@ import * as S from "../../core/pending-action/status";
 const EXPECTED: Record<string, string[]> = {
   pending: ["approved", "rejected"],
   approved: ["executing"],
-  executing: ["executed", "failed", "executing"],
+  executing: ["executed", "failed", "executing", "approved"],
   rejected: [],
   executed: [],
   failed: [],

@@ -1,4 +1,5 @@
 import type * as z from "zod";
+import type { WriteItem } from "../../db/agent-write";
 
 /**
  * What a tool call runs with (DESIGN.md 6.1): resolved once per request by the agent loop. `userId` is the member
@@ -27,6 +28,13 @@ export interface ExecutionContext {
   userId: string;
   workspaceId: string;
   actionId: string;
+  /**
+   * The action's flip to executed with `result` (what `execute` will return), as a write for the tool's own
+   * transaction (DESIGN.md 6.2: an internal write and the flip are one transaction). Given by the executor; a tool
+   * whose writes are internal hands it to its core operation (`AgentWrite.settle`), so a crash leaves either nothing
+   * written or the row executed. Absent when a tool runs outside the executor.
+   */
+  settle?: (result: Record<string, unknown>) => WriteItem;
 }
 
 /** A render-ready preview of a gated write (spec 01 Pending action `preview`). */
@@ -63,8 +71,8 @@ export interface ReadTool<I = any> extends ToolBase<I> {
 /**
  * A gated (write) tool: never runs inside the loop. The loop stores a pending action with `preview(...)` and hands
  * the model `{status: "queued", pending_action_id}`; `execute` runs once the action is approved.
- * `execute` must be idempotent per `ctx.actionId`: ids it creates come from `idFor(actionId, ...)` and are written
- * with a create-if-absent condition, so a re-run after a crash returns the first run's result.
+ * `execute` must be exactly-once per `ctx.actionId`: its writes commit with `ctx.settle` in one transaction, every
+ * item it writes carries the action id in that same write, and ids it creates come from `idFor(actionId, ...)`.
  */
 export interface GatedTool<I = any> extends ToolBase<I> {
   gated: true;

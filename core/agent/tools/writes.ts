@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { Errors } from "../../error";
 import { db } from "../../db/service";
-import { idFor } from "../../db/agent-write";
+import { idFor, type AgentWrite } from "../../db/agent-write";
 import * as Insight from "../../insight";
 import { synthesize } from "../../insight/synthesis";
 import * as Recommendation from "../../recommendation";
@@ -12,13 +12,23 @@ import { listBlocks, updateBlock } from "../../document/block-ops";
 import { draft } from "../../document/draft";
 import { requireUsage } from "../../billing/gates";
 import { inWorkspace } from "./scope";
-import type { GatedTool } from "./types";
+import type { ExecutionContext, GatedTool } from "./types";
 
 /** Before/after of each field an update changes (fields it leaves alone are not listed). */
 function changes(before: Record<string, unknown>, after: Record<string, unknown>) {
   return Object.entries(after)
     .filter(([field, value]) => value !== undefined && JSON.stringify(before[field]) !== JSON.stringify(value))
     .map(([field, value]) => ({ field, before: before[field] ?? null, after: value }));
+}
+
+/**
+ * The exactly-once options of a gated tool's core operation (DESIGN.md 6.2): the action's id, written on every item
+ * the operation writes, and the settlement, given what the operation writes, as the tool will report it (`result`),
+ * so the row's stored result is exactly what `execute` returns.
+ */
+function agentWrite<W, R extends Record<string, unknown>>(ctx: ExecutionContext, result: (written: W) => R): AgentWrite<W> {
+  const settle = ctx.settle;
+  return { pendingActionId: ctx.actionId, ...(settle ? { settle: (written: W) => settle(result(written)) } : {}) };
 }
 
 /** A long text in a preview: enough to judge, not the whole document. */
@@ -40,8 +50,9 @@ export const createInsight: GatedTool<z.infer<typeof CreateInsightToolInput>> = 
     };
   },
   async execute(ctx, input) {
-    const insight = await Insight.create(ctx.userId, { ...input, workspace_id: ctx.workspaceId }, { id: idFor(ctx.actionId, "insight"), pendingActionId: ctx.actionId });
-    return { insight_id: insight.id, title: insight.title };
+    const result = (w: { id: string; title: string }) => ({ insight_id: w.id, title: w.title });
+    const insight = await Insight.create(ctx.userId, { ...input, workspace_id: ctx.workspaceId }, { id: idFor(ctx.actionId, "insight"), ...agentWrite(ctx, result) });
+    return result(insight);
   },
 };
 
@@ -58,10 +69,8 @@ export const updateInsight: GatedTool<z.infer<typeof UpdateInsightToolInput>> = 
   },
   async execute(ctx, { insight_id, ...fields }) {
     inWorkspace(ctx, await Insight.get(ctx.userId, insight_id), "Insight");
-    // A patch to the same values: a replay after a crash writes nothing new.
-    const insight = await Insight.update(ctx.userId, insight_id, fields);
-    await db().entities.insight.patch({ workspace_id: ctx.workspaceId, id: insight_id }).set({ pending_action_id: ctx.actionId }).go();
-    return { insight_id: insight.id, title: insight.title };
+    const result = (w: { id: string; title: string }) => ({ insight_id: w.id, title: w.title });
+    return result(await Insight.update(ctx.userId, insight_id, fields, agentWrite(ctx, result)));
   },
 };
 
@@ -76,8 +85,9 @@ export const createRecommendation: GatedTool<z.infer<typeof CreateRecommendation
     return { summary: `Create recommendation "${input.title}"`, target: "recommendation", operation: "create", fields: { ...input } };
   },
   async execute(ctx, input) {
-    const rec = await Recommendation.create(ctx.userId, { ...input, workspace_id: ctx.workspaceId }, {}, { id: idFor(ctx.actionId, "recommendation"), pendingActionId: ctx.actionId });
-    return { recommendation_id: rec.id, title: rec.title };
+    const result = (w: { id: string; title: string }) => ({ recommendation_id: w.id, title: w.title });
+    const rec = await Recommendation.create(ctx.userId, { ...input, workspace_id: ctx.workspaceId }, {}, { id: idFor(ctx.actionId, "recommendation"), ...agentWrite(ctx, result) });
+    return result(rec);
   },
 };
 
@@ -100,10 +110,10 @@ export const updateRecommendationStatus: GatedTool<z.infer<typeof StatusToolInpu
   },
   async execute(ctx, input) {
     const before = inWorkspace(ctx, await Recommendation.get(ctx.userId, input.recommendation_id), "Recommendation");
-    // Already there: a replay of this action (or a no-op), not an invalid transition.
-    if (before.status === input.status) return { recommendation_id: before.id, status: before.status };
-    const rec = await Recommendation.changeStatus(ctx.userId, input.recommendation_id, { status: input.status, user_notes: input.user_notes });
-    return { recommendation_id: rec.id, status: rec.status };
+    const result = (w: { id: string; status: string }) => ({ recommendation_id: w.id, status: w.status });
+    // Already there (moved by someone else meanwhile): nothing to write, not an invalid transition.
+    if (before.status === input.status) return result(before);
+    return result(await Recommendation.changeStatus(ctx.userId, input.recommendation_id, { status: input.status, user_notes: input.user_notes }, agentWrite(ctx, result)));
   },
 };
 
@@ -131,16 +141,14 @@ export const draftDocument: GatedTool<z.infer<typeof DraftToolInput>> = {
   },
   async execute(ctx, input) {
     const id = idFor(ctx.actionId, "document");
-    // The draft is an AI call: a replay whose document exists answers with it instead of drafting again.
+    const result = (w: { id: string; title: string; document_type: string; status: string }) => ({ document_id: w.id, title: w.title, document_type: w.document_type, status: w.status });
+    // The draft is an AI call: should this action's document exist (its write committed, the row not finished), it
+    // is the answer instead of drafting again.
     const { data: existing } = await db().entities.document.get({ workspace_id: ctx.workspaceId, id }).go({ consistent: true });
-    if (existing) {
-      const doc = await Document.view(existing);
-      return { document_id: doc.id, title: doc.title, document_type: doc.document_type, status: doc.status };
-    }
+    if (existing) return result(existing);
     // The route's documents-per-month gate, for the copilot's drafts too (the tool does not pass through the route).
     await requireUsage({ userId: ctx.userId, workspaceId: ctx.workspaceId }, "documents");
-    const doc = await draft(ctx.userId, { ...input, workspace_id: ctx.workspaceId }, { id, pendingActionId: ctx.actionId });
-    return { document_id: doc.id, title: doc.title, document_type: doc.document_type, status: doc.status };
+    return result(await draft(ctx.userId, { ...input, workspace_id: ctx.workspaceId }, { id, ...agentWrite(ctx, result) }));
   },
 };
 
@@ -165,10 +173,8 @@ export const updateDocument: GatedTool<z.infer<typeof UpdateDocumentToolInput>> 
   },
   async execute(ctx, { document_id, ...fields }) {
     inWorkspace(ctx, await Document.get(ctx.userId, document_id), "Document");
-    // Same title and content on a replay: the version does not move again.
-    const doc = await Document.update(ctx.userId, document_id, fields);
-    await db().entities.document.patch({ workspace_id: ctx.workspaceId, id: document_id }).set({ pending_action_id: ctx.actionId }).go();
-    return { document_id: doc.id, title: doc.title, version: doc.version };
+    const result = (w: { id: string; title: string; version: number }) => ({ document_id: w.id, title: w.title, version: w.version });
+    return result(await Document.update(ctx.userId, document_id, fields, agentWrite(ctx, result)));
   },
 };
 
@@ -190,8 +196,8 @@ export const updateBlockTool: GatedTool<z.infer<typeof UpdateBlockToolInput>> = 
   },
   async execute(ctx, { document_id, block_id, ...fields }) {
     inWorkspace(ctx, await Document.get(ctx.userId, document_id), "Document");
-    const block = await updateBlock(ctx.userId, document_id, block_id, fields);
-    return { block_id: block.id, block_type: block.block_type, title: block.title };
+    const result = (w: { id: string; block_type: string; title: string }) => ({ block_id: w.id, block_type: w.block_type, title: w.title });
+    return result(await updateBlock(ctx.userId, document_id, block_id, fields, agentWrite(ctx, result)));
   },
 };
 
@@ -212,9 +218,8 @@ export const runSynthesis: GatedTool<z.infer<typeof SynthesisToolInput>> = {
     };
   },
   async execute(ctx, input) {
-    // Insight ids come from the action: a replay re-creates nothing it already wrote.
-    const res = await synthesize(ctx.userId, { ...input, workspace_id: ctx.workspaceId }, { pendingActionId: ctx.actionId });
-    return { insight_ids: res.insight_ids, created_ids: res.created_ids, summary: res.summary };
+    const result = (w: { insight_ids: string[]; created_ids: string[]; summary: string }) => ({ insight_ids: w.insight_ids, created_ids: w.created_ids, summary: w.summary });
+    return result(await synthesize(ctx.userId, { ...input, workspace_id: ctx.workspaceId }, agentWrite(ctx, result)));
   },
 };
 
@@ -235,8 +240,13 @@ export const generateRecommendations: GatedTool<z.infer<typeof GenerateToolInput
     };
   },
   async execute(ctx, input) {
-    const res = await generate(ctx.userId, { ...input, workspace_id: ctx.workspaceId }, { pendingActionId: ctx.actionId });
-    return { recommendation_ids: res.recommendations.map((r) => r.id), count: res.count, prioritization_summary: res.prioritization_summary };
+    const result = (w: { recommendation_ids: string[]; count: number; prioritization_summary: string }) => ({
+      recommendation_ids: w.recommendation_ids,
+      count: w.count,
+      prioritization_summary: w.prioritization_summary,
+    });
+    const res = await generate(ctx.userId, { ...input, workspace_id: ctx.workspaceId }, agentWrite(ctx, result));
+    return result({ recommendation_ids: res.recommendations.map((r) => r.id), count: res.count, prioritization_summary: res.prioritization_summary });
   },
 };
 
