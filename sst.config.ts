@@ -1,7 +1,8 @@
+import { Stack } from "aws-cdk-lib";
 import type { SSTConfig } from "sst";
 import { Api } from "./stacks/Api";
 import { Billing } from "./stacks/Billing";
-import { FUNCTION_DEFAULTS } from "./stacks/defaults";
+import { FUNCTION_DEFAULTS, nagStackDefaults } from "./stacks/defaults";
 import { PendingActions } from "./stacks/PendingActions";
 import { Pipelines } from "./stacks/Pipelines";
 import { Secrets } from "./stacks/Secrets";
@@ -25,5 +26,7 @@ export default {
     // Only production keeps data when a stage is removed; every other stage cleans up after itself.
     if (app.stage !== "prod") app.setDefaultRemovalPolicy("destroy");
     app.stack(Secrets).stack(Storage).stack(Pipelines).stack(Api).stack(PendingActions).stack(Billing);
+    // cdk-nag (AwsSolutions, run by the stack test): the suppressions that hold for every stack, each with its reason.
+    for (const child of app.node.children) if (child instanceof Stack) nagStackDefaults(child);
   },
 } satisfies SSTConfig;

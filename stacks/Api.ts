@@ -1,8 +1,11 @@
-import { Duration, aws_lambda_event_sources as sources, aws_sqs as sqs } from "aws-cdk-lib";
+import { Duration, aws_apigatewayv2 as apigwv2, aws_lambda_event_sources as sources, aws_sqs as sqs } from "aws-cdk-lib";
+import { NagSuppressions } from "cdk-nag";
+import type { IConstruct } from "constructs";
 import { Api as HttpApi, Function, use, type ApiRouteProps, type StackContext } from "sst/constructs";
 import { PAYMENTS_MAX_RECEIVE_COUNT } from "../core/queue";
+import type { RouteSpec } from "../functions/lib/route";
 import { DEFAULT_TIMEOUT_SECONDS, groups, routesOf, timeoutOf } from "../functions/http/routes";
-import { bedrockInvokeStatement, FUNCTION_DEFAULTS, pascal } from "./defaults";
+import { bedrockInvokeStatement, FUNCTION_DEFAULTS, grantBucket, grantTableData, pascal, suppressBedrockRegions, type BucketAccess } from "./defaults";
 import { Pipelines } from "./Pipelines";
 import { runtimeEnvironment, Secrets, type SecretName } from "./Secrets";
 import { Storage } from "./Storage";
@@ -51,6 +54,74 @@ export const PAYMENTS_CONSUMER_TIMEOUT_SECONDS = 60;
 export const GROUPS_STARTING_EXTRACTION: readonly string[] = ["research"];
 
 /**
+ * What each endpoint group does with the uploads bucket (stacks/defaults.ts `BucketAccess`): the storage calls its
+ * routes reach. A group not listed never touches the bucket (profile, billing, chat threads, pending-action reviews,
+ * recommendations, docs). `list` goes with deleting a whole prefix: a research source, a document, a workspace
+ * (workspaces: DELETE; webhooks: an identity-provider user deletion purges the workspaces the user owned).
+ * test/stacks/bucket-access.test.ts checks this table against the code, so a new storage call fails there first.
+ */
+export const GROUP_BUCKET_ACCESS: Readonly<Record<string, readonly BucketAccess[]>> = {
+  blocks: ["read"],
+  documents: ["read", "write", "delete", "list"],
+  generation: ["read", "write", "delete"],
+  insights: ["read"],
+  research: ["read", "write", "delete", "list"],
+  stream: ["read", "write", "delete"],
+  synthesis: ["read"],
+  webhooks: ["delete", "list"],
+  workspaces: ["delete", "list"],
+};
+
+/**
+ * Groups that run the AI ports inside the request (synthesis, insight search embeddings, recommendations and document
+ * generation, the copilot's streams), and so invoke Bedrock. The stack test checks it against the bundles: exactly the
+ * groups whose bundle contains the Bedrock Runtime client.
+ */
+export const BEDROCK_GROUPS: readonly string[] = ["generation", "insights", "stream", "synthesis"];
+
+/**
+ * The HTTP API's authorizer of a route: the JWT authorizer for the routes that need a user (`user`, `admin`), none
+ * for `public` (docs) and `webhook` routes (the handler verifies the provider's signature).
+ */
+export const routeAuthorizer = (route: Pick<RouteSpec, "access">): "jwt" | "none" =>
+  route.access === "user" || route.access === "admin" ? "jwt" : "none";
+
+const DOCS_OPEN = "Public API documentation (the OpenAPI document and Swagger UI's files): meant to be read without signing in; it holds no data.";
+/**
+ * Why each route without the JWT authorizer is open: the reason of its AwsSolutions-APIG4 suppression. An open route
+ * (access `public` or `webhook`) missing here keeps its finding, so the stack test names it until its reason is
+ * written down.
+ */
+export const OPEN_ROUTE_REASONS: Readonly<Record<string, string>> = {
+  "GET /api/openapi.json": DOCS_OPEN,
+  "GET /api/docs": DOCS_OPEN,
+  "GET /api/docs/{asset}": DOCS_OPEN,
+  "POST /api/webhooks/idp":
+    "Identity-provider webhook: the sender has no user token; the handler verifies the Standard Webhooks signature (IDP_WEBHOOK_SECRET) over the raw body and rejects anything else.",
+  "POST /api/webhooks/payments":
+    "Stripe webhook: the sender has no user token; the handler verifies Stripe's signature (STRIPE_WEBHOOK_SECRET) over the raw body and rejects anything else.",
+  "GET /api/integrations/codehost/callback":
+    "GitHub's OAuth redirect: the browser arrives without the app's bearer token; the handler acts only on a single-use state, at most 10 minutes old, that an authenticated connect request created for its user and workspace.",
+};
+
+/** The SSM paths SST's Config binding lets a function read, for the functions bound to secrets. */
+function suppressBoundSecrets(fn: IConstruct): void {
+  NagSuppressions.addResourceSuppressions(
+    fn,
+    [
+      {
+        id: "AwsSolutions-IAM5",
+        reason:
+          "SST binds a Config.Secret by allowing ssm:GetParameters under its app's own paths (/sst/<app>/<stage>/* and " +
+          "/sst/<app>/.fallback/*), where it stores one parameter per secret; the function reads only the secrets bound to it.",
+        appliesTo: [{ regex: "/^Resource::arn:<AWS::Partition>:ssm:[^:]+:[^:]+:parameter\\/sst\\/research-to-delivery\\/[^/*]+\\/\\*$/" }],
+      },
+    ],
+    true,
+  );
+}
+
+/**
  * Per-group Node bundling. The docs group serves Swagger UI's static files from the `swagger-ui-dist` package
  * at run time (resolved from disk, not imported), so it is installed into the bundle instead of bundled.
  */
@@ -65,10 +136,13 @@ const CORS_ALLOW_HEADERS = ["authorization", "content-type", "idempotency-key", 
  * The Api stack: one API Gateway HTTP API generated from the route table (`functions/http/routes.ts`).
  *
  * Exactly one Lambda per endpoint group (handler `functions/http/<group>.handler`); every route of the group is
- * attached to that Function construct, so SST does not create a function per route. JWTs are verified inside
- * the functions (the middy stack), so the gateway itself has no authorizer: public, user and webhook routes all
- * reach their function. Every function gets the runtime environment of `core/config.ts`, table and bucket
- * read/write, Bedrock model invocation, and the extraction state machine's ARN.
+ * attached to that Function construct, so SST does not create a function per route. Routes that need a user sit
+ * behind the HTTP API's JWT authorizer (issuer JWT_ISSUER, audience JWT_AUDIENCE), so a request without a valid
+ * token never runs a Lambda; the functions still verify the token themselves (the middy stack), as they do on the
+ * embedded runtime and on the Function URLs, which have no gateway in front. Public and webhook routes have no
+ * authorizer. Every function gets the runtime environment of `core/config.ts`, table read/write, the bucket calls
+ * its routes make ({@link GROUP_BUCKET_ACCESS}), Bedrock invocation of the catalogue's models if it runs the AI
+ * ports ({@link BEDROCK_GROUPS}), and the extraction state machine's ARN.
  *
  * Beside the API: the payments queue (SQS FIFO, grouped by Stripe customer, with a dead-letter queue) that the
  * webhooks group sends verified Stripe events to, and its consumer Lambda (DESIGN.md 6.3).
@@ -85,16 +159,18 @@ export function Api({ stack, app }: StackContext) {
   // Verified payment events (DESIGN.md 6.3): the webhook enqueues, the consumer applies. FIFO, grouped by Stripe
   // customer, so one account's events are applied one at a time in order; deduplicated by event id (5 minutes).
   // After PAYMENTS_MAX_RECEIVE_COUNT failed receives an event moves to the dead-letter queue, kept 14 days for redrive.
-  const paymentsDeadLetters = new sqs.Queue(stack, "PaymentEventsDlq", { fifo: true, retentionPeriod: Duration.days(14) });
+  // Both refuse requests not sent over TLS (a queue policy denying aws:SecureTransport false).
+  const paymentsDeadLetters = new sqs.Queue(stack, "PaymentEventsDlq", { fifo: true, retentionPeriod: Duration.days(14), enforceSSL: true });
   const payments = new sqs.Queue(stack, "PaymentEvents", {
     fifo: true,
+    enforceSSL: true,
     // Lambda's advice for SQS event sources: at least six times the function's timeout.
     visibilityTimeout: Duration.seconds(6 * PAYMENTS_CONSUMER_TIMEOUT_SECONDS),
     deadLetterQueue: { queue: paymentsDeadLetters, maxReceiveCount: PAYMENTS_MAX_RECEIVE_COUNT },
   });
 
   const functions: Record<string, Function> = {};
-  const routes: Record<string, ApiRouteProps<string>> = {};
+  const routes: Record<string, ApiRouteProps<"jwt">> = {};
   for (const group of groups()) {
     const bound = (GROUP_SECRETS[group] ?? []).map((name) => secrets[name]);
     const fn = new Function(stack, `Http${pascal(group)}`, {
@@ -120,14 +196,19 @@ export function Api({ stack, app }: StackContext) {
           ? { url: { authorizer: "none" as const, cors: false } }
           : {}),
     });
-    table.cdk.table.grantReadWriteData(fn);
-    bucket.cdk.bucket.grantReadWrite(fn);
-    // Synthesis, recommendations, documents and chat all run the AI ports inside the request.
-    fn.addToRolePolicy(bedrockInvokeStatement(stack));
+    grantTableData(fn, table.cdk.table);
+    grantBucket(fn, bucket.cdk.bucket, GROUP_BUCKET_ACCESS[group] ?? []);
+    if (BEDROCK_GROUPS.includes(group)) {
+      fn.addToRolePolicy(bedrockInvokeStatement(stack));
+      suppressBedrockRegions(fn);
+    }
     if (GROUPS_STARTING_EXTRACTION.includes(group)) extraction.grantStartExecution(fn);
     if (group === "webhooks") payments.grantSendMessages(fn);
+    if (bound.length > 0) suppressBoundSecrets(fn);
     functions[group] = fn;
-    if (!isStreamingGroup(group)) for (const [, route] of routesOf(group)) routes[routeKey(route)] = { function: fn };
+    if (!isStreamingGroup(group)) {
+      for (const [, route] of routesOf(group)) routes[routeKey(route)] = { function: fn, authorizer: routeAuthorizer(route) };
+    }
   }
 
   // The consumer: one event per invocation (batch size 1), so an event that keeps failing does not take the
@@ -142,7 +223,8 @@ export function Api({ stack, app }: StackContext) {
     prefetchSecrets: true,
     timeout: PAYMENTS_CONSUMER_TIMEOUT_SECONDS,
   });
-  table.cdk.table.grantReadWriteData(paymentsConsumer);
+  grantTableData(paymentsConsumer, table.cdk.table);
+  suppressBoundSecrets(paymentsConsumer);
   paymentsConsumer.addEventSource(new sources.SqsEventSource(payments, { batchSize: 1, reportBatchItemFailures: true }));
 
   const origins = parameters.CORS_ORIGINS.value.split(",").map((s) => s.trim()).filter(Boolean);
@@ -156,8 +238,23 @@ export function Api({ stack, app }: StackContext) {
       maxAge: "1 day",
     },
     accessLog: true,
+    authorizers: {
+      jwt: {
+        type: "jwt",
+        // The same issuer and audience the handlers verify (core/config.ts); API Gateway finds the issuer's keys
+        // through its OpenID discovery document ({issuer}/.well-known/openid-configuration).
+        jwt: { issuer: parameters.JWT_ISSUER.value, audience: [parameters.JWT_AUDIENCE.value] },
+      },
+    },
     routes,
   });
+
+  // Routes open by design carry no authorizer; each keeps AwsSolutions-APIG4 suppressed with its own reason.
+  for (const node of api.node.findAll()) {
+    if (!(node instanceof apigwv2.CfnRoute) || node.authorizationType !== "NONE") continue;
+    const reason = OPEN_ROUTE_REASONS[node.routeKey];
+    if (reason) NagSuppressions.addResourceSuppressions(node, [{ id: "AwsSolutions-APIG4", reason }]);
+  }
 
   const longRunning = Object.fromEntries(
     Object.entries(functions)

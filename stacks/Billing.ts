@@ -1,4 +1,5 @@
 import { Cron, Function, use, type StackContext } from "sst/constructs";
+import { grantTableData } from "./defaults";
 import { runtimeEnvironment, Secrets } from "./Secrets";
 import { Storage } from "./Storage";
 
@@ -21,7 +22,7 @@ export function Billing({ stack, app }: StackContext) {
     environment,
     timeout: 60,
   });
-  table.cdk.table.grantReadWriteData(sweeper);
+  grantTableData(sweeper, table.cdk.table);
   new Cron(stack, "CreditSweep", { schedule: CREDIT_SWEEPER_SCHEDULE, job: sweeper });
   return { sweeper };
 }

@@ -1,7 +1,8 @@
 import { aws_lambda as lambda, aws_lambda_event_sources as sources } from "aws-cdk-lib";
+import { NagSuppressions } from "cdk-nag";
 import { Cron, Function, use, type StackContext } from "sst/constructs";
 import { APPROVED_STREAM_FILTER } from "../core/pending-action/pending-action.entity";
-import { bedrockInvokeStatement } from "./defaults";
+import { bedrockInvokeStatement, grantBucket, grantTableData, suppressBedrockRegions, type BucketAccess } from "./defaults";
 import { runtimeEnvironment, Secrets } from "./Secrets";
 import { Storage } from "./Storage";
 
@@ -18,14 +19,21 @@ export const SWEEPER_SCHEDULE = "rate(1 minute)";
 export const EXECUTOR_TIMEOUT_SECONDS = 300;
 
 /**
+ * What the executors do with the uploads bucket: the gated tools read stored files and document content, write
+ * document content and mention files, and remove replaced ones (they delete no whole prefix, so no listing beyond
+ * the one `read` brings). test/stacks/bucket-access.test.ts checks it against the code.
+ */
+export const EXECUTOR_BUCKET_ACCESS: readonly BucketAccess[] = ["read", "write", "delete"];
+
+/**
  * The PendingActions stack: exactly-once execution of approved pending actions (DESIGN.md 6.2).
  *
  * - The consumer Lambda on the table's stream (event source mapping from TRIM_HORIZON: a replay only finds rows
  *   already claimed or finished), filtered on new images of approved pending actions (APPROVED_STREAM_FILTER), with
  *   partial batch responses, bisection on error and bounded retries; the sweeper covers what retries give up on.
  * - The sweeper Lambda on an EventBridge schedule every minute.
- * Both run gated tools as the approving member, so both get the table and bucket read/write and Bedrock invocation
- * the HTTP groups have.
+ * Both run gated tools as the approving member, so both get table read/write, the bucket calls of those tools
+ * ({@link EXECUTOR_BUCKET_ACCESS}) and Bedrock invocation of the catalogue's models.
  */
 export function PendingActions({ stack, app }: StackContext) {
   const { table, bucket } = use(Storage);
@@ -34,9 +42,10 @@ export function PendingActions({ stack, app }: StackContext) {
 
   const executor = (id: string, handler: string, description: string) => {
     const fn = new Function(stack, id, { handler, description, environment, timeout: EXECUTOR_TIMEOUT_SECONDS });
-    table.cdk.table.grantReadWriteData(fn);
-    bucket.cdk.bucket.grantReadWrite(fn);
+    grantTableData(fn, table.cdk.table);
+    grantBucket(fn, bucket.cdk.bucket, EXECUTOR_BUCKET_ACCESS);
     fn.addToRolePolicy(bedrockInvokeStatement(stack));
+    suppressBedrockRegions(fn);
     return fn;
   };
 
@@ -50,6 +59,19 @@ export function PendingActions({ stack, app }: StackContext) {
       retryAttempts: 3,
       filters: [lambda.FilterCriteria.filter(APPROVED_STREAM_FILTER)],
     }),
+  );
+  NagSuppressions.addResourceSuppressions(
+    consumer,
+    [
+      {
+        id: "AwsSolutions-IAM5",
+        reason:
+          "Two calls that support no resource ARN, only *: dynamodb:ListStreams (granted by CDK with the table-stream " +
+          "event source; the stream reads themselves are on the stream's ARN) and X-Ray tracing (xray:PutTraceSegments, PutTelemetryRecords).",
+        appliesTo: ["Resource::*"],
+      },
+    ],
+    true,
   );
 
   const sweeper = executor("PendingActionSweeper", PENDING_ACTION_SWEEPER_HANDLER, "Re-drive pending actions the stream did not finish");

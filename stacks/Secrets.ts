@@ -77,8 +77,20 @@ export function Secrets({ stack, app }: StackContext) {
 }
 
 /**
+ * The model catalogue settings (core/ai/catalogue.ts): `MODEL_CATALOGUE` (JSON) and each tier's default model. Taken
+ * from the deploying environment when set, and read there by the stacks too: the Bedrock grant allows exactly the
+ * models they name (stacks/defaults.ts), so the functions must run with the same catalogue the grant was made from.
+ */
+export const AI_SETTINGS = ["MODEL_CATALOGUE", "BEDROCK_MODEL_SMALL", "BEDROCK_MODEL_MID", "BEDROCK_MODEL_LARGE"] as const;
+
+/** The model catalogue settings the deploying environment sets. */
+export const aiEnvironment = (env: NodeJS.ProcessEnv = process.env): Record<string, string> =>
+  Object.fromEntries(AI_SETTINGS.flatMap((name) => (env[name]?.trim() ? [[name, env[name]!.trim()]] : [])));
+
+/**
  * The environment variables every function of the service gets: the stage, the storage names, the AWS engine
- * switches and every parameter under its own name, exactly the names `core/config.ts` reads.
+ * switches, the model catalogue settings the deploy sets and every parameter under its own name, exactly the names
+ * `core/config.ts` and `core/ai/catalogue.ts` read.
  */
 export function runtimeEnvironment(
   stage: string,
@@ -91,6 +103,7 @@ export function runtimeEnvironment(
     BUCKET_NAME: storage.bucketName,
     LOG_LEVEL: "INFO",
     ...AWS_ENGINES,
+    ...aiEnvironment(),
     ...Object.fromEntries(PARAMETER_NAMES.map((name) => [name, parameters[name].value])),
   };
 }

@@ -1,5 +1,9 @@
 import type { FunctionProps } from "sst/constructs";
-import { aws_iam as iam } from "aws-cdk-lib";
+import { aws_dynamodb as dynamodb, aws_iam as iam, aws_lambda as lambda, aws_s3 as s3, Stack } from "aws-cdk-lib";
+import { NagSuppressions } from "cdk-nag";
+import type { IConstruct } from "constructs";
+import { bedrockResourceArns } from "../core/ai/catalogue";
+import { TABLE_KEYS } from "../core/db/table";
 
 /**
  * Props every Lambda of the app starts from (sst.config.ts hands them to `app.setDefaultFunctionProps`).
@@ -55,17 +59,169 @@ export const pascal = (name: string): string =>
     .join("");
 
 /**
- * Invoke rights on Bedrock models for the functions that call the AI ports (core/ai/bedrock.ts): Converse needs
- * `bedrock:InvokeModel`, ConverseStream `bedrock:InvokeModelWithResponseStream`. The default model ids are
- * cross-region inference profiles (`us.anthropic...`), which route to foundation models in other regions, so the
- * grant covers the account's inference profiles and foundation models in every region.
+ * Invoke rights on exactly the Bedrock models the service may call (DESIGN.md 6.1: "IAM allows exactly the
+ * catalogue"), for the functions that call the AI ports (core/ai/bedrock.ts): Converse needs `bedrock:InvokeModel`,
+ * ConverseStream `bedrock:InvokeModelWithResponseStream`. The resources are the catalogue's models and the Titan
+ * embedding model (`bedrockResourceArns`, core/ai/catalogue.ts): for a cross-region inference profile, the profile in
+ * this account and the foundation model it routes to, in any region (the profile picks the region per request).
+ * The catalogue is read from the deploying environment (MODEL_CATALOGUE, BEDROCK_MODEL_<TIER>), the same settings the
+ * functions get, so a model added there is allowed by the next deploy and nothing else is.
  */
 export function bedrockInvokeStatement(stack: { partition: string; account: string }): iam.PolicyStatement {
   return new iam.PolicyStatement({
     actions: ["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"],
-    resources: [
-      `arn:${stack.partition}:bedrock:*::foundation-model/*`,
-      `arn:${stack.partition}:bedrock:*:${stack.account}:inference-profile/*`,
-    ],
+    resources: bedrockResourceArns(stack),
   });
+}
+
+/**
+ * The item-level DynamoDB calls of the service (ElectroDB through core/db): reads (GetItem, BatchGetItem, Query;
+ * TransactGetItems is authorized by GetItem), writes (PutItem, UpdateItem, DeleteItem, BatchWriteItem; transactions by
+ * the same actions and ConditionCheckItem), and DescribeTable. CDK's `grantReadWriteData` has these plus Scan, which
+ * the service never sends (DESIGN.md section 4, convention 4), and the stream reads, which belong to the stream's ARN.
+ */
+export const TABLE_DATA_ACTIONS = [
+  "dynamodb:GetItem",
+  "dynamodb:BatchGetItem",
+  "dynamodb:Query",
+  "dynamodb:ConditionCheckItem",
+  "dynamodb:PutItem",
+  "dynamodb:UpdateItem",
+  "dynamodb:DeleteItem",
+  "dynamodb:BatchWriteItem",
+  "dynamodb:DescribeTable",
+] as const;
+
+/**
+ * Table read/write for a function: {@link TABLE_DATA_ACTIONS} on the table and on each of its global secondary indexes
+ * by name (core/db/table.ts), where CDK's grant would name every index with `index/*`.
+ */
+export function grantTableData(fn: iam.IGrantable, table: dynamodb.ITable): void {
+  const indexes = Object.keys(TABLE_KEYS.globalIndexes).map((name) => `${table.tableArn}/index/${name}`);
+  fn.grantPrincipal.addToPrincipalPolicy(new iam.PolicyStatement({ actions: [...TABLE_DATA_ACTIONS], resources: [table.tableArn, ...indexes] }));
+}
+
+/**
+ * What a function does with the uploads bucket, each naming the S3 calls of `core/storage` it makes:
+ * - `read`: GetObject and HeadObject (getObject, getObjectHead, objectSize), and Textract or Transcribe reading a
+ *   stored file with the caller's credentials;
+ * - `write`: PutObject (putObject, and the presigned POST, which S3 authorizes with the signer's rights);
+ * - `delete`: DeleteObject (deleteObject; DeleteObjects, which deletePrefix sends, is authorized per key by it);
+ * - `list`: ListObjectsV2 (deletePrefix).
+ */
+export type BucketAccess = "read" | "write" | "delete" | "list";
+
+/** The IAM action of each object-level access (on `<bucket>/workspaces/*`). */
+export const BUCKET_OBJECT_ACTIONS = { read: "s3:GetObject", write: "s3:PutObject", delete: "s3:DeleteObject" } as const;
+
+/** Every stored object lives under this prefix (core/storage: `workspaces/<workspace id>/...`). */
+export const STORED_OBJECTS_PREFIX = "workspaces/";
+
+/**
+ * Grant a function exactly the bucket calls it makes (see {@link BucketAccess}), instead of CDK's `grantReadWrite`
+ * (which adds `s3:Abort*`, `s3:GetBucket*`, `s3:List*`, `s3:DeleteObject*`, object ACL, tagging, retention and
+ * legal-hold rights, on every key). Object actions apply under `workspaces/` only. `s3:ListBucket` on the bucket goes
+ * with `list`, and with `read` too: without it S3 answers a missing key with 403 AccessDenied instead of
+ * 404 NoSuchKey, and the storage port maps only the 404 to "no such object".
+ */
+export function grantBucket(fn: iam.IGrantable & IConstruct, bucket: s3.IBucket, access: readonly BucketAccess[]): void {
+  const objectActions = access.flatMap((a) => (a === "list" ? [] : [BUCKET_OBJECT_ACTIONS[a]]));
+  if (objectActions.length > 0) {
+    fn.grantPrincipal.addToPrincipalPolicy(
+      new iam.PolicyStatement({ actions: objectActions, resources: [bucket.arnForObjects(`${STORED_OBJECTS_PREFIX}*`)] }),
+    );
+    NagSuppressions.addResourceSuppressions(
+      fn,
+      [
+        {
+          id: "AwsSolutions-IAM5",
+          reason:
+            "Object keys are made per workspace, source and document at run time (workspaces/<id>/...), so the grant " +
+            "names the prefix every stored object lives under; the actions are the single object calls the function makes.",
+          appliesTo: [{ regex: "/^Resource::<UploadsBucket[A-Za-z0-9]+\\.Arn>\\/workspaces\\/\\*$/" }],
+        },
+      ],
+      true,
+    );
+  }
+  if (access.includes("read") || access.includes("list")) {
+    fn.grantPrincipal.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ["s3:ListBucket"], resources: [bucket.bucketArn] }));
+  }
+}
+
+/**
+ * Suppress the AwsSolutions-IAM5 finding on the Bedrock statement of a function that has one: the resources are the
+ * catalogue's exact model and profile ids; only the region is a wildcard, because a cross-region inference profile
+ * sends each request to whichever region of its geography has capacity, and the foundation model must be allowed there.
+ */
+export function suppressBedrockRegions(fn: IConstruct): void {
+  NagSuppressions.addResourceSuppressions(
+    fn,
+    [
+      {
+        id: "AwsSolutions-IAM5",
+        reason:
+          "Bedrock: the exact models of the catalogue and the embedding model; the region is a wildcard because a " +
+          "cross-region inference profile routes each request to any region of its geography.",
+        appliesTo: [{ regex: "/^Resource::arn:<AWS::Partition>:bedrock:\\*:(\\d{12}|<AWS::AccountId>)?:(foundation-model|inference-profile)\\/[^*]+$/" }],
+      },
+    ],
+    true,
+  );
+}
+
+/**
+ * The X-Ray rights of a traced function (SST's default `tracing: "active"`): `xray:PutTraceSegments` and
+ * `xray:PutTelemetryRecords` have no resource-level permissions, so their statement's resource is `*`.
+ */
+function suppressTracingWildcard(fn: IConstruct): void {
+  NagSuppressions.addResourceSuppressions(
+    fn,
+    [
+      {
+        id: "AwsSolutions-IAM5",
+        reason: "X-Ray tracing (SST's default, active): xray:PutTraceSegments and xray:PutTelemetryRecords support no resource ARN, only *.",
+        appliesTo: ["Resource::*"],
+      },
+    ],
+    true,
+  );
+}
+
+/** Managed policy every Lambda role of SST and CDK carries (CloudWatch Logs writes only). */
+const BASIC_EXECUTION_ROLE = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole";
+
+/**
+ * cdk-nag suppressions that hold for a whole stack of this app, each with its reason:
+ * - AwsSolutions-IAM4, only for AWSLambdaBasicExecutionRole: it grants nothing but creating log streams and putting
+ *   log events; SST (every Function, and its per-stack custom-resource handler) and CDK (the S3 notifications handler)
+ *   attach it themselves.
+ * - AwsSolutions-L1, only on functions running `nodejs22.x`: the runtime is pinned on purpose so deployed functions
+ *   run the Node the project pins for local runs (DESIGN.md section 2; npm package `node` 22.x); SST 2.49 also pins its
+ *   own custom-resource handler to nodejs22.x. Any other runtime is still checked.
+ * - AwsSolutions-IAM5, only for the `*` resource, on traced functions: X-Ray's calls take no resource ARN.
+ * Called once per stack after its constructs exist (sst.config.ts).
+ */
+export function nagStackDefaults(stack: Stack): void {
+  NagSuppressions.addStackSuppressions(stack, [
+    {
+      id: "AwsSolutions-IAM4",
+      reason: "AWSLambdaBasicExecutionRole only lets a function write its own CloudWatch logs; SST and CDK attach it to every Lambda role.",
+      appliesTo: [BASIC_EXECUTION_ROLE],
+    },
+  ]);
+  for (const node of stack.node.findAll()) {
+    if (!(node instanceof lambda.CfnFunction)) continue;
+    if (node.runtime === FUNCTION_DEFAULTS.runtime) {
+      NagSuppressions.addResourceSuppressions(node, [
+        {
+          id: "AwsSolutions-L1",
+          reason: "nodejs22.x is pinned to match the Node 22 the project runs locally (DESIGN.md section 2); moving to a newer runtime is a deliberate upgrade of both.",
+        },
+      ]);
+    }
+    const tracing = stack.resolve(node.tracingConfig) as { mode?: string } | undefined;
+    // The L2 function (its role and default policy are its children) holds the X-Ray statement.
+    if (tracing?.mode === "Active" && node.node.scope) suppressTracingWildcard(node.node.scope);
+  }
 }

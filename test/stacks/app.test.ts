@@ -1,11 +1,13 @@
 import { execFile } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { promisify } from "node:util";
-import { Match, Template } from "aws-cdk-lib/assertions";
+import { Aspects } from "aws-cdk-lib";
+import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
+import { AwsSolutionsChecks } from "cdk-nag";
 import { App, getStack } from "sst/constructs";
 import { initProject, setProject, useProject } from "sst/project.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -14,10 +16,33 @@ import { TABLE_KEYS } from "../../core/db/table";
 import { toApiGatewayEvent } from "../../local/apigw";
 import { groups, routes, routesOf, timeoutOf, DEFAULT_TIMEOUT_SECONDS } from "../../functions/http/routes";
 import { STEP_TASKS, extractionDefinition, type StepTaskName } from "../../functions/steps/extraction.asl";
-import { Api, GROUP_SECRETS, groupHandler, isStreamingGroup, PAYMENTS_CONSUMER_HANDLER, PAYMENTS_CONSUMER_TIMEOUT_SECONDS, routeKey } from "../../stacks/Api";
-import { PAYMENTS_MAX_RECEIVE_COUNT } from "../../core/queue";
-import { Pipelines, SOURCE_SWEEPER_HANDLER, SOURCE_SWEEPER_SCHEDULE, UPLOAD_HANDLER, stepHandler, substitutionKey } from "../../stacks/Pipelines";
 import {
+  Api,
+  BEDROCK_GROUPS,
+  GROUP_BUCKET_ACCESS,
+  GROUP_SECRETS,
+  groupHandler,
+  isStreamingGroup,
+  OPEN_ROUTE_REASONS,
+  PAYMENTS_CONSUMER_HANDLER,
+  PAYMENTS_CONSUMER_TIMEOUT_SECONDS,
+  routeAuthorizer,
+  routeKey,
+} from "../../stacks/Api";
+import { PAYMENTS_MAX_RECEIVE_COUNT } from "../../core/queue";
+import {
+  Pipelines,
+  SOURCE_SWEEPER_BUCKET_ACCESS,
+  SOURCE_SWEEPER_HANDLER,
+  SOURCE_SWEEPER_SCHEDULE,
+  STEP_BUCKET_ACCESS,
+  UPLOAD_BUCKET_ACCESS,
+  UPLOAD_HANDLER,
+  stepHandler,
+  substitutionKey,
+} from "../../stacks/Pipelines";
+import {
+  EXECUTOR_BUCKET_ACCESS,
   EXECUTOR_TIMEOUT_SECONDS,
   PENDING_ACTION_CONSUMER_HANDLER,
   PENDING_ACTION_SWEEPER_HANDLER,
@@ -27,7 +52,10 @@ import {
 import { APPROVED_STREAM_FILTER } from "../../core/pending-action/pending-action.entity";
 import { Secrets } from "../../stacks/Secrets";
 import { Billing, CREDIT_SWEEPER_HANDLER, CREDIT_SWEEPER_SCHEDULE } from "../../stacks/Billing";
-import { Storage, UPLOAD_PREFIX } from "../../stacks/Storage";
+import { ACCESS_LOG_PREFIX, ACCESS_LOG_RETENTION_DAYS, Storage, UPLOAD_PREFIX } from "../../stacks/Storage";
+import { BUCKET_OBJECT_ACTIONS, STORED_OBJECTS_PREFIX, TABLE_DATA_ACTIONS, type BucketAccess } from "../../stacks/defaults";
+import { bedrockResourceArns, DEFAULT_CATALOGUE, EMBEDDING_MODEL_ID } from "../../core/ai/catalogue";
+import type { RouteSpec } from "../../functions/lib/route";
 
 /*
  * Stack tests (DESIGN.md section 2): the whole app is synthesized once, offline, the way `sst deploy` does it but
@@ -57,6 +85,12 @@ const SETTINGS = {
   STRIPE_PRICE_PRO_YEARLY: undefined,
   STRIPE_PRICE_GROWTH_MONTHLY: undefined,
   STRIPE_PRICE_GROWTH_YEARLY: undefined,
+  // Model catalogue: the defaults, with the small tier pointed at a model outside them (added to the catalogue, so
+  // it must reach the functions and the Bedrock grant alike).
+  MODEL_CATALOGUE: undefined,
+  BEDROCK_MODEL_SMALL: "us.anthropic.claude-haiku-4-5-20251001-v1:0",
+  BEDROCK_MODEL_MID: undefined,
+  BEDROCK_MODEL_LARGE: undefined,
 };
 
 type Resource = { Type: string; Properties: Record<string, any> };
@@ -96,6 +130,88 @@ function expectRunEveryMinute(template: Template, handler: string): string {
   template.hasResourceProperties("AWS::Lambda::Permission", { Action: "lambda:InvokeFunction", Principal: "events.amazonaws.com", FunctionName: getAttArn(fnId) });
   return fnId;
 }
+
+/** Every IAM statement of the policies attached to a Lambda's role. */
+function statementsOf(template: Template, fnId: string): { Effect: string; Action: string | string[]; Resource: unknown; Condition?: unknown }[] {
+  const role = lambdas(template)[fnId].Properties.Role["Fn::GetAtt"][0] as string;
+  return Object.values(resourcesOf(template, "AWS::IAM::Policy"))
+    .map((r) => r.Properties)
+    .filter((p) => p.Roles.some((r: { Ref: string }) => r.Ref === role))
+    .flatMap((p) => p.PolicyDocument.Statement);
+}
+const actionsIn = (statement: { Action: string | string[] }) => [statement.Action].flat();
+
+/** The storage stack's exports, as the other stacks import them. */
+const imported = (what: RegExp) => ({ "Fn::ImportValue": expect.stringMatching(what) });
+const UPLOADS_ARN = /UploadsBucket.*Arn/;
+const TABLE_ARN = /Table[0-9A-F]+Arn/;
+
+/**
+ * The function's table grant: the item-level actions on the table and on each named index, nothing wider (no `index/*`,
+ * no Scan), in one statement.
+ */
+function expectTableGrant(template: Template, fnId: string): void {
+  // Stream reads of an event source (on the stream's ARN, and ListStreams on `*`) are the event source's, not this grant.
+  const dynamo = statementsOf(template, fnId).filter(
+    (st) => actionsIn(st).some((a) => a.startsWith("dynamodb:")) && st.Resource !== "*" && !JSON.stringify(st.Resource).includes("StreamArn"),
+  );
+  expect(dynamo, fnId).toHaveLength(1);
+  expect(actionsIn(dynamo[0]).sort()).toEqual([...TABLE_DATA_ACTIONS].sort());
+  expect(dynamo[0].Resource).toEqual([
+    imported(TABLE_ARN),
+    ...Object.keys(TABLE_KEYS.globalIndexes).map((name) => ({ "Fn::Join": ["", [imported(TABLE_ARN), `/index/${name}`]] })),
+  ]);
+}
+
+/**
+ * The function's bucket grant is exactly `access`: the object actions on `workspaces/*` of the uploads bucket, and
+ * s3:ListBucket on the bucket with read or list; no other S3 action anywhere in its policies.
+ */
+function expectBucketGrant(template: Template, fnId: string, access: readonly BucketAccess[], label: string): void {
+  const s3 = statementsOf(template, fnId).filter((st) => actionsIn(st).some((a) => a.startsWith("s3:")));
+  const objectActions = access.flatMap((a) => (a === "list" ? [] : [BUCKET_OBJECT_ACTIONS[a]])).sort();
+  const lists = access.includes("read") || access.includes("list");
+  const expected = [
+    ...(objectActions.length ? [{ Effect: "Allow", Action: objectActions.length === 1 ? objectActions[0] : objectActions, Resource: { "Fn::Join": ["", [imported(UPLOADS_ARN), `/${STORED_OBJECTS_PREFIX}*`]] } }] : []),
+    ...(lists ? [{ Effect: "Allow", Action: "s3:ListBucket", Resource: imported(UPLOADS_ARN) }] : []),
+  ];
+  const normalized = s3.map((st) => ({ ...st, Action: Array.isArray(st.Action) ? [...st.Action].sort() : st.Action }));
+  expect(normalized, label).toEqual(expected);
+}
+
+/** The function may invoke exactly the catalogue's models and the embedding model, or (`false`) no Bedrock at all. */
+function expectBedrockGrant(template: Template, stack: Parameters<typeof getStack>[0], fnId: string, granted: boolean, label: string): void {
+  const bedrock = statementsOf(template, fnId).filter((st) => actionsIn(st).some((a) => a.startsWith("bedrock:")));
+  if (!granted) {
+    expect(bedrock, label).toEqual([]);
+    return;
+  }
+  const resolved = getStack(stack).resolve(bedrockResourceArns(getStack(stack)));
+  expect(bedrock, label).toEqual([
+    { Effect: "Allow", Action: ["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"], Resource: resolved },
+  ]);
+}
+
+/** Every file SST bundled for a function (its chunks, and packages installed beside them), as one string. */
+function bundleText(fn: Resource): string {
+  const dir = join(outdir, `asset.${(fn.Properties.Code.S3Key as string).replace(/\.zip$/, "")}`);
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile() && /\.(m?js|cjs)$/.test(entry.name))
+    .map((entry) => readFileSync(join(entry.parentPath, entry.name), "utf8"))
+    .join("\n");
+}
+
+/**
+ * Only what `*` may stand for in a function's policies: X-Ray's calls (every traced function) and, for the extraction
+ * tasks, the Textract and Transcribe calls (neither has resource-level permissions). Anything else with `*` fails here,
+ * which keeps the `Resource::*` suppressions of the stacks honest.
+ */
+function expectWildcardsOnlyFor(template: Template, fnId: string, allowed: RegExp): void {
+  for (const st of statementsOf(template, fnId).filter((x) => x.Resource === "*")) {
+    for (const action of actionsIn(st)) expect(action, fnId).toMatch(allowed);
+  }
+}
+const TRACING = /^xray:(PutTraceSegments|PutTelemetryRecords)$/;
 
 describe("handler modules referenced by the stacks", () => {
   const handlers = [
@@ -137,7 +253,13 @@ describe("synthesized app", () => {
       { outdir },
     );
     await sstConfig.stacks(app);
+    // cdk-nag's AwsSolutions pack over every stack; suppressed findings are logged (as info) with their reasons.
+    Aspects.of(app).add(new AwsSolutionsChecks({ reports: false, logIgnores: true, verbose: true }));
     await app.finish();
+    // One synthesis for every assertion: SST's synthesis aspects keep state between runs (a second run fails on its
+    // own construct-id check), and Annotations.fromStack forces a new one; it gets this assembly instead.
+    const assembly = app.synth();
+    app.synth = () => assembly;
     templates.Secrets = Template.fromStack(getStack(Secrets));
     templates.Storage = Template.fromStack(getStack(Storage));
     templates.Pipelines = Template.fromStack(getStack(Pipelines));
@@ -153,6 +275,103 @@ describe("synthesized app", () => {
     }
     // A failed build leaves SST's other bundling jobs still writing; retry until they let go.
     if (work) await rm(work, { recursive: true, force: true, maxRetries: 10, retryDelay: 500 });
+  });
+
+  describe("Bedrock", () => {
+    it("allows exactly the catalogue's models and the embedding model, wherever Bedrock is granted", () => {
+      // The default catalogue, the small tier pointed at a model outside it (SETTINGS), and Titan embeddings.
+      const profiles = [...DEFAULT_CATALOGUE.map((m) => m.id), SETTINGS.BEDROCK_MODEL_SMALL];
+      const arn = (rest: string) => ({ "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, rest]] });
+      const expected = [
+        ...profiles.flatMap((id) => [
+          arn(`:bedrock:*:123456789012:inference-profile/${id}`),
+          arn(`:bedrock:*::foundation-model/${id.replace(/^us\./, "")}`),
+        ]),
+        arn(`:bedrock:*::foundation-model/${EMBEDDING_MODEL_ID}`),
+      ];
+      let statements = 0;
+      for (const [name, stack] of Object.entries({ Api, Pipelines, PendingActions })) {
+        const resolved = getStack(stack).resolve(bedrockResourceArns(getStack(stack)));
+        expect(resolved, name).toHaveLength(expected.length);
+        expect(resolved, name).toEqual(expect.arrayContaining(expected));
+        const template = Template.fromStack(getStack(stack));
+        for (const policy of Object.values(resourcesOf(template, "AWS::IAM::Policy"))) {
+          for (const st of policy.Properties.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown }[]) {
+            if (!actionsIn(st).some((a) => a.startsWith("bedrock:"))) continue;
+            statements += 1;
+            expect(actionsIn(st), name).toEqual(["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"]);
+            expect(st.Resource, name).toEqual(resolved);
+            expect(JSON.stringify(st.Resource), name).not.toMatch(/(foundation-model|inference-profile)\/\*/);
+          }
+        }
+      }
+      // The AI groups, the Index task, the source sweeper and the two pending-action executors.
+      expect(statements).toBe(BEDROCK_GROUPS.length + 1 + 1 + 2);
+      for (const stack of [Secrets, Storage, Billing]) expect(JSON.stringify(Template.fromStack(getStack(stack)).toJSON())).not.toContain("bedrock:");
+    });
+
+    it("hands the functions the catalogue settings the grant was made from", () => {
+      for (const template of [templates.Api, templates.Pipelines, templates.PendingActions, templates.Billing]) {
+        for (const fn of Object.values(lambdas(template)).filter((r) => String(r.Properties.Handler).startsWith("functions/"))) {
+          expect(fn.Properties.Environment.Variables.BEDROCK_MODEL_SMALL, fn.Properties.Handler).toBe(SETTINGS.BEDROCK_MODEL_SMALL);
+          expect(fn.Properties.Environment.Variables.MODEL_CATALOGUE, fn.Properties.Handler).toBeUndefined();
+        }
+      }
+    });
+  });
+
+  describe("cdk-nag AwsSolutions", () => {
+    const stacks = { Secrets, Storage, Pipelines, Api, PendingActions, Billing };
+    const NAG = Match.stringLikeRegexp("AwsSolutions-.*");
+    /** Suppressed findings as cdk-nag logs them: rule, finding and the reason given beside the suppression. */
+    const suppressedIn = (stack: (typeof stacks)[keyof typeof stacks]) =>
+      Annotations.fromStack(getStack(stack))
+        .findInfo("*", Match.stringLikeRegexp("^CdkNagSuppression"))
+        .map((m) => {
+          const text = String(m.entry.data);
+          const parsed = /^CdkNagSuppression(\[(?<finding>[\s\S]*)\])?: (?<rule>AwsSolutions-[A-Za-z0-9]+) was triggered but suppressed\.\s+Provided reason: "(?<reason>[\s\S]*)"\s*$/.exec(text);
+          expect(parsed, text).not.toBeNull();
+          const { finding, rule, reason } = parsed!.groups as { finding?: string; rule: string; reason: string };
+          return { path: m.id, finding: finding ?? "", rule, reason };
+        });
+
+    it("leaves no error or warning of the pack unsuppressed in any stack", () => {
+      for (const [name, stack] of Object.entries(stacks)) {
+        const annotations = Annotations.fromStack(getStack(stack));
+        const open = [...annotations.findError("*", NAG), ...annotations.findWarning("*", NAG)].map(
+          (m) => `${m.id}: ${String(m.entry.data).split("\n")[0]}`,
+        );
+        expect(open, name).toEqual([]);
+      }
+    });
+
+    it("ran the pack on every stack, and each suppression is one of the decided kinds, with its reason", () => {
+      const all = Object.values(stacks).flatMap(suppressedIn);
+      // Every stack has at least its SST custom-resource handler on the pinned runtime, so the pack ran where this holds.
+      for (const [name, stack] of Object.entries(stacks)) expect(suppressedIn(stack).some((s) => s.rule === "AwsSolutions-L1"), name).toBe(true);
+      expect([...new Set(all.map((s) => s.rule))].sort()).toEqual([
+        "AwsSolutions-APIG4",
+        "AwsSolutions-IAM4",
+        "AwsSolutions-IAM5",
+        "AwsSolutions-L1",
+      ]);
+      for (const s of all) expect(s.reason.trim().length, `${s.path} ${s.rule}`).toBeGreaterThan(40);
+      // IAM4 only for the basic execution role; IAM5 only for the wildcards decided in the stacks.
+      for (const s of all.filter((x) => x.rule === "AwsSolutions-IAM4")) {
+        expect(s.finding).toBe("Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole");
+      }
+      for (const s of all.filter((x) => x.rule === "AwsSolutions-IAM5")) {
+        expect(s.finding, s.path).toMatch(
+          /^Resource::(\*|<UploadsBucket[A-Za-z0-9]+\.Arn>\/workspaces\/\*|arn:<AWS::Partition>:bedrock:\*:(123456789012)?:(foundation-model|inference-profile)\/[^*]+|arn:<AWS::Partition>:ssm:[^:]+:123456789012:parameter\/sst\/research-to-delivery\/(test|\.fallback)\/\*|arn:<AWS::Partition>:states:[^:]+:123456789012:execution:.*:\*)$/,
+        );
+      }
+      // APIG4 is suppressed only on the routes open by design, once each, with that route's own reason.
+      const open = Object.values(routes as Record<string, RouteSpec>).filter((r) => !r.streaming && routeAuthorizer(r) === "none");
+      expect(open.every((r) => r.access === "public" || r.access === "webhook")).toBe(true);
+      const apig4 = all.filter((s) => s.rule === "AwsSolutions-APIG4");
+      expect(apig4).toHaveLength(open.length);
+      expect(apig4.map((s) => s.reason).sort()).toEqual(open.map((r) => OPEN_ROUTE_REASONS[routeKey(r)]).sort());
+    });
   });
 
   it("names stacks after the stage and app", () => {
@@ -209,30 +428,60 @@ describe("synthesized app", () => {
       expect(t.AttributeDefinitions).toEqual(expect.arrayContaining(keyAttrs.map((a) => ({ AttributeName: a, AttributeType: "S" }))));
     });
 
+    /** The uploads bucket (the one with CORS) and the bucket of its access logs, by logical id. */
+    const buckets = () => {
+      const all = Object.entries(resourcesOf(templates.Storage, "AWS::S3::Bucket"));
+      expect(all).toHaveLength(2);
+      const uploads = all.find(([, b]) => b.Properties.CorsConfiguration)!;
+      const logs = all.find(([id]) => id !== uploads[0])!;
+      return { uploads, logs };
+    };
+    /** The bucket policy statements of a bucket. */
+    const policyOf = (bucketId: string) =>
+      Object.values(resourcesOf(templates.Storage, "AWS::S3::BucketPolicy"))
+        .filter((p) => JSON.stringify(p.Properties.Bucket) === JSON.stringify({ Ref: bucketId }))
+        .flatMap((p) => p.Properties.PolicyDocument.Statement);
+    const DENY_PLAIN_HTTP = expect.objectContaining({ Effect: "Deny", Condition: { Bool: { "aws:SecureTransport": "false" } } });
+    const PRIVATE = { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true };
+
     it("has a private uploads bucket that accepts browser POST uploads", () => {
-      const buckets = Object.values(resourcesOf(templates.Storage, "AWS::S3::Bucket"));
-      expect(buckets).toHaveLength(1);
-      const b = buckets[0].Properties;
-      expect(b.PublicAccessBlockConfiguration).toEqual({
-        BlockPublicAcls: true,
-        BlockPublicPolicy: true,
-        IgnorePublicAcls: true,
-        RestrictPublicBuckets: true,
-      });
+      const [uploadsId, uploads] = buckets().uploads;
+      const b = uploads.Properties;
+      expect(b.PublicAccessBlockConfiguration).toEqual(PRIVATE);
       expect(b.OwnershipControls).toEqual({ Rules: [{ ObjectOwnership: "BucketOwnerEnforced" }] });
       expect(b.CorsConfiguration.CorsRules).toEqual([
         expect.objectContaining({ AllowedMethods: expect.arrayContaining(["POST", "GET"]), AllowedOrigins: ["*"] }),
       ]);
       // SST's enforceSSL: a bucket policy denying plain-HTTP access.
-      templates.Storage.hasResourceProperties("AWS::S3::BucketPolicy", {
-        PolicyDocument: {
-          Statement: Match.arrayWith([
-            Match.objectLike({ Effect: "Deny", Condition: { Bool: { "aws:SecureTransport": "false" } } }),
-          ]),
-        },
-      });
+      expect(policyOf(uploadsId)).toEqual(expect.arrayContaining([DENY_PLAIN_HTTP]));
       // Notifications belong to the Pipelines stack; one here too would make the stacks depend on each other.
       expect(Object.keys(resourcesOf(templates.Storage, "Custom::S3BucketNotifications"))).toHaveLength(0);
+    });
+
+    it("logs access to the uploads bucket into a private, TLS-only log bucket that S3 log delivery may write to", () => {
+      const { uploads: [uploadsId, uploads], logs: [logsId, logs] } = buckets();
+      expect(uploads.Properties.LoggingConfiguration).toEqual({ DestinationBucketName: { Ref: logsId }, LogFilePrefix: ACCESS_LOG_PREFIX });
+      expect(logs.Properties).toMatchObject({
+        PublicAccessBlockConfiguration: PRIVATE,
+        // No ACLs: log delivery is granted by the bucket policy below, not the LogDeliveryWrite ACL.
+        OwnershipControls: { Rules: [{ ObjectOwnership: "BucketOwnerEnforced" }] },
+        LifecycleConfiguration: { Rules: [expect.objectContaining({ ExpirationInDays: ACCESS_LOG_RETENTION_DAYS, Status: "Enabled" })] },
+      });
+      expect(logs.Properties.AccessControl).toBeUndefined();
+      expect(logs.Properties.LoggingConfiguration).toBeUndefined();
+      const statements = policyOf(logsId);
+      expect(statements).toEqual(expect.arrayContaining([DENY_PLAIN_HTTP]));
+      expect(statements).toEqual(
+        expect.arrayContaining([
+          {
+            Effect: "Allow",
+            Principal: { Service: "logging.s3.amazonaws.com" },
+            Action: "s3:PutObject",
+            Resource: { "Fn::Join": ["", [{ "Fn::GetAtt": [logsId, "Arn"] }, `/${ACCESS_LOG_PREFIX}*`]] },
+            Condition: { ArnLike: { "aws:SourceArn": { "Fn::GetAtt": [uploadsId, "Arn"] } }, StringEquals: { "aws:SourceAccount": "123456789012" } },
+          },
+        ]),
+      );
     });
   });
 
@@ -274,6 +523,15 @@ describe("synthesized app", () => {
       });
       expect(PAYMENTS_MAX_RECEIVE_COUNT).toBe(5);
       expect(dlq.Properties).toMatchObject({ FifoQueue: true, MessageRetentionPeriod: 14 * 86_400 });
+      // Both queues refuse requests not sent over TLS.
+      for (const queueId of [mainId, dlqId]) {
+        const statements = Object.values(resourcesOf(templates.Api, "AWS::SQS::QueuePolicy"))
+          .filter((p) => JSON.stringify(p.Properties.Queues) === JSON.stringify([{ Ref: queueId }]))
+          .flatMap((p) => p.Properties.PolicyDocument.Statement);
+        expect(statements, queueId).toEqual(
+          expect.arrayContaining([expect.objectContaining({ Effect: "Deny", Action: "sqs:*", Condition: { Bool: { "aws:SecureTransport": "false" } } })]),
+        );
+      }
 
       const consumerId = lambdaIdFor(templates.Api, PAYMENTS_CONSUMER_HANDLER);
       const mappings = Object.values(resourcesOf(templates.Api, "AWS::Lambda::EventSourceMapping")).map((r) => r.Properties);
@@ -339,10 +597,42 @@ describe("synthesized app", () => {
             PayloadFormatVersion: "2.0",
             IntegrationUri: getAttArn(fnId),
           });
-          // JWTs are verified in the function, so API Gateway must let every route through.
-          expect(route!.AuthorizationType).toBe("NONE");
+          // Routes that need a user go through the JWT authorizer; docs and webhooks reach their function directly.
+          if (spec.access === "user" || spec.access === "admin") {
+            expect(route!.AuthorizationType, `${id} authorization`).toBe("JWT");
+            expect(route!.AuthorizerId, `${id} authorizer`).toEqual({ Ref: jwtAuthorizerId() });
+          } else {
+            expect(route!.AuthorizationType, `${id} authorization`).toBe("NONE");
+            expect(route!.AuthorizerId, `${id} authorizer`).toBeUndefined();
+          }
         }
       }
+    });
+
+    /** The logical id of the HTTP API's one authorizer, checked to be the JWT authorizer of the deploy's issuer. */
+    const jwtAuthorizerId = () => {
+      const authorizers = Object.entries(resourcesOf(templates.Api, "AWS::ApiGatewayV2::Authorizer"));
+      expect(authorizers).toHaveLength(1);
+      return authorizers[0][0];
+    };
+
+    it("puts the JWT authorizer of the deploy's issuer and audience in front of every route that needs a user", () => {
+      const [authorizer] = Object.values(resourcesOf(templates.Api, "AWS::ApiGatewayV2::Authorizer")).map((r) => r.Properties);
+      expect(authorizer).toMatchObject({
+        AuthorizerType: "JWT",
+        IdentitySource: ["$request.header.Authorization"],
+        JwtConfiguration: { Issuer: "https://idp.example.test/", Audience: ["r2d-api"] },
+      });
+      const apiRoutes = Object.values(resourcesOf(templates.Api, "AWS::ApiGatewayV2::Route")).map((r) => r.Properties);
+      const guarded = allRoutes.filter((r) => routeAuthorizer(r) === "jwt");
+      expect(guarded.length).toBeGreaterThan(80);
+      expect(apiRoutes.filter((r) => r.AuthorizationType === "JWT").map((r) => r.RouteKey).sort()).toEqual(guarded.map(routeKey).sort());
+      // Open by design: `public` and `webhook` routes only (the OpenAPI document and Swagger UI, the signed webhooks,
+      // OAuth redirects), each with the reason it is open written down in the stack.
+      const openKeys = apiRoutes.filter((r) => r.AuthorizationType === "NONE").map((r) => r.RouteKey as string).sort();
+      expect(openKeys).toEqual(allRoutes.filter((r) => routeAuthorizer(r) === "none").map(routeKey).sort());
+      expect(openKeys).toEqual(expect.arrayContaining(["GET /api/docs", "GET /api/docs/{asset}", "GET /api/openapi.json", "POST /api/webhooks/idp", "POST /api/webhooks/payments"]));
+      for (const key of openKeys) expect(OPEN_ROUTE_REASONS[key], `${key}: why is it open?`).toEqual(expect.any(String));
     });
 
     it("lets API Gateway invoke each group function", () => {
@@ -402,19 +692,32 @@ describe("synthesized app", () => {
       expect(Object.keys(templates.Api.findOutputs("StreamFunctionUrl"))).toEqual(["StreamFunctionUrl"]);
     });
 
-    it("grants each group function table and bucket read/write and Bedrock invocation", () => {
-      const policies = Object.values(resourcesOf(templates.Api, "AWS::IAM::Policy")).map((r) => r.Properties);
+    it("grants each group function table read/write, exactly the bucket calls of its routes, and nothing wider", () => {
       for (const group of groups()) {
         const fnId = lambdaIdFor(templates.Api, groupHandler(group));
-        const role = lambdas(templates.Api)[fnId].Properties.Role["Fn::GetAtt"][0] as string;
-        const actions = policies
-          .filter((p) => p.Roles.some((r: { Ref: string }) => r.Ref === role))
-          .flatMap((p) => p.PolicyDocument.Statement.flatMap((s: { Action: string | string[] }) => s.Action));
-        // Transactions have no IAM action of their own: TransactWriteItems is authorized by these item actions.
-        expect(actions, group).toEqual(expect.arrayContaining(["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:ConditionCheckItem"]));
-        expect(actions, group).toEqual(expect.arrayContaining(["s3:GetObject*", "s3:PutObject", "s3:DeleteObject*"]));
-        expect(actions, group).toEqual(expect.arrayContaining(["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"]));
+        // Transactions have no IAM action of their own: TransactWriteItems is authorized by the item actions.
+        expectTableGrant(templates.Api, fnId);
+        expectBucketGrant(templates.Api, fnId, GROUP_BUCKET_ACCESS[group] ?? [], group);
+        expectWildcardsOnlyFor(templates.Api, fnId, TRACING);
       }
+      // The groups that never touch the bucket get no S3 right at all.
+      for (const group of ["auth", "billing", "chat", "docs", "pending-actions", "recommendations"]) {
+        const fnId = lambdaIdFor(templates.Api, groupHandler(group));
+        expect(statementsOf(templates.Api, fnId).flatMap(actionsIn).filter((a) => a.startsWith("s3:")), group).toEqual([]);
+      }
+      const consumerId = lambdaIdFor(templates.Api, PAYMENTS_CONSUMER_HANDLER);
+      expectTableGrant(templates.Api, consumerId);
+      expectBucketGrant(templates.Api, consumerId, [], "payments consumer");
+    });
+
+    it("lets exactly the groups whose code calls Bedrock invoke it, and only on the catalogue's models", () => {
+      for (const group of groups()) {
+        const fnId = lambdaIdFor(templates.Api, groupHandler(group));
+        const callsBedrock = bundleText(lambdas(templates.Api)[fnId]).includes('"BedrockRuntimeClient"');
+        expect(BEDROCK_GROUPS.includes(group), `${group}: Bedrock client in its bundle`).toBe(callsBedrock);
+        expectBedrockGrant(templates.Api, Api, fnId, callsBedrock, group);
+      }
+      expectBedrockGrant(templates.Api, Api, lambdaIdFor(templates.Api, PAYMENTS_CONSUMER_HANDLER), false, "payments consumer");
     });
 
     it("binds secrets only to the groups that use them, prefetched into the environment", () => {
@@ -556,7 +859,57 @@ describe("synthesized app", () => {
         const service = actionsOf(task).filter((a: string) => /^(textract|transcribe|bedrock):/.test(a));
         expect(service.sort(), task).toEqual((expected[task] ?? []).sort());
       }
-      for (const task of tasks) expect(actionsOf(task), task).toEqual(expect.arrayContaining(["dynamodb:PutItem", "s3:GetObject*"]));
+      for (const task of tasks) {
+        const fnId = lambdaIdFor(templates.Pipelines, stepHandler(task));
+        expectBedrockGrant(templates.Pipelines, Pipelines, fnId, task === "Index", task);
+        expectWildcardsOnlyFor(templates.Pipelines, fnId, new RegExp(`${TRACING.source}|^(${(expected[task] ?? []).filter((a) => !a.startsWith("bedrock:")).join("|") || "-"})$`));
+      }
+      // The Textract/Transcribe rights are a policy of their own per task, deployed before the task's function.
+      const servicePolicies = Object.entries(resourcesOf(templates.Pipelines, "AWS::IAM::Policy")).filter(([, p]) =>
+        (p.Properties.PolicyDocument.Statement as { Action: string | string[] }[]).some((st) => actionsIn(st).some((a) => /^(textract|transcribe):/.test(a))),
+      );
+      expect(servicePolicies).toHaveLength(5);
+      for (const [policyId, policy] of servicePolicies) {
+        const [fnId, fn] = Object.entries(lambdas(templates.Pipelines)).find(([, f]) => f.Properties.Role["Fn::GetAtt"][0] === policy.Properties.Roles[0].Ref)!;
+        expect((fn as Resource & { DependsOn?: string[] }).DependsOn, fnId).toContain(policyId);
+      }
+    });
+
+    it("grants each task table read/write and exactly the bucket calls it makes", () => {
+      for (const task of tasks) {
+        const fnId = lambdaIdFor(templates.Pipelines, stepHandler(task));
+        expectTableGrant(templates.Pipelines, fnId);
+        expectBucketGrant(templates.Pipelines, fnId, STEP_BUCKET_ACCESS[task], task);
+      }
+      // Textract and Transcribe read the file with the task's rights, so the tasks that hand it over can read it.
+      for (const task of ["Parse", "StartTextract", "StartTranscribe"] as const) expect(STEP_BUCKET_ACCESS[task]).toContain("read");
+      expectBucketGrant(templates.Pipelines, lambdaIdFor(templates.Pipelines, UPLOAD_HANDLER), UPLOAD_BUCKET_ACCESS, "upload consumer");
+      expectBucketGrant(templates.Pipelines, lambdaIdFor(templates.Pipelines, SOURCE_SWEEPER_HANDLER), SOURCE_SWEEPER_BUCKET_ACCESS, "source sweeper");
+    });
+
+    it("logs every execution event without execution data, traces, and invokes only the tasks' own ARNs", () => {
+      const sm = stateMachine();
+      const logGroups = Object.keys(resourcesOf(templates.Pipelines, "AWS::Logs::LogGroup"));
+      expect(sm.LoggingConfiguration).toEqual({
+        Level: "ALL",
+        IncludeExecutionData: false,
+        Destinations: [{ CloudWatchLogsLogGroup: { LogGroupArn: { "Fn::GetAtt": [expect.toBeOneOf(logGroups), "Arn"] } } }],
+      });
+      expect(sm.TracingConfiguration).toEqual({ Enabled: true });
+      const smRole = sm.RoleArn["Fn::GetAtt"][0] as string;
+      const invokes = Object.values(resourcesOf(templates.Pipelines, "AWS::IAM::Policy"))
+        .map((r) => r.Properties)
+        .filter((p) => p.Roles.some((r: { Ref: string }) => r.Ref === smRole))
+        .flatMap((p) => p.PolicyDocument.Statement)
+        .filter((st: { Action: string | string[] }) => actionsIn(st).includes("lambda:InvokeFunction"));
+      expect(invokes).toEqual([
+        {
+          Effect: "Allow",
+          Action: "lambda:InvokeFunction",
+          Resource: expect.arrayContaining(tasks.map((task) => getAttArn(lambdaIdFor(templates.Pipelines, stepHandler(task))))),
+        },
+      ]);
+      expect(invokes[0].Resource).toHaveLength(tasks.length);
     });
 
     it("runs the source recovery sweeper every minute, allowed to describe and start executions and to embed", () => {
@@ -570,8 +923,16 @@ describe("synthesized app", () => {
         .filter((p) => p.Roles.some((r: { Ref: string }) => r.Ref === role))
         .flatMap((p) => p.PolicyDocument.Statement.flatMap((st: { Action: string | string[] }) => st.Action));
       expect(actions).toEqual(
-        expect.arrayContaining(["states:StartExecution", "states:DescribeExecution", "dynamodb:Query", "dynamodb:UpdateItem", "s3:GetObject*", "bedrock:InvokeModel"]),
+        expect.arrayContaining(["states:StartExecution", "states:DescribeExecution", "dynamodb:Query", "dynamodb:UpdateItem", "s3:GetObject", "bedrock:InvokeModel"]),
       );
+      // Of the executions, it reads DescribeExecution alone (core/pipeline/index.ts), on this state machine's only.
+      const executionReads = statementsOf(templates.Pipelines, sweeperId).filter((st) => JSON.stringify(st.Resource).includes(":execution:"));
+      expect(executionReads).toHaveLength(1);
+      expect(executionReads[0].Action).toBe("states:DescribeExecution");
+      expect(JSON.stringify(executionReads[0].Resource)).toContain(`{"Ref":"${smId}"}`);
+      expectBedrockGrant(templates.Pipelines, Pipelines, sweeperId, true, "source sweeper");
+      expectTableGrant(templates.Pipelines, sweeperId);
+      expectWildcardsOnlyFor(templates.Pipelines, sweeperId, TRACING);
     });
 
     it("starts extraction from object-created events under workspaces/", () => {
@@ -645,8 +1006,13 @@ describe("synthesized app", () => {
         expect(fn.Environment.Variables, handler).toMatchObject({ STAGE: "test", AI_ENGINE: "bedrock", EXTRACTION_ENGINES: "aws" });
         expect(fn.Environment.Variables.TABLE_NAME, handler).toEqual({ "Fn::ImportValue": expect.any(String) });
         expect(actionsOf(fnId), handler).toEqual(
-          expect.arrayContaining(["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:ConditionCheckItem", "s3:GetObject*", "bedrock:InvokeModel"]),
+          expect.arrayContaining(["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:ConditionCheckItem", "s3:GetObject", "bedrock:InvokeModel"]),
         );
+        expectTableGrant(templates.PendingActions, fnId);
+        expectBucketGrant(templates.PendingActions, fnId, EXECUTOR_BUCKET_ACCESS, handler);
+        expectBedrockGrant(templates.PendingActions, PendingActions, fnId, true, handler);
+        // The stream consumer also has CDK's dynamodb:ListStreams, which takes no resource ARN.
+        expectWildcardsOnlyFor(templates.PendingActions, fnId, handler === PENDING_ACTION_CONSUMER_HANDLER ? /^(xray:(PutTraceSegments|PutTelemetryRecords)|dynamodb:ListStreams)$/ : TRACING);
       }
     });
   });
@@ -668,6 +1034,8 @@ describe("synthesized app", () => {
         .flatMap((p) => p.PolicyDocument.Statement.flatMap((st: { Action: string | string[] }) => st.Action));
       expect(actions).toEqual(expect.arrayContaining(["dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"]));
       expect(actions.some((a: string) => a.startsWith("s3:") || a.startsWith("bedrock:"))).toBe(false);
+      expectTableGrant(templates.Billing, fnId);
+      expectWildcardsOnlyFor(templates.Billing, fnId, TRACING);
     });
   });
 });
