@@ -10,6 +10,11 @@ import { AsyncLocalStorage } from "node:async_hooks";
 export interface RequestScope {
   /** Membership items verified in this request, keyed `${userId}#${workspaceId}` (core/workspace owns the type). */
   memberships: Map<string, unknown>;
+  /**
+   * Aborts when the person the request serves is gone or its time budget is spent (a stream's client disconnected,
+   * its 300 s ran out). Model calls and recorded runs started inside the scope stop on it (`currentSignal`).
+   */
+  signal?: AbortSignal;
 }
 
 const storage = new AsyncLocalStorage<RequestScope>();
@@ -21,3 +26,15 @@ export function withRequestScope<T>(fn: () => T): T {
 
 /** The current request scope, or undefined outside one. */
 export const requestScope = (): RequestScope | undefined => storage.getStore();
+
+/**
+ * Run `fn` in a scope whose work stops on `signal` (DESIGN.md 6.1: the client's disconnect and the budget reach every
+ * step): the memberships already verified carry over; every model call and recorded run inside reads the signal
+ * through `currentSignal()`, so an operation need not pass it down by hand.
+ */
+export function withAbortSignal<T>(signal: AbortSignal, fn: () => T): T {
+  return storage.run({ memberships: storage.getStore()?.memberships ?? new Map(), signal }, fn);
+}
+
+/** The abort signal of the current scope (`withAbortSignal`), or undefined. */
+export const currentSignal = (): AbortSignal | undefined => storage.getStore()?.signal;

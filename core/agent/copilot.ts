@@ -5,6 +5,7 @@ import { validTurns } from "../ai/turns";
 import { aiEngine } from "../ai/select";
 import { Config } from "../config";
 import { agentModel } from "./engine";
+import { currentSignal, withAbortSignal } from "../context";
 import { AppError, Errors } from "../error";
 import { db } from "../db/service";
 import * as Chat from "../chat";
@@ -236,7 +237,9 @@ async function execute(spec: RunSpec, conversation: Awaited<ReturnType<typeof Ch
       signal: budget,
     };
     try {
-      const preface = spec.before ? await spec.before(sink, budget) : undefined;
+      // Every step runs where the budget and the client's disconnect reach it: model calls and recorded runs inside
+      // stop on `budget` (core/context.ts), and a step abandoned midway writes nothing.
+      const preface = spec.before ? await withAbortSignal(budget, () => spec.before!(sink, budget)) : undefined;
       budget.throwIfAborted();
       const system = await systemPrompt(spec.userId, spec.workspaceId, { language: spec.language, mode: spec.mode, attachments });
       // Stored history is text; whatever earlier runs left (a blank answer, two user turns after a crash), the turns
@@ -261,7 +264,7 @@ async function execute(spec: RunSpec, conversation: Awaited<ReturnType<typeof Ch
           outcomeOf: (r) => (r.status === "success" ? "success" : sink.signal.aborted ? "cancelled" : "partial"),
         },
         async (usage) => {
-          const r = await runAgent({
+          const r = await withAbortSignal(budget, () => runAgent({
             model,
             ctx,
             system,
@@ -274,7 +277,7 @@ async function execute(spec: RunSpec, conversation: Awaited<ReturnType<typeof Ch
             maxTokens: spec.choice.maxTokens,
             signal: budget,
             emit: (e: AgentEvent) => (e.event === "token" ? sink.token(e.data.content) : sink.send(e.event, e.data)),
-          });
+          }));
           usage.add({ modelId: r.usage.modelId ?? model.engine, tier: spec.choice.tier, inputTokens: r.usage.inputTokens, outputTokens: r.usage.outputTokens, costUsd: r.usage.costUsd, latencyMs: Date.now() - started, attempts: r.usage.calls });
           return r;
         },
@@ -381,8 +384,13 @@ export function prepareChat(userId: string, body: ChatStreamInput): Promise<Prep
 type Creation = { type: "insights" | "recommendations" | "documents"; ids: string[]; count: number; preview: { id: string; title: string; severity?: string }[] };
 const creation = (sink: EventSink, c: Creation) => sink.send("creation", c);
 
-/** Each step of a stream variant: the user asked for it directly, so it runs (no pending action), with progress. */
+/**
+ * Each step of a stream variant: the user asked for it directly, so it runs (no pending action), with progress. A step
+ * does not start once the stream's budget is spent or its client left (the scope's signal), and one under way stops
+ * before it writes (its recorded run reads the same signal).
+ */
 async function stepSynthesis(sink: EventSink, userId: string, workspaceId: string, sourceIds: string[], type: "comprehensive" | "quick", pct: [number, number]) {
+  currentSignal()?.throwIfAborted();
   sink.send("progress", { step: "synthesis", percentage: pct[0], message: `Synthesizing ${sourceIds.length} sources` });
   const res = await synthesize(userId, { workspace_id: workspaceId, source_ids: sourceIds, synthesis_type: type });
   creation(sink, { type: "insights", ids: res.insight_ids, count: res.insight_ids.length, preview: res.insights.map((i) => ({ id: i.id, title: i.title, severity: i.severity })) });
@@ -391,6 +399,7 @@ async function stepSynthesis(sink: EventSink, userId: string, workspaceId: strin
 }
 
 async function stepRecommendations(sink: EventSink, userId: string, workspaceId: string, insightIds: string[], focus: string[] | undefined, pct: [number, number]) {
+  currentSignal()?.throwIfAborted();
   sink.send("progress", { step: "recommendation", percentage: pct[0], message: `Generating recommendations from ${insightIds.length} insights` });
   const res = await generate(userId, { workspace_id: workspaceId, insight_ids: insightIds, focus_areas: focus ?? [] });
   creation(sink, { type: "recommendations", ids: res.recommendations.map((r) => r.id), count: res.count, preview: res.recommendations.map((r) => ({ id: r.id, title: r.title })) });
@@ -399,6 +408,7 @@ async function stepRecommendations(sink: EventSink, userId: string, workspaceId:
 }
 
 async function stepDraft(sink: EventSink, userId: string, workspaceId: string, input: { document_type: DraftStreamInput["document_type"]; recommendation_id?: string; user_instructions?: string }, pct: [number, number]) {
+  currentSignal()?.throwIfAborted();
   sink.send("progress", { step: "drafting", percentage: pct[0], message: `Drafting a ${input.document_type}` });
   const doc = await draft(userId, { workspace_id: workspaceId, ...input });
   creation(sink, { type: "documents", ids: [doc.id], count: 1, preview: [{ id: doc.id, title: doc.title }] });

@@ -6,6 +6,7 @@ import { db } from "../db/service";
 import type { CallUsage, ModelTier } from "../ai/ports";
 import { grantMilestones, startCharge, type Charge } from "../billing/charge";
 import { creditsFor, type RunOutcome } from "../billing/credits";
+import { currentSignal } from "../context";
 
 export type AgentType = "synthesis" | "recommendation" | "drafting" | "chat" | "block_action" | "embedding";
 
@@ -37,8 +38,9 @@ export interface RunOptions<T> {
   /** The outcome of a run whose work returned (default success): partial and cancelled runs pay their minimum. */
   outcomeOf?: (result: T) => RunOutcome;
   /**
-   * Aborts when the person who asked for the run is gone (a stream's client disconnected): work that throws after it
-   * fired is recorded and charged as cancelled (spec 02 minimums), not as failed.
+   * Aborts when the person who asked for the run is gone (a stream's client disconnected, its budget spent); default
+   * the scope's (`currentSignal`, core/context.ts). A run whose signal fired stops before or right after its work, so
+   * its caller writes nothing, and is recorded and charged as cancelled (spec 02 minimums), not as failed.
    */
   signal?: AbortSignal;
 }
@@ -118,11 +120,17 @@ export async function recordRun<T>(
     }
     await grantMilestones(charge.payer, opts.workspaceId, outcome === "success", () => chargedRunCount(opts.workspaceId), charge.plan);
   };
+  // The run stops where the person it serves left: before the work, and after it, before anything is written.
+  const signal = opts.signal ?? currentSignal();
   let result: T;
   try {
+    signal?.throwIfAborted();
     result = await work(usage);
+    // Work that reports its own outcome (the agent loop ends partial on an abort, and its partial answer is kept)
+    // is judged by `outcomeOf`; any other work abandoned midway must not be written by its caller.
+    if (!opts.outcomeOf) signal?.throwIfAborted();
   } catch (err) {
-    await finish(opts.signal?.aborted ? "cancelled" : "failed", null, err instanceof Error ? err.message : String(err));
+    await finish(signal?.aborted ? "cancelled" : "failed", null, err instanceof Error ? err.message : String(err));
     throw err;
   }
   await finish(opts.outcomeOf?.(result) ?? "success", summarize(result));

@@ -32,11 +32,12 @@ import {
   type Message,
 } from "@aws-sdk/client-bedrock-runtime";
 import pLimit from "p-limit";
-import { describeIssues, retryTransient } from "./retry";
+import { describeIssues, retryTransient, type RetrySettings } from "./retry";
 import * as z from "zod";
 import { AppError } from "../error";
 import { type CallUsage, type Embedder, type Model, type ModelTier, type StructuredRequest } from "./ports";
 import { callCostUsd, catalogue, DEFAULT_CATALOGUE } from "./catalogue";
+import { currentSignal } from "../context";
 
 /**
  * Default model ids per tier: the default model catalogue's (core/ai/catalogue.ts), cross-region inference profiles
@@ -55,16 +56,8 @@ export function modelIdsFromEnv(env: NodeJS.ProcessEnv = process.env): Record<Mo
   return { small: defaults.small.id, mid: defaults.mid.id, large: defaults.large.id };
 }
 
-/** Backoff settings for transient Bedrock errors. */
-export interface RetrySettings {
-  /** Retries after the first try (default 5). */
-  retries: number;
-  /** First delay before jitter, ms (default 500). */
-  minTimeoutMs: number;
-  /** Cap of one delay, ms (default 8,000). */
-  maxTimeoutMs: number;
-}
-
+/** Backoff settings for transient errors (defined beside the backoff itself, core/ai/retry.ts). */
+export type { RetrySettings } from "./retry";
 export const DEFAULT_RETRY: RetrySettings = { retries: 5, minTimeoutMs: 500, maxTimeoutMs: 8_000 };
 
 /** True for the Bedrock errors worth retrying with backoff (throttling and transient unavailability). */
@@ -160,7 +153,7 @@ export class BedrockModel implements Model {
               toolConfig,
               inferenceConfig: { maxTokens: req.maxTokens ?? 4096, temperature: req.temperature ?? 0 },
             }),
-            { abortSignal: req.signal },
+            { abortSignal: req.signal ?? currentSignal() },
           ),
         this.retry,
         () => attempts++,

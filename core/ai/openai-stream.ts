@@ -35,7 +35,7 @@ import type {
 } from "openai/resources/chat/completions";
 import { Config } from "../config";
 import { AppError } from "../error";
-import type { RetrySettings } from "./bedrock";
+import type { RetrySettings } from "./retry";
 import {
   busyError,
   callUsage,

@@ -50,7 +50,8 @@ import { describeIssues, retryTransient } from "./retry";
 import type * as z from "zod";
 import { Config } from "../config";
 import { AppError } from "../error";
-import type { RetrySettings } from "./bedrock";
+import { currentSignal } from "../context";
+import type { RetrySettings } from "./retry";
 import type { CallUsage, Embedder, Model, ModelTier, StructuredRequest } from "./ports";
 import { toolInputSchema } from "./tool-schema";
 
@@ -268,7 +269,8 @@ export class OpenAICompatibleModel implements Model {
             max_tokens: req.maxTokens ?? DEFAULT_MAX_TOKENS,
             temperature: req.temperature ?? 0,
           };
-          return this.client.chat.completions.create(body);
+          const signal = req.signal ?? currentSignal();
+          return this.client.chat.completions.create(body, signal ? { signal } : undefined);
         },
         this.retry,
         this.client.baseURL,

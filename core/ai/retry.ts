@@ -5,7 +5,15 @@
  */
 import pRetry, { AbortError } from "p-retry";
 import type { z } from "zod";
-import type { RetrySettings } from "./bedrock";
+/** Backoff settings for transient errors of a model call. */
+export interface RetrySettings {
+  /** Retries after the first try (default 5). */
+  retries: number;
+  /** First delay before jitter, ms (default 500). */
+  minTimeoutMs: number;
+  /** Cap of one delay, ms (default 8,000). */
+  maxTimeoutMs: number;
+}
 
 /** Human-readable list of zod issues (at most 20), sent back to a model in a repair turn. */
 export function describeIssues(error: z.ZodError): string {

@@ -3,7 +3,8 @@
  * `/pipeline` run the operation the user asked for with `progress` and `creation` events, then the copilot reports,
  * read by a real SSE client off the local gateway. Real research: the VA app-store reviews.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { runsOf } from "../../core/agent";
 import { call, newWorkspace } from "../support/api";
 import { realFile, uploadResearch, waitFor } from "../support/multipart";
 import { liveGateway, readStream, type WireEvent } from "../support/sse";
@@ -110,4 +111,34 @@ describe("stream variants over the wire", () => {
     expect(events.at(-1)!.event).toBe("done");
     expect(of(events, "creation")).toEqual([]);
   });
+
+  it("/api/stream/pipeline left by its client during synthesis: nothing is written, no later step runs, charged as cancelled", async () => {
+    const count = async () => {
+      const [ins, recs, docs] = await Promise.all([
+        call("GET", "/api/insights", { token, query: { workspace_id: ws } }),
+        call("GET", "/api/recommendations", { token, query: { workspace_id: ws } }),
+        call("GET", "/api/documents", { token, query: { workspace_id: ws } }),
+      ]);
+      return { insights: ins.body.total, recommendations: recs.body.total, documents: docs.body.total };
+    };
+    const before = await count();
+    const runsBefore = new Set((await runsOf(ws)).map((r) => r.id));
+
+    // The client leaves as soon as the synthesis step starts.
+    const events = await readStream(gw.base, "/api/stream/pipeline", token, { workspace_id: ws, prompt: "All the way to a PRD" }, { onEvent: (e, close) => e.event === "progress" && close() });
+    expect(of(events, "progress")).toHaveLength(1);
+
+    // The synthesis under way stops before it writes, and is recorded as cancelled (partial, the 0.25 minimum).
+    await vi.waitFor(
+      async () => {
+        const fresh = (await runsOf(ws)).filter((r) => !runsBefore.has(r.id));
+        expect(fresh.find((r) => r.tool_name === "synthesize")).toMatchObject({ status: "partial", credits_charged: 0.25 });
+      },
+      { timeout: 120_000, interval: 250 },
+    );
+    const fresh = (await runsOf(ws)).filter((r) => !runsBefore.has(r.id));
+    // No later step ran, and the copilot never spoke (its message was settled as cancelled without a run).
+    expect(fresh.map((r) => r.tool_name)).toEqual(["synthesize"]);
+    expect(await count()).toEqual(before);
+  }, 180_000);
 });
