@@ -77,6 +77,10 @@ const RATE_LIMIT_DEFAULTS = {
   intent_parse: { max: 60, windowSeconds: 60 },
   /** POST /api/auth/redeem-code: attempts, so wrong codes count; a few typos pass, guessing does not. */
   access_code_redeem: { max: 10, windowSeconds: 900 },
+  /** Every /api/admin/plg route, one window per admin (spec 02 Limits: admin endpoints, 60 requests a minute). */
+  admin_plg: { max: 60, windowSeconds: 60 },
+  /** POST /api/waitlist, per client address (public; core/growth): a household or office joins, a script does not. */
+  waitlist_join: { max: 10, windowSeconds: 3600 },
 } satisfies Record<string, RateLimit>;
 
 /** The names of the configurable per-user rate limits. */
@@ -119,6 +123,11 @@ export const Config = {
   corsOrigins: () => (env("CORS_ORIGINS") ?? "*").split(",").map((s) => s.trim()),
   /** Days a new workspace's trial lasts. */
   trialDays: () => Number(env("TRIAL_DAYS") ?? 14),
+  /**
+   * Days a past_due subscription keeps its paid plan after the unpaid period started (Stripe's own retries run for
+   * about that long), before the account falls to trial-level limits (core/billing/plans.ts `entitlementOf`).
+   */
+  pastDueGraceDays: () => Number(env("PAST_DUE_GRACE_DAYS") ?? 7),
   logLevel: () => env("LOG_LEVEL") ?? "INFO",
   /** Worker threads of the local embedder (0 = the calling thread); unset: core/ai/local-embedder.ts decides. */
   localEmbedderWorkers: () => count("LOCAL_EMBEDDER_WORKERS"),
@@ -201,6 +210,61 @@ export const Config = {
    * of Stripe Checkout and the billing portal lead back to its billing settings page.
    */
   appUrl: () => (env("APP_URL") ?? "http://localhost:3000").replace(/\/+$/, ""),
+  // --- Integrations (spec 02 integration sections; DESIGN.md 6.4): every provider address is a setting with the
+  // public default, so GitHub Enterprise Server and stand-in providers work; client credentials are secrets.
+  /** GitHub REST API base (GITHUB_API_URL; GitHub Enterprise Server: https://HOST/api/v3). */
+  githubApiUrl: () => (env("GITHUB_API_URL") ?? "https://api.github.com").replace(/\/+$/, ""),
+  /** GitHub web base (GITHUB_WEB_URL): OAuth authorize `/login/oauth/authorize` and token `/login/oauth/access_token`. */
+  githubWebUrl: () => (env("GITHUB_WEB_URL") ?? "https://github.com").replace(/\/+$/, ""),
+  /** Linear API base (LINEAR_API_URL): GraphQL at `/graphql`, OAuth token at `/oauth/token`. */
+  linearApiUrl: () => (env("LINEAR_API_URL") ?? "https://api.linear.app").replace(/\/+$/, ""),
+  /** Linear web base (LINEAR_WEB_URL): OAuth authorize at `/oauth/authorize`. */
+  linearWebUrl: () => (env("LINEAR_WEB_URL") ?? "https://linear.app").replace(/\/+$/, ""),
+  /** Atlassian API base (ATLASSIAN_API_URL): accessible resources and `/ex/jira/{cloud_id}` REST calls. */
+  atlassianApiUrl: () => (env("ATLASSIAN_API_URL") ?? "https://api.atlassian.com").replace(/\/+$/, ""),
+  /** Atlassian OAuth base (ATLASSIAN_AUTH_URL): `/authorize` and `/oauth/token`. */
+  atlassianAuthUrl: () => (env("ATLASSIAN_AUTH_URL") ?? "https://auth.atlassian.com").replace(/\/+$/, ""),
+  /** Google API base (GOOGLE_API_URL): Drive v3 and the userinfo of the connected account. */
+  googleApiUrl: () => (env("GOOGLE_API_URL") ?? "https://www.googleapis.com").replace(/\/+$/, ""),
+  /** Google OAuth authorize base (GOOGLE_AUTH_URL): `/o/oauth2/v2/auth`. */
+  googleAuthUrl: () => (env("GOOGLE_AUTH_URL") ?? "https://accounts.google.com").replace(/\/+$/, ""),
+  /** Google OAuth token base (GOOGLE_TOKEN_URL): `/token`. */
+  googleTokenUrl: () => (env("GOOGLE_TOKEN_URL") ?? "https://oauth2.googleapis.com").replace(/\/+$/, ""),
+  /**
+   * OAuth client credentials of a provider (GITHUB_CLIENT_ID/_SECRET, LINEAR_..., ATLASSIAN_..., GOOGLE_...);
+   * undefined parts when unset (connect answers 503 naming the settings).
+   */
+  oauthClient: (provider: "GITHUB" | "LINEAR" | "ATLASSIAN" | "GOOGLE") => ({
+    id: secret(`${provider}_CLIENT_ID`),
+    secret: secret(`${provider}_CLIENT_SECRET`),
+  }),
+  /**
+   * The API's public base URL (API_URL, default http://127.0.0.1:3000): OAuth redirect URIs are
+   * `<API_URL>/api/integrations/<kind>/callback`, exactly as registered with the provider.
+   */
+  apiUrl: () => (env("API_URL") ?? "http://127.0.0.1:3000").replace(/\/+$/, ""),
+  /** KMS key (id, ARN or alias ARN) that wraps integration tokens in AWS (TOKEN_KMS_KEY_ID); unset locally. */
+  tokenKmsKeyId: () => env("TOKEN_KMS_KEY_ID"),
+  /**
+   * Local only: the file holding the 256-bit AES key of the raw keyring that encrypts integration tokens
+   * (TOKEN_KEY_FILE, default `<DATA_DIR or .data>/keys/integration-tokens.key`, made on first use).
+   */
+  tokenKeyFile: () => env("TOKEN_KEY_FILE") ?? `${env("DATA_DIR") ?? ".data"}/keys/integration-tokens.key`,
+  /** URL of the SQS standard queue of integration work (push, sync) deferred by provider limits; unset locally. */
+  integrationsQueueUrl: () => env("INTEGRATIONS_QUEUE_URL"),
+  // --- Growth and mail (spec 02 Admin growth; DESIGN.md 6.5 mail; core/growth, core/mail).
+  /** Mail engine (MAIL_ENGINE): "ses" (Amazon SES v2, deployed stages) or "outbox" (.eml files, the default). */
+  mailEngine: (): "ses" | "outbox" => (env("MAIL_ENGINE") === "ses" ? "ses" : "outbox"),
+  /** Sender of the service's mail (MAIL_FROM), a verified SES identity in AWS; unset with SES, sending answers 503 naming it. */
+  mailFrom: () => env("MAIL_FROM"),
+  /** Where the outbox engine writes .eml files (MAIL_OUTBOX_DIR, default `<DATA_DIR or .data>/outbox`). */
+  mailOutboxDir: () => env("MAIL_OUTBOX_DIR") ?? `${env("DATA_DIR") ?? ".data"}/outbox`,
+  /** The spreadsheet POST /api/admin/plg/sync-sheets writes in deployed stages (GOOGLE_SHEETS_ID). */
+  googleSheetsId: () => env("GOOGLE_SHEETS_ID"),
+  /** Service-account key JSON of the Google Sheets sync (GOOGLE_SHEETS_CREDENTIALS, a secret). */
+  googleSheetsCredentials: () => secret("GOOGLE_SHEETS_CREDENTIALS"),
+  /** Local stage: the CSV that stands in for the spreadsheet (WAITLIST_CSV_PATH, default `<DATA_DIR or .data>/sheets/waitlist.csv`). */
+  waitlistCsvPath: () => env("WAITLIST_CSV_PATH") ?? `${env("DATA_DIR") ?? ".data"}/sheets/waitlist.csv`,
 };
 
 /** The name of the setting holding a plan's Stripe price id for an interval (`STRIPE_PRICE_PRO_MONTHLY`, ...). */

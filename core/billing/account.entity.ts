@@ -31,6 +31,17 @@ export const buildBillingAccountEntity = () => new Entity({
     period_start: { type: "string", required: true },
     /** ISO 8601 end of the current billing period (trial: trial end). */
     period_end: { type: "string", required: true },
+    /**
+     * The plan the current credit period was paid at (its monthly grant, raised by an upgrade within it): a downgrade
+     * within the period leaves it, so the higher plan applies until the period's end (core/billing/entitlement.ts).
+     */
+    period_plan: { type: ["trial", "pro", "growth", "power"] as const },
+    /**
+     * Workspaces the user owns: the counter the plan's `max_workspaces` is enforced on, changed in the same
+     * transaction as the workspace is created (core/workspace `create`). Unset on accounts older than the counter:
+     * the first create counts the owned workspaces.
+     */
+    workspaces_owned: { type: "number" },
     /** Credits granted to the monthly quota of the current period (trial: the trial milestone grants). */
     quota_granted: { type: "number", required: true, default: 0 },
     /** Quota credits neither charged nor held by an open reservation. Never negative (conditions on every decrement). */
@@ -68,8 +79,9 @@ export const buildBillingAccountEntity = () => new Entity({
     subscription_start: { type: "string" },
     subscription_end: { type: "string" },
     /**
-     * Set (to `RENEWAL_DUE`) while a yearly subscription has months left to credit: Stripe sends no event between
-     * yearly invoices, so the credit sweeper grants each next month's quota at `renew_at` (the current month's end).
+     * Set (to `RENEWAL_DUE`) while billing's sweeper has something to do for the account at `renew_at`: a yearly
+     * subscription's next month to credit (Stripe sends no event between yearly invoices), or the end of a paid plan
+     * that is cancelled, cancelling or past due (its remaining quota then expires), whichever comes first.
      */
     renewal: { type: "string" },
     renew_at: { type: "string" },
@@ -103,6 +115,9 @@ export const buildBillingAccountEntity = () => new Entity({
 });
 export type BillingAccountEntity = ReturnType<typeof buildBillingAccountEntity>;
 
+/** The `expiry` value of a pack still to close (the one partition of the `expiring` index). */
+export const BOOST_EXPIRY_DUE = "due";
+
 /** One boost pack (spec 02 "Boost pack"): usable until `expires_at` (30 days after purchase), earliest first. */
 export const buildCreditBoostEntity = () => new Entity({
   model: { entity: "credit_boost", version: "1", service: "r2d" },
@@ -117,12 +132,27 @@ export const buildCreditBoostEntity = () => new Entity({
     remaining: { type: "number", required: true },
     /** Set once by `expireBoosts`: the remainder was forfeited and nothing may be returned to the pack any more. */
     expired_at: { type: "string" },
+    /**
+     * `BOOST_EXPIRY_DUE` until the pack is closed (expired or revoked): puts it in the `expiring` index the credit
+     * sweeper reads; removed when it closes, so the index holds only packs still to close.
+     */
+    expiry: { type: "string" },
     created_at: { type: "string", required: true, readOnly: true, default: () => new Date().toISOString() },
   },
   indexes: {
     byUser: {
       pk: { field: "pk", composite: ["user_id"], template: "bill#${user_id}", casing: "none" },
       sk: { field: "sk", composite: ["expires_at", "boost_id"], template: "boost#${expires_at}#${boost_id}", casing: "none" },
+    },
+    /**
+     * Every open pack of every account by expiry (gsi3, one partition `boostexp#due`, sparse: only packs with `expiry`):
+     * the sweeper reads the packs whose expiry has passed instead of scanning (core/billing/sweeper.ts).
+     */
+    expiring: {
+      index: "gsi3",
+      condition: (attr) => attr.expiry === BOOST_EXPIRY_DUE,
+      pk: { field: "gsi3pk", composite: ["expiry"], template: "boostexp#${expiry}", casing: "none" },
+      sk: { field: "gsi3sk", composite: ["expires_at", "user_id", "boost_id"], template: "${expires_at}#${user_id}#${boost_id}", casing: "none" },
     },
   },
 });

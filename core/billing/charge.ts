@@ -172,12 +172,8 @@ export async function grantMilestones(payer: string, workspaceId: string, succee
   const [first, engaged] = await Promise.all(
     Object.values(keys).map((source) => db().entities.creditLedger.get({ user_id: payer, key: `grant#${source}` }).go({ consistent: true })),
   );
-  let granted = account.quota_granted;
-  const give = async (source: string) => {
-    if (granted + TRIAL_MILESTONE_CREDITS > TRIAL_CREDIT_CAP) return;
-    const r = await grant(payer, { source, credits: TRIAL_MILESTONE_CREDITS, bucket: "trial" });
-    if (r.applied) granted += TRIAL_MILESTONE_CREDITS;
-  };
+  // The cap is a condition of each grant's transaction (`cap`), so concurrent runs of several workspaces cannot pass it.
+  const give = (source: string) => grant(payer, { source, credits: TRIAL_MILESTONE_CREDITS, bucket: "trial", cap: TRIAL_CREDIT_CAP });
   if (succeeded && !first?.data) await give(keys.first_run);
   if (!engaged?.data && (await countRuns()) >= 3) await give(keys.engagement);
 }

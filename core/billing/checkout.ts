@@ -108,6 +108,31 @@ function checkoutReply(session: Stripe.Checkout.Session) {
   return { checkout_url: session.url, session_id: session.id };
 }
 
+/** Stripe subscription statuses that are still a subscription the customer pays or owes for. */
+const LIVE_STRIPE_STATUSES = new Set<string>(["active", "trialing", "past_due", "unpaid", "paused"]);
+
+/**
+ * One subscription per customer (Stripe's practice; issue #19): a checkout while the owner's subscription is live
+ * (active, trialing or past due, cancelling at the period's end included) would make them pay for two. Plan changes go
+ * through the billing portal instead. Checked on the synced account first, then on Stripe itself (a checkout paid a
+ * moment ago whose webhook has not arrived yet).
+ * @throws AppError CONFLICT (409) with `portal` (the route to use instead) and the live `subscription_id`.
+ */
+async function requireNoLiveSubscription(stripe: Stripe, account: BillingAccount): Promise<void> {
+  const conflict = (subscriptionId: string, status: string) =>
+    new AppError(
+      "CONFLICT",
+      `This account already has a ${status} subscription (${subscriptionId}); change or cancel the plan in the billing portal (POST /api/billing/portal) instead of a second checkout`,
+      { portal: "/api/billing/portal", subscription_id: subscriptionId },
+    );
+  if (account.stripe_subscription_id && account.status !== "cancelled") throw conflict(account.stripe_subscription_id, account.status);
+  const customer = account.stripe_customer_id;
+  if (!customer) return;
+  const { data } = await callStripe(() => stripe.subscriptions.list({ customer, status: "all", limit: 20 }));
+  const live = data.find((s) => LIVE_STRIPE_STATUSES.has(s.status));
+  if (live) throw conflict(live.id, live.status);
+}
+
 /**
  * `POST /api/billing/checkout`: a Stripe Checkout Session in `subscription` mode for the owner's customer at the
  * plan's price for the interval (`STRIPE_PRICE_<PLAN>_<INTERVAL>`). The session and its subscription carry metadata
@@ -115,7 +140,8 @@ function checkoutReply(session: Stripe.Checkout.Session) {
  * when given, referral_code (another user's; its owner is credited when the checkout is paid, core/billing/sync.ts).
  * @throws AppError SERVICE_UNAVAILABLE (503) without STRIPE_SECRET_KEY or the price setting, or when Stripe fails;
  *   FORBIDDEN (403) for a non-member or a member who is not owner or admin; VALIDATION_ERROR (422) for a return URL
- *   on a foreign origin or a referral code that is unknown or the owner's or caller's own.
+ *   on a foreign origin or a referral code that is unknown or the owner's or caller's own; CONFLICT (409, with
+ *   `portal`) while the owner's subscription is live (`requireNoLiveSubscription`).
  */
 export async function startCheckout(userId: string, body: CheckoutBody): Promise<{ checkout_url: string; session_id: string }> {
   const stripe = requireStripe();
@@ -128,7 +154,9 @@ export async function startCheckout(userId: string, body: CheckoutBody): Promise
   const success_url = returnUrl("success_url", body.success_url, `${billingPage()}?checkout=success&session_id={CHECKOUT_SESSION_ID}`);
   const cancel_url = returnUrl("cancel_url", body.cancel_url, `${billingPage()}?checkout=cancelled`);
   const referral = body.referral_code ? await referralCodeFor(body.referral_code, [ownerId, userId]) : undefined;
-  const customer = await customerOf(stripe, ownerId, await accountOf(ownerId));
+  const account = await accountOf(ownerId);
+  await requireNoLiveSubscription(stripe, account);
+  const customer = await customerOf(stripe, ownerId, account);
   const metadata = {
     user_id: ownerId, workspace_id: body.workspace_id, plan: body.plan, interval: body.interval, initiated_by: userId,
     ...(referral ? { referral_code: referral } : {}),

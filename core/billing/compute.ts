@@ -1,5 +1,5 @@
 import { AppError } from "../error";
-import { PLANS } from "./plans";
+import { entitlementOf, type EntitlementInput } from "./entitlement";
 
 /** Compute budget thresholds (spec 02 Compute budget): warn at 80 %, block at 100 %. */
 export const COMPUTE_WARNING_PERCENT = 80;
@@ -12,10 +12,11 @@ const pct = (current: number, limit: number) => (limit <= 0 ? 0 : round1((curren
  * Where an account stands against its plan's compute budget this period (spec 02 Compute budget): the token budget
  * and the monthly cost target, in percent (one decimal), and the level of the worse of the two — `ok` below 80 %,
  * `warning` from 80 %, `blocked` from 100 %. The counters reset with the billing period (ledger `grant`, monthly).
- * @param account the period's counters: `tokens_used` (model tokens) and `cost_usd` (USD)
+ * The budgets are those of the plan in effect (`entitlementOf`: a lapsed plan's are the trial's).
+ * @param account the period's counters: `tokens_used` (model tokens) and `cost_usd` (USD), and the entitlement fields
  */
-export function computeOf(account: { plan: keyof typeof PLANS; tokens_used: number; cost_usd: number }) {
-  const limits = PLANS[account.plan];
+export function computeOf(account: EntitlementInput & { tokens_used: number; cost_usd: number }) {
+  const { limits } = entitlementOf(account);
   const token_percentage = pct(account.tokens_used, limits.token_budget);
   const cost_percentage = pct(account.cost_usd, limits.cost_target_usd);
   const worst = Math.max(token_percentage, cost_percentage);
@@ -35,7 +36,7 @@ export function requireComputeBudget(account: Parameters<typeof computeOf>[0]): 
   if (c.level !== "blocked") return;
   throw new AppError(
     "USAGE_LIMIT_EXCEEDED",
-    `This billing period's compute budget is used up (${Math.floor(c.worst)}% of the ${account.plan} plan's budget); new AI runs wait for the next period or a plan upgrade`,
+    `This billing period's compute budget is used up (${Math.floor(c.worst)}% of the ${c.limits.tier} plan's budget); new AI runs wait for the next period or a plan upgrade`,
     { usage_type: "agent_run", reason: "compute_budget", token_percentage: c.token_percentage, cost_percentage: c.cost_percentage },
   );
 }

@@ -10,7 +10,8 @@ import { countByPrefix } from "../db/partition";
 import { accountOf } from "./ledger";
 import { payerOf } from "./charge";
 import { partitionOf } from "../workspace";
-import { PLANS, type Plan, type PlanLimits } from "./plans";
+import { entitlementOf } from "./entitlement";
+import { PLAN_ORDER, PLANS, type Plan, type PlanLimits } from "./plans";
 
 /** Plan feature flags a route can require (spec 02 feature flags). */
 export type PlanFeature = "has_integrations" | "has_codehost" | "has_skills" | "has_custom_skills" | "has_overnight_cycles" | "has_api_access" | "has_research_graph";
@@ -30,15 +31,18 @@ export interface GateScope {
   workspaceId?: string;
 }
 
-const PLAN_ORDER: Plan[] = ["trial", "pro", "growth", "power"];
-
 /** The lowest plan that has a feature, for the message. */
 const lowestWith = (feature: PlanFeature): Plan | undefined => PLAN_ORDER.find((p) => PLANS[p][feature]);
 
-async function planOf(scope: GateScope): Promise<{ owner: string; plan: Plan; limits: PlanLimits; period_start: string }> {
+/**
+ * The plan in effect for a gate's scope: the workspace owner's account (or the caller's, for workspace creation), read
+ * through `entitlementOf` (a cancelled or past-due account past its paid period or grace gets the trial's limits).
+ */
+export async function planOf(scope: GateScope): Promise<{ owner: string; plan: Plan; limits: PlanLimits; period_start: string }> {
   const owner = scope.workspaceId ? await payerOf(scope.workspaceId) : scope.userId;
   const account = await accountOf(owner);
-  return { owner, plan: account.plan, limits: PLANS[account.plan], period_start: account.period_start };
+  const { plan, limits } = entitlementOf(account);
+  return { owner, plan, limits, period_start: account.period_start };
 }
 
 /**

@@ -18,9 +18,10 @@ import pRetry from "p-retry";
 import { Config } from "../config";
 import { db } from "../db/service";
 import { AppError } from "../error";
-import type { BillingAccountEntity, CreditBoostEntity, CreditHoldEntity } from "./account.entity";
+import { BOOST_EXPIRY_DUE, type BillingAccountEntity, type CreditBoostEntity, type CreditHoldEntity } from "./account.entity";
+import { entitlementOf } from "./entitlement";
 import type { CreditLedgerEntity } from "./ledger.entity";
-import { PLANS, type Plan } from "./plans";
+import { PLANS, planRank, type Plan } from "./plans";
 import { requireComputeBudget } from "./compute";
 
 export type BillingAccount = EntityItem<BillingAccountEntity>;
@@ -117,14 +118,24 @@ export interface GrantInput {
   period?: { start: string | Date; end: string | Date };
   /** Monthly only: the plan paid for; recorded on the account with status `active`. */
   plan?: Plan;
+  /** Monthly only: the plan the period is paid at, recorded as `period_plan` (a later upgrade raises it). */
+  periodPlan?: Plan;
+  /**
+   * Trial only: the most trial credits the account may hold (spec 02: "up to 25"). The account's `quota_granted`
+   * is conditioned on staying within it in the grant's own transaction, so concurrent milestones cannot pass it.
+   */
+  cap?: number;
 }
 
 /** What `grant` did. */
 export interface GrantResult {
   /** False when nothing changed; see `reason`. */
   applied: boolean;
-  /** `already_applied`: a grant with this key exists. `stale_period`: a monthly grant for a period before the current. */
-  reason?: "already_applied" | "stale_period";
+  /**
+   * `already_applied`: a grant with this key exists. `stale_period`: a monthly grant for a period before the current.
+   * `cap_reached`: a trial grant that would pass its `cap`. `not_trial`: a trial grant to an account on a paid plan.
+   */
+  reason?: "already_applied" | "stale_period" | "cap_reached" | "not_trial";
   /** The ledger item's key. */
   key: string;
   credits: number;
@@ -285,7 +296,7 @@ function take(need: number, quotaRemaining: number, boosts: readonly CreditBoost
   return { quota, boosts: portions, taken: need - left };
 }
 
-type NumericField = "quota_granted" | "quota_remaining" | "reserved" | "charged" | "shortfall" | "forfeited" | "tokens_used" | "cost_usd";
+type NumericField = "workspaces_owned" | "quota_granted" | "quota_remaining" | "reserved" | "charged" | "shortfall" | "forfeited" | "tokens_used" | "cost_usd";
 
 type InTransaction<E> = E extends Entity<infer A, infer F, infer C, infer S> ? TransactWriteEntity<A, F, C, S> : never;
 type AccountInTransaction = InTransaction<BillingAccountEntity>;
@@ -301,7 +312,7 @@ function patchAccount(
   userId: string,
   deltas: Partial<Record<NumericField, number>>,
   where: AccountCondition = () => "",
-  set: Partial<Pick<BillingAccount, "plan" | "status" | "period_start" | "period_end" | "quota_granted" | "quota_remaining" | "tokens_used" | "cost_usd">> = {},
+  set: Partial<Pick<BillingAccount, "plan" | "period_plan" | "status" | "period_start" | "period_end" | "quota_granted" | "quota_remaining" | "tokens_used" | "cost_usd">> = {},
 ) {
   const add: Partial<Record<NumericField, number>> = {};
   const subtract: Partial<Record<NumericField, number>> = {};
@@ -400,7 +411,7 @@ export async function grant(userId: string, input: GrantInput): Promise<GrantRes
   }
   if (!input.source) throw new RangeError("A grant needs a source");
   if (input.bucket === "boost") return grantBoost(userId, input.source, credits, input.expiresAt);
-  if (input.bucket === "trial") return grantTrial(userId, input.source, credits);
+  if (input.bucket === "trial") return grantTrial(userId, input.source, credits, input.cap);
   return grantMonthly(userId, input, credits);
 }
 
@@ -416,24 +427,37 @@ async function grantBoost(userId: string, source: string, credits: number, expir
         boosts: [{ boost_id: source, expires_at, credits }], period_start: account.period_start,
       })
       .commit(),
-    creditBoost.create({ user_id: userId, boost_id: source, expires_at, granted: credits, remaining: credits }).commit(),
+    creditBoost.create({ user_id: userId, boost_id: source, expires_at, granted: credits, remaining: credits, expiry: BOOST_EXPIRY_DUE }).commit(),
   ]).go();
   const end = outcome(result);
   if (end === "contended") throw new Error(`Boost ${source} exists without its grant ledger item`);
   return { applied: end === "committed", ...(end === "duplicate" ? { reason: "already_applied" as const } : {}), key, credits, forfeited: 0 };
 }
 
-async function grantTrial(userId: string, source: string, credits: number): Promise<GrantResult> {
+async function grantTrial(userId: string, source: string, credits: number, cap?: number): Promise<GrantResult> {
   const key = `grant#${source}`;
   await accountOf(userId);
+  const planned = { key, credits, forfeited: 0 };
   return retrying("grant", async () => {
     const result = await createWriteTransaction(db().pick("creditLedger", "billingAccount"), ({ creditLedger, billingAccount }) => [
       creditLedger.create({ user_id: userId, key, kind: "grant", source, bucket: "trial", credits, delta: credits, quota: credits }).commit(),
-      patchAccount(billingAccount, userId, { quota_granted: credits, quota_remaining: credits }),
+      // The cap is a condition of the grant's own transaction: concurrent milestones cannot pass it between a read
+      // and a write (the trial's period never turns, so `quota_granted` is every trial grant so far).
+      patchAccount(billingAccount, userId, { quota_granted: credits, quota_remaining: credits }, (a, op) =>
+        cap === undefined ? "" : `${op.eq(a.plan, "trial")} AND ${op.lte(a.quota_granted, cap - credits)}`,
+      ),
     ]).go();
     const end = outcome(result);
-    if (end === "contended") throw new Contended();
-    return { applied: end === "committed", ...(end === "duplicate" ? { reason: "already_applied" as const } : {}), key, credits, forfeited: 0 };
+    if (end === "duplicate") return { applied: false, reason: "already_applied" as const, ...planned };
+    if (end === "contended") {
+      if (cap === undefined) throw new Contended();
+      // Cancelled on the account: the cap (or a paid plan) refused it, or a concurrent write conflicted; a fresh read tells.
+      const account = (await readAccount(userId))!;
+      if (account.plan !== "trial") return { applied: false, reason: "not_trial" as const, ...planned };
+      if (account.quota_granted + credits > cap) return { applied: false, reason: "cap_reached" as const, ...planned };
+      throw new Contended();
+    }
+    return { applied: true, ...planned };
   });
 }
 
@@ -449,7 +473,8 @@ async function grantMonthly(userId: string, input: GrantInput, credits: number):
     if (start < account.period_start) {
       return (await readLedger(userId, key)) ? { applied: false, reason: "already_applied" as const, ...planned } : { applied: false, reason: "stale_period" as const, ...planned };
     }
-    const planSet = input.plan ? { plan: input.plan, status: "active" as const } : {};
+    const periodPlan = input.periodPlan ?? input.plan;
+    const planSet = { ...(input.plan ? { plan: input.plan, status: "active" as const } : {}), ...(periodPlan ? { period_plan: periodPlan } : {}) };
     const ledgerItem = { user_id: userId, key, kind: "grant" as const, source, bucket: "monthly" as const, credits, delta: credits, quota: credits, period_start: start };
     const newPeriod = start > account.period_start;
     const left = newPeriod ? account.quota_remaining : 0;
@@ -484,6 +509,116 @@ async function grantMonthly(userId: string, input: GrantInput, credits: number):
   });
 }
 
+/**
+ * An upgrade within a credit period (docs/decisions.md "Plan changes"): the quota of the period rises to the new
+ * plan's monthly credits at once, by the difference from the plan the period was paid at (`period_plan`), and
+ * `period_plan` becomes the new plan. Once per period and plan: ledger key `grant#upgrade#<period start>#<plan>`, so a
+ * replayed event, a second sync or a downgrade and re-upgrade within the period grant nothing more. The account's
+ * period and `period_plan` are conditions of the transaction, so a period that turned meanwhile is not topped up.
+ * @param userId the account's user
+ * @param input.periodStart the credit period (ISO 8601, the account's `period_start`)
+ * @param input.from the plan the period was paid at; input.to the higher plan now paid for
+ * @returns the grant (`applied: false` with `already_applied`, or `stale_period` when the account's period or
+ *   `period_plan` is no longer the one given)
+ * @throws RangeError when `to` is not above `from`.
+ */
+export async function grantUpgrade(userId: string, input: { periodStart: string; from: Plan; to: Plan }): Promise<GrantResult> {
+  const credits = PLANS[input.to].monthly_credits - PLANS[input.from].monthly_credits;
+  if (planRank(input.to) <= planRank(input.from) || credits <= 0) throw new RangeError(`${input.to} is not an upgrade of ${input.from}`);
+  const source = `upgrade#${input.periodStart}#${input.to}`;
+  const key = `grant#${source}`;
+  const planned = { key, credits, forfeited: 0 };
+  const result = await createWriteTransaction(db().pick("creditLedger", "billingAccount"), ({ creditLedger, billingAccount }) => [
+    creditLedger
+      .create({ user_id: userId, key, kind: "grant", source, bucket: "monthly", credits, delta: credits, quota: credits, period_start: input.periodStart })
+      .commit(),
+    patchAccount(
+      billingAccount,
+      userId,
+      { quota_granted: credits, quota_remaining: credits },
+      (a, op) => `${op.eq(a.period_start, input.periodStart)} AND (${op.notExists(a.period_plan)} OR ${op.eq(a.period_plan, input.from)})`,
+      { period_plan: input.to },
+    ),
+  ]).go();
+  const end = outcome(result);
+  if (end === "committed") return { applied: true, ...planned };
+  if (end === "duplicate") return { applied: false, reason: "already_applied", ...planned };
+  return { applied: false, reason: "stale_period", ...planned };
+}
+
+/**
+ * Expire what is left of the monthly quota of an account whose paid plan has lapsed (core/billing/entitlement.ts:
+ * cancelled at the period's end, past_due past its grace), once per period: ledger item `expire#lapse#<period start>`
+ * (kind `expire`, the remaining quota forfeited) in the transaction that zeroes `quota_remaining`, conditioned on the
+ * period and the figure read. Credits held by open reservations at that moment are forfeited when they settle or are
+ * released (`close` gives nothing back to the quota of a lapsed account). Nothing when the plan has not lapsed.
+ * @param userId the account's user
+ * @param now the clock (default: now)
+ * @returns the credits expired (0 when nothing was due or another call did it)
+ * @throws AppError SERVICE_UNAVAILABLE (503) when the account stays contended.
+ */
+export async function lapseQuota(userId: string, now: Date = new Date()): Promise<number> {
+  return retrying("lapse", async () => {
+    const account = await readAccount(userId);
+    if (!account || !entitlementOf(account, now).lapsed || account.quota_remaining <= 0) return 0;
+    const left = account.quota_remaining;
+    const period = account.period_start;
+    const result = await createWriteTransaction(db().pick("creditLedger", "billingAccount"), ({ creditLedger, billingAccount }) => [
+      creditLedger
+        .create({
+          user_id: userId, key: `expire#lapse#${period}`, kind: "expire", source: `lapse#${period}`, credits: left, delta: neg(left), quota: neg(left),
+          forfeited: left, period_start: period,
+        })
+        .commit(),
+      patchAccount(billingAccount, userId, { quota_remaining: -left, forfeited: left }, (a, op) => `${op.eq(a.period_start, period)} AND ${op.eq(a.quota_remaining, left)}`),
+    ]).go();
+    const end = outcome(result);
+    if (end === "contended") throw new Contended();
+    return end === "committed" ? left : 0;
+  });
+}
+
+/**
+ * Revoke the unused credits of a refunded boost pack (spec 02 "Boost pack"; Stripe `charge.refunded`): up to
+ * `credits` of what the pack has left are forfeited and the pack is closed (`expired_at`, out of the expiry index),
+ * once: ledger item `expire#refund#<boost id>`. Credits already charged or held stay charged or held (a hold's return
+ * to the closed pack is forfeited, as for an expired one).
+ * @param userId the account's user
+ * @param boostId the pack (its grant's source: the checkout session id)
+ * @param credits the most to revoke (default: everything left)
+ * @returns the credits revoked (0 when the pack is unknown, closed already, or revoked before)
+ */
+export async function revokeBoost(userId: string, boostId: string, credits?: number): Promise<number> {
+  const granted = await readLedger(userId, `grant#${boostId}`);
+  const expiresAt = granted?.boosts?.[0]?.expires_at;
+  if (!expiresAt) return 0;
+  return retrying("revoke", async () => {
+    const b = (await bill().creditBoost.get({ user_id: userId, expires_at: expiresAt, boost_id: boostId }).go(CONSISTENT)).data;
+    if (!b || b.expired_at) return 0;
+    const left = b.remaining;
+    const revoked = Math.min(left, credits === undefined ? left : quarterUp(credits));
+    const nowIso = new Date().toISOString();
+    const result = await createWriteTransaction(db().pick("creditLedger", "creditBoost", "billingAccount"), ({ creditLedger, creditBoost, billingAccount }) => [
+      creditLedger
+        .create({
+          user_id: userId, key: `expire#refund#${boostId}`, kind: "expire", source: `refund#${boostId}`, credits: revoked, delta: neg(revoked),
+          boosts: [{ boost_id: boostId, expires_at: expiresAt, credits: neg(revoked) }], forfeited: revoked,
+        })
+        .commit(),
+      creditBoost
+        .patch({ user_id: userId, expires_at: expiresAt, boost_id: boostId })
+        .set({ remaining: left - revoked, ...(revoked === left ? { expired_at: nowIso } : {}) })
+        .remove(revoked === left ? ["expiry"] : [])
+        .where((a, op) => `${op.eq(a.remaining, left)} AND ${op.notExists(a.expired_at)}`)
+        .commit(),
+      patchAccount(billingAccount, userId, { forfeited: revoked }),
+    ]).go();
+    const end = outcome(result);
+    if (end === "contended") throw new Contended();
+    return end === "committed" ? revoked : 0;
+  });
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Reserve, settle, release
 
@@ -513,7 +648,8 @@ export async function reserve(userId: string, runId: string, credits: number, op
   const need = amount(credits, "credits", true);
   const key = `run#${runId}#reserve`;
   const seen = lastSeen.get(userId);
-  if (seen && seen.quota_remaining >= need) {
+  // The fast path only while the plan it saw still applies: a lapse is a matter of the clock, not of a write.
+  if (seen && seen.quota_remaining >= need && (seen.lapses_at === null || new Date().toISOString() < seen.lapses_at)) {
     const fast = await reserveFromQuota(userId, runId, key, need, seen, opts.computeBudget ?? false);
     if (fast) return fast;
   }
@@ -521,9 +657,12 @@ export async function reserve(userId: string, runId: string, credits: number, op
     const nowIso = new Date().toISOString();
     const [found, boosts] = await Promise.all([readAccount(userId), activeBoosts(userId, nowIso)]);
     const account = found ?? (await accountOf(userId));
+    const entitled = entitlementOf(account);
+    // A lapsed paid plan's quota is not spendable: expire it (once, ledger `expire#lapse#…`) and plan again.
+    if (entitled.lapsed && account.quota_remaining > 0 && (await lapseQuota(userId)) > 0) throw new Contended();
     remember(account);
     if (opts.computeBudget) requireComputeBudget(account);
-    const plan = take(need, account.quota_remaining, boosts);
+    const plan = take(need, entitled.lapsed ? 0 : account.quota_remaining, boosts);
     if (plan.taken < need) {
       const prior = await readLedger(userId, key);
       if (prior) return reservationOf(prior);
@@ -535,7 +674,7 @@ export async function reserve(userId: string, runId: string, credits: number, op
     const end = outcome(result);
     if (end === "contended") throw new Contended();
     if (end === "duplicate") return reservationOf((await readLedger(userId, key))!);
-    lastSeen.set(userId, { ...account, quota_remaining: account.quota_remaining - plan.quota });
+    remember({ ...account, quota_remaining: account.quota_remaining - plan.quota });
     return { run_id: runId, credits: need, quota: plan.quota, boosts: plan.boosts, applied: true, period_start: account.period_start };
   });
 }
@@ -546,12 +685,24 @@ export async function reserve(userId: string, runId: string, credits: number, op
  */
 export const lastSeenPlan = (userId: string): Plan | undefined => lastSeen.get(userId)?.plan;
 
-/** What this process last saw of an account, for `reserve`'s fast path (bounded: past the bound it starts again). */
-const lastSeen = new Map<string, Pick<BillingAccount, "period_start" | "plan" | "quota_remaining">>();
+/**
+ * What this process last saw of an account, for `reserve`'s fast path (bounded: past the bound it starts again): the
+ * stored plan, the plan in effect and when it lapses, and `stripe_synced_at` (every sync changes it, so a fast path
+ * conditioned on it sees no status, plan or period change it did not read).
+ */
+interface Seen extends Pick<BillingAccount, "period_start" | "plan" | "status" | "quota_remaining" | "stripe_synced_at"> {
+  effective: Plan;
+  lapses_at: string | null;
+}
+const lastSeen = new Map<string, Seen>();
 const MAX_SEEN = 10_000;
 function remember(account: BillingAccount) {
   if (lastSeen.size >= MAX_SEEN) lastSeen.clear();
-  lastSeen.set(account.user_id, { period_start: account.period_start, plan: account.plan, quota_remaining: account.quota_remaining });
+  const e = entitlementOf(account);
+  lastSeen.set(account.user_id, {
+    period_start: account.period_start, plan: account.plan, status: account.status, quota_remaining: e.lapsed ? 0 : account.quota_remaining,
+    stripe_synced_at: account.stripe_synced_at, effective: e.plan, lapses_at: e.lapses_at,
+  });
 }
 
 /** The reserve transaction: ledger item (created only if absent), hold, account (with `where`), boost debits. */
@@ -580,15 +731,17 @@ function reserveTransaction(userId: string, runId: string, key: string, need: nu
  */
 async function reserveFromQuota(
   userId: string, runId: string, key: string, need: number,
-  seen: Pick<BillingAccount, "period_start" | "plan" | "quota_remaining">, computeBudget: boolean,
+  seen: Seen, computeBudget: boolean,
 ): Promise<Reservation | null> {
-  const limits = PLANS[seen.plan];
+  const limits = PLANS[seen.effective];
   const plan = { quota: need, boosts: [], taken: need };
   const result = await reserveTransaction(userId, runId, key, need, plan, seen.period_start, (a, op) =>
     [
       op.gte(a.quota_remaining, need),
       op.eq(a.period_start, seen.period_start),
       op.eq(a.plan, seen.plan),
+      op.eq(a.status, seen.status),
+      seen.stripe_synced_at ? op.eq(a.stripe_synced_at, seen.stripe_synced_at) : op.notExists(a.stripe_synced_at),
       // The compute budget (spec 02): blocked from 100 % of either budget, as `requireComputeBudget` decides.
       ...(computeBudget ? [op.lt(a.tokens_used, limits.token_budget), op.lt(a.cost_usd, limits.cost_target_usd)] : []),
     ].join(" AND "),
@@ -703,7 +856,8 @@ async function close(userId: string, runId: string, kind: Closing["kind"], actua
       toCharge -= charged;
       if (p.credits - charged > 0) heldBoostsLeft.push({ ...p, credits: p.credits - charged });
     }
-    const quotaOpen = hold !== null && hold.quota_period === account.period_start;
+    // The quota is closed to returns once its period turned, or once the paid plan lapsed (its rest expired: `lapseQuota`).
+    const quotaOpen = hold !== null && hold.quota_period === account.period_start && !("plan" in account && entitlementOf(account as BillingAccount).lapsed);
     const quotaBack = quotaOpen ? heldQuotaLeft : 0;
     const boostsBack = heldBoostsLeft.filter((p) => p.expires_at > nowIso);
     const forfeited = heldQuotaLeft - quotaBack + sum(heldBoostsLeft.filter((p) => p.expires_at <= nowIso).map((p) => p.credits));
@@ -791,6 +945,7 @@ export async function expireBoosts(userId: string, now: Date = new Date()): Prom
           creditBoost
             .patch({ user_id: userId, expires_at: b.expires_at, boost_id: b.boost_id })
             .set({ expired_at: nowIso, remaining: 0 })
+            .remove(["expiry"])
             .where((a, op) => `${op.eq(a.remaining, left)} AND ${op.notExists(a.expired_at)}`)
             .commit(),
           patchAccount(billingAccount, userId, { forfeited: left }),

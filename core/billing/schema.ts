@@ -43,6 +43,17 @@ export const PlanLimitsSchema = z
     has_custom_skills: z.boolean(),
     has_api_access: z.boolean(),
     has_overnight_cycles: z.boolean(),
+    max_agent_runs: z.int().nullable().describe("null on every plan: runs are metered by credits and the compute budget"),
+    chat_history_days: z.int().describe("days of chat history that can be listed and read (30, 90, 365)"),
+    has_export_pdf: z.boolean(),
+    has_export_notes: z.boolean(),
+    has_priority_execution: z.boolean(),
+    has_custom_memory: z.boolean(),
+    has_optimized_prompts: z.boolean(),
+    has_synthesis_swarm: z.boolean(),
+    has_fs_researcher: z.boolean(),
+    has_sso: z.boolean(),
+    has_audit_logs: z.boolean(),
   })
   .meta({ id: "PlanLimits" });
 
@@ -67,9 +78,9 @@ export const PlanList = z
 
 export const SubscriptionView = z
   .object({
-    id: z.string(),
+    id: z.string().describe("the Stripe subscription's id once synced, else one id per billing account (the owner's), the same in every workspace"),
     workspace_id: z.uuid(),
-    plan: PlanTier,
+    plan: PlanTier.describe("the plan in effect: a cancelled or past-due plan past its period or grace is trial"),
     status: z.enum(["active", "trialing", "past_due", "cancelled"]),
     trial_ends_at: z.string().nullable(),
     current_period_start: z.string(),
@@ -134,6 +145,12 @@ export const BoostPackView = z
     credits_added: z.number(),
     credits_used: z.number().describe("charged or held by runs in progress (or forfeited at expiry)"),
     credits_remaining: z.number(),
+    agent_runs_added: z.int().describe("runs the pack's credits cover at the smallest charge of a successful run (0.5 credit)"),
+    agent_runs_used: z.int(),
+    agent_runs_remaining: z.int(),
+    tokens_added: z.int().describe("model tokens the pack's credits buy at the mid tier's rates (medium effort's input/output mix)"),
+    tokens_used: z.int(),
+    tokens_remaining: z.int(),
     purchased_at: z.string(),
     expires_at: z.string(),
     is_active: z.boolean(),
@@ -154,8 +171,8 @@ export const ComputeStatus = z
     cost_usd: z.number(),
     cost_budget_usd: z.number(),
     cost_percentage: z.number(),
-    boost_tokens_remaining: z.number().nullable().describe("null: boost packs carry credits, not tokens"),
-    boost_runs_remaining: z.number().nullable().describe("null: boost packs carry credits, not runs"),
+    boost_tokens_remaining: z.int().describe("tokens_remaining summed over the active boost packs"),
+    boost_runs_remaining: z.int().describe("agent_runs_remaining summed over the active boost packs"),
     boost_credits_remaining: z.number(),
     level: ComputeLevel,
     should_throttle: z.boolean(),

@@ -7,8 +7,8 @@
  * and nothing is lost.
  */
 import { db } from "../db/service";
-import { OPEN_HOLDS } from "./account.entity";
-import { release } from "./ledger";
+import { BOOST_EXPIRY_DUE, OPEN_HOLDS } from "./account.entity";
+import { expireBoosts, release } from "./ledger";
 
 /** Age after which an open reservation is stale: above the longest a run can live (a 15-minute Lambda), with margin. */
 export const STALE_HOLD_MS = 20 * 60_000;
@@ -47,6 +47,49 @@ export async function sweepStaleHolds(opts: { now?: Date; olderThanMs?: number; 
         report.released += 1;
         report.credits_returned += closing.returned;
       }
+    } catch (err) {
+      report.errors.push(err);
+    }
+  }
+  return report;
+}
+
+/** What one boost-expiry sweep did. */
+export interface BoostSweepReport {
+  /** Packs past their expiry still open when the sweep read the index. */
+  due: number;
+  /** Accounts whose lapsed packs this sweep closed. */
+  accounts: number;
+  /** Credits the closed packs had left, forfeited (ledger `expire#boost#<id>`). */
+  credits_expired: number;
+  errors: unknown[];
+}
+
+/**
+ * Close the boost packs whose 30 days have passed (spec 02 "Boost pack"; DESIGN.md 6.3 `expire` events), for every
+ * account, earliest expiry first, at most `limit` packs per sweep: reads the sparse `expiring` index (packs leave it
+ * when closed; never a scan) and runs the ledger's `expireBoosts` for each account found, which writes one `expire`
+ * item per pack (`expire#boost#<boost id>`, created only if absent), so two sweeps, or a sweep racing a settle that
+ * returns credits to the pack, close it once. Afterwards the ledger's deltas again sum to the spendable balance that
+ * `GET /credits` shows. Errors are collected, not thrown.
+ * @param opts.now the sweep's clock (tests pass a later time instead of waiting)
+ * @param opts.userId only this account's packs (tests that share a table)
+ */
+export async function sweepExpiredBoosts(opts: { now?: Date; limit?: number; userId?: string } = {}): Promise<BoostSweepReport> {
+  const now = opts.now ?? new Date();
+  const nowIso = now.toISOString();
+  const { data } = await db()
+    .entities.creditBoost.query.expiring({ expiry: BOOST_EXPIRY_DUE })
+    // `~` sorts after every character of an id: the range ends after every pack expiring at `now` exactly.
+    .lte({ expires_at: `${nowIso}~` })
+    .where((a, op) => (opts.userId ? op.eq(a.user_id, opts.userId) : ""))
+    .go({ limit: opts.limit ?? 500 });
+  const users = [...new Set(data.filter((b) => b.expires_at <= nowIso).map((b) => b.user_id))];
+  const report: BoostSweepReport = { due: data.length, accounts: 0, credits_expired: 0, errors: [] };
+  for (const userId of users) {
+    try {
+      report.credits_expired += await expireBoosts(userId, now);
+      report.accounts += 1;
     } catch (err) {
       report.errors.push(err);
     }

@@ -26,9 +26,10 @@ import { isConditionalFailure } from "../db/errors";
 import { Errors } from "../error";
 import { requireMember } from "../workspace";
 import { BOOST_PACKS } from "./checkout";
-import { accountOf, BOOST_VALIDITY_DAYS, grant, type BillingAccount, type GrantResult } from "./ledger";
+import { accountOf, BOOST_VALIDITY_DAYS, grant, grantUpgrade, lapseQuota, revokeBoost, type BillingAccount, type GrantResult } from "./ledger";
 import { RENEWAL_DUE } from "./account.entity";
-import { PLANS, type Plan } from "./plans";
+import { entitlementOf, paidUntil } from "./entitlement";
+import { PLANS, planRank, type Plan } from "./plans";
 import type { BillingSyncResult, BillingWorkspaceQuery } from "./schema";
 import { callStripe, requireStripe } from "./stripe";
 import { subscriptionView } from "./views";
@@ -59,6 +60,10 @@ export interface StripeSource {
   /** The customer's subscriptions with `latest_invoice` expanded where the source can. */
   subscriptions(customer: string): Promise<Stripe.Subscription[]>;
   checkoutSession(id: string): Promise<Stripe.Checkout.Session>;
+  /** A charge as Stripe has it now (refunds). */
+  charge(id: string): Promise<Stripe.Charge>;
+  /** The Checkout Session that created a payment intent, if any (a boost pack's). */
+  sessionOfPaymentIntent(paymentIntent: string): Promise<Stripe.Checkout.Session | undefined>;
   /** The user id a customer's metadata names (customers created by our checkout carry it). */
   customerUser(customer: string): Promise<string | undefined>;
   /** ISO 8601 time the objects are as of: reads are applied only if none later has been. */
@@ -75,6 +80,9 @@ export function stripeSource(stripe: Stripe): StripeSource {
       return list.data;
     },
     checkoutSession: (id) => callStripe(() => stripe.checkout.sessions.retrieve(id)),
+    charge: (id) => callStripe(() => stripe.charges.retrieve(id)),
+    sessionOfPaymentIntent: async (paymentIntent) =>
+      (await callStripe(() => stripe.checkout.sessions.list({ payment_intent: paymentIntent, limit: 1 }))).data[0],
     customerUser: async (customer) => {
       const c = await callStripe(() => stripe.customers.retrieve(customer));
       return c.deleted ? undefined : c.metadata?.user_id;
@@ -102,6 +110,12 @@ export function carriedSource(event: Stripe.Event): StripeSource {
       if (obj.object === "checkout.session" && obj.id === id) return obj as Stripe.Checkout.Session;
       throw new Error(`Checkout session ${id} is not in event ${event.id}`);
     },
+    charge: async (id) => {
+      if (obj.object === "charge" && obj.id === id) return obj as Stripe.Charge;
+      throw new Error(`Charge ${id} is not in event ${event.id}`);
+    },
+    // Offline the session cannot be looked up: a refund event changes nothing (as invoice events).
+    sessionOfPaymentIntent: async () => undefined,
     customerUser: async () => undefined,
     readAt: () => new Date(event.created * 1000).toISOString(),
   };
@@ -171,6 +185,8 @@ export interface SyncOutcome {
   status?: AccountStatus;
   /** The monthly grant, when the current period is paid (`applied: false` when an earlier sync made it). */
   grant?: GrantResult;
+  /** The upgrade's top-up, when the plan rose within the period (`grantUpgrade`). */
+  upgrade?: GrantResult;
   /** False when a read that started later had already been written (this one was older). */
   written?: boolean;
 }
@@ -195,13 +211,29 @@ export async function syncAccount(userId: string, customer: string, source: Stri
   const invoice = sub.latest_invoice;
   const paid = typeof invoice === "object" && invoice !== null && invoice.status === "paid";
   let granted: GrantResult | undefined;
+  let upgraded: GrantResult | undefined;
   // A paid yearly period has later months to credit: the credit sweeper grants each at `renew_at` (renewYearly).
   let renewAt: string | undefined;
+  const before = await accountOf(userId);
   if (item && paid && (status === "active" || status === "trialing")) {
     const period = creditMonth(item.current_period_start, item.current_period_end, new Date());
-    granted = await grant(userId, { bucket: "monthly", source: invoice.id, credits: PLANS[plan.plan].monthly_credits, period });
+    granted = await grant(userId, { bucket: "monthly", source: invoice.id, credits: PLANS[plan.plan].monthly_credits, period, periodPlan: plan.plan });
     if (plan.interval === "yearly" && period.end.getTime() < item.current_period_end * 1000) renewAt = period.end.toISOString();
+    // An upgrade within the period (docs/decisions.md "Plan changes"): the period was paid at a lower plan, so its
+    // quota rises to the new plan's at once, once per period and plan. A downgrade changes nothing until the next
+    // period's grant (the entitlement keeps the period's plan until then).
+    const now = await accountOf(userId);
+    const paidAt = now.period_plan ?? before.plan;
+    if (now.period_start === period.start.toISOString() && paidAt !== "trial" && planRank(plan.plan) > planRank(paidAt)) {
+      upgraded = await grantUpgrade(userId, { periodStart: now.period_start, from: paidAt, to: plan.plan });
+    }
   }
+  // When the paid plan stops applying (cancelled, cancelling, past due): the sweeper expires the quota then.
+  const lapseAt = paidUntil({
+    plan: plan.plan, status, period_end: before.period_end, cancel_at_period_end: sub.cancel_at_period_end,
+    ...(item ? { subscription_start: new Date(item.current_period_start * 1000).toISOString(), subscription_end: new Date(item.current_period_end * 1000).toISOString() } : {}),
+  });
+  const dueAt = [renewAt, lapseAt ?? undefined].filter((x): x is string => !!x).sort()[0];
   let written = true;
   try {
     const patch = db()
@@ -217,17 +249,17 @@ export async function syncAccount(userId: string, customer: string, source: Stri
         ...(item
           ? { subscription_start: new Date(item.current_period_start * 1000).toISOString(), subscription_end: new Date(item.current_period_end * 1000).toISOString() }
           : {}),
-        ...(renewAt ? { renewal: RENEWAL_DUE, renew_at: renewAt } : {}),
+        ...(dueAt ? { renewal: RENEWAL_DUE, renew_at: dueAt } : {}),
       });
-    // A monthly plan, the last month of a year, or an unpaid or ended subscription: nothing left to renew.
-    await (renewAt ? patch : patch.remove(["renewal", "renew_at"]))
+    // A monthly plan that renews, the last month of a year, an unpaid renewal: nothing for the sweeper to do.
+    await (dueAt ? patch : patch.remove(["renewal", "renew_at"]))
       .where((a, op) => `${op.notExists(a.stripe_synced_at)} OR ${op.lte(a.stripe_synced_at, readAt)}`)
       .go();
   } catch (err) {
     if (!isConditionalFailure(err)) throw err;
     written = false;
   }
-  return { synced: true, subscription_id: sub.id, plan: plan.plan, status, grant: granted, written };
+  return { synced: true, subscription_id: sub.id, plan: plan.plan, status, grant: granted, upgrade: upgraded, written };
 }
 
 /** Record the customer on the account unless it has one (checkout.ts writes it first; this covers the rest). */
@@ -298,6 +330,27 @@ async function applyCheckoutCompleted(event: Stripe.Event, source: StripeSource)
 }
 
 /**
+ * charge.refunded: a refunded boost pack's unused credits are revoked, once (`revokeBoost`, ledger
+ * `expire#refund#<session id>`). The charge is re-read; its payment intent names the pack's Checkout Session (our
+ * boost checkout's metadata: user_id, pack_type). A full refund revokes everything the pack has left; a partial one
+ * the refunded share of the pack's credits (rounded up to 0.25), at most what is left. Credits already spent stay
+ * spent. A refund of anything else (a subscription invoice) changes no credits.
+ */
+async function applyRefund(event: Stripe.Event, source: StripeSource): Promise<void> {
+  const given = event.data.object as Stripe.Charge;
+  const charge = await source.charge(given.id);
+  const paymentIntent = idOf(charge.payment_intent);
+  if (!paymentIntent || charge.amount_refunded <= 0) return;
+  const session = await source.sessionOfPaymentIntent(paymentIntent);
+  const pack = session?.metadata?.pack_type;
+  const userId = session?.metadata?.user_id;
+  if (!session || session.mode !== "payment" || !pack || !userId || !Object.hasOwn(BOOST_PACKS, pack)) return;
+  const credits = BOOST_PACKS[pack as keyof typeof BOOST_PACKS].credits;
+  const share = charge.refunded || charge.amount <= 0 ? undefined : (credits * charge.amount_refunded) / charge.amount;
+  await revokeBoost(userId, session.id, share);
+}
+
+/**
  * Apply one verified payment event (the payments consumer, functions/events/payments-consumer.ts; spec 02 Inbound
  * webhook events), then mark its receipt applied. Subscription and invoice events all sync the customer's account to
  * Stripe's current state (`syncAccount`: created/updated → plan, status, period; deleted → cancelled;
@@ -309,8 +362,12 @@ async function applyCheckoutCompleted(event: Stripe.Event, source: StripeSource)
 export async function applyPaymentEvent(event: Stripe.Event): Promise<void> {
   const source = sourceFor(event);
   const type = event.type as PaymentEventType;
-  if (type === "checkout.session.completed") {
+  if (type === "checkout.session.completed" || type === "checkout.session.async_payment_succeeded" || type === "checkout.session.async_payment_failed") {
+    // The session is re-read: a delayed payment that succeeded reads paid (its pack is granted, once per session), one
+    // that failed reads unpaid (nothing granted; a subscription session syncs the account to Stripe's state).
     await applyCheckoutCompleted(event, source);
+  } else if (type === "charge.refunded") {
+    await applyRefund(event, source);
   } else {
     const customer = customerOf(event);
     if (!customer) throw new Error(`Event ${event.id} (${event.type}) names no customer`);
@@ -344,16 +401,21 @@ export interface RenewalReport {
   due: number;
   /** Monthly grants made (a grant already made by a sync of the same month counts as done, not here). */
   granted: number;
+  /** Accounts whose paid plan lapsed and whose remaining quota this sweep expired. */
+  lapsed: number;
   errors: unknown[];
 }
 
 /**
- * Credit the next month of paid yearly subscriptions (spec 02: monthly credits; Stripe invoices a yearly plan once a
- * year and sends nothing in between). Reads the sparse `renewals` index for accounts whose `renew_at` has passed;
- * for each still active or trialing yearly account, grants the plan's monthly credits for the month of its paid
- * period that `now` falls in (the same `grant#period#<start>` key a sync would use, so nothing is granted twice),
- * then moves `renew_at` to that month's end, or clears it after the period's last month. A cancelled or past-due
- * account is cleared without a grant (its next paid invoice syncs it again). Errors are collected, not thrown.
+ * Billing's due accounts (the sparse `renewals` index, accounts whose `renew_at` has passed; never a scan):
+ * - a paid plan that has lapsed (core/billing/entitlement.ts: cancelled or cancelling past the period's end, past_due
+ *   past its grace): what is left of its monthly quota expires, once (`lapseQuota`, ledger `expire#lapse#<period>`),
+ *   and the account leaves the index (its next paid invoice syncs it again);
+ * - a live yearly subscription (Stripe invoices it once a year and sends nothing in between): the plan's monthly
+ *   credits for the month of its paid period that `now` falls in (the same `grant#period#<start>` key a sync would
+ *   use, so nothing is granted twice);
+ * then `renew_at` moves to the next thing due (the month's end while months are left, or the plan's lapse), or the
+ * account leaves the index. Errors are collected, not thrown.
  * @param now the sweep's clock (tests pass a later time)
  */
 export async function renewYearly(now: Date = new Date()): Promise<RenewalReport> {
@@ -361,20 +423,27 @@ export async function renewYearly(now: Date = new Date()): Promise<RenewalReport
     .entities.billingAccount.query.renewals({ renewal: RENEWAL_DUE })
     .lte({ renew_at: now.toISOString() })
     .go({ limit: 200 });
-  const report: RenewalReport = { due: data.length, granted: 0, errors: [] };
+  const report: RenewalReport = { due: data.length, granted: 0, lapsed: 0, errors: [] };
   for (const account of data) {
     try {
-      const live = account.status === "active" || account.status === "trialing";
-      if (!live || account.billing_interval !== "yearly" || !account.subscription_start || !account.subscription_end) {
-        await db().entities.billingAccount.patch({ user_id: account.user_id }).remove(["renewal", "renew_at"]).go();
-        continue;
+      const entitled = entitlementOf(account, now);
+      let next: string | undefined;
+      if (entitled.lapsed) {
+        if ((await lapseQuota(account.user_id, now)) > 0) report.lapsed += 1;
+      } else {
+        const live = account.status === "active" || account.status === "trialing";
+        if (live && account.billing_interval === "yearly" && account.subscription_start && account.subscription_end) {
+          const start = Date.parse(account.subscription_start) / 1000;
+          const end = Date.parse(account.subscription_end) / 1000;
+          const month = creditMonth(start, end, now);
+          const result = await grant(account.user_id, {
+            bucket: "monthly", source: `renewal#${month.start.toISOString()}`, credits: PLANS[account.plan].monthly_credits, period: month, periodPlan: account.plan,
+          });
+          if (result.applied) report.granted += 1;
+          if (month.end.getTime() < end * 1000) next = month.end.toISOString();
+        }
+        if (entitled.lapses_at && (!next || entitled.lapses_at < next)) next = entitled.lapses_at;
       }
-      const start = Date.parse(account.subscription_start) / 1000;
-      const end = Date.parse(account.subscription_end) / 1000;
-      const month = creditMonth(start, end, now);
-      const result = await grant(account.user_id, { bucket: "monthly", source: `renewal#${month.start.toISOString()}`, credits: PLANS[account.plan].monthly_credits, period: month });
-      if (result.applied) report.granted += 1;
-      const next = month.end.getTime() < end * 1000 ? month.end.toISOString() : undefined;
       const patch = db().entities.billingAccount.patch({ user_id: account.user_id });
       await (next ? patch.set({ renewal: RENEWAL_DUE, renew_at: next }) : patch.remove(["renewal", "renew_at"])).go();
     } catch (err) {

@@ -9,6 +9,11 @@ export const buildUsageEntity = () => new Entity({
   attributes: {
     workspace_id: { type: "string", required: true },
     research_sources: { type: "number", default: 0 },
+    /** Members of the workspace, owner included: the seats counter (core/billing/counters.ts). Unset on older items. */
+    members: { type: "number" },
+    /** Documents created in `documents_period` (the owner's billing period start): the documents-a-month counter. */
+    documents: { type: "number" },
+    documents_period: { type: "string" },
     /** Bumped on every insight write, so search caches of the workspace's vectors know when to reload. */
     insights_version: { type: "number", default: 0 },
   },

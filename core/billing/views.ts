@@ -14,6 +14,10 @@ import { MODEL_RATES, type ModelTier } from "../ai/ports";
 import { catalogue } from "../ai/catalogue";
 import { EFFORT_TIER, envelopeCredits, RESERVATION_FACTOR } from "./charge";
 import { computeOf } from "./compute";
+import { v5 as uuidv5 } from "uuid";
+import { entitlementOf } from "./entitlement";
+import { USD_PER_CREDIT } from "./credits";
+import { costUsd } from "../ai/ports";
 export { COMPUTE_BLOCK_PERCENT, COMPUTE_WARNING_PERCENT } from "./compute";
 import { PLANS, type Plan } from "./plans";
 import { accountOf, balanceOf, milestoneSource, TRIAL_MILESTONE_CREDITS, TRIAL_MILESTONES, type BillingAccount } from "./ledger";
@@ -77,7 +81,7 @@ async function accountFor(userId: string, workspaceId: string): Promise<{ ownerI
  * owner's account plan is current; without it no plan is current (`current_plan: null`).
  */
 export async function plans(userId: string, q: PlansQuery): Promise<Out<typeof PlanList>> {
-  const current = q.workspace_id ? (await accountFor(userId, q.workspace_id)).account.plan : null;
+  const current = q.workspace_id ? entitlementOf((await accountFor(userId, q.workspace_id)).account).plan : null;
   return {
     plans: (Object.keys(PLANS) as Plan[]).map((tier) => ({
       tier,
@@ -105,18 +109,39 @@ export async function subscription(userId: string, q: BillingWorkspaceQuery): Pr
 /** The Subscription of `subscription()` from an account already read (also the body of `POST /api/billing/sync`). */
 export async function subscriptionView(workspaceId: string, account: BillingAccount): Promise<Out<typeof SubscriptionView>> {
   const trialing = account.status === "trialing" || account.plan === "trial";
+  const entitled = entitlementOf(account);
   return {
-    id: account.stripe_subscription_id ?? workspaceId,
+    id: account.stripe_subscription_id ?? accountSubscriptionId(account.user_id),
     workspace_id: workspaceId,
-    plan: account.plan,
+    plan: entitled.plan,
     status: account.status,
     trial_ends_at: trialing ? account.period_end : null,
     current_period_start: account.period_start,
     current_period_end: account.period_end,
     cancel_at_period_end: account.cancel_at_period_end ?? false,
-    limits: PLANS[account.plan],
+    limits: entitled.limits,
   };
 }
+
+/** Namespace of the subscription ids of accounts without a Stripe subscription (a fixed v4 UUID; never change it). */
+const SUBSCRIPTION_ID_NAMESPACE = "0b6f7d3e-2a41-4d8e-9c55-1f3a6e2b7c90";
+
+/**
+ * The subscription id of an account that has no Stripe subscription yet (a trial): one UUID per billing account,
+ * derived from its user (v5), so every workspace of the owner answers the same id (spec 02: the subscription belongs
+ * to the user and covers all their workspaces).
+ */
+export const accountSubscriptionId = (userId: string): string => uuidv5(`billing-account:${userId}`, SUBSCRIPTION_ID_NAMESPACE);
+
+/** Credits of one successful agent run at its smallest charge (spec 02 Credits): what a pack's run figures count in. */
+const CREDITS_PER_RUN = 0.5;
+/**
+ * Model tokens one credit buys at the mid tier's rates, in the medium effort's input/output mix (the envelope every
+ * estimate starts from): 0.08 USD / (USD per token of that mix). Packs carry credits; these figures translate them.
+ */
+const TOKENS_PER_CREDIT = Math.floor(USD_PER_CREDIT / (costUsd("mid", 40_000, 4_000) / 44_000));
+const runsOf = (credits: number) => Math.floor(credits / CREDITS_PER_RUN + 1e-9);
+const tokensOf = (credits: number) => Math.floor(credits * TOKENS_PER_CREDIT);
 
 /**
  * The owner's credit balance (`GET /api/billing/credits`; spec 02 Credit balance, see `balanceOf`), with the
@@ -135,7 +160,7 @@ export async function credits(userId: string, q: BillingWorkspaceQuery): Promise
   const used_today = today.filter((r) => r.user_id === userId).reduce((sum, r) => sum + (r.credits_charged ?? 0), 0);
   return {
     workspace_id: q.workspace_id,
-    plan: account.plan,
+    plan: entitlementOf(account).plan,
     ...balance,
     daily_soft_cap: { limit, used_today, members, exceeded: used_today > limit },
   };
@@ -193,7 +218,7 @@ const startOfUtcDay = (d = new Date()) => new Date(Date.UTC(d.getUTCFullYear(), 
  */
 export async function usage(userId: string, q: BillingWorkspaceQuery): Promise<Out<typeof UsageView>> {
   const { ownerId, account } = await accountFor(userId, q.workspace_id);
-  const limits = PLANS[account.plan];
+  const { plan, limits } = entitlementOf(account);
   const since = account.period_start;
   const [counter, balance, documents, runs, todays, chat] = await Promise.all([
     db().entities.usage.get({ workspace_id: q.workspace_id }).go({ consistent: true }),
@@ -208,7 +233,7 @@ export async function usage(userId: string, q: BillingWorkspaceQuery): Promise<O
   });
   return {
     workspace_id: q.workspace_id,
-    plan: account.plan,
+    plan,
     period_start: account.period_start,
     period_end: account.period_end,
     items: [
@@ -243,6 +268,12 @@ export async function boosts(userId: string, q: BillingWorkspaceQuery): Promise<
         credits_added: b.granted,
         credits_used: b.granted - b.remaining,
         credits_remaining: b.remaining,
+        agent_runs_added: runsOf(b.granted),
+        agent_runs_used: runsOf(b.granted) - runsOf(b.remaining),
+        agent_runs_remaining: runsOf(b.remaining),
+        tokens_added: tokensOf(b.granted),
+        tokens_used: tokensOf(b.granted) - tokensOf(b.remaining),
+        tokens_remaining: tokensOf(b.remaining),
         purchased_at: b.created_at,
         expires_at: b.expires_at,
         is_active: b.expires_at > now && !b.expired_at,
@@ -255,13 +286,18 @@ export async function boosts(userId: string, q: BillingWorkspaceQuery): Promise<
  * The compute budget (`GET /api/billing/compute`; spec 02 Compute status) from the owner's period counters (reset
  * with the period). `level`: `ok` below 80 % of both the token budget and the cost target, `warning` from 80 %,
  * `blocked` from 100 % of either; `should_throttle` from `warning`, `should_block` at `blocked`. Boost packs carry
- * credits, not tokens or runs: `boost_tokens_remaining` and `boost_runs_remaining` are null and
- * `boost_credits_remaining` gives the packs' credits.
+ * credits: `boost_credits_remaining` gives them, and `boost_tokens_remaining` / `boost_runs_remaining` translate them
+ * as the packs' own figures do (`GET /boosts`). Budgets are the plan in effect's (`entitlementOf`).
  */
 export async function compute(userId: string, q: BillingWorkspaceQuery): Promise<Out<typeof ComputeStatus>> {
   const { ownerId, account } = await accountFor(userId, q.workspace_id);
   const balance = await balanceOf(ownerId);
   const c = computeOf(account);
+  const activeBoosts = await db()
+    .entities.creditBoost.query.byUser({ user_id: ownerId })
+    .between({ expires_at: new Date().toISOString() }, { expires_at: "9999" })
+    .go({ consistent: true, pages: "all" });
+  const open = activeBoosts.data.filter((b) => !b.expired_at);
   const message =
     c.level === "blocked"
       ? "This billing period's compute budget is used up: new AI runs are refused until the period resets or the plan is upgraded."
@@ -270,15 +306,15 @@ export async function compute(userId: string, q: BillingWorkspaceQuery): Promise
         : "Compute use is within the plan's budget.";
   return {
     workspace_id: q.workspace_id,
-    plan: account.plan,
+    plan: c.limits.tier,
     tokens_used: account.tokens_used,
     token_budget: c.limits.token_budget,
     token_percentage: c.token_percentage,
     cost_usd: account.cost_usd,
     cost_budget_usd: c.limits.cost_target_usd,
     cost_percentage: c.cost_percentage,
-    boost_tokens_remaining: null,
-    boost_runs_remaining: null,
+    boost_tokens_remaining: open.reduce((n, b) => n + tokensOf(b.remaining), 0),
+    boost_runs_remaining: open.reduce((n, b) => n + runsOf(b.remaining), 0),
     boost_credits_remaining: balance.bonus_credits,
     level: c.level,
     should_throttle: c.level !== "ok",
@@ -358,7 +394,7 @@ export async function milestones(userId: string, q: BillingWorkspaceQuery): Prom
   }));
   return {
     workspace_id: q.workspace_id,
-    plan: account.plan,
+    plan: entitlementOf(account).plan,
     milestones: list,
     credits_earned: list.filter((m) => m.granted).length * TRIAL_MILESTONE_CREDITS,
     credits_possible: TRIAL_MILESTONES.length * TRIAL_MILESTONE_CREDITS,

@@ -30,6 +30,11 @@ export const PAYMENT_EVENT_TYPES = [
   "customer.subscription.deleted",
   "invoice.payment_succeeded",
   "invoice.payment_failed",
+  // A boost pack (or subscription) paid by a delayed method (bank debit): paid, or failed, after the session completed.
+  "checkout.session.async_payment_succeeded",
+  "checkout.session.async_payment_failed",
+  // A refunded boost pack: its unused credits are revoked.
+  "charge.refunded",
 ] as const;
 export type PaymentEventType = (typeof PAYMENT_EVENT_TYPES)[number];
 

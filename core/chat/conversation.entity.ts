@@ -38,6 +38,11 @@ export const buildConversationEntity = () => new Entity({
     is_archived: { type: "boolean", required: true, default: false },
     message_count: { type: "number", required: true, default: 0 },
     last_message_at: { type: "string" },
+    /**
+     * Epoch seconds after which DynamoDB's TTL deletes the conversation: its last activity plus the chat-history days
+     * of the owner's plan in effect at that write (spec 02 Limits: Plans, chat history; core/chat `historyWindow`).
+     */
+    ttl: { type: "number" },
     created_at: { type: "string", required: true, readOnly: true, default: () => new Date().toISOString() },
     updated_at: { type: "string", required: true, default: () => new Date().toISOString(), set: () => new Date().toISOString(), watch: "*" },
   },
@@ -76,6 +81,8 @@ export const buildMessageEntity = () => new Entity({
     thinking_blocks: { type: "any", readOnly: true },
     decision_context: { type: "any", readOnly: true },
     execution_metadata: { type: "any", readOnly: true },
+    /** Epoch seconds after which DynamoDB's TTL deletes the message: its time plus the plan's chat-history days. */
+    ttl: { type: "number", readOnly: true },
     created_at: { type: "string", required: true, readOnly: true },
   },
   indexes: {

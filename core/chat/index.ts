@@ -7,6 +7,7 @@ import { db } from "../db/service";
 import { deleteKeys, partitionKeys } from "../db/partition";
 import { isConditionalFailure } from "../db/errors";
 import { partitionOf, requireMember, requireResourceMember } from "../workspace";
+import { limitsOfWorkspace } from "../billing/counters";
 import type { ConversationEntity, MessageEntity, MessageFeedbackEntity } from "./conversation.entity";
 import {
   DEFAULT_TITLE,
@@ -104,6 +105,8 @@ export async function requireConversation(userId: string, conversationId: string
   await requireResourceMember(userId, found.workspace_id, "Conversation");
   const item = await conversationItem(found.workspace_id, conversationId);
   if (!item) throw Errors.notFound("Conversation");
+  // Past the plan's chat history: not readable (as if TTL had removed it already).
+  if (activityOf(item) < (await historyWindow(item.workspace_id)).since) throw Errors.notFound("Conversation");
   return item;
 }
 
@@ -162,6 +165,18 @@ export async function create(userId: string, input: CreateConversationInput): Pr
 const activityOf = (c: ConversationItem) => c.last_message_at ?? c.created_at;
 
 /**
+ * The chat-history window of a workspace (spec 02 Limits: Plans, chat history 30 / 90 / 365 days): the days of the
+ * owner's plan in effect (`entitlementOf`: a lapsed plan's are the trial's), the oldest time still listed and
+ * readable, and the TTL (epoch seconds) a write made now gets. Older conversations and messages are neither listed
+ * nor readable, whatever TTL has not removed yet; the window follows the plan at read time, the TTL the plan at write.
+ */
+export async function historyWindow(workspaceId: string, now = Date.now()): Promise<{ days: number; since: string; ttl: number }> {
+  const { limits } = await limitsOfWorkspace(workspaceId);
+  const days = limits.chat_history_days;
+  return { days, since: new Date(now - days * 86_400_000).toISOString(), ttl: Math.floor(now / 1000) + days * 86_400 };
+}
+
+/**
  * `GET /api/chat/conversations`: the caller's conversations in the workspace, most recently active first (newest
  * message, or creation for a conversation without messages), then id; archived ones only with `include_archived`.
  * @throws AppError FORBIDDEN (403), NOT_FOUND (404) unknown workspace.
@@ -171,8 +186,9 @@ export async function list(userId: string, q: ListConversationsQuery): Promise<C
   const { data } = await db()
     .entities.conversation.query.byUser({ user_id: userId, workspace_id: q.workspace_id })
     .go({ pages: "all" });
+  const { since } = await historyWindow(q.workspace_id);
   const visible = data
-    .filter((c) => q.include_archived || !c.is_archived)
+    .filter((c) => (q.include_archived || !c.is_archived) && activityOf(c) >= since)
     .sort((a, b) => activityOf(b).localeCompare(activityOf(a)) || b.id.localeCompare(a.id));
   const page = visible.slice(q.offset, q.offset + q.limit);
   return { conversations: page.map(toConversationView), total: visible.length, has_more: q.offset + page.length < visible.length };
@@ -202,7 +218,9 @@ export async function search(userId: string, q: SearchConversationsQuery): Promi
     .entities.message.query.byUser({ user_id: userId, workspace_id: q.workspace_id })
     .where((attr, op) => op.contains(attr.content_lc, needle))
     .go({ pages: "all", order: "desc" });
-  const hits = data.slice(0, q.limit);
+  const { since } = await historyWindow(q.workspace_id);
+  const inWindow = data.filter((m) => m.created_at >= since);
+  const hits = inWindow.slice(0, q.limit);
   const ids = [...new Set(hits.map((m) => m.conversation_id))];
   const titles = new Map<string, string>();
   if (ids.length) {
@@ -218,14 +236,15 @@ export async function search(userId: string, q: SearchConversationsQuery): Promi
       message_content: snippet(m.content, m.content_lc, needle),
       message_created_at: m.created_at,
     })),
-    total: data.length,
+    total: inWindow.length,
   };
 }
 
 /** `GET /api/chat/conversations/{id}`: owner only; the conversation with every message, oldest first. */
 export async function get(userId: string, conversationId: string): Promise<ConversationDetail> {
   const item = await requireConversation(userId, conversationId);
-  const messages = await allMessages(item.workspace_id, item.id);
+  const { since } = await historyWindow(item.workspace_id);
+  const messages = (await allMessages(item.workspace_id, item.id)).filter((m) => m.created_at >= since);
   return { ...toConversationView(item), messages: messages.map(toMessageView) };
 }
 
@@ -281,7 +300,8 @@ async function newest(workspaceId: string, conversationId: string, n: number, be
  */
 export async function messages(userId: string, conversationId: string, q: ListMessagesQuery): Promise<MessageView[]> {
   const item = await requireConversation(userId, conversationId);
-  return (await newest(item.workspace_id, item.id, q.limit, q.before)).map(toMessageView);
+  const { since } = await historyWindow(item.workspace_id);
+  return (await newest(item.workspace_id, item.id, q.limit, q.before)).filter((m) => m.created_at >= since).map(toMessageView);
 }
 
 /**
@@ -414,6 +434,7 @@ export async function appendMessage(
 ): Promise<MessageView> {
   const contentLc = message.content.toLowerCase();
   checkMessage(message, contentLc);
+  const { ttl } = await historyWindow(conversation.workspace_id);
   for (let attempt = 0; attempt < APPEND_ATTEMPTS; attempt++) {
     const conv = await conversationItem(conversation.workspace_id, conversation.id);
     if (!conv) throw Errors.notFound("Conversation");
@@ -428,6 +449,7 @@ export async function appendMessage(
       content: message.content,
       content_lc: contentLc,
       created_at: createdAt,
+      ttl,
       ...(message.inferred_intent !== undefined ? { inferred_intent: message.inferred_intent } : {}),
       ...(message.thinking_blocks !== undefined ? { thinking_blocks: message.thinking_blocks } : {}),
       ...(message.decision_context !== undefined ? { decision_context: message.decision_context } : {}),
@@ -436,7 +458,7 @@ export async function appendMessage(
     const result = await createWriteTransaction(db().pick("conversation", "message"), ({ conversation: c, message: m }) => [
       c
         .patch({ workspace_id: conv.workspace_id, id: conv.id })
-        .set({ message_count: conv.message_count + 1, last_message_at: createdAt })
+        .set({ message_count: conv.message_count + 1, last_message_at: createdAt, ttl })
         .where((attr, op) => op.eq(attr.message_count, conv.message_count))
         .commit(),
       m.create(item).commit(),

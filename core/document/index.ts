@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto";
 import type { EntityItem } from "electrodb";
 import { AppError, Errors } from "../error";
 import { createWriteTransaction } from "electrodb";
+import { COUNTED_TRIES, documentCounter } from "../billing/counters";
 import { db } from "../db/service";
 import { asWrite, commitWrites, tagOf, type AgentWrite } from "../db/agent-write";
 import { deleteKeys, partitionKeys } from "../db/partition";
@@ -260,9 +261,22 @@ export async function create(
     tagOf(opts),
   );
   const settlement = opts.settle?.({ id, title: input.title, document_type: input.document_type, status: "draft", version: 1 });
-  let refused: string[] | null;
+  let refused: string[] | null = null;
   try {
-    refused = await commitWrites(["document", "revision"], [asWrite(db().entities.document.create(doc)), asWrite(db().entities.revision.create(rev))], settlement);
+    // The plan's documents-a-month counter is the third write of the create's transaction, conditioned on the limit
+    // (core/billing/counters.ts), so concurrent creates cannot pass it; a counter moved by a concurrent create while
+    // room is left is read again.
+    for (let attempt = 0; attempt < COUNTED_TRIES; attempt++) {
+      const counter = await documentCounter(input.workspace_id);
+      refused = await commitWrites(
+        ["document", "revision", "usage"],
+        [asWrite(db().entities.document.create(doc)), asWrite(db().entities.revision.create(rev)), asWrite(counter.update(db().entities.usage))],
+        settlement,
+      );
+      if (!refused || refused[2] !== "ConditionalCheckFailed" || refused[0] !== "None") break;
+      const limitReached = await counter.refused();
+      if (limitReached) throw limitReached;
+    }
   } catch (err) {
     // Nothing of it was written: the texts uploaded for it belong to no item (their keys are fresh).
     await discardContent(doc.content_ref, rev.content_ref);

@@ -8,6 +8,8 @@ import { db } from "../db/service";
 import { requestScope } from "../context";
 import { countByPrefix, purgePartition } from "../db/partition";
 import { HIGHEST_PLAN, subscriptionOf } from "../billing";
+import { COUNTED_TRIES, limitsOfUser, limitsOfWorkspace, usageLimitError } from "../billing/counters";
+import { accountOf } from "../billing/ledger";
 import * as User from "../user";
 import type { MembershipEntity, WorkspaceEntity } from "./workspace.entity";
 import type {
@@ -103,24 +105,58 @@ function requireRole(data: MembershipItem, roles: Role[] | undefined): Membershi
   return data;
 }
 
+/** A transaction's cancellation code per item ("None" for the items that did not cause it). */
+const cancelCodes = (result: { canceled: boolean; data: unknown }): string[] =>
+  result.canceled ? (result.data as { code?: string }[]).map((d) => d?.code ?? "None") : [];
+
 /**
- * Create a workspace (spec 01 `POST /api/workspaces`). The workspace, the owner's membership and default settings
- * are written in one transaction; the workspace is covered by its owner's billing account (plan and balance are the
- * account's, spec 02), and the route's `usage: "workspaces"` gate has checked the plan's workspace limit.
- * @throws AppError PRODUCT_ACCESS_REQUIRED (403) when the caller has no product access.
+ * Create a workspace (spec 01 `POST /api/workspaces`). The workspace, the owner's membership, default settings, the
+ * workspace's seats counter (1: the owner) and the owner's `workspaces_owned` counter are written in one transaction;
+ * the counter is conditioned on the plan's `max_workspaces` (core/billing/counters.ts), so concurrent creates cannot
+ * pass it. The workspace is covered by its owner's billing account (plan and balance are the account's, spec 02).
+ * @throws AppError PRODUCT_ACCESS_REQUIRED (403) when the caller has no product access; USAGE_LIMIT_EXCEEDED (402)
+ *   when the caller owns as many workspaces as the plan in effect allows.
  */
 export async function create(user: User.User, input: CreateWorkspaceInput): Promise<WorkspaceView> {
   if (!User.hasProductAccess(user)) {
     throw new AppError("PRODUCT_ACCESS_REQUIRED", "Your account is waiting for product access: redeem an access code first");
   }
   const id = randomUUID();
-  const result = await createWriteTransaction(db().pick("workspace", "membership", "workspaceSettings"), ({ workspace, membership, workspaceSettings }) => [
-    workspace.create({ id, owner_id: user.id, ...input }).commit(),
-    membership.create({ workspace_id: id, user_id: user.id, role: "owner", added_by: user.id }).commit(),
-    workspaceSettings.create({ workspace_id: id, researchCycleEnabled: false, overnightCycleNotifyEmail: false }).commit(),
-  ]).go();
-  if (result.canceled) throw new AppError("CONFLICT", "Workspace could not be created; try again");
-  return toView((await getItem(id))!, "owner");
+  for (let attempt = 0; attempt < COUNTED_TRIES; attempt++) {
+    const { plan, limits } = await limitsOfUser(user.id);
+    const limit = limits.max_workspaces;
+    const account = await accountOf(user.id);
+    // An account older than the counter starts it from the workspaces it owns (conditioned on it still being unset).
+    const owned = account.workspaces_owned ?? (await ownedCount(user.id));
+    if (limit !== null && owned >= limit) throw usageLimitError("workspaces", owned, limit, plan);
+    const result = await createWriteTransaction(
+      db().pick("workspace", "membership", "workspaceSettings", "usage", "billingAccount"),
+      ({ workspace, membership, workspaceSettings, usage, billingAccount }) => [
+        workspace.create({ id, owner_id: user.id, ...input }).commit(),
+        membership.create({ workspace_id: id, user_id: user.id, role: "owner", added_by: user.id }).commit(),
+        workspaceSettings.create({ workspace_id: id, researchCycleEnabled: false, overnightCycleNotifyEmail: false }).commit(),
+        usage.update({ workspace_id: id }).set({ members: 1 }).commit(),
+        account.workspaces_owned === undefined
+          ? billingAccount.patch({ user_id: user.id }).set({ workspaces_owned: owned + 1 }).where((a, op) => op.notExists(a.workspaces_owned)).commit()
+          : billingAccount
+              .patch({ user_id: user.id })
+              .add({ workspaces_owned: 1 })
+              .where((a, op) => (limit === null ? "" : op.lt(a.workspaces_owned, limit)))
+              .commit(),
+      ],
+    ).go();
+    if (!result.canceled) return toView((await getItem(id))!, "owner");
+    const codes = cancelCodes(result);
+    if (codes.slice(0, 4).some((c) => c !== "None")) throw new AppError("CONFLICT", "Workspace could not be created; try again");
+    // Only the counter refused: the limit was reached meanwhile (the next read says so), or a concurrent create moved it.
+  }
+  throw new AppError("SERVICE_UNAVAILABLE", "Too many workspaces are being created at once; try again", { retryable: true });
+}
+
+/** Workspaces a user owns, counted from their memberships (to start a missing counter). */
+async function ownedCount(userId: string): Promise<number> {
+  const { data } = await db().entities.membership.query.byUser({ user_id: userId }).go({ pages: "all" });
+  return data.filter((m) => m.role === "owner").length;
 }
 
 /** The caller's workspaces, most recently updated first (spec 01 `GET /api/workspaces`). */
@@ -170,6 +206,12 @@ export async function purge(workspaceId: string): Promise<void> {
 export async function remove(userId: string, workspaceId: string): Promise<void> {
   await requireMember(userId, workspaceId, ["owner"]);
   await purge(workspaceId);
+  // The owner's workspace counter gives the slot back (never below 0; an account older than it has none to change).
+  try {
+    await db().entities.billingAccount.patch({ user_id: userId }).subtract({ workspaces_owned: 1 }).where((a, op) => op.gt(a.workspaces_owned, 0)).go();
+  } catch (err) {
+    if (!isConditionalFailure(err)) throw err;
+  }
 }
 
 async function settingsItem(workspaceId: string) {
@@ -286,21 +328,34 @@ export async function listMembers(userId: string, workspaceId: string): Promise<
 }
 
 /**
- * Add a known user by e-mail with a role; owner or admin. The plan's seats per workspace are the route's plan gate
- * (`usage: "seats"`, core/billing/gates.ts), checked before this runs.
- * @throws AppError USER_NOT_FOUND (404) when nobody with that e-mail has signed in yet; ALREADY_MEMBER (409).
+ * Add a known user by e-mail with a role; owner or admin. The membership and the workspace's seats counter are one
+ * transaction, the counter conditioned on the plan's `max_seats_per_workspace` (core/billing/counters.ts), so
+ * concurrent adds cannot pass it; the route's plan gate (`usage: "seats"`) answers first with the figures.
+ * @throws AppError USER_NOT_FOUND (404) when nobody with that e-mail has signed in yet; ALREADY_MEMBER (409);
+ *   USAGE_LIMIT_EXCEEDED (402) when the workspace has as many members as the owner's plan in effect allows.
  */
 export async function addMember(userId: string, workspaceId: string, input: AddMemberInput): Promise<Member> {
   await requireMember(userId, workspaceId, ["owner", "admin"]);
   const target = await User.findByEmail(input.email);
   if (!target) throw new AppError("USER_NOT_FOUND", `No user with e-mail ${input.email} has signed in yet; ask them to sign in once, then add them`);
-  try {
-    await db().entities.membership.create({ workspace_id: workspaceId, user_id: target.id, role: input.role, added_by: userId }).go();
-  } catch (err) {
-    if (isConditionalFailure(err)) {
-      throw new AppError("ALREADY_MEMBER", `${input.email} is already a member of this workspace`);
-    }
-    throw err;
+  for (let attempt = 0; ; attempt++) {
+    if (attempt >= COUNTED_TRIES) throw new AppError("SERVICE_UNAVAILABLE", "Too many members are being added at once; try again", { retryable: true });
+    const { plan, limits } = await limitsOfWorkspace(workspaceId);
+    const limit = limits.max_seats_per_workspace;
+    const { data: counter } = await db().entities.usage.get({ workspace_id: workspaceId }).go({ consistent: true });
+    // A workspace older than the counter starts it from its members (conditioned on it still being unset).
+    const members = counter?.members ?? (await countByPrefix(partitionOf(workspaceId), "member#", "membership"));
+    if (limit !== null && members >= limit) throw usageLimitError("seats", members, limit, plan);
+    const result = await createWriteTransaction(db().pick("membership", "usage"), ({ membership, usage }) => [
+      membership.create({ workspace_id: workspaceId, user_id: target.id, role: input.role, added_by: userId }).commit(),
+      counter?.members === undefined
+        ? usage.update({ workspace_id: workspaceId }).set({ members: members + 1 }).where((a, op) => op.notExists(a.members)).commit()
+        : usage.update({ workspace_id: workspaceId }).add({ members: 1 }).where((a, op) => (limit === null ? "" : op.lt(a.members, limit))).commit(),
+    ]).go();
+    const codes = cancelCodes(result);
+    if (codes[0] === "ConditionalCheckFailed") throw new AppError("ALREADY_MEMBER", `${input.email} is already a member of this workspace`);
+    if (!result.canceled) break;
+    // The counter refused: the limit was reached meanwhile (the next read says so), or a concurrent add moved it.
   }
   const { data } = await db().entities.membership.get({ workspace_id: workspaceId, user_id: target.id }).go({ consistent: true });
   return (await toMembers([data!]))[0]!;
@@ -327,10 +382,17 @@ export async function removeMember(userId: string, workspaceId: string, memberId
   const { data: target } = await db().entities.membership.get({ workspace_id: workspaceId, user_id: memberId }).go({ consistent: true });
   if (!target) throw Errors.notFound("Member");
   if (target.role === "owner") throw new AppError("FORBIDDEN", "The owner cannot be removed from the workspace");
-  await db()
-    .entities.membership.delete({ workspace_id: workspaceId, user_id: memberId })
-    .where((attr, op) => op.ne(attr.role, "owner"))
-    .go();
+  // The seat goes back with the membership, once: the delete is conditional on the membership, so two removes racing
+  // free one seat (the loser's transaction is cancelled). A workspace older than the counter has none to change.
+  const { data: counter } = await db().entities.usage.get({ workspace_id: workspaceId }).go({ consistent: true });
+  if (counter?.members === undefined) {
+    await db().entities.membership.delete({ workspace_id: workspaceId, user_id: memberId }).where((attr, op) => op.ne(attr.role, "owner")).go();
+    return;
+  }
+  await createWriteTransaction(db().pick("membership", "usage"), ({ membership, usage }) => [
+    membership.remove({ workspace_id: workspaceId, user_id: memberId }).where((attr, op) => op.ne(attr.role, "owner")).commit(),
+    usage.update({ workspace_id: workspaceId }).subtract({ members: 1 }).where((a, op) => op.gt(a.members, 0)).commit(),
+  ]).go();
 }
 
 /**

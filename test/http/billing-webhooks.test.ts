@@ -193,8 +193,10 @@ describe("the six events, each applied once", () => {
     expect(await get("subscription", o.owner.token, o.workspace.id)).toMatchObject({ plan: "growth", status: "active", cancel_at_period_end: true, limits: PLANS.growth });
     expect(await accountRow(o.owner.id)).toMatchObject({ stripe_price_id: PRICE.growth!.id, billing_interval: "monthly" });
     expect((await deliver(event)).body).toEqual({ status: "already_processed" });
-    // Same period: the upgrade does not grant the period twice.
-    expect((await grants(o.owner.id)).filter((g) => g.bucket === "monthly")).toHaveLength(1);
+    // Same period: the period's grant is not made twice; the upgrade tops the quota up to growth's once (issue #19).
+    const monthly = (await grants(o.owner.id)).filter((g) => g.bucket === "monthly").map((g) => [g.key.replace(/#[^#]*Z/, "#<start>"), g.credits]);
+    expect(monthly.sort()).toEqual([["grant#period#<start>", 100], ["grant#upgrade#<start>#growth", 200]]);
+    expect((await get("credits", o.owner.token, o.workspace.id)).monthly_quota).toBe(300);
   });
 
   it("customer.subscription.deleted: cancelled", async () => {
@@ -290,8 +292,13 @@ describe("one purchase grants once, whatever the order", () => {
   it("an unpaid boost session grants nothing", async () => {
     const o = await payingOwner();
     const session = stripe.completedSession({ mode: "payment", payment_status: "unpaid", customer: o.customer, metadata: { user_id: o.owner.id, pack_type: "max" } });
-    await deliver(eventObject("checkout.session.completed", session));
+    const event = eventObject("checkout.session.completed", session);
+    await deliver(event);
+    // Applied (not dead-lettered or left unread): the consumer read the session and chose to grant nothing.
+    expect(await receipt(event.id)).toMatchObject({ status: "applied" });
+    expect(stripe.to(`/v1/checkout/sessions/${session.id}`)).toHaveLength(1);
     expect((await get("boosts", o.owner.token, o.workspace.id)).boosts).toEqual([]);
+    expect((await grants(o.owner.id)).filter((g) => g.bucket === "boost")).toEqual([]);
   });
 });
 
@@ -337,8 +344,14 @@ describe("referral credits", () => {
     const session = stripe.completedSession({
       mode: "subscription", customer: o.customer, subscription: sub.id, metadata: { user_id: o.owner.id, referral_code: o.owner.profile.referral_code as string },
     });
-    await deliver(eventObject("checkout.session.completed", session));
+    const event = eventObject("checkout.session.completed", session);
+    await deliver(event);
+    // The event was applied (the subscription synced), and still nobody was credited for the code.
+    expect(await receipt(event.id)).toMatchObject({ status: "applied" });
+    expect(await accountRow(o.owner.id)).toMatchObject({ plan: "pro", status: "active", stripe_subscription_id: sub.id });
     expect((await grants(o.owner.id)).filter((g) => g.bucket === "boost")).toEqual([]);
+    const { data: referralGrants } = await db().entities.creditLedger.query.byUser({ user_id: o.owner.id }).begins({ key: "grant#referral#" }).go({ consistent: true });
+    expect(referralGrants).toEqual([]);
   });
 });
 
@@ -555,7 +568,7 @@ describe("yearly subscriptions: each month's credits without an event from Strip
     expect((await renewYearly(new Date(month(13).getTime()))).granted).toBe(0);
   });
 
-  it("a cancelled yearly account is taken off the renewals without a grant", async () => {
+  it("a cancelled yearly account gets no more months; it stays due only for the end of its paid year", async () => {
     const o = await payingOwner();
     const sub = stripeHas({ customer: o.customer, start: o.t0, price: PRICE.growthYearly, days: 365 });
     await deliver(eventObject("customer.subscription.created", sub));
@@ -563,7 +576,8 @@ describe("yearly subscriptions: each month's credits without an event from Strip
     const before = (await grants(o.owner.id)).length;
     await renewYearly(new Date((o.t0 + 40 * DAY) * 1000));
     expect((await grants(o.owner.id)).length).toBe(before);
-    expect((await accountRow(o.owner.id))!.renewal).toBeUndefined();
+    // Due again when the paid year ends (its quota then expires: test/http/billing-lifecycle.test.ts).
+    expect(await accountRow(o.owner.id)).toMatchObject({ renewal: "due", renew_at: new Date((o.t0 + 365 * DAY) * 1000).toISOString() });
   });
 });
 

@@ -4,10 +4,11 @@
  * of the workspace OWNER's account, moved by real ledger operations, real uploads, documents, runs and messages.
  */
 import { randomUUID } from "node:crypto";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { db } from "../../core/db/service";
 import * as Chat from "../../core/chat";
 import { PLANS } from "../../core/billing/plans";
+import { accountSubscriptionId } from "../../core/billing/views";
 import { accountOf, grant, reserve, settle } from "../../core/billing/ledger";
 import { EFFORT_ENVELOPE, reservationFor } from "../../core/billing/charge";
 import { creditsFor } from "../../core/billing/credits";
@@ -31,13 +32,29 @@ async function ok(path: string, query: Record<string, string> = {}, token = owne
   return res.body;
 }
 
+/**
+ * The spending most figures below start from: a 40-credit pack, then a run reserving 8 and settling at 6.5 (250k
+ * tokens, 0.5 USD): quota 5 used, the pack at 38.5, compute at 50 % of the trial's tokens and 25 % of its cost.
+ */
+async function spent() {
+  await grant(owner.id, { source: `cs_${randomUUID()}`, credits: 40, bucket: "boost", expiresAt: new Date(Date.now() + 30 * DAY) });
+  const runId = randomUUID();
+  await reserve(owner.id, runId, 8);
+  await settle(owner.id, runId, 6.5, { tokens: 250_000, costUsd: 0.5 });
+}
+
 /** A recorded agent run of the workspace (the item core/agent `recordRun` writes). */
 const run = (agent_type: "synthesis" | "recommendation" | "chat" | "drafting" | "embedding", status: "success" | "failed" = "success", executed_at = new Date().toISOString()) =>
   db().entities.agentRun.create({
     id: randomUUID(), workspace_id: workspaceId, agent_type, engine: "local", latency_ms: 5, tokens_used: 100, cost_usd: 0, status, executed_at,
   }).go();
 
-beforeAll(async () => {
+/**
+ * Every case starts from its own workspace, owner (a fresh trial account: 5 credits), member and outsider, and builds
+ * the state it reads itself (`spent`, `activity`): a case never depends on what an earlier one left, so each passes
+ * alone (`-t`) and in any order.
+ */
+beforeEach(async () => {
   const w = await newWorkspace("Billing");
   owner = w.owner;
   workspaceId = w.workspace.id;
@@ -71,11 +88,11 @@ describe("GET /api/billing/plans", () => {
 });
 
 describe("GET /api/billing/subscription", () => {
-  it("answers the owner's plan, status, period and limits; before any Stripe subscription the id is the workspace's", async () => {
+  it("answers the owner's plan, status, period and limits; before any Stripe subscription the id is the account's", async () => {
     const body = await ok("subscription");
     const account = await accountOf(owner.id);
     expect(body).toMatchObject({
-      id: workspaceId, workspace_id: workspaceId, plan: "trial", status: "trialing", cancel_at_period_end: false,
+      id: accountSubscriptionId(owner.id), workspace_id: workspaceId, plan: "trial", status: "trialing", cancel_at_period_end: false,
       current_period_start: account.period_start, current_period_end: account.period_end, limits: PLANS.trial,
     });
     expect(body.trial_ends_at).toBe(account.period_end);
@@ -103,6 +120,7 @@ describe("credits and boosts follow the ledger", () => {
   });
 
   it("reserve and settle move credits used: quota first, then the boost", async () => {
+    await grant(owner.id, { source: `cs_${randomUUID()}`, credits: 40, bucket: "boost", expiresAt: new Date(Date.now() + 30 * DAY) });
     const runId = randomUUID();
     await reserve(owner.id, runId, 8);
     const held = await ok("credits");
@@ -118,6 +136,7 @@ describe("credits and boosts follow the ledger", () => {
   });
 
   it("an expired pack is listed inactive and not counted", async () => {
+    await spent();
     // Granted already expired (a grant's expiry is the caller's); the boost item is kept for the history.
     await grant(owner.id, { source: `cs_${randomUUID()}`, credits: 100, bucket: "boost", expiresAt: new Date(Date.now() - DAY) });
     const boosts = (await ok("boosts")).boosts;
@@ -129,12 +148,13 @@ describe("credits and boosts follow the ledger", () => {
 
 describe("GET /api/billing/compute", () => {
   it("ok, warning at 80 %, blocked at 100 % of the period's budget", async () => {
+    await spent();
     const body = await ok("compute");
     // The settle above used 250k of the trial's 500k tokens and 0.5 of its 2 USD.
     expect(body).toMatchObject({
       workspace_id: workspaceId, plan: "trial", tokens_used: 250_000, token_budget: PLANS.trial.token_budget, token_percentage: 50,
       cost_usd: 0.5, cost_budget_usd: PLANS.trial.cost_target_usd, cost_percentage: 25, level: "ok", should_throttle: false, should_block: false,
-      boost_tokens_remaining: null, boost_runs_remaining: null, boost_credits_remaining: 38.5,
+      boost_runs_remaining: 77, boost_credits_remaining: 38.5,
     });
     await db().entities.billingAccount.patch({ user_id: owner.id }).set({ tokens_used: 400_000 }).go();
     expect(await ok("compute")).toMatchObject({ token_percentage: 80, level: "warning", should_throttle: true, should_block: false });
@@ -144,7 +164,6 @@ describe("GET /api/billing/compute", () => {
     expect(blocked).toMatchObject({ cost_percentage: 100, level: "blocked", should_throttle: true, should_block: true });
     expect(blocked.message).toMatch(/used up/);
     expect((await ok("estimate", { effort: "low" })).blocked).toBe(true);
-    await db().entities.billingAccount.patch({ user_id: owner.id }).set({ tokens_used: 250_000, cost_usd: 0.5 }).go();
   });
 });
 
@@ -153,6 +172,7 @@ describe("GET /api/billing/estimate", () => {
     creditsFor(costUsd(tier, EFFORT_ENVELOPE[effort].input * f, EFFORT_ENVELOPE[effort].output * f), "success");
 
   it("prices the effort's envelope at its tier; low and high ends at half and twice", async () => {
+    await spent();
     const body = await ok("estimate", { effort: "medium" });
     expect(body).toEqual({
       estimatedCredits: expected("mid", "medium", 1), creditRangeLow: expected("mid", "medium", 0.5), creditRangeHigh: expected("mid", "medium", 2),
@@ -171,6 +191,7 @@ describe("GET /api/billing/estimate", () => {
   });
 
   it("blocked when the balance cannot cover the high end; a max run here is", async () => {
+    await spent();
     const body = await ok("estimate", { effort: "max" });
     expect(body.creditRangeHigh).toBeGreaterThan(38.5);
     expect(body).toMatchObject({ blocked: true, warning: false, remainingCredits: 38.5 });
@@ -255,6 +276,18 @@ describe("GET /api/billing/milestones and /accomplishments", () => {
   });
 
   it("accomplishments count this period's work, runs and credits used", async () => {
+    await spent();
+    const up = await call("POST", "/api/research/upload-url", {
+      token: owner.token,
+      body: { workspace_id: workspaceId, source_type: "interview", title: "Work", file_name: "w.txt", content_type: "text/plain", file_size_bytes: 12 },
+    });
+    expect(up.status, up.text).toBe(201);
+    expect((await call("POST", "/api/documents", { token: member.token, body: { workspace_id: workspaceId, document_type: "prd", title: "Work PRD", content: "# Problem" } })).status).toBe(201);
+    await run("synthesis");
+    await run("synthesis", "success", new Date(Date.now() - 2 * DAY).toISOString()); // before the period
+    await run("recommendation");
+    const conv = await Chat.create(member.id, { workspace_id: workspaceId });
+    await Chat.appendMessage({ id: conv.id, workspace_id: workspaceId, user_id: member.id }, { role: "user", content: "What hurts?" });
     const body = await ok("accomplishments", {}, member.token);
     expect(body).toMatchObject({ workspace_id: workspaceId, credits_used: 6.5 });
     expect(body.counts).toMatchObject({ sources: 1, documents: 1, chat_messages: 1, insights: 0, recommendations: 0, syntheses: 1 });

@@ -242,11 +242,18 @@ describe("a blocked account is refused before any model call", () => {
 });
 
 describe("trial milestones are granted by the runs that earn them (spec 02: 5.0 each, once per workspace)", () => {
+  const ON_PURPOSE = "failed on purpose";
+  /** One charged run; only the failure asked for is swallowed: a refusal (402) or any other error fails the test. */
   const run = (ws: string, userId: string, ok = true) =>
     recordRun({ workspaceId: ws, userId, agentType: "block_action", toolName: "expand_block", engine: "local", input: {} }, async () => {
-      if (!ok) throw new Error("failed on purpose");
+      if (!ok) throw new Error(ON_PURPOSE);
       return "ok";
-    }).catch(() => undefined);
+    }).then(
+      (value) => expect(value).toBe("ok"),
+      (err: unknown) => {
+        if (ok || !(err instanceof Error) || err.message !== ON_PURPOSE) throw err;
+      },
+    );
   const granted = async (userId: string) => (await ledgerOf(userId)).filter((l) => l.kind === "grant").map((l) => l.key).sort();
 
   it("first_run at the first success, engagement at the third run; never twice; the milestones view agrees", async () => {
@@ -282,6 +289,9 @@ describe("trial milestones are granted by the runs that earn them (spec 02: 5.0 
     const { owner, workspace } = await newWorkspace("Paid");
     await setAccount(owner.id, { plan: "pro", status: "active" });
     for (let i = 0; i < 3; i++) await run(workspace.id, owner.id);
+    // The three runs did run and were charged (a run refused or failed would earn nothing either, and prove nothing).
+    const runs = await runsOf(workspace.id);
+    expect(runs.map((r) => [r.status, r.credits_charged])).toEqual([["success", 0.5], ["success", 0.5], ["success", 0.5]]);
     expect(await granted(owner.id)).toEqual(["grant#milestone#signup"]);
   });
 });

@@ -10,6 +10,8 @@ import { AppError } from "../../core/error";
 import { routesOf } from "../../functions/http/routes";
 import { call, newUser, newWorkspace } from "../support/api";
 import { expectEnvelope, fillPath, partitionItems } from "./_helpers";
+import { setAccount } from "../support/billing";
+import { db as chatDb } from "../../core/db/service";
 
 type Token = string;
 interface Person { token: Token; id: string; email: string }
@@ -654,5 +656,37 @@ describe("guards on every chat route", () => {
       expectEnvelope(await call(spec.method, r.path, { token: outsider.token, query: r.query, body: r.body }), r.status, r.status === 403 ? "FORBIDDEN" : "NOT_FOUND");
     }
     expect((await call("GET", `/api/chat/conversations/${conv.id}`, { token: owner.token })).body.message_count).toBe(1);
+  });
+});
+
+describe("chat history per plan (spec 02 Limits: Plans; issue #19)", () => {
+  it("a conversation older than the plan's window is neither listed, readable nor searchable; the window follows the plan; writes carry the TTL", async () => {
+    const { owner, workspace } = await newWorkspace("History");
+    const conv = await Chat.create(owner.id, { workspace_id: workspace.id });
+    await Chat.appendMessage({ id: conv.id, workspace_id: workspace.id, user_id: owner.id }, { role: "user", content: "An old question about exports" });
+    const stored = (await chatDb().entities.message.query.byConversation({ workspace_id: workspace.id, conversation_id: conv.id }).go({ consistent: true })).data;
+    // The trial's 30 days: the TTL is 30 days after the write.
+    expect(stored[0]!.ttl! - Math.floor(Date.now() / 1000)).toBeGreaterThan(30 * 86_400 - 60);
+    expect(stored[0]!.ttl! - Math.floor(Date.now() / 1000)).toBeLessThanOrEqual(30 * 86_400);
+    // Make it 40 days old (what a month and more of waiting would do).
+    const old = new Date(Date.now() - 40 * 86_400_000).toISOString();
+    await chatDb().entities.conversation.patch({ workspace_id: workspace.id, id: conv.id }).set({ last_message_at: old }).go();
+    await chatDb().entities.message.delete({ workspace_id: workspace.id, conversation_id: conv.id, created_at: stored[0]!.created_at, id: stored[0]!.id }).go();
+    await chatDb().entities.message.create({ ...stored[0]!, created_at: old }).go();
+
+    const list = () => call("GET", "/api/chat/conversations", { token: owner.token, query: { workspace_id: workspace.id } });
+    const read = () => call("GET", `/api/chat/conversations/${conv.id}`, { token: owner.token });
+    const search = () => call("GET", "/api/chat/conversations/search", { token: owner.token, query: { workspace_id: workspace.id, q: "exports" } });
+    expect((await list()).body.total).toBe(0);
+    expectEnvelope(await read(), 404, "NOT_FOUND");
+    expect((await search()).body.total).toBe(0);
+
+    // Growth keeps 90 days: the same conversation is back in the list, readable, searchable.
+    await setAccount(owner.id, { plan: "growth", status: "active", period_end: new Date(Date.now() + 20 * 86_400_000).toISOString() });
+    expect((await list()).body.total).toBe(1);
+    const detail = await read();
+    expect(detail.status, detail.text).toBe(200);
+    expect(detail.body.messages).toHaveLength(1);
+    expect((await search()).body.total).toBe(1);
   });
 });

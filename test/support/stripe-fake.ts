@@ -32,6 +32,8 @@ export interface StripeFake {
   putSubscription(sub: Stripe.Subscription): void;
   putInvoice(invoice: Stripe.Invoice): void;
   putCheckoutSession(session: Stripe.Checkout.Session): void;
+  /** Make this charge part of Stripe's state (`GET /v1/charges/:id`). */
+  putCharge(charge: Stripe.Charge): void;
   /** A completed Checkout Session (status complete) with these fields, stored and returned. */
   completedSession(fields: Partial<Stripe.Checkout.Session> & Pick<Stripe.Checkout.Session, "mode" | "customer" | "metadata">): Stripe.Checkout.Session;
   /** Answer the next request (the next `times` requests) with this HTTP status and Stripe error type. */
@@ -155,6 +157,7 @@ export async function startStripeFake(): Promise<StripeFake> {
   const subscriptions = new Map<string, Stripe.Subscription>();
   const invoices = new Map<string, Stripe.Invoice>();
   const sessions = new Map<string, Stripe.Checkout.Session>();
+  const charges = new Map<string, Stripe.Charge>();
   const idOf = (ref: string | { id: string } | null) => (typeof ref === "string" ? ref : ref?.id);
   /** A subscription as the API returns it: `latest_invoice` an id, or the stored invoice when expanded. */
   const asReturned = (sub: Stripe.Subscription, expand: boolean): Stripe.Subscription => {
@@ -210,6 +213,14 @@ export async function startStripeFake(): Promise<StripeFake> {
       }
       if (req.method === "GET" && kind === "invoices" && id && !extra) return invoices.has(id) ? send(200, invoices.get(id)) : notFound("invoice", id);
       if (req.method === "GET" && kind === "customers" && id && !extra) return customers.has(id) ? send(200, customers.get(id)) : notFound("customer", id);
+      if (req.method === "GET" && kind === "charges" && id && !extra) return charges.has(id) ? send(200, charges.get(id)) : notFound("charge", id);
+      if (req.method === "GET" && path === "/v1/checkout/sessions") {
+        // Stripe's list filtered by payment_intent (the session that created it), as the refund handler asks.
+        const pi = form.get("payment_intent");
+        const data = [...sessions.values()].filter((x) => !pi || idOf(x.payment_intent as string | { id: string } | null) === pi);
+        const list: Stripe.ApiList<Stripe.Checkout.Session> = { object: "list", data, has_more: false, url: "/v1/checkout/sessions" };
+        return send(200, list);
+      }
       if (req.method === "GET" && path.startsWith("/v1/checkout/sessions/")) {
         const sessionId = path.slice("/v1/checkout/sessions/".length);
         return sessions.has(sessionId) ? send(200, sessions.get(sessionId)) : notFound("checkout.session", sessionId);
@@ -235,6 +246,9 @@ export async function startStripeFake(): Promise<StripeFake> {
     putCheckoutSession: (session) => {
       sessions.set(session.id, session);
     },
+    putCharge: (charge) => {
+      charges.set(charge.id, charge);
+    },
     completedSession: (fields) => {
       const id = fields.id ?? `cs_test_fake${run}${++seq}`;
       const session: Stripe.Checkout.Session = {
@@ -258,8 +272,58 @@ export async function startStripeFake(): Promise<StripeFake> {
       subscriptions.clear();
       invoices.clear();
       sessions.clear();
+      charges.clear();
       failure = undefined;
     },
     close: () => new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve()))),
+  };
+}
+
+/** A card charge of `amount` cents for a payment intent, refunded by `refunded` cents (Stripe.Charge, the SDK's type). */
+export function chargeObject(c: { id?: string; customer: string; paymentIntent: string; amount: number; refunded: number }): Stripe.Charge {
+  return {
+    id: c.id ?? `ch_fake_${randomBytes(6).toString("hex")}`,
+    object: "charge",
+    amount: c.amount,
+    amount_captured: c.amount,
+    amount_refunded: c.refunded,
+    application: null,
+    application_fee: null,
+    application_fee_amount: null,
+    balance_transaction: null,
+    billing_details: { address: null, email: null, name: null, phone: null, tax_id: null },
+    calculated_statement_descriptor: null,
+    captured: true,
+    created: now(),
+    currency: "usd",
+    customer: c.customer,
+    description: null,
+    disputed: false,
+    failure_balance_transaction: null,
+    failure_code: null,
+    failure_message: null,
+    fraud_details: null,
+    livemode: false,
+    metadata: {},
+    on_behalf_of: null,
+    outcome: null,
+    paid: true,
+    payment_intent: c.paymentIntent,
+    payment_method: null,
+    payment_method_details: null,
+    presentment_details: undefined,
+    receipt_email: null,
+    receipt_number: null,
+    receipt_url: null,
+    refunded: c.refunded >= c.amount,
+    review: null,
+    shipping: null,
+    source: null,
+    source_transfer: null,
+    statement_descriptor: null,
+    statement_descriptor_suffix: null,
+    status: "succeeded",
+    transfer_data: null,
+    transfer_group: null,
   };
 }

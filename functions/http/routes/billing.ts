@@ -82,10 +82,10 @@ export const billingRoutes = defineRoutes({
   },
   "billing.checkout": {
     method: "POST", path: "/api/billing/checkout", group: "billing", access: "user", workspaceScope: "body",
-    summary: "Start a Stripe Checkout (subscription) for the workspace owner's account; owner or admin",
+    summary: "Start a Stripe Checkout (subscription) for the workspace owner's account; owner or admin (409 with the portal while a subscription is live)",
     body: CheckoutBody,
     responses: { 200: CheckoutSessionView },
-    errors: ["SERVICE_UNAVAILABLE"],
+    errors: ["SERVICE_UNAVAILABLE", "CONFLICT"],
   },
   "billing.portal": {
     method: "POST", path: "/api/billing/portal", group: "billing", access: "user", workspaceScope: "body",
