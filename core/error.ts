@@ -18,6 +18,8 @@ export const ERROR_STATUS = {
   PRODUCT_ACCESS_REQUIRED: 403,
   NOT_FOUND: 404,
   USER_NOT_FOUND: 404,
+  /** Push or sync with no active integration of the platform (spec 02 Errors). */
+  NO_ACTIVE_INTEGRATION: 404,
   METHOD_NOT_ALLOWED: 405,
   CONFLICT: 409,
   INVALID_STATE: 409,
@@ -35,6 +37,10 @@ export const ERROR_STATUS = {
   REPO_NOT_SELECTED: 422,
   NO_TEAM_SELECTED: 422,
   CODEHOST_TOKEN_ERROR: 424,
+  /** The other providers' equivalents of CODEHOST_TOKEN_ERROR: the grant expired or was revoked; reconnect. */
+  PLANNER_TOKEN_ERROR: 424,
+  TICKETS_TOKEN_ERROR: 424,
+  FILESTORE_TOKEN_ERROR: 424,
   RATE_LIMITED: 429,
   /** Answered by the gateway (API Gateway, or the local one) before any handler: request line and headers too large. */
   REQUEST_HEADERS_TOO_LARGE: 431,

@@ -1,10 +1,11 @@
 import type { RunningS3 } from "./s3";
 import { setWorkflowRunner } from "../core/pipeline";
-import { PAYMENTS_MAX_RECEIVE_COUNT, setQueue } from "../core/queue";
+import { INTEGRATIONS_MAX_RECEIVE_COUNT, PAYMENTS_MAX_RECEIVE_COUNT, setQueue } from "../core/queue";
 import { LocalFifoQueue } from "../core/queue/local";
 import { localWorkflowRunner } from "./pipeline";
 
 let payments: LocalFifoQueue | undefined;
+let integrations: LocalFifoQueue | undefined;
 
 /**
  * Wire the embedded runtime's event sources: the local object store's S3 events go to the same consumer Lambda
@@ -33,6 +34,25 @@ export function wireLocalEvents(s3: RunningS3): void {
     },
   });
   setQueue("payments", payments);
+  // Integration jobs (push, sync deferred by a provider's rate limit) go to their consumer after their delay.
+  integrations?.stop();
+  integrations = new LocalFifoQueue({
+    name: "integrations",
+    consumer: async (event) => (await import("../functions/events/integrations-consumer")).handler(event),
+    maxReceiveCount: INTEGRATIONS_MAX_RECEIVE_COUNT,
+    batchSize: 1,
+    ...(Number.isFinite(retryMs) ? { retryDelayMs: () => retryMs } : {}),
+    onDeadLetter: (letter) => {
+      if (process.env.LOG_LEVEL !== "SILENT") console.error(`Integration job dead-lettered after ${letter.receiveCount} attempts: ${letter.reason}`);
+    },
+  });
+  setQueue("integrations", integrations);
+}
+
+/** The embedded runtime's integrations queue (tests wait on `idle()`). */
+export function localIntegrationsQueue(): LocalFifoQueue {
+  if (!integrations) throw new Error("wireLocalEvents has not run");
+  return integrations;
 }
 
 /** The embedded runtime's payments queue (tests wait on `idle()` and read `deadLetters`). */

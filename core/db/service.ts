@@ -13,6 +13,8 @@ import { buildRecommendationEntity } from "../recommendation/recommendation.enti
 import { buildAgentRunEntity, buildGuardEntity } from "../agent/agent-run.entity";
 import { buildConversationEntity, buildMessageEntity, buildMessageFeedbackEntity } from "../chat/conversation.entity";
 import { buildPendingActionEntity } from "../pending-action/pending-action.entity";
+import { buildGrowthCounterEntity, buildWaitlistEntryEntity, buildWaitlistReferralEntity } from "../growth/growth.entity";
+import { buildIntegrationEntity, buildIssueLinkEntity, buildOAuthStateEntity } from "../integration/integration.entity";
 import {
   buildAnnotationEntity,
   buildBlockEntity,
@@ -52,6 +54,8 @@ const catalogue = {
   message: buildMessageEntity,
   messageFeedback: buildMessageFeedbackEntity,
   pendingAction: buildPendingActionEntity,
+  waitlistEntry: buildWaitlistEntryEntity, waitlistReferral: buildWaitlistReferralEntity, growthCounter: buildGrowthCounterEntity,
+  integration: buildIntegrationEntity, oauthState: buildOAuthStateEntity, issueLink: buildIssueLinkEntity,
 };
 
 export type EntityName = keyof typeof catalogue;

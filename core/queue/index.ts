@@ -17,8 +17,17 @@ export type { Queue, QueueMessage } from "./port";
  */
 export const PAYMENTS_MAX_RECEIVE_COUNT = 5;
 
-/** The service's queues. `payments`: verified Stripe events for the payments consumer (DESIGN.md 6.3). */
-export type QueueName = "payments";
+/**
+ * Receives of an integration job before it is dead-lettered: a job that is only rate-limited re-sends itself with the
+ * provider's delay instead of failing, so failures here are real errors.
+ */
+export const INTEGRATIONS_MAX_RECEIVE_COUNT = 3;
+
+/**
+ * The service's queues. `payments`: verified Stripe events for the payments consumer (DESIGN.md 6.3).
+ * `integrations`: push and sync work a provider rate-limited (DESIGN.md 6.4), a standard queue (per-message delay).
+ */
+export type QueueName = "payments" | "integrations";
 
 const registered = new Map<QueueName, Queue>();
 const sqs = new Map<string, Queue>();
@@ -34,6 +43,7 @@ export const registeredQueue = (name: QueueName): Queue | undefined => registere
 
 const URL_SETTING: Record<QueueName, { setting: string; url: () => string | undefined }> = {
   payments: { setting: "PAYMENTS_QUEUE_URL", url: () => Config.paymentsQueueUrl() },
+  integrations: { setting: "INTEGRATIONS_QUEUE_URL", url: () => Config.integrationsQueueUrl() },
 };
 
 /**

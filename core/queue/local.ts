@@ -73,7 +73,8 @@ export class LocalFifoQueue implements Queue {
     if (this.seen.has(message.deduplicationId)) return;
     this.seen.set(message.deduplicationId, now);
     const group = this.groups.get(message.groupId) ?? [];
-    group.push({ messageId: randomUUID(), message, sentAt: now, receiveCount: 0, availableAt: now });
+    // A delayed message (SQS DelaySeconds, standard queues) is not received before its delay has passed.
+    group.push({ messageId: randomUUID(), message, sentAt: now, receiveCount: 0, availableAt: now + Math.max(0, message.delaySeconds ?? 0) * 1000 });
     this.groups.set(message.groupId, group);
     // Delivered on a later tick, as SQS would: the sender's own work (its HTTP answer) is not held up.
     setImmediate(() => this.pump());

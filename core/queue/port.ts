@@ -12,6 +12,11 @@ export interface QueueMessage {
   groupId: string;
   /** A second message with the same id within 5 minutes is dropped (SQS FIFO MessageDeduplicationId). */
   deduplicationId: string;
+  /**
+   * Seconds before the message may be received (0 to 900; SQS DelaySeconds). Only standard queues take a per-message
+   * delay: the FIFO queues never set it. Work a provider rate-limits waits out the provider's retry-after this way.
+   */
+  delaySeconds?: number;
 }
 
 export interface Queue {

@@ -14,8 +14,10 @@ export class SqsQueue implements Queue {
       new SendMessageCommand({
         QueueUrl: this.queueUrl,
         MessageBody: message.body,
-        MessageGroupId: message.groupId,
-        MessageDeduplicationId: message.deduplicationId,
+        // Group and deduplication ids exist on FIFO queues only; a per-message delay on standard queues only.
+        ...(this.queueUrl.endsWith(".fifo")
+          ? { MessageGroupId: message.groupId, MessageDeduplicationId: message.deduplicationId }
+          : message.delaySeconds ? { DelaySeconds: Math.min(900, Math.max(0, Math.ceil(message.delaySeconds))) } : {}),
       }),
     );
   }

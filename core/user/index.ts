@@ -7,9 +7,11 @@ import { AppError, Errors } from "../error";
 import { createWriteTransaction } from "electrodb";
 import { db } from "../db/service";
 import type { UserEntity } from "./user.entity";
-import type { IdpWebhookEvent, TokenClaims, UserProfile } from "./schema";
+import type { AccessStatus, IdpWebhookEvent, TokenClaims, UserProfile } from "./schema";
+import { AccessStatusTable } from "./access";
 
 export * from "./schema";
+export { ACCESS_TRANSITIONS, AccessStatusTable } from "./access";
 
 export type User = EntityItem<UserEntity>;
 
@@ -152,6 +154,46 @@ export async function redeemCode(user: User, rawCode: string): Promise<User> {
     throw new AppError("CONFLICT", "Your account changed while redeeming; try again");
   }
   return (await get(user.id))!;
+}
+
+/**
+ * Revoke a user's product access (spec 01 Access status: active → suspended, by an admin). A conditional write on the
+ * status it was read in, so a concurrent change (a redemption) is never overwritten; from any other status the access
+ * table (core/user/access.ts) refuses it. A suspended user is refused by every route but their own profile
+ * (functions/lib/http.ts).
+ * @throws AppError USER_NOT_FOUND (404) unknown user; INVALID_TRANSITION (422) with `valid_transitions` when the user
+ *   is not active.
+ */
+export async function revokeAccess(userId: string): Promise<User> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const user = await get(userId);
+    if (!user) throw new AppError("USER_NOT_FOUND", "User not found");
+    AccessStatusTable.assertTransition(user.access_status, "suspended");
+    try {
+      await db()
+        .entities.user.patch({ id: userId })
+        .set({ access_status: "suspended" })
+        .where((attr, op) => op.eq(attr.access_status, user.access_status))
+        .go();
+      return (await get(userId))!;
+    } catch (err) {
+      if (!isConditionalFailure(err)) throw err;
+      // The status moved since the read (or the user was deleted): decide again on a fresh read.
+    }
+  }
+  throw new AppError("CONFLICT", "The account changed while revoking; try again");
+}
+
+/** How many users have `status` (admin growth stats), read from the by-status index page by page (no Scan). */
+export async function countByAccessStatus(status: AccessStatus): Promise<number> {
+  const { data } = await db().entities.user.query.byAccessStatus({ access_status: status }).go({ pages: "all", attributes: ["id"] });
+  return data.length;
+}
+
+/** An access code by its text (strongly consistent), or null. */
+export async function getAccessCode(code: string) {
+  const { data } = await db().entities.accessCode.get({ code: code.trim().toUpperCase() }).go({ consistent: true });
+  return data;
 }
 
 /**

@@ -1,6 +1,8 @@
 import * as z from "zod";
 
 export const AccessStatus = z.enum(["pending", "active", "suspended"]);
+/** An access status (spec 01 User `access_status`); its transitions are core/user/access.ts. */
+export type AccessStatus = z.infer<typeof AccessStatus>;
 
 /**
  * The profile response of `GET /api/auth/me` (spec 01, User): snake_case fields plus the camelCase aliases

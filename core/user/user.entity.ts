@@ -26,6 +26,12 @@ export const buildUserEntity = () => new Entity({
       pk: { field: "gsi2pk", composite: ["email"], template: "email#${email}", casing: "none" },
       sk: { field: "gsi2sk", composite: ["id"], template: "user#${id}", casing: "none" },
     },
+    /** Users by access status (admin growth stats count the active ones without a Scan). */
+    byAccessStatus: {
+      index: "gsi3",
+      pk: { field: "gsi3pk", composite: ["access_status"], template: "access#${access_status}", casing: "none" },
+      sk: { field: "gsi3sk", composite: ["id"], template: "user#${id}", casing: "none" },
+    },
   },
 });
 export type UserEntity = ReturnType<typeof buildUserEntity>;
@@ -56,6 +62,8 @@ export const buildAccessCodeEntity = () => new Entity({
     redeemed_by_email: { type: "string" },
     redeemed_at: { type: "string" },
     metadata: { type: "any", default: () => ({}) },
+    /** The waitlist entry the code was issued to on approval (core/growth), for the invitation conversion rate. */
+    waitlist_entry_id: { type: "string" },
     created_at: { type: "string", required: true, readOnly: true, default: () => new Date().toISOString() },
   },
   indexes: {

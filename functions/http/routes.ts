@@ -14,6 +14,8 @@ import { pendingActionsRoutes } from "./routes/pending-actions";
 import { chatRoutes } from "./routes/chat";
 import { streamRoutes } from "./routes/stream";
 import { billingRoutes } from "./routes/billing";
+import { codehostRoutes } from "./routes/codehost";
+import { growthRoutes } from "./routes/growth";
 
 /**
  * The route table: method, path, group, schemas, access. Read by the stacks (one Lambda per group), the local
@@ -37,6 +39,8 @@ export const routes = {
   ...chatRoutes,
   ...streamRoutes,
   ...billingRoutes,
+  ...codehostRoutes,
+  ...growthRoutes,
 }
 
 export type Routes = typeof routes;

@@ -426,6 +426,9 @@ beforeAll(async () => {
     STRIPE_PRICE_PRO_YEARLY: "price_pro_yearly",
     STRIPE_PRICE_GROWTH_MONTHLY: "price_growth_monthly",
     STRIPE_PRICE_GROWTH_YEARLY: "price_growth_yearly",
+    // Connecting an integration only builds the provider's URL and a state: with credentials set it is a 200.
+    GITHUB_CLIENT_ID: "fuzz-client-id",
+    GITHUB_CLIENT_SECRET: "fuzz-client-secret",
   });
   fx = await fixtures();
   doc = openApiDocument() as unknown as typeof doc;

@@ -4,7 +4,8 @@
  * here, each answers its gate's status on a plan that lacks room or the feature, passes the gate on a plan that has
  * it, and the OpenAPI document shows the gate.
  */
-import { describe, expect, it } from "vitest";
+import { randomUUID } from "node:crypto";
+import { afterEach, describe, expect, it } from "vitest";
 import { db } from "../../core/db/service";
 import { PLANS } from "../../core/billing/plans";
 import { routes } from "../../functions/http/routes";
@@ -39,7 +40,51 @@ async function atDocumentLimit() {
   return { owner, workspace };
 }
 
+/**
+ * Every plan has has_codehost and has_integrations today (core/billing/plans.ts), so no plan refuses them: the case
+ * takes the flag away from the trial for the test (restored after each) to prove the route really checks it.
+ */
+const restorePlans: (() => void)[] = [];
+afterEach(() => {
+  while (restorePlans.length) restorePlans.pop()!();
+});
+function trialWithout(flag: "has_codehost" | "has_integrations") {
+  const before = PLANS.trial[flag];
+  PLANS.trial[flag] = false;
+  restorePlans.push(() => (PLANS.trial[flag] = before));
+}
+
+/** A case for an integration route: the trial without the kind's flag refuses, the power plan passes the gate. */
+const integrationCase = (
+  flag: "has_codehost" | "has_integrations",
+  passes: number,
+  request: (token: string, workspaceId: string, ownerId: string) => Promise<ApiResponse>,
+): Case => ({
+  gate: FEATURE,
+  passes,
+  arrange: async () => {
+    trialWithout(flag);
+    const { owner, workspace } = await newWorkspace("Integrations");
+    return { ownerId: owner.id, request: () => request(owner.token, workspace.id, owner.id) };
+  },
+});
+
 const CASES: Record<string, Case> = {
+  // Without GitHub client credentials (none in this file), connect passes the gate and answers 503 naming them.
+  "codehost.connect": integrationCase("has_codehost", 503, (token, ws) => call("POST", "/api/integrations/codehost/connect", { token, body: { workspace_id: ws } })),
+  // The callback has no bearer token: its state row names the workspace whose plan is checked, before it is consumed.
+  "codehost.callback": integrationCase("has_codehost", 302, async (_token, ws, ownerId) => {
+    const state = `plan-gate-${ws}`;
+    await db().entities.oauthState.put({ state, workspace_id: ws, kind: "codehost", user_id: ownerId, redirect_uri: "https://api.test/cb", created_at_ms: Date.now(), ttl: Math.floor(Date.now() / 1000) + 600 }).go();
+    return call("GET", "/api/integrations/codehost/callback", { query: { code: "c", state } });
+  }),
+  "codehost.disconnect": integrationCase("has_codehost", 200, (token, ws) => call("DELETE", "/api/integrations/codehost/disconnect", { token, query: { workspace_id: ws } })),
+  "codehost.status": integrationCase("has_codehost", 200, (token, ws) => call("GET", "/api/integrations/codehost/status", { token, query: { workspace_id: ws } })),
+  "codehost.repos": integrationCase("has_codehost", 404, (token, ws) => call("GET", "/api/integrations/codehost/repos", { token, query: { workspace_id: ws } })),
+  "codehost.selectRepos": integrationCase("has_codehost", 404, (token, ws) => call("POST", "/api/integrations/codehost/repos/select", { token, body: { workspace_id: ws, repos: ["o/r"] } })),
+  "codehost.createIssue": integrationCase("has_codehost", 404, (token, ws) => call("POST", "/api/integrations/codehost/issues", { token, body: { workspace_id: ws, recommendation_id: randomUUID(), repo: "o/r" } })),
+  "codehost.links": integrationCase("has_codehost", 200, (token, ws) => call("GET", "/api/integrations/codehost/links", { token, query: { workspace_id: ws, recommendation_id: randomUUID() } })),
+  "codehost.sync": integrationCase("has_codehost", 404, (token, ws) => call("POST", "/api/integrations/codehost/sync", { token, body: { workspace_id: ws } })),
   "research.upload": {
     gate: USAGE,
     passes: 201,
@@ -165,8 +210,8 @@ describe("plan gates on the route table", () => {
         expect(spec.usage, `${id}: require_usage`).toBe(rule.usage);
       });
     }
-    // The gated routes that exist today: sources (2), documents (2), workspaces, seats, overnight cycles.
-    expect([...covered].sort()).toEqual([4, 5, 6, 7, 8]);
+    // The gated routes that exist today: the code host, sources (2), documents (2), workspaces, seats, overnight cycles.
+    expect([...covered].sort()).toEqual([2, 4, 5, 6, 7, 8]);
     // And nothing is gated that the spec does not gate.
     for (const [id, spec] of gated) expect(SPEC_GATES.some((r) => (r.method === "*" || r.method === spec.method) && r.path.test(spec.path)), id).toBe(true);
   });

@@ -20,6 +20,9 @@ process.env.MENTION_INDEXING = process.env.MENTION_INDEXING ?? "off";
 
 const idp = await fromPrivateJwk(JSON.parse(inject("idpPrivateJwk")) as JWK);
 const dir = await mkdtemp(join(tmpdir(), "r2d-s3-"));
+// Files the service keeps under its data folder (the mail outbox, the waitlist CSV, the local token key) go to this
+// file's temp dir, never into the repository's .data/.
+process.env.DATA_DIR = dir;
 const s3 = await startS3({ directory: dir, bucket: inject("bucketName") });
 applyLocalEnv({
   dynamoEndpoint: inject("dynamoEndpoint"),

@@ -3,6 +3,7 @@ import { toolInputSchema } from "../../ai/tool-schema";
 import type { ToolSpec } from "../../ai/ports";
 import { READ_TOOLS } from "./reads";
 import { GATED_TOOLS } from "./writes";
+import { INTEGRATION_TOOLS } from "./integrations";
 import type { GatedTool, Tool } from "./types";
 
 export type * from "./types";
@@ -11,7 +12,7 @@ export type * from "./types";
  * Every tool the copilot can call (DESIGN.md 6.1, issue "Tools over what exists"): read tools run at once, gated
  * tools become pending actions. One definition each; the pending-action executor finds gated tools here by name.
  */
-export const TOOLS: readonly Tool[] = [...READ_TOOLS, ...GATED_TOOLS];
+export const TOOLS: readonly Tool[] = [...READ_TOOLS, ...GATED_TOOLS, ...INTEGRATION_TOOLS];
 
 const byName = new Map(TOOLS.map((t) => [t.name, t]));
 

@@ -1,0 +1,211 @@
+/**
+ * The code-host endpoints (issue #20 step 2; spec 02 "Code-host integration"): real Octokit (rest, retry, throttling
+ * plugins) over the stand-in GitHub whose answers are checked against GitHub's published schema. Repos (pages,
+ * search), select, issues (REPO_NOT_SELECTED, link), links, sync (closed → implemented unless not_planned, rejected or
+ * implemented; pull request URL kept; ETag: an unchanged issue is a 304), a revoked grant (424, needs reconnect), and
+ * GitHub's limits (403 secondary rate limit, 429) answered as 429 with GitHub's wait, or queued for sync.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { call, newWorkspace } from "../support/api";
+import { GitHubStandIn } from "../support/github-standin";
+import { connectGithub, useStandInSettings } from "../support/integrations";
+import { localIntegrationsQueue } from "../../local/events";
+import { expectEnvelope, headersOf } from "./_helpers";
+
+const REPO = "octokit-fixture-org/hello-world";
+const OTHER = "octokit-fixture-org/other";
+const github = new GitHubStandIn([REPO, OTHER, ...Array.from({ length: 120 }, (_, i) => `many-org/repo-${String(i).padStart(3, "0")}`)]);
+
+beforeAll(() => {
+  useStandInSettings(github);
+  github.listen();
+});
+afterAll(() => github.close());
+
+async function connected(select: string[] = [REPO]) {
+  const { owner, workspace } = await newWorkspace("Code host");
+  await connectGithub(github, owner.token, workspace.id);
+  if (select.length) {
+    const res = await call("POST", "/api/integrations/codehost/repos/select", { token: owner.token, body: { workspace_id: workspace.id, repos: select } });
+    expect(res.status, res.text).toBe(200);
+  }
+  return { owner, workspace };
+}
+
+async function recommendation(token: string, workspaceId: string, title = "Let users resume an interrupted upload") {
+  const res = await call("POST", "/api/recommendations", { token, body: { workspace_id: workspaceId, title, description: "Uploads over 50 MB fail on flaky connections." } });
+  expect(res.status, res.text).toBe(201);
+  return res.body as { id: string; status: string };
+}
+
+const q = (workspaceId: string, extra: Record<string, string | number> = {}) => ({ workspace_id: workspaceId, ...extra });
+
+describe("repositories", () => {
+  it("lists the account's repositories 100 a page, filtered by search, with the selection marked", async () => {
+    const { owner, workspace } = await connected([REPO]);
+    const page1 = await call("GET", "/api/integrations/codehost/repos", { token: owner.token, query: q(workspace.id) });
+    expect(page1.status, page1.text).toBe(200);
+    expect(page1.body.repos).toHaveLength(100);
+    expect(page1.body.has_more).toBe(true);
+    const page2 = await call("GET", "/api/integrations/codehost/repos", { token: owner.token, query: q(workspace.id, { page: 2 }) });
+    expect(page2.body.repos).toHaveLength(22);
+    expect(page2.body.has_more).toBe(false);
+    const all = [...page1.body.repos, ...page2.body.repos].map((r: { full_name: string }) => r.full_name);
+    expect(new Set(all).size).toBe(122);
+    // The filter applies to the page asked for (one provider request per call): hello-world sorts onto page 2.
+    const none = await call("GET", "/api/integrations/codehost/repos", { token: owner.token, query: q(workspace.id, { search: "HELLO" }) });
+    expect(none.body).toMatchObject({ repos: [], total: 0, has_more: true });
+    const found = await call("GET", "/api/integrations/codehost/repos", { token: owner.token, query: q(workspace.id, { search: "HELLO", page: 2 }) });
+    expect(found.body.repos.map((r: { full_name: string }) => r.full_name)).toEqual([REPO]);
+    expect(found.body.repos[0]).toMatchObject({ selected: true, owner: "octokit-fixture-org", name: "hello-world", html_url: `https://ghe.test/${REPO}` });
+  });
+
+  it("select keeps the named repositories, deduplicated; status counts them", async () => {
+    const { owner, workspace } = await connected([]);
+    const sel = await call("POST", "/api/integrations/codehost/repos/select", { token: owner.token, body: { workspace_id: workspace.id, repos: [REPO, OTHER, REPO] } });
+    expect(sel.body).toEqual({ selected_repos: [REPO, OTHER] });
+    const status = await call("GET", "/api/integrations/codehost/status", { token: owner.token, query: q(workspace.id) });
+    expect(status.body).toMatchObject({ repos_count: 2, repos_selected: 2, selected_repos: [REPO, OTHER] });
+    const bad = await call("POST", "/api/integrations/codehost/repos/select", { token: owner.token, body: { workspace_id: workspace.id, repos: ["not a repo"] } });
+    expectEnvelope(bad, 422, "VALIDATION_ERROR");
+  });
+
+  it("without a connection: 404 NO_ACTIVE_INTEGRATION", async () => {
+    const { owner, workspace } = await newWorkspace("Unconnected");
+    expectEnvelope(await call("GET", "/api/integrations/codehost/repos", { token: owner.token, query: q(workspace.id) }), 404, "NO_ACTIVE_INTEGRATION");
+    expectEnvelope(await call("POST", "/api/integrations/codehost/sync", { token: owner.token, body: q(workspace.id) }), 404, "NO_ACTIVE_INTEGRATION");
+  });
+});
+
+describe("issues and links", () => {
+  it("creates an issue for a recommendation in a selected repository and links them (title and body default to the recommendation's)", async () => {
+    const { owner, workspace } = await connected();
+    const rec = await recommendation(owner.token, workspace.id);
+    const res = await call("POST", "/api/integrations/codehost/issues", { token: owner.token, body: { workspace_id: workspace.id, recommendation_id: rec.id, repo_full_name: REPO, labels: ["research"] } });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({ issue_url: expect.stringMatching(new RegExp(`^https://ghe.test/${REPO}/issues/\\d+$`)), issue_number: expect.any(Number), link_id: expect.any(String) });
+    const issue = github.issue(REPO, res.body.issue_number);
+    expect(issue).toMatchObject({ title: "Let users resume an interrupted upload", body: "Uploads over 50 MB fail on flaky connections.", labels: ["research"] });
+    const links = await call("GET", "/api/integrations/codehost/links", { token: owner.token, query: q(workspace.id, { recommendation_id: rec.id }) });
+    expect(links.body.links).toEqual([
+      expect.objectContaining({ id: res.body.link_id, repo_full_name: REPO, issue_number: res.body.issue_number, issue_url: res.body.issue_url, state: "open", pull_request_url: null }),
+    ]);
+  });
+
+  it("a repository that is not selected: 422 REPO_NOT_SELECTED naming the selection; nothing is created", async () => {
+    const { owner, workspace } = await connected([REPO]);
+    const rec = await recommendation(owner.token, workspace.id);
+    const before = github.creations();
+    const res = await call("POST", "/api/integrations/codehost/issues", { token: owner.token, body: { workspace_id: workspace.id, recommendation_id: rec.id, repository: OTHER, title: "T" } });
+    expectEnvelope(res, 422, "REPO_NOT_SELECTED");
+    expect(res.body.selected_repos).toEqual([REPO]);
+    expect(github.creations()).toBe(before);
+  });
+
+  it("a recommendation of another workspace is 404", async () => {
+    const { owner, workspace } = await connected();
+    const other = await newWorkspace("Elsewhere");
+    const rec = await recommendation(other.owner.token, other.workspace.id);
+    const res = await call("POST", "/api/integrations/codehost/issues", { token: owner.token, body: { workspace_id: workspace.id, recommendation_id: rec.id, repo: REPO } });
+    expect(res.status).toBe(404);
+  });
+});
+
+describe("sync", () => {
+  async function linked(title?: string) {
+    const ctx = await connected();
+    const rec = await recommendation(ctx.owner.token, ctx.workspace.id, title);
+    const res = await call("POST", "/api/integrations/codehost/issues", { token: ctx.owner.token, body: { workspace_id: ctx.workspace.id, recommendation_id: rec.id, repo: REPO } });
+    expect(res.status, res.text).toBe(200);
+    return { ...ctx, rec, issueNumber: res.body.issue_number as number };
+  }
+  const statusOf = async (token: string, id: string) => (await call("GET", `/api/recommendations/${id}`, { token })).body.status as string;
+
+  it("a closed issue moves its recommendation to implemented and keeps the pull request URL; an unchanged issue is a 304", async () => {
+    const { owner, workspace, rec, issueNumber } = await linked();
+    const first = await call("POST", "/api/integrations/codehost/sync", { token: owner.token, body: q(workspace.id) });
+    expect(first.body).toEqual({ synced_count: 1, updated_count: 0, queued_count: 0 });
+    expect(await statusOf(owner.token, rec.id)).toBe("suggested");
+
+    // Nothing changed: the conditional request (If-None-Match) is answered 304, which GitHub does not count.
+    const mark = github.requests.length;
+    const again = await call("POST", "/api/integrations/codehost/sync", { token: owner.token, body: q(workspace.id) });
+    expect(again.body).toEqual({ synced_count: 1, updated_count: 0, queued_count: 0 });
+    expect(github.requests.slice(mark).filter((r) => r.path.includes(`/issues/${issueNumber}`)).map((r) => r.status)).toEqual([304]);
+
+    github.close_(REPO, issueNumber, "completed", 77);
+    const closed = await call("POST", "/api/integrations/codehost/sync", { token: owner.token, body: q(workspace.id) });
+    expect(closed.body).toEqual({ synced_count: 1, updated_count: 1, queued_count: 0 });
+    expect(await statusOf(owner.token, rec.id)).toBe("implemented");
+    const links = await call("GET", "/api/integrations/codehost/links", { token: owner.token, query: q(workspace.id, { recommendation_id: rec.id }) });
+    expect(links.body.links[0]).toMatchObject({ state: "closed", state_reason: "completed", pull_request_url: `https://ghe.test/${REPO}/pull/77`, last_synced_at: expect.any(String) });
+    const status = await call("GET", "/api/integrations/codehost/status", { token: owner.token, query: q(workspace.id) });
+    expect(status.body.last_synced_at).toEqual(expect.any(String));
+  });
+
+  it("closed as not_planned does not implement the recommendation", async () => {
+    const { owner, workspace, rec, issueNumber } = await linked();
+    github.close_(REPO, issueNumber, "not_planned");
+    const res = await call("POST", "/api/integrations/codehost/sync", { token: owner.token, body: q(workspace.id) });
+    expect(res.body.updated_count).toBe(1);
+    expect(await statusOf(owner.token, rec.id)).toBe("suggested");
+  });
+
+  it("a rejected recommendation stays rejected when its issue closes", async () => {
+    const { owner, rec, workspace, issueNumber } = await linked();
+    expect((await call("PATCH", `/api/recommendations/${rec.id}/status`, { token: owner.token, body: { status: "rejected" } })).status).toBe(200);
+    github.close_(REPO, issueNumber, "completed");
+    await call("POST", "/api/integrations/codehost/sync", { token: owner.token, body: q(workspace.id) });
+    expect(await statusOf(owner.token, rec.id)).toBe("rejected");
+  });
+
+  it("GitHub rate-limiting part-way queues the rest with GitHub's retry-after instead of waiting in the request", async () => {
+    const { owner, workspace, rec, issueNumber } = await linked();
+    github.close_(REPO, issueNumber, "completed");
+    github.fail({ match: new RegExp(`^GET /repos/${REPO}/issues/${issueNumber}$`), status: 403, headers: { "retry-after": "1" }, message: "You have exceeded a secondary rate limit. Please wait a few minutes before you try again." });
+    const started = Date.now();
+    const res = await call("POST", "/api/integrations/codehost/sync", { token: owner.token, body: q(workspace.id) });
+    expect(res.body).toEqual({ synced_count: 0, updated_count: 0, queued_count: 1 });
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(await statusOf(owner.token, rec.id)).toBe("suggested");
+    await localIntegrationsQueue().idle();
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
+    expect(await statusOf(owner.token, rec.id)).toBe("implemented");
+  });
+});
+
+describe("GitHub's answers", () => {
+  it("a 403 secondary rate limit on a write is a 429 with GitHub's retry-after", async () => {
+    const { owner, workspace } = await connected();
+    const rec = await recommendation(owner.token, workspace.id);
+    github.fail({ match: /^POST \/repos\/.*\/issues$/, status: 403, headers: { "retry-after": "42" }, message: "You have exceeded a secondary rate limit and have been temporarily blocked from content creation." });
+    const res = await call("POST", "/api/integrations/codehost/issues", { token: owner.token, body: { workspace_id: workspace.id, recommendation_id: rec.id, repo: REPO } });
+    expectEnvelope(res, 429, "RATE_LIMITED");
+    expect(res.body.retry_after_seconds).toBe(42);
+    expect(headersOf(res)["retry-after"]).toBe("42");
+  });
+
+  it("a 429 with the primary limit spent waits until x-ratelimit-reset", async () => {
+    const { owner, workspace } = await connected();
+    const reset = Math.floor(Date.now() / 1000) + 300;
+    github.fail({ match: /^GET \/user\/repos$/, status: 429, headers: { "x-ratelimit-remaining": "0", "x-ratelimit-reset": String(reset) }, message: "API rate limit exceeded" });
+    const res = await call("GET", "/api/integrations/codehost/repos", { token: owner.token, query: q(workspace.id) });
+    expectEnvelope(res, 429, "RATE_LIMITED");
+    expect(res.body.retry_after_seconds).toBeGreaterThanOrEqual(298);
+    expect(res.body.retry_after_seconds).toBeLessThanOrEqual(301);
+  });
+
+  it("a revoked grant: 424 CODEHOST_TOKEN_ERROR with the reconnect hint, and status says reconnect", async () => {
+    const { owner, workspace } = await connected();
+    github.revokeAll();
+    const res = await call("GET", "/api/integrations/codehost/repos", { token: owner.token, query: q(workspace.id) });
+    expectEnvelope(res, 424, "CODEHOST_TOKEN_ERROR");
+    expect(res.body.reconnect).toBe("POST /api/integrations/codehost/connect");
+    const status = await call("GET", "/api/integrations/codehost/status", { token: owner.token, query: q(workspace.id) });
+    expect(status.body).toMatchObject({ connected: false, needs_reconnect: true, selected_repos: [REPO] });
+    // Reconnecting replaces the grant and keeps the selection.
+    await connectGithub(github, owner.token, workspace.id);
+    const back = await call("GET", "/api/integrations/codehost/status", { token: owner.token, query: q(workspace.id) });
+    expect(back.body).toMatchObject({ connected: true, needs_reconnect: false, selected_repos: [REPO] });
+  });
+});
