@@ -142,8 +142,9 @@ describe("pidAlive", () => {
   });
 
   it.runIf(process.platform === "linux")("is false for a zombie (exited, not reaped), which signal 0 still finds", async () => {
-    // sh starts `true` in the background, then becomes `sleep`, which never reaps it: `true` stays a zombie.
-    const parent = spawn("sh", ["-c", "true & echo $!; exec sleep 10"], { stdio: ["ignore", "pipe", "ignore"] });
+    // The parent forks a child that exits at once and never waits for it: the child stays a zombie for as long as
+    // the parent lives. (perl-base is part of every Debian system; a shell's `true &` may be reaped by the shell.)
+    const parent = spawn("perl", ["-e", "$| = 1; my $pid = fork(); if ($pid == 0) { exit 0 } print \"$pid\\n\"; sleep 10"], { stdio: ["ignore", "pipe", "ignore"] });
     try {
       const zombie = Number(await new Promise<string>((resolve) => parent.stdout.once("data", (d: Buffer) => resolve(d.toString()))));
       let state = "";
