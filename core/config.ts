@@ -231,6 +231,12 @@ export const Config = {
   /** Google OAuth token base (GOOGLE_TOKEN_URL): `/token`. */
   googleTokenUrl: () => (env("GOOGLE_TOKEN_URL") ?? "https://oauth2.googleapis.com").replace(/\/+$/, ""),
   /**
+   * What jira.js does with a Jira answer its schema does not describe (JIRA_SCHEMA_MISMATCH): "warn" (default: the
+   * body is used, the field reported once on stderr; a site's locale or features must not break the integration) or
+   * "throw" (the tests, where a mismatch is the thing under test).
+   */
+  jiraSchemaMismatch: (): "warn" | "throw" => (env("JIRA_SCHEMA_MISMATCH") === "throw" ? "throw" : "warn"),
+  /**
    * OAuth client credentials of a provider (GITHUB_CLIENT_ID/_SECRET, LINEAR_..., ATLASSIAN_..., GOOGLE_...);
    * undefined parts when unset (connect answers 503 naming the settings).
    */

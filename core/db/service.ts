@@ -15,6 +15,7 @@ import { buildConversationEntity, buildMessageEntity, buildMessageFeedbackEntity
 import { buildPendingActionEntity } from "../pending-action/pending-action.entity";
 import { buildGrowthCounterEntity, buildWaitlistEntryEntity, buildWaitlistReferralEntity } from "../growth/growth.entity";
 import { buildIntegrationEntity, buildIssueLinkEntity, buildOAuthStateEntity } from "../integration/integration.entity";
+import { buildExecutionTicketEntity } from "../ticket/ticket.entity";
 import {
   buildAnnotationEntity,
   buildBlockEntity,
@@ -56,6 +57,7 @@ const catalogue = {
   pendingAction: buildPendingActionEntity,
   waitlistEntry: buildWaitlistEntryEntity, waitlistReferral: buildWaitlistReferralEntity, growthCounter: buildGrowthCounterEntity,
   integration: buildIntegrationEntity, oauthState: buildOAuthStateEntity, issueLink: buildIssueLinkEntity,
+  executionTicket: buildExecutionTicketEntity,
 };
 
 export type EntityName = keyof typeof catalogue;

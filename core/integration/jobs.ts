@@ -10,7 +10,14 @@ import { queue } from "../queue";
 export const MAX_DELAY_SECONDS = 900;
 
 /** A deferred job. `codehost.sync`: sync the code-host links not synced since `started_at` (ISO). */
-export type IntegrationJob = { type: "codehost.sync"; workspace_id: string; user_id: string; started_at: string };
+export type IntegrationJob =
+  | { type: "codehost.sync"; workspace_id: string; user_id: string; started_at: string }
+  /** Sync the planner links not synced since `started_at` (Linear rate-limited the batched query). */
+  | { type: "planner.sync"; workspace_id: string; user_id: string; started_at: string }
+  /** Push the named execution tickets of a document (the provider rate-limited an earlier push part-way). */
+  | { type: "tickets.push"; workspace_id: string; user_id: string; document_id: string; platform: "codehost" | "planner" | "tickets"; ticket_ids: string[]; destination: string }
+  /** Sync a document's pushed execution tickets not synced since `started_at` (ISO). */
+  | { type: "tickets.sync"; workspace_id: string; user_id: string; document_id: string; started_at: string };
 
 /**
  * Send a job to run after `delaySeconds` (clamped to 1..900).

@@ -297,7 +297,9 @@ async function refresh(row: IntegrationItem, tokens: TokenSet): Promise<Grant> {
       ...(typeof result.scope === "string" ? { scope: result.scope } : tokens.scope ? { scope: tokens.scope } : {}),
     };
   } catch (err) {
-    if (err instanceof oauth.ResponseBodyError && (err.error === "invalid_grant" || err.status === 401)) {
+    // Refused for good: invalid_grant (RFC 6749), or Atlassian's 403 unauthorized_client for a refresh token that was
+    // replaced or revoked. Retrying would only spend the grant further (a replaced token reused later revokes it all).
+    if (err instanceof oauth.ResponseBodyError && (err.error === "invalid_grant" || err.error === "unauthorized_client" || err.status === 401)) {
       await markNeedsReconnect(row);
       throw tokenError(kind);
     }

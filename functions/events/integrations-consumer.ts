@@ -2,6 +2,8 @@ import type { SQSBatchResponse, SQSEvent } from "aws-lambda";
 import { Logger } from "@aws-lambda-powertools/logger";
 import type { IntegrationJob } from "../../core/integration/jobs";
 import * as Codehost from "../../core/integration/codehost";
+import * as Planner from "../../core/integration/planner";
+import * as Tickets from "../../core/ticket";
 
 const logger = new Logger({ serviceName: "integrations-consumer" });
 
@@ -10,6 +12,15 @@ async function run(job: IntegrationJob): Promise<void> {
   switch (job.type) {
     case "codehost.sync":
       await Codehost.sync(job.user_id, job.workspace_id, job.started_at);
+      return;
+    case "planner.sync":
+      await Planner.sync(job.user_id, job.workspace_id, job.started_at);
+      return;
+    case "tickets.push":
+      await Tickets.push(job.user_id, { workspace_id: job.workspace_id, document_id: job.document_id, platform: job.platform, ticket_ids: job.ticket_ids }, job.destination);
+      return;
+    case "tickets.sync":
+      await Tickets.sync(job.user_id, { workspace_id: job.workspace_id, document_id: job.document_id }, job.started_at);
       return;
     default:
       throw new Error(`Unknown integration job ${(job as { type: string }).type}`);

@@ -15,7 +15,11 @@ import { chatRoutes } from "./routes/chat";
 import { streamRoutes } from "./routes/stream";
 import { billingRoutes } from "./routes/billing";
 import { codehostRoutes } from "./routes/codehost";
+import { ticketsRoutes } from "./routes/tickets";
+import { plannerRoutes } from "./routes/planner";
 import { growthRoutes } from "./routes/growth";
+import { tickettoolRoutes } from "./routes/tickettool";
+import { filestoreRoutes } from "./routes/filestore";
 
 /**
  * The route table: method, path, group, schemas, access. Read by the stacks (one Lambda per group), the local
@@ -40,7 +44,11 @@ export const routes = {
   ...streamRoutes,
   ...billingRoutes,
   ...codehostRoutes,
+  ...ticketsRoutes,
+  ...plannerRoutes,
   ...growthRoutes,
+  ...tickettoolRoutes,
+  ...filestoreRoutes,
 }
 
 export type Routes = typeof routes;

@@ -429,6 +429,12 @@ beforeAll(async () => {
     // Connecting an integration only builds the provider's URL and a state: with credentials set it is a 200.
     GITHUB_CLIENT_ID: "fuzz-client-id",
     GITHUB_CLIENT_SECRET: "fuzz-client-secret",
+    LINEAR_CLIENT_ID: "fuzz-client-id",
+    LINEAR_CLIENT_SECRET: "fuzz-client-secret",
+    ATLASSIAN_CLIENT_ID: "fuzz-client-id",
+    ATLASSIAN_CLIENT_SECRET: "fuzz-client-secret",
+    GOOGLE_CLIENT_ID: "fuzz-client-id",
+    GOOGLE_CLIENT_SECRET: "fuzz-client-secret",
   });
   fx = await fixtures();
   doc = openApiDocument() as unknown as typeof doc;

@@ -141,6 +141,26 @@ const FIXTURES: Record<string, (ctx: FixtureContext) => Fixture | Promise<Fixtur
   "codehost.createIssue": ({ workspaceId }) => ({ body: { workspace_id: workspaceId, recommendation_id: randomUUID(), repo: "octo/repo" } }),
   "codehost.links": ({ workspaceId }) => ({ query: { workspace_id: workspaceId, recommendation_id: randomUUID() } }),
   "codehost.sync": ({ workspaceId }) => ({ body: { workspace_id: workspaceId } }),
+  "planner.connect": ({ workspaceId }) => ({ body: { workspace_id: workspaceId } }),
+  "planner.disconnect": ({ workspaceId }) => ({ query: { workspace_id: workspaceId } }),
+  "planner.status": ({ workspaceId }) => ({ query: { workspace_id: workspaceId } }),
+  "planner.teams": ({ workspaceId }) => ({ query: { workspace_id: workspaceId } }),
+  "planner.selectTeam": ({ workspaceId }) => ({ body: { workspace_id: workspaceId, team_id: "team-1", team_name: "Engineering" } }),
+  "planner.createIssue": ({ workspaceId }) => ({ body: { workspace_id: workspaceId, recommendation_id: randomUUID() } }),
+  "planner.links": ({ workspaceId }) => ({ query: { workspace_id: workspaceId, recommendation_id: randomUUID() } }),
+  "planner.sync": ({ workspaceId }) => ({ body: { workspace_id: workspaceId } }),
+  "tickettool.connect": ({ workspaceId }) => ({ body: { workspace_id: workspaceId } }),
+  "tickettool.disconnect": ({ workspaceId }) => ({ body: { workspace_id: workspaceId } }),
+  "tickettool.status": ({ workspaceId }) => ({ query: { workspace_id: workspaceId } }),
+  "tickettool.projects": ({ workspaceId }) => ({ query: { workspace_id: workspaceId } }),
+  "filestore.connect": ({ workspaceId }) => ({ body: { workspace_id: workspaceId } }),
+  "filestore.disconnect": ({ workspaceId }) => ({ query: { workspace_id: workspaceId } }),
+  "filestore.status": ({ workspaceId }) => ({ query: { workspace_id: workspaceId } }),
+  "tickets.generate": async (ctx) => ({ body: { workspace_id: ctx.workspaceId, document_id: (await ownersDocument(ctx)).document_id } }),
+  "tickets.list": async (ctx) => ({ params: { document_id: (await ownersDocument(ctx)).document_id } }),
+  "tickets.review": async (ctx) => ({ params: { ticket_id: await ownersTicket(ctx) }, body: {} }),
+  "tickets.push": async (ctx) => ({ body: { workspace_id: ctx.workspaceId, document_id: (await ownersDocument(ctx)).document_id, platform: "codehost" } }),
+  "tickets.sync": async (ctx) => ({ body: { workspace_id: ctx.workspaceId, document_id: (await ownersDocument(ctx)).document_id } }),
   "generation.expand": async (ctx) => ({ params: { block_id: (await ownersDocument(ctx)).block_id } }),
   "generation.challenge": async (ctx) => ({ params: { block_id: (await ownersDocument(ctx)).block_id } }),
   "generation.simulate": async (ctx) => ({ params: { block_id: (await ownersDocument(ctx)).block_id } }),
@@ -207,6 +227,16 @@ function ownersDocument(ctx: FixtureContext): Promise<Record<string, string>> {
     return { document_id: doc.id, block_id: block.id, revision_id: revision.id, annotation_id: annotation.id };
   })();
   return documentFixture;
+}
+
+/** An execution ticket of the workspace: a document of its own with one risk block, and the ticket generated from it. */
+async function ownersTicket({ workspaceId, owner }: FixtureContext): Promise<string> {
+  const as = { token: owner.token };
+  const doc = await call("POST", "/api/documents", { ...as, body: documentBody(workspaceId) });
+  const block = await call("POST", `/api/documents/${doc.body.id}/blocks`, { ...as, body: { block_type: "risk", content: { risk: "Exports time out" } } });
+  const res = await call("POST", "/api/execution/generate", { ...as, body: { workspace_id: workspaceId, document_id: doc.body.id, include_block_types: ["risk"] } });
+  if (block.status !== 201 || res.status !== 200 || !res.body.tickets?.[0]) throw new Error(`fixture: owner could not generate a ticket: ${res.status} ${res.text}`);
+  return res.body.tickets[0].id as string;
 }
 
 /** An insight of the workspace, created by its owner. */

@@ -85,6 +85,38 @@ const CASES: Record<string, Case> = {
   "codehost.createIssue": integrationCase("has_codehost", 404, (token, ws) => call("POST", "/api/integrations/codehost/issues", { token, body: { workspace_id: ws, recommendation_id: randomUUID(), repo: "o/r" } })),
   "codehost.links": integrationCase("has_codehost", 200, (token, ws) => call("GET", "/api/integrations/codehost/links", { token, query: { workspace_id: ws, recommendation_id: randomUUID() } })),
   "codehost.sync": integrationCase("has_codehost", 404, (token, ws) => call("POST", "/api/integrations/codehost/sync", { token, body: { workspace_id: ws } })),
+  // Without Linear client credentials (none in this file), connect passes the gate and answers 503 naming them.
+  "planner.connect": integrationCase("has_integrations", 503, (token, ws) => call("POST", "/api/integrations/planner/connect", { token, body: { workspace_id: ws } })),
+  "planner.callback": integrationCase("has_integrations", 302, async (_token, ws, ownerId) => {
+    const state = `plan-gate-planner-${ws}`;
+    await db().entities.oauthState.put({ state, workspace_id: ws, kind: "planner", user_id: ownerId, redirect_uri: "https://api.test/cb", created_at_ms: Date.now(), ttl: Math.floor(Date.now() / 1000) + 600 }).go();
+    return call("GET", "/api/integrations/planner/callback", { query: { code: "c", state } });
+  }),
+  "planner.disconnect": integrationCase("has_integrations", 200, (token, ws) => call("DELETE", "/api/integrations/planner/disconnect", { token, query: { workspace_id: ws } })),
+  "planner.status": integrationCase("has_integrations", 200, (token, ws) => call("GET", "/api/integrations/planner/status", { token, query: { workspace_id: ws } })),
+  "planner.teams": integrationCase("has_integrations", 404, (token, ws) => call("GET", "/api/integrations/planner/teams", { token, query: { workspace_id: ws } })),
+  "planner.selectTeam": integrationCase("has_integrations", 404, (token, ws) => call("POST", "/api/integrations/planner/teams/select", { token, body: { workspace_id: ws, team_id: "t", team_name: "T" } })),
+  "planner.createIssue": integrationCase("has_integrations", 404, (token, ws) => call("POST", "/api/integrations/planner/issues", { token, body: { workspace_id: ws, recommendation_id: randomUUID() } })),
+  "planner.links": integrationCase("has_integrations", 200, (token, ws) => call("GET", "/api/integrations/planner/links", { token, query: { workspace_id: ws, recommendation_id: randomUUID() } })),
+  "planner.sync": integrationCase("has_integrations", 404, (token, ws) => call("POST", "/api/integrations/planner/sync", { token, body: { workspace_id: ws } })),
+  // The ticket tool and the file store: without their client credentials (none in this file) connect answers 503.
+  "tickettool.connect": integrationCase("has_integrations", 503, (token, ws) => call("POST", "/api/integrations/tickets/connect", { token, body: { workspace_id: ws } })),
+  "tickettool.callback": integrationCase("has_integrations", 302, async (_token, ws, ownerId) => {
+    const state = `plan-gate-tickets-${ws}`;
+    await db().entities.oauthState.put({ state, workspace_id: ws, kind: "tickets", user_id: ownerId, redirect_uri: "https://api.test/cb", created_at_ms: Date.now(), ttl: Math.floor(Date.now() / 1000) + 600 }).go();
+    return call("GET", "/api/integrations/tickets/callback", { query: { code: "c", state } });
+  }),
+  "tickettool.disconnect": integrationCase("has_integrations", 200, (token, ws) => call("POST", "/api/integrations/tickets/disconnect", { token, body: { workspace_id: ws } })),
+  "tickettool.status": integrationCase("has_integrations", 200, (token, ws) => call("GET", "/api/integrations/tickets/status", { token, query: { workspace_id: ws } })),
+  "tickettool.projects": integrationCase("has_integrations", 404, (token, ws) => call("GET", "/api/integrations/tickets/projects", { token, query: { workspace_id: ws } })),
+  "filestore.connect": integrationCase("has_integrations", 503, (token, ws) => call("POST", "/api/integrations/filestore/connect", { token, body: { workspace_id: ws } })),
+  "filestore.callback": integrationCase("has_integrations", 302, async (_token, ws, ownerId) => {
+    const state = `plan-gate-filestore-${ws}`;
+    await db().entities.oauthState.put({ state, workspace_id: ws, kind: "filestore", user_id: ownerId, redirect_uri: "https://api.test/cb", created_at_ms: Date.now(), ttl: Math.floor(Date.now() / 1000) + 600 }).go();
+    return call("GET", "/api/integrations/filestore/callback", { query: { code: "c", state } });
+  }),
+  "filestore.disconnect": integrationCase("has_integrations", 200, (token, ws) => call("DELETE", "/api/integrations/filestore/disconnect", { token, query: { workspace_id: ws } })),
+  "filestore.status": integrationCase("has_integrations", 200, (token, ws) => call("GET", "/api/integrations/filestore/status", { token, query: { workspace_id: ws } })),
   "research.upload": {
     gate: USAGE,
     passes: 201,
@@ -210,8 +242,9 @@ describe("plan gates on the route table", () => {
         expect(spec.usage, `${id}: require_usage`).toBe(rule.usage);
       });
     }
-    // The gated routes that exist today: the code host, sources (2), documents (2), workspaces, seats, overnight cycles.
-    expect([...covered].sort()).toEqual([2, 4, 5, 6, 7, 8]);
+    // The gated routes that exist today: the code host, the other integrations, sources (2), documents (2), workspaces,
+    // seats, overnight cycles.
+    expect([...covered].sort()).toEqual([2, 3, 4, 5, 6, 7, 8]);
     // And nothing is gated that the spec does not gate.
     for (const [id, spec] of gated) expect(SPEC_GATES.some((r) => (r.method === "*" || r.method === spec.method) && r.path.test(spec.path)), id).toBe(true);
   });

@@ -39,6 +39,8 @@ export interface Failure {
   message: string;
   /** How many requests it answers (default 1). */
   times?: number;
+  /** The request is carried out, then its answer is lost (a network error, as after a timeout): `status` is unused. */
+  lost?: boolean;
 }
 
 export class GitHubStandIn {
@@ -171,6 +173,13 @@ export class GitHubStandIn {
         const url = new URL(request.url);
         const key = `${method.toUpperCase()} ${url.pathname.slice("/api/v3".length)}`;
         const failure = this.failures.find((f) => f.match.test(key));
+        if (failure?.lost) {
+          failure.times = (failure.times ?? 1) - 1;
+          if (failure.times <= 0) this.failures = this.failures.filter((f) => f !== failure);
+          const done = await answer({ params: params as Record<string, string>, url, request });
+          this.requests.push({ method: method.toUpperCase(), path: url.pathname + url.search, status: done.status });
+          return HttpResponse.error();
+        }
         if (failure) {
           failure.times = (failure.times ?? 1) - 1;
           if (failure.times <= 0) this.failures = this.failures.filter((f) => f !== failure);

@@ -97,7 +97,9 @@ export function github(accessToken: string): CodeHost {
     },
 
     async createIssue(repo, input) {
-      const { data } = await call(() => gh.rest.issues.create({ ...split(repo), title: input.title, body: input.body, labels: input.labels }));
+      // Never retried here: a create whose answer was lost may have created the issue, and a blind retry would make
+      // a second one. Callers that must not duplicate search for their marker first (findIssueByMarker).
+      const { data } = await call(() => gh.rest.issues.create({ ...split(repo), title: input.title, body: input.body, labels: input.labels, request: { retries: 0 } }));
       return { number: data.number, url: data.html_url, title: data.title };
     },
 

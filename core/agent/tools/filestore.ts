@@ -1,0 +1,134 @@
+/**
+ * The copilot's file-store tools (spec 02 "File-store integration": filestore_search, filestore_read,
+ * filestore_write, filestore_list_folder), over the `FileStore` port (Google Drive). Search, read and list run at
+ * once; write is gated through a pending action and replay-safe (core/integration/filestore `writeFile`). A failure is
+ * the spec's `{success: false, error, error_code}`, never a thrown error the model cannot read.
+ */
+import * as z from "zod";
+import { AppError } from "../../error";
+import { ProviderError } from "../../integration/errors";
+import * as Filestore from "../../integration/filestore";
+import type { GatedTool, ReadTool, ToolContext } from "./types";
+
+type Failure = { success: false; error: string; error_code: string; retry_after?: number };
+
+/** Characters of the content an approval preview shows. */
+export const PREVIEW_CHARS = 4000;
+/** MIME types a write may store (text the copilot produces). */
+export const WRITE_TYPES = ["text/plain", "text/markdown", "text/csv", "text/html", "application/json"] as const;
+
+/** The spec's tool error of a failure, or rethrow a defect. */
+function toolError(err: unknown): Failure {
+  if (err instanceof Filestore.UnsupportedType) return { success: false, error: err.message, error_code: "unsupported_type" };
+  if (err instanceof ProviderError) {
+    const code = err.failure === "auth_expired" ? "token_expired" : err.failure === "validation" ? "validation_error" : err.failure;
+    return { success: false, error: err.message, error_code: code, ...(err.retryAfterSeconds !== undefined ? { retry_after: err.retryAfterSeconds } : {}) };
+  }
+  if (err instanceof AppError) {
+    switch (err.code) {
+      case "FILESTORE_TOKEN_ERROR":
+        return { success: false, error: err.message, error_code: "token_expired" };
+      case "NO_ACTIVE_INTEGRATION":
+        return { success: false, error: err.message, error_code: "integration_not_connected" };
+      case "RATE_LIMITED":
+        return { success: false, error: err.message, error_code: "rate_limited", retry_after: Number(err.extra.retry_after_seconds ?? 60) };
+      default:
+        return { success: false, error: err.message, error_code: "unknown" };
+    }
+  }
+  throw err;
+}
+
+/** Run `fn` with the workspace's file store, answering failures as tool errors. */
+async function onStore<T>(ctx: { workspaceId: string }, fn: (store: Filestore.FileStore) => Promise<T>): Promise<T | Failure> {
+  try {
+    return await Filestore.withFileStore(ctx.workspaceId, fn, { raw: true });
+  } catch (err) {
+    return toolError(err);
+  }
+}
+
+const clamp = (lo: number, hi: number, fallback: number) => z.coerce.number().int().optional().transform((v) => Math.min(hi, Math.max(lo, v ?? fallback)));
+const FileId = z.string().trim().min(1).max(200).regex(/^[\w-]+$/, "a Drive file id");
+
+export const filestoreSearch: ReadTool<{ query: string; limit: number }> = {
+  name: "filestore_search",
+  description: "Search the connected Google Drive for files whose name or content matches a query (1 to 50 results, default 10), most recently modified first.",
+  cues: ["google drive", "drive files", "find the doc", "search drive", "shared doc", "spreadsheet"],
+  gated: false,
+  input: z.object({ query: z.string().trim().min(1).max(200), limit: clamp(1, 50, 10) }).strict() as unknown as z.ZodType<{ query: string; limit: number }>,
+  run: (ctx: ToolContext, input) =>
+    onStore(ctx, async (store) => {
+      const res = await store.search(input.query, input.limit);
+      return { files: res.files, count: res.files.length, query: input.query, truncated: res.hasMore };
+    }),
+};
+
+export const filestoreRead: ReadTool<{ file_id: string }> = {
+  name: "filestore_read",
+  description: "Read a Google Drive file as text: Google Docs and Slides are exported to plain text, Sheets to CSV; stored text files are read as they are. At most 50,000 bytes.",
+  cues: ["read the doc", "open the file", "drive document", "contents of"],
+  gated: false,
+  input: z.object({ file_id: FileId }).strict(),
+  run: (ctx, input) =>
+    onStore(ctx, async (store) => {
+      const read = await Filestore.readText(store, input.file_id);
+      return {
+        file_id: read.file.id, name: read.file.name, mime_type: read.file.mime_type, web_view_link: read.file.web_view_link,
+        content: read.content, total_bytes: read.total_bytes, truncated: read.truncated, exported_as: read.exported_as,
+      };
+    }),
+};
+
+export const filestoreListFolder: ReadTool<{ folder_id: string; limit: number; page_token?: string }> = {
+  name: "filestore_list_folder",
+  description: "List a Google Drive folder (default the top folder, \"root\"): folders first, then files by name; 1 to 100 entries (default 50), next_page_token for more.",
+  cues: ["list folder", "drive folder", "what's in the folder", "files in"],
+  gated: false,
+  input: z
+    .object({ folder_id: z.union([z.literal("root"), FileId]).default("root"), limit: clamp(1, 100, 50), page_token: z.string().max(1000).optional() })
+    .strict() as unknown as z.ZodType<{ folder_id: string; limit: number; page_token?: string }>,
+  run: (ctx, input) =>
+    onStore(ctx, async (store) => {
+      const res = await store.listFolder(input.folder_id, input.limit, input.page_token);
+      return { folder_id: input.folder_id, files: res.files, count: res.files.length, next_page_token: res.nextPageToken };
+    }),
+};
+
+type WriteInput = { file_id?: string; name?: string; content: string; mime_type: (typeof WRITE_TYPES)[number]; folder_id?: string };
+
+export const filestoreWrite: GatedTool<WriteInput> = {
+  name: "filestore_write",
+  description: "Write a file to Google Drive (needs a member's approval): with file_id, replace that file's content; otherwise create `name` in folder_id (default the top folder). Text content, at most 1 MiB.",
+  cues: ["save to drive", "write a file", "update the file", "upload to drive"],
+  gated: true,
+  input: z
+    .object({
+      file_id: FileId.optional(),
+      name: z.string().trim().min(1).max(255).optional(),
+      content: z.string().refine((c) => Buffer.byteLength(c) <= Filestore.MAX_WRITE_BYTES, { message: `at most ${Filestore.MAX_WRITE_BYTES} bytes` }),
+      mime_type: z.enum(WRITE_TYPES).default("text/plain"),
+      folder_id: FileId.optional(),
+    })
+    .strict()
+    .refine((i) => i.file_id || i.name, { message: "name is required to create a file (or give file_id to update one)", path: ["name"] }) as unknown as z.ZodType<WriteInput>,
+  async preview(_ctx, input) {
+    const shown = input.content.length > PREVIEW_CHARS ? `${input.content.slice(0, PREVIEW_CHARS)}…` : input.content;
+    return input.file_id
+      ? { summary: `Replace the content of Google Drive file ${input.file_id}${input.name ? ` (renaming it '${input.name}')` : ""}`, target: "filestore_file", operation: "update", fields: { ...input, content: shown } }
+      : { summary: `Create '${input.name}' in Google Drive${input.folder_id ? ` (folder ${input.folder_id})` : ""}`, target: "filestore_file", operation: "create", fields: { ...input, content: shown } };
+  },
+  async execute(ctx, input) {
+    // Failures are thrown as AppErrors (not answered): the pending-action executor retries a transient one (a rate
+    // limit after its Retry-After) and ends a decided one failed.
+    const res = await Filestore.withFileStore(ctx.workspaceId, (store) =>
+      Filestore.writeFile(store, { fileId: input.file_id, name: input.name, content: input.content, mimeType: input.mime_type, folderId: input.folder_id }, ctx.actionId),
+    ).catch((err: unknown) => {
+      throw err instanceof Filestore.UnsupportedType ? new AppError("VALIDATION_ERROR", err.message, { errors: [] }) : err;
+    });
+    return { file_id: res.file.id, name: res.file.name, mime_type: res.file.mime_type, web_view_link: res.file.web_view_link, created: res.created, bytes_written: Buffer.byteLength(input.content) };
+  },
+};
+
+/** The file-store tools, registered with the others in ./index.ts. */
+export const FILESTORE_TOOLS: readonly (ReadTool | GatedTool)[] = [filestoreSearch, filestoreRead, filestoreListFolder, filestoreWrite];

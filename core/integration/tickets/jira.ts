@@ -1,0 +1,104 @@
+/**
+ * The `TicketTool` port on Jira Cloud (DESIGN.md 6.4): `jira.js` over Atlassian's API gateway,
+ * `<ATLASSIAN_API_URL>/ex/jira/<cloud_id>`, with the OAuth 2.0 (3LO) access token as a bearer. The token's lifetime
+ * and its rotating refresh are ours (core/integration/oauth.ts, one writer at a time), not jira.js's: its own OAuth
+ * manager refreshes in memory per client, and two Lambdas each refreshing would each invalidate the other's rotated
+ * refresh token. Rate limits are never waited out here: a 429 comes back as a `ProviderError` `rate_limited` with
+ * Atlassian's `Retry-After`.
+ */
+import * as z from "zod";
+import { createCloudClient, isAuthError, isForbiddenError, isNotFoundError, isRateLimitError, isScopeError, isApiError, isNetworkError, type AccessibleResource } from "jira.js";
+import type { Project } from "jira.js/cloud";
+import { Config } from "../../config";
+import { ProviderError } from "../errors";
+import type { TicketProject, TicketSite, TicketTool } from "./port";
+
+/** The Jira scope a site must have been granted for the ticket tool to use it. */
+const JIRA_SCOPE = "read:jira-work";
+
+/** Seconds until Atlassian accepts again: its `Retry-After`, else a minute. */
+const retrySeconds = (ms: number | undefined): number => (ms === undefined ? 60 : Math.max(1, Math.ceil(ms / 1000)));
+
+/** Translate a jira.js error into the port's terms; a schema mismatch (tests: 'throw') and defects pass unchanged. */
+export function translate(err: unknown): unknown {
+  if (isRateLimitError(err)) return new ProviderError("rate_limited", err.message, retrySeconds(err.retryAfterMs));
+  // A token that lacks a scope is a refusal of this call, not an expired grant: reconnecting with the same scopes would not help.
+  if (isScopeError(err)) return new ProviderError("forbidden", err.message);
+  if (isAuthError(err)) return new ProviderError("auth_expired", err.message);
+  if (isForbiddenError(err)) return new ProviderError("forbidden", err.message);
+  if (isNotFoundError(err)) return new ProviderError("not_found", err.message);
+  if (isApiError(err)) return new ProviderError(err.status === 400 ? "validation" : "unknown", err.message);
+  if (isNetworkError(err)) return new ProviderError("unknown", err.message);
+  return err;
+}
+
+async function call<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw translate(err);
+  }
+}
+
+/** Atlassian's accessible-resources entry, checked before use (jira.js types it but ships no schema for it). */
+const AccessibleResourceSchema = z.object({
+  id: z.string().min(1),
+  name: z.string(),
+  url: z.string(),
+  scopes: z.array(z.string()),
+  avatarUrl: z.string(),
+}) satisfies z.ZodType<AccessibleResource>;
+
+/**
+ * The sites an access token reaches (`<ATLASSIAN_API_URL>/oauth/token/accessible-resources`), Jira sites first: the
+ * ticket tool connects the first one granted Jira scopes.
+ * @throws ProviderError auth_expired (401), rate_limited (429), unknown (anything else)
+ */
+export async function accessibleSites(accessToken: string): Promise<TicketSite[]> {
+  // jira.js's own helper has the public address built in; the setting must reach stand-ins and proxies too.
+  const res = await fetch(`${Config.atlassianApiUrl()}/oauth/token/accessible-resources`, {
+    headers: { authorization: `Bearer ${accessToken}`, accept: "application/json" },
+  }).catch((err: unknown) => {
+    throw new ProviderError("unknown", `Atlassian did not answer: ${(err as Error).message}`);
+  });
+  if (res.status === 401) throw new ProviderError("auth_expired", "Atlassian refused the access token");
+  if (res.status === 429) {
+    const after = Number(res.headers.get("retry-after"));
+    throw new ProviderError("rate_limited", "Atlassian is rate limiting", Number.isFinite(after) && after > 0 ? Math.ceil(after) : 60);
+  }
+  if (!res.ok) throw new ProviderError("unknown", `Atlassian answered ${res.status} for the accessible resources`);
+  const parsed = z.array(AccessibleResourceSchema).safeParse(await res.json());
+  if (!parsed.success) throw new ProviderError("unknown", "Atlassian's accessible resources were not in the documented shape");
+  const sites = parsed.data.map((r): TicketSite => ({ cloud_id: r.id, name: r.name, url: r.url, scopes: r.scopes, avatar_url: r.avatarUrl || null }));
+  const jira = (s: TicketSite) => s.scopes.some((scope) => scope.endsWith(":jira-work") || scope === JIRA_SCOPE);
+  return [...sites.filter(jira), ...sites.filter((s) => !jira(s))];
+}
+
+/** The site-scoped REST base of a cloud id, through Atlassian's API gateway (the only base an OAuth 2.0 token works on). */
+export const jiraHost = (cloudId: string): string => `${Config.atlassianApiUrl()}/ex/jira/${encodeURIComponent(cloudId)}`;
+
+const toProject = (p: Project): TicketProject => ({
+  id: p.id ?? "",
+  key: p.key ?? "",
+  name: p.name ?? p.key ?? "",
+  project_type_key: p.projectTypeKey ?? null,
+  style: p.style ?? null,
+  avatar_url: p.avatarUrls?.["48x48"] ?? null,
+});
+
+/** The `TicketTool` port over one Jira site and one access token. */
+export function jira(accessToken: string, cloudId: string): TicketTool {
+  const client = createCloudClient({
+    host: jiraHost(cloudId),
+    auth: { type: "bearer", token: accessToken },
+    onSchemaMismatch: Config.jiraSchemaMismatch(),
+    // One quick retry of a 502/503/504 or a dropped connection (jira.js never retries a 4xx, so never a 429).
+    retry: { maxAttempts: 2, initialDelayMs: 200 },
+  });
+  return {
+    async listProjects({ startAt, maxResults, query }) {
+      const page = await call(() => client.projects.searchProjects({ startAt, maxResults, orderBy: "key", ...(query ? { query } : {}) }));
+      return { projects: page.values.map(toProject), total: page.total, isLast: page.isLast };
+    },
+  } satisfies TicketTool;
+}

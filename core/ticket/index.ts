@@ -1,0 +1,503 @@
+/**
+ * Execution tickets (spec 02 "Execution ticket" and "Execution tickets (/api/execution)"; DESIGN.md 6.4): generate
+ * one ticket per document block, list them by document, review (PATCH), push to a tracker, sync its status back.
+ *
+ * - Push is exactly-once per ticket: a lease on the ticket (`push_claim_until`, a conditional write) keeps two pushes
+ *   of it apart, and the ticket id travels in the issue body as a marker (`<!-- r2d:ticket:<id> -->`, the marker the
+ *   code host's issue tools use) that a later attempt searches for, among the issues created since the first attempt
+ *   began, before it creates one. A create whose answer was lost (timeout) leaves push_failed; the retry finds it.
+ * - Sync is one-way: the tracker's status category (never its name) is read into `synced_status`; nothing is written
+ *   back to a tracker whose workflow may refuse the jump.
+ * - A provider's rate limit is never waited out in the request: the rest of a push or sync goes to the integrations
+ *   queue with the provider's retry-after as the message delay, and the answer counts it as queued.
+ * - Plan gate: push and sync need the platform's feature (has_codehost for the code host, has_integrations for the
+ *   planner and ticket tool), checked here by platform since one route serves all three (docs/decisions.md).
+ */
+import type { EntityItem } from "electrodb";
+import { AppError, Errors } from "../error";
+import { db } from "../db/service";
+import { isConditionalFailure } from "../db/errors";
+import { requireMember, requireResourceMember } from "../workspace";
+import { requireFeature } from "../billing/gates";
+import { requireDocument, withContent, type DocumentItem } from "../document";
+import { blocksOf } from "../document/block-ops";
+import { FEATURE_OF } from "../integration/oauth";
+import * as OAuth from "../integration/oauth";
+import { ProviderError } from "../integration/errors";
+import { deferJob } from "../integration/jobs";
+import { markImplemented } from "../integration/implemented";
+import { citedInsightIds, draftTicket, insightRefs, ticketIdOf, type EvidenceInsight } from "./draft";
+import { TERMINAL_CATEGORIES, type Platform, type TicketCategory } from "./mapping";
+import { assertTransition, canTransition, checkBatchTransition, type TicketStatus } from "./status";
+import { trackerOf, type Tracker } from "./trackers";
+import type { ExecutionTicketEntity } from "./ticket.entity";
+import {
+  DEFAULT_TICKET_BLOCK_TYPES,
+  type ExecutionTicket,
+  type GenerateTicketsInput,
+  type GenerateTicketsResult,
+  type ListTicketsQuery,
+  type PushOutcome,
+  type PushTicketsInput,
+  type PushTicketsResult,
+  type ReviewTicketInput,
+  type SyncOutcome,
+  type SyncTicketsInput,
+  type SyncTicketsResult,
+} from "./schema";
+
+export * from "./schema";
+export type TicketItem = EntityItem<ExecutionTicketEntity>;
+
+/** How long one pusher holds a ticket while it talks to the tracker, ms: longer than one create takes. */
+export const PUSH_LEASE_MS = 60_000;
+/**
+ * How long a request (or a queued job) works through tickets before it queues the rest, ms. GitHub paces content
+ * creation (Octokit's throttling waits 3 s between issue creations, GitHub's own advice), so a push of 50 tickets takes
+ * minutes: a request does what fits well inside the API's 29 s and answers with the rest queued.
+ */
+export const WORK_BUDGET_MS = 12_000;
+/** A retry looks for the marker among issues created from this long before the first attempt began (clock skew). */
+const MARKER_SEARCH_SLACK_MS = 60_000;
+
+/** The marker a pushed issue carries: found again by a retry (DESIGN.md 6.2: external writes carry a marker). */
+export const markerOf = (ticketId: string): string => `r2d:ticket:${ticketId}`;
+
+export const toView = (t: TicketItem): ExecutionTicket => ({
+  id: t.id,
+  document_id: t.document_id,
+  block_id: t.block_id,
+  workspace_id: t.workspace_id,
+  block_type: t.block_type,
+  title: t.title,
+  body: t.body,
+  ticket_type: t.ticket_type,
+  priority: t.priority ?? null,
+  labels: t.labels ?? [],
+  acceptance_criteria: t.acceptance_criteria ?? [],
+  estimated_effort: t.estimated_effort,
+  status: t.status,
+  platform: t.platform ?? null,
+  external_id: t.external_id ?? null,
+  external_url: t.external_url ?? null,
+  synced_status: (t.synced_status as TicketCategory | undefined) ?? null,
+  push_error: t.push_error ?? null,
+  evidence_insight_ids: t.evidence_insight_ids ?? [],
+  trace: (t.trace as Record<string, string>) ?? {},
+  last_synced_at: t.last_synced_at ?? null,
+  created_at: t.created_at,
+  updated_at: t.updated_at,
+});
+
+const keyOf = (t: Pick<TicketItem, "workspace_id" | "document_id" | "id">) => ({ workspace_id: t.workspace_id, document_id: t.document_id, id: t.id });
+
+/** A document's tickets (strongly consistent), in block order then creation. */
+async function ticketsOf(doc: Pick<DocumentItem, "workspace_id" | "id">): Promise<TicketItem[]> {
+  const { data } = await db().entities.executionTicket.query.byDocument({ workspace_id: doc.workspace_id, document_id: doc.id }).go({ pages: "all", consistent: true });
+  return data.sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
+}
+
+/** The document a body names, in the workspace it names. @throws FORBIDDEN (403, not a member), NOT_FOUND (404) */
+async function documentIn(userId: string, workspaceId: string, documentId: string): Promise<DocumentItem> {
+  // The body names the workspace: a non-member gets that workspace's 403 (spec 01 Authorization 4).
+  await requireMember(userId, workspaceId);
+  const doc = await requireDocument(userId, documentId);
+  if (doc.workspace_id !== workspaceId) throw Errors.notFound("Document");
+  return doc;
+}
+
+/** The insights a block cites, with their quotes' source names, in citation order (unknown ids are left out). */
+async function evidenceOf(workspaceId: string, ids: string[]): Promise<Map<string, EvidenceInsight>> {
+  const out = new Map<string, EvidenceInsight>();
+  if (!ids.length) return out;
+  const { data: insights } = await db().entities.insight.get(ids.map((id) => ({ workspace_id: workspaceId, id }))).go();
+  const sourceIds = [...new Set(insights.flatMap((i) => (i.quotes ?? []).map((q) => q.source_id)))];
+  const names = new Map<string, string>();
+  if (sourceIds.length) {
+    const { data: sources } = await db().entities.researchSource.get(sourceIds.map((id) => ({ workspace_id: workspaceId, id }))).go();
+    for (const s of sources) names.set(s.id, s.title || s.file_name);
+  }
+  for (const i of insights) {
+    out.set(i.id, {
+      id: i.id, title: i.title, insight_type: i.insight_type, severity: i.severity, frequency: i.frequency,
+      quotes: (i.quotes ?? []).map((q) => ({ text: q.text, source_id: q.source_id, source_name: names.get(q.source_id) ?? null, speaker: q.speaker ?? null })),
+    });
+  }
+  return out;
+}
+
+/**
+ * `POST /api/execution/generate` (spec 02): one ticket per block of the included types (default
+ * {@link DEFAULT_TICKET_BLOCK_TYPES}), each field traced to its block (core/ticket/draft.ts). A block's ticket has a
+ * fixed id: generating again rewrites a ticket still `generated`, and leaves a reviewed, pushed or synced one alone
+ * (reported in `skipped`); blocks that describe no work (empty, a "won't" story) are skipped too.
+ * @returns `{tickets, total, skipped}`: the tickets written by this call, in block order
+ * @throws AppError FORBIDDEN (403); NOT_FOUND (404, document)
+ */
+export async function generate(userId: string, input: GenerateTicketsInput): Promise<GenerateTicketsResult> {
+  const found = await documentIn(userId, input.workspace_id, input.document_id);
+  const { doc, content } = await withContent(found);
+  const types = new Set(input.include_block_types ?? DEFAULT_TICKET_BLOCK_TYPES);
+  const [blocks, existing] = await Promise.all([blocksOf(doc), ticketsOf(doc)]);
+  const byId = new Map(existing.map((t) => [t.id, t]));
+  const refs = insightRefs(content, doc.related_insight_ids ?? []);
+  const chosen = blocks.filter((b) => types.has(b.block_type));
+  const cited = new Map(chosen.map((b) => [b.id, citedInsightIds(b, refs)]));
+  const evidence = await evidenceOf(doc.workspace_id, [...new Set([...cited.values()].flat())]);
+
+  const tickets: ExecutionTicket[] = [];
+  const skipped: GenerateTicketsResult["skipped"] = [];
+  for (const block of chosen) {
+    const id = ticketIdOf(doc.id, block.id);
+    const prior = byId.get(id);
+    if (prior && prior.status !== "generated") {
+      skipped.push({ block_id: block.id, reason: "ticket_exists", ticket_id: id });
+      continue;
+    }
+    const insights = cited.get(block.id)!.map((i) => evidence.get(i)).filter((i): i is EvidenceInsight => !!i);
+    const draft = draftTicket({ id: doc.id, title: doc.title, document_type: doc.document_type }, { ...block, title: block.title ?? "" }, insights);
+    if ("skip" in draft) {
+      skipped.push({ block_id: block.id, reason: draft.skip, ticket_id: null });
+      continue;
+    }
+    const item = { id, workspace_id: doc.workspace_id, document_id: doc.id, block_id: block.id, block_type: block.block_type, ...draft, status: "generated" as const, created_by: userId };
+    try {
+      if (prior) {
+        // Rewritten only while no one has reviewed it: the write is conditioned on the status it read.
+        const { data } = await db().entities.executionTicket.patch(keyOf(item))
+          .set({ title: draft.title, body: draft.body, ticket_type: draft.ticket_type, priority: draft.priority, labels: draft.labels, acceptance_criteria: draft.acceptance_criteria, estimated_effort: draft.estimated_effort, evidence_insight_ids: draft.evidence_insight_ids, trace: draft.trace })
+          .where((a, op) => op.eq(a.status, "generated"))
+          .go({ response: "all_new" });
+        tickets.push(toView(data as TicketItem));
+      } else {
+        const { data } = await db().entities.executionTicket.create(item).go();
+        tickets.push(toView(data as TicketItem));
+      }
+    } catch (err) {
+      // Reviewed meanwhile, or created by a generation running at the same time: that ticket stands.
+      if (!isConditionalFailure(err)) throw err;
+      skipped.push({ block_id: block.id, reason: "ticket_exists", ticket_id: id });
+    }
+  }
+  return { tickets, total: tickets.length, skipped };
+}
+
+/**
+ * `GET /api/execution/{document_id}/tickets` (spec 02): the document's tickets, filtered by `status`.
+ * @throws AppError NOT_FOUND (404: unknown document, or one the caller is not a member of)
+ */
+export async function list(userId: string, documentId: string, q: ListTicketsQuery): Promise<{ tickets: ExecutionTicket[]; total: number }> {
+  const doc = await requireDocument(userId, documentId);
+  const tickets = (await ticketsOf(doc)).filter((t) => !q.status || t.status === q.status).map(toView);
+  return { tickets, total: tickets.length };
+}
+
+/** A ticket fetched by id alone, with the caller's membership checked. @throws NOT_FOUND (404, also for non-members) */
+async function requireTicket(userId: string, ticketId: string): Promise<TicketItem> {
+  const { data } = await db().entities.executionTicket.query.byId({ id: ticketId }).go({ limit: 1 });
+  const found = data[0];
+  if (!found) throw Errors.notFound("Ticket");
+  await requireResourceMember(userId, found.workspace_id, "Ticket");
+  const { data: fresh } = await db().entities.executionTicket.get(keyOf(found)).go({ consistent: true });
+  if (!fresh) throw Errors.notFound("Ticket");
+  return fresh;
+}
+
+/**
+ * `PATCH /api/execution/tickets/{ticket_id}` (spec 02: the review step): applies the edits and moves the ticket to
+ * reviewed (from generated, reviewed or push_failed), conditioned on the status it read.
+ * @throws AppError NOT_FOUND (404); INVALID_TRANSITION (422, a pushed or synced ticket: the tracker holds it now);
+ *   CONFLICT (409, its status changed meanwhile)
+ */
+export async function review(userId: string, ticketId: string, input: ReviewTicketInput): Promise<ExecutionTicket> {
+  const t = await requireTicket(userId, ticketId);
+  assertTransition(t.status, "reviewed");
+  const edits = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined));
+  try {
+    const { data } = await db().entities.executionTicket.patch(keyOf(t))
+      .set({ ...edits, status: "reviewed", reviewed_by: userId })
+      .remove(["push_error"])
+      .where((a, op) => `${op.eq(a.status, t.status)} AND (${op.notExists(a.push_claim_until)} OR ${op.lt(a.push_claim_until, Date.now())})`)
+      .go({ response: "all_new" });
+    return toView(data as TicketItem);
+  } catch (err) {
+    if (isConditionalFailure(err)) throw new AppError("CONFLICT", "The ticket changed meanwhile (a push may be under way); reload and retry");
+    throw err;
+  }
+}
+
+/** The body of the issue a ticket becomes: its body, the acceptance criteria as a checklist, the effort, the marker. */
+export function issueBody(t: Pick<TicketItem, "id" | "body" | "acceptance_criteria" | "estimated_effort" | "priority" | "ticket_type">): string {
+  const criteria = (t.acceptance_criteria ?? []).map((c) => `- [ ] ${c}`).join("\n");
+  return [
+    t.body.trim(),
+    criteria && `## Acceptance criteria\n\n${criteria}`,
+    `**Type:** ${t.ticket_type} · **Priority:** ${t.priority ?? "none"} · **Estimated effort:** ${t.estimated_effort}`,
+    `<!-- ${markerOf(t.id)} -->`,
+  ].filter(Boolean).join("\n\n");
+}
+
+/** The one answer of a refused plan feature or missing integration, per platform. */
+async function requireIntegration(userId: string, workspaceId: string, platform: Platform) {
+  await requireFeature({ userId, workspaceId }, FEATURE_OF[platform]);
+  return OAuth.activeIntegration(workspaceId, platform);
+}
+
+type Claim = { ticket: TicketItem; until: number; startedAt: string };
+
+/** Take the push lease of a ticket in `from`: null when another push holds it or the status moved. */
+async function claim(t: TicketItem, platform: Platform, destination: string): Promise<Claim | null> {
+  const now = Date.now();
+  const until = now + PUSH_LEASE_MS;
+  // The first attempt's start stays: a retry must search back to it for an issue that attempt may have created.
+  const startedAt = t.push_started_at ?? new Date(now).toISOString();
+  try {
+    await db().entities.executionTicket.patch(keyOf(t))
+      .set({ push_claim_until: until, push_started_at: startedAt, platform, destination })
+      .where((a, op) => `${op.eq(a.status, t.status)} AND (${op.notExists(a.push_claim_until)} OR ${op.lt(a.push_claim_until, now)})`)
+      .go();
+    return { ticket: t, until, startedAt };
+  } catch (err) {
+    if (isConditionalFailure(err)) return null;
+    throw err;
+  }
+}
+
+/** End a push attempt: the new status (and what it learned), only while this attempt still holds the lease. */
+async function settle(c: Claim, to: TicketStatus | null, set: Record<string, unknown> = {}, remove: string[] = []): Promise<TicketItem | null> {
+  if (to) assertTransition(c.ticket.status, to);
+  try {
+    const { data } = await db().entities.executionTicket.patch(keyOf(c.ticket))
+      .set({ ...set, ...(to ? { status: to } : {}) })
+      .remove(["push_claim_until", ...remove] as never[])
+      .where((a, op) => `${op.eq(a.status, c.ticket.status)} AND ${op.eq(a.push_claim_until, c.until)}`)
+      .go({ response: "all_new" });
+    return data as TicketItem;
+  } catch (err) {
+    // The lease ran out and another push took the ticket: its outcome is that push's to record.
+    if (isConditionalFailure(err)) return null;
+    throw err;
+  }
+}
+
+const outcome = (t: TicketItem, status: PushOutcome["status"] = t.status, error: string | null = null): PushOutcome => ({
+  ticket_id: t.id, status, external_url: t.external_url ?? null, external_id: t.external_id ?? null, error,
+});
+
+/**
+ * Push one claimed ticket: find the issue an earlier attempt created (by the marker), else create it.
+ * @returns the outcome; a rate limit is rethrown (the caller defers the rest)
+ */
+async function pushOne(tracker: Tracker, c: Claim): Promise<PushOutcome> {
+  const t = c.ticket;
+  try {
+    // Only a ticket some attempt already began can have an issue: a first attempt spends no search.
+    const earlier = t.push_started_at
+      ? await tracker.findByMarker(markerOf(t.id), new Date(Date.parse(t.push_started_at) - MARKER_SEARCH_SLACK_MS).toISOString())
+      : null;
+    const issue = earlier ?? (await tracker.create({ title: t.title, body: issueBody(t), labels: t.labels ?? [], priority: t.priority ?? null }));
+    const done = await settle(c, "pushed", { external_id: issue.external_id, external_url: issue.external_url }, ["push_error"]);
+    return done ? outcome(done) : outcome(t, t.status, "another push took the ticket over");
+  } catch (err) {
+    if (err instanceof ProviderError && (err.failure === "rate_limited" || err.failure === "auth_expired")) {
+      // A limit (the caller queues the rest) or a refused grant (the tracker answers its 424): nothing was created.
+      await settle(c, null);
+      throw err;
+    }
+    if (err instanceof AppError) {
+      // The 424 of a refused grant (the tracker marked the integration): release the ticket, answer the 424.
+      await settle(c, null);
+      throw err;
+    }
+    // Refused (validation, forbidden, not found) or an outcome nobody knows (timeout, 5xx): push_failed. The
+    // retry searches for the marker first, so an issue created behind a lost answer is found, not duplicated.
+    const known = err instanceof ProviderError && ["validation", "forbidden", "not_found"].includes(err.failure);
+    const why = err instanceof Error ? err.message : String(err);
+    const message = known ? why : `outcome unknown (${why}); a retry looks for the issue before creating one`;
+    const failed = await settle(c, "push_failed", { push_error: message.slice(0, 1000) });
+    return outcome(failed ?? t, failed ? "push_failed" : t.status, message);
+  }
+}
+
+/**
+ * `POST /api/execution/push` (spec 02): one issue per ticket on the platform's active integration; by default every
+ * reviewed ticket of the document, else the named ones (a ticket whose status cannot move to pushed is reported with
+ * its invalid transition and counted as failed; the others go on). On success the ticket stores platform,
+ * external_id and external_url; a refused push is push_failed with the reason. When the provider rate-limits part-way,
+ * the rest is queued with its retry-after as the delay and reported `queued`.
+ * @param destination set by a queued continuation (the repository the first request resolved)
+ * @returns `{results: [{ticket_id, status, external_url, external_id, error}], pushed, failed, queued}`
+ * @throws AppError FORBIDDEN (403); PLAN_FEATURE_REQUIRED (403: has_codehost for the code host, has_integrations for
+ *   the others); NOT_FOUND (404, document); NO_ACTIVE_INTEGRATION (404); VALIDATION_ERROR (422, ticket ids not of the
+ *   document); REPO_NOT_SELECTED (422); CODEHOST_TOKEN_ERROR and the others' (424); SERVICE_UNAVAILABLE (503)
+ */
+export async function push(userId: string, input: PushTicketsInput, destination?: string, opts: { budgetMs?: number } = {}): Promise<PushTicketsResult> {
+  const deadline = Date.now() + (opts.budgetMs ?? WORK_BUDGET_MS);
+  const doc = await documentIn(userId, input.workspace_id, input.document_id);
+  const integration = await requireIntegration(userId, doc.workspace_id, input.platform);
+  const adapter = trackerOf(input.platform);
+  const all = await ticketsOf(doc);
+  let chosen: TicketItem[];
+  if (input.ticket_ids) {
+    const byId = new Map(all.map((t) => [t.id, t]));
+    const unknown = input.ticket_ids.filter((id) => !byId.has(id));
+    if (unknown.length) throw Errors.unknownIds("ticket", "ticket_ids", unknown);
+    chosen = [...new Set(input.ticket_ids)].map((id) => byId.get(id)!);
+  } else {
+    chosen = all.filter((t) => t.status === "reviewed");
+  }
+  const results: PushOutcome[] = [];
+  const pushable = chosen.filter((t) => {
+    const refused = checkBatchTransition(t.status, "pushed");
+    if (refused) results.push(outcome(t, t.status, refused.error));
+    return !refused;
+  });
+  if (pushable.length) {
+    const related = doc.related_recommendation_id
+      ? (await db().entities.recommendation.get({ workspace_id: doc.workspace_id, id: doc.related_recommendation_id }).go()).data
+      : null;
+    const dest = destination ?? (await adapter.destination(doc.workspace_id, integration, { repo: input.repo, targetRepo: related?.target_repo ?? null }));
+    await adapter.open(doc.workspace_id, dest, async (tracker) => {
+      const queueRest = async (i: number, delaySeconds: number) => {
+        const rest = pushable.slice(i);
+        await deferJob(
+          { type: "tickets.push", workspace_id: doc.workspace_id, user_id: userId, document_id: doc.id, platform: input.platform, ticket_ids: rest.map((t) => t.id), destination: dest },
+          delaySeconds,
+        );
+        for (const t of rest) results.push(outcome(t, "queued"));
+      };
+      for (let i = 0; i < pushable.length; i++) {
+        // Past the budget, the rest goes to the queue at once (its consumer works on with a budget of its own).
+        if (i > 0 && Date.now() > deadline) return queueRest(i, 1);
+        const c = await claim(pushable[i]!, input.platform, dest);
+        if (!c) {
+          results.push(outcome(pushable[i]!, pushable[i]!.status, "another push holds this ticket"));
+          continue;
+        }
+        try {
+          results.push(await pushOne(tracker, c));
+        } catch (err) {
+          if (!(err instanceof ProviderError) || err.failure !== "rate_limited") throw err;
+          return queueRest(i, err.retryAfterSeconds ?? 60);
+        }
+      }
+    });
+  }
+  const order = new Map((input.ticket_ids ?? chosen.map((t) => t.id)).map((id, i) => [id, i]));
+  results.sort((a, b) => (order.get(a.ticket_id) ?? 0) - (order.get(b.ticket_id) ?? 0));
+  return {
+    results,
+    pushed: results.filter((r) => r.status === "pushed" && r.error === null).length,
+    failed: results.filter((r) => r.error !== null && r.status !== "queued").length,
+    queued: results.filter((r) => r.status === "queued").length,
+  };
+}
+
+/** A synced result. */
+const syncOutcome = (t: TicketItem, changed: boolean, error: string | null = null, status: SyncOutcome["status"] = t.status): SyncOutcome => ({
+  ticket_id: t.id, status, synced_status: (t.synced_status as TicketCategory | undefined) ?? null, external_url: t.external_url ?? null, changed, error,
+});
+
+/** Read one pushed ticket's issue and record its category (pushed → synced; synced stays synced). */
+async function syncOne(tracker: Tracker, t: TicketItem, now: string): Promise<SyncOutcome> {
+  const read = await tracker.read(t.external_id!, t.etag);
+  const to: TicketStatus = "synced";
+  assertTransition(t.status, to);
+  if (!read.modified) {
+    const { data } = await db().entities.executionTicket.patch(keyOf(t)).set({ last_synced_at: now, status: to }).where((a, op) => op.eq(a.status, t.status)).go({ response: "all_new" });
+    return syncOutcome(data as TicketItem, t.status !== to);
+  }
+  if (!read.category) return syncOutcome(t, false, `unmapped status category: ${read.remote_state}`);
+  const changed = read.category !== t.synced_status;
+  const { data } = await db().entities.executionTicket.patch(keyOf(t))
+    .set({ status: to, synced_status: read.category, remote_state: read.remote_state, external_url: read.external_url, last_synced_at: now, ...(read.etag ? { etag: read.etag } : {}) })
+    .where((a, op) => op.eq(a.status, t.status))
+    .go({ response: "all_new" });
+  return syncOutcome(data as TicketItem, changed);
+}
+
+/**
+ * Every pushed ticket of the document has settled (done or cancelled), one at least done: the work of the document
+ * is delivered, and its recommendation moves to implemented (unless implemented or rejected; spec 01).
+ */
+async function settleRecommendation(userId: string, doc: DocumentItem): Promise<boolean> {
+  if (!doc.related_recommendation_id) return false;
+  const out = (await ticketsOf(doc)).filter((t) => t.status === "pushed" || t.status === "synced");
+  const cats = out.map((t) => t.synced_status as TicketCategory | undefined);
+  if (!out.length || !cats.every((c) => c && TERMINAL_CATEGORIES.includes(c)) || !cats.includes("done")) return false;
+  return markImplemented(userId, doc.related_recommendation_id);
+}
+
+/**
+ * `POST /api/execution/sync` (spec 02): read each pushed ticket's issue on its platform and record its status category
+ * (`synced_status`: GitHub state/state_reason, Linear state type, Jira statusCategory; never a name). One-way: nothing
+ * is written to the tracker. Tickets whose platform lacks its plan feature or integration are reported as errors;
+ * when no platform of the document's pushed tickets is usable, the answer is that platform's 403 or 404.
+ * @param startedAt tickets synced at or after this instant are skipped (a queued continuation of the same sync)
+ * @returns `{results, synced (category changed), unchanged, errors, queued, recommendation_implemented}`
+ * @throws AppError FORBIDDEN (403); NOT_FOUND (404, document); NO_ACTIVE_INTEGRATION (404); PLAN_FEATURE_REQUIRED (403);
+ *   CODEHOST_TOKEN_ERROR and the others' (424)
+ */
+export async function sync(userId: string, input: SyncTicketsInput, startedAt = new Date().toISOString(), opts: { budgetMs?: number } = {}): Promise<SyncTicketsResult> {
+  const deadline = Date.now() + (opts.budgetMs ?? WORK_BUDGET_MS);
+  const doc = await documentIn(userId, input.workspace_id, input.document_id);
+  const due = (await ticketsOf(doc)).filter((t) => (t.status === "pushed" || t.status === "synced") && t.external_id && t.platform && (!t.last_synced_at || t.last_synced_at < startedAt));
+  const results: SyncOutcome[] = [];
+  const groups = new Map<string, TicketItem[]>();
+  for (const t of due) groups.set(`${t.platform}\u0000${t.destination ?? ""}`, [...(groups.get(`${t.platform}\u0000${t.destination ?? ""}`) ?? []), t]);
+  let unusable: unknown;
+  let usable = 0;
+  // One continuation job for the whole sync: it picks up every ticket not synced since `startedAt`.
+  let deferred = false;
+  for (const [key, tickets] of groups) {
+    const [platform, dest] = key.split("\u0000") as [Platform, string];
+    try {
+      await requireIntegration(userId, doc.workspace_id, platform);
+      usable++;
+    } catch (err) {
+      if (!(err instanceof AppError) || !["NO_ACTIVE_INTEGRATION", "PLAN_FEATURE_REQUIRED"].includes(err.code)) throw err;
+      unusable ??= err;
+      for (const t of tickets) results.push(syncOutcome(t, false, `${err.code}: ${err.message}`));
+      continue;
+    }
+    const now = new Date().toISOString();
+    await trackerOf(platform).open(doc.workspace_id, dest, async (tracker) => {
+      const queueRest = async (i: number, delaySeconds: number) => {
+        if (!deferred) {
+          await deferJob({ type: "tickets.sync", workspace_id: doc.workspace_id, user_id: userId, document_id: doc.id, started_at: startedAt }, delaySeconds);
+          deferred = true;
+        }
+        for (const t of tickets.slice(i)) results.push(syncOutcome(t, false, null, "queued"));
+      };
+      for (let i = 0; i < tickets.length; i++) {
+        if (i > 0 && Date.now() > deadline) return queueRest(i, 1);
+        try {
+          results.push(await syncOne(tracker, tickets[i]!, now));
+        } catch (err) {
+          if (err instanceof ProviderError && err.failure === "rate_limited") return queueRest(i, err.retryAfterSeconds ?? 60);
+          if (err instanceof ProviderError && err.failure !== "auth_expired") {
+            results.push(syncOutcome(tickets[i]!, false, `${err.failure}: ${err.message}`));
+            continue;
+          }
+          if (isConditionalFailure(err)) {
+            results.push(syncOutcome(tickets[i]!, false, "the ticket changed meanwhile"));
+            continue;
+          }
+          throw err;
+        }
+      }
+    });
+  }
+  if (groups.size && !usable && unusable) throw unusable;
+  const implemented = await settleRecommendation(userId, doc);
+  return {
+    results,
+    synced: results.filter((r) => r.changed).length,
+    unchanged: results.filter((r) => !r.changed && !r.error && r.status !== "queued").length,
+    errors: results.filter((r) => r.error).length,
+    queued: results.filter((r) => r.status === "queued").length,
+    recommendation_implemented: implemented,
+  };
+}
+
+export { canTransition };

@@ -1,0 +1,144 @@
+import * as z from "zod";
+import { BlockType } from "../document/blocks";
+import { Platform, TicketCategory, TicketPriority } from "./mapping";
+import { TicketStatus } from "./status";
+
+export { Platform, TicketCategory, TicketPriority, TicketStatus };
+
+/** The API view of an execution ticket (spec 02 "Execution ticket", plus the block type, evidence and trace). */
+export const ExecutionTicket = z
+  .object({
+    id: z.uuid(),
+    document_id: z.uuid(),
+    block_id: z.string(),
+    workspace_id: z.uuid(),
+    block_type: z.string(),
+    title: z.string(),
+    body: z.string().describe("Markdown; cites the block's insights with their verbatim quotes and source names"),
+    ticket_type: z.string(),
+    priority: TicketPriority.nullable(),
+    labels: z.array(z.string()),
+    acceptance_criteria: z.array(z.string()),
+    estimated_effort: z.string(),
+    status: TicketStatus,
+    platform: Platform.nullable(),
+    external_id: z.string().nullable(),
+    external_url: z.string().nullable(),
+    synced_status: TicketCategory.nullable().describe("the tracker's status category at the last sync (never its status name)"),
+    push_error: z.string().nullable(),
+    evidence_insight_ids: z.array(z.string()),
+    trace: z.record(z.string(), z.string()).describe("for each generated field, where in the block it came from"),
+    last_synced_at: z.string().nullable(),
+    created_at: z.string(),
+    updated_at: z.string(),
+  })
+  .meta({ id: "ExecutionTicket" });
+export type ExecutionTicket = z.infer<typeof ExecutionTicket>;
+
+/** Block types turned into tickets when `include_block_types` is not given: the ones that describe work to build. */
+export const DEFAULT_TICKET_BLOCK_TYPES: BlockType[] = ["user_story", "solution", "edge_case", "risk", "metrics"];
+
+/** `POST /api/execution/generate` body (spec 02). */
+export const GenerateTicketsInput = z
+  .object({
+    workspace_id: z.uuid(),
+    document_id: z.uuid(),
+    include_block_types: z
+      .array(BlockType)
+      .min(1)
+      .max(9)
+      .optional()
+      .describe(`block types to make tickets of; default ${DEFAULT_TICKET_BLOCK_TYPES.join(", ")}`),
+  })
+  .strict()
+  .meta({ id: "GenerateTicketsInput" });
+export type GenerateTicketsInput = z.infer<typeof GenerateTicketsInput>;
+
+export const SkippedBlock = z.object({
+  block_id: z.string(),
+  reason: z.enum(["ticket_exists", "wont_do", "empty"]).describe("a reviewed or pushed ticket exists; a MoSCoW won't story; nothing to build"),
+  ticket_id: z.uuid().nullable(),
+});
+
+export const GenerateTicketsResult = z
+  .object({ tickets: z.array(ExecutionTicket), total: z.int(), skipped: z.array(SkippedBlock) })
+  .meta({ id: "GenerateTicketsResult" });
+export type GenerateTicketsResult = z.infer<typeof GenerateTicketsResult>;
+
+export const DocumentTicketsParams = z.object({ document_id: z.uuid() });
+export const TicketParams = z.object({ ticket_id: z.uuid() });
+
+/** `GET /api/execution/{document_id}/tickets` query: the status filter. */
+export const ListTicketsQuery = z.object({ status: TicketStatus.optional() });
+export type ListTicketsQuery = z.infer<typeof ListTicketsQuery>;
+
+export const TicketList = z.object({ tickets: z.array(ExecutionTicket), total: z.int() }).meta({ id: "ExecutionTicketList" });
+
+const line = z.string().trim().min(1).max(2000);
+
+/** `PATCH /api/execution/tickets/{ticket_id}`: the review; every field optional (an empty body approves as is). */
+export const ReviewTicketInput = z
+  .object({
+    title: z.string().trim().min(1).max(256).optional(),
+    body: z.string().max(50_000).optional(),
+    priority: TicketPriority.optional(),
+    labels: z.array(z.string().trim().min(1).max(50)).max(20).optional(),
+    acceptance_criteria: z.array(line).max(50).optional(),
+    estimated_effort: z.string().trim().min(1).max(50).optional(),
+  })
+  .strict()
+  .meta({ id: "ReviewTicketInput" });
+export type ReviewTicketInput = z.infer<typeof ReviewTicketInput>;
+
+/** `POST /api/execution/push` body (spec 02); `repo` (ours) picks among several selected repositories. */
+export const PushTicketsInput = z
+  .object({
+    workspace_id: z.uuid(),
+    document_id: z.uuid(),
+    platform: Platform,
+    ticket_ids: z.array(z.uuid()).min(1).max(200).optional().describe("default: every reviewed ticket of the document"),
+    repo: z.string().regex(/^[\w.-]+\/[\w.-]+$/, "org/repo").optional().describe("codehost: a selected repository; default the recommendation's target repository or the only selected one"),
+  })
+  .strict()
+  .meta({ id: "PushTicketsInput" });
+export type PushTicketsInput = z.infer<typeof PushTicketsInput>;
+
+export const PushOutcome = z.object({
+  ticket_id: z.uuid(),
+  status: z.union([TicketStatus, z.literal("queued")]).describe("the ticket's status after the push; queued: deferred by the provider's rate limit"),
+  external_url: z.string().nullable(),
+  external_id: z.string().nullable(),
+  error: z.string().nullable(),
+});
+export type PushOutcome = z.infer<typeof PushOutcome>;
+
+export const PushTicketsResult = z
+  .object({ results: z.array(PushOutcome), pushed: z.int(), failed: z.int(), queued: z.int() })
+  .meta({ id: "PushTicketsResult" });
+export type PushTicketsResult = z.infer<typeof PushTicketsResult>;
+
+/** `POST /api/execution/sync` body (spec 02). */
+export const SyncTicketsInput = z.object({ workspace_id: z.uuid(), document_id: z.uuid() }).strict().meta({ id: "SyncTicketsInput" });
+export type SyncTicketsInput = z.infer<typeof SyncTicketsInput>;
+
+export const SyncOutcome = z.object({
+  ticket_id: z.uuid(),
+  status: z.union([TicketStatus, z.literal("queued")]),
+  synced_status: TicketCategory.nullable(),
+  external_url: z.string().nullable(),
+  changed: z.boolean(),
+  error: z.string().nullable(),
+});
+export type SyncOutcome = z.infer<typeof SyncOutcome>;
+
+export const SyncTicketsResult = z
+  .object({
+    results: z.array(SyncOutcome),
+    synced: z.int().describe("tickets whose status category changed"),
+    unchanged: z.int(),
+    errors: z.int(),
+    queued: z.int(),
+    recommendation_implemented: z.boolean().describe("the document's recommendation moved to implemented: every pushed ticket is done or cancelled, one at least done"),
+  })
+  .meta({ id: "SyncTicketsResult" });
+export type SyncTicketsResult = z.infer<typeof SyncTicketsResult>;

@@ -1,0 +1,360 @@
+/**
+ * Execution tickets (issue #20 step 3; spec 02 "Execution tickets"): generate (fields traced to blocks, evidence with
+ * verbatim quotes and source names), list with the status filter, review, push to GitHub (the spec's priority label,
+ * one issue per ticket, 404 NO_ACTIVE_INTEGRATION, push_failed, a retry after a lost answer finds the first issue by
+ * its marker, a rate limit queues the rest), sync by category (one-way), and the plan gate per platform. Real
+ * Octokit over the stand-in GitHub whose bodies are checked against GitHub's published schema.
+ */
+import { randomUUID } from "node:crypto";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { call, newUser, newWorkspace } from "../support/api";
+import { GitHubStandIn } from "../support/github-standin";
+import { connectGithub, useStandInSettings } from "../support/integrations";
+import { sourceWith } from "../support/sources";
+import { setAccount } from "../support/billing";
+import { PLANS } from "../../core/billing/plans";
+import { localIntegrationsQueue } from "../../local/events";
+import * as Tickets from "../../core/ticket";
+import { expectEnvelope } from "./_helpers";
+
+const REPO = "octokit-fixture-org/hello-world";
+const OTHER = "octokit-fixture-org/other";
+const github = new GitHubStandIn([REPO, OTHER]);
+const QUOTE = "I lost a two gigabyte upload twice and gave up on the product.";
+const SOURCE = "Interview with Ana.md";
+
+beforeAll(() => {
+  useStandInSettings(github);
+  github.listen();
+});
+afterAll(() => github.close());
+
+interface Setup {
+  token: string;
+  workspaceId: string;
+  documentId: string;
+  recommendationId: string;
+  insightId: string;
+  blocks: Record<"story" | "solution" | "risk" | "persona", string>;
+}
+
+/** A workspace with a grounded insight, a recommendation, and a PRD with four typed blocks citing the insight as [I1]. */
+async function setup(opts: { connect?: boolean; select?: string[] } = {}): Promise<Setup> {
+  const { owner, workspace } = await newWorkspace("Tickets");
+  const token = owner.token;
+  const sourceId = await sourceWith(token, workspace.id, ["# Interview", QUOTE, "Everything else was fine."], SOURCE);
+  const insight = await call("POST", "/api/insights", {
+    token,
+    body: { workspace_id: workspace.id, insight_type: "pain_point", title: "Large uploads fail", description: "Uploads over 1 GB fail.", severity: "high", source_ids: [sourceId], quotes: [{ text: QUOTE, source_id: sourceId, speaker: "Ana" }] },
+  });
+  expect(insight.status, insight.text).toBe(201);
+  const rec = await call("POST", "/api/recommendations", { token, body: { workspace_id: workspace.id, title: "Resumable uploads", description: "Let uploads resume.", addresses_insight_ids: [insight.body.id] } });
+  expect(rec.status, rec.text).toBe(201);
+  const doc = await call("POST", "/api/documents", {
+    token,
+    body: { workspace_id: workspace.id, document_type: "prd", title: "Resumable uploads", content: "# Resumable uploads\n", related_recommendation_id: rec.body.id, related_insight_ids: [insight.body.id] },
+  });
+  expect(doc.status, doc.text).toBe(201);
+  const block = async (block_type: string, title: string, content: Record<string, unknown>) => {
+    const res = await call("POST", `/api/documents/${doc.body.id}/blocks`, { token, body: { block_type, title, content } });
+    expect(res.status, res.text).toBe(201);
+    return res.body.id as string;
+  };
+  const blocks = {
+    story: await block("user_story", "User story", { as_a: "analyst", i_want: "to resume an interrupted upload [I1]", so_that: "I do not start over", acceptance_criteria: ["Resumes from the last chunk", "Shows progress"], priority: "must" }),
+    solution: await block("solution", "Chunked uploads", { summary: "Upload in chunks and keep the offset [I1].", details: ["Chunk endpoint", "Offset store", "Client retry"] }),
+    risk: await block("risk", "Risk", { risk: "Partial uploads fill the bucket.", likelihood: "medium", impact: "low", mitigation: "Expire partial uploads after a day" }),
+    persona: await block("persona", "Analyst", { name: "Analyst", goals: ["Share results"] }),
+  };
+  if (opts.connect) {
+    await connectGithub(github, token, workspace.id);
+    const sel = await call("POST", "/api/integrations/codehost/repos/select", { token, body: { workspace_id: workspace.id, repos: opts.select ?? [REPO] } });
+    expect(sel.status, sel.text).toBe(200);
+  }
+  return { token, workspaceId: workspace.id, documentId: doc.body.id, recommendationId: rec.body.id, insightId: insight.body.id, blocks };
+}
+
+const generate = async (s: Setup, include?: string[]) => {
+  const res = await call("POST", "/api/execution/generate", { token: s.token, body: { workspace_id: s.workspaceId, document_id: s.documentId, ...(include ? { include_block_types: include } : {}) } });
+  expect(res.status, res.text).toBe(200);
+  return res.body as { tickets: any[]; total: number; skipped: any[] };
+};
+const review = (s: Setup, id: string, body: Record<string, unknown> = {}) => call("PATCH", `/api/execution/tickets/${id}`, { token: s.token, body });
+const push = (s: Setup, extra: Record<string, unknown> = {}) =>
+  call("POST", "/api/execution/push", { token: s.token, body: { workspace_id: s.workspaceId, document_id: s.documentId, platform: "codehost", ...extra } });
+const sync = (s: Setup) => call("POST", "/api/execution/sync", { token: s.token, body: { workspace_id: s.workspaceId, document_id: s.documentId } });
+const listed = async (s: Setup, status?: string) => {
+  const res = await call("GET", `/api/execution/${s.documentId}/tickets`, { token: s.token, query: status ? { status } : {} });
+  expect(res.status, res.text).toBe(200);
+  return res.body.tickets as any[];
+};
+const issuesOf = (repo = REPO) => github.repos.get(repo)!.issues;
+/** The issues of REPO whose body carries one of these tickets' markers (the stand-in's repositories are shared). */
+const issuesFor = (ids: string[], repo = REPO) => issuesOf(repo).filter((i) => ids.some((id) => (i.body ?? "").includes(`r2d:ticket:${id}`)));
+
+describe("generate", () => {
+  it("makes one ticket per block of the default types, each field traced, the body quoting the cited insight verbatim with its source", async () => {
+    const s = await setup();
+    const out = await generate(s);
+    expect(out.total).toBe(3); // the persona is not a default type
+    const story = out.tickets.find((t) => t.block_id === s.blocks.story)!;
+    expect(story).toMatchObject({
+      document_id: s.documentId, workspace_id: s.workspaceId, block_type: "user_story", status: "generated",
+      title: "Resume an interrupted upload", ticket_type: "story", priority: "P1", labels: ["user-story", "pain-point"],
+      acceptance_criteria: ["Resumes from the last chunk", "Shows progress"], estimated_effort: "M",
+      evidence_insight_ids: [s.insightId], platform: null, external_id: null, external_url: null, synced_status: null,
+    });
+    expect(story.trace).toMatchObject({ title: "user_story.i_want", priority: "user_story.priority (MoSCoW must)" });
+    expect(story.body).toContain(`“${QUOTE}” — Ana, *${SOURCE}*`);
+    expect(story.body).toContain("**Large uploads fail** (pain point, high severity, 1 source)");
+    const solution = out.tickets.find((t) => t.block_id === s.blocks.solution)!;
+    // No rating of its own: the cited insight's severity (high) sets P1.
+    expect(solution).toMatchObject({ title: "Chunked uploads", ticket_type: "feature", priority: "P1", estimated_effort: "M", acceptance_criteria: ["Chunk endpoint", "Offset store", "Client retry"] });
+    const risk = out.tickets.find((t) => t.block_id === s.blocks.risk)!;
+    expect(risk).toMatchObject({ title: "Mitigate: Partial uploads fill the bucket", priority: "P3", evidence_insight_ids: [], labels: ["risk"] });
+    expect(risk.body).not.toContain("## Evidence");
+  });
+
+  it("include_block_types picks the blocks; generating again rewrites generated tickets and leaves reviewed ones", async () => {
+    const s = await setup();
+    const first = await generate(s, ["persona", "user_story"]);
+    expect(first.tickets.map((t) => t.block_type).sort()).toEqual(["persona", "user_story"]);
+    const story = first.tickets.find((t) => t.block_type === "user_story")!;
+    const persona = first.tickets.find((t) => t.block_type === "persona")!;
+    expect((await review(s, story.id, { title: "Resume uploads" })).status).toBe(200);
+    const again = await generate(s, ["persona", "user_story"]);
+    expect(again.tickets.map((t) => t.id)).toEqual([persona.id]);
+    expect(again.skipped).toEqual([{ block_id: s.blocks.story, reason: "ticket_exists", ticket_id: story.id }]);
+    expect((await listed(s)).map((t) => [t.id, t.title]).sort()).toEqual([[persona.id, persona.title], [story.id, "Resume uploads"]].sort());
+  });
+
+  it("errors: an unknown block type is 422; a document of another workspace is 404; a non-member is 403", async () => {
+    const s = await setup();
+    expectEnvelope(await call("POST", "/api/execution/generate", { token: s.token, body: { workspace_id: s.workspaceId, document_id: s.documentId, include_block_types: ["epic"] } }), 422, "VALIDATION_ERROR");
+    const other = await newWorkspace("Elsewhere");
+    expectEnvelope(await call("POST", "/api/execution/generate", { token: other.owner.token, body: { workspace_id: other.workspace.id, document_id: s.documentId } }), 404, "NOT_FOUND");
+    expectEnvelope(await call("POST", "/api/execution/generate", { token: other.owner.token, body: { workspace_id: s.workspaceId, document_id: s.documentId } }), 403, "FORBIDDEN");
+  });
+});
+
+describe("list and review", () => {
+  it("lists by document with the status filter; review edits and marks reviewed; pushed tickets cannot be edited", async () => {
+    const s = await setup({ connect: true });
+    const { tickets } = await generate(s);
+    const [a, b] = tickets;
+    const reviewed = await review(s, a.id, { title: "Resume uploads", priority: "P0", labels: ["uploads"], acceptance_criteria: ["Resumes"], estimated_effort: "XL", body: "Edited body" });
+    expect(reviewed.status, reviewed.text).toBe(200);
+    expect(reviewed.body).toMatchObject({ status: "reviewed", title: "Resume uploads", priority: "P0", labels: ["uploads"], acceptance_criteria: ["Resumes"], estimated_effort: "XL", body: "Edited body" });
+    expect((await review(s, a.id, { title: "Resume uploads again" })).body.status).toBe("reviewed");
+    expect((await listed(s, "reviewed")).map((t) => t.id)).toEqual([a.id]);
+    expect((await listed(s, "generated")).map((t) => t.id).sort()).toEqual(tickets.slice(1).map((t) => t.id).sort());
+    expect(await listed(s, "pushed")).toEqual([]);
+
+    expect((await push(s, { ticket_ids: [a.id] })).body.pushed).toBe(1);
+    const refused = await review(s, a.id, { title: "Too late" });
+    expectEnvelope(refused, 422, "INVALID_TRANSITION");
+    expect(refused.body.valid_transitions).toEqual(["synced"]);
+    expect((await listed(s, "pushed")).map((t) => t.id)).toEqual([a.id]);
+    void b;
+  });
+
+  it("errors: unknown ids are 404 (also for a non-member), bad fields and filters 422", async () => {
+    const s = await setup();
+    const { tickets } = await generate(s);
+    expectEnvelope(await review(s, randomUUID(), {}), 404, "NOT_FOUND");
+    const outsider = await newUser();
+    expectEnvelope(await call("PATCH", `/api/execution/tickets/${tickets[0].id}`, { token: outsider.token, body: {} }), 404, "NOT_FOUND");
+    expectEnvelope(await call("GET", `/api/execution/${s.documentId}/tickets`, { token: outsider.token }), 404, "NOT_FOUND");
+    expectEnvelope(await call("GET", `/api/execution/${randomUUID()}/tickets`, { token: s.token }), 404, "NOT_FOUND");
+    expectEnvelope(await review(s, tickets[0].id, { priority: "P9" }), 422, "VALIDATION_ERROR");
+    expectEnvelope(await review(s, tickets[0].id, { status: "pushed" }), 422, "VALIDATION_ERROR");
+    expectEnvelope(await call("GET", `/api/execution/${s.documentId}/tickets`, { token: s.token, query: { status: "done" } }), 422, "VALIDATION_ERROR");
+  });
+});
+
+describe("push", () => {
+  it("pushes every reviewed ticket by default, one issue each, with the spec's priority label, the criteria and the marker", async () => {
+    const s = await setup({ connect: true });
+    const { tickets } = await generate(s);
+    const story = tickets.find((t) => t.block_type === "user_story")!;
+    const risk = tickets.find((t) => t.block_type === "risk")!;
+    await review(s, story.id);
+    await review(s, risk.id);
+    const res = await push(s);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({ pushed: 2, failed: 0, queued: 0 });
+    expect(res.body.results.map((r: any) => r.ticket_id).sort()).toEqual([story.id, risk.id].sort());
+    const issues = issuesFor(tickets.map((t) => t.id));
+    expect(issues).toHaveLength(2);
+    const storyIssue = issues.find((i) => i.title === story.title)!;
+    expect(storyIssue.labels).toEqual(["user-story", "pain-point", "priority:high"]);
+    expect(storyIssue.body).toContain(QUOTE);
+    expect(storyIssue.body).toContain("- [ ] Resumes from the last chunk");
+    expect(storyIssue.body).toContain(`<!-- r2d:ticket:${story.id} -->`);
+    expect(issues.find((i) => i.title === risk.title)!.labels).toContain("priority:low");
+    const stored = (await listed(s, "pushed")).find((t) => t.id === story.id)!;
+    expect(stored).toMatchObject({ platform: "codehost", external_id: `${REPO}#${storyIssue.number}`, external_url: `https://ghe.test/${REPO}/issues/${storyIssue.number}` });
+    // The generated solution ticket was not reviewed: not pushed. Named explicitly, it is refused for itself only.
+    const solution = tickets.find((t) => t.block_type === "solution")!;
+    const named = await push(s, { ticket_ids: [solution.id, story.id] });
+    expect(named.body).toMatchObject({ pushed: 0, failed: 2 });
+    expect(named.body.results).toEqual([
+      expect.objectContaining({ ticket_id: solution.id, status: "generated", error: "invalid_transition: generated -> pushed" }),
+      expect.objectContaining({ ticket_id: story.id, status: "pushed", error: "invalid_transition: pushed -> pushed" }),
+    ]);
+    expect(issuesFor(tickets.map((t) => t.id))).toHaveLength(2);
+  });
+
+  it("a push retried after its answer was lost finds the issue by its marker: one issue", async () => {
+    const s = await setup({ connect: true });
+    const { tickets } = await generate(s, ["user_story"]);
+    await review(s, tickets[0].id);
+    github.fail({ match: /^POST \/repos\/.*\/issues$/, status: 0, message: "lost", lost: true });
+    const first = await push(s);
+    expect(first.status, first.text).toBe(200);
+    expect(first.body).toMatchObject({ pushed: 0, failed: 1 });
+    expect(first.body.results[0]).toMatchObject({ status: "push_failed", error: expect.stringMatching(/outcome unknown/) });
+    const mine = () => issuesFor([tickets[0].id]);
+    expect(mine()).toHaveLength(1); // GitHub did create it; the answer never came back
+
+    const retry = await push(s, { ticket_ids: [tickets[0].id] });
+    expect(retry.body).toMatchObject({ pushed: 1, failed: 0 });
+    expect(mine()).toHaveLength(1);
+    expect(retry.body.results[0].external_id).toBe(`${REPO}#${mine()[0]!.number}`);
+    expect((await listed(s))[0]).toMatchObject({ status: "pushed", push_error: null });
+  });
+
+  it("a refused create is push_failed with GitHub's reason; a rate limit queues the rest with GitHub's wait", async () => {
+    const s = await setup({ connect: true });
+    const { tickets } = await generate(s);
+    for (const t of tickets) await review(s, t.id);
+    github.fail({ match: /^POST \/repos\/.*\/issues$/, status: 422, message: "Validation Failed" });
+    const refused = await push(s, { ticket_ids: [tickets[0].id] });
+    expect(refused.body.results[0]).toMatchObject({ status: "push_failed", error: expect.stringMatching(/Validation Failed/) });
+
+    // Octokit paces issue creations 3 s apart (GitHub's advice): the request may wait for that, never for GitHub's 8 s.
+    github.fail({ match: /^POST \/repos\/.*\/issues$/, status: 403, headers: { "retry-after": "8" }, message: "You have exceeded a secondary rate limit and have been temporarily blocked from content creation." });
+    const started = Date.now();
+    const res = await push(s, { ticket_ids: tickets.slice(0, 2).map((t) => t.id) });
+    expect(Date.now() - started).toBeLessThan(8000);
+    expect(res.body).toMatchObject({ pushed: 0, queued: 2 });
+    expect(res.body.results.map((r: any) => r.status)).toEqual(["queued", "queued"]);
+    await localIntegrationsQueue().idle();
+    expect(Date.now() - started).toBeGreaterThanOrEqual(8000);
+    expect((await listed(s, "pushed")).map((t) => t.id).sort()).toEqual(tickets.slice(0, 2).map((t) => t.id).sort());
+    expect(issuesFor(tickets.map((t) => t.id))).toHaveLength(2);
+  }, 60_000);
+
+  it("past its time budget a push answers with the rest queued, and the queue pushes them", async () => {
+    const s = await setup({ connect: true });
+    const { tickets } = await generate(s);
+    for (const t of tickets) await review(s, t.id);
+    const me = (await call("GET", "/api/auth/me", { token: s.token })).body.id as string;
+    const res = await Tickets.push(me, { workspace_id: s.workspaceId, document_id: s.documentId, platform: "codehost" }, undefined, { budgetMs: 1 });
+    expect(res).toMatchObject({ pushed: 1, queued: 2 });
+    await localIntegrationsQueue().idle();
+    expect((await listed(s, "pushed"))).toHaveLength(3);
+    expect(issuesFor(tickets.map((t) => t.id))).toHaveLength(3);
+  });
+
+  it("errors: no integration 404; several repositories and none named 422; unknown ids 422; a revoked grant 424", async () => {
+    const bare = await setup();
+    const { tickets } = await generate(bare);
+    await review(bare, tickets[0].id);
+    expectEnvelope(await push(bare), 404, "NO_ACTIVE_INTEGRATION");
+    expectEnvelope(await push(bare, { platform: "planner" }), 404, "NO_ACTIVE_INTEGRATION");
+    expectEnvelope(await push(bare, { platform: "jira" }), 422, "VALIDATION_ERROR");
+
+    const two = await setup({ connect: true, select: [REPO, OTHER] });
+    const t2 = (await generate(two)).tickets[0];
+    await review(two, t2.id);
+    // The recommendation names no target repository and two are selected.
+    expectEnvelope(await push(two), 422, "REPO_NOT_SELECTED");
+    expect((await push(two, { repo: OTHER })).body.pushed).toBe(1);
+    expect(issuesFor([t2.id], OTHER)).toHaveLength(1);
+    expectEnvelope(await push(two, { ticket_ids: [randomUUID()] }), 422, "VALIDATION_ERROR");
+
+    const revoked = await setup({ connect: true });
+    const t3 = (await generate(revoked)).tickets[0];
+    await review(revoked, t3.id);
+    github.revokeAll();
+    const res = await push(revoked);
+    expectEnvelope(res, 424, "CODEHOST_TOKEN_ERROR");
+    expect((await listed(revoked))[0]).toMatchObject({ status: "reviewed" });
+  });
+});
+
+describe("plan gate per platform", () => {
+  const restore: (() => void)[] = [];
+  afterEach(() => restore.splice(0).forEach((f) => f()));
+
+  it("pushing to GitHub needs has_codehost; to the planner has_integrations (403 before anything else)", async () => {
+    const s = await setup();
+    const before = { ...PLANS.trial };
+    restore.push(() => Object.assign(PLANS.trial, before));
+    PLANS.trial.has_codehost = false;
+    const res = await push(s);
+    expectEnvelope(res, 403, "PLAN_FEATURE_REQUIRED");
+    expect(res.body.feature).toBe("has_codehost");
+    // The planner's flag is another one: still on, so that push passes the gate and meets the missing integration.
+    expectEnvelope(await push(s, { platform: "planner" }), 404, "NO_ACTIVE_INTEGRATION");
+    PLANS.trial.has_integrations = false;
+    expect((await push(s, { platform: "tickets" })).body.feature).toBe("has_integrations");
+    await setAccount((await call("GET", "/api/auth/me", { token: s.token })).body.id, { plan: "power", status: "active" });
+    expectEnvelope(await push(s), 404, "NO_ACTIVE_INTEGRATION");
+  });
+});
+
+describe("sync", () => {
+  it("maps GitHub state/state_reason to categories, counts unchanged (a 304), never writes to GitHub, and implements the recommendation once all are settled", async () => {
+    const s = await setup({ connect: true });
+    const { tickets } = await generate(s, ["user_story", "solution"]);
+    for (const t of tickets) await review(s, t.id);
+    expect((await push(s)).body.pushed).toBe(2);
+    const [a, b] = await listed(s, "pushed");
+    const numberOf = (t: any) => Number(t.external_id.split("#")[1]);
+
+    const first = await sync(s);
+    expect(first.status, first.text).toBe(200);
+    expect(first.body).toMatchObject({ synced: 2, unchanged: 0, errors: 0, queued: 0, recommendation_implemented: false });
+    expect((await listed(s, "synced")).map((t) => t.synced_status)).toEqual(["todo", "todo"]);
+
+    const mark = github.requests.length;
+    const again = await sync(s);
+    expect(again.body).toMatchObject({ synced: 0, unchanged: 2, errors: 0 });
+    expect(github.requests.slice(mark).map((r) => r.status)).toEqual([304, 304]);
+
+    github.close_(REPO, numberOf(a), "not_planned");
+    const one = await sync(s);
+    expect(one.body).toMatchObject({ synced: 1, unchanged: 1, recommendation_implemented: false });
+    expect((await listed(s)).find((t) => t.id === a.id)).toMatchObject({ status: "synced", synced_status: "cancelled" });
+    expect((await call("GET", `/api/recommendations/${s.recommendationId}`, { token: s.token })).body.status).toBe("suggested");
+
+    github.close_(REPO, numberOf(b), "completed");
+    const writes = github.creations();
+    const done = await sync(s);
+    expect(done.body).toMatchObject({ synced: 1, recommendation_implemented: true });
+    expect((await listed(s)).find((t) => t.id === b.id)).toMatchObject({ synced_status: "done" });
+    expect((await call("GET", `/api/recommendations/${s.recommendationId}`, { token: s.token })).body.status).toBe("implemented");
+    // One-way: sync only reads.
+    expect(github.creations()).toBe(writes);
+    expect(github.requests.slice(mark).every((r) => r.method === "GET")).toBe(true);
+  });
+
+  it("a rate limit part-way queues the rest; without the integration sync is 404; nothing pushed is an empty sync", async () => {
+    const s = await setup({ connect: true });
+    const { tickets } = await generate(s, ["user_story"]);
+    await review(s, tickets[0].id);
+    expect(await sync(s).then((r) => r.body)).toMatchObject({ results: [], synced: 0, unchanged: 0, errors: 0 });
+    await push(s);
+    const [t] = await listed(s, "pushed");
+    github.fail({ match: new RegExp(`^GET /repos/${REPO}/issues/${t.external_id.split("#")[1]}$`), status: 429, headers: { "retry-after": "1" }, message: "API rate limit exceeded" });
+    const res = await sync(s);
+    expect(res.body).toMatchObject({ queued: 1, synced: 0 });
+    await localIntegrationsQueue().idle();
+    expect((await listed(s))[0]).toMatchObject({ status: "synced", synced_status: "todo" });
+
+    expect((await call("DELETE", "/api/integrations/codehost/disconnect", { token: s.token, query: { workspace_id: s.workspaceId } })).status).toBe(200);
+    expectEnvelope(await sync(s), 404, "NO_ACTIVE_INTEGRATION");
+  });
+});

@@ -1,0 +1,212 @@
+/**
+ * A stand-in Atlassian (OAuth 2.0 3LO and the Jira Cloud REST endpoints the ticket tool uses) as `msw` handlers, at
+ * addresses of its own so the ATLASSIAN_AUTH_URL / ATLASSIAN_API_URL settings are what reaches it. Bodies are typed by
+ * jira.js's own models (`Project`, `PageProject`, `AccessibleResource`), and the client under test runs jira.js with
+ * `onSchemaMismatch: 'throw'` (JIRA_SCHEMA_MISMATCH), so an answer jira.js's schema does not describe fails the test.
+ *
+ * The token endpoint behaves as Atlassian's rotating refresh tokens do: every refresh issues a new refresh token and
+ * invalidates the one used; presenting a replaced one is refused (403 unauthorized_client) and revokes the whole
+ * grant, as Atlassian does once the reuse falls outside its grace period.
+ */
+import { randomBytes } from "node:crypto";
+import { http, HttpResponse } from "msw";
+import { setupServer, type SetupServer } from "msw/node";
+import type { AccessibleResource } from "jira.js";
+import type { PageProject, Project } from "jira.js/cloud";
+
+export const ATLASSIAN_AUTH = "https://auth.atlassian.test";
+export const ATLASSIAN_API = "https://api.atlassian.test";
+
+export interface JiraFailure {
+  /** Matches `METHOD /path` (under ATLASSIAN_API, without the query). */
+  match: RegExp;
+  status: number;
+  headers?: Record<string, string>;
+  body?: Record<string, unknown>;
+  times?: number;
+}
+
+interface Grant {
+  /** Every refresh token issued to this grant, the current one last. */
+  refreshTokens: string[];
+  revoked: boolean;
+}
+
+export class JiraStandIn {
+  readonly clientId = "atl-client-id";
+  readonly clientSecret = "atl-client-secret";
+  readonly cloudId = "11223344-a1b2-4c3d-8e9f-000000000001";
+  readonly siteUrl = "https://acme.atlassian.net";
+  /** Seconds the access tokens issued next live (Atlassian: 3600). */
+  accessTtlSeconds = 3600;
+  /** Sites the next grants reach. */
+  sites: AccessibleResource[] = [
+    { id: "99999999-0000-4000-8000-00000000c0f1", name: "acme-wiki", url: "https://acme-wiki.atlassian.net", scopes: ["read:confluence-content.all"], avatarUrl: "https://site-admin-avatar-cdn.prod.public.atl-paas.net/avatars/240/flag.png" },
+    { id: this.cloudId, name: "acme", url: this.siteUrl, scopes: ["read:jira-work", "write:jira-work", "read:jira-user"], avatarUrl: "https://site-admin-avatar-cdn.prod.public.atl-paas.net/avatars/240/rocket.png" },
+  ];
+  readonly projects: { key: string; name: string; type: "software" | "business" | "service_desk" }[] = [];
+  /** Token endpoint calls by grant type, and refresh attempts refused as reuse. */
+  readonly tokenCalls = { authorization_code: 0, refresh_token: 0, refused_reuse: 0 };
+  /** API requests: method, path with query, status. */
+  readonly requests: { method: string; path: string; status: number }[] = [];
+  private readonly codes = new Map<string, { redirectUri: string }>();
+  /** Access token → its grant and expiry (epoch ms). */
+  private readonly access = new Map<string, { grant: Grant; expiresAt: number }>();
+  private failures: JiraFailure[] = [];
+  private server: SetupServer | undefined;
+  /** Called once per refresh before it answers (lets a test hold a refresh in flight). */
+  onRefresh: (() => Promise<void>) | undefined;
+
+  constructor(projectCount = 3) {
+    for (let i = 1; i <= projectCount; i++) this.projects.push({ key: `P${String(i).padStart(3, "0")}`, name: `Project ${i}`, type: i % 3 === 0 ? "business" : "software" });
+  }
+
+  listen(): this {
+    this.server = setupServer(...this.handlers());
+    this.server.listen({ onUnhandledFrame: "bypass" });
+    return this;
+  }
+
+  close(): void {
+    this.server?.close();
+  }
+
+  fail(failure: JiraFailure): void {
+    this.failures.push({ times: 1, ...failure });
+  }
+
+  /** Revoke every grant (the user removing the app from their Atlassian account). */
+  revokeAll(): void {
+    for (const { grant } of this.access.values()) grant.revoked = true;
+  }
+
+  /**
+   * What the browser does with an auth_url: check it as Atlassian does (audience, client, exact redirect URI, response
+   * type, consent prompt, offline access for a refresh token) and come back with a code and the state.
+   */
+  authorize(authUrl: string): { code: string; state: string } {
+    const url = new URL(authUrl);
+    const p = url.searchParams;
+    if (`${url.origin}${url.pathname}` !== `${ATLASSIAN_AUTH}/authorize`) throw new Error(`unexpected authorize URL ${authUrl}`);
+    if (p.get("audience") !== "api.atlassian.com") throw new Error("audience api.atlassian.com expected");
+    if (p.get("client_id") !== this.clientId) throw new Error("unknown client_id");
+    if (p.get("response_type") !== "code") throw new Error("response_type=code expected");
+    if (!(p.get("scope") ?? "").split(" ").includes("offline_access")) throw new Error("offline_access expected");
+    const code = randomBytes(10).toString("hex");
+    this.codes.set(code, { redirectUri: p.get("redirect_uri")! });
+    return { code, state: p.get("state")! };
+  }
+
+  private issue(grant: Grant) {
+    const accessToken = `atl_at_${randomBytes(16).toString("hex")}`;
+    const refreshToken = `atl_rt_${randomBytes(16).toString("hex")}`;
+    grant.refreshTokens.push(refreshToken);
+    this.access.set(accessToken, { grant, expiresAt: Date.now() + this.accessTtlSeconds * 1000 });
+    return { access_token: accessToken, refresh_token: refreshToken, expires_in: this.accessTtlSeconds, token_type: "Bearer", scope: "read:jira-work write:jira-work read:jira-user offline_access" };
+  }
+
+  private grantOfRefresh(token: string): { grant: Grant; current: boolean } | undefined {
+    for (const { grant } of this.access.values()) {
+      const at = grant.refreshTokens.indexOf(token);
+      if (at >= 0) return { grant, current: at === grant.refreshTokens.length - 1 };
+    }
+    return undefined;
+  }
+
+  private handlers() {
+    const api = (method: "get", template: string, answer: (ctx: { url: URL; params: Record<string, string> }) => Response) =>
+      http[method](`${ATLASSIAN_API}${template}`, ({ request, params }) => {
+        const url = new URL(request.url);
+        const key = `${method.toUpperCase()} ${url.pathname}`;
+        const failure = this.failures.find((f) => f.match.test(key));
+        const log = (status: number) => this.requests.push({ method: method.toUpperCase(), path: url.pathname + url.search, status });
+        if (failure) {
+          failure.times = (failure.times ?? 1) - 1;
+          if (failure.times <= 0) this.failures = this.failures.filter((f) => f !== failure);
+          log(failure.status);
+          return HttpResponse.json(failure.body ?? { errorMessages: ["failure"], errors: {} }, { status: failure.status, headers: failure.headers });
+        }
+        const token = request.headers.get("authorization")?.replace(/^Bearer /, "") ?? "";
+        const held = this.access.get(token);
+        if (!held || held.grant.revoked || held.expiresAt < Date.now()) {
+          log(401);
+          return HttpResponse.json({ code: 401, message: "Unauthorized" }, { status: 401 });
+        }
+        const res = answer({ url, params: params as Record<string, string> });
+        log(res.status);
+        return res;
+      });
+
+    return [
+      http.post(`${ATLASSIAN_AUTH}/oauth/token`, async ({ request }) => {
+        const text = await request.text();
+        // Atlassian documents JSON bodies and accepts the standard form encoding as well.
+        const form = (request.headers.get("content-type") ?? "").includes("json")
+          ? new URLSearchParams(Object.entries(JSON.parse(text) as Record<string, string>))
+          : new URLSearchParams(text);
+        if (form.get("client_id") !== this.clientId || form.get("client_secret") !== this.clientSecret) {
+          return HttpResponse.json({ error: "access_denied", error_description: "Unauthorized" }, { status: 401 });
+        }
+        const grantType = form.get("grant_type");
+        if (grantType === "authorization_code") {
+          this.tokenCalls.authorization_code++;
+          const code = this.codes.get(form.get("code") ?? "");
+          if (!code || code.redirectUri !== form.get("redirect_uri")) {
+            return HttpResponse.json({ error: "invalid_grant", error_description: "Invalid authorization code" }, { status: 403 });
+          }
+          this.codes.delete(form.get("code")!);
+          return HttpResponse.json(this.issue({ refreshTokens: [], revoked: false }));
+        }
+        if (grantType === "refresh_token") {
+          this.tokenCalls.refresh_token++;
+          await this.onRefresh?.();
+          const found = this.grantOfRefresh(form.get("refresh_token") ?? "");
+          if (!found || found.grant.revoked || !found.current) {
+            this.tokenCalls.refused_reuse += found && !found.current ? 1 : 0;
+            // A replaced token presented again: refused, and the grant is revoked with every token it issued.
+            if (found) found.grant.revoked = true;
+            return HttpResponse.json({ error: "unauthorized_client", error_description: "refresh_token is invalid" }, { status: 403 });
+          }
+          return HttpResponse.json(this.issue(found.grant));
+        }
+        return HttpResponse.json({ error: "unsupported_grant_type" }, { status: 400 });
+      }),
+      api("get", "/oauth/token/accessible-resources", () => HttpResponse.json(this.sites satisfies AccessibleResource[])),
+      api("get", "/ex/jira/:cloudId/rest/api/3/project/search", ({ url, params }) => {
+        if (params.cloudId !== this.cloudId) return HttpResponse.json({ errorMessages: ["Site not found"], errors: {} }, { status: 404 });
+        const startAt = Number(url.searchParams.get("startAt") ?? 0);
+        const maxResults = Number(url.searchParams.get("maxResults") ?? 50);
+        const query = (url.searchParams.get("query") ?? "").toLowerCase();
+        const hits = this.projects.filter((p) => !query || p.key.toLowerCase().includes(query) || p.name.toLowerCase().includes(query));
+        const values = hits.slice(startAt, startAt + maxResults).map((p, i): Project => ({
+          expand: "description,lead,issueTypes,url,projectKeys,permissions,insight",
+          self: `${ATLASSIAN_API}/ex/jira/${this.cloudId}/rest/api/3/project/${10000 + startAt + i}`,
+          id: String(10000 + this.projects.indexOf(p)),
+          key: p.key,
+          name: p.name,
+          avatarUrls: {
+            "48x48": `${this.siteUrl}/rest/api/3/universal_avatar/view/type/project/avatar/10400`,
+            "24x24": `${this.siteUrl}/rest/api/3/universal_avatar/view/type/project/avatar/10400?size=small`,
+            "16x16": `${this.siteUrl}/rest/api/3/universal_avatar/view/type/project/avatar/10400?size=xsmall`,
+            "32x32": `${this.siteUrl}/rest/api/3/universal_avatar/view/type/project/avatar/10400?size=medium`,
+          },
+          projectTypeKey: p.type,
+          simplified: p.type === "business",
+          style: p.type === "business" ? "next-gen" : "classic",
+          isPrivate: false,
+          properties: {},
+        }));
+        const page: PageProject = {
+          self: url.toString(),
+          maxResults,
+          startAt,
+          total: hits.length,
+          isLast: startAt + maxResults >= hits.length,
+          values,
+          ...(startAt + maxResults < hits.length ? { nextPage: `${url.origin}${url.pathname}?startAt=${startAt + maxResults}&maxResults=${maxResults}` } : {}),
+        };
+        return HttpResponse.json(page);
+      }),
+    ];
+  }
+}
