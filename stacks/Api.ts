@@ -1,11 +1,23 @@
-import { Duration, aws_apigatewayv2 as apigwv2, aws_lambda_event_sources as sources, aws_sqs as sqs } from "aws-cdk-lib";
+import { ArnFormat, Duration, aws_apigatewayv2 as apigwv2, aws_iam as iam, aws_lambda_event_sources as sources, aws_sqs as sqs } from "aws-cdk-lib";
+import { HttpJwtAuthorizer } from "aws-cdk-lib/aws-apigatewayv2-authorizers";
 import { NagSuppressions } from "cdk-nag";
 import type { IConstruct } from "constructs";
-import { Api as HttpApi, Function, use, type ApiRouteProps, type StackContext } from "sst/constructs";
-import { PAYMENTS_MAX_RECEIVE_COUNT } from "../core/queue";
+import { Api as HttpApi, Function, use, type StackContext } from "sst/constructs";
+import { INTEGRATIONS_MAX_RECEIVE_COUNT, PAYMENTS_MAX_RECEIVE_COUNT } from "../core/queue";
 import type { RouteSpec } from "../functions/lib/route";
-import { DEFAULT_TIMEOUT_SECONDS, groups, routesOf, timeoutOf } from "../functions/http/routes";
-import { bedrockInvokeStatement, FUNCTION_DEFAULTS, grantBucket, grantTableData, pascal, suppressBedrockRegions, type BucketAccess } from "./defaults";
+import { DEFAULT_TIMEOUT_SECONDS, groups, routes, routesOf, timeoutOf } from "../functions/http/routes";
+import {
+  bedrockInvokeStatement,
+  FUNCTION_DEFAULTS,
+  grantBucket,
+  grantTableData,
+  grantTokenKey,
+  pascal,
+  sesSendStatement,
+  settingsFrom,
+  suppressBedrockRegions,
+  type BucketAccess,
+} from "./defaults";
 import { Pipelines } from "./Pipelines";
 import { runtimeEnvironment, Secrets, type SecretName } from "./Secrets";
 import { Storage } from "./Storage";
@@ -27,6 +39,10 @@ export const GROUP_SECRETS: Record<string, readonly SecretName[]> = {
   // The payments webhook only verifies and enqueues; the payments consumer, which reads Stripe, has the key.
   webhooks: ["IDP_WEBHOOK_SECRET", "STRIPE_WEBHOOK_SECRET"],
   billing: ["STRIPE_SECRET_KEY"],
+  // The GitHub OAuth app: connect builds the authorize URL, the callback exchanges the code, a refresh renews a token.
+  codehost: ["GITHUB_CLIENT_ID", "GITHUB_CLIENT_SECRET"],
+  // The spreadsheet sync's service account (POST /api/admin/plg/sync-sheets).
+  growth: ["GOOGLE_SHEETS_CREDENTIALS"],
 };
 
 /**
@@ -42,8 +58,42 @@ export const BILLING_SETTINGS = [
 ] as const;
 
 /** The billing settings the deploying environment sets, for the billing group's functions. */
-export const billingEnvironment = (env: NodeJS.ProcessEnv = process.env): Record<string, string> =>
-  Object.fromEntries(BILLING_SETTINGS.flatMap((name) => (env[name]?.trim() ? [[name, env[name]!.trim()]] : [])));
+export const billingEnvironment = (env: NodeJS.ProcessEnv = process.env): Record<string, string> => settingsFrom(BILLING_SETTINGS, env);
+
+/**
+ * Code-host settings that are not secrets, taken from the deploying environment when set: GitHub's addresses (GitHub
+ * Enterprise Server, a stand-in), defaulting to github.com in core/config.ts. The codehost group also gets APP_URL
+ * (where the OAuth callback sends the browser) and, from the stack itself, API_URL (this API's own URL: the redirect
+ * URI registered with GitHub is `<API_URL>/api/integrations/codehost/callback`), TOKEN_KMS_KEY_ID and
+ * INTEGRATIONS_QUEUE_URL.
+ */
+export const CODEHOST_SETTINGS = ["GITHUB_API_URL", "GITHUB_WEB_URL"] as const;
+
+/**
+ * Growth settings that are not secrets, from the deploying environment when set: the sender of its mail (a verified
+ * SES identity; the growth group's `ses:SendEmail` is limited to it) and the spreadsheet of the waitlist sync.
+ * ADMIN_EMAILS, which says who may use the admin routes, is a parameter every function gets (stacks/Secrets.ts).
+ */
+export const GROWTH_SETTINGS = ["MAIL_FROM", "GOOGLE_SHEETS_ID"] as const;
+
+/** The mail engine of deployed stages (core/mail): Amazon SES v2. */
+export const MAIL_ENGINE = "ses";
+
+/**
+ * The consumer of deferred integration work (DESIGN.md 6.4): sync jobs GitHub rate-limited, from the integrations
+ * queue. A job syncs one workspace's links (a few GitHub calls per link, paced by Octokit's limiter).
+ */
+export const INTEGRATIONS_CONSUMER_HANDLER = "functions/events/integrations-consumer.handler";
+export const INTEGRATIONS_CONSUMER_TIMEOUT_SECONDS = 120;
+/** The consumer's bucket calls: none (test/stacks/bucket-access.test.ts checks it against the jobs it runs). */
+export const INTEGRATIONS_CONSUMER_BUCKET_ACCESS: readonly BucketAccess[] = [];
+
+/**
+ * Groups whose code opens integration tokens beside the codehost group: the copilot's code-host tools run in the
+ * stream group (core/agent/tools/integrations.ts). They get the token key and GitHub's addresses, not the OAuth
+ * app's secret: only a token refresh uses it, and GitHub OAuth app tokens do not expire.
+ */
+export const TOKEN_READING_GROUPS: readonly string[] = ["stream"];
 
 /** The consumer of verified Stripe events (DESIGN.md 6.3): applies them to the billing accounts. */
 export const PAYMENTS_CONSUMER_HANDLER = "functions/events/payments-consumer.handler";
@@ -68,6 +118,8 @@ export const GROUP_BUCKET_ACCESS: Readonly<Record<string, readonly BucketAccess[
   research: ["read", "write", "delete", "list"],
   stream: ["read", "write", "delete"],
   synthesis: ["read"],
+  // Execution tickets read a document's content (stored in the bucket past 64 KiB) to push it.
+  tickets: ["read"],
   webhooks: ["delete", "list"],
   workspaces: ["delete", "list"],
 };
@@ -100,8 +152,19 @@ export const OPEN_ROUTE_REASONS: Readonly<Record<string, string>> = {
     "Identity-provider webhook: the sender has no user token; the handler verifies the Standard Webhooks signature (IDP_WEBHOOK_SECRET) over the raw body and rejects anything else.",
   "POST /api/webhooks/payments":
     "Stripe webhook: the sender has no user token; the handler verifies Stripe's signature (STRIPE_WEBHOOK_SECRET) over the raw body and rejects anything else.",
+  "POST /api/waitlist":
+    "Public waitlist sign-up: the visitor has no account yet; the handler validates the body, counts joins per client address (RATE_LIMIT_WAITLIST_JOIN) and answers the same 202 whatever happened, so it tells nothing about who is listed.",
   "GET /api/integrations/codehost/callback":
     "GitHub's OAuth redirect: the browser arrives without the app's bearer token; the handler acts only on a single-use state, at most 10 minutes old, that an authenticated connect request created for its user and workspace.",
+  // The other integration kinds' OAuth redirects (core/integration/oauth.ts: one flow for every kind), when routed.
+  ...Object.fromEntries(
+    Object.values(routes as Record<string, RouteSpec>)
+      .filter((r) => r.access === "public" && r.method === "GET" && /^\/api\/integrations\/[a-z]+\/callback$/.test(r.path) && !r.path.includes("/codehost/"))
+      .map((r) => [
+        routeKey(r),
+        `OAuth redirect of the ${r.path.split("/")[3]} integration: the browser arrives from the provider without the app's bearer token; the handler acts only on a single-use state, at most 10 minutes old, that an authenticated connect request created for its user and workspace.`,
+      ]),
+  ),
 };
 
 /** The SSM paths SST's Config binding lets a function read, for the functions bound to secrets. */
@@ -129,6 +192,21 @@ const GROUP_NODEJS: Record<string, { install: string[] }> = {
   docs: { install: ["swagger-ui-dist"] },
 };
 
+/**
+ * One Lambda proxy integration (payload 2.0) shared by every route of a group. SST's Api, like CDK's
+ * HttpLambdaIntegration, makes an integration and an invoke permission per route: three resources a route, which put
+ * the stack over CloudFormation's 500 once the route table passed ~130 routes. Shared, a group costs one integration
+ * and one permission (given by the stack, for this API), and each route only its own route resource.
+ */
+class GroupIntegration extends apigwv2.HttpRouteIntegration {
+  constructor(id: string, private readonly fn: Function) {
+    super(id);
+  }
+  bind(): apigwv2.HttpRouteIntegrationConfig {
+    return { type: apigwv2.HttpIntegrationType.AWS_PROXY, uri: this.fn.functionArn, payloadFormatVersion: apigwv2.PayloadFormatVersion.VERSION_2_0 };
+  }
+}
+
 /** Request headers browsers may send; `authorization` must be named, a wildcard does not cover it. */
 const CORS_ALLOW_HEADERS = ["authorization", "content-type", "idempotency-key", "x-request-id"];
 
@@ -145,10 +223,13 @@ const CORS_ALLOW_HEADERS = ["authorization", "content-type", "idempotency-key", 
  * ports ({@link BEDROCK_GROUPS}), and the extraction state machine's ARN.
  *
  * Beside the API: the payments queue (SQS FIFO, grouped by Stripe customer, with a dead-letter queue) that the
- * webhooks group sends verified Stripe events to, and its consumer Lambda (DESIGN.md 6.3).
+ * webhooks group sends verified Stripe events to, and its consumer Lambda (DESIGN.md 6.3); the integrations queue
+ * (SQS standard, per-message delays, with a dead-letter queue) of work GitHub rate-limited, and its consumer
+ * (DESIGN.md 6.4). The codehost group holds the GitHub OAuth app's secrets, the integration token key
+ * (TOKEN_KMS_KEY_ID, Storage stack) and API_URL; the growth group mails through SES from MAIL_FROM only.
  */
 export function Api({ stack, app }: StackContext) {
-  const { table, bucket } = use(Storage);
+  const { table, bucket, tokenKey } = use(Storage);
   const { secrets, parameters } = use(Secrets);
   const { extraction } = use(Pipelines);
   const environment = {
@@ -169,19 +250,41 @@ export function Api({ stack, app }: StackContext) {
     deadLetterQueue: { queue: paymentsDeadLetters, maxReceiveCount: PAYMENTS_MAX_RECEIVE_COUNT },
   });
 
+  // Deferred integration work (DESIGN.md 6.4): a standard queue, because each job carries its own delay (GitHub's
+  // retry-after, at most 900 s), which FIFO queues do not allow. The codehost group sends; its consumer runs the job
+  // and may re-defer the remainder. After INTEGRATIONS_MAX_RECEIVE_COUNT failed receives a job moves to the
+  // dead-letter queue (14 days). Both refuse requests not sent over TLS.
+  const integrationsDeadLetters = new sqs.Queue(stack, "IntegrationsDlq", { retentionPeriod: Duration.days(14), enforceSSL: true });
+  const integrations = new sqs.Queue(stack, "Integrations", {
+    enforceSSL: true,
+    visibilityTimeout: Duration.seconds(6 * INTEGRATIONS_CONSUMER_TIMEOUT_SECONDS),
+    deadLetterQueue: { queue: integrationsDeadLetters, maxReceiveCount: INTEGRATIONS_MAX_RECEIVE_COUNT },
+  });
+  /** What a function that opens integration tokens gets: the key's ARN and GitHub's addresses. */
+  const tokenEnvironment = { TOKEN_KMS_KEY_ID: tokenKey.keyArn, ...settingsFrom(CODEHOST_SETTINGS) };
+  const groupEnvironment = (group: string): Record<string, string> => {
+    switch (group) {
+      case "billing":
+        return { ...environment, ...billingEnvironment() };
+      case "webhooks":
+        return { ...environment, PAYMENTS_QUEUE_URL: payments.queueUrl };
+      case "codehost":
+        return { ...environment, ...tokenEnvironment, ...settingsFrom(["APP_URL"]), INTEGRATIONS_QUEUE_URL: integrations.queueUrl };
+      case "growth":
+        return { ...environment, MAIL_ENGINE, ...settingsFrom(GROWTH_SETTINGS) };
+      default:
+        return TOKEN_READING_GROUPS.includes(group) ? { ...environment, ...tokenEnvironment } : environment;
+    }
+  };
+  const mailFrom = settingsFrom(["MAIL_FROM"]).MAIL_FROM;
+
   const functions: Record<string, Function> = {};
-  const routes: Record<string, ApiRouteProps<"jwt">> = {};
   for (const group of groups()) {
     const bound = (GROUP_SECRETS[group] ?? []).map((name) => secrets[name]);
     const fn = new Function(stack, `Http${pascal(group)}`, {
       handler: groupHandler(group),
       description: `HTTP endpoint group ${group}`,
-      environment:
-        group === "billing"
-          ? { ...environment, ...billingEnvironment() }
-          : group === "webhooks"
-            ? { ...environment, PAYMENTS_QUEUE_URL: payments.queueUrl }
-            : environment,
+      environment: groupEnvironment(group),
       bind: bound,
       prefetchSecrets: bound.length > 0,
       ...(GROUP_NODEJS[group] ? { nodejs: { ...FUNCTION_DEFAULTS.nodejs, ...GROUP_NODEJS[group] } } : {}),
@@ -204,11 +307,12 @@ export function Api({ stack, app }: StackContext) {
     }
     if (GROUPS_STARTING_EXTRACTION.includes(group)) extraction.grantStartExecution(fn);
     if (group === "webhooks") payments.grantSendMessages(fn);
+    if (group === "codehost" || TOKEN_READING_GROUPS.includes(group)) grantTokenKey(fn, tokenKey);
+    if (group === "codehost") integrations.grantSendMessages(fn);
+    // Without MAIL_FROM there is no sender to allow: mail answers 503 naming MAIL_FROM (core/mail).
+    if (group === "growth" && mailFrom) fn.addToRolePolicy(sesSendStatement(stack, mailFrom));
     if (bound.length > 0) suppressBoundSecrets(fn);
     functions[group] = fn;
-    if (!isStreamingGroup(group)) {
-      for (const [, route] of routesOf(group)) routes[routeKey(route)] = { function: fn, authorizer: routeAuthorizer(route) };
-    }
   }
 
   // The consumer: one event per invocation (batch size 1), so an event that keeps failing does not take the
@@ -227,8 +331,28 @@ export function Api({ stack, app }: StackContext) {
   suppressBoundSecrets(paymentsConsumer);
   paymentsConsumer.addEventSource(new sources.SqsEventSource(payments, { batchSize: 1, reportBatchItemFailures: true }));
 
+  // The integrations consumer: one job per invocation (each a workspace's sync, with the whole timeout to itself),
+  // partial batch responses as the handler reports. It opens tokens (the key), may refresh one (the OAuth app's
+  // secrets), and re-defers a job GitHub limits again (sends to its own queue).
+  const githubApp = GROUP_SECRETS.codehost.map((name) => secrets[name]);
+  const integrationsConsumer = new Function(stack, "IntegrationsConsumer", {
+    handler: INTEGRATIONS_CONSUMER_HANDLER,
+    description: "Run integration work a provider's rate limit deferred",
+    environment: { ...environment, ...tokenEnvironment, INTEGRATIONS_QUEUE_URL: integrations.queueUrl },
+    bind: githubApp,
+    prefetchSecrets: true,
+    timeout: INTEGRATIONS_CONSUMER_TIMEOUT_SECONDS,
+  });
+  grantTableData(integrationsConsumer, table.cdk.table);
+  grantBucket(integrationsConsumer, bucket.cdk.bucket, INTEGRATIONS_CONSUMER_BUCKET_ACCESS);
+  grantTokenKey(integrationsConsumer, tokenKey);
+  integrations.grantSendMessages(integrationsConsumer);
+  suppressBoundSecrets(integrationsConsumer);
+  integrationsConsumer.addEventSource(new sources.SqsEventSource(integrations, { batchSize: 1, reportBatchItemFailures: true }));
+
   const origins = parameters.CORS_ORIGINS.value.split(",").map((s) => s.trim()).filter(Boolean);
-  const methods = [...new Set(Object.keys(routes).map((key) => key.split(" ")[0]))] as ("GET" | "POST" | "PUT" | "PATCH" | "DELETE")[];
+  const served = groups().filter((group) => !isStreamingGroup(group));
+  const methods = [...new Set(served.flatMap((group) => routesOf(group).map(([, route]) => route.method)))] as ("GET" | "POST" | "PUT" | "PATCH" | "DELETE")[];
   const api = new HttpApi(stack, "Api", {
     cors: {
       allowOrigins: origins.length ? origins : ["*"],
@@ -238,16 +362,34 @@ export function Api({ stack, app }: StackContext) {
       maxAge: "1 day",
     },
     accessLog: true,
-    authorizers: {
-      jwt: {
-        type: "jwt",
-        // The same issuer and audience the handlers verify (core/config.ts); API Gateway finds the issuer's keys
-        // through its OpenID discovery document ({issuer}/.well-known/openid-configuration).
-        jwt: { issuer: parameters.JWT_ISSUER.value, audience: [parameters.JWT_AUDIENCE.value] },
-      },
-    },
-    routes,
   });
+  const httpApi = api.cdk.httpApi as apigwv2.HttpApi;
+  // The same issuer and audience the handlers verify (core/config.ts); API Gateway finds the issuer's keys through
+  // its OpenID discovery document ({issuer}/.well-known/openid-configuration).
+  const jwt = new HttpJwtAuthorizer("jwt", parameters.JWT_ISSUER.value, { authorizerName: "jwt", jwtAudience: [parameters.JWT_AUDIENCE.value] });
+  const open = new apigwv2.HttpNoneAuthorizer();
+  // The routes of the route table, each group's on one shared integration; API Gateway may invoke the group's
+  // function for this API only.
+  for (const group of served) {
+    const fn = functions[group];
+    const integration = new GroupIntegration(`Integration_${group}`, fn);
+    for (const [, route] of routesOf(group)) {
+      new apigwv2.HttpRoute(api, `Route_${route.method}_${route.path}`, {
+        httpApi,
+        routeKey: apigwv2.HttpRouteKey.with(route.path, apigwv2.HttpMethod[route.method as keyof typeof apigwv2.HttpMethod]),
+        integration,
+        authorizer: routeAuthorizer(route) === "jwt" ? jwt : open,
+      });
+    }
+    fn.addPermission("ApiInvoke", {
+      principal: new iam.ServicePrincipal("apigateway.amazonaws.com"),
+      sourceArn: stack.formatArn({ service: "execute-api", resource: httpApi.apiId, resourceName: "*", arnFormat: ArnFormat.SLASH_RESOURCE_NAME }),
+    });
+  }
+
+  // This API's own URL, for the OAuth redirect URI. Set after the API exists: the function's environment then refers
+  // to the HTTP API resource, which refers to no function (the routes' integrations do), so there is no cycle.
+  functions.codehost.addEnvironment("API_URL", api.url);
 
   // Routes open by design carry no authorizer; each keeps AwsSolutions-APIG4 suppressed with its own reason.
   for (const node of api.node.findAll()) {
@@ -262,5 +404,5 @@ export function Api({ stack, app }: StackContext) {
       .map(([group, fn]) => [`${pascal(group)}FunctionUrl`, fn.url ?? ""]),
   );
   stack.addOutputs({ ApiUrl: api.url, ...longRunning });
-  return { api, functions, payments, paymentsDeadLetters, paymentsConsumer };
+  return { api, functions, payments, paymentsDeadLetters, paymentsConsumer, integrations, integrationsDeadLetters, integrationsConsumer };
 }

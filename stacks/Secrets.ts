@@ -18,7 +18,16 @@ import { AWS_ENGINES } from "./defaults";
  */
 
 /** Names of the secrets; each is a `Config.Secret` of the same name. */
-export const SECRET_NAMES = ["IDP_WEBHOOK_SECRET", "STRIPE_SECRET_KEY", "STRIPE_WEBHOOK_SECRET"] as const;
+export const SECRET_NAMES = [
+  "IDP_WEBHOOK_SECRET",
+  "STRIPE_SECRET_KEY",
+  "STRIPE_WEBHOOK_SECRET",
+  // The GitHub OAuth app of the code host (core/config.ts oauthClient("GITHUB")).
+  "GITHUB_CLIENT_ID",
+  "GITHUB_CLIENT_SECRET",
+  // Service-account key JSON of the growth spreadsheet sync (core/growth/sheets.ts).
+  "GOOGLE_SHEETS_CREDENTIALS",
+] as const;
 export type SecretName = (typeof SECRET_NAMES)[number];
 
 /**

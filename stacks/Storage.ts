@@ -1,4 +1,4 @@
-import { Duration, aws_s3 as s3 } from "aws-cdk-lib";
+import { Duration, aws_kms as kms, aws_s3 as s3 } from "aws-cdk-lib";
 import { Construct } from "constructs";
 import { Bucket, Table, use, type StackContext } from "sst/constructs";
 import { TABLE_KEYS } from "../core/db/table";
@@ -53,7 +53,8 @@ export function tableShape() {
 
 /**
  * The Storage stack: the single DynamoDB table (on-demand, point-in-time recovery, TTL, Streams with both
- * images for the change consumers), the private uploads bucket and the bucket of its server access logs.
+ * images for the change consumers), the private uploads bucket and the bucket of its server access logs, and the
+ * KMS key of the integration tokens stored in the table.
  *
  * The bucket's object-created notification is added by the Pipelines stack on an imported reference, not here:
  * a notification on this construct would make Storage depend on Pipelines' function while Pipelines already
@@ -95,6 +96,15 @@ export function Storage({ stack }: StackContext) {
     },
   });
 
+  // The key that wraps the integration tokens stored in the table (AWS Encryption SDK, core/integration/crypto.ts):
+  // its ARN is TOKEN_KMS_KEY_ID of the functions that open tokens, each allowed Encrypt, Decrypt and GenerateDataKey
+  // on this key only (stacks/defaults.ts grantTokenKey). Yearly rotation (AwsSolutions-KMS5); old key material stays
+  // usable for decryption, so stored tokens keep opening. Kept beside the table: the tokens are unreadable without it.
+  const tokenKey = new kms.Key(stack, "IntegrationTokens", {
+    description: "Wraps the integration tokens stored in the table (core/integration/crypto.ts)",
+    enableKeyRotation: true,
+  });
+
   stack.addOutputs({ TableName: table.tableName, BucketName: bucket.bucketName });
-  return { table, bucket, accessLogs };
+  return { table, bucket, accessLogs, tokenKey };
 }

@@ -1,5 +1,5 @@
 import type { FunctionProps } from "sst/constructs";
-import { aws_dynamodb as dynamodb, aws_iam as iam, aws_lambda as lambda, aws_s3 as s3, Stack } from "aws-cdk-lib";
+import { ArnFormat, aws_dynamodb as dynamodb, aws_iam as iam, aws_kms as kms, aws_lambda as lambda, aws_s3 as s3, Stack } from "aws-cdk-lib";
 import { NagSuppressions } from "cdk-nag";
 import type { IConstruct } from "constructs";
 import { bedrockResourceArns } from "../core/ai/catalogue";
@@ -147,6 +147,46 @@ export function grantBucket(fn: iam.IGrantable & IConstruct, bucket: s3.IBucket,
   if (access.includes("read") || access.includes("list")) {
     fn.grantPrincipal.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ["s3:ListBucket"], resources: [bucket.bucketArn] }));
   }
+}
+
+/** The settings of `names` that the deploying environment sets (trimmed), for a function's environment. */
+export const settingsFrom = (names: readonly string[], env: NodeJS.ProcessEnv = process.env): Record<string, string> =>
+  Object.fromEntries(names.flatMap((name) => (env[name]?.trim() ? [[name, env[name]!.trim()]] : [])));
+
+/**
+ * The KMS calls of the AWS Encryption SDK's KMS keyring (core/integration/crypto.ts): GenerateDataKey to seal a token
+ * set, Decrypt to open one, Encrypt should the keyring ever hold a second key.
+ */
+export const TOKEN_KEY_ACTIONS = ["kms:Encrypt", "kms:Decrypt", "kms:GenerateDataKey"] as const;
+
+/** Let a function seal and open integration tokens: {@link TOKEN_KEY_ACTIONS} on the token key, no other key. */
+export function grantTokenKey(fn: iam.IGrantable, key: kms.IKey): void {
+  fn.grantPrincipal.addToPrincipalPolicy(new iam.PolicyStatement({ actions: [...TOKEN_KEY_ACTIONS], resources: [key.keyArn] }));
+}
+
+/**
+ * The address and domain of a MAIL_FROM setting, either `address@domain` or `Display Name <address@domain>`.
+ * @throws Error when it holds no e-mail address (the synth stops instead of deploying a sender SES would refuse)
+ */
+export function mailIdentity(mailFrom: string): { address: string; domain: string } {
+  const address = (/<([^<>]+)>\s*$/.exec(mailFrom)?.[1] ?? mailFrom).trim();
+  const at = address.lastIndexOf("@");
+  if (at <= 0 || at === address.length - 1 || /[\s*]/.test(address)) {
+    throw new Error(`MAIL_FROM must be an e-mail address or "Name <address>", got ${JSON.stringify(mailFrom)}`);
+  }
+  return { address, domain: address.slice(at + 1).toLowerCase() };
+}
+
+/**
+ * `ses:SendEmail` (SES v2 SendEmail, core/mail/ses.ts) from the configured sender only: the SES identity of its
+ * address and of its domain, in this account and region. SES authorizes a send against the identity that covers the
+ * From address (the address if it is verified itself, else its domain), so both are named; no other identity, no
+ * wildcard.
+ */
+export function sesSendStatement(stack: Stack, mailFrom: string): iam.PolicyStatement {
+  const { address, domain } = mailIdentity(mailFrom);
+  const identity = (name: string) => stack.formatArn({ service: "ses", resource: "identity", resourceName: name, arnFormat: ArnFormat.SLASH_RESOURCE_NAME });
+  return new iam.PolicyStatement({ actions: ["ses:SendEmail"], resources: [identity(address), identity(domain)] });
 }
 
 /**

@@ -22,14 +22,19 @@ import {
   GROUP_BUCKET_ACCESS,
   GROUP_SECRETS,
   groupHandler,
+  INTEGRATIONS_CONSUMER_BUCKET_ACCESS,
+  INTEGRATIONS_CONSUMER_HANDLER,
+  INTEGRATIONS_CONSUMER_TIMEOUT_SECONDS,
   isStreamingGroup,
+  MAIL_ENGINE,
   OPEN_ROUTE_REASONS,
   PAYMENTS_CONSUMER_HANDLER,
   PAYMENTS_CONSUMER_TIMEOUT_SECONDS,
   routeAuthorizer,
   routeKey,
+  TOKEN_READING_GROUPS,
 } from "../../stacks/Api";
-import { PAYMENTS_MAX_RECEIVE_COUNT } from "../../core/queue";
+import { INTEGRATIONS_MAX_RECEIVE_COUNT, PAYMENTS_MAX_RECEIVE_COUNT } from "../../core/queue";
 import {
   Pipelines,
   SOURCE_SWEEPER_BUCKET_ACCESS,
@@ -53,7 +58,7 @@ import { APPROVED_STREAM_FILTER } from "../../core/pending-action/pending-action
 import { Secrets } from "../../stacks/Secrets";
 import { Billing, CREDIT_SWEEPER_HANDLER, CREDIT_SWEEPER_SCHEDULE } from "../../stacks/Billing";
 import { ACCESS_LOG_PREFIX, ACCESS_LOG_RETENTION_DAYS, Storage, UPLOAD_PREFIX } from "../../stacks/Storage";
-import { BUCKET_OBJECT_ACTIONS, STORED_OBJECTS_PREFIX, TABLE_DATA_ACTIONS, type BucketAccess } from "../../stacks/defaults";
+import { BUCKET_OBJECT_ACTIONS, mailIdentity, STORED_OBJECTS_PREFIX, TABLE_DATA_ACTIONS, TOKEN_KEY_ACTIONS, type BucketAccess } from "../../stacks/defaults";
 import { bedrockResourceArns, DEFAULT_CATALOGUE, EMBEDDING_MODEL_ID } from "../../core/ai/catalogue";
 import type { RouteSpec } from "../../functions/lib/route";
 
@@ -91,6 +96,13 @@ const SETTINGS = {
   BEDROCK_MODEL_SMALL: "us.anthropic.claude-haiku-4-5-20251001-v1:0",
   BEDROCK_MODEL_MID: undefined,
   BEDROCK_MODEL_LARGE: undefined,
+  // Code host: GitHub Enterprise's API address set, the web address left to its default. API_URL is the stack's own.
+  GITHUB_API_URL: "https://ghe.example.test/api/v3",
+  GITHUB_WEB_URL: undefined,
+  API_URL: undefined,
+  // Growth: the sender (with a display name) and the spreadsheet.
+  MAIL_FROM: "Research to Delivery <no-reply@mail.example.test>",
+  GOOGLE_SHEETS_ID: "sheet-test-id",
 };
 
 type Resource = { Type: string; Properties: Record<string, any> };
@@ -144,6 +156,7 @@ const actionsIn = (statement: { Action: string | string[] }) => [statement.Actio
 /** The storage stack's exports, as the other stacks import them. */
 const imported = (what: RegExp) => ({ "Fn::ImportValue": expect.stringMatching(what) });
 const UPLOADS_ARN = /UploadsBucket.*Arn/;
+const TOKEN_KEY_ARN = /IntegrationTokens.*Arn/;
 const TABLE_ARN = /Table[0-9A-F]+Arn/;
 
 /**
@@ -222,6 +235,7 @@ describe("handler modules referenced by the stacks", () => {
     PENDING_ACTION_CONSUMER_HANDLER,
     PENDING_ACTION_SWEEPER_HANDLER,
     PAYMENTS_CONSUMER_HANDLER,
+    INTEGRATIONS_CONSUMER_HANDLER,
     CREDIT_SWEEPER_HANDLER,
   ];
   it.each(handlers)("%s exists", (handler) => {
@@ -382,9 +396,9 @@ describe("synthesized app", () => {
   it("bundles every function without installed packages, except Swagger UI for the docs group", async () => {
     const stacks = [templates.Pipelines, templates.Api, templates.PendingActions, templates.Billing];
     const ours = stacks.flatMap((t) => Object.values(lambdas(t)).filter((r) => String(r.Properties.Handler).startsWith("functions/")));
-    // Groups and the payments consumer (Api), step tasks, the upload consumer and the source sweeper (Pipelines), the
+    // Groups and the two queue consumers (Api), step tasks, the upload consumer and the source sweeper (Pipelines), the
     // executor pair (PendingActions), the credit sweeper (Billing).
-    expect(ours.length).toBe(groups().length + 1 + Object.keys(STEP_TASKS).length + 2 + 2 + 1);
+    expect(ours.length).toBe(groups().length + 2 + Object.keys(STEP_TASKS).length + 2 + 2 + 1);
     for (const fn of ours) {
       const dir = join(outdir, `asset.${(fn.Properties.Code.S3Key as string).replace(/\.zip$/, "")}`);
       const installed = existsSync(join(dir, "node_modules"))
@@ -504,15 +518,15 @@ describe("synthesized app", () => {
     // SSE routes are served on their streaming Function URL only (API Gateway cannot stream).
     const allRoutes = Object.values(routes).filter((r) => !("streaming" in r && r.streaming));
 
-    it("has exactly one Lambda per endpoint group and no other application function but the payments consumer", () => {
+    it("has exactly one Lambda per endpoint group and no other application function but the two queue consumers", () => {
       const handlers = Object.values(lambdas(templates.Api))
         .map((r) => r.Properties.Handler as string)
         .filter((h) => h.startsWith("functions/"));
-      expect(handlers.sort()).toEqual([...groups().map(groupHandler), PAYMENTS_CONSUMER_HANDLER].sort());
+      expect(handlers.sort()).toEqual([...groups().map(groupHandler), PAYMENTS_CONSUMER_HANDLER, INTEGRATIONS_CONSUMER_HANDLER].sort());
     });
 
     it("queues verified payment events on an SQS FIFO queue with a dead-letter queue, consumed one at a time", () => {
-      const queues = resourcesOf(templates.Api, "AWS::SQS::Queue");
+      const queues = Object.fromEntries(Object.entries(resourcesOf(templates.Api, "AWS::SQS::Queue")).filter(([, q]) => q.Properties.FifoQueue));
       expect(Object.keys(queues)).toHaveLength(2);
       const [mainId, main] = Object.entries(queues).find(([, q]) => q.Properties.RedrivePolicy)!;
       const [dlqId, dlq] = Object.entries(queues).find(([id]) => id !== mainId)!;
@@ -534,7 +548,9 @@ describe("synthesized app", () => {
       }
 
       const consumerId = lambdaIdFor(templates.Api, PAYMENTS_CONSUMER_HANDLER);
-      const mappings = Object.values(resourcesOf(templates.Api, "AWS::Lambda::EventSourceMapping")).map((r) => r.Properties);
+      const mappings = Object.values(resourcesOf(templates.Api, "AWS::Lambda::EventSourceMapping"))
+        .map((r) => r.Properties)
+        .filter((m) => JSON.stringify(m.EventSourceArn) === JSON.stringify(getAttArn(mainId)) || JSON.stringify(m.FunctionName) === JSON.stringify({ Ref: consumerId }));
       expect(mappings).toEqual([
         expect.objectContaining({ EventSourceArn: getAttArn(mainId), FunctionName: { Ref: consumerId }, BatchSize: 1, FunctionResponseTypes: ["ReportBatchItemFailures"] }),
       ]);
@@ -577,6 +593,145 @@ describe("synthesized app", () => {
           expect(vars.STRIPE_PRICE_PRO_MONTHLY, group).toBeUndefined();
         }
       }
+    });
+
+    /** The environment variables of a Lambda of the Api stack, by handler. */
+    const envOf = (handler: string) => lambdas(templates.Api)[lambdaIdFor(templates.Api, handler)].Properties.Environment.Variables as Record<string, unknown>;
+    const secretsIn = (env: Record<string, unknown>) =>
+      Object.keys(env).filter((k) => k.startsWith("SST_Secret_value_")).map((k) => k.slice("SST_Secret_value_".length)).sort();
+    /** Every function of the app's stacks that runs our code, as [template, logical id, handler]. */
+    const ourFunctions = () =>
+      [templates.Api, templates.Pipelines, templates.PendingActions, templates.Billing].flatMap((template) =>
+        Object.entries(lambdas(template))
+          .filter(([, r]) => String(r.Properties.Handler).startsWith("functions/"))
+          .map(([id, r]) => [template, id, r.Properties.Handler as string] as const),
+      );
+
+    it("queues deferred integration work on an SQS standard queue with a dead-letter queue, both TLS only, consumed with partial batch responses", () => {
+      const queues = resourcesOf(templates.Api, "AWS::SQS::Queue");
+      const standard = Object.entries(queues).filter(([, q]) => !q.Properties.FifoQueue);
+      expect(standard).toHaveLength(2);
+      const [mainId, main] = standard.find(([, q]) => q.Properties.RedrivePolicy)!;
+      const [dlqId, dlq] = standard.find(([id]) => id !== mainId)!;
+      // Standard, not FIFO: each job carries its own delay (GitHub's retry-after), which FIFO queues refuse.
+      expect(main.Properties.FifoQueue).toBeUndefined();
+      expect(main.Properties).toMatchObject({
+        VisibilityTimeout: 6 * INTEGRATIONS_CONSUMER_TIMEOUT_SECONDS,
+        RedrivePolicy: { deadLetterTargetArn: getAttArn(dlqId), maxReceiveCount: INTEGRATIONS_MAX_RECEIVE_COUNT },
+      });
+      expect(INTEGRATIONS_MAX_RECEIVE_COUNT).toBe(3);
+      expect(dlq.Properties.FifoQueue).toBeUndefined();
+      expect(dlq.Properties.MessageRetentionPeriod).toBe(14 * 86_400);
+      for (const queueId of [mainId, dlqId]) {
+        const statements = Object.values(resourcesOf(templates.Api, "AWS::SQS::QueuePolicy"))
+          .filter((p) => JSON.stringify(p.Properties.Queues) === JSON.stringify([{ Ref: queueId }]))
+          .flatMap((p) => p.Properties.PolicyDocument.Statement);
+        expect(statements, queueId).toEqual(
+          expect.arrayContaining([expect.objectContaining({ Effect: "Deny", Action: "sqs:*", Condition: { Bool: { "aws:SecureTransport": "false" } } })]),
+        );
+      }
+
+      // The consumer: an event source mapping on the main queue, with partial batch responses.
+      const consumerId = lambdaIdFor(templates.Api, INTEGRATIONS_CONSUMER_HANDLER);
+      const mappings = Object.values(resourcesOf(templates.Api, "AWS::Lambda::EventSourceMapping"))
+        .map((r) => r.Properties)
+        .filter((m) => JSON.stringify(m.EventSourceArn) === JSON.stringify(getAttArn(mainId)) || JSON.stringify(m.FunctionName) === JSON.stringify({ Ref: consumerId }));
+      expect(mappings).toEqual([
+        expect.objectContaining({ EventSourceArn: getAttArn(mainId), FunctionName: { Ref: consumerId }, BatchSize: 1, FunctionResponseTypes: ["ReportBatchItemFailures"] }),
+      ]);
+      const consumer = lambdas(templates.Api)[consumerId].Properties;
+      expect(consumer.Timeout).toBe(INTEGRATIONS_CONSUMER_TIMEOUT_SECONDS);
+      // It opens tokens, may refresh one with the OAuth app, and re-defers what GitHub limits again.
+      expect(consumer.Environment.Variables).toMatchObject({ INTEGRATIONS_QUEUE_URL: { Ref: mainId }, TOKEN_KMS_KEY_ID: imported(TOKEN_KEY_ARN), GITHUB_API_URL: SETTINGS.GITHUB_API_URL });
+      expect(secretsIn(consumer.Environment.Variables)).toEqual(["GITHUB_CLIENT_ID", "GITHUB_CLIENT_SECRET"]);
+      const consumerActions = statementsOf(templates.Api, consumerId).flatMap(actionsIn);
+      expect(consumerActions).toEqual(expect.arrayContaining(["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:SendMessage"]));
+      expectTableGrant(templates.Api, consumerId);
+      expectBucketGrant(templates.Api, consumerId, INTEGRATIONS_CONSUMER_BUCKET_ACCESS, "integrations consumer");
+      expectBedrockGrant(templates.Api, Api, consumerId, false, "integrations consumer");
+      expectWildcardsOnlyFor(templates.Api, consumerId, TRACING);
+
+      // The codehost group sends to it, and only it of the groups has the queue's URL.
+      for (const group of groups()) {
+        const fnId = lambdaIdFor(templates.Api, groupHandler(group));
+        const sends = statementsOf(templates.Api, fnId).some((st) => actionsIn(st).includes("sqs:SendMessage") && JSON.stringify(st.Resource).includes(`"${mainId}"`));
+        expect(sends, group).toBe(group === "codehost");
+        expect(envOf(groupHandler(group)).INTEGRATIONS_QUEUE_URL, group).toEqual(group === "codehost" ? { Ref: mainId } : undefined);
+      }
+    });
+
+    it("wraps integration tokens with a rotating KMS key that only the functions opening tokens may use, and no other key", () => {
+      const keys = Object.values(resourcesOf(templates.Storage, "AWS::KMS::Key")).map((r) => r.Properties);
+      expect(keys).toHaveLength(1);
+      expect(keys[0].EnableKeyRotation).toBe(true);
+      // The codehost group, the groups whose copilot tools read GitHub, the integrations consumer, the executors of
+      // the gated issue tools.
+      expect(TOKEN_READING_GROUPS).toEqual(["stream"]);
+      const holders = new Set([
+        ...["codehost", ...TOKEN_READING_GROUPS].map(groupHandler),
+        INTEGRATIONS_CONSUMER_HANDLER,
+        PENDING_ACTION_CONSUMER_HANDLER,
+        PENDING_ACTION_SWEEPER_HANDLER,
+      ]);
+      const functions = ourFunctions();
+      expect(functions.filter(([, , handler]) => holders.has(handler))).toHaveLength(holders.size);
+      for (const [template, fnId, handler] of functions) {
+        const kmsStatements = statementsOf(template, fnId)
+          .filter((st) => actionsIn(st).some((a) => a.startsWith("kms:")))
+          .map((st) => ({ ...st, Action: actionsIn(st).sort() }));
+        const env = lambdas(template)[fnId].Properties.Environment.Variables;
+        if (holders.has(handler)) {
+          expect(kmsStatements, handler).toEqual([{ Effect: "Allow", Action: [...TOKEN_KEY_ACTIONS].sort(), Resource: imported(TOKEN_KEY_ARN) }]);
+          expect(env.TOKEN_KMS_KEY_ID, handler).toEqual(imported(TOKEN_KEY_ARN));
+          expect(env.GITHUB_API_URL, handler).toBe(SETTINGS.GITHUB_API_URL);
+        } else {
+          expect(kmsStatements, handler).toEqual([]);
+          expect(env.TOKEN_KMS_KEY_ID, handler).toBeUndefined();
+        }
+      }
+    });
+
+    it("gives the codehost group the GitHub OAuth app's secrets, GitHub's addresses, this API's own URL and the frontend's", () => {
+      expect(GROUP_SECRETS.codehost).toEqual(["GITHUB_CLIENT_ID", "GITHUB_CLIENT_SECRET"]);
+      const vars = envOf(groupHandler("codehost"));
+      expect(secretsIn(vars)).toEqual(["GITHUB_CLIENT_ID", "GITHUB_CLIENT_SECRET"]);
+      expect(vars).toMatchObject({ GITHUB_API_URL: SETTINGS.GITHUB_API_URL, APP_URL: SETTINGS.APP_URL });
+      expect(vars.GITHUB_WEB_URL).toBeUndefined();
+      // API_URL is the HTTP API's own endpoint (the ApiUrl output), so the redirect URI is this API's callback route.
+      const [apiId] = Object.keys(resourcesOf(templates.Api, "AWS::ApiGatewayV2::Api"));
+      expect(vars.API_URL).toEqual({ "Fn::GetAtt": [apiId, "ApiEndpoint"] });
+      expect(vars.API_URL).toEqual(Object.values(templates.Api.findOutputs("ApiUrl"))[0].Value);
+      for (const group of groups().filter((g) => g !== "codehost")) {
+        const env = envOf(groupHandler(group));
+        expect(env.API_URL, group).toBeUndefined();
+        expect(secretsIn(env).filter((name) => name.startsWith("GITHUB_")), group).toEqual([]);
+      }
+    });
+
+    it("mails from the growth group through SES, allowed to send as the MAIL_FROM identity only", () => {
+      const vars = envOf(groupHandler("growth"));
+      expect(MAIL_ENGINE).toBe("ses");
+      expect(vars).toMatchObject({ MAIL_ENGINE: "ses", MAIL_FROM: SETTINGS.MAIL_FROM, GOOGLE_SHEETS_ID: SETTINGS.GOOGLE_SHEETS_ID, ADMIN_EMAILS: SETTINGS.ADMIN_EMAILS });
+      expect(secretsIn(vars)).toEqual(["GOOGLE_SHEETS_CREDENTIALS"]);
+      const fnId = lambdaIdFor(templates.Api, groupHandler("growth"));
+      const ses = statementsOf(templates.Api, fnId).filter((st) => actionsIn(st).some((a) => a.startsWith("ses:")));
+      expect(ses).toHaveLength(1);
+      expect(ses[0]).toMatchObject({ Effect: "Allow", Action: "ses:SendEmail" });
+      // The identity of the sender's address and of its domain, in this account and region; nothing else.
+      const resources = [ses[0].Resource].flat().map((r) => JSON.stringify(r));
+      expect(resources).toHaveLength(2);
+      expect(resources.some((r) => /:ses:[a-z0-9-]+:123456789012:identity\/no-reply@mail\.example\.test"/.test(r)), resources.join()).toBe(true);
+      expect(resources.some((r) => /:ses:[a-z0-9-]+:123456789012:identity\/mail\.example\.test"/.test(r)), resources.join()).toBe(true);
+      expect(resources.join()).not.toContain("*");
+      expectBucketGrant(templates.Api, fnId, [], "growth");
+      // No other function may send mail.
+      for (const [template, id, handler] of ourFunctions()) {
+        if (id === fnId && template === templates.Api) continue;
+        expect(statementsOf(template, id).flatMap(actionsIn).filter((a) => a.startsWith("ses:")), handler).toEqual([]);
+      }
+      expect(mailIdentity("no-reply@Mail.Example.test")).toEqual({ address: "no-reply@Mail.Example.test", domain: "mail.example.test" });
+      expect(mailIdentity("R2D <hi@example.test>")).toEqual({ address: "hi@example.test", domain: "example.test" });
+      expect(() => mailIdentity("nobody")).toThrow(/MAIL_FROM/);
     });
 
     it("routes every row of the route table to its group's function", () => {
@@ -631,7 +786,17 @@ describe("synthesized app", () => {
       // OAuth redirects), each with the reason it is open written down in the stack.
       const openKeys = apiRoutes.filter((r) => r.AuthorizationType === "NONE").map((r) => r.RouteKey as string).sort();
       expect(openKeys).toEqual(allRoutes.filter((r) => routeAuthorizer(r) === "none").map(routeKey).sort());
-      expect(openKeys).toEqual(expect.arrayContaining(["GET /api/docs", "GET /api/docs/{asset}", "GET /api/openapi.json", "POST /api/webhooks/idp", "POST /api/webhooks/payments"]));
+      expect(openKeys).toEqual(
+        expect.arrayContaining([
+          "GET /api/docs",
+          "GET /api/docs/{asset}",
+          "GET /api/openapi.json",
+          "POST /api/webhooks/idp",
+          "POST /api/webhooks/payments",
+          "GET /api/integrations/codehost/callback",
+          "POST /api/waitlist",
+        ]),
+      );
       for (const key of openKeys) expect(OPEN_ROUTE_REASONS[key], `${key}: why is it open?`).toEqual(expect.any(String));
     });
 
@@ -729,8 +894,8 @@ describe("synthesized app", () => {
       }
       expect(GROUP_SECRETS.webhooks).toContain("IDP_WEBHOOK_SECRET");
       const prefetchers = Object.values(resourcesOf(templates.Api, "Custom::SecretPrefetcher"));
-      // One per group with secrets, and the payments consumer's (STRIPE_SECRET_KEY).
-      expect(prefetchers.length).toBe(groups().filter((g) => (GROUP_SECRETS[g] ?? []).length > 0).length + 1);
+      // One per group with secrets, the payments consumer's (STRIPE_SECRET_KEY) and the integrations consumer's (GitHub).
+      expect(prefetchers.length).toBe(groups().filter((g) => (GROUP_SECRETS[g] ?? []).length > 0).length + 2);
     });
 
     it("ships swagger-ui-dist with the docs function", () => {

@@ -5,7 +5,7 @@ import ts from "typescript";
 import { beforeAll, describe, expect, it } from "vitest";
 import { groups } from "../../functions/http/routes";
 import { STEP_TASKS, type StepTaskName } from "../../functions/steps/extraction.asl";
-import { GROUP_BUCKET_ACCESS, groupHandler, PAYMENTS_CONSUMER_HANDLER } from "../../stacks/Api";
+import { GROUP_BUCKET_ACCESS, groupHandler, INTEGRATIONS_CONSUMER_BUCKET_ACCESS, INTEGRATIONS_CONSUMER_HANDLER, PAYMENTS_CONSUMER_HANDLER } from "../../stacks/Api";
 import { CREDIT_SWEEPER_HANDLER } from "../../stacks/Billing";
 import type { BucketAccess } from "../../stacks/defaults";
 import { EXECUTOR_BUCKET_ACCESS, PENDING_ACTION_CONSUMER_HANDLER, PENDING_ACTION_SWEEPER_HANDLER } from "../../stacks/PendingActions";
@@ -64,6 +64,7 @@ function grantedAccess(): Map<string, readonly BucketAccess[]> {
   granted.set(file(PENDING_ACTION_CONSUMER_HANDLER), EXECUTOR_BUCKET_ACCESS);
   granted.set(file(PENDING_ACTION_SWEEPER_HANDLER), EXECUTOR_BUCKET_ACCESS);
   granted.set(file(PAYMENTS_CONSUMER_HANDLER), []);
+  granted.set(file(INTEGRATIONS_CONSUMER_HANDLER), INTEGRATIONS_CONSUMER_BUCKET_ACCESS);
   granted.set(file(CREDIT_SWEEPER_HANDLER), []);
   return granted;
 }
