@@ -29,7 +29,7 @@ import { markImplemented } from "../integration/implemented";
 import { citedInsightIds, draftTicket, insightRefs, ticketIdOf, type EvidenceInsight } from "./draft";
 import { TERMINAL_CATEGORIES, type Platform, type TicketCategory } from "./mapping";
 import { assertTransition, canTransition, checkBatchTransition, type TicketStatus } from "./status";
-import { trackerOf, type Tracker } from "./trackers";
+import { trackerOf, type IssueRead, type Tracker } from "./trackers";
 import type { ExecutionTicketEntity } from "./ticket.entity";
 import {
   DEFAULT_TICKET_BLOCK_TYPES,
@@ -293,9 +293,9 @@ async function pushOne(tracker: Tracker, c: Claim): Promise<PushOutcome> {
   try {
     // Only a ticket some attempt already began can have an issue: a first attempt spends no search.
     const earlier = t.push_started_at
-      ? await tracker.findByMarker(markerOf(t.id), new Date(Date.parse(t.push_started_at) - MARKER_SEARCH_SLACK_MS).toISOString())
+      ? await tracker.findByMarker(markerOf(t.id), new Date(Date.parse(t.push_started_at) - MARKER_SEARCH_SLACK_MS).toISOString(), t.id)
       : null;
-    const issue = earlier ?? (await tracker.create({ title: t.title, body: issueBody(t), labels: t.labels ?? [], priority: t.priority ?? null }));
+    const issue = earlier ?? (await tracker.create({ ticket_id: t.id, ticket_type: t.ticket_type, title: t.title, body: issueBody(t), labels: t.labels ?? [], priority: t.priority ?? null }));
     const done = await settle(c, "pushed", { external_id: issue.external_id, external_url: issue.external_url }, ["push_error"]);
     return done ? outcome(done) : outcome(t, t.status, "another push took the ticket over");
   } catch (err) {
@@ -329,7 +329,8 @@ async function pushOne(tracker: Tracker, c: Claim): Promise<PushOutcome> {
  * @returns `{results: [{ticket_id, status, external_url, external_id, error}], pushed, failed, queued}`
  * @throws AppError FORBIDDEN (403); PLAN_FEATURE_REQUIRED (403: has_codehost for the code host, has_integrations for
  *   the others); NOT_FOUND (404, document); NO_ACTIVE_INTEGRATION (404); VALIDATION_ERROR (422, ticket ids not of the
- *   document); REPO_NOT_SELECTED (422); CODEHOST_TOKEN_ERROR and the others' (424); SERVICE_UNAVAILABLE (503)
+ *   document; project_key missing for the ticket tool); REPO_NOT_SELECTED and NO_TEAM_SELECTED (422); CODEHOST_TOKEN_ERROR
+ *   and the others' (424); SERVICE_UNAVAILABLE (503)
  */
 export async function push(userId: string, input: PushTicketsInput, destination?: string, opts: { budgetMs?: number } = {}): Promise<PushTicketsResult> {
   const deadline = Date.now() + (opts.budgetMs ?? WORK_BUDGET_MS);
@@ -356,7 +357,7 @@ export async function push(userId: string, input: PushTicketsInput, destination?
     const related = doc.related_recommendation_id
       ? (await db().entities.recommendation.get({ workspace_id: doc.workspace_id, id: doc.related_recommendation_id }).go()).data
       : null;
-    const dest = destination ?? (await adapter.destination(doc.workspace_id, integration, { repo: input.repo, targetRepo: related?.target_repo ?? null }));
+    const dest = destination ?? (await adapter.destination(doc.workspace_id, integration, { repo: input.repo, targetRepo: related?.target_repo ?? null, projectKey: input.project_key }));
     await adapter.open(doc.workspace_id, dest, async (tracker) => {
       const queueRest = async (i: number, delaySeconds: number) => {
         const rest = pushable.slice(i);
@@ -398,9 +399,13 @@ const syncOutcome = (t: TicketItem, changed: boolean, error: string | null = nul
   ticket_id: t.id, status, synced_status: (t.synced_status as TicketCategory | undefined) ?? null, external_url: t.external_url ?? null, changed, error,
 });
 
-/** Read one pushed ticket's issue and record its category (pushed → synced; synced stays synced). */
-async function syncOne(tracker: Tracker, t: TicketItem, now: string): Promise<SyncOutcome> {
-  const read = await tracker.read(t.external_id!, t.etag);
+/** Issues a sync asks a batching tracker for at once (Linear's largest page; the Jira adapter pages by 100 itself). */
+const READ_BATCH = 250;
+
+/** Read one pushed ticket's issue (or take what a batched read found) and record its category (pushed → synced; synced stays synced). */
+async function syncOne(tracker: Tracker, t: TicketItem, now: string, batched?: IssueRead | ProviderError): Promise<SyncOutcome> {
+  if (batched instanceof ProviderError) throw batched;
+  const read = batched ?? (await tracker.read(t.external_id!, t.etag));
   const to: TicketStatus = "synced";
   assertTransition(t.status, to);
   if (!read.modified) {
@@ -469,10 +474,17 @@ export async function sync(userId: string, input: SyncTicketsInput, startedAt = 
         }
         for (const t of tickets.slice(i)) results.push(syncOutcome(t, false, null, "queued"));
       };
+      // Batched reads (Linear, Jira): one request per READ_BATCH issues, taken as the loop reaches them.
+      const reads = new Map<string, IssueRead | ProviderError>();
       for (let i = 0; i < tickets.length; i++) {
         if (i > 0 && Date.now() > deadline) return queueRest(i, 1);
         try {
-          results.push(await syncOne(tracker, tickets[i]!, now));
+          if (tracker.readMany && !reads.has(tickets[i]!.external_id!)) {
+            const ids = tickets.slice(i, i + READ_BATCH).map((t) => t.external_id!);
+            const got = await tracker.readMany(ids);
+            for (const id of ids) reads.set(id, got.get(id) ?? new ProviderError("not_found", `issue ${id} is gone or out of the grant's reach`));
+          }
+          results.push(await syncOne(tracker, tickets[i]!, now, reads.get(tickets[i]!.external_id!)));
         } catch (err) {
           if (err instanceof ProviderError && err.failure === "rate_limited") return queueRest(i, err.retryAfterSeconds ?? 60);
           if (err instanceof ProviderError && err.failure !== "auth_expired") {

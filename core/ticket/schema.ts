@@ -98,6 +98,7 @@ export const PushTicketsInput = z
     platform: Platform,
     ticket_ids: z.array(z.uuid()).min(1).max(200).optional().describe("default: every reviewed ticket of the document"),
     repo: z.string().regex(/^[\w.-]+\/[\w.-]+$/, "org/repo").optional().describe("codehost: a selected repository; default the recommendation's target repository or the only selected one"),
+    project_key: z.string().regex(/^[A-Z][A-Z0-9_]{0,49}$/, "a Jira project key").optional().describe("tickets: the Jira project to push to (required there: the server keeps no project selection for the ticket tool)"),
   })
   .strict()
   .meta({ id: "PushTicketsInput" });

@@ -72,6 +72,14 @@ export class GitHubStandIn {
     this.server?.close();
   }
 
+  /**
+   * The stand-in's handlers, for one `msw` server shared with other stand-ins (test/support/standins.ts): two servers
+   * in one process do not compose, the last one listening answers alone.
+   */
+  mswHandlers() {
+    return this.handlers();
+  }
+
   /** Answer the next request(s) matching `failure.match` with an error (rate limits, revoked tokens). */
   fail(failure: Failure): void {
     this.failures.push({ times: 1, ...failure });

@@ -12,7 +12,7 @@ import { randomBytes } from "node:crypto";
 import { http, HttpResponse } from "msw";
 import { setupServer, type SetupServer } from "msw/node";
 import type { AccessibleResource } from "jira.js";
-import type { PageProject, Project } from "jira.js/cloud";
+import type { CreatedIssue, PageOfCreateMetaIssueTypes, PageProject, Project, SearchAndReconcileResults, StatusDetails } from "jira.js/cloud";
 
 export const ATLASSIAN_AUTH = "https://auth.atlassian.test";
 export const ATLASSIAN_API = "https://api.atlassian.test";
@@ -24,7 +24,43 @@ export interface JiraFailure {
   headers?: Record<string, string>;
   body?: Record<string, unknown>;
   times?: number;
+  /** The request is carried out, then the connection drops before the answer (a timeout whose write happened). */
+  lost?: boolean;
 }
+
+/** An issue created in the stand-in site (by a push). */
+export interface JiraIssue {
+  id: string;
+  key: string;
+  projectKey: string;
+  issueTypeId: string;
+  summary: string;
+  /** The ADF document as sent. */
+  description: unknown;
+  labels: string[];
+  priority: string | null;
+  statusId: string;
+}
+
+/**
+ * The site's workflow statuses: Jira's fixed categories (2 new, 4 indeterminate, 3 done) under names a team might
+ * choose, including a renamed done ("Shipped") and a "Won't Do" inside done: sync must read the category.
+ */
+const STATUSES: StatusDetails[] = [
+  { id: "10000", name: "To Do", statusCategory: { id: 2, key: "new", colorName: "blue-gray", name: "To Do" } },
+  { id: "3", name: "In Progress", statusCategory: { id: 4, key: "indeterminate", colorName: "yellow", name: "In Progress" } },
+  { id: "10001", name: "Shipped", statusCategory: { id: 3, key: "done", colorName: "green", name: "Done" } },
+  { id: "10002", name: "Won't Do", statusCategory: { id: 3, key: "done", colorName: "green", name: "Done" } },
+];
+
+/** Issue types of every project (a company-managed software project's defaults). */
+const ISSUE_TYPES = [
+  { id: "10001", name: "Story", subtask: false },
+  { id: "10002", name: "Task", subtask: false },
+  { id: "10003", name: "Bug", subtask: false },
+  { id: "10004", name: "Epic", subtask: false },
+  { id: "10005", name: "Subtask", subtask: true },
+];
 
 interface Grant {
   /** Every refresh token issued to this grant, the current one last. */
@@ -52,6 +88,8 @@ export class JiraStandIn {
   private readonly codes = new Map<string, { redirectUri: string }>();
   /** Access token → its grant and expiry (epoch ms). */
   private readonly access = new Map<string, { grant: Grant; expiresAt: number }>();
+  /** Issues by id, in creation order. */
+  readonly issues = new Map<string, JiraIssue>();
   private failures: JiraFailure[] = [];
   private server: SetupServer | undefined;
   /** Called once per refresh before it answers (lets a test hold a refresh in flight). */
@@ -71,8 +109,38 @@ export class JiraStandIn {
     this.server?.close();
   }
 
+  /**
+   * The stand-in's handlers, for one `msw` server shared with other stand-ins (test/support/standins.ts): two servers
+   * in one process do not compose, the last one listening answers alone.
+   */
+  mswHandlers() {
+    return this.handlers();
+  }
+
   fail(failure: JiraFailure): void {
     this.failures.push({ times: 1, ...failure });
+  }
+
+  /** An issue created in Jira by someone else (or seeded by a benchmark): its id. */
+  addIssue(projectKey: string, summary: string, labels: string[] = []): JiraIssue {
+    const id = String(10000 + this.issues.size + 1);
+    const key = `${projectKey}-${[...this.issues.values()].filter((i) => i.projectKey === projectKey).length + 1}`;
+    const issue: JiraIssue = { id, key, projectKey, issueTypeId: ISSUE_TYPES[1]!.id, summary, description: undefined, labels, priority: null, statusId: STATUSES[0]!.id! };
+    this.issues.set(id, issue);
+    return issue;
+  }
+
+  /** Move an issue to a workflow status by its name (a developer in Jira). */
+  transition(key: string, statusName: string): void {
+    const issue = [...this.issues.values()].find((i) => i.key === key);
+    const status = STATUSES.find((s) => s.name === statusName);
+    if (!issue || !status) throw new Error(`stand-in Jira: no issue ${key} or status ${statusName}`);
+    issue.statusId = status.id!;
+  }
+
+  /** Issues created (POST /issue answered 201) since `mark` (an index into `requests`). */
+  creations(mark = 0): number {
+    return this.requests.slice(mark).filter((r) => r.method === "POST" && r.path.endsWith("/rest/api/3/issue") && r.status === 201).length;
   }
 
   /** Revoke every grant (the user removing the app from their Atlassian account). */
@@ -114,8 +182,8 @@ export class JiraStandIn {
   }
 
   private handlers() {
-    const api = (method: "get", template: string, answer: (ctx: { url: URL; params: Record<string, string> }) => Response) =>
-      http[method](`${ATLASSIAN_API}${template}`, ({ request, params }) => {
+    const api = (method: "get" | "post", template: string, answer: (ctx: { url: URL; params: Record<string, string>; body: any }) => Response) =>
+      http[method](`${ATLASSIAN_API}${template}`, async ({ request, params }) => {
         const url = new URL(request.url);
         const key = `${method.toUpperCase()} ${url.pathname}`;
         const failure = this.failures.find((f) => f.match.test(key));
@@ -123,6 +191,11 @@ export class JiraStandIn {
         if (failure) {
           failure.times = (failure.times ?? 1) - 1;
           if (failure.times <= 0) this.failures = this.failures.filter((f) => f !== failure);
+          if (failure.lost) {
+            const done = answer({ url, params: params as Record<string, string>, body: method === "post" ? await request.json() : undefined });
+            log(done.status);
+            return HttpResponse.error();
+          }
           log(failure.status);
           return HttpResponse.json(failure.body ?? { errorMessages: ["failure"], errors: {} }, { status: failure.status, headers: failure.headers });
         }
@@ -132,7 +205,8 @@ export class JiraStandIn {
           log(401);
           return HttpResponse.json({ code: 401, message: "Unauthorized" }, { status: 401 });
         }
-        const res = answer({ url, params: params as Record<string, string> });
+        const body = method === "post" ? await request.json() : undefined;
+        const res = answer({ url, params: params as Record<string, string>, body });
         log(res.status);
         return res;
       });
@@ -170,6 +244,44 @@ export class JiraStandIn {
           return HttpResponse.json(this.issue(found.grant));
         }
         return HttpResponse.json({ error: "unsupported_grant_type" }, { status: 400 });
+      }),
+      api("get", "/ex/jira/:cloudId/rest/api/3/issue/createmeta/:project/issuetypes", ({ params }) => {
+        if (params.cloudId !== this.cloudId || !this.projects.some((p) => p.key === params.project)) return HttpResponse.json({ errorMessages: ["No project could be found with key."], errors: {} }, { status: 404 });
+        const page: PageOfCreateMetaIssueTypes = { issueTypes: ISSUE_TYPES, maxResults: 200, startAt: 0, total: ISSUE_TYPES.length };
+        return HttpResponse.json(page);
+      }),
+      api("post", "/ex/jira/:cloudId/rest/api/3/issue", ({ params, body }) => {
+        const f = (body as { fields: Record<string, any> }).fields;
+        const project = this.projects.find((p) => p.key === f.project?.key);
+        if (params.cloudId !== this.cloudId || !project) return HttpResponse.json({ errorMessages: [], errors: { project: "valid project is required" } }, { status: 400 });
+        if (!ISSUE_TYPES.some((t) => t.id === f.issuetype?.id && !t.subtask)) return HttpResponse.json({ errorMessages: [], errors: { issuetype: "valid issue type is required" } }, { status: 400 });
+        if (typeof f.summary !== "string" || !f.summary || f.summary.length > 255 || /\n/.test(f.summary)) return HttpResponse.json({ errorMessages: [], errors: { summary: "Summary must be one line of at most 255 characters." } }, { status: 400 });
+        // Jira Cloud's v3 API takes descriptions only as an ADF document.
+        if (f.description !== undefined && (f.description?.type !== "doc" || f.description?.version !== 1)) return HttpResponse.json({ errorMessages: [], errors: { description: "Operation value must be an Atlassian Document." } }, { status: 400 });
+        if ((f.labels ?? []).some((l: string) => /\s/.test(l))) return HttpResponse.json({ errorMessages: [], errors: { labels: "Labels cannot contain spaces." } }, { status: 400 });
+        if (f.priority && !["Highest", "High", "Medium", "Low", "Lowest"].includes(f.priority.name)) return HttpResponse.json({ errorMessages: [], errors: { priority: "Priority name is not valid." } }, { status: 400 });
+        const id = String(10000 + this.issues.size + 1);
+        const key = `${project.key}-${[...this.issues.values()].filter((i) => i.projectKey === project.key).length + 1}`;
+        this.issues.set(id, { id, key, projectKey: project.key, issueTypeId: f.issuetype.id, summary: f.summary, description: f.description, labels: f.labels ?? [], priority: f.priority?.name ?? null, statusId: STATUSES[0]!.id! });
+        const created: CreatedIssue = { id, key, self: `${ATLASSIAN_API}/ex/jira/${this.cloudId}/rest/api/3/issue/${id}` };
+        return HttpResponse.json(created, { status: 201 });
+      }),
+      api("post", "/ex/jira/:cloudId/rest/api/3/search/jql", ({ params, body }) => {
+        if (params.cloudId !== this.cloudId) return HttpResponse.json({ errorMessages: ["Site not found"], errors: {} }, { status: 404 });
+        const { jql, fields, maxResults = 50 } = body as { jql: string; fields?: string[]; maxResults?: number };
+        // The two queries the adapter sends; any other JQL fails the test rather than being answered loosely.
+        let hits: JiraIssue[];
+        const byLabel = /^project = "([^"]+)" AND labels = "([^"]+)" ORDER BY created ASC$/.exec(jql);
+        const byIds = /^id in \(([\d, ]+)\)$/.exec(jql);
+        if (byLabel) hits = [...this.issues.values()].filter((i) => i.projectKey === byLabel[1] && i.labels.includes(byLabel[2]!));
+        else if (byIds) hits = byIds[1]!.split(",").map((x) => this.issues.get(x.trim())).filter((i): i is JiraIssue => !!i);
+        else throw new Error(`stand-in Jira: JQL not understood: ${jql}`);
+        if (maxResults > 5000 || (fields && fields.join() !== "status")) throw new Error(`stand-in Jira: unexpected search ${JSON.stringify(body)}`);
+        const page: SearchAndReconcileResults = {
+          isLast: hits.length <= maxResults,
+          issues: hits.slice(0, maxResults).map((i) => ({ id: i.id, key: i.key, self: `${ATLASSIAN_API}/ex/jira/${this.cloudId}/rest/api/3/issue/${i.id}`, fields: { status: STATUSES.find((s) => s.id === i.statusId) } })),
+        };
+        return HttpResponse.json(page);
       }),
       api("get", "/oauth/token/accessible-resources", () => HttpResponse.json(this.sites satisfies AccessibleResource[])),
       api("get", "/ex/jira/:cloudId/rest/api/3/project/search", ({ url, params }) => {
@@ -209,4 +321,30 @@ export class JiraStandIn {
       }),
     ];
   }
+}
+
+/** Point the Atlassian settings at the stand-in, with jira.js checking every answer against its schema. */
+export function useJiraSettings(jira: JiraStandIn): void {
+  const { API_URL, APP_URL } = { API_URL: "https://api.r2d.test", APP_URL: "https://app.r2d.test" };
+  Object.assign(process.env, {
+    ATLASSIAN_AUTH_URL: ATLASSIAN_AUTH,
+    ATLASSIAN_API_URL: ATLASSIAN_API,
+    ATLASSIAN_CLIENT_ID: jira.clientId,
+    ATLASSIAN_CLIENT_SECRET: jira.clientSecret,
+    JIRA_SCHEMA_MISMATCH: "throw",
+    API_URL,
+    APP_URL,
+  });
+}
+
+/** Connect Jira through the public API as a browser would: connect, authorize at the stand-in, callback. */
+export async function connectJira(jira: JiraStandIn, token: string, workspaceId: string) {
+  const { call } = await import("./api");
+  const connect = await call("POST", "/api/integrations/tickets/connect", { token, body: { workspace_id: workspaceId } });
+  if (connect.status !== 200) throw new Error(`connect: ${connect.status} ${connect.text}`);
+  const { code, state } = jira.authorize(connect.body.auth_url);
+  if (state !== connect.body.state) throw new Error("state changed on the way");
+  const cb = await call("GET", "/api/integrations/tickets/callback", { query: { code, state } });
+  if (cb.status !== 302 || cb.headers.location !== "https://app.r2d.test/settings/integrations?tickets=connected") throw new Error(`callback: ${cb.status} ${String(cb.headers.location)}`);
+  return { state, code };
 }

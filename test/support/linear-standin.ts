@@ -16,7 +16,9 @@ import { http, HttpResponse } from "msw";
 import { setupServer, type SetupServer } from "msw/node";
 import type { LinearDocument as L } from "@linear/sdk";
 import type { Answers, CycleNode, IssueNode, MilestoneNode, ProjectNode, TeamNode, UserNode, Variables } from "../../core/integration/planner/linear";
-import { API_URL, APP_URL } from "./integrations";
+/** The API's and frontend's addresses in the integration tests (as test/support/integrations.ts, which imports vitest: this file is also used by bench/integrations.ts). */
+const API_URL = "https://api.r2d.test";
+const APP_URL = "https://app.r2d.test";
 
 export const LINEAR_WEB = "https://linear.test";
 export const LINEAR_API = "https://api.linear.test";
@@ -56,8 +58,11 @@ interface StoredTeam {
 /** A failure the next matching request(s) get instead of an answer. */
 export interface LinearFailure {
   operation: Op;
-  /** ratelimited: HTTP 400 with the RATELIMITED code (Linear's usual answer); 429: the plain status; auth: a refused token. */
-  kind: "ratelimited" | "429" | "auth";
+  /**
+   * ratelimited: HTTP 400 with the RATELIMITED code (Linear's usual answer); 429: the plain status; auth: a refused
+   * token; lost: the operation is carried out, then the connection drops before the answer.
+   */
+  kind: "ratelimited" | "429" | "auth" | "lost";
   headers?: Record<string, string>;
   times?: number;
 }
@@ -173,6 +178,14 @@ export class LinearStandIn {
 
   close(): void {
     this.server?.close();
+  }
+
+  /**
+   * The stand-in's handlers, for one `msw` server shared with other stand-ins (test/support/standins.ts): two servers
+   * in one process do not compose, the last one listening answers alone.
+   */
+  mswHandlers() {
+    return this.handlers();
   }
 
   fail(failure: LinearFailure): void {
@@ -352,6 +365,13 @@ export class LinearStandIn {
         const name = op.name?.value as Op;
         const log = (status: number) => this.requests.push({ operation: name, status });
         const failure = this.failures.find((f) => f.operation === name);
+        if (failure && failure.kind === "lost") {
+          failure.times = (failure.times ?? 1) - 1;
+          if (failure.times <= 0) this.failures = this.failures.filter((f) => f !== failure);
+          project(op.selectionSet, (this.resolvers[name] as (v: Record<string, unknown>) => unknown)(body.variables ?? {}), name);
+          log(200);
+          return HttpResponse.error();
+        }
         if (failure) {
           failure.times = (failure.times ?? 1) - 1;
           if (failure.times <= 0) this.failures = this.failures.filter((f) => f !== failure);

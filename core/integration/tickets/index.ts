@@ -11,7 +11,7 @@ import { accessibleSites, jira } from "./jira";
 import type { TicketTool } from "./port";
 import type { TicketProjectList, TicketProjectsQuery, TicketsStatus } from "./schema";
 
-export type { TicketTool, TicketProject, TicketSite } from "./port";
+export type { TicketTool, TicketProject, TicketSite, TicketIssueRef, TicketIssueStatus, TicketIssueType } from "./port";
 
 /** Projects a page of `GET /projects` holds (Jira's own default page). */
 export const PROJECTS_PAGE_SIZE = 50;
@@ -23,13 +23,13 @@ export const PROJECTS_PAGE_SIZE = 50;
  * Retry-After) unless `raw` asks for the ProviderError itself (queued work reads its retry-after).
  * @throws AppError NO_ACTIVE_INTEGRATION (404), TICKETS_TOKEN_ERROR (424), RATE_LIMITED (429), ...
  */
-export async function withTicketTool<T>(workspaceId: string, fn: (tool: TicketTool, cloudId: string) => Promise<T>, opts: { raw?: boolean } = {}): Promise<T> {
+export async function withTicketTool<T>(workspaceId: string, fn: (tool: TicketTool, cloudId: string, integration: OAuth.IntegrationItem) => Promise<T>, opts: { raw?: boolean } = {}): Promise<T> {
   const grant = await OAuth.grantOf(workspaceId, "tickets");
   const cloudId = grant.integration.cloud_id;
   // A grant without a site cannot address any Jira API: only a new connection (which resolves one) mends it.
   if (!cloudId) throw tokenError("tickets", "no Atlassian site is recorded for the grant");
   try {
-    return await fn(jira(grant.accessToken, cloudId), cloudId);
+    return await fn(jira(grant.accessToken, cloudId), cloudId, grant.integration);
   } catch (err) {
     if (err instanceof ProviderError && err.failure === "auth_expired") {
       await OAuth.markNeedsReconnect(grant.integration);

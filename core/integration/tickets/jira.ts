@@ -11,7 +11,7 @@ import { createCloudClient, isAuthError, isForbiddenError, isNotFoundError, isRa
 import type { Project } from "jira.js/cloud";
 import { Config } from "../../config";
 import { ProviderError } from "../errors";
-import type { TicketProject, TicketSite, TicketTool } from "./port";
+import type { TicketIssueStatus, TicketProject, TicketSite, TicketTool } from "./port";
 
 /** The Jira scope a site must have been granted for the ticket tool to use it. */
 const JIRA_SCOPE = "read:jira-work";
@@ -77,6 +77,41 @@ export async function accessibleSites(accessToken: string): Promise<TicketSite[]
 /** The site-scoped REST base of a cloud id, through Atlassian's API gateway (the only base an OAuth 2.0 token works on). */
 export const jiraHost = (cloudId: string): string => `${Config.atlassianApiUrl()}/ex/jira/${encodeURIComponent(cloudId)}`;
 
+/** Issues a status read asks for at once: Jira's page of the enhanced search with only `status` selected. */
+export const STATUS_PAGE = 100;
+
+type AdfNode = { type: string; attrs?: Record<string, unknown>; content?: AdfNode[]; text?: string };
+
+/** Lines as ADF text separated by hard breaks (a line break inside a paragraph). */
+const inline = (lines: string[]): AdfNode[] =>
+  lines.flatMap((line, i) => [...(i ? [{ type: "hardBreak" }] : []), ...(line ? [{ type: "text", text: line }] : [])]);
+
+/**
+ * Plain text with blank-line paragraphs as an Atlassian Document Format document (Jira Cloud's v3 API takes
+ * descriptions only in ADF): `## ` lines become headings, blocks of `- ` lines bullet lists, the rest paragraphs. The
+ * text itself is carried verbatim (the evidence's quotes must arrive as written); HTML comments are dropped, since
+ * ADF would show them as text.
+ */
+export function toAdf(text: string): { type: "doc"; version: 1; content: AdfNode[] } {
+  const content: AdfNode[] = [];
+  for (const block of text.replace(/<!--[\s\S]*?-->/g, "").split(/\n{2,}/)) {
+    const lines = block.split("\n").map((l) => l.trimEnd()).filter(Boolean);
+    if (!lines.length) continue;
+    const heading = /^(#{1,6}) (.*)$/.exec(lines[0]!);
+    if (heading && lines.length === 1) {
+      content.push({ type: "heading", attrs: { level: heading[1]!.length }, content: inline([heading[2]!]) });
+    } else if (lines.every((l) => l.startsWith("- "))) {
+      content.push({ type: "bulletList", content: lines.map((l) => ({ type: "listItem", content: [{ type: "paragraph", content: inline([l.slice(2)]) }] })) });
+    } else {
+      content.push({ type: "paragraph", content: inline(lines) });
+    }
+  }
+  return { type: "doc", version: 1, content };
+}
+
+/** A JQL string literal. */
+const jqlString = (s: string) => `"${s.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
+
 const toProject = (p: Project): TicketProject => ({
   id: p.id ?? "",
   key: p.key ?? "",
@@ -95,10 +130,65 @@ export function jira(accessToken: string, cloudId: string): TicketTool {
     // One quick retry of a 502/503/504 or a dropped connection (jira.js never retries a 4xx, so never a 429).
     retry: { maxAttempts: 2, initialDelayMs: 200 },
   });
+  // Creates are not idempotent, and jira.js retries a dropped connection whatever the method: a create whose answer
+  // was lost would be made twice. Creates go through a client that never retries; the push's marker search (a label)
+  // is what finds an issue behind a lost answer.
+  const writer = createCloudClient({
+    host: jiraHost(cloudId),
+    auth: { type: "bearer", token: accessToken },
+    onSchemaMismatch: Config.jiraSchemaMismatch(),
+    retry: { maxAttempts: 1 },
+  });
   return {
     async listProjects({ startAt, maxResults, query }) {
       const page = await call(() => client.projects.searchProjects({ startAt, maxResults, orderBy: "key", ...(query ? { query } : {}) }));
       return { projects: page.values.map(toProject), total: page.total, isLast: page.isLast };
+    },
+
+    async issueTypes(projectKey) {
+      const page = await call(() => client.issues.getCreateIssueMetaIssueTypes({ projectIdOrKey: projectKey, maxResults: 200 }));
+      const types = page.issueTypes ?? page.createMetaIssueType ?? [];
+      return types.filter((t) => t.id && t.name).map((t) => ({ id: t.id!, name: t.name!, subtask: Boolean(t.subtask) }));
+    },
+
+    async createIssue(input) {
+      const created = await call(() =>
+        writer.issues.createIssue({
+          fields: {
+            project: { key: input.projectKey },
+            issuetype: { id: input.issueTypeId },
+            // Jira refuses a summary over 255 characters or with a line break.
+            summary: input.summary.replace(/\s+/g, " ").trim().slice(0, 255),
+            description: toAdf(input.description),
+            labels: input.labels,
+            ...(input.priority ? { priority: { name: input.priority } } : {}),
+          },
+        }),
+      );
+      return { id: created.id, key: created.key };
+    },
+
+    async findByLabel(projectKey, label) {
+      const page = await call(() =>
+        client.issueSearch.searchAndReconsileIssuesUsingJqlPost({ jql: `project = ${jqlString(projectKey)} AND labels = ${jqlString(label)} ORDER BY created ASC`, fields: ["status"], maxResults: 1 }),
+      );
+      const hit = page.issues?.[0];
+      return hit?.id && hit.key ? { id: hit.id, key: hit.key } : null;
+    },
+
+    async statuses(ids) {
+      if (!ids.length) return [];
+      if (ids.length > STATUS_PAGE) throw new Error(`statuses: at most ${STATUS_PAGE} ids a call`);
+      const numeric = ids.map(Number).filter((n) => Number.isInteger(n) && n > 0);
+      // reconcileIssues: the search index lags behind writes; naming the ids makes Jira answer them as they are now.
+      const page = await call(() =>
+        client.issueSearch.searchAndReconsileIssuesUsingJqlPost({ jql: `id in (${numeric.join(", ")})`, fields: ["status"], maxResults: STATUS_PAGE, reconcileIssues: numeric }),
+      );
+      return (page.issues ?? []).flatMap((i): TicketIssueStatus[] => {
+        const status = i.fields?.status as { name?: string; statusCategory?: { key?: string; id?: number } } | undefined;
+        if (!i.id || !i.key || !status) return [];
+        return [{ id: i.id, key: i.key, status: { name: status.name ?? "", category_key: status.statusCategory?.key ?? null, category_id: status.statusCategory?.id ?? null } }];
+      });
     },
   } satisfies TicketTool;
 }

@@ -1,0 +1,247 @@
+/**
+ * Execution tickets pushed to and synced from the planner (Linear) and the ticket tool (Jira Cloud) (issue #20 point 7;
+ * spec 02 "Execution tickets" and the priority mapping): one issue per ticket with the platform's priority, a retried
+ * push after a lost answer finds the first issue (Linear: the id derived from the ticket; Jira: the marker label,
+ * searched by JQL), sync by category only (Linear state `type`, Jira `statusCategory`; renamed states are read by
+ * their category), batched reads, and the errors of each. Real `@linear/sdk` and `jira.js` (schema mismatch: throw)
+ * over the stand-ins.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { call, newWorkspace } from "../support/api";
+import { sourceWith } from "../support/sources";
+import { LinearStandIn, connectLinear, useLinearSettings } from "../support/linear-standin";
+import { JiraStandIn, connectJira, useJiraSettings } from "../support/jira-standin";
+import { listenTogether } from "../support/standins";
+import type { SetupServer } from "msw/node";
+import { localIntegrationsQueue } from "../../local/events";
+import { expectEnvelope } from "./_helpers";
+
+const linear = new LinearStandIn();
+const jira = new JiraStandIn(3);
+const QUOTE = "I lost a two gigabyte upload twice and gave up on the product.";
+
+let server: SetupServer;
+beforeAll(() => {
+  useLinearSettings(linear);
+  useJiraSettings(jira);
+  server = listenTogether(linear, jira);
+});
+afterAll(() => server.close());
+
+interface Setup {
+  token: string;
+  workspaceId: string;
+  documentId: string;
+  recommendationId: string;
+}
+
+/** A workspace with a grounded insight, a recommendation, and a PRD with a user story, a solution and a risk. */
+async function setup(): Promise<Setup> {
+  const { owner, workspace } = await newWorkspace("Tickets elsewhere");
+  const token = owner.token;
+  const sourceId = await sourceWith(token, workspace.id, ["# Interview", QUOTE], "Interview with Ana.md");
+  const insight = await call("POST", "/api/insights", {
+    token,
+    body: { workspace_id: workspace.id, insight_type: "pain_point", title: "Large uploads fail", description: "Uploads over 1 GB fail.", severity: "high", source_ids: [sourceId], quotes: [{ text: QUOTE, source_id: sourceId, speaker: "Ana" }] },
+  });
+  expect(insight.status, insight.text).toBe(201);
+  const rec = await call("POST", "/api/recommendations", { token, body: { workspace_id: workspace.id, title: "Resumable uploads", description: "Let uploads resume.", addresses_insight_ids: [insight.body.id] } });
+  const doc = await call("POST", "/api/documents", {
+    token,
+    body: { workspace_id: workspace.id, document_type: "prd", title: "Resumable uploads", content: "# Resumable uploads\n", related_recommendation_id: rec.body.id, related_insight_ids: [insight.body.id] },
+  });
+  expect(doc.status, doc.text).toBe(201);
+  const block = async (block_type: string, title: string, content: Record<string, unknown>) => {
+    const res = await call("POST", `/api/documents/${doc.body.id}/blocks`, { token, body: { block_type, title, content } });
+    expect(res.status, res.text).toBe(201);
+  };
+  await block("user_story", "User story", { as_a: "analyst", i_want: "to resume an interrupted upload [I1]", so_that: "I do not start over", acceptance_criteria: ["Resumes from the last chunk"], priority: "must" });
+  await block("solution", "Chunked uploads", { summary: "Upload in chunks and keep the offset [I1].", details: ["Chunk endpoint"] });
+  await block("risk", "Risk", { risk: "Partial uploads fill the bucket.", likelihood: "medium", impact: "low", mitigation: "Expire partial uploads after a day" });
+  return { token, workspaceId: workspace.id, documentId: doc.body.id, recommendationId: rec.body.id };
+}
+
+/** Generate and review every ticket: story P1 (labels edited to name a Linear label), solution P1, risk P3. */
+async function reviewed(s: Setup) {
+  const gen = await call("POST", "/api/execution/generate", { token: s.token, body: { workspace_id: s.workspaceId, document_id: s.documentId } });
+  expect(gen.status, gen.text).toBe(200);
+  const tickets = gen.body.tickets as any[];
+  for (const t of tickets) {
+    const res = await call("PATCH", `/api/execution/tickets/${t.id}`, { token: s.token, body: t.block_type === "user_story" ? { labels: ["feature", "pain point"] } : {} });
+    expect(res.status, res.text).toBe(200);
+  }
+  const by = (type: string) => tickets.find((t) => t.block_type === type)!;
+  return { tickets, story: by("user_story"), solution: by("solution"), risk: by("risk") };
+}
+
+const push = (s: Setup, extra: Record<string, unknown>) => call("POST", "/api/execution/push", { token: s.token, body: { workspace_id: s.workspaceId, document_id: s.documentId, ...extra } });
+const sync = (s: Setup) => call("POST", "/api/execution/sync", { token: s.token, body: { workspace_id: s.workspaceId, document_id: s.documentId } });
+const listed = async (s: Setup) => (await call("GET", `/api/execution/${s.documentId}/tickets`, { token: s.token })).body.tickets as any[];
+const recStatus = async (s: Setup) => (await call("GET", `/api/recommendations/${s.recommendationId}`, { token: s.token })).body.status;
+
+describe("planner (Linear)", () => {
+  async function connected(opts: { project?: boolean } = {}) {
+    const s = await setup();
+    await connectLinear(linear, s.token, s.workspaceId);
+    const team = linear.team("ENG");
+    const sel = await call("POST", "/api/integrations/planner/teams/select", { token: s.token, body: { workspace_id: s.workspaceId, team_id: team.id, team_name: team.name, ...(opts.project ? { project_id: team.projects[0]!.id } : {}) } });
+    expect(sel.status, sel.text).toBe(200);
+    return s;
+  }
+
+  it("pushes one issue per ticket into the selected team and project, with Linear's priority and the team's labels; sync reads state types", async () => {
+    const s = await connected({ project: true });
+    const { story, solution, risk } = await reviewed(s);
+    const res = await push(s, { platform: "planner" });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({ pushed: 3, failed: 0, queued: 0 });
+    const team = linear.team("ENG");
+    const issueOf = (t: any) => [...linear.issues.values()].find((i) => i.title === t.title && i.teamId === team.id && i.description?.includes(`r2d:ticket:${t.id}`))!;
+    // Spec 02 priority mapping: P1 → 2 (high), P3 → 4 (low).
+    expect(issueOf(story)).toMatchObject({ priority: 2, projectId: team.projects[0]!.id, labelIds: [team.labels.find((l) => l.name === "Feature")!.id] });
+    expect(issueOf(story).description).toContain(QUOTE);
+    expect(issueOf(solution).priority).toBe(2);
+    expect(issueOf(risk)).toMatchObject({ priority: 4, labelIds: [] });
+    const stored = (await listed(s)).find((t) => t.id === story.id);
+    expect(stored).toMatchObject({ status: "pushed", platform: "planner", external_id: issueOf(story).id, external_url: expect.stringMatching(/^https:\/\/linear\.test\/acme\/issue\/ENG-\d+$/) });
+
+    // Sync: all three read in one batched GraphQL query; the default state (Backlog) is todo.
+    const mark = linear.requests.length;
+    const first = await sync(s);
+    expect(first.body).toMatchObject({ synced: 3, unchanged: 0, errors: 0, recommendation_implemented: false });
+    expect(linear.requests.slice(mark).map((r) => r.operation)).toEqual(["PlannerIssues"]);
+    // Categories come from the state's type: "In Review" is a started state (in progress), "Canceled" cancelled.
+    linear.moveTo(issueOf(story).id, "In Review");
+    linear.moveTo(issueOf(risk).id, "Canceled");
+    const second = await sync(s);
+    expect(second.body).toMatchObject({ synced: 2, unchanged: 1, recommendation_implemented: false });
+    const cats = async () => Object.fromEntries((await listed(s)).map((t) => [t.block_type, t.synced_status]));
+    expect(await cats()).toEqual({ user_story: "in_progress", solution: "todo", risk: "cancelled" });
+    // A team that renamed its completed state: still done by its type.
+    const done = team.states.find((st) => st.type === "completed")!;
+    done.name = "Shipped";
+    linear.moveTo(issueOf(story).id, "Shipped");
+    linear.moveTo(issueOf(solution).id, "Shipped");
+    const last = await sync(s);
+    expect(last.body).toMatchObject({ synced: 2, recommendation_implemented: true });
+    expect(await cats()).toEqual({ user_story: "done", solution: "done", risk: "cancelled" });
+    expect(await recStatus(s)).toBe("implemented");
+    // One-way: sync sent only queries.
+    expect(linear.requests.slice(mark).every((r) => r.operation === "PlannerIssues")).toBe(true);
+  });
+
+  it("a push retried after its answer was lost finds the issue by the id derived from the ticket: one issue", async () => {
+    const s = await connected();
+    const { story } = await reviewed(s);
+    linear.fail({ operation: "PlannerIssueCreate", kind: "lost" });
+    const first = await push(s, { platform: "planner", ticket_ids: [story.id] });
+    expect(first.body).toMatchObject({ pushed: 0, failed: 1 });
+    expect(first.body.results[0]).toMatchObject({ status: "push_failed", error: expect.stringMatching(/outcome unknown/) });
+    const mine = () => [...linear.issues.values()].filter((i) => i.description?.includes(`r2d:ticket:${story.id}`));
+    expect(mine()).toHaveLength(1); // Linear did create it
+
+    const mark = linear.requests.length;
+    const retry = await push(s, { platform: "planner", ticket_ids: [story.id] });
+    expect(retry.body).toMatchObject({ pushed: 1, failed: 0 });
+    expect(mine()).toHaveLength(1);
+    expect(retry.body.results[0].external_id).toBe(mine()[0]!.id);
+    expect(linear.count("PlannerIssueCreate", mark)).toBe(0);
+  });
+
+  it("errors: no team selected 422 NO_TEAM_SELECTED; a rate-limited sync queues the rest", async () => {
+    const s = await setup();
+    await reviewed(s);
+    const created = linear.count("PlannerIssueCreate");
+    expectEnvelope(await push(s, { platform: "planner" }), 404, "NO_ACTIVE_INTEGRATION");
+    await connectLinear(linear, s.token, s.workspaceId);
+    expectEnvelope(await push(s, { platform: "planner" }), 422, "NO_TEAM_SELECTED");
+    expect(linear.count("PlannerIssueCreate")).toBe(created);
+
+    const team = linear.team("DES");
+    expect((await call("POST", "/api/integrations/planner/teams/select", { token: s.token, body: { workspace_id: s.workspaceId, team_id: team.id, team_name: team.name } })).status).toBe(200);
+    expect((await push(s, { platform: "planner" })).body).toMatchObject({ pushed: 3 });
+    // Linear's usual rate-limit answer (400 RATELIMITED): the sync answers at once with the rest queued.
+    linear.fail({ operation: "PlannerIssues", kind: "ratelimited", headers: { "retry-after": "1" } });
+    const res = await sync(s);
+    expect(res.body).toMatchObject({ queued: 3, synced: 0 });
+    await localIntegrationsQueue().idle();
+    expect((await listed(s)).map((t) => [t.status, t.synced_status])).toEqual([["synced", "todo"], ["synced", "todo"], ["synced", "todo"]]);
+  });
+});
+
+describe("ticket tool (Jira)", () => {
+  async function connected() {
+    const s = await setup();
+    await connectJira(jira, s.token, s.workspaceId);
+    return s;
+  }
+  const issuesFor = (ids: string[]) => [...jira.issues.values()].filter((i) => ids.some((id) => i.labels.includes(`r2d-ticket-${id}`)));
+
+  it("pushes one issue per ticket into the named project: Jira's priority names, the marker label, the body as ADF with the quote verbatim; sync reads statusCategory", async () => {
+    const s = await connected();
+    const { tickets, story, risk } = await reviewed(s);
+    const res = await push(s, { platform: "tickets", project_key: "P001" });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({ pushed: 3, failed: 0, queued: 0 });
+    const issues = issuesFor(tickets.map((t) => t.id));
+    expect(issues).toHaveLength(3);
+    const of = (t: any) => issues.find((i) => i.labels.includes(`r2d-ticket-${t.id}`))!;
+    // P1 → High, P3 → Low; the ticket's labels without spaces; a story is a Story, a risk mitigation a Task.
+    expect(of(story)).toMatchObject({ projectKey: "P001", priority: "High", summary: story.title, issueTypeId: "10001", labels: ["feature", "pain-point", `r2d-ticket-${story.id}`] });
+    expect(of(risk)).toMatchObject({ priority: "Low", issueTypeId: "10002" });
+    const adf = JSON.stringify(of(story).description);
+    expect(adf).toContain(JSON.stringify(`“${QUOTE}” — Ana, *Interview with Ana.md*`).slice(1, -1));
+    expect(adf).not.toContain("<!--");
+    const stored = (await listed(s)).find((t) => t.id === story.id);
+    expect(stored).toMatchObject({ status: "pushed", platform: "tickets", external_id: of(story).id, external_url: `${jira.siteUrl}/browse/${of(story).key}` });
+
+    const mark = jira.requests.length;
+    const first = await sync(s);
+    expect(first.body).toMatchObject({ synced: 3, errors: 0, recommendation_implemented: false });
+    // One JQL search for the three (Jira counts requests too), and nothing written.
+    expect(jira.requests.slice(mark).map((r) => `${r.method} ${r.path.replace(/\?.*/, "")}`)).toEqual([`POST /ex/jira/${jira.cloudId}/rest/api/3/search/jql`]);
+    expect((await listed(s)).map((t) => t.synced_status)).toEqual(["todo", "todo", "todo"]);
+    // Statuses renamed by the team are read by category: "Shipped" and "Won't Do" are both done (Jira has no cancelled).
+    jira.transition(of(story).key, "In Progress");
+    expect((await sync(s)).body).toMatchObject({ synced: 1, unchanged: 2, recommendation_implemented: false });
+    expect((await listed(s)).find((t) => t.id === story.id).synced_status).toBe("in_progress");
+    for (const t of tickets) jira.transition(of(t).key, t.id === risk.id ? "Won't Do" : "Shipped");
+    const done = await sync(s);
+    expect(done.body).toMatchObject({ synced: 3, recommendation_implemented: true });
+    expect((await listed(s)).map((t) => t.synced_status)).toEqual(["done", "done", "done"]);
+    expect(await recStatus(s)).toBe("implemented");
+    expect(jira.creations(mark)).toBe(0);
+  });
+
+  it("a push retried after its answer was lost finds the issue by its marker label: one issue", async () => {
+    const s = await connected();
+    const { story } = await reviewed(s);
+    jira.fail({ match: /^POST \/ex\/jira\/[^/]+\/rest\/api\/3\/issue$/, status: 0, lost: true });
+    const first = await push(s, { platform: "tickets", project_key: "P002", ticket_ids: [story.id] });
+    expect(first.body).toMatchObject({ pushed: 0, failed: 1 });
+    expect(first.body.results[0]).toMatchObject({ status: "push_failed", error: expect.stringMatching(/outcome unknown/) });
+    expect(issuesFor([story.id])).toHaveLength(1);
+
+    const mark = jira.requests.length;
+    const retry = await push(s, { platform: "tickets", project_key: "P002", ticket_ids: [story.id] });
+    expect(retry.body).toMatchObject({ pushed: 1, failed: 0 });
+    expect(issuesFor([story.id])).toHaveLength(1);
+    expect(retry.body.results[0]).toMatchObject({ external_id: issuesFor([story.id])[0]!.id, external_url: `${jira.siteUrl}/browse/${issuesFor([story.id])[0]!.key}` });
+    expect(jira.creations(mark)).toBe(0);
+  });
+
+  it("errors: no integration 404; no project_key 422; an unknown project is push_failed with Jira's reason; a revoked grant 424", async () => {
+    const s = await setup();
+    const { story } = await reviewed(s);
+    expectEnvelope(await push(s, { platform: "tickets", project_key: "P001" }), 404, "NO_ACTIVE_INTEGRATION");
+    await connectJira(jira, s.token, s.workspaceId);
+    expectEnvelope(await push(s, { platform: "tickets" }), 422, "VALIDATION_ERROR");
+    expectEnvelope(await push(s, { platform: "tickets", project_key: "not a key" }), 422, "VALIDATION_ERROR");
+    const unknown = await push(s, { platform: "tickets", project_key: "NOPE", ticket_ids: [story.id] });
+    expect(unknown.body).toMatchObject({ pushed: 0, failed: 1 });
+    expect(unknown.body.results[0]).toMatchObject({ status: "push_failed" });
+    expect(issuesFor([story.id])).toHaveLength(0);
+    jira.revokeAll();
+    expectEnvelope(await push(s, { platform: "tickets", project_key: "P001", ticket_ids: [story.id] }), 424, "TICKETS_TOKEN_ERROR");
+  });
+});
