@@ -18,6 +18,7 @@ import { draft } from "../document/draft";
 import { recordRun, tryLock, type AgentType } from "./index";
 import { QUERY_BUDGET_MS, runAgent, type AgentEvent, type AgentRunResult } from "./loop";
 import { TOOLS, type Tool, type ToolContext } from "./tools";
+import { runAfter, runBefore, type RunHookContext } from "./hooks";
 import type { ChatStreamInput, DraftStreamInput, PipelineStreamInput, RecommendationStreamInput, SynthesisStreamInput } from "./schema";
 
 /** Where a stream's events go: the SSE writer (functions/lib/sse.ts) implements it. */
@@ -236,12 +237,27 @@ async function execute(spec: RunSpec, conversation: Awaited<ReturnType<typeof Ch
       attachmentIds: attachments.map((a) => a.id),
       signal: budget,
     };
+    const hookCtx: RunHookContext = {
+      userId: spec.userId,
+      workspaceId: spec.workspaceId,
+      conversationId: conversation.id,
+      resumedFrom: conversation.resumed_from ?? null,
+      priorMessageCount: conversation.message_count ?? 0,
+      prompt: spec.prompt,
+      agentType: spec.agentType,
+      send: (event, data) => sink.send(event, data),
+      signal: budget,
+    };
     try {
       // Every step runs where the budget and the client's disconnect reach it: model calls and recorded runs inside
       // stop on `budget` (core/context.ts), and a step abandoned midway writes nothing.
       const preface = spec.before ? await withAbortSignal(budget, () => spec.before!(sink, budget)) : undefined;
       budget.throwIfAborted();
-      const system = await systemPrompt(spec.userId, spec.workspaceId, { language: spec.language, mode: spec.mode, attachments });
+      const [base, added] = await Promise.all([
+        systemPrompt(spec.userId, spec.workspaceId, { language: spec.language, mode: spec.mode, attachments }),
+        withAbortSignal(budget, () => runBefore(hookCtx)),
+      ]);
+      const system = added ? `${base}\n${added}` : base;
       // Stored history is text; whatever earlier runs left (a blank answer, two user turns after a crash), the turns
       // handed on alternate and hold no blank block.
       const messages: ConversationTurn[] = validTurns(
@@ -302,6 +318,7 @@ async function execute(spec: RunSpec, conversation: Awaited<ReturnType<typeof Ch
       execution_metadata: { steps: (result?.steps ?? []).map(compactStep), num_turns: result?.numTurns ?? 0, stop_reason: result?.stopReason ?? "error", duration_ms: Date.now() - started, pending_action_ids: result?.pendingActionIds ?? [] },
     });
     messageId = assistant.id;
+    await runAfter(hookCtx, { assistantMessageId: assistant.id, answer: text, succeeded: !failure && result?.status === "success" });
     if ((conversation.message_count ?? 0) === 0) {
       await Chat.setInferred(conversation, { purpose: `${intent.intent.replace(/_/g, " ")}: ${spec.prompt.slice(0, 160)}`, working_state: intent.working_state, title: Chat.titleFromPrompt(spec.prompt) });
     } else {

@@ -1,0 +1,87 @@
+import { Logger } from "@aws-lambda-powertools/logger";
+import { Config } from "../config";
+import type { AgentType } from "./index";
+
+/**
+ * What a run hook sees of a copilot run. Areas that take part in every run (memory, skills) plug in here instead of
+ * growing `copilot.ts`: each exports a {@link RunHook} and `RUN_HOOKS` lists them.
+ */
+export interface RunHookContext {
+  userId: string;
+  workspaceId: string;
+  conversationId: string;
+  /** The conversation this one continues (spec 01 Conversation `resumed_from`), or null. */
+  resumedFrom: string | null;
+  /** Messages the conversation held before this run's prompt (0 on a conversation's first run). */
+  priorMessageCount: number;
+  prompt: string;
+  agentType: AgentType;
+  /** Sends a stream event (spec 02 Events; only the spec's names). */
+  send(event: string, data: unknown): void;
+  /** Aborts on the run's budget or the client's disconnect. */
+  signal: AbortSignal;
+}
+
+/** What a hook adds to the run before the model is called. */
+export interface RunPreparation {
+  /** Lines appended to the system prompt (for example an activated skill's instructions, the memory profile). */
+  system?: string;
+}
+
+/** The run's outcome as the `after` hooks see it, once the assistant message is stored. */
+export interface RunOutcome {
+  assistantMessageId: string;
+  answer: string;
+  /** True when the run ended without error (a stopped or failed run teaches memory nothing). */
+  succeeded: boolean;
+}
+
+/** A participant in every copilot run (chat and the four stream variants). */
+export interface RunHook {
+  name: string;
+  /** Before the model: may send events and extend the system prompt. */
+  before?(ctx: RunHookContext): Promise<RunPreparation | void>;
+  /** After the assistant message is stored and before `done`. */
+  after?(ctx: RunHookContext, outcome: RunOutcome): Promise<void>;
+}
+
+let logger: Logger | undefined;
+const log = () => (logger ??= new Logger({ serviceName: "research-to-delivery", logLevel: Config.logLevel() as "INFO" }));
+
+/**
+ * The hooks every run goes through, in order. Registered here (not by side effect of an import) so the set is
+ * visible in one place.
+ */
+export const RUN_HOOKS: RunHook[] = [];
+
+/**
+ * Run every hook's `before` in order. A hook that fails is logged and skipped: memory or a skill must not cost the
+ * user an answer. An abort (budget, disconnect) is not a hook failure and propagates.
+ * @returns the system-prompt additions, joined with newlines (empty when none)
+ */
+export async function runBefore(ctx: RunHookContext, hooks: readonly RunHook[] = RUN_HOOKS): Promise<string> {
+  const lines: string[] = [];
+  for (const hook of hooks) {
+    if (!hook.before) continue;
+    try {
+      const prep = await hook.before(ctx);
+      if (prep?.system) lines.push(prep.system);
+    } catch (err) {
+      ctx.signal.throwIfAborted();
+      log().warn("run hook failed before the model", { hook: hook.name, workspace_id: ctx.workspaceId, error: err as Error });
+    }
+  }
+  return lines.join("\n");
+}
+
+/** Run every hook's `after` in order; a failing hook is logged and the others still run. */
+export async function runAfter(ctx: RunHookContext, outcome: RunOutcome, hooks: readonly RunHook[] = RUN_HOOKS): Promise<void> {
+  for (const hook of hooks) {
+    if (!hook.after) continue;
+    try {
+      await hook.after(ctx, outcome);
+    } catch (err) {
+      log().warn("run hook failed after the answer", { hook: hook.name, workspace_id: ctx.workspaceId, error: err as Error });
+    }
+  }
+}
