@@ -22,6 +22,17 @@ export const buildAgentRunEntity = () => new Entity({
     status: { type: ["success", "failed", "partial"] as const, required: true },
     error_message: { type: "string" },
     executed_at: { type: "string", required: true, default: () => new Date().toISOString() },
+    /**
+     * Research quality score of the run, 0 to 100 (issue #21; defined in docs/decisions.md "Research quality score"),
+     * written by the harness's post-flight. Absent on runs the harness did not judge (embeddings, internal calls).
+     */
+    rqs: { type: "number" },
+    /** Whether the run's output met its workflow's contract (post-flight `harness_contract`). */
+    contract_passed: { type: "boolean" },
+    /** Whether the independent verifier passed the run's output (`harness_verifier`). */
+    verifier_passed: { type: "boolean" },
+    /** The harness's findings: {workflow_type, contract: {score, issues}, verifier: {score, issues}, grounding, retries, degraded, mission_id}. */
+    quality: { type: "any" },
   },
   indexes: {
     byWorkspace: {

@@ -20,6 +20,10 @@ import { plannerRoutes } from "./routes/planner";
 import { growthRoutes } from "./routes/growth";
 import { tickettoolRoutes } from "./routes/tickettool";
 import { filestoreRoutes } from "./routes/filestore";
+import { memoryRoutes } from "./routes/memory";
+import { skillsRoutes } from "./routes/skills";
+import { tasksRoutes } from "./routes/tasks";
+import { observabilityRoutes } from "./routes/observability";
 
 /**
  * The route table: method, path, group, schemas, access. Read by the stacks (one Lambda per group), the local
@@ -49,6 +53,10 @@ export const routes = {
   ...growthRoutes,
   ...tickettoolRoutes,
   ...filestoreRoutes,
+  ...memoryRoutes,
+  ...skillsRoutes,
+  ...tasksRoutes,
+  ...observabilityRoutes,
 }
 
 export type Routes = typeof routes;
