@@ -21,9 +21,11 @@ export type PlanFeature = "has_integrations" | "has_codehost" | "has_skills" | "
  * - `research_sources`: the workspace's sources (the counter the upload's own transaction also guards) < max_research_sources;
  * - `documents`: documents created in the workspace since the owner's period start < max_documents (per month);
  * - `workspaces`: workspaces the caller owns < max_workspaces of the caller's own plan;
- * - `seats`: members of the workspace < max_seats_per_workspace.
+ * - `seats`: members of the workspace < max_seats_per_workspace;
+ * - `custom_skills`: custom skills the workspace authored (its counter, which the create's own transaction also guards,
+ *   core/skill) < max_custom_skills.
  */
-export type PlanUsage = "research_sources" | "documents" | "workspaces" | "seats";
+export type PlanUsage = "research_sources" | "documents" | "workspaces" | "seats" | "custom_skills";
 
 /** Where a gate looks: the caller, and the workspace the request names (absent for workspace creation). */
 export interface GateScope {
@@ -88,6 +90,10 @@ export async function usageOf(scope: GateScope, usage: PlanUsage): Promise<{ cur
       if (limits.max_seats_per_workspace === null) return { current: 0, limit: null, plan };
       return { current: await countByPrefix(partitionOf(need(usage)), "member#", "membership"), limit: limits.max_seats_per_workspace, plan };
     }
+    case "custom_skills": {
+      const { data } = await db().entities.skillCounter.get({ workspace_id: need(usage) }).go({ consistent: true });
+      return { current: data?.custom_skills ?? 0, limit: limits.max_custom_skills, plan };
+    }
   }
 }
 
@@ -96,6 +102,7 @@ const USAGE_NAMES: Record<PlanUsage, string> = {
   documents: "documents per month",
   workspaces: "workspaces",
   seats: "members per workspace",
+  custom_skills: "custom skills per workspace",
 };
 
 /**

@@ -16,6 +16,7 @@ import { buildPendingActionEntity } from "../pending-action/pending-action.entit
 import { buildGrowthCounterEntity, buildWaitlistEntryEntity, buildWaitlistReferralEntity } from "../growth/growth.entity";
 import { buildIntegrationEntity, buildIssueLinkEntity, buildOAuthStateEntity } from "../integration/integration.entity";
 import { buildExecutionTicketEntity } from "../ticket/ticket.entity";
+import { buildCustomSkillEntity, buildSkillCounterEntity, buildSkillFeedbackEntity, buildSkillInstallEntity, buildSkillSlugEntity, buildSkillSuggestionEntity } from "../skill/skill.entity";
 import {
   buildAnnotationEntity,
   buildBlockEntity,
@@ -58,6 +59,7 @@ const catalogue = {
   waitlistEntry: buildWaitlistEntryEntity, waitlistReferral: buildWaitlistReferralEntity, growthCounter: buildGrowthCounterEntity,
   integration: buildIntegrationEntity, oauthState: buildOAuthStateEntity, issueLink: buildIssueLinkEntity,
   executionTicket: buildExecutionTicketEntity,
+  customSkill: buildCustomSkillEntity, skillSlug: buildSkillSlugEntity, skillInstall: buildSkillInstallEntity, skillFeedback: buildSkillFeedbackEntity, skillSuggestion: buildSkillSuggestionEntity, skillCounter: buildSkillCounterEntity,
 };
 
 export type EntityName = keyof typeof catalogue;

@@ -164,6 +164,20 @@ const FIXTURES: Record<string, (ctx: FixtureContext) => Fixture | Promise<Fixtur
   "generation.expand": async (ctx) => ({ params: { block_id: (await ownersDocument(ctx)).block_id } }),
   "generation.challenge": async (ctx) => ({ params: { block_id: (await ownersDocument(ctx)).block_id } }),
   "generation.simulate": async (ctx) => ({ params: { block_id: (await ownersDocument(ctx)).block_id } }),
+  "skills.library": ({ workspaceId }) => ({ query: { workspace_id: workspaceId } }),
+  "skills.libraryDetail": ({ workspaceId }) => ({ params: { slug: "release-notes" }, query: { workspace_id: workspaceId } }),
+  "skills.workspace": ({ workspaceId }) => ({ query: { workspace_id: workspaceId } }),
+  "skills.install": ({ workspaceId }) => ({ params: { slug: "release-notes" }, body: { workspace_id: workspaceId } }),
+  "skills.uninstall": ({ workspaceId }) => ({ params: { slug: "release-notes" }, query: { workspace_id: workspaceId } }),
+  "skills.updateInstall": ({ workspaceId }) => ({ params: { slug: "release-notes" }, body: { workspace_id: workspaceId, is_enabled: false } }),
+  "skills.createCustom": ({ workspaceId }) => ({ body: { workspace_id: workspaceId, slug: "guard-skill", name: "Guard", description: "Guards.", instructions_md: "Guard." } }),
+  "skills.updateCustom": ({ workspaceId }) => ({ params: { slug: "guard-skill" }, body: { workspace_id: workspaceId, name: "Renamed" } }),
+  "skills.deleteCustom": ({ workspaceId }) => ({ params: { slug: "guard-skill" }, query: { workspace_id: workspaceId } }),
+  "skills.feedback": ({ workspaceId }) => ({ params: { slug: "release-notes" }, body: { workspace_id: workspaceId, rating: 4 } }),
+  "skills.export": ({ workspaceId }) => ({ params: { slug: "release-notes" }, query: { workspace_id: workspaceId } }),
+  "skills.import": ({ workspaceId }) => ({
+    raw: multipart({ workspace_id: workspaceId }, { name: "SKILL.md", type: "text/markdown", data: "---\nname: guard-import\ndescription: Guards.\n---\n\nGuard.\n" }),
+  }),
 };
 
 /** A multipart/form-data body with text fields and one file part. */

@@ -48,7 +48,7 @@ const restorePlans: (() => void)[] = [];
 afterEach(() => {
   while (restorePlans.length) restorePlans.pop()!();
 });
-function trialWithout(flag: "has_codehost" | "has_integrations") {
+function trialWithout(flag: "has_codehost" | "has_integrations" | "has_skills") {
   const before = PLANS.trial[flag];
   PLANS.trial[flag] = false;
   restorePlans.push(() => (PLANS.trial[flag] = before));
@@ -181,6 +181,25 @@ const CASES: Record<string, Case> = {
       return { ownerId: owner.id, request: () => call("POST", `/api/workspaces/${workspace.id}/members`, { token: owner.token, body: { email: extra.email, role: "member" } }) };
     },
   },
+  // Every plan has has_skills: the trial is without it for the case. The trial has no has_custom_skills (spec 02).
+  "skills.install": {
+    gate: FEATURE,
+    passes: 200,
+    arrange: async () => {
+      trialWithout("has_skills");
+      const { owner, workspace } = await newWorkspace("Skills");
+      return { ownerId: owner.id, request: () => call("POST", "/api/skills/install/release-notes", { token: owner.token, body: { workspace_id: workspace.id } }) };
+    },
+  },
+  "skills.createCustom": {
+    gate: FEATURE,
+    passes: 200,
+    arrange: async () => {
+      const { owner, workspace } = await newWorkspace("Custom skills");
+      const body = { workspace_id: workspace.id, slug: `gate-${randomUUID().slice(0, 8)}`, name: "Gate", description: "A custom skill.", instructions_md: "Follow the gate." };
+      return { ownerId: owner.id, request: () => call("POST", "/api/skills/custom", { token: owner.token, body }) };
+    },
+  },
   "workspaces.updateSettings": {
     gate: FEATURE,
     // Past the plan gate, enabling still needs 3 sources and a research program (spec 01): 403 FORBIDDEN naming them.
@@ -242,9 +261,9 @@ describe("plan gates on the route table", () => {
         expect(spec.usage, `${id}: require_usage`).toBe(rule.usage);
       });
     }
-    // The gated routes that exist today: the code host, the other integrations, sources (2), documents (2), workspaces,
-    // seats, overnight cycles.
-    expect([...covered].sort()).toEqual([2, 3, 4, 5, 6, 7, 8]);
+    // The gated routes that exist today: skills (install, custom), the code host, the other integrations, sources (2),
+    // documents (2), workspaces, seats, overnight cycles.
+    expect([...covered].sort()).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
     // And nothing is gated that the spec does not gate.
     for (const [id, spec] of gated) expect(SPEC_GATES.some((r) => (r.method === "*" || r.method === spec.method) && r.path.test(spec.path)), id).toBe(true);
   });
