@@ -16,6 +16,7 @@ import { buildPendingActionEntity } from "../pending-action/pending-action.entit
 import { buildGrowthCounterEntity, buildWaitlistEntryEntity, buildWaitlistReferralEntity } from "../growth/growth.entity";
 import { buildIntegrationEntity, buildIssueLinkEntity, buildOAuthStateEntity } from "../integration/integration.entity";
 import { buildExecutionTicketEntity } from "../ticket/ticket.entity";
+import { buildEntropyIssueEntity, buildEntropyScanEntity } from "../entropy/entropy.entity";
 import { buildCustomSkillEntity, buildSkillCounterEntity, buildSkillFeedbackEntity, buildSkillInstallEntity, buildSkillSlugEntity, buildSkillSuggestionEntity } from "../skill/skill.entity";
 import {
   buildAnnotationEntity,
@@ -59,6 +60,7 @@ const catalogue = {
   waitlistEntry: buildWaitlistEntryEntity, waitlistReferral: buildWaitlistReferralEntity, growthCounter: buildGrowthCounterEntity,
   integration: buildIntegrationEntity, oauthState: buildOAuthStateEntity, issueLink: buildIssueLinkEntity,
   executionTicket: buildExecutionTicketEntity,
+  entropyScan: buildEntropyScanEntity, entropyIssue: buildEntropyIssueEntity,
   customSkill: buildCustomSkillEntity, skillSlug: buildSkillSlugEntity, skillInstall: buildSkillInstallEntity, skillFeedback: buildSkillFeedbackEntity, skillSuggestion: buildSkillSuggestionEntity, skillCounter: buildSkillCounterEntity,
 };
 
