@@ -3,9 +3,11 @@ import { setWorkflowRunner } from "../core/pipeline";
 import { INTEGRATIONS_MAX_RECEIVE_COUNT, PAYMENTS_MAX_RECEIVE_COUNT, setQueue } from "../core/queue";
 import { LocalFifoQueue } from "../core/queue/local";
 import { localWorkflowRunner } from "./pipeline";
+import { MEMORY_MAX_RECEIVE_COUNT } from "../core/memory/settings";
 
 let payments: LocalFifoQueue | undefined;
 let integrations: LocalFifoQueue | undefined;
+let memory: LocalFifoQueue | undefined;
 
 /**
  * Wire the embedded runtime's event sources: the local object store's S3 events go to the same consumer Lambda
@@ -47,6 +49,18 @@ export function wireLocalEvents(s3: RunningS3): void {
     },
   });
   setQueue("integrations", integrations);
+  // Copilot exchanges to learn facts from (DESIGN.md 6.6), off the response path, in order per user and workspace.
+  memory?.stop();
+  memory = new LocalFifoQueue({
+    name: "memory",
+    consumer: async (event) => (await import("../functions/events/memory-consumer")).handler(event),
+    maxReceiveCount: MEMORY_MAX_RECEIVE_COUNT,
+    ...(Number.isFinite(retryMs) ? { retryDelayMs: () => retryMs } : {}),
+    onDeadLetter: (letter) => {
+      if (process.env.LOG_LEVEL !== "SILENT") console.error(`Memory extraction dead-lettered after ${letter.receiveCount} attempts: ${letter.reason}`);
+    },
+  });
+  setQueue("memory", memory);
 }
 
 /** The embedded runtime's integrations queue (tests wait on `idle()`). */

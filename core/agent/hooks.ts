@@ -1,6 +1,7 @@
 import { Logger } from "@aws-lambda-powertools/logger";
 import { Config } from "../config";
 import type { AgentType } from "./index";
+import { memoryHook } from "../memory/hook";
 import { skillsHook } from "../skill/hook";
 
 /**
@@ -53,7 +54,7 @@ const log = () => (logger ??= new Logger({ serviceName: "research-to-delivery", 
  * The hooks every run goes through, in order. Registered here (not by side effect of an import) so the set is
  * visible in one place.
  */
-export const RUN_HOOKS: RunHook[] = [skillsHook];
+export const RUN_HOOKS: RunHook[] = [memoryHook, skillsHook];
 
 /**
  * Run every hook's `before` in order. A hook that fails is logged and skipped: memory or a skill must not cost the

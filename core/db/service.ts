@@ -17,6 +17,7 @@ import { buildGrowthCounterEntity, buildWaitlistEntryEntity, buildWaitlistReferr
 import { buildIntegrationEntity, buildIssueLinkEntity, buildOAuthStateEntity } from "../integration/integration.entity";
 import { buildExecutionTicketEntity } from "../ticket/ticket.entity";
 import { buildEntropyIssueEntity, buildEntropyScanEntity } from "../entropy/entropy.entity";
+import { buildMemoryFactEntity, buildMemoryHeadEntity } from "../memory/fact.entity";
 import { buildCustomSkillEntity, buildSkillCounterEntity, buildSkillFeedbackEntity, buildSkillInstallEntity, buildSkillSlugEntity, buildSkillSuggestionEntity } from "../skill/skill.entity";
 import {
   buildAnnotationEntity,
@@ -61,6 +62,7 @@ const catalogue = {
   integration: buildIntegrationEntity, oauthState: buildOAuthStateEntity, issueLink: buildIssueLinkEntity,
   executionTicket: buildExecutionTicketEntity,
   entropyScan: buildEntropyScanEntity, entropyIssue: buildEntropyIssueEntity,
+  memoryFact: buildMemoryFactEntity, memoryHead: buildMemoryHeadEntity,
   customSkill: buildCustomSkillEntity, skillSlug: buildSkillSlugEntity, skillInstall: buildSkillInstallEntity, skillFeedback: buildSkillFeedbackEntity, skillSuggestion: buildSkillSuggestionEntity, skillCounter: buildSkillCounterEntity,
 };
 

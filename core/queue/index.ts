@@ -27,7 +27,7 @@ export const INTEGRATIONS_MAX_RECEIVE_COUNT = 3;
  * The service's queues. `payments`: verified Stripe events for the payments consumer (DESIGN.md 6.3).
  * `integrations`: push and sync work a provider rate-limited (DESIGN.md 6.4), a standard queue (per-message delay).
  */
-export type QueueName = "payments" | "integrations";
+export type QueueName = "payments" | "integrations" | "memory";
 
 const registered = new Map<QueueName, Queue>();
 const sqs = new Map<string, Queue>();
@@ -44,6 +44,7 @@ export const registeredQueue = (name: QueueName): Queue | undefined => registere
 const URL_SETTING: Record<QueueName, { setting: string; url: () => string | undefined }> = {
   payments: { setting: "PAYMENTS_QUEUE_URL", url: () => Config.paymentsQueueUrl() },
   integrations: { setting: "INTEGRATIONS_QUEUE_URL", url: () => Config.integrationsQueueUrl() },
+  memory: { setting: "MEMORY_QUEUE_URL", url: () => process.env.MEMORY_QUEUE_URL || undefined },
 };
 
 /**

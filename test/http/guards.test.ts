@@ -14,6 +14,7 @@ import type { RouteSpec } from "../../functions/lib/route";
 import { DEV_AUDIENCE, DEV_ISSUER, ephemeralIdp, type DevIdp } from "../../local/idp";
 import { call, idp, newUser, newWorkspace, type ApiResponse, type CallOptions } from "../support/api";
 import { fillPath, headersOf, pathParams } from "./_helpers";
+import { learnFromStatement } from "../../core/memory/learn";
 
 const table = Object.entries(routes) as [string, RouteSpec][];
 const bearerRoutes = table.filter(([, r]) => r.access === "user" || r.access === "admin");
@@ -171,6 +172,11 @@ const FIXTURES: Record<string, (ctx: FixtureContext) => Fixture | Promise<Fixtur
   "observability.entropy": ({ workspaceId }) => ({ query: { workspace_id: workspaceId } }),
   "observability.entropyIssues": ({ workspaceId }) => ({ query: { workspace_id: workspaceId } }),
   "observability.entropyScan": ({ workspaceId }) => ({ body: { workspace_id: workspaceId } }),
+  "memory.search": ({ workspaceId }) => ({ query: { workspace_id: workspaceId, query: "analytics" } }),
+  "memory.profile": ({ workspaceId }) => ({ query: { workspace_id: workspaceId } }),
+  "memory.list": ({ workspaceId }) => ({ query: { workspace_id: workspaceId } }),
+  "memory.forgetAll": ({ workspaceId }) => ({ query: { workspace_id: workspaceId } }),
+  "memory.forget": async (ctx) => ({ params: { memory_id: await ownersMemory(ctx) } }),
   "skills.library": ({ workspaceId }) => ({ query: { workspace_id: workspaceId } }),
   "skills.libraryDetail": ({ workspaceId }) => ({ params: { slug: "release-notes" }, query: { workspace_id: workspaceId } }),
   "skills.workspace": ({ workspaceId }) => ({ query: { workspace_id: workspaceId } }),
@@ -204,6 +210,16 @@ const insightBody = (workspaceId: string) => ({
 });
 
 /** A source of the workspace, created by its owner (resource-scoped routes find the workspace through it). */
+/** A fact remembered about the owner, learned by the rules engine as after a chat exchange. */
+async function ownersMemory({ workspaceId, owner }: FixtureContext): Promise<string> {
+  const res = await learnFromStatement(
+    { workspaceId, userId: owner.id, conversationId: randomUUID(), messageId: randomUUID(), text: "We use Mixpanel for product analytics.", at: new Date().toISOString() },
+    { model: null },
+  );
+  if (!res.facts[0]) throw new Error("fixture: no fact learned from the owner's statement");
+  return res.facts[0].id;
+}
+
 async function ownersSource({ workspaceId, owner }: FixtureContext): Promise<string> {
   const res = await call("POST", "/api/research/upload-url", { token: owner.token, body: uploadUrlBody(workspaceId) });
   if (res.status !== 201) throw new Error(`fixture: owner could not create a source: ${res.status} ${res.text}`);

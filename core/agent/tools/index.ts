@@ -6,6 +6,7 @@ import { GATED_TOOLS } from "./writes";
 import { INTEGRATION_TOOLS } from "./integrations";
 import { PLANNER_TOOLS } from "./planner";
 import { FILESTORE_TOOLS } from "./filestore";
+import { MEMORY_TOOLS } from "./memory";
 import type { GatedTool, Tool } from "./types";
 
 export type * from "./types";
@@ -14,7 +15,7 @@ export type * from "./types";
  * Every tool the copilot can call (DESIGN.md 6.1, issue "Tools over what exists"): read tools run at once, gated
  * tools become pending actions. One definition each; the pending-action executor finds gated tools here by name.
  */
-export const TOOLS: readonly Tool[] = [...READ_TOOLS, ...GATED_TOOLS, ...INTEGRATION_TOOLS, ...PLANNER_TOOLS, ...FILESTORE_TOOLS];
+export const TOOLS: readonly Tool[] = [...READ_TOOLS, ...GATED_TOOLS, ...INTEGRATION_TOOLS, ...PLANNER_TOOLS, ...FILESTORE_TOOLS, ...MEMORY_TOOLS];
 
 const byName = new Map(TOOLS.map((t) => [t.name, t]));
 

@@ -1,0 +1,234 @@
+/**
+ * Learning from an exchange (DESIGN.md 6.6; issue #22 point 1): after a copilot run answers, the exchange is put on
+ * the memory queue (the run's `after` hook, core/memory/hook.ts), so no one waits for it; the memory consumer
+ * (functions/events/memory-consumer.ts) reads the user's message, extracts facts (a model engine's structured call, or
+ * the local rules), embeds them and reconciles each against the user's nearest current facts (core/memory/reconcile.ts),
+ * writing the outcome in one transaction per fact together with the user's memory head version.
+ */
+import { createWriteTransaction } from "electrodb";
+import { v5 as uuidv5 } from "uuid";
+import { Logger } from "@aws-lambda-powertools/logger";
+import { db } from "../db/service";
+import { embedder as defaultEmbedder, isModelEngine, model as defaultModel } from "../ai/select";
+import type { Embedder, Model } from "../ai/ports";
+import { encodeVector, topK } from "../ai/vectors";
+import { queue } from "../queue";
+import { Config } from "../config";
+import { extractByRules } from "./rules";
+import { extractWithModel } from "./model-extract";
+import { reconcile, type Decision } from "./reconcile";
+import { applyWrite, forgetCached, knownFacts, loadMemory, type FactItem, type LoadedMemory } from "./store";
+import { memoryAvailable } from "./settings";
+import type { ExtractedFact } from "./types";
+
+let logger: Logger | undefined;
+const log = () => (logger ??= new Logger({ serviceName: "memory", logLevel: Config.logLevel() as "INFO" }));
+
+/** One exchange to learn from: the message the queue carries (ids only; the texts are read from the table). */
+export interface ExchangeJob {
+  type: "exchange";
+  workspace_id: string;
+  user_id: string;
+  conversation_id: string;
+  /** The assistant message that answered; the user message before it is what the facts are read from. */
+  assistant_message_id: string;
+}
+
+/** A user statement to learn from. */
+export interface Statement {
+  workspaceId: string;
+  userId: string;
+  conversationId: string;
+  /** The user message that states it (the facts' source). */
+  messageId: string;
+  text: string;
+  /** When it was stated (ISO 8601): the facts' valid_at. */
+  at: string;
+}
+
+/** What became of each fact of a statement. */
+export interface LearnResult {
+  extractor: "rules" | "model" | null;
+  facts: { content: string; subject: string; kind: "static" | "dynamic"; action: Decision["action"]; id: string; supersedes: string[]; contradicts: string[] }[];
+}
+
+/** Namespace of fact ids derived from their message (a fixed random UUID): a redelivered exchange writes the same ids. */
+const FACT_NAMESPACE = "3c1f9a6e-7d2b-4e85-9b0a-51c4d2e8f7a3";
+
+/**
+ * Put an exchange on the memory queue (FIFO per user and workspace, so one user's facts are reconciled one exchange
+ * at a time; deduplicated by the assistant message).
+ * @throws AppError SERVICE_UNAVAILABLE when the queue is not configured (MEMORY_QUEUE_URL)
+ */
+export async function enqueueExchange(job: ExchangeJob): Promise<void> {
+  const q = await queue("memory");
+  await q.send({ body: JSON.stringify(job), groupId: `${job.workspace_id}:${job.user_id}`, deduplicationId: job.assistant_message_id });
+}
+
+/**
+ * The user message an exchange answered: the newest user message of the conversation before the assistant message.
+ * @returns null when the messages are gone (the conversation was deleted meanwhile: nothing is learned from it) or
+ *   do not belong to the job's user, workspace and conversation
+ */
+export async function statementOf(job: ExchangeJob): Promise<Statement | null> {
+  const { data: found } = await db().entities.message.query.byId({ id: job.assistant_message_id }).go({ limit: 1 });
+  const answer = found[0];
+  if (!answer || answer.workspace_id !== job.workspace_id || answer.conversation_id !== job.conversation_id || answer.user_id !== job.user_id) return null;
+  const { data: before } = await db()
+    .entities.message.query.byConversation({ workspace_id: job.workspace_id, conversation_id: job.conversation_id })
+    .lt({ created_at: answer.created_at })
+    .go({ order: "desc", count: 4, pages: 5, consistent: true });
+  const asked = before.find((m) => m.conversation_id === job.conversation_id && m.role === "user" && m.created_at < answer.created_at);
+  if (!asked) return null;
+  return { workspaceId: job.workspace_id, userId: job.user_id, conversationId: job.conversation_id, messageId: asked.id, text: asked.content, at: asked.created_at };
+}
+
+/**
+ * Learn from one exchange (the memory consumer's work). Safe to run again for the same exchange: fact ids derive from
+ * the message, and a fact already stored is found as the same fact.
+ * @throws whatever the table, the embedder or the model throws (the queue retries the exchange)
+ */
+export async function learnFromExchange(job: ExchangeJob): Promise<LearnResult> {
+  if (!memoryAvailable()) return { extractor: null, facts: [] };
+  const statement = await statementOf(job);
+  if (!statement) return { extractor: null, facts: [] };
+  return learnFromStatement(statement);
+}
+
+/** Where extraction and embedding come from; the engine's own by default (tests and benchmarks pass theirs). */
+export interface LearnOptions {
+  embedder?: Embedder;
+  /** The model to extract with; null for the local rules. Default: the engine's model on a model engine, else rules. */
+  model?: Model | null;
+  signal?: AbortSignal;
+}
+
+/**
+ * Extract the facts of a statement and reconcile each against the user's current facts in the workspace, in order
+ * (a later fact of the statement sees the earlier ones). Each outcome is one transaction: the new fact, the facts it
+ * supersedes (invalid_at = the statement's time, superseded_by) or contradicts (flagged on both sides), the removal of
+ * superseded facts from their partners' contradictions, and the user's memory head version.
+ * @returns each fact's outcome ([] when the statement holds none)
+ * @throws a cancelled transaction (a fact deleted meanwhile) as an Error: the exchange is retried on fresh reads
+ */
+export async function learnFromStatement(statement: Statement, opts: LearnOptions = {}): Promise<LearnResult> {
+  const emb = opts.embedder ?? (await defaultEmbedder());
+  const extractor = opts.model !== undefined ? opts.model : isModelEngine() ? await defaultModel() : null;
+  let memory = await loadMemory(statement.workspaceId, statement.userId, emb);
+
+  let extracted: ExtractedFact[];
+  if (extractor) {
+    // The model sees the user's nearest facts with their subjects, so it names a known subject the same way.
+    let nearest: { subject: string; content: string }[] = [];
+    if (memory.matrix && memory.matrix.rows) {
+      const [q] = await emb.embed([statement.text.slice(0, 2000)]);
+      nearest = topK(memory.matrix, q!, 10, 0.3).map((h) => memory.current[h.index]!);
+    }
+    const out = await extractWithModel(extractor, { text: statement.text, known: nearest.map((k) => ({ subject: k.subject, content: k.content })), signal: opts.signal });
+    log().info("memory extraction", { workspace_id: statement.workspaceId, model_id: out.usage.modelId, input_tokens: out.usage.inputTokens, output_tokens: out.usage.outputTokens, cost_usd: out.usage.costUsd });
+    extracted = out.facts;
+  } else {
+    extracted = extractByRules(statement.text);
+  }
+  const result: LearnResult = { extractor: extractor ? "model" : "rules", facts: [] };
+  if (extracted.length === 0) return result;
+
+  const vectors = await emb.embed(extracted.map((f) => f.content));
+  for (let i = 0; i < extracted.length; i++) {
+    const fact = extracted[i]!;
+    const id = uuidv5(`${statement.messageId}#${i}`, FACT_NAMESPACE);
+    const decision = reconcile({ ...fact, vector: vectors[i]!, source_message_id: statement.messageId }, knownFacts(memory));
+    memory = await write(memory, statement, { id, fact, vector: vectors[i]!, embedderId: emb.id, extractor: result.extractor! }, decision);
+    result.facts.push({
+      content: fact.content,
+      subject: fact.subject,
+      kind: fact.kind,
+      action: decision.action,
+      id: decision.action === "same" ? decision.existing : id,
+      supersedes: decision.action === "same" || decision.action === "changed" ? decision.supersedes : [],
+      contradicts: decision.action === "contradicting" ? decision.contradicts : [],
+    });
+  }
+  return result;
+}
+
+/**
+ * The writes of one decision, in one transaction with the memory head's version bump, conditioned on the version the
+ * memory was loaded at: when it commits, nothing else changed the user's memory meanwhile, so the loaded memory with
+ * these changes applied is exactly what is stored, and it is cached as such (a memory of 10,000 facts is not read
+ * again after each exchange). A deletion meanwhile cancels it, and the exchange is retried on fresh reads.
+ * @returns the memory after the writes
+ */
+async function write(
+  memory: LoadedMemory,
+  s: Statement,
+  created: { id: string; fact: ExtractedFact; vector: Float32Array; embedderId: string; extractor: "rules" | "model" },
+  decision: Decision,
+): Promise<LoadedMemory> {
+  const supersedes = decision.action === "same" || decision.action === "changed" ? decision.supersedes : [];
+  if (decision.action === "same" && supersedes.length === 0) return memory;
+  const byId = new Map(memory.current.map((f) => [f.id, f]));
+  const by = decision.action === "same" ? decision.existing : created.id;
+  const disagree = decision.action === "contradicting" ? decision.contradicts : [];
+  // Partners of superseded facts lose them from their contradictions (one write per item: a transaction may not
+  // touch an item twice, so a partner that is itself superseded is left as history as it was).
+  const cleanup = new Map<string, string[]>();
+  for (const gone of supersedes) {
+    for (const partner of byId.get(gone)?.contradicts ?? []) {
+      if (supersedes.includes(partner) || !byId.has(partner)) continue;
+      cleanup.set(partner, [...(cleanup.get(partner) ?? []), gone]);
+    }
+  }
+  const now = new Date().toISOString();
+  const item: FactItem | null =
+    decision.action === "same"
+      ? null
+      : {
+          id: created.id,
+          workspace_id: s.workspaceId,
+          user_id: s.userId,
+          content: created.fact.content,
+          kind: created.fact.kind,
+          subject: created.fact.subject,
+          value: created.fact.value,
+          multi: created.fact.multi,
+          source_conversation_id: s.conversationId,
+          source_message_id: s.messageId,
+          extractor: created.extractor,
+          valid_at: s.at,
+          vector: encodeVector(created.vector),
+          embedder_id: created.embedderId,
+          ...(disagree.length ? { contradicts: disagree } : {}),
+          created_at: now,
+          updated_at: now,
+        };
+  const key = (id: string) => ({ workspace_id: s.workspaceId, user_id: s.userId, id });
+  const expected = memory.version;
+  const tx = await createWriteTransaction(db().pick("memoryFact", "memoryHead"), ({ memoryFact, memoryHead }) => [
+    ...(item ? [memoryFact.create(item).commit()] : []),
+    ...supersedes.map((id) =>
+      memoryFact
+        .patch(key(id))
+        .set({ invalid_at: s.at, superseded_by: by })
+        .where((a, op) => op.notExists(a.invalid_at))
+        .commit(),
+    ),
+    ...disagree.map((id) => memoryFact.patch(key(id)).add({ contradicts: [created.id] }).commit()),
+    ...[...cleanup].map(([partner, gone]) => memoryFact.patch(key(partner)).delete({ contradicts: gone }).commit()),
+    memoryHead
+      .update({ workspace_id: s.workspaceId, user_id: s.userId })
+      .add({ version: 1 })
+      .where((a, op) => (expected === 0 ? op.notExists(a.version) : op.eq(a.version, expected)))
+      .commit(),
+  ]).go();
+  if (tx.canceled) {
+    forgetCached(s.workspaceId, s.userId);
+    throw new Error(`memory write for message ${s.messageId} was cancelled (the memory changed meanwhile); the exchange is retried`);
+  }
+  const updated: FactItem[] = [
+    ...supersedes.flatMap((id) => (byId.has(id) ? [{ ...byId.get(id)!, invalid_at: s.at, superseded_by: by, updated_at: now }] : [])),
+    ...disagree.flatMap((id) => (byId.has(id) ? [{ ...byId.get(id)!, contradicts: [...(byId.get(id)!.contradicts ?? []), created.id], updated_at: now }] : [])),
+    ...[...cleanup].map(([partner, gone]) => ({ ...byId.get(partner)!, contradicts: (byId.get(partner)!.contradicts ?? []).filter((c) => !gone.includes(c)), updated_at: now })),
+  ];
+  return applyWrite(memory, { added: item ? { item, vector: created.vector } : undefined, updated, version: expected + 1 });
+}

@@ -1,0 +1,167 @@
+/**
+ * Reading a user's memory in a workspace, with a per-container cache (like insight search, core/insight/search.ts):
+ * the facts and the matrix of the current ones' vectors are kept while the user's memory head version (bumped in the
+ * same transaction as every write to their facts) is unchanged, so a warm search or profile costs one small
+ * consistent read plus the query's embedding.
+ */
+import type { EntityItem } from "electrodb";
+import { db } from "../db/service";
+import type { Embedder } from "../ai/ports";
+import { decodeVector, encodeVector, toMatrix, type Matrix } from "../ai/vectors";
+import type { MemoryFactEntity } from "./fact.entity";
+
+export type FactItem = EntityItem<MemoryFactEntity>;
+
+/** A user's memory in one workspace as loaded. */
+export interface LoadedMemory {
+  workspaceId: string;
+  userId: string;
+  /** The head version it was loaded at (0: the user has no memory head in the workspace). */
+  version: number;
+  /** Every fact, history included, oldest first. */
+  facts: FactItem[];
+  /** The current facts (not superseded), oldest first. */
+  current: FactItem[];
+  /**
+   * Row i is the vector of `current[i]`, from `embedderId`; null when loaded without an embedder. Its buffer may hold
+   * room for more rows than `rows` (appends by the learner): only the first `rows` rows are read.
+   */
+  matrix: Matrix | null;
+  embedderId: string | null;
+}
+
+/** The embedder failed while a memory was loaded with it (search answers its empty "unavailable" result then). */
+export class EmbedderUnavailable extends Error {
+  override readonly name = "EmbedderUnavailable";
+  constructor(readonly reason: unknown) {
+    super(`The embedder is unavailable: ${reason instanceof Error ? reason.message : String(reason)}`);
+  }
+}
+
+/** Cached memories, at most this many (users × workspaces) per container; the oldest goes first. */
+const MAX_CACHED = 50;
+const cache = new Map<string, LoadedMemory>();
+const keyOf = (workspaceId: string, userId: string) => `${workspaceId}#${userId}`;
+
+/** The user's memory head version in the workspace (strongly consistent); 0 when they have none. */
+export async function headVersion(workspaceId: string, userId: string): Promise<number> {
+  const { data } = await db().entities.memoryHead.get({ workspace_id: workspaceId, user_id: userId }).go({ consistent: true });
+  return data?.version ?? 0;
+}
+
+/** Every fact of the user in the workspace, history included, oldest first (strongly consistent). */
+export async function allFacts(workspaceId: string, userId: string): Promise<FactItem[]> {
+  const { data } = await db().entities.memoryFact.query.byUser({ workspace_id: workspaceId, user_id: userId }).go({ pages: "all", consistent: true });
+  return data.sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
+}
+
+/** A fact is current until a later one supersedes it. */
+export const isCurrent = (f: FactItem): boolean => !f.invalid_at;
+
+/**
+ * The user's memory in a workspace, from the cache when its head version is unchanged. With an embedder, facts
+ * whose vector is missing or from another embedder are embedded and their vectors stored (not a memory change: no
+ * version bump), and `matrix` holds the current facts' vectors.
+ * @throws EmbedderUnavailable when embedding missing vectors fails; whatever the table throws
+ */
+export async function loadMemory(workspaceId: string, userId: string, emb: Embedder | null): Promise<LoadedMemory> {
+  const key = keyOf(workspaceId, userId);
+  const version = await headVersion(workspaceId, userId);
+  const cached = cache.get(key);
+  if (cached && cached.version === version && (!emb || cached.embedderId === emb.id)) return cached;
+  const facts = version === 0 ? [] : await allFacts(workspaceId, userId);
+  const current = facts.filter(isCurrent);
+  let matrix: Matrix | null = null;
+  if (emb) {
+    const missing = current.filter((f) => !f.vector || f.embedder_id !== emb.id);
+    if (missing.length) {
+      let vectors: Float32Array[];
+      try {
+        vectors = await emb.embed(missing.map((f) => f.content));
+      } catch (err) {
+        throw new EmbedderUnavailable(err);
+      }
+      await Promise.all(
+        missing.map((f, i) => {
+          f.vector = encodeVector(vectors[i]!);
+          f.embedder_id = emb.id;
+          return db().entities.memoryFact.patch({ workspace_id: workspaceId, user_id: userId, id: f.id }).set({ vector: f.vector, embedder_id: emb.id }).go();
+        }),
+      );
+    }
+    matrix = toMatrix(current.map((f) => decodeVector(f.vector!, emb.dimensions)), emb.dimensions);
+  }
+  const loaded: LoadedMemory = { workspaceId, userId, version, facts, current, matrix, embedderId: emb?.id ?? null };
+  cache.delete(key);
+  if (cache.size >= MAX_CACHED) cache.delete(cache.keys().next().value!);
+  cache.set(key, loaded);
+  return loaded;
+}
+
+/** Drop a cached memory (after this container wrote to it, so its next read does not wait for the version check). */
+export function forgetCached(workspaceId: string, userId: string): void {
+  cache.delete(keyOf(workspaceId, userId));
+}
+
+/** The current facts of a loaded memory with their vectors, for reconciliation. */
+export function knownFacts(memory: LoadedMemory) {
+  if (!memory.matrix) throw new Error("knownFacts needs a memory loaded with an embedder");
+  const { data, dims } = memory.matrix;
+  return memory.current.map((f, i) => ({
+    id: f.id,
+    content: f.content,
+    kind: f.kind,
+    subject: f.subject,
+    value: f.value,
+    multi: f.multi,
+    source_message_id: f.source_message_id,
+    vector: data.subarray(i * dims, (i + 1) * dims),
+  }));
+}
+
+/**
+ * A loaded memory with one committed write applied (the learner's own, conditioned on the version it read), cached
+ * in place of the old one: the new fact appended (its vector as the matrix's last row), changed facts replaced,
+ * superseded facts out of `current` and the matrix.
+ * @param change the fact added (with its vector), the facts as rewritten, and the head version after the write
+ */
+export function applyWrite(memory: LoadedMemory, change: { added?: { item: FactItem; vector: Float32Array }; updated: FactItem[]; version: number }): LoadedMemory {
+  const replaced = new Map(change.updated.map((f) => [f.id, f]));
+  const gone = new Set(change.updated.filter((f) => !isCurrent(f)).map((f) => f.id));
+  const facts = memory.facts.map((f) => replaced.get(f.id) ?? f);
+  if (change.added) facts.push(change.added.item);
+  // `current` keeps its order (oldest first): the rows that stay, then the new fact, so the matrix is copied in runs.
+  const kept: number[] = [];
+  for (let r = 0; r < memory.current.length; r++) if (!gone.has(memory.current[r]!.id)) kept.push(r);
+  const current = kept.map((r) => replaced.get(memory.current[r]!.id) ?? memory.current[r]!);
+  if (change.added) current.push(change.added.item);
+  let matrix: Matrix | null = null;
+  if (memory.matrix && gone.size === 0 && memory.matrix.data.length >= current.length * memory.matrix.dims) {
+    // Only appended, and the buffer has room: the row goes after the others in place. Holders of the previous memory
+    // read only its `rows` rows, which do not change; and no second write can append to that previous memory, since
+    // its write is conditioned on the version this one moved past.
+    const { dims, data } = memory.matrix;
+    if (change.added) data.set(change.added.vector, (current.length - 1) * dims);
+    matrix = { data, rows: current.length, dims };
+  } else if (memory.matrix) {
+    const { dims, data: old } = memory.matrix;
+    // Room for appends (a new fact usually adds a row): a quarter more rows than needed.
+    const data = new Float32Array((current.length + Math.ceil(current.length / 4) + 8) * dims);
+    let dest = 0;
+    for (let i = 0; i < kept.length; ) {
+      let j = i;
+      while (j + 1 < kept.length && kept[j + 1] === kept[j]! + 1) j++;
+      data.set(old.subarray(kept[i]! * dims, (kept[j]! + 1) * dims), dest);
+      dest += (j - i + 1) * dims;
+      i = j + 1;
+    }
+    if (change.added) data.set(change.added.vector, dest);
+    matrix = { data, rows: current.length, dims };
+  }
+  const next: LoadedMemory = { ...memory, version: change.version, facts, current, matrix };
+  const key = keyOf(memory.workspaceId, memory.userId);
+  cache.delete(key);
+  if (cache.size >= MAX_CACHED) cache.delete(cache.keys().next().value!);
+  cache.set(key, next);
+  return next;
+}
