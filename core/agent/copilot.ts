@@ -16,16 +16,18 @@ import { allOf } from "../insight";
 import { generate } from "../recommendation/generate";
 import { draft } from "../document/draft";
 import { recordRun, tryLock, type AgentType } from "./index";
-import { QUERY_BUDGET_MS, runAgent, type AgentEvent, type AgentRunResult } from "./loop";
+import { QUERY_BUDGET_MS, runAgent, type AgentRunResult } from "./loop";
 import { TOOLS, type Tool, type ToolContext } from "./tools";
 import { runAfter, runBefore, type RunHookContext } from "./hooks";
+import { Harness, isStreamEvent, type Entry, type StreamEventName, type VariantArtifacts } from "../harness";
 import type { ChatStreamInput, DraftStreamInput, PipelineStreamInput, RecommendationStreamInput, SynthesisStreamInput } from "./schema";
 
 /** Where a stream's events go: the SSE writer (functions/lib/sse.ts) implements it. */
 export interface EventSink {
   /** Token text (the writer batches it every 50 ms). */
   token(text: string): void;
-  send(event: string, data: unknown): void;
+  /** A named event; only spec 02's names (core/harness/events.ts). */
+  send(event: StreamEventName, data: unknown): void;
   /** Aborted when the client disconnects. */
   readonly signal: AbortSignal;
 }
@@ -162,6 +164,8 @@ interface RunSpec {
   sessionId?: string;
   maxTurns: number;
   agentType: AgentType;
+  /** The stream it came through: chat or a variant (the harness sizes and judges each its way). */
+  entry: Entry;
   tools: readonly Tool[];
   choice: ReturnType<typeof modelChoice>;
   language?: string;
@@ -169,10 +173,10 @@ interface RunSpec {
   attachmentIds: string[];
   missionId: string | null;
   /**
-   * Work before the agent speaks (the stream variants run their operation here, with progress events). `signal`
-   * aborts on the 300 s budget or the client's disconnect; every step gets it.
+   * Work before the agent speaks (the stream variants run their operation here, with progress events): a preface for
+   * the agent and the artifacts the harness judges. `signal` aborts on the 300 s budget or the client's disconnect.
    */
-  before?: (sink: EventSink, signal: AbortSignal) => Promise<string | undefined>;
+  before?: (sink: EventSink, signal: AbortSignal) => Promise<{ preface: string; artifacts: VariantArtifacts }>;
 }
 
 /**
@@ -223,6 +227,7 @@ async function execute(spec: RunSpec, conversation: Awaited<ReturnType<typeof Ch
   let engine = "unknown";
   let messageId: string | null = null;
   let text = "";
+  let harness: Harness | undefined;
   try {
     const model = await agentModel();
     engine = model.engine;
@@ -245,13 +250,24 @@ async function execute(spec: RunSpec, conversation: Awaited<ReturnType<typeof Ch
       priorMessageCount: conversation.message_count ?? 0,
       prompt: spec.prompt,
       agentType: spec.agentType,
-      send: (event, data) => sink.send(event, data),
+      // Hooks name their events freely; only spec 02's reach the wire (a hook sending another fails, and is logged).
+      send: (event, data) => {
+        if (!isStreamEvent(event)) throw new Error(`"${event}" is not a stream event of spec 02`);
+        sink.send(event, data);
+      },
       signal: budget,
     };
     try {
       // Every step runs where the budget and the client's disconnect reach it: model calls and recorded runs inside
       // stop on `budget` (core/context.ts), and a step abandoned midway writes nothing.
-      const preface = spec.before ? await withAbortSignal(budget, () => spec.before!(sink, budget)) : undefined;
+      // Pre-flight first: the harness sizes the request and reads the workspace before anything runs.
+      harness = await withAbortSignal(budget, () =>
+        Harness.start({ userId: spec.userId, workspaceId: spec.workspaceId, prompt: spec.prompt, entry: spec.entry, plan: charge.plan, missionId: spec.missionId, maxTurns: spec.maxTurns, sink }),
+      );
+      const h = harness;
+      const prepared = spec.before ? await withAbortSignal(budget, () => spec.before!(sink, budget)) : undefined;
+      if (prepared) h.setArtifacts(prepared.artifacts);
+      const preface = prepared?.preface;
       budget.throwIfAborted();
       const [base, added] = await Promise.all([
         systemPrompt(spec.userId, spec.workspaceId, { language: spec.language, mode: spec.mode, attachments }),
@@ -278,26 +294,37 @@ async function execute(spec: RunSpec, conversation: Awaited<ReturnType<typeof Ch
           charge,
           signal: sink.signal,
           outcomeOf: (r) => (r.status === "success" ? "success" : sink.signal.aborted ? "cancelled" : "partial"),
+          qualityOf: () => h.quality,
+          onMilestone: (m) => sink.send("milestone_unlocked", m),
         },
         async (usage) => {
-          const r = await withAbortSignal(budget, () => runAgent({
-            model,
-            ctx,
-            system,
-            messages,
-            tools: spec.tools,
-            tier: spec.choice.tier,
-            modelId: spec.choice.modelId,
-            maxTurns: spec.maxTurns,
-            thinking: spec.choice.thinking,
-            maxTokens: spec.choice.maxTokens,
-            signal: budget,
-            emit: (e: AgentEvent) => (e.event === "token" ? sink.token(e.data.content) : sink.send(e.event, e.data)),
-          }));
+          // The harness runs the loop (once, as a mission's threads, or as a swarm), judges and repairs it.
+          const r = await withAbortSignal(budget, () =>
+            h.run({
+              system,
+              messages,
+              loop: (run) =>
+                runAgent({
+                  model,
+                  ctx: { ...ctx, missionId: run.missionId },
+                  system: run.system,
+                  messages: run.messages,
+                  tools: spec.tools,
+                  tier: spec.choice.tier,
+                  modelId: spec.choice.modelId,
+                  maxTurns: spec.maxTurns,
+                  thinking: spec.choice.thinking,
+                  maxTokens: spec.choice.maxTokens,
+                  signal: budget,
+                  emit: run.emit,
+                  onToolResult: run.onToolResult,
+                }),
+            }),
+          );
           usage.add({ modelId: r.usage.modelId ?? model.engine, tier: spec.choice.tier, inputTokens: r.usage.inputTokens, outputTokens: r.usage.outputTokens, costUsd: r.usage.costUsd, latencyMs: Date.now() - started, attempts: r.usage.calls });
           return r;
         },
-        (r) => ({ status: r.status, stop_reason: r.stopReason, num_turns: r.numTurns, tools: r.steps.map((s) => s.name), pending_action_ids: r.pendingActionIds }),
+        (r) => ({ status: r.status, stop_reason: r.stopReason, num_turns: r.numTurns, tools: r.steps.map((s) => s.name), pending_action_ids: r.pendingActionIds, mission_id: h.missionId }),
       );
     } catch (err) {
       failure = budget.aborted ? stopFailure(sink.signal.aborted) : { code: err instanceof AppError ? err.code : "INTERNAL", message: err instanceof AppError ? err.message : "The agent failed; quote the message id when reporting it" };
@@ -330,6 +357,8 @@ async function execute(spec: RunSpec, conversation: Awaited<ReturnType<typeof Ch
     if (charge.charged === null) await charge.settle(sink.signal.aborted ? "cancelled" : "failed", { tokens: 0, costUsd: 0 }).catch(() => undefined);
   } finally {
     clearTimeout(timer);
+    // Spec 02: tool-result context consumption, just before done.
+    if (harness) sink.send("context_metrics", harness.contextMetrics(result));
     sink.send("done", {
       message_id: messageId,
       conversation_id: conversation.id,
@@ -339,7 +368,7 @@ async function execute(spec: RunSpec, conversation: Awaited<ReturnType<typeof Ch
       tool_count: result?.steps.length ?? 0,
       duration_ms: Date.now() - started,
       credits: charge.charged ?? 0,
-      mission_id: spec.missionId,
+      mission_id: harness?.missionId ?? spec.missionId,
     });
   }
 }
@@ -389,6 +418,7 @@ export function prepareChat(userId: string, body: ChatStreamInput): Promise<Prep
     sessionId: body.session_id,
     maxTurns: body.max_turns,
     agentType: "chat",
+    entry: "chat",
     tools: TOOLS,
     choice: modelChoice(body),
     language: body.language,
@@ -433,7 +463,7 @@ async function stepDraft(sink: EventSink, userId: string, workspaceId: string, i
   return doc;
 }
 
-const variant = (userId: string, body: { workspace_id: string; prompt: string; conversation_id?: string; max_turns: number }, agentType: AgentType, before: RunSpec["before"]) =>
+const variant = (userId: string, body: { workspace_id: string; prompt: string; conversation_id?: string; max_turns: number }, agentType: AgentType, entry: Exclude<Entry, "chat">, before: RunSpec["before"]) =>
   prepare({
     userId,
     workspaceId: body.workspace_id,
@@ -441,6 +471,7 @@ const variant = (userId: string, body: { workspace_id: string; prompt: string; c
     conversationId: body.conversation_id,
     maxTurns: body.max_turns,
     agentType,
+    entry,
     // After the operation the agent explains it with read tools only: the operation itself was the user's request.
     tools: READ_ONLY,
     choice: modelChoice({}),
@@ -449,25 +480,28 @@ const variant = (userId: string, body: { workspace_id: string; prompt: string; c
     before,
   });
 
+/** A variant that produced nothing yet. */
+const NO_ARTIFACTS: VariantArtifacts = { insightIds: [], recommendationIds: [], documentIds: [], sourceCount: 0 };
+
 /** `POST /api/stream/synthesis`: synthesize the given sources, then the agent reports on the insights. */
 export const prepareSynthesis = (userId: string, body: SynthesisStreamInput) =>
-  variant(userId, body, "synthesis", async (sink) => {
+  variant(userId, body, "synthesis", "synthesis", async (sink) => {
     const res = await stepSynthesis(sink, userId, body.workspace_id, body.source_ids, body.synthesis_type, [5, 90]);
-    return `(Synthesis done: ${res.summary})`;
+    return { preface: `(Synthesis done: ${res.summary})`, artifacts: { ...NO_ARTIFACTS, insightIds: res.insight_ids, sourceCount: new Set(body.source_ids).size } };
   });
 
 /** `POST /api/stream/recommendation`: generate recommendations from the given insights, then report. */
 export const prepareRecommendation = (userId: string, body: RecommendationStreamInput) =>
-  variant(userId, body, "recommendation", async (sink) => {
+  variant(userId, body, "recommendation", "recommendation", async (sink) => {
     const res = await stepRecommendations(sink, userId, body.workspace_id, body.insight_ids, body.focus_areas, [5, 90]);
-    return `(Generated ${res.count} recommendations: ${res.prioritization_summary})`;
+    return { preface: `(Generated ${res.count} recommendations: ${res.prioritization_summary})`, artifacts: { ...NO_ARTIFACTS, recommendationIds: res.recommendations.map((r) => r.id) } };
   });
 
 /** `POST /api/stream/draft`: draft a document, then report. */
 export const prepareDraft = (userId: string, body: DraftStreamInput) =>
-  variant(userId, body, "drafting", async (sink) => {
+  variant(userId, body, "drafting", "drafting", async (sink) => {
     const doc = await stepDraft(sink, userId, body.workspace_id, { document_type: body.document_type, recommendation_id: body.recommendation_id, user_instructions: body.user_instructions ?? body.prompt }, [5, 90]);
-    return `(Drafted document ${doc.id}: "${doc.title}")`;
+    return { preface: `(Drafted document ${doc.id}: "${doc.title}")`, artifacts: { ...NO_ARTIFACTS, documentIds: [doc.id] } };
   });
 
 /**
@@ -476,7 +510,7 @@ export const prepareDraft = (userId: string, body: DraftStreamInput) =>
  * @throws (as an `error` event) SOURCE_NOT_READY / VALIDATION_ERROR when there is nothing to synthesize
  */
 export const preparePipeline = (userId: string, body: PipelineStreamInput) =>
-  variant(userId, body, "synthesis", async (sink) => {
+  variant(userId, body, "synthesis", "pipeline", async (sink) => {
     const { data: sources } = await db().entities.researchSource.query.byWorkspace({ workspace_id: body.workspace_id }).go({ pages: "all" });
     const completed = sources.filter((s) => s.processing_status === "completed").slice(0, 20);
     if (completed.length === 0) throw new AppError("SOURCE_NOT_READY", "The workspace has no completed research source to synthesize");
@@ -485,5 +519,8 @@ export const preparePipeline = (userId: string, body: PipelineStreamInput) =>
     if (insightIds.length === 0) throw Errors.notFound("Insights to build on");
     const recs = await stepRecommendations(sink, userId, body.workspace_id, insightIds.slice(0, 20), undefined, [40, 65]);
     const doc = await stepDraft(sink, userId, body.workspace_id, { document_type: "prd", recommendation_id: recs.recommendations[0]?.id, user_instructions: body.prompt }, [70, 95]);
-    return `(Pipeline done: ${synth.insight_ids.length} insights, ${recs.count} recommendations, document ${doc.id} "${doc.title}")`;
+    return {
+      preface: `(Pipeline done: ${synth.insight_ids.length} insights, ${recs.count} recommendations, document ${doc.id} "${doc.title}")`,
+      artifacts: { insightIds: synth.insight_ids, recommendationIds: recs.recommendations.map((r) => r.id), documentIds: [doc.id], sourceCount: completed.length },
+    };
   });

@@ -6,6 +6,7 @@ import { db } from "../db/service";
 import type { CallUsage, ModelTier } from "../ai/ports";
 import { grantMilestones, startCharge, type Charge } from "../billing/charge";
 import { creditsFor, type RunOutcome } from "../billing/credits";
+import { milestoneSource, TRIAL_MILESTONE_CREDITS } from "../billing/ledger";
 import { currentSignal } from "../context";
 
 export type AgentType = "synthesis" | "recommendation" | "drafting" | "chat" | "block_action" | "embedding";
@@ -16,6 +17,33 @@ const clip = (v: unknown) => {
   const s = JSON.stringify(v ?? null);
   return s.length <= MAX_DATA_CHARS ? v : { truncated: true, preview: s.slice(0, MAX_DATA_CHARS) };
 };
+
+/**
+ * What the harness's post-flight found (issue #21), written on the run's record: the research quality score (0..100),
+ * whether the contract and the verifier passed, and the details (`quality`, exactly these keys:
+ * {workflow_type, contract: {score, issues}, verifier: {score, issues}, grounding, retries, degraded, mission_id}).
+ */
+export interface RunQuality {
+  rqs: number;
+  contract_passed: boolean;
+  verifier_passed: boolean;
+  quality: {
+    workflow_type: string;
+    contract: { score: number; issues: string[] };
+    verifier: { score: number; issues: string[] };
+    grounding: number;
+    retries: number;
+    degraded: boolean;
+    mission_id: string | null;
+  };
+}
+
+/** A trial milestone a run earned (spec 02 `milestone_unlocked`). */
+export interface UnlockedMilestone {
+  milestone: "first_run" | "engagement";
+  credits_granted: number;
+  message: string;
+}
 
 /** What `recordRun` needs to know about a run. */
 export interface RunOptions<T> {
@@ -43,6 +71,13 @@ export interface RunOptions<T> {
    * its caller writes nothing, and is recorded and charged as cancelled (spec 02 minimums), not as failed.
    */
   signal?: AbortSignal;
+  /** The run's judged quality (the harness's post-flight), written on its record when the work returned. */
+  qualityOf?: (result: T) => RunQuality | undefined;
+  /**
+   * Told of each trial milestone this run's settlement granted (spec 02 `milestone_unlocked`): the milestone grants
+   * are read before and after the run's `grantMilestones`, on a trial account only.
+   */
+  onMilestone?: (m: UnlockedMilestone) => void;
 }
 
 /**
@@ -77,7 +112,7 @@ export async function recordRun<T>(
       modelId = u.modelId;
     },
   };
-  const finish = async (outcome: RunOutcome, output: unknown, error?: string) => {
+  const finish = async (outcome: RunOutcome, output: unknown, error?: string, quality?: RunQuality) => {
     const latency = Date.now() - started;
     // The settlement and the run's record are written side by side: the record carries the figure the settlement
     // charges (`creditsFor`), and is corrected in the rare case the balance could not cover it all (a shortfall).
@@ -106,6 +141,7 @@ export async function recordRun<T>(
         executed_at: executedAt,
         status: outcome === "success" ? "success" : outcome === "failed" ? "failed" : "partial",
         ...(error ? { error_message: error.slice(0, 2000) } : {}),
+        ...(quality ?? {}),
       })
       .go()
       .then(() => void (writtenAt = performance.now()));
@@ -118,7 +154,13 @@ export async function recordRun<T>(
     if (chargeTimings.hasSubscribers) {
       chargeTimings.publish({ runId, reserveMs: charge.waitMs, settleWaitMs: Math.max(0, settledAt - writtenAt) } satisfies ChargeTiming);
     }
+    const watch = opts.onMilestone && (charge.plan === undefined || charge.plan === "trial");
+    const before = watch ? await milestoneGrants(charge.payer, opts.workspaceId) : null;
     await grantMilestones(charge.payer, opts.workspaceId, outcome === "success", () => chargedRunCount(opts.workspaceId), charge.plan);
+    if (before && before.size < MILESTONES.length) {
+      const after = await milestoneGrants(charge.payer, opts.workspaceId, MILESTONES.filter((m) => !before.has(m)));
+      for (const m of MILESTONES) if (!before.has(m) && after.has(m)) opts.onMilestone!({ milestone: m, credits_granted: TRIAL_MILESTONE_CREDITS, message: MILESTONE_MESSAGES[m] });
+    }
   };
   // The run stops where the person it serves left: before the work, and after it, before anything is written.
   const signal = opts.signal ?? currentSignal();
@@ -133,8 +175,26 @@ export async function recordRun<T>(
     await finish(signal?.aborted ? "cancelled" : "failed", null, err instanceof Error ? err.message : String(err));
     throw err;
   }
-  await finish(opts.outcomeOf?.(result) ?? "success", summarize(result));
+  await finish(opts.outcomeOf?.(result) ?? "success", summarize(result), undefined, opts.qualityOf?.(result));
   return result;
+}
+
+const MILESTONES = ["first_run", "engagement"] as const;
+const MILESTONE_MESSAGES: Record<(typeof MILESTONES)[number], string> = {
+  first_run: `Your first successful agent run in this workspace earned ${TRIAL_MILESTONE_CREDITS} credits.`,
+  engagement: `Your third agent run in this workspace earned ${TRIAL_MILESTONE_CREDITS} credits.`,
+};
+
+/**
+ * Which of the workspace's trial milestones the payer's ledger holds a grant of (strongly consistent reads of the
+ * grant keys; the grants are billing's, core/billing/charge.ts `grantMilestones`). Two runs settling at the same time
+ * may both see a grant appear; the ledger itself grants it once.
+ */
+async function milestoneGrants(payer: string, workspaceId: string, which: readonly (typeof MILESTONES)[number][] = MILESTONES): Promise<Set<(typeof MILESTONES)[number]>> {
+  const found = await Promise.all(
+    which.map(async (m) => ((await db().entities.creditLedger.get({ user_id: payer, key: `grant#${milestoneSource(m, workspaceId)}` }).go({ consistent: true })).data ? m : null)),
+  );
+  return new Set(found.filter((m): m is (typeof MILESTONES)[number] => m !== null));
 }
 
 /** One charged run's timings, published on the `r2d:charge` diagnostics channel (benchmarks subscribe). */

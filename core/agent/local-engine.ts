@@ -11,6 +11,8 @@
  * approval. A write that must name one item (a recommendation's status change) takes the item the prompt names, by
  * id or by title words, and asks which one when no title clearly matches: it never guesses the target of a write.
  * The agent layer hands it the tools it may plan with (core/agent/engine.ts), as it hands them to the loop.
+ * A repair request of the harness (core/harness/repair.ts, a user turn starting "[quality check]") is answered by
+ * rewriting its own previous answer without the lines the harness found false, saying what it removed.
  * What it is not: it does not understand the prompt beyond those cues and similarities, cannot reason across
  * results, and never invents a fact, a quote or an id.
  */
@@ -19,6 +21,7 @@ import { embedder } from "../ai/select";
 import { dot } from "../ai/vectors";
 import { TOOLS } from "./tools";
 import type { Tool } from "./tools";
+import { parseRepairTurn, type RepairDirectives } from "../harness/repair-turn";
 
 const DOCUMENT_TYPES: [RegExp, string][] = [
   [/\bprd\b|product requirements/i, "prd"],
@@ -427,12 +430,56 @@ export function composeAnswer(prompt: string, o: { name: string; status: string;
   }
   if (o.name === "read_source_text") {
     const opening = String(c.text ?? "").split(/(?<=[.!?])\s+/).slice(0, 3).join(" ").slice(0, 600);
-    return opening ? `**${c.title}** has ${c.total_chars} characters of text. It opens: "${opening}"` : `**${c.title}** has no extracted text yet (${c.processing_status}).`;
+    return opening
+      ? `**${c.title}** [source ${c.source_id}] has ${c.total_chars} characters of text. It opens: "${opening}"`
+      : `**${c.title}** [source ${c.source_id}] has no extracted text yet (${c.processing_status}).`;
   }
   return NOTHING_FOUND;
 }
 
 const estimateTokens = (s: string) => Math.ceil(s.length / 4);
+
+/** The engine's previous answer: the text of the last assistant turn before the latest user turn. */
+function previousAnswer(messages: ConversationTurn[]): string {
+  for (let i = messages.length - 2; i >= 0; i--) {
+    const m = messages[i]!;
+    if (m.role !== "assistant") continue;
+    const text = m.content.filter((c): c is Extract<TurnContent, { type: "text" }> => c.type === "text").map((c) => c.text).join("");
+    if (text.trim()) return text;
+  }
+  return "";
+}
+
+const squash = (s: string) => s.replace(/[“”]/g, '"').replace(/[‘’]/g, "'").replace(/\s+/g, " ").trim().toLowerCase();
+
+/**
+ * The engine's answer to a repair request (issue #21, core/harness/repair.ts): its previous answer without what the
+ * harness found false, line by line (a line quoting a passage that is not verbatim in its source, citing an id that
+ * does not resolve, or stating a false count is left out), and a closing line saying what it removed. It cannot
+ * reach for other evidence; what is left is only what held.
+ */
+export function repairAnswer(previous: string, d: RepairDirectives): string {
+  const quotes = d.drop_quotes.map(squash).filter(Boolean);
+  const ids = d.drop_ids.map((i) => i.toLowerCase());
+  const counts = d.drop_counts.map((c) => squash(c.statement)).filter(Boolean);
+  const removed = { quotes: 0, ids: 0, counts: 0 };
+  const kept = previous.split("\n").filter((line) => {
+    const l = squash(line);
+    if (!l) return true;
+    if (quotes.some((q) => l.includes(q))) return (removed.quotes++, false);
+    if (ids.some((id) => l.includes(id))) return (removed.ids++, false);
+    if (counts.some((c) => l === c)) return (removed.counts++, false);
+    return true;
+  });
+  const what = [
+    removed.quotes && counted(removed.quotes, "quote that is not verbatim in its source", "quotes that are not verbatim in their sources"),
+    removed.ids && counted(removed.ids, "reference that does not resolve in this workspace", "references that do not resolve in this workspace"),
+    removed.counts && counted(removed.counts, "count that the workspace does not bear out", "counts that the workspace does not bear out"),
+  ].filter(Boolean);
+  const body = kept.join("\n").replace(/\n{3,}/g, "\n\n").trim();
+  if (!what.length) return `${body}\n\n_Checked again: nothing in this answer could be corrected from the results I have._`;
+  return `${body}\n\n_Corrected after a quality check: removed ${what.join(", ")}._`;
+}
 
 /** Deterministic local agent engine (see the file's header). Costs 0 USD; token counts are estimates (4 chars each). */
 export class LocalAgentModel implements StreamingModel {
@@ -448,6 +495,12 @@ export class LocalAgentModel implements StreamingModel {
     const started = performance.now();
     req.signal?.throwIfAborted();
     const { prompt, calls, results, byCall } = exchange(req.messages);
+    const repair = parseRepairTurn(prompt);
+    if (repair) {
+      // A repair request: the previous answer, corrected; no tool runs (the plan is not made from the request).
+      yield* this.say(repairAnswer(previousAnswer(req.messages), repair), req, started);
+      return;
+    }
     const attachments = attachmentsOf(req.system);
     // The plan is recomputed from the prompt on every turn (the same prompt always gives the same plan), and the next
     // step is the first not yet run. Tool results only fill arguments; they never change the plan, except that a
@@ -478,10 +531,27 @@ export class LocalAgentModel implements StreamingModel {
     }
     // Done, failed, or the next step lacks what it needs: answer from the last result (the goal's, when it ran).
     answer ??= composeAnswer(prompt, byCall.at(-1));
+    yield* this.say(answer, req, started);
+  }
+
+  /** Stream an answer word by word, then stop with its usage. */
+  private async *say(answer: string, req: StreamRequest, started: number): AsyncIterable<ModelStreamEvent> {
     for (const chunk of answer.match(/\S+\s*/g) ?? []) {
       req.signal?.throwIfAborted();
       yield { type: "text", delta: chunk };
     }
-    yield { type: "stop", reason: "end_turn", usage: usage(answer) };
+    yield {
+      type: "stop",
+      reason: "end_turn",
+      usage: {
+        modelId: "local-agent",
+        tier: req.tier,
+        inputTokens: estimateTokens(req.system + JSON.stringify(req.messages)),
+        outputTokens: estimateTokens(answer),
+        costUsd: 0,
+        latencyMs: Math.round(performance.now() - started),
+        attempts: 1,
+      },
+    };
   }
 }

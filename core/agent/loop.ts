@@ -19,8 +19,11 @@ export type AgentEvent =
       data: { name: string; status: "success" | "error" | "queued"; output_summary: string; duration_ms: number; pending_action_id?: string; preview?: unknown };
     }
   | { event: "turn"; data: { turn: number; total_tools: number } }
-  /** A model call retried after a transient failure (spec 02 `harness_retry`: a retry between attempts). */
-  | { event: "harness_retry"; data: { attempt: number; delay_ms: number; reason: string } };
+  /**
+   * A model call retried after a transient failure (spec 02 `harness_retry`: a retry between attempts). `kind`
+   * tells it from the harness's quality retry (core/harness: `kind: "quality"`, a repaired answer follows).
+   */
+  | { event: "harness_retry"; data: { kind: "transient"; attempt: number; delay_ms: number; reason: string } };
 
 /** One tool call as it ran (the assistant message's execution_metadata). */
 export interface ToolStep {
@@ -31,6 +34,9 @@ export interface ToolStep {
   duration_ms: number;
   pending_action_id?: string;
   error?: string;
+  /** Characters of JSON the result handed back to the model (after clipping), and whether it was clipped. */
+  result_chars?: number;
+  truncated?: boolean;
 }
 
 /** One run of the loop (DESIGN.md 6.1). */
@@ -51,6 +57,8 @@ export interface AgentRunInput {
   /** Aborts the run: client gone or budget spent. */
   signal: AbortSignal;
   emit(event: AgentEvent): void;
+  /** Each tool result, whole (before it is clipped for the model): the harness's mid-stream checks read what the run may quote. */
+  onToolResult?(name: string, content: unknown): void;
 }
 
 export interface AgentRunResult {
@@ -66,6 +74,8 @@ export interface AgentRunResult {
   status: "success" | "partial";
   usage: { inputTokens: number; outputTokens: number; costUsd: number; modelId: string | undefined; calls: number };
   pendingActionIds: string[];
+  /** The conversation as it stands after the run (the input turns, then every turn the run added), to continue it. */
+  messages: ConversationTurn[];
 }
 
 const summarize = (value: unknown, max = 160): string => {
@@ -74,9 +84,11 @@ const summarize = (value: unknown, max = 160): string => {
 };
 
 /** What a tool result tells the model: JSON, clipped to keep the context bounded. */
-function resultForModel(value: unknown): unknown {
+function resultForModel(value: unknown): { value: unknown; chars: number; truncated: boolean } {
   const json = JSON.stringify(value ?? null);
-  return json.length <= MAX_TOOL_RESULT_CHARS ? value : { truncated: true, preview: json.slice(0, MAX_TOOL_RESULT_CHARS) };
+  if (json.length <= MAX_TOOL_RESULT_CHARS) return { value, chars: json.length, truncated: false };
+  const clipped = { truncated: true, preview: json.slice(0, MAX_TOOL_RESULT_CHARS) };
+  return { value: clipped, chars: JSON.stringify(clipped).length, truncated: true };
 }
 
 /**
@@ -145,7 +157,7 @@ export async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
           calls.push({ id: ev.id, name: ev.name, input: ev.input });
           assistant.push({ type: "tool_use", id: ev.id, name: ev.name, input: ev.input });
         } else if (ev.type === "retry") {
-          input.emit({ event: "harness_retry", data: { attempt: ev.attempt, delay_ms: ev.delayMs, reason: ev.reason } });
+          input.emit({ event: "harness_retry", data: { kind: "transient", attempt: ev.attempt, delay_ms: ev.delayMs, reason: ev.reason } });
         } else {
           reason = ev.reason;
           addUsage(ev.usage);
@@ -172,7 +184,7 @@ export async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
     stopReason = "aborted";
   }
   const status = stopReason === "end_turn" || stopReason === "stop_sequence" ? "success" : "partial";
-  return { text, thinking, thinkingBlocks, steps, numTurns: turn, stopReason, status, usage, pendingActionIds };
+  return { text, thinking, thinkingBlocks, steps, numTurns: turn, stopReason, status, usage, pendingActionIds, messages };
 }
 
 async function runTool(
@@ -187,7 +199,9 @@ async function runTool(
   input.emit({ event: "tool_use", data: { name: call.name, status: "running", input_summary: summarize(call.input) } });
   const finish = (status: ToolStep["status"], content: unknown, extra: Partial<ToolStep> = {}): TurnContent => {
     const duration_ms = Math.round(performance.now() - started);
-    steps.push({ turn, name: call.name, input: call.input, status, duration_ms, ...extra });
+    const forModel = resultForModel(content);
+    steps.push({ turn, name: call.name, input: call.input, status, duration_ms, result_chars: forModel.chars, truncated: forModel.truncated, ...extra });
+    input.onToolResult?.(call.name, content);
     input.emit({
       event: "tool_result",
       data: {
@@ -198,7 +212,7 @@ async function runTool(
         ...(extra.pending_action_id ? { pending_action_id: extra.pending_action_id, preview: (content as { preview?: unknown }).preview } : {}),
       },
     });
-    return { type: "tool_result", id: call.id, status: status === "error" ? "error" : "success", content: resultForModel(content) };
+    return { type: "tool_result", id: call.id, status: status === "error" ? "error" : "success", content: forModel.value };
   };
   if (!tool) return finish("error", { error: `Unknown tool ${call.name}` }, { error: "unknown tool" });
   const parsed = parseToolInput(tool, call.input);

@@ -76,4 +76,8 @@ export const PipelineStreamInput = z
 export type PipelineStreamInput = z.infer<typeof PipelineStreamInput>;
 
 /** What a stream answers: Server-Sent Events (spec 02 Events); described for the OpenAPI document. */
-export const EventStream = z.string().describe("text/event-stream: `event: <name>` + `data: <json>` per event (token, thinking, tool_use, tool_result, turn, progress, creation, error, done)");
+export const EventStream = z
+  .string()
+  .describe(
+    "text/event-stream: `event: <name>` + `data: <json>` per event, every name one of spec 02's Events table: the loop's (token, thinking, tool_use, tool_result, turn), the variants' (progress, creation), the run hooks' (briefing, skill_activated, skill_suggestion), the harness's (harness_complexity, harness_workspace_profile, harness_plan_selected, mission_proposed, agent_thread_start/done, harness_subtask_start/done, harness_stream_alert, harness_swarm_activated/complete, harness_iteration_complete, harness_contract, harness_verifier, harness_retry, harness_degraded, validation_sync, context_metrics), milestone_unlocked, error and done",
+  );

@@ -213,8 +213,8 @@ describe("a client that leaves, and the 300 s budget", () => {
       vi.useRealTimers();
     }
     const names = sent.map((e) => e.event);
-    expect(names.slice(-2)).toEqual(["error", "done"]);
-    expect(sent.at(-2)!.data).toEqual({ code: "TIMEOUT", message: `The query ran past its ${QUERY_BUDGET_MS / 1000} s budget` });
+    expect(names.slice(-3)).toEqual(["error", "context_metrics", "done"]);
+    expect(sent.at(-3)!.data).toEqual({ code: "TIMEOUT", message: `The query ran past its ${QUERY_BUDGET_MS / 1000} s budget` });
     await bedrock.requests[before]!.closed;
     const done = sent.at(-1)!.data;
     const conv = await call("GET", `/api/chat/conversations/${done.conversation_id}`, { token: owner.token });

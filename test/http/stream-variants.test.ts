@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { runsOf } from "../../core/agent";
 import { call, newWorkspace } from "../support/api";
 import { realFile, uploadResearch, waitFor } from "../support/multipart";
-import { liveGateway, readStream, type WireEvent } from "../support/sse";
+import { liveGateway, orderProblems, readStream, type WireEvent } from "../support/sse";
 
 // Mentions are embedded at ingestion, so each synthesis reuses the stored vectors.
 process.env.MENTION_INDEXING = "on";
@@ -67,6 +67,12 @@ describe("stream variants over the wire", () => {
     expect(done.mission_id).toMatch(/^[0-9a-f-]{36}$/);
     expect(done.credits).toBe(0.5);
     expect(of(events, "error")).toEqual([]);
+    // The harness judged the synthesis (its insights, re-read) and the report; one source on the trial: no swarm.
+    expect(orderProblems(events)).toEqual([]);
+    expect(of(events, "harness_complexity")[0]).toMatchObject({ level: "simple", subtask_count: 0 });
+    expect(of(events, "harness_contract").at(-1)).toMatchObject({ passed: true, workflow_type: "synthesis" });
+    expect(of(events, "harness_verifier").at(-1)!.claims).toBeGreaterThan(created.count);
+    expect(of(events, "harness_swarm_activated")).toEqual([]);
   }, 180_000);
 
   it("/api/stream/recommendation: recommendations from the given insights", async () => {
@@ -102,6 +108,9 @@ describe("stream variants over the wire", () => {
     expect(doc.body.document_type).toBe("prd");
     expect(of(events, "error")).toEqual([]);
     expect(events.at(-1)!.event).toBe("done");
+    expect(orderProblems(events)).toEqual([]);
+    expect(of(events, "harness_complexity")[0]).toMatchObject({ level: "medium" });
+    expect(of(events, "harness_contract").at(-1)).toMatchObject({ passed: true, workflow_type: "pipeline" });
   }, 240_000);
 
   it("/api/stream/pipeline with nothing to synthesize: an error event, then done", async () => {
@@ -109,6 +118,7 @@ describe("stream variants over the wire", () => {
     const events = await readStream(gw.base, "/api/stream/pipeline", empty.owner.token, { workspace_id: empty.workspace.id, prompt: "Go" });
     expect(of(events, "error")[0]).toMatchObject({ code: "SOURCE_NOT_READY" });
     expect(events.at(-1)!.event).toBe("done");
+    expect(orderProblems(events)).toEqual([]);
     expect(of(events, "creation")).toEqual([]);
   });
 

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, newUser, newWorkspace } from "../support/api";
 import { uploadResearch, waitFor } from "../support/multipart";
-import { liveGateway, readStream, type WireEvent } from "../support/sse";
+import { liveGateway, orderProblems, readStream, type WireEvent } from "../support/sse";
 import { expectEnvelope, headersOf } from "./_helpers";
 import { acquireStreamSlot, MAX_STREAMS_PER_USER } from "../../core/agent/copilot";
 import { runsOf } from "../../core/agent";
@@ -39,7 +39,9 @@ describe("POST /api/stream/chat over the wire", () => {
   it("streams tool steps, batched tokens and done, answering only from tool results, and persists both messages", async () => {
     const events = await readStream(gw.base, "/api/stream/chat", owner.token, { workspace_id: ws, prompt: "What do users struggle with when they sign in?" });
 
-    expect(names(events)[0]).toBe("tool_use");
+    // The harness's pre-flight comes first (issue #21), then the loop's steps.
+    expect(names(events).slice(0, 3)).toEqual(["harness_complexity", "harness_workspace_profile", "tool_use"]);
+    expect(orderProblems(events)).toEqual([]);
     expect(of(events, "tool_use")[0]!.data).toMatchObject({ name: "search_insights", status: "running" });
     const result = of(events, "tool_result")[0]!.data;
     expect(result).toMatchObject({ name: "search_insights", status: "success" });
@@ -53,6 +55,9 @@ describe("POST /api/stream/chat over the wire", () => {
     const done = events.at(-1)!;
     expect(done.event).toBe("done");
     expect(done.data).toMatchObject({ model: "local-agent", num_turns: 2, tool_count: 1, credits: 0.5, mission_id: null });
+    // Judged once and passed: no repair, so the answer streamed once.
+    expect(of(events, "harness_contract").map((e) => e.data.passed)).toEqual([true]);
+    expect(of(events, "harness_verifier").map((e) => e.data.passed)).toEqual([true]);
     expect(done.data.summary.length).toBeGreaterThan(0);
     expect(done.data.duration_ms).toBeGreaterThanOrEqual(0);
 
@@ -68,7 +73,8 @@ describe("POST /api/stream/chat over the wire", () => {
     expect(assistant.execution_metadata.steps[0]).toMatchObject({ name: "search_insights", status: "success" });
 
     const run = (await runsOf(ws)).find((r) => (r.input_data as { conversation_id?: string }).conversation_id === done.data.conversation_id);
-    expect(run).toMatchObject({ agent_type: "chat", status: "success", credits_charged: 0.5 });
+    expect(run).toMatchObject({ agent_type: "chat", status: "success", credits_charged: 0.5, contract_passed: true, verifier_passed: true });
+    expect(run!.rqs).toBeGreaterThanOrEqual(70);
   });
 
   it("turns a write into a pending action with a preview, and writes nothing", async () => {
@@ -115,6 +121,9 @@ describe("POST /api/stream/chat over the wire", () => {
     const events = await readStream(gw.base, "/api/stream/chat", owner.token, { workspace_id: ws, prompt: "What do users struggle with?", max_turns: 1 });
     expect(of(events, "token")).toHaveLength(0);
     expect(events.at(-1)!.data).toMatchObject({ num_turns: 1, tool_count: 1, credits: 0.25 });
+    // A run that stopped early is not judged: there is no finished answer to judge.
+    expect(of(events, "harness_contract")).toEqual([]);
+    expect(orderProblems(events)).toEqual([]);
   });
 });
 

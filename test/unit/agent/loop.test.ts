@@ -106,6 +106,16 @@ describe("runAgent with Bedrock (recorded streams at the HTTP layer)", () => {
     expect(JSON.stringify(http.requests[2]!.body.messages[4].content[0].toolResult.content)).toContain("insight_id");
   });
 
+  it("reports a throttled model call's retry as harness_retry of kind transient (the harness's quality retry is kind quality)", async () => {
+    const { model } = setup([{ status: 429, errorType: "ThrottlingException", message: "Too many requests, please wait before trying again." }, { frames: stream("text-only.json") }]);
+    const { events, result } = await run(model, "Hello");
+    const retry = events.find((e) => e.event === "harness_retry")!.data as Record<string, unknown>;
+    expect(retry).toMatchObject({ kind: "transient", attempt: 2, reason: expect.stringContaining("ThrottlingException") });
+    expect(result.status).toBe("success");
+    // The run's transcript ends with the answer, ready for a repair turn to follow.
+    expect(result.messages.at(-1)).toMatchObject({ role: "assistant", content: [{ type: "text", text: result.text }] });
+  });
+
   it("stops at max_turns as partial", async () => {
     const { model } = setup([{ frames: toolCall("tooluse_5", "workspace_summary", {}) }]);
     const { result } = await run(model, "Overview", 1);

@@ -1,0 +1,204 @@
+/**
+ * The harness around the copilot on the local engine (issue #21), over the wire: the real stream handler through the
+ * local gateway, read by a real SSE client, against DynamoDB Local and the local object store.
+ *
+ * - a complex request becomes a mission whose independent subtasks run as parallel threads and finish, in an order
+ *   the stream's state machine accepts (test/support/sse.ts `orderProblems`); its draft waits as a pending action of
+ *   the mission's batch, approved with the batch;
+ * - a draft that breaks its contract (a PRD told to leave out its Solution) is repaired by the engine and reported;
+ * - a run whose quote was altered in the table fails the independent verifier, is repaired, and passes;
+ * - what the engine cannot repair ends degraded; every judged run stores its RQS.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { db } from "../../core/db/service";
+import { runsOf } from "../../core/agent";
+import { call, newWorkspace } from "../support/api";
+import { uploadResearch, waitFor } from "../support/multipart";
+import { liveGateway, orderProblems, readStream, type WireEvent } from "../support/sse";
+
+let gw: Awaited<ReturnType<typeof liveGateway>>;
+
+const of = (events: WireEvent[], name: string) => events.filter((e) => e.event === name).map((e) => e.data);
+const text = (events: WireEvent[]) => events.filter((e) => e.event === "token").map((e) => e.data.content).join("");
+
+const NOTES = {
+  "ana-interview.md": "# Interview with Ana\n\nI keep getting sent back to the login screen after every update. It is maddening.\n\nI could not find where to upload a prescription, so I called the pharmacy instead.\n",
+  "sam-interview.md": "# Interview with Sam\n\nI work offline on home visits and my notes disappear when the signal comes back.\n\nThe app signs me out in the middle of a visit and I lose what I typed.\n",
+};
+
+/** A workspace with two interview notes, two grounded insights (verbatim quotes) and a recommendation on them. */
+async function seeded(name: string) {
+  const w = await newWorkspace(name);
+  const token = w.owner.token;
+  const ws = w.workspace.id;
+  const sources: Record<string, string> = {};
+  for (const [file, body] of Object.entries(NOTES)) {
+    const up = await uploadResearch(token, ws, { name: file, data: Buffer.from(body) }, "text/markdown", "interview");
+    expect(up.status, up.text).toBe(201);
+    sources[file] = up.body.id;
+  }
+  await waitFor(async () => (await call("GET", "/api/research/sources", { token, query: { workspace_id: ws } })).body.sources.every((s: { processing_status: string }) => s.processing_status === "completed"));
+  const insight = async (title: string, quote: string, file: string, severity: string) => {
+    const res = await call("POST", "/api/insights", {
+      token,
+      body: { workspace_id: ws, insight_type: "pain_point", title, description: `${title}.`, severity, quotes: [{ text: quote, source_id: sources[file], speaker: null }] },
+    });
+    expect(res.status, res.text).toBe(201);
+    return res.body.id as string;
+  };
+  const signIn = await insight("Users keep getting sent back to the login screen", "I keep getting sent back to the login screen after every update", "ana-interview.md", "high");
+  const offline = await insight("Notes disappear when the signal comes back", "my notes disappear when the signal comes back", "sam-interview.md", "medium");
+  const rec = await call("POST", "/api/recommendations", { token, body: { workspace_id: ws, title: "Keep users signed in across updates", description: "Keep the session across app updates.", addresses_insight_ids: [signIn] } });
+  expect(rec.status, rec.text).toBe(201);
+  return { token, ws, owner: w.owner, sources, insights: { signIn, offline }, recommendation: rec.body.id as string };
+}
+
+beforeAll(async () => {
+  gw = await liveGateway();
+});
+afterAll(async () => gw.close());
+
+describe("a complex request becomes a mission (local engine)", () => {
+  it("plans, runs independent subtasks as parallel threads, composes the answer, judges it and batches the mission's writes", async () => {
+    const s = await seeded("Mission");
+    const prompt = "What do users struggle with? Which interviews do we have? Draft a PRD for the sign-in fix.";
+    const events = await readStream(gw.base, "/api/stream/chat", s.token, { workspace_id: s.ws, prompt });
+
+    expect(orderProblems(events)).toEqual([]);
+    expect(of(events, "harness_complexity")[0]).toMatchObject({ level: "complex", subtask_count: 3 });
+    expect(of(events, "harness_workspace_profile")[0]).toMatchObject({ maturity: "delivering", source_count: 2, insight_count: 2, recommendation_count: 1, historical_quality: { runs_judged: 0, avg_rqs: null } });
+    const [selected] = of(events, "harness_plan_selected");
+    expect(selected.plan).toMatchObject({ plan_id: "parallel", suggested_workflow: "mission" });
+    expect(Object.keys(selected.plan).sort()).toEqual(["description", "estimated_turns", "plan_id", "prompt_modifier", "rationale", "subtasks", "suggested_workflow", "title"]);
+    expect(selected.score).toMatchObject({ coverage: 1, efficiency: 1, feasibility: 1, alignment: 1 });
+    const [mission] = of(events, "mission_proposed");
+    expect(mission.subtasks.map((t: { title: string; workflow_type: string; depends_on: number[] }) => [t.title, t.workflow_type, t.depends_on])).toEqual([
+      ["What do users struggle with?", "research", []],
+      ["Which interviews do we have?", "research", []],
+      ["Draft a PRD for the sign-in fix.", "drafting", []],
+    ]);
+    expect(mission).toMatchObject({ agent_count: 3, parallel_count: 3 });
+
+    // The three threads ran at once: all started before the first finished.
+    const starts = events.map((e, i) => (e.event === "harness_subtask_start" ? i : -1)).filter((i) => i >= 0);
+    const firstDone = events.findIndex((e) => e.event === "harness_subtask_done");
+    expect(starts).toHaveLength(3);
+    expect(starts.every((i) => i < firstDone)).toBe(true);
+    expect(of(events, "harness_subtask_start").every((d) => d.parallel === true)).toBe(true);
+    expect(of(events, "agent_thread_done").map((d) => d.subtask_index).sort()).toEqual([0, 1, 2]);
+    const toolsBy = (k: number) => of(events, "tool_use").filter((t) => t.subtask_index === k).map((t) => t.name);
+    expect([toolsBy(0), toolsBy(1), toolsBy(2)]).toEqual([["search_insights"], ["list_sources"], ["list_recommendations", "draft_document"]]);
+
+    // One answer, in subtask order, from what each thread found.
+    const answer = text(events);
+    expect(answer.indexOf("### 1. What do users struggle with?")).toBeLessThan(answer.indexOf("### 2. Which interviews do we have?"));
+    expect(answer).toContain(`[insight ${s.insights.signIn}]`);
+    expect(answer).toContain(`[source ${s.sources["ana-interview.md"]}]`);
+    expect(of(events, "harness_contract")).toEqual([expect.objectContaining({ passed: true, workflow_type: "mission", issues: [] })]);
+    expect(of(events, "harness_verifier")).toEqual([expect.objectContaining({ passed: true, issues: [] })]);
+    expect(of(events, "harness_verifier")[0].claims).toBeGreaterThan(5);
+    expect(of(events, "validation_sync")[0]).toMatchObject({ citations: { unresolved: [] } });
+    const metrics = of(events, "context_metrics")[0];
+    expect(metrics.tool_results).toBe(4);
+    expect(metrics.tool_result_chars).toBeGreaterThan(0);
+    // The workspace's first successful run earns the trial's first_run milestone.
+    expect(of(events, "milestone_unlocked")).toEqual([expect.objectContaining({ milestone: "first_run", credits_granted: 5 })]);
+    const done = events.at(-1)!.data;
+    expect(done.mission_id).toBe(mission.mission_id);
+    expect(done.tool_count).toBe(4);
+
+    // The draft waits as a pending action of the mission, in the batch {missionId}:{toolName}.
+    const queued = of(events, "tool_result").find((r) => r.name === "draft_document")!;
+    const pa = await call("GET", `/api/pending-actions/${queued.pending_action_id}`, { token: s.token });
+    expect(pa.body).toMatchObject({ missionId: mission.mission_id, batchId: `${mission.mission_id}:draft_document`, status: "pending" });
+    const batch = await call("POST", `/api/pending-actions/batch/${encodeURIComponent(pa.body.batchId)}/approve`, { token: s.token, body: { items: [{ pendingActionId: pa.body.id }] } });
+    expect(batch.body).toMatchObject({ approved: 1, rejected: 0, skipped: 0 });
+
+    const run = (await runsOf(s.ws)).find((r) => r.agent_type === "chat")!;
+    expect(run).toMatchObject({ contract_passed: true, verifier_passed: true, quality: { workflow_type: "mission", retries: 0, degraded: false, mission_id: mission.mission_id } });
+    expect(run.rqs).toBeGreaterThanOrEqual(70);
+    expect(Object.keys(run.quality as object).sort()).toEqual(["contract", "degraded", "grounding", "mission_id", "retries", "verifier", "workflow_type"]);
+  }, 120_000);
+});
+
+describe("post-flight repairs (local engine)", () => {
+  let s: Awaited<ReturnType<typeof seeded>>;
+  beforeAll(async () => {
+    s = await seeded("Repairs");
+  }, 120_000);
+
+  it("a PRD drafted without its Solution breaks the contract; the engine drafts it again with the section, and says so", async () => {
+    const events = await readStream(gw.base, "/api/stream/draft", s.token, {
+      workspace_id: s.ws,
+      prompt: "Draft a PRD",
+      recommendation_id: s.recommendation,
+      user_instructions: "Keep it short, without a solution section.",
+    });
+
+    expect(orderProblems(events)).toEqual([]);
+    expect(of(events, "harness_complexity")[0]).toMatchObject({ level: "simple", subtask_count: 0 });
+    const [first, second] = of(events, "harness_contract");
+    expect(first).toMatchObject({ passed: false, workflow_type: "drafting" });
+    const docId = of(events, "creation")[0].ids[0];
+    expect(first.issues).toEqual([`Document (${docId}) lacks the required section "Solution"`]);
+    const [retry] = of(events, "harness_retry");
+    expect(retry).toMatchObject({ kind: "quality", attempt: 2, rewrites_answer: false });
+    expect(retry.rqs).toBeLessThan(70);
+    expect(retry.repairs).toEqual([`drafted document ${docId} again with the required section "Solution"`]);
+    expect(second).toMatchObject({ passed: true, issues: [] });
+    expect(of(events, "harness_degraded")).toEqual([]);
+
+    const doc = await call("GET", `/api/documents/${docId}`, { token: s.token });
+    expect(doc.body.content).toMatch(/^## Solution$/m);
+    expect(doc.body.content).toContain("Include a Solution section.");
+    const revisions = await call("GET", `/api/documents/${docId}/versions`, { token: s.token });
+    expect(JSON.stringify(revisions.body)).toContain('Quality repair: drafted again with the required section \\"Solution\\"');
+    const run = (await runsOf(s.ws)).find((r) => r.agent_type === "drafting" && r.tool_name === "agent_loop")!;
+    expect(run).toMatchObject({ contract_passed: true, verifier_passed: true, quality: { workflow_type: "drafting", retries: 1, degraded: false } });
+  }, 120_000);
+
+  it("a quote altered in the table fails the verifier, which re-reads the sources; the engine drops it and the answer passes", async () => {
+    // The stored quote no longer matches the interview (as an edit by hand or a faulty engine would leave it).
+    const { data } = await db().entities.insight.get({ workspace_id: s.ws, id: s.insights.offline }).go();
+    const altered = "my notes vanish whenever the signal comes back";
+    await db().entities.insight.patch({ workspace_id: s.ws, id: s.insights.offline }).set({ quotes: [{ ...data!.quotes![0]!, text: altered }] }).go();
+
+    const events = await readStream(gw.base, "/api/stream/chat", s.token, { workspace_id: s.ws, prompt: "What do users struggle with when their notes disappear?" });
+
+    expect(orderProblems(events)).toEqual([]);
+    const [failed, passed] = of(events, "harness_verifier");
+    expect(failed.passed).toBe(false);
+    expect(failed.issues).toEqual([`“${altered}” is not verbatim in source ${s.sources["sam-interview.md"]}`]);
+    expect(of(events, "harness_retry").filter((r) => r.kind === "quality")).toEqual([expect.objectContaining({ attempt: 2, rewrites_answer: true, issues: failed.issues })]);
+    expect(passed).toMatchObject({ passed: true, issues: [] });
+    // The stream carries both attempts: the first quoted it, the repaired one (after harness_retry) does not.
+    const retryAt = events.findIndex((e) => e.event === "harness_retry");
+    expect(text(events.slice(0, retryAt))).toContain(altered);
+    const repaired = text(events.slice(retryAt));
+    expect(repaired).not.toContain(altered);
+    expect(repaired).toContain("Corrected after a quality check: removed 1 quote that is not verbatim in its source.");
+
+    const conv = await call("GET", `/api/chat/conversations/${events.at(-1)!.data.conversation_id}`, { token: s.token });
+    const answer = conv.body.messages.at(-1).content as string;
+    expect(answer).not.toContain(altered);
+    expect(answer).toContain(`[insight ${s.insights.offline}]`);
+    const run = (await runsOf(s.ws)).find((r) => (r.input_data as { conversation_id?: string }).conversation_id === conv.body.id)!;
+    expect(run).toMatchObject({ verifier_passed: true, quality: { retries: 1, degraded: false, workflow_type: "chat" } });
+  }, 120_000);
+
+  it("what the engine cannot repair ends degraded: an insight queued without a quote of any source", async () => {
+    const events = await readStream(gw.base, "/api/stream/chat", s.token, { workspace_id: s.ws, prompt: 'Create an insight "Exports are hard to find"' });
+
+    expect(orderProblems(events)).toEqual([]);
+    const issue = 'Insight "Exports are hard to find" carries no verbatim quote of a source';
+    expect(of(events, "harness_contract").map((c) => [c.passed, c.issues])).toEqual([[false, [issue]], [false, [issue]], [false, [issue]]]);
+    // The request names the failed write; the local engine cannot quote a source for it, and says so.
+    expect(of(events, "harness_retry").map((r) => [r.attempt, r.issues])).toEqual([[2, [issue]], [3, [issue]]]);
+    expect(text(events)).toContain("Checked again: nothing in this answer could be corrected from the results I have.");
+    const [degraded] = of(events, "harness_degraded");
+    expect(degraded).toMatchObject({ attempts: 3, reason: "2 repairs did not reach the quality threshold", issues: [issue] });
+    const run = (await runsOf(s.ws)).find((r) => (r.input_data as { conversation_id?: string }).conversation_id === events.at(-1)!.data.conversation_id)!;
+    expect(run).toMatchObject({ contract_passed: false, verifier_passed: true, quality: { degraded: true, retries: 2 } });
+    expect(run.rqs).toBeLessThanOrEqual(69);
+  }, 120_000);
+});

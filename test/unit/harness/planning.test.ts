@@ -1,0 +1,74 @@
+/**
+ * Pre-flight sizing and mission planning (core/harness/complexity.ts, plan.ts): pure rules over the prompt, checked
+ * with hand-computed figures.
+ */
+import { describe, expect, it } from "vitest";
+import { classify, clausesOf, workflowOf } from "../../../core/harness/complexity";
+import { candidatePlans, scorePlan, selectPlan, WEIGHTS } from "../../../core/harness/plan";
+
+describe("harness_complexity", () => {
+  it("cuts a request into clauses at sentences, then-words and ', and <verb>', each with its workflow", () => {
+    const clauses = clausesOf("What do users struggle with? Which interviews do we have, and draft a PRD for the top recommendation. Then recommend what to build next.");
+    expect(clauses.map((c) => [c.text, c.workflow_type, c.sequenced])).toEqual([
+      ["What do users struggle with?", "research", false],
+      ["Which interviews do we have", "research", false],
+      ["Draft a PRD for the top recommendation.", "drafting", false],
+      ["Recommend what to build next.", "recommendation", true],
+    ]);
+    expect(workflowOf("Synthesize the interviews from May")).toBe("synthesis");
+    expect(workflowOf("What should we build first?")).toBe("recommendation");
+    expect(workflowOf("Write a memo about the sign-in problems")).toBe("drafting");
+  });
+
+  it("sizes one question simple, two of a kind medium, mixed kinds complex with a subtask count", () => {
+    expect(classify("What do users struggle with?")).toMatchObject({ level: "simple", subtask_count: 0 });
+    expect(classify("What do users struggle with? Which interviews do we have?")).toMatchObject({ level: "medium", subtask_count: 0 });
+    const complex = classify("What do users struggle with? Draft a PRD for the top recommendation.");
+    expect(complex).toMatchObject({ level: "complex", subtask_count: 2 });
+    expect(complex.reason).toContain("research, drafting");
+    expect(classify(`Tell me ${"about the sign-in problems and ".repeat(10)}more`)).toMatchObject({ level: "medium" });
+    // The variants run a fixed operation: never decomposed.
+    expect(classify("What do users struggle with? Draft a PRD.", "synthesis")).toMatchObject({ level: "simple", subtask_count: 0 });
+    expect(classify("Go", "pipeline")).toMatchObject({ level: "medium", subtask_count: 0 });
+    expect(classify("hi")).toMatchObject({ level: "simple" });
+  });
+});
+
+describe("harness_plan_selected", () => {
+  const clauses = clausesOf("Synthesize the interviews. What do users struggle with? Recommend what to build. Draft a PRD for it.");
+
+  it("builds the dependencies by workflow: research and recommendation wait for the synthesis, the draft for the recommendation", () => {
+    const [parallel, sequential, single] = candidatePlans(clauses, "p");
+    expect(parallel!.subtasks.map((s) => s.depends_on)).toEqual([[], [0], [0], [2]]);
+    expect(sequential!.subtasks.map((s) => s.depends_on)).toEqual([[], [0], [1], [2]]);
+    expect(single!.subtasks).toHaveLength(1);
+    // Longest path in turns: synthesis 3 + recommendation 3 + drafting 3.
+    expect(parallel!.estimated_turns).toBe(9);
+    expect(sequential!.estimated_turns).toBe(3 + 2 + 3 + 3);
+  });
+
+  it("scores with the documented formula (hand-computed) and picks the best", () => {
+    const [parallel, sequential, single] = candidatePlans(clauses, "p");
+    const p = scorePlan(parallel!, clauses, 10);
+    // coverage 4/4; efficiency max turns 3 / wall 9; feasibility 1 (every thread within 10 turns, 2 lanes of 4);
+    // alignment: no "then" (1) and all 3 workflows own a subtask (1).
+    expect(p).toMatchObject({ coverage: 1, efficiency: 0.333, feasibility: 1, alignment: 1 });
+    expect(p.total).toBeCloseTo(WEIGHTS.coverage + WEIGHTS.efficiency * 0.333 + WEIGHTS.feasibility + WEIGHTS.alignment, 3);
+    const s = scorePlan(sequential!, clauses, 10);
+    expect(s.efficiency).toBe(Math.round((3 / 11) * 1000) / 1000);
+    const one = scorePlan(single!, clauses, 10);
+    // One objective of four clauses; all 11 turns in one loop, beyond a 10-turn budget.
+    expect(one).toMatchObject({ coverage: 0.25, feasibility: Math.round((10 / 11) * 1000) / 1000 });
+    const chosen = selectPlan(clauses, "p", 10);
+    expect(chosen.plan.plan_id).toBe("parallel");
+    expect(chosen.score.candidates.map((c) => c.plan_id)).toEqual(["parallel", "sequential", "single"]);
+    expect(chosen.score.total).toBe(Math.max(...chosen.score.candidates.map((c) => c.total)));
+  });
+
+  it("runs independent questions at once", () => {
+    const chosen = selectPlan(clausesOf("What do users struggle with? Which interviews do we have? Draft a PRD for the top recommendation."), "p", 10);
+    expect(chosen.plan.plan_id).toBe("parallel");
+    expect(chosen.plan.subtasks.every((s) => s.depends_on.length === 0)).toBe(true);
+    expect(chosen.score.efficiency).toBe(1);
+  });
+});
