@@ -7,6 +7,7 @@ import { PendingActions } from "./stacks/PendingActions";
 import { Pipelines } from "./stacks/Pipelines";
 import { Secrets } from "./stacks/Secrets";
 import { Storage } from "./stacks/Storage";
+import { Tasks } from "./stacks/Tasks";
 
 /**
  * SST v2 app (DESIGN.md sections 2-3). Deploy with `npx sst deploy --stage <stage>`; the region comes from
@@ -25,7 +26,7 @@ export default {
     app.setDefaultFunctionProps(FUNCTION_DEFAULTS);
     // Only production keeps data when a stage is removed; every other stage cleans up after itself.
     if (app.stage !== "prod") app.setDefaultRemovalPolicy("destroy");
-    app.stack(Secrets).stack(Storage).stack(Pipelines).stack(Api).stack(PendingActions).stack(Billing);
+    app.stack(Secrets).stack(Storage).stack(Pipelines).stack(Tasks).stack(Api).stack(PendingActions).stack(Billing);
     // cdk-nag (AwsSolutions, run by the stack test): the suppressions that hold for every stack, each with its reason.
     for (const child of app.node.children) if (child instanceof Stack) nagStackDefaults(child);
   },

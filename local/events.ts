@@ -3,6 +3,8 @@ import { setWorkflowRunner } from "../core/pipeline";
 import { INTEGRATIONS_MAX_RECEIVE_COUNT, PAYMENTS_MAX_RECEIVE_COUNT, setQueue } from "../core/queue";
 import { LocalFifoQueue } from "../core/queue/local";
 import { localWorkflowRunner } from "./pipeline";
+import { localTaskRunner } from "./tasks";
+import { setTaskRunner } from "../core/task/runner";
 import { MEMORY_MAX_RECEIVE_COUNT } from "../core/memory/settings";
 
 let payments: LocalFifoQueue | undefined;
@@ -17,6 +19,7 @@ let memory: LocalFifoQueue | undefined;
  */
 export function wireLocalEvents(s3: RunningS3): void {
   setWorkflowRunner(localWorkflowRunner());
+  setTaskRunner(localTaskRunner());
   s3.onEvent((event) => {
     import("../functions/events/s3-upload")
       .then((m) => m.handler(event))

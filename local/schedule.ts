@@ -41,3 +41,34 @@ export function startSchedule(opts: {
     },
   };
 }
+
+/** A running cron job: stop it to end the firings (waits for a run in flight). */
+export interface CronJob extends Schedule {
+  /** When it fires next (UTC instant), or null once stopped. */
+  nextRun(): Date | null;
+}
+
+/**
+ * The embedded runtime's stand-in for an EventBridge Scheduler cron schedule (DESIGN.md 6.5: an in-process cron
+ * library locally): `croner` fires `run` on `pattern` (5 fields, read in UTC like EventBridge's `cron(...)`). One run
+ * at a time (croner's `protect`); errors go to `onError` (none after `stop`). The timer does not hold the process open.
+ */
+export async function startCron(opts: { pattern: string; run: () => Promise<void>; onError: (err: unknown) => void }): Promise<CronJob> {
+  const { Cron } = await import("croner");
+  let stopped = false;
+  let current: Promise<void> = Promise.resolve();
+  const job = new Cron(opts.pattern, { timezone: "UTC", protect: true, unref: true }, () => {
+    current = opts.run().catch((err: unknown) => {
+      if (!stopped) opts.onError(err);
+    });
+    return current;
+  });
+  return {
+    nextRun: () => (stopped ? null : job.nextRun()),
+    async stop() {
+      stopped = true;
+      job.stop();
+      await current;
+    },
+  };
+}

@@ -51,6 +51,8 @@ async function main() {
     // Credit reservations of runs a crash killed are released once stale (core/billing/sweeper.ts), as in AWS.
     const { startCreditSweep } = await import("./recovery");
     stops.unshift(startCreditSweep().stop);
+    // Tasks a crash left pending or running are resumed from their record; research cycles run at 02:00 UTC (core/task, core/cycle).
+    stops.unshift((await (await import("./tasks-schedules")).startTaskSchedules()).stop);
     const server = await startGateway(port);
     // The OCR worker thread holds the process open; stop it with the rest.
     stops.push(async () => (await import("../core/extract")).shutdownEngines());

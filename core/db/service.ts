@@ -18,6 +18,8 @@ import { buildIntegrationEntity, buildIssueLinkEntity, buildOAuthStateEntity } f
 import { buildExecutionTicketEntity } from "../ticket/ticket.entity";
 import { buildEntropyIssueEntity, buildEntropyScanEntity } from "../entropy/entropy.entity";
 import { buildMemoryFactEntity, buildMemoryHeadEntity } from "../memory/fact.entity";
+import { buildTaskEntity, buildTaskWatcherEntity } from "../task/task.entity";
+import { buildCycleEntity } from "../cycle/cycle.entity";
 import { buildCustomSkillEntity, buildSkillCounterEntity, buildSkillFeedbackEntity, buildSkillInstallEntity, buildSkillSlugEntity, buildSkillSuggestionEntity } from "../skill/skill.entity";
 import {
   buildAnnotationEntity,
@@ -63,6 +65,7 @@ const catalogue = {
   executionTicket: buildExecutionTicketEntity,
   entropyScan: buildEntropyScanEntity, entropyIssue: buildEntropyIssueEntity,
   memoryFact: buildMemoryFactEntity, memoryHead: buildMemoryHeadEntity,
+  task: buildTaskEntity, taskWatcher: buildTaskWatcherEntity, researchCycle: buildCycleEntity,
   customSkill: buildCustomSkillEntity, skillSlug: buildSkillSlugEntity, skillInstall: buildSkillInstallEntity, skillFeedback: buildSkillFeedbackEntity, skillSuggestion: buildSkillSuggestionEntity, skillCounter: buildSkillCounterEntity,
 };
 

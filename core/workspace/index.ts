@@ -11,7 +11,8 @@ import { HIGHEST_PLAN, subscriptionOf } from "../billing";
 import { COUNTED_TRIES, limitsOfUser, limitsOfWorkspace, usageLimitError } from "../billing/counters";
 import { accountOf } from "../billing/ledger";
 import * as User from "../user";
-import type { MembershipEntity, WorkspaceEntity } from "./workspace.entity";
+import { CYCLES_ON, type MembershipEntity, type WorkspaceEntity } from "./workspace.entity";
+import { entitlementOf } from "../billing/entitlement";
 import type {
   AddMemberInput,
   AgentIntro,
@@ -248,8 +249,9 @@ export async function updateSettings(userId: string, workspaceId: string, input:
   const keepsEnabled = input.researchCycleEnabled !== false && current.researchCycleEnabled;
   if (enabling || (keepsEnabled && input.researchProgram !== undefined)) {
     const unmet: string[] = [];
-    const sub = await subscriptionOf(workspaceId);
-    if (sub.plan !== HIGHEST_PLAN) unmet.push(`the ${HIGHEST_PLAN} plan (this workspace is on ${sub.plan})`);
+    // The plan in effect (a cancelled or past-due plan past its period or grace counts as the trial, core/billing).
+    const { plan } = entitlementOf(await accountOf((await subscriptionOf(workspaceId)).owner_id));
+    if (plan !== HIGHEST_PLAN) unmet.push(`the ${HIGHEST_PLAN} plan (this workspace is on ${plan})`);
     const sources = await countByPrefix(partitionOf(workspaceId), CHILD_PREFIX.source, "research_source");
     if (sources < RESEARCH_CYCLE_MIN_SOURCES) unmet.push(`at least ${RESEARCH_CYCLE_MIN_SOURCES} research sources (it has ${sources})`);
     if (!program || program.goals.length === 0) unmet.push("a research program with goals");
@@ -257,15 +259,31 @@ export async function updateSettings(userId: string, workspaceId: string, input:
       throw new AppError("FORBIDDEN", `Research cycles need ${unmet.join(", ")}`, { unmet_requirements: unmet });
     }
   }
-  const { data } = await db()
+  const patch = db()
     .entities.workspaceSettings.patch({ workspace_id: workspaceId })
     .set({
-      ...(input.researchCycleEnabled !== undefined ? { researchCycleEnabled: input.researchCycleEnabled } : {}),
+      // Enabling puts the workspace in the nightly schedule's sparse index (core/cycle); disabling takes it out.
+      ...(input.researchCycleEnabled === true ? { researchCycleEnabled: true, cycle_index: CYCLES_ON } : {}),
+      ...(input.researchCycleEnabled === false ? { researchCycleEnabled: false } : {}),
       ...(input.overnightCycleNotifyEmail !== undefined ? { overnightCycleNotifyEmail: input.overnightCycleNotifyEmail } : {}),
       ...(input.researchProgram !== undefined ? { researchProgram: input.researchProgram } : {}),
-    })
-    .go({ response: "all_new" });
+    });
+  const { data } = await (input.researchCycleEnabled === false ? patch.remove(["cycle_index"]) : patch).go({ response: "all_new" });
   return toSettings(data as Awaited<ReturnType<typeof settingsItem>>);
+}
+
+/**
+ * The workspaces whose research cycles are enabled (the settings' sparse index, one Query per page; core/cycle reads
+ * it every night). Whether each may still run one (the plan in effect) is the cycle's to check.
+ */
+export async function workspacesWithCycles(): Promise<string[]> {
+  const { data } = await db().entities.workspaceSettings.query.cyclesEnabled({ cycle_index: CYCLES_ON }).go({ pages: "all", attributes: ["workspace_id"] });
+  return data.map((s) => s.workspace_id);
+}
+
+/** A workspace's settings for the service's own work (the research cycles), without a caller. @throws NOT_FOUND. */
+export async function settingsOf(workspaceId: string): Promise<WorkspaceSettings> {
+  return toSettings(await settingsItem(workspaceId));
 }
 
 /**

@@ -47,6 +47,9 @@ export const buildMembershipEntity = () => new Entity({
 });
 export type MembershipEntity = ReturnType<typeof buildMembershipEntity>;
 
+/** Value of `cycle_index` while a workspace's research cycles are enabled. */
+export const CYCLES_ON = "on" as const;
+
 /** Workspace settings (camelCase on the wire, spec 01 Workspace). */
 export const buildWorkspaceSettingsEntity = () => new Entity({
   model: { entity: "workspace_settings", version: "1", service: "r2d" },
@@ -55,12 +58,27 @@ export const buildWorkspaceSettingsEntity = () => new Entity({
     researchCycleEnabled: { type: "boolean", required: true, default: false },
     overnightCycleNotifyEmail: { type: "boolean", required: true, default: false },
     researchProgram: { type: "any" },
+    /** `CYCLES_ON` while researchCycleEnabled (the sparse index's partition), absent otherwise. */
+    cycle_index: { type: [CYCLES_ON] as const },
     updated_at: { type: "string", required: true, default: () => new Date().toISOString(), set: () => new Date().toISOString(), watch: "*" },
   },
   indexes: {
     byWorkspace: {
       pk: { field: "pk", composite: ["workspace_id"], template: "ws#${workspace_id}", casing: "none" },
       sk: { field: "sk", composite: [], template: "settings", casing: "none" },
+    },
+    /**
+     * SPARSE (gsi2): only workspaces with research cycles enabled, in one partition `cycles#on`, so the nightly
+     * schedule finds them with a Query (core/cycle), never a Scan. Enabling sets `cycle_index` with the flag;
+     * disabling removes it, which removes the keys.
+     */
+    cyclesEnabled: {
+      index: "gsi2",
+      condition: (attr) => attr.researchCycleEnabled === true && attr.cycle_index === CYCLES_ON,
+      pk: { field: "gsi2pk", composite: ["cycle_index"], template: "cycles#${cycle_index}", casing: "none" },
+      // No composite from the item's own key: a write that names only the workspace (every settings write) must not
+      // touch this index; `cycle_index` alone moves it. The items are told apart by their workspace_id.
+      sk: { field: "gsi2sk", composite: ["cycle_index"], template: "settings#${cycle_index}", casing: "none" },
     },
   },
 });

@@ -23,6 +23,7 @@ import { filestoreRoutes } from "./routes/filestore";
 import { memoryRoutes } from "./routes/memory";
 import { skillsRoutes } from "./routes/skills";
 import { tasksRoutes } from "./routes/tasks";
+import { TASK_PROGRESS_TIMEOUT_SECONDS, taskProgressRoutes } from "./routes/task-progress";
 import { observabilityRoutes } from "./routes/observability";
 
 /**
@@ -56,6 +57,7 @@ export const routes = {
   ...memoryRoutes,
   ...skillsRoutes,
   ...tasksRoutes,
+  ...taskProgressRoutes,
   ...observabilityRoutes,
 }
 
@@ -67,7 +69,7 @@ export type RouteId = keyof Routes;
  * for up to a minute (spec 01 typical durations), beyond API Gateway's 30 s integration limit, so the stacks also
  * give them Function URLs.
  */
-export const GROUP_TIMEOUT_SECONDS: Record<string, number> = { synthesis: 180, generation: 120, stream: 330 };
+export const GROUP_TIMEOUT_SECONDS: Record<string, number> = { synthesis: 180, generation: 120, stream: 330, "task-progress": TASK_PROGRESS_TIMEOUT_SECONDS };
 export const DEFAULT_TIMEOUT_SECONDS = 29;
 export const timeoutOf = (group: string): number => GROUP_TIMEOUT_SECONDS[group] ?? DEFAULT_TIMEOUT_SECONDS;
 

@@ -177,6 +177,12 @@ const FIXTURES: Record<string, (ctx: FixtureContext) => Fixture | Promise<Fixtur
   "memory.list": ({ workspaceId }) => ({ query: { workspace_id: workspaceId } }),
   "memory.forgetAll": ({ workspaceId }) => ({ query: { workspace_id: workspaceId } }),
   "memory.forget": async (ctx) => ({ params: { memory_id: await ownersMemory(ctx) } }),
+  "tasks.spawn": ({ workspaceId }) => ({ body: { workspace_id: workspaceId, conversation_id: randomUUID(), task_type: "research", prompt: "What do users struggle with?" } }),
+  "tasks.list": ({ workspaceId }) => ({ query: { workspace_id: workspaceId } }),
+  "tasks.get": async (ctx) => ({ params: { task_id: await ownersTask(ctx) } }),
+  "tasks.status": async (ctx) => ({ params: { task_id: await ownersTask(ctx) } }),
+  "tasks.cancel": async (ctx) => ({ params: { task_id: await ownersTask(ctx) }, body: {} }),
+  "task-progress.stream": async (ctx) => ({ params: { task_id: await ownersTask(ctx) } }),
   "skills.library": ({ workspaceId }) => ({ query: { workspace_id: workspaceId } }),
   "skills.libraryDetail": ({ workspaceId }) => ({ params: { slug: "release-notes" }, query: { workspace_id: workspaceId } }),
   "skills.workspace": ({ workspaceId }) => ({ query: { workspace_id: workspaceId } }),
@@ -218,6 +224,18 @@ async function ownersMemory({ workspaceId, owner }: FixtureContext): Promise<str
   );
   if (!res.facts[0]) throw new Error("fixture: no fact learned from the owner's statement");
   return res.facts[0].id;
+}
+
+/** A research task the owner spawned in a conversation of their own. */
+async function ownersTask({ workspaceId, owner }: FixtureContext): Promise<string> {
+  const conversation = await call("POST", "/api/chat/conversations", { token: owner.token, body: { workspace_id: workspaceId, title: "Guard task" } });
+  if (conversation.status !== 201) throw new Error(`fixture: owner could not create a conversation: ${conversation.status} ${conversation.text}`);
+  const task = await call("POST", "/api/tasks/spawn", {
+    token: owner.token,
+    body: { workspace_id: workspaceId, conversation_id: conversation.body.id, task_type: "research", prompt: "What do users struggle with?" },
+  });
+  if (task.status !== 201) throw new Error(`fixture: owner could not spawn a task: ${task.status} ${task.text}`);
+  return task.body.id as string;
 }
 
 async function ownersSource({ workspaceId, owner }: FixtureContext): Promise<string> {

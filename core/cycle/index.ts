@@ -1,0 +1,165 @@
+/**
+ * Overnight research cycles (issue #23 point 3; spec 02 Limits: "Overnight research cycles run nightly at 02:00 UTC";
+ * spec 01 workspace settings researchCycleEnabled and overnightCycleNotifyEmail; DESIGN.md 6.5). One handler, run at
+ * 02:00 UTC by EventBridge Scheduler in AWS (stacks/Tasks.ts) and by `croner` on the embedded runtime
+ * (local/tasks.ts): every workspace with research cycles enabled whose plan in effect has overnight cycles gets one
+ * cycle, recorded as a task (`research_cycle`, core/cycle/work.ts does its work). At most one per workspace and night:
+ * the night's record and the cycle's task are created in one transaction, conditioned on the record being absent. A
+ * failed cycle is retried once the same night, CYCLE_RETRY_DELAY_MINUTES later, by the task sweeper.
+ */
+import { v5 as uuidv5 } from "uuid";
+import { Config } from "../config";
+import { Logger } from "@aws-lambda-powertools/logger";
+import { db } from "../db/service";
+import { asWrite } from "../db/agent-write";
+import { isConditionalFailure } from "../db/errors";
+import { settingsOf, workspacesWithCycles } from "../workspace";
+import { planOf } from "../billing/gates";
+import { payerOf } from "../billing/charge";
+import { createTask } from "../task";
+import { CYCLE_RETRY } from "./cycle.entity";
+import { cycleOf, MAX_CYCLE_ATTEMPTS, type CycleItem } from "./marker";
+
+export { cycleOf, type CycleItem } from "./marker";
+export type { CycleChanges } from "./digest";
+
+let logger: Logger | undefined;
+const log = () => (logger ??= new Logger({ serviceName: "research-to-delivery", logLevel: Config.logLevel() as "INFO" }));
+
+/** The cron expression of the nightly run, UTC (EventBridge Scheduler form; croner gets the 5-field form). */
+export const CYCLE_SCHEDULE = "cron(0 2 * * ? *)";
+export const CYCLE_CRON = "0 2 * * *";
+
+/** The UTC night of a time, YYYY-MM-DD (a cycle started at 02:00 UTC belongs to that date). */
+export const utcDate = (at: Date): string => at.toISOString().slice(0, 10);
+
+const CYCLE_NAMESPACE = "a3f6c2d8-91b4-4e57-8c0a-6d2e1f9b7c45";
+/** The task of a night's cycle attempt: the same for every writer, so a second creation is refused, never doubled. */
+export const cycleTaskId = (workspaceId: string, date: string, attempt: number): string => uuidv5(`${workspaceId}:${date}:${attempt}`, CYCLE_NAMESPACE);
+
+/** What one nightly run did, by workspace outcome. */
+export interface CycleRunReport {
+  date: string;
+  /** Cycles started (their tasks created). */
+  started: string[];
+  /** Workspaces whose cycle had already run (or started) this night. */
+  already: string[];
+  /** Workspaces skipped: cycles disabled meanwhile, or the plan in effect has no overnight cycles. */
+  skipped: { workspace_id: string; reason: string }[];
+  errors: { workspace_id: string; error: unknown }[];
+}
+
+/** The cycle task's prompt: the night and the research program's goals. */
+const promptOf = (date: string, goals: string[]) => `Overnight research cycle of ${date}${goals.length ? `. Research program goals: ${goals.join("; ")}` : ""}`;
+
+/**
+ * Start one workspace's cycle for a night (attempt 1): the night's record and its task, in one transaction
+ * conditioned on the record being absent. @returns started, already (the night has one), or a skip reason.
+ */
+export async function startCycle(workspaceId: string, now: Date): Promise<"started" | "already" | { skip: string }> {
+  const date = utcDate(now);
+  const settings = await settingsOf(workspaceId);
+  if (!settings.researchCycleEnabled) return { skip: "research cycles are disabled" };
+  const owner = await payerOf(workspaceId);
+  const { plan, limits } = await planOf({ userId: owner, workspaceId });
+  if (!limits.has_overnight_cycles) return { skip: `the plan in effect (${plan}) has no overnight cycles` };
+  if (await cycleOf(workspaceId, date)) return "already";
+  const taskId = cycleTaskId(workspaceId, date, 1);
+  // The night is the schedule's; the cutoff is the moment the sources are read (the same instant when the schedule fires).
+  const record = db().entities.researchCycle.create({ workspace_id: workspaceId, date, status: "running", attempts: 1, task_id: taskId, cutoff_at: new Date().toISOString() });
+  const task = await createTask(
+    { id: taskId, workspaceId, userId: owner, taskType: "research_cycle", prompt: promptOf(date, settings.researchProgram?.goals ?? []), cycleDate: date },
+    { entities: ["researchCycle"], writes: [asWrite(record)] },
+  );
+  return task ? "started" : "already";
+}
+
+/**
+ * The nightly run (02:00 UTC): a cycle for every workspace with research cycles enabled (the settings' sparse index)
+ * whose plan in effect has overnight cycles. Run twice the same night, it starts nothing the second time.
+ * @param opts.now the run's clock (default now); `workspaceIds` limits the run to those workspaces (tests share a table)
+ */
+export async function runNightlyCycles(opts: { now?: Date; workspaceIds?: string[] } = {}): Promise<CycleRunReport> {
+  const now = opts.now ?? new Date();
+  const ids = opts.workspaceIds ?? (await workspacesWithCycles());
+  const report: CycleRunReport = { date: utcDate(now), started: [], already: [], skipped: [], errors: [] };
+  const queue = [...ids];
+  const worker = async () => {
+    for (let ws = queue.shift(); ws; ws = queue.shift()) {
+      try {
+        const outcome = await startCycle(ws, now);
+        if (outcome === "started") report.started.push(ws);
+        else if (outcome === "already") report.already.push(ws);
+        else report.skipped.push({ workspace_id: ws, reason: outcome.skip });
+      } catch (err) {
+        report.errors.push({ workspace_id: ws, error: err });
+      }
+    }
+  };
+  // A few at a time: each starts one execution; the work itself runs in the executions.
+  await Promise.all(Array.from({ length: 4 }, worker));
+  return report;
+}
+
+/** What one retry pass did. */
+export interface CycleRetryReport {
+  due: number;
+  retried: number;
+  /** Retries dropped: the night is over, or the record changed meanwhile. */
+  dropped: number;
+  errors: unknown[];
+}
+
+/**
+ * Retry the failed cycles owed their one retry (the records' sparse index, `retry_at` passed), run with the task
+ * sweeper. The retry's task is created with the record's move to attempt 2 in one transaction conditioned on the
+ * record as read, so two sweepers retry once. A retry due after its night ended is dropped (a cycle is a night's).
+ * @param opts.workspaceId limits the pass to one workspace (tests share a table)
+ */
+export async function retryFailedCycles(opts: { now?: Date; workspaceId?: string } = {}): Promise<CycleRetryReport> {
+  const now = opts.now ?? new Date();
+  const { data } = await db()
+    .entities.researchCycle.query.retries({ retry: CYCLE_RETRY })
+    .lte({ retry_at: now.toISOString() })
+    .where((attr, op) => (opts.workspaceId ? op.eq(attr.workspace_id, opts.workspaceId) : ""))
+    .go({ limit: 100 });
+  const report: CycleRetryReport = { due: data.length, retried: 0, dropped: 0, errors: [] };
+  for (const seen of data as CycleItem[]) {
+    try {
+      report[(await retryOne(seen, now)) ? "retried" : "dropped"]++;
+    } catch (err) {
+      report.errors.push(err);
+    }
+  }
+  return report;
+}
+
+async function retryOne(seen: CycleItem, now: Date): Promise<boolean> {
+  const record = await cycleOf(seen.workspace_id, seen.date);
+  if (!record || record.status !== "failed" || record.retry !== CYCLE_RETRY) return false;
+  const key = { workspace_id: record.workspace_id, date: record.date };
+  // A cycle is a night's: a retry due after its date ended (the sweeper was down) is dropped.
+  const nightEnds = Date.parse(`${record.date}T00:00:00.000Z`) + 86_400_000;
+  if (record.attempts >= MAX_CYCLE_ATTEMPTS || now.getTime() >= nightEnds) {
+    try {
+      await db().entities.researchCycle.patch(key).remove(["retry", "retry_at"]).where((attr, op) => op.eq(attr.attempts, record.attempts)).go();
+    } catch (err) {
+      if (!isConditionalFailure(err)) throw err;
+    }
+    return false;
+  }
+  const attempt = record.attempts + 1;
+  const taskId = cycleTaskId(record.workspace_id, record.date, attempt);
+  const settings = await settingsOf(record.workspace_id);
+  const moved = db()
+    .entities.researchCycle.patch(key)
+    .set({ status: "running", attempts: attempt, task_id: taskId })
+    .remove(["retry", "retry_at", "error", "finished_at"])
+    .where((attr, op) => `${op.eq(attr.status, "failed")} AND ${op.eq(attr.attempts, record.attempts)}`);
+  const task = await createTask(
+    { id: taskId, workspaceId: record.workspace_id, userId: await payerOf(record.workspace_id), taskType: "research_cycle", prompt: `${promptOf(record.date, settings.researchProgram?.goals ?? [])} (retry)`, cycleDate: record.date },
+    { entities: ["researchCycle"], writes: [asWrite(moved)] },
+  );
+  if (task) log().info("research cycle retried", { workspace_id: record.workspace_id, date: record.date, task_id: taskId });
+  return task !== null;
+}

@@ -1,0 +1,126 @@
+/**
+ * What a research cycle's task does (task type `research_cycle`, run by the task worker like every task): the new
+ * research sources since the last completed cycle are synthesized (the synthesis merges what matches an existing
+ * insight into it, core/insight/synthesis.ts), contradictions and stale sources are flagged by the entropy scanner
+ * (core/entropy `scanWorkspace`), and, with `overnightCycleNotifyEmail`, every member gets the morning digest.
+ *
+ * "New since the last cycle": completed sources created after the last completed cycle's cutoff and up to this one's
+ * (the time the night's run started); before a workspace's first completed cycle, the completed sources no insight
+ * cites yet (never synthesized).
+ */
+import { Config } from "../config";
+import { Logger } from "@aws-lambda-powertools/logger";
+import { db } from "../db/service";
+import { isConditionalFailure } from "../db/errors";
+import { synthesize } from "../insight/synthesis";
+import { allOf } from "../insight";
+import { listMembers, settingsOf } from "../workspace";
+import { sendMail } from "../mail";
+import { scanWorkspace } from "../entropy";
+import type { WorkContext, WorkResult } from "../task/context";
+import { cycleOf, type CycleItem } from "./marker";
+import { changedAnything, digestSubject, digestText, type CycleChanges } from "./digest";
+
+let logger: Logger | undefined;
+const log = () => (logger ??= new Logger({ serviceName: "research-to-delivery", logLevel: Config.logLevel() as "INFO" }));
+
+/** Issues a cycle keeps and its digest lists (the scan keeps them all: GET /api/admin/quality/entropy/issues). */
+const MAX_DIGEST_ISSUES = 20;
+
+/** Most sources one synthesis takes (spec 02: 1 to 20); a night with more synthesizes them in chunks. */
+const CHUNK = 20;
+
+/** The cutoff of the workspace's last completed cycle before `date`, or null when it has none. */
+async function lastCutoff(workspaceId: string, date: string): Promise<string | null> {
+  const { data } = await db().entities.researchCycle.query.byWorkspace({ workspace_id: workspaceId }).go({ pages: "all", consistent: true });
+  const done = (data as CycleItem[]).filter((c) => c.status === "completed" && c.date < date).sort((a, b) => b.date.localeCompare(a.date));
+  return done[0]?.cutoff_at ?? null;
+}
+
+/** The research sources this night's cycle takes in (see the module comment), oldest first. */
+async function newSources(workspaceId: string, cutoff: string, since: string | null) {
+  const { data } = await db().entities.researchSource.query.byWorkspace({ workspace_id: workspaceId }).go({ pages: "all", consistent: true });
+  const completed = data.filter((s) => s.processing_status === "completed" && s.created_at <= cutoff);
+  const cited = since ? null : new Set((await allOf(workspaceId)).flatMap((i) => i.source_ids ?? []));
+  return completed.filter((s) => (since ? s.created_at > since : !cited!.has(s.id))).sort((a, b) => a.created_at.localeCompare(b.created_at));
+}
+
+/** Send the digest once per night (the record's `digest_sent_at`, set before sending: at most once). @returns recipients. */
+async function sendDigest(task: WorkContext["task"], record: CycleItem, changes: CycleChanges, goals: string[]): Promise<string[]> {
+  try {
+    await db()
+      .entities.researchCycle.patch({ workspace_id: record.workspace_id, date: record.date })
+      .set({ digest_sent_at: new Date().toISOString() })
+      .where((attr, op) => `${op.notExists(attr.digest_sent_at)} AND ${op.eq(attr.task_id, task.id)}`)
+      .go();
+  } catch (err) {
+    if (isConditionalFailure(err)) return [];
+    throw err;
+  }
+  const [{ members }, { data: workspace }] = await Promise.all([listMembers(task.created_by, task.workspace_id), db().entities.workspace.get({ id: task.workspace_id }).go()]);
+  const name = workspace?.name ?? "your workspace";
+  const subject = digestSubject(name, record.date, changes);
+  const text = digestText({ workspaceId: task.workspace_id, workspaceName: name, date: record.date, taskId: task.id, goals, changes });
+  const sent: string[] = [];
+  for (const m of members) {
+    if (!m.email) continue;
+    await sendMail({ to: m.email, subject, text });
+    sent.push(m.email);
+  }
+  return sent;
+}
+
+/** The work of a `research_cycle` task (see the module comment). */
+export async function runCycle(ctx: WorkContext): Promise<WorkResult> {
+  const { task } = ctx;
+  const date = task.cycle_date;
+  const record = date ? await cycleOf(task.workspace_id, date) : null;
+  if (!date || !record || record.task_id !== task.id) throw new Error(`The research cycle task ${task.id} has no night record naming it`);
+  const since = await lastCutoff(task.workspace_id, date);
+  const sources = await newSources(task.workspace_id, record.cutoff_at, since);
+  await ctx.report({ progress_pct: 5, message: sources.length ? `Synthesizing ${sources.length} new source${sources.length === 1 ? "" : "s"}` : "No new research sources since the last cycle" });
+  const created: CycleChanges["insights_created"] = [];
+  const merged = new Map<string, { id: string; title: string }>();
+  for (let k = 0; k * CHUNK < sources.length; k++) {
+    const chunk = sources.slice(k * CHUNK, (k + 1) * CHUNK);
+    const res = await ctx.step(`synthesis#${k}`, async () => {
+      const r = await synthesize(task.created_by, { workspace_id: task.workspace_id, source_ids: chunk.map((s) => s.id), synthesis_type: "comprehensive" });
+      const byId = new Map(r.insights.map((i) => [i.id, i]));
+      return {
+        created: r.created_ids.map((id) => ({ id, title: byId.get(id)?.title ?? id, severity: byId.get(id)?.severity ?? "medium" })),
+        merged: r.merged.map((m) => ({ id: m.insight_id, title: m.title })),
+      };
+    });
+    created.push(...res.created);
+    for (const m of res.merged) merged.set(m.id, m);
+    await ctx.report({ progress_pct: 5 + Math.round((75 * Math.min(sources.length, (k + 1) * CHUNK)) / sources.length), message: `Synthesized ${Math.min(sources.length, (k + 1) * CHUNK)} of ${sources.length} new sources` });
+  }
+  // Contradictions and stale sources: the entropy scanner (core/entropy, issue #21) on the workspace as the night left
+  // it. A scanner that fails does not undo the synthesis: the cycle records that it did not check, and says so.
+  await ctx.report({ progress_pct: 82, message: "Checking for contradictions and stale sources" });
+  const scan = await ctx.step("entropy", async () => {
+    try {
+      const r = await scanWorkspace(task.workspace_id, { trigger: "cycle" });
+      return { scan_id: r.scan.id, issues: r.issues.map((i) => ({ issue_type: i.issue_type, severity: i.severity, detail: i.detail, insight_ids: i.insight_ids, source_id: i.source_id })) };
+    } catch (err) {
+      ctx.signal.throwIfAborted();
+      log().error("entropy scan of a research cycle failed", { workspace_id: task.workspace_id, error: err as Error });
+      return { scan_id: null, issues: [], error: (err as Error).message };
+    }
+  });
+  const changes: CycleChanges = {
+    new_sources: sources.map((s) => ({ id: s.id, title: s.title, source_type: s.source_type })),
+    insights_created: created,
+    // An insight created tonight and merged into by a later chunk is new, not updated.
+    insights_merged: [...merged.values()].filter((m) => !created.some((c) => c.id === m.id)),
+    issues: scan.issues.slice(0, MAX_DIGEST_ISSUES),
+    scanned: scan.scan_id !== null,
+  };
+  await ctx.report({ progress_pct: 90, message: "Preparing the digest" });
+  const settings = await settingsOf(task.workspace_id);
+  const goals = settings.researchProgram?.goals ?? [];
+  const recipients = settings.overnightCycleNotifyEmail && changedAnything(changes) ? await ctx.step("digest", () => sendDigest(task, record, changes, goals)) : [];
+  if (settings.overnightCycleNotifyEmail && !changedAnything(changes)) log().info("research cycle changed nothing: no digest", { workspace_id: task.workspace_id, date });
+  const summary = `${changes.new_sources.length} new source${changes.new_sources.length === 1 ? "" : "s"} synthesized: ${created.length} new insight${created.length === 1 ? "" : "s"}, ${changes.insights_merged.length} updated; ${changes.scanned ? `${changes.issues.length} issue${changes.issues.length === 1 ? "" : "s"} flagged` : "contradictions and stale sources not checked"}`;
+  return { summary, data: { date, since, cutoff: record.cutoff_at, changes, entropy_scan_id: scan.scan_id, ...("error" in scan ? { entropy_error: scan.error } : {}), issue_count: scan.issues.length, digest: { sent_to: recipients } } };
+}

@@ -1,0 +1,107 @@
+import { Entity } from "electrodb";
+import { TaskStatus, TaskType } from "./schema";
+
+/**
+ * Value of `sweep` while a task is owed work (pending or running): its partition in the sweeper's sparse index is
+ * `task#due`. ElectroDB writes an index key only from attributes, so the constant partition is an attribute too.
+ */
+export const TASK_DUE = "due" as const;
+
+/**
+ * A background task (spec 02 Background task; DESIGN.md 6.5): an item in its workspace's partition, driven by one
+ * workflow execution per attempt (Step Functions in AWS, the local runner of the same definition on the embedded
+ * runtime). The worker writes phase, progress, message and heartbeat on it; every write that moves it is conditioned
+ * on the status it read (core/task/status.ts) and, for the worker's, on its attempt.
+ *
+ * Indexes:
+ * - byWorkspace: the workspace partition (`ws#<id>`, sk `task#<id>`), for lists and strongly consistent reads.
+ * - byId (gsi1): look-up by id alone (the `/api/tasks/{task_id}` routes).
+ * - due (gsi3, SPARSE): only pending and running tasks, in one partition `task#due`, sorted by when the sweeper
+ *   should look at them (`due_at`: the heartbeat's or the spawn's time plus the staleness bound). Every worker write
+ *   moves `due_at` on; the terminal writes remove `sweep` and `due_at`, which removes the task from the index.
+ */
+export const buildTaskEntity = () => new Entity({
+  model: { entity: "task", version: "1", service: "r2d" },
+  attributes: {
+    id: { type: "string", required: true },
+    workspace_id: { type: "string", required: true },
+    /** The spawner's conversation the outcome is added to; absent for a research cycle (the system spawns it). */
+    conversation_id: { type: "string" },
+    task_type: { type: TaskType.options, required: true },
+    prompt: { type: "string", required: true },
+    target_document_id: { type: "string" },
+    status: { type: TaskStatus.options, required: true, default: "pending" },
+    phase: { type: "string", required: true, default: "pending" },
+    progress_pct: { type: "number", required: true, default: 0 },
+    message: { type: "string", required: true, default: "" },
+    result_summary: { type: "string" },
+    result_data: { type: "any" },
+    error: { type: "string" },
+    /** The task type's timeout when it was spawned (spec 02), seconds; the execution's Task state reads it. */
+    timeout_seconds: { type: "number", required: true },
+    /** The member the task runs as: who spawned it (a research cycle: the workspace owner). */
+    created_by: { type: "string", required: true },
+    created_at: { type: "string", required: true, readOnly: true, default: () => new Date().toISOString() },
+    started_at: { type: "string" },
+    completed_at: { type: "string" },
+    heartbeat_at: { type: "string" },
+    /**
+     * +1 on every write: the order of the item's images, so the progress stream never sends an older state after a
+     * newer one (the live channel may deliver, after the stream's first read, images written before it).
+     */
+    revision: { type: "number", required: true, default: 0 },
+    /** The current execution's attempt (1 at spawn; the sweeper's resumption adds one). Worker writes are conditioned on it. */
+    attempt: { type: "number", required: true, default: 1 },
+    /** Steps an earlier attempt finished, by name, with what they produced: a resumed task does not do them twice. */
+    checkpoint: { type: "any" },
+    /** The night (UTC date, YYYY-MM-DD) of a research cycle task (core/cycle). */
+    cycle_date: { type: "string" },
+    /** `TASK_DUE` while pending or running (the sparse index's partition), absent otherwise. */
+    sweep: { type: [TASK_DUE] as const },
+    /** ISO time from which the sweeper looks at the task; present only while pending or running. */
+    due_at: { type: "string" },
+  },
+  indexes: {
+    byWorkspace: {
+      pk: { field: "pk", composite: ["workspace_id"], template: "ws#${workspace_id}", casing: "none" },
+      sk: { field: "sk", composite: ["id"], template: "task#${id}", casing: "none" },
+    },
+    byId: {
+      index: "gsi1",
+      pk: { field: "gsi1pk", composite: ["id"], template: "task#${id}", casing: "none" },
+      sk: { field: "gsi1sk", composite: [], template: "task", casing: "none" },
+    },
+    due: {
+      index: "gsi3",
+      // Sparse: ElectroDB writes the keys only when this holds, and deletes them when a write makes it false.
+      condition: (attr) => (attr.status === "pending" || attr.status === "running") && attr.sweep === TASK_DUE && typeof attr.due_at === "string",
+      pk: { field: "gsi3pk", composite: ["sweep"], template: "task#${sweep}", casing: "none" },
+      sk: { field: "gsi3sk", composite: ["due_at"], template: "due#${due_at}", casing: "none" },
+    },
+  },
+});
+export type TaskEntity = ReturnType<typeof buildTaskEntity>;
+
+/**
+ * A member who opened a task's progress stream (spec 02 Task progress stream: "membership is re-checked on every
+ * reconnect, giving 403 FORBIDDEN when lost"). A caller who is not a member of the task's workspace gets the 404 of
+ * an unknown id (docs/decisions.md "404 or 403"), unless this item says they watched the task as a member before:
+ * then they lost their membership, and the spec's 403 tells them so without telling an outsider anything.
+ * Kept 30 days (TTL).
+ */
+export const buildTaskWatcherEntity = () => new Entity({
+  model: { entity: "task_watcher", version: "1", service: "r2d" },
+  attributes: {
+    workspace_id: { type: "string", required: true },
+    task_id: { type: "string", required: true },
+    user_id: { type: "string", required: true },
+    ttl: { type: "number", required: true },
+  },
+  indexes: {
+    byTask: {
+      pk: { field: "pk", composite: ["workspace_id"], template: "ws#${workspace_id}", casing: "none" },
+      sk: { field: "sk", composite: ["task_id", "user_id"], template: "taskwatch#${task_id}#${user_id}", casing: "none" },
+    },
+  },
+});
+export type TaskWatcherEntity = ReturnType<typeof buildTaskWatcherEntity>;

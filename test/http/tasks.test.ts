@@ -1,0 +1,505 @@
+/**
+ * Background tasks (issue #23 point 1; spec 02 "Background task", its state table, "Background tasks" endpoints,
+ * phases and timeouts, Limits): every endpoint with its errors through the real handlers against DynamoDB Local; each
+ * task type run to its end by the local runner of the same state machine definition Step Functions runs
+ * (functions/steps/task.asl.ts); the cancel that races a completion; and the sweeper, which resumes a task whose worker
+ * died from its record (skipping what the dead attempt finished) and fails one whose attempts are used up.
+ * Timeouts and the cancel of a running model call are in tasks-bedrock.test.ts; the progress stream in
+ * tasks-progress.test.ts.
+ */
+import { randomUUID } from "node:crypto";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { call, newUser, newWorkspace } from "../support/api";
+import { realFile, uploadResearch, waitFor } from "../support/multipart";
+import { sourceWith } from "../support/sources";
+import { setAccount, topUp } from "../support/billing";
+import { connectDrive, DriveStandIn, useDriveSettings } from "../support/drive-standin";
+import { expectEnvelope } from "./_helpers";
+import { db } from "../../core/db/service";
+import { runsOf } from "../../core/agent";
+import { claimAttempt, completeTask, readTask, runIdOf, setTaskRunner, taskRunner, TASK_TIMEOUT_SECONDS, TaskProgress } from "../../core/task";
+import { exhaustedError, sweepTasks } from "../../core/task/sweeper";
+import { TaskSettings } from "../../core/task/settings";
+import { dropLocalExecution, localTaskRunner } from "../../local/tasks";
+import type { TaskExecutionInput } from "../../core/task/runner";
+
+type Ws = Awaited<ReturnType<typeof newWorkspace>>;
+
+async function conversation(token: string, workspaceId: string): Promise<string> {
+  const res = await call("POST", "/api/chat/conversations", { token, body: { workspace_id: workspaceId } });
+  expect(res.status, res.text).toBe(201);
+  return res.body.id as string;
+}
+
+/** A task of the workspace's owner, spawned over the API. */
+const spawn = (ws: Ws, conv: string, body: Record<string, unknown>, token = ws.owner.token) =>
+  call("POST", "/api/tasks/spawn", { token, body: { workspace_id: ws.workspace.id, conversation_id: conv, ...body } });
+
+async function spawned(ws: Ws, conv: string, body: Record<string, unknown>): Promise<string> {
+  const res = await spawn(ws, conv, body);
+  expect(res.status, res.text).toBe(201);
+  return res.body.id as string;
+}
+
+/** The task once it reached a terminal status (polled through GET /api/tasks/{id}). */
+async function settled(token: string, id: string, timeoutMs = 90_000) {
+  return waitFor(async () => {
+    const res = await call("GET", `/api/tasks/${id}`, { token });
+    expect(res.status, res.text).toBe(200);
+    return ["completed", "failed", "cancelled"].includes(res.body.status) ? res.body : null;
+  }, timeoutMs, 50);
+}
+
+/** The Run state's real step, for runners that hold it first. */
+const realRun = async (input: unknown) => (await import("../../functions/steps/task-run")).handler(input as TaskExecutionInput);
+
+/** A gate a held step waits at. */
+function gate() {
+  let open!: () => void;
+  const opened = new Promise<void>((r) => (open = r));
+  return { opened, open };
+}
+
+const LINES = [
+  "I lose my work when the app crashes during an upload.",
+  "Exports to CSV take forever, I gave up after ten minutes.",
+  "I would pay for an offline mode on site visits.",
+  "We believe field workers will sync their notes every evening.",
+];
+
+/** A workspace with two completed sources and three insights quoting them verbatim. */
+async function researchedWorkspace(name: string) {
+  const ws = await newWorkspace(name);
+  await topUp(ws.owner.id, 100);
+  const conv = await conversation(ws.owner.token, ws.workspace.id);
+  const s1 = await sourceWith(ws.owner.token, ws.workspace.id, LINES.slice(0, 2), "interview-1.md");
+  const s2 = await sourceWith(ws.owner.token, ws.workspace.id, LINES.slice(2), "interview-2.md");
+  const insight = async (body: Record<string, unknown>) => {
+    const res = await call("POST", "/api/insights", { token: ws.owner.token, body: { workspace_id: ws.workspace.id, ...body } });
+    expect(res.status, res.text).toBe(201);
+    return res.body.id as string;
+  };
+  const insights = [
+    await insight({ insight_type: "pain_point", title: "Uploads lose work when the app crashes", description: "Crashes during uploads lose the user's work.", severity: "critical", quotes: [{ text: LINES[0], source_id: s1, speaker: "P1" }] }),
+    await insight({ insight_type: "pain_point", title: "CSV exports are too slow", description: "Exports take minutes and users give up.", severity: "high", quotes: [{ text: LINES[1], source_id: s1 }] }),
+    await insight({ insight_type: "feature_request", title: "Offline mode for site visits", description: "Field workers want to work offline.", severity: "medium", quotes: [{ text: LINES[2], source_id: s2, speaker: "P2" }] }),
+  ];
+  return { ws, conv, sources: [s1, s2], insights };
+}
+
+afterEach(() => setTaskRunner(localTaskRunner()));
+
+describe("POST /api/tasks/spawn", () => {
+  let ws: Ws;
+  let conv: string;
+  beforeAll(async () => {
+    ws = await newWorkspace("Spawn");
+    await topUp(ws.owner.id, 20);
+    conv = await conversation(ws.owner.token, ws.workspace.id);
+  });
+
+  it("answers 201 with the canonical record, pending, its execution started", async () => {
+    const res = await spawn(ws, conv, { task_type: "research", prompt: "What do users struggle with?" });
+    expect(res.status, res.text).toBe(201);
+    expect(res.body).toEqual({
+      id: expect.any(String), workspace_id: ws.workspace.id, conversation_id: conv, task_type: "research", prompt: "What do users struggle with?",
+      target_document_id: null, status: "pending", result_summary: null, result_data: {}, error: null, created_at: expect.any(String),
+      started_at: null, completed_at: null, progress_pct: 0, phase: "pending", message: expect.any(String), heartbeat_at: null,
+      timeout_seconds: 300, created_by: ws.owner.id,
+    });
+    await settled(ws.owner.token, res.body.id);
+  });
+
+  it("422 for a malformed body: no prompt, an unknown or internal type, a prompt over 10,000 characters, extra fields", async () => {
+    const bad = [
+      { task_type: "research" },
+      { task_type: "research", prompt: "   " },
+      { task_type: "research_cycle", prompt: "x" },
+      { task_type: "telepathy", prompt: "x" },
+      { task_type: "research", prompt: "x".repeat(10_001) },
+      { task_type: "research", prompt: "x", extra: 1 },
+      { task_type: "research", prompt: "x", target_document_id: "not-a-uuid" },
+    ];
+    for (const body of bad) expectEnvelope(await spawn(ws, conv, body), 422, "VALIDATION_ERROR");
+    expectEnvelope(await call("POST", "/api/tasks/spawn", { token: ws.owner.token, body: { workspace_id: ws.workspace.id, task_type: "research", prompt: "x" } }), 422, "VALIDATION_ERROR");
+  });
+
+  it("422 naming the id for a conversation that is not the caller's in this workspace, or a document of another workspace", async () => {
+    const other = await newWorkspace("Elsewhere");
+    const foreignConv = await conversation(other.owner.token, other.workspace.id);
+    const res = await spawn(ws, foreignConv, { task_type: "research", prompt: "x" });
+    expectEnvelope(res, 422, "VALIDATION_ERROR");
+    expect(res.body.errors).toEqual([expect.objectContaining({ loc: ["body", "conversation_id"] })]);
+    // A member's own conversation is private: another member cannot attach a task to it.
+    const member = await newUser();
+    await call("POST", `/api/workspaces/${ws.workspace.id}/members`, { token: ws.owner.token, body: { email: member.email, role: "member" } });
+    expectEnvelope(await spawn(ws, conv, { task_type: "research", prompt: "x" }, member.token), 422, "VALIDATION_ERROR");
+    const doc = await call("POST", "/api/documents", { token: other.owner.token, body: { workspace_id: other.workspace.id, document_type: "prd", title: "Theirs", content: "# Theirs" } });
+    const withDoc = await spawn(ws, conv, { task_type: "research", prompt: "x", target_document_id: doc.body.id });
+    expectEnvelope(withDoc, 422, "VALIDATION_ERROR");
+    expect(withDoc.body.errors).toEqual([expect.objectContaining({ loc: ["body", "target_document_id"] })]);
+  });
+
+  it("403 FORBIDDEN for a non-member (and for a workspace that does not exist)", async () => {
+    const outsider = await newUser();
+    expectEnvelope(await spawn(ws, conv, { task_type: "research", prompt: "x" }, outsider.token), 403, "FORBIDDEN");
+    const res = await call("POST", "/api/tasks/spawn", { token: outsider.token, body: { workspace_id: randomUUID(), conversation_id: conv, task_type: "research", prompt: "x" } });
+    expectEnvelope(res, 403, "FORBIDDEN");
+  });
+
+  it("403 PLAN_FEATURE_REQUIRED for fs_research below the Power plan (spec 02 has_fs_researcher)", async () => {
+    const res = await spawn(ws, conv, { task_type: "fs_research", prompt: "onboarding" });
+    expectEnvelope(res, 403, "PLAN_FEATURE_REQUIRED");
+    expect(res.body).toMatchObject({ feature: "has_fs_researcher", plan: "trial", required_plan: "power" });
+  });
+
+  it("402 before anything is created when the account cannot carry the task's run; 402 for a lapsed subscription", async () => {
+    const poor = await newWorkspace("No credits");
+    const pconv = await conversation(poor.owner.token, poor.workspace.id);
+    await db().entities.billingAccount.patch({ user_id: poor.owner.id }).set({ quota_remaining: 0 }).go();
+    const res = await spawn(poor, pconv, { task_type: "research", prompt: "x" });
+    expectEnvelope(res, 402, "USAGE_LIMIT_EXCEEDED");
+    expect(res.body.reason).toBe("credits_exhausted");
+    expect((await call("GET", "/api/tasks", { token: poor.owner.token, query: { workspace_id: poor.workspace.id } })).body.total).toBe(0);
+    await setAccount(poor.owner.id, { status: "cancelled" });
+    expectEnvelope(await spawn(poor, pconv, { task_type: "research", prompt: "x" }), 402, "SUBSCRIPTION_REQUIRED");
+  });
+});
+
+describe("GET /api/tasks, /api/tasks/{id}, /status", () => {
+  let ws: Ws;
+  let ids: string[];
+  beforeAll(async () => {
+    ws = await newWorkspace("Lists");
+    await topUp(ws.owner.id, 50);
+    const conv = await conversation(ws.owner.token, ws.workspace.id);
+    // Held before they start: they stay pending (the runner's Run step waits), so the list has two statuses.
+    const held = gate();
+    setTaskRunner(localTaskRunner({ handlers: { Run: async (input) => (await held.opened, realRun(input)) } }));
+    ids = [];
+    for (let i = 0; i < 22; i++) ids.push(await spawned(ws, conv, { task_type: "research", prompt: `Question ${i}` }));
+    await call("POST", `/api/tasks/${ids[0]}/cancel`, { token: ws.owner.token, body: {} });
+    setTaskRunner(localTaskRunner());
+    held.open();
+    await Promise.all(ids.slice(1).map((id) => settled(ws.owner.token, id)));
+  }, 180_000);
+
+  const list = (query: Record<string, string | number | undefined>) => call("GET", "/api/tasks", { token: ws.owner.token, query: { workspace_id: ws.workspace.id, ...query } });
+
+  it("lists newest first, 20 by default, up to 100, with offset and the total", async () => {
+    const first = await list({});
+    expect(first.status, first.text).toBe(200);
+    expect(first.body.total).toBe(22);
+    expect(first.body.tasks).toHaveLength(20);
+    const created = first.body.tasks.map((t: { created_at: string }) => t.created_at);
+    expect(created).toEqual([...created].sort().reverse());
+    expect(first.body.tasks[0].id).toBe(ids[21]);
+    const rest = await list({ offset: 20, limit: 100 });
+    expect(rest.body.tasks.map((t: { id: string }) => t.id)).toEqual([ids[1], ids[0]]);
+    expect((await list({ limit: 1 })).body.tasks).toHaveLength(1);
+  });
+
+  it("filters by status", async () => {
+    const cancelled = await list({ status: "cancelled" });
+    expect(cancelled.body).toMatchObject({ total: 1, tasks: [expect.objectContaining({ id: ids[0], status: "cancelled" })] });
+    expect((await list({ status: "completed" })).body.total).toBe(21);
+    expect((await list({ status: "running" })).body.total).toBe(0);
+  });
+
+  it("422 for a bad query (limit over 100 or under 1, negative offset, unknown status, no workspace)", async () => {
+    for (const q of [{ limit: 101 }, { limit: 0 }, { offset: -1 }, { status: "done" }] as Record<string, string | number>[]) expectEnvelope(await list(q), 422, "VALIDATION_ERROR");
+    expectEnvelope(await call("GET", "/api/tasks", { token: ws.owner.token }), 422, "VALIDATION_ERROR");
+  });
+
+  it("403 on the list for a non-member; 404 on a task for a non-member, exactly as for an id that does not exist", async () => {
+    const outsider = await newUser();
+    expectEnvelope(await call("GET", "/api/tasks", { token: outsider.token, query: { workspace_id: ws.workspace.id } }), 403, "FORBIDDEN");
+    for (const suffix of ["", "/status"]) {
+      const theirs = await call("GET", `/api/tasks/${ids[1]}${suffix}`, { token: outsider.token });
+      const none = await call("GET", `/api/tasks/${randomUUID()}${suffix}`, { token: outsider.token });
+      expectEnvelope(theirs, 404, "NOT_FOUND");
+      expect(theirs.body.detail).toBe(none.body.detail);
+      expectEnvelope(await call("GET", `/api/tasks/not-a-uuid${suffix}`, { token: ws.owner.token }), 422, "VALIDATION_ERROR");
+    }
+  });
+
+  it("GET /status answers the progress event's shape (spec 02: the same shape), GET /{id} the canonical record", async () => {
+    const status = await call("GET", `/api/tasks/${ids[1]}/status`, { token: ws.owner.token });
+    expect(status.status).toBe(200);
+    expect(Object.keys(status.body).sort()).toEqual(Object.keys(TaskProgress.shape).sort());
+    expect(status.body).toMatchObject({ id: ids[1], status: "completed", task_type: "research", progress_pct: 100, phase: "complete", error: null });
+    expect(status.body.completed_at).toEqual(expect.any(String));
+    const task = await call("GET", `/api/tasks/${ids[1]}`, { token: ws.owner.token });
+    expect(task.body).toMatchObject({ id: ids[1], status: "completed", result_summary: expect.any(String), prompt: "Question 1" });
+  });
+});
+
+describe("POST /api/tasks/{id}/cancel", () => {
+  let ws: Ws;
+  let conv: string;
+  beforeAll(async () => {
+    ws = await newWorkspace("Cancel");
+    await topUp(ws.owner.id, 50);
+    conv = await conversation(ws.owner.token, ws.workspace.id);
+  });
+  const cancel = (id: string, token = ws.owner.token) => call("POST", `/api/tasks/${id}/cancel`, { token, body: {} });
+
+  it("pending → cancelled; its execution never works (the claim is refused) and the conversation hears of it", async () => {
+    const held = gate();
+    const ran: unknown[] = [];
+    setTaskRunner(localTaskRunner({ handlers: { Run: async (input) => (await held.opened, ran.push(await realRun(input)), ran.at(-1)) } }));
+    const id = await spawned(ws, conv, { task_type: "research", prompt: "Hold me" });
+    const res = await cancel(id);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({ id, status: "cancelled", completed_at: expect.any(String) });
+    held.open();
+    await waitFor(async () => ran.length === 1);
+    expect(ran[0]).toMatchObject({ outcome: "superseded" });
+    expect((await readTask(ws.workspace.id, id))!.status).toBe("cancelled");
+    const messages = await call("GET", `/api/chat/conversations/${conv}/messages`, { token: ws.owner.token });
+    expect(messages.body.map((m: { content: string }) => m.content)).toContainEqual(expect.stringMatching(new RegExp(`task \\[task ${id}\\] was cancelled`)));
+  });
+
+  it("409 INVALID_STATE for completed, failed and cancelled tasks; 404 for an outsider or an unknown id", async () => {
+    const done = await spawned(ws, conv, { task_type: "research", prompt: "Finish" });
+    await settled(ws.owner.token, done);
+    const completed = await cancel(done);
+    expectEnvelope(completed, 409, "INVALID_STATE");
+    expect(completed.body.status).toBe("completed");
+    const failedId = await spawned(ws, conv, { task_type: "recommendation", prompt: "No insights here" });
+    expect(await settled(ws.owner.token, failedId)).toMatchObject({ status: "failed", error: expect.stringContaining("no insights") });
+    expectEnvelope(await cancel(failedId), 409, "INVALID_STATE");
+    const held = gate();
+    setTaskRunner(localTaskRunner({ handlers: { Run: async (input) => (await held.opened, realRun(input)) } }));
+    const c = await spawned(ws, conv, { task_type: "research", prompt: "Twice" });
+    expect((await cancel(c)).status).toBe(200);
+    expectEnvelope(await cancel(c), 409, "INVALID_STATE");
+    held.open();
+    const outsider = await newUser();
+    expectEnvelope(await cancel(done, outsider.token), 404, "NOT_FOUND");
+    expectEnvelope(await cancel(randomUUID()), 404, "NOT_FOUND");
+  });
+
+  it("a cancel racing the completion: exactly one of them wins, each time", async () => {
+    const held = gate();
+    setTaskRunner(localTaskRunner({ handlers: { Run: async () => held.opened } }));
+    const outcomes: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      const id = await spawned(ws, conv, { task_type: "research", prompt: `Race ${i}` });
+      const running = await claimAttempt(ws.workspace.id, id, 1);
+      expect(running?.status).toBe("running");
+      const [completed, cancelled] = await Promise.all([completeTask(ws.workspace.id, id, 1, { summary: "done", data: {} }), cancel(id)]);
+      const final = (await readTask(ws.workspace.id, id))!;
+      if (completed) {
+        expect(cancelled.status).toBe(409);
+        expect(final.status).toBe("completed");
+      } else {
+        expect(cancelled.status).toBe(200);
+        expect(final.status).toBe("cancelled");
+      }
+      outcomes.push(final.status);
+    }
+    held.open();
+    expect(outcomes.every((s) => s === "completed" || s === "cancelled")).toBe(true);
+  });
+});
+
+describe("each task type does its work", () => {
+  let r: Awaited<ReturnType<typeof researchedWorkspace>>;
+  beforeAll(async () => {
+    r = await researchedWorkspace("Typed tasks");
+  }, 120_000);
+
+  it("research: the agent loop's answer, citing the workspace's insights; charged as one run of the task", async () => {
+    const id = await spawned(r.ws, r.conv, { task_type: "research", prompt: "What do users struggle with?" });
+    const done = await settled(r.ws.owner.token, id);
+    expect(done, JSON.stringify(done)).toMatchObject({ status: "completed", phase: "complete", progress_pct: 100 });
+    expect(done.result_data.tools).toContain("search_insights");
+    expect(done.result_data.insight_ids.length).toBeGreaterThan(0);
+    for (const i of done.result_data.insight_ids) expect(r.insights).toContain(i);
+    const run = (await runsOf(r.ws.workspace.id)).find((x) => x.id === runIdOf(id));
+    expect(run).toMatchObject({ agent_type: "chat", tool_name: "task_research", status: "success", credits_charged: 0.5 });
+  });
+
+  it("validation_kit: an assumption map, a research plan and an interview guide as documents, about the target document", async () => {
+    const prd = await call("POST", "/api/documents", {
+      token: r.ws.owner.token,
+      body: { workspace_id: r.ws.workspace.id, document_type: "prd", title: "Offline field notes", content: `# Offline field notes\n\n${LINES[3]} Users will trust the sync.`, related_insight_ids: [r.insights[2]] },
+    });
+    const id = await spawned(r.ws, r.conv, { task_type: "validation_kit", prompt: "Validate offline notes", target_document_id: prd.body.id });
+    const done = await settled(r.ws.owner.token, id);
+    expect(done, JSON.stringify(done)).toMatchObject({ status: "completed", phase: "complete", progress_pct: 100, target_document_id: prd.body.id });
+    const docs = done.result_data.documents;
+    const read = async (kind: string) => (await call("GET", `/api/documents/${docs[kind].id}`, { token: r.ws.owner.token })).body;
+    const map = await read("assumption_map");
+    expect(map).toMatchObject({ title: "Assumption map: Offline field notes", document_type: "memo", metadata: { validation_kit: "assumption_map", task_id: id, validates_document_id: prd.body.id } });
+    // Every insight is an assumption; the document's own claim is one too; quotes are the insights' own, verbatim.
+    expect(map.content).toContain("| # | Assumption | Importance | Evidence | Quadrant | Based on |");
+    for (const insight of r.insights) expect(map.content).toContain(`insight ${insight}`);
+    expect(map.content).toContain(LINES[3]);
+    expect(map.content).toContain(`"${LINES[0]}" (P1)`);
+    const plan = await read("research_plan");
+    expect(plan.content).toContain(`document ${docs.assumption_map.id}`);
+    expect(plan.content).toMatch(/Method: /);
+    const guide = await read("interview_guide");
+    expect(guide.content).toContain(`document ${docs.research_plan.id}`);
+    expect(guide.content).toMatch(/Probe: another person told us "/);
+    expect(done.result_data.assumptions.length).toBeGreaterThanOrEqual(4);
+  });
+
+  it("synthesis: the workspace's sources through the synthesis operation (its own charged run), unsynthesized first", async () => {
+    const notes: string[] = [];
+    for (const n of [10, 11]) {
+      const file = await realFile(`va-mobile-app/interview-notes/2023-07-retention-study-participant-${n}.md`);
+      const up = await uploadResearch(r.ws.owner.token, r.ws.workspace.id, file, "text/markdown");
+      notes.push(up.body.id);
+    }
+    await waitFor(async () => {
+      const list = await call("GET", "/api/research/sources", { token: r.ws.owner.token, query: { workspace_id: r.ws.workspace.id, processing_status: "completed" } });
+      return list.body.total === 4;
+    });
+    const id = await spawned(r.ws, r.conv, { task_type: "synthesis", prompt: "Synthesize what is new" });
+    const done = await settled(r.ws.owner.token, id);
+    expect(done, JSON.stringify(done)).toMatchObject({ status: "completed" });
+    // The sources no insight cites yet come first.
+    expect(done.result_data.source_ids.slice(0, 2).sort()).toEqual([...notes].sort());
+    expect(done.result_data.source_ids.sort()).toEqual([...r.sources, ...notes].sort());
+    expect(done.result_data.insight_ids.length).toBeGreaterThan(0);
+    const runs = await runsOf(r.ws.workspace.id);
+    expect(runs.some((x) => x.agent_type === "synthesis" && x.status === "success")).toBe(true);
+    // The spawn's reservation went back when the operation took over the charge.
+    expect(runs.some((x) => x.id === runIdOf(id))).toBe(false);
+  });
+
+  it("recommendation: generated from the workspace's insights, appended to the target document", async () => {
+    const doc = await call("POST", "/api/documents", { token: r.ws.owner.token, body: { workspace_id: r.ws.workspace.id, document_type: "memo", title: "Plan", content: "# Plan" } });
+    const id = await spawned(r.ws, r.conv, { task_type: "recommendation", prompt: "Focus on reliability", target_document_id: doc.body.id });
+    const done = await settled(r.ws.owner.token, id);
+    expect(done, JSON.stringify(done)).toMatchObject({ status: "completed" });
+    expect(done.result_data.recommendation_ids.length).toBeGreaterThanOrEqual(3);
+    const after = await call("GET", `/api/documents/${doc.body.id}`, { token: r.ws.owner.token });
+    expect(after.body.version).toBe(2);
+    expect(after.body.content).toContain("## Recommendations");
+    expect(after.body.content).toContain(`[recommendation ${done.result_data.recommendation_ids[0]}]`);
+  });
+
+  it("drafting: a new document of the type the prompt names; with a target document, that document is redrafted", async () => {
+    const id = await spawned(r.ws, r.conv, { task_type: "drafting", prompt: "Write a spec for resumable uploads" });
+    const done = await settled(r.ws.owner.token, id);
+    expect(done, JSON.stringify(done)).toMatchObject({ status: "completed" });
+    const doc = await call("GET", `/api/documents/${done.result_data.document.id}`, { token: r.ws.owner.token });
+    expect(doc.body.document_type).toBe("spec");
+    const target = await call("POST", "/api/documents", { token: r.ws.owner.token, body: { workspace_id: r.ws.workspace.id, document_type: "prd", title: "Exports", content: "# Exports\n\nTBD" } });
+    const redraft = await settled(r.ws.owner.token, await spawned(r.ws, r.conv, { task_type: "drafting", prompt: "Redraft it for engineers", target_document_id: target.body.id }));
+    expect(redraft, JSON.stringify(redraft)).toMatchObject({ status: "completed", result_data: { document: { id: target.body.id, redrafted: true } } });
+    const after = await call("GET", `/api/documents/${target.body.id}`, { token: r.ws.owner.token });
+    expect(after.body.version).toBe(2);
+    expect(after.body.content).not.toBe("# Exports\n\nTBD");
+    const versions = await call("GET", `/api/documents/${target.body.id}/versions`, { token: r.ws.owner.token });
+    expect(JSON.stringify(versions.body)).toContain(`Before the background drafting task ${redraft.id}`);
+  });
+});
+
+describe("fs_research (Power plan)", () => {
+  const drive = new DriveStandIn();
+  let r: Awaited<ReturnType<typeof researchedWorkspace>>;
+  beforeAll(async () => {
+    useDriveSettings(drive);
+    drive.listen();
+    r = await researchedWorkspace("File store research");
+    await setAccount(r.ws.owner.id, { plan: "power", status: "active" });
+  }, 120_000);
+  afterAll(() => drive.close());
+
+  it("without a file store: the workspace's sources, phases as spec 02 lists them, the closest passages verbatim", async () => {
+    const id = await spawned(r.ws, r.conv, { task_type: "fs_research", prompt: "offline work on site visits" });
+    const done = await settled(r.ws.owner.token, id);
+    expect(done, JSON.stringify(done)).toMatchObject({ status: "completed", phase: "complete", progress_pct: 100, timeout_seconds: TASK_TIMEOUT_SECONDS.fs_research });
+    expect(done.result_data.origin).toBe("sources");
+    expect(done.result_data.findings[0]).toMatchObject({ text: LINES[2], origin: { kind: "source", id: r.sources[1] } });
+    for (const f of done.result_data.findings) expect(LINES).toContain(f.text);
+  });
+
+  it("with the file store connected: its files are searched and read, and the report cites them", async () => {
+    drive.put({ name: "Site visit notes", mimeType: "application/vnd.google-apps.document", content: "Offline mode matters on site visits.\n\nThe tablet loses signal in the basement, so notes are retyped later." });
+    drive.put({ name: "Budget", mimeType: "application/vnd.google-apps.spreadsheet", content: "item,cost\nhosting,120\n" });
+    drive.put({ name: "offline photo.png", mimeType: "image/png", content: "\u0089PNG" });
+    await connectDrive(drive, r.ws.owner.token, r.ws.workspace.id);
+    const id = await spawned(r.ws, r.conv, { task_type: "fs_research", prompt: "offline site visits" });
+    const done = await settled(r.ws.owner.token, id);
+    expect(done, JSON.stringify(done)).toMatchObject({ status: "completed" });
+    expect(done.result_data.origin).toBe("filestore");
+    expect(done.result_data.read.map((f: { name: string }) => f.name)).toContain("Site visit notes");
+    expect(done.result_data.skipped).toEqual([expect.objectContaining({ name: "offline photo.png" })]);
+    expect(done.result_data.findings[0]).toMatchObject({ origin: { kind: "file", name: "Site visit notes" } });
+    expect(done.result_data.report).toContain("File: Site visit notes");
+  });
+});
+
+describe("the sweeper: a dead worker's task does not stay running", () => {
+  let r: Awaited<ReturnType<typeof researchedWorkspace>>;
+  beforeAll(async () => {
+    r = await researchedWorkspace("Recovery");
+  }, 120_000);
+
+  it("a worker that dies after a step: the task is resumed by a new attempt, which skips the finished step", async () => {
+    // The first attempt's worker dies (its execution and worker dropped, as kill -9 would) once its evidence step is on the task.
+    let first = true;
+    setTaskRunner(
+      localTaskRunner({
+        handlers: {
+          Run: async (input) => {
+            const i = input as TaskExecutionInput;
+            if (!first || i.attempt !== 1) return realRun(input);
+            first = false;
+            void realRun(input).catch(() => undefined);
+            await waitFor(async () => ((await readTask(i.workspace_id, i.task_id))?.checkpoint as Record<string, unknown> | undefined)?.evidence);
+            dropLocalExecution(i);
+            return new Promise(() => undefined);
+          },
+        },
+      }),
+    );
+    const id = await spawned(r.ws, r.conv, { task_type: "validation_kit", prompt: "Validate exports" });
+    // Its record says running, with the finished step on it; no execution of it runs any more.
+    const stuck = await waitFor(async () => {
+      const t = await readTask(r.ws.workspace.id, id);
+      const dead = !(await taskRunner().isRunning({ task_id: id, attempt: 1 }));
+      return t?.status === "running" && (t.checkpoint as Record<string, unknown> | undefined)?.evidence && dead ? t : null;
+    });
+    expect(stuck.attempt).toBe(1);
+    // Within the staleness bound the sweeper leaves it; past it, it resumes it.
+    expect((await sweepTasks({ workspaceId: r.ws.workspace.id })).resumed).toBe(0);
+    const report = await sweepTasks({ workspaceId: r.ws.workspace.id, now: Date.now() + TaskSettings.staleMs() + 1000 });
+    expect(report).toMatchObject({ resumed: 1, errors: [] });
+    const done = await settled(r.ws.owner.token, id);
+    expect(done, JSON.stringify(done)).toMatchObject({ status: "completed" });
+    expect((await readTask(r.ws.workspace.id, id))!.attempt).toBe(2);
+    // The evidence step ran once (one agent run of the task); the three documents exist once.
+    expect((await runsOf(r.ws.workspace.id)).filter((x) => x.tool_name === "task_validation_kit")).toHaveLength(1);
+    const docs = await call("GET", "/api/documents", { token: r.ws.owner.token, query: { workspace_id: r.ws.workspace.id } });
+    expect(docs.body.documents.filter((d: { metadata: { task_id?: string } }) => d.metadata.task_id === id)).toHaveLength(3);
+  });
+
+  it("a task whose attempts are used up fails with the reason; a pending task whose execution never started is started", async () => {
+    let starts = 0;
+    const never = localTaskRunner({ handlers: { Run: () => new Promise(() => undefined) } });
+    setTaskRunner({ ...never, start: async (input) => (starts++, never.start(input)) });
+    const id = await spawned(r.ws, r.conv, { task_type: "research", prompt: "Never runs" });
+    await waitFor(async () => starts === 1);
+    // Each sweep past the bound finds its execution gone (dropped) and starts the next attempt, up to the most.
+    for (let attempt = 1; attempt < TaskSettings.maxAttempts(); attempt++) {
+      dropLocalExecution({ task_id: id, attempt });
+      const report = await sweepTasks({ workspaceId: r.ws.workspace.id, now: Date.now() + TaskSettings.staleMs() + 1000 });
+      expect(report, JSON.stringify(report)).toMatchObject({ resumed: 1 });
+    }
+    dropLocalExecution({ task_id: id, attempt: TaskSettings.maxAttempts() });
+    const last = await sweepTasks({ workspaceId: r.ws.workspace.id, now: Date.now() + TaskSettings.staleMs() + 1000 });
+    expect(last.failed).toBe(1);
+    const task = (await readTask(r.ws.workspace.id, id))!;
+    expect(task).toMatchObject({ status: "failed", attempt: TaskSettings.maxAttempts(), error: exhaustedError({ status: "pending", attempt: TaskSettings.maxAttempts() }, TaskSettings.staleMs() / 1000) });
+    expect(starts).toBe(TaskSettings.maxAttempts());
+    // Failed, it left the sweeper's index.
+    expect((await sweepTasks({ workspaceId: r.ws.workspace.id, now: Date.now() + 10 * TaskSettings.staleMs() })).due).toBe(0);
+  });
+});
