@@ -22,6 +22,7 @@ import { dot } from "../ai/vectors";
 import { TOOLS } from "./tools";
 import type { Tool } from "./tools";
 import { parseRepairTurn, type RepairDirectives } from "../harness/repair-turn";
+import { requestOf } from "../harness/complexity";
 
 const DOCUMENT_TYPES: [RegExp, string][] = [
   [/\bprd\b|product requirements/i, "prd"],
@@ -247,6 +248,10 @@ const STEPS: Record<string, StepInput> = {
     if (!status) return { ask: `To which status should I move "${naming.rec.title}" (now ${naming.rec.status || "unknown"})? I can ${STATUS_CHOICES}. Nothing is queued yet.` };
     return { recommendation_id: naming.rec.id, status };
   },
+  // The user's own memory (core/agent/tools/memory.ts): a broad "what do you know about me" reads the profile, a
+  // question about one thing they said searches it by meaning.
+  memory_profile: () => ({}),
+  search_memory: (prompt) => ({ query: prompt.slice(0, 500), top_k: 5 }),
   create_insight: (prompt) => {
     const title = quoted(prompt);
     return title ? { insight_type: "feedback_theme", title, description: prompt.slice(0, 10_000), severity: "medium" } : null;
@@ -268,6 +273,21 @@ const PHRASINGS: Record<string, RegExp[]> = {
     /\bmove\b[^.?!]*\b(back\s+)?to\s+(accepted|rejected|implemented|in[- ]progress|suggested)\b/i,
   ],
 };
+/**
+ * The memory reads: the whole profile when the user asks what the copilot knows about them or their team, or for
+ * their profile; a search when they ask whether it remembers one thing they said.
+ */
+PHRASINGS.memory_profile = [
+  /\bwhat (?:do|did) you (?:know|remember|recall)(?: about (?:me|us|my team|our team|myself|ourselves))?\s*[?.!]*$/i,
+  /\bwhat (?:have|did) (?:i|we) told you(?: about (?:me|us|my team|our team|myself|ourselves))?\s*[?.!]*$/i,
+  /\b(?:my|our) (?:memory )?profile\b/i,
+];
+PHRASINGS.search_memory = [
+  /\b(?:do|did) you (?:remember|recall)\b(?!\s*(?:about (?:me|us)\b)?\s*[?.!]*$)/i,
+  /\b(?:did|have) (?:i|we) (?:tell|told|mention(?:ed)?|say|said) (?:you\s+)?(?:about|that|which|what|whether|if)\b/i,
+  /\bwhat did (?:i|we) (?:tell you|say|mention) about (?!(?:me|us|myself|ourselves)\s*[?.!]*$)/i,
+  /\bwhat do you (?:know|remember) about (?!(?:me|us|my team|our team|myself|ourselves)\s*[?.!]*$)(?:my|our)\b/i,
+];
 const PHRASING_SCORE = 2;
 
 /** Per tool catalogue (the engine is handed one): its description vectors and the goals of recent prompts. */
@@ -396,6 +416,30 @@ function sourcesAnswer(prompt: string, c: { total?: number; by_type?: Record<str
   return `This workspace has ${overview}:\n\n${list(sources, total)}`;
 }
 
+const MEMORY_OFF = "Memory is switched off on this service, so I keep nothing you tell me between conversations.";
+const day = (iso: unknown) => (typeof iso === "string" ? iso.slice(0, 10) : "");
+
+/** The answer to "what do you know about me": the user's profile as the memory tool returned it, nothing added. */
+function profileAnswer(c: { static_facts?: string[]; dynamic_facts?: string[]; is_available?: boolean }): string {
+  if (c.is_available === false) return MEMORY_OFF;
+  const stable = c.static_facts ?? [];
+  const recent = c.dynamic_facts ?? [];
+  if (!stable.length && !recent.length) return "I do not remember anything you told me in this workspace yet. Tell me about your role, team, product, users or tools and I will remember it for later conversations.";
+  const parts = [`What you told me in earlier conversations in this workspace (${counted(stable.length + recent.length, "fact", "facts")}):`];
+  if (stable.length) parts.push(stable.map((f) => `- ${f}`).join("\n"));
+  if (recent.length) parts.push(`Recent context:\n${recent.map((f) => `- ${f}`).join("\n")}`);
+  parts.push("You can see or delete what I remember under Memory.");
+  return parts.join("\n\n");
+}
+
+/** The answer to "do you remember …": the facts the memory search found, with when they were said; nothing added. */
+function memorySearchAnswer(prompt: string, c: { total?: number; memories?: { content: string; stated_at?: string; disputed?: boolean }[] }): string {
+  const found = c.memories ?? [];
+  if (!found.length) return `I found nothing you told me in this workspace about "${prompt.slice(0, 120)}". If it matters, tell me and I will remember it.`;
+  const lines = found.map((m) => `- ${m.content}${m.stated_at ? ` (you said so on ${day(m.stated_at)})` : ""}${m.disputed ? " (you also said something that disagrees with this: which holds?)" : ""}`);
+  return `From what you told me in earlier conversations in this workspace:\n\n${lines.join("\n")}`;
+}
+
 const NOTHING_FOUND = "I could not find anything in this workspace to answer that. Try asking about your users' pain points, or ask me to draft a PRD.";
 
 /** The answer, composed only from the exchange's last tool result (the goal's, when it ran). */
@@ -428,6 +472,8 @@ export function composeAnswer(prompt: string, o: { name: string; status: string;
     const docs: { id: string; title: string; document_type: string; status: string }[] = c.documents ?? [];
     return docs.length ? `Documents:\n\n${docs.map((d) => `- **${d.title}** (${d.document_type}, ${d.status}) [document ${d.id}]`).join("\n")}` : "This workspace has no documents yet.";
   }
+  if (o.name === "memory_profile") return profileAnswer(c);
+  if (o.name === "search_memory") return memorySearchAnswer(prompt, c);
   if (o.name === "read_source_text") {
     const opening = String(c.text ?? "").split(/(?<=[.!?])\s+/).slice(0, 3).join(" ").slice(0, 600);
     return opening
@@ -494,13 +540,16 @@ export class LocalAgentModel implements StreamingModel {
   async *stream(req: StreamRequest): AsyncIterable<ModelStreamEvent> {
     const started = performance.now();
     req.signal?.throwIfAborted();
-    const { prompt, calls, results, byCall } = exchange(req.messages);
-    const repair = parseRepairTurn(prompt);
+    const { prompt: said, calls, results, byCall } = exchange(req.messages);
+    const repair = parseRepairTurn(said);
     if (repair) {
       // A repair request: the previous answer, corrected; no tool runs (the plan is not made from the request).
       yield* this.say(repairAnswer(previousAnswer(req.messages), repair), req, started);
       return;
     }
+    // The plan is made from what the user asks: statements about themselves ("I'm the PM of Acme.") are context, as
+    // the harness sizes them (core/harness/complexity.ts), and would otherwise pull the goal and the search off topic.
+    const prompt = requestOf(said);
     const attachments = attachmentsOf(req.system);
     // The plan is recomputed from the prompt on every turn (the same prompt always gives the same plan), and the next
     // step is the first not yet run. Tool results only fill arguments; they never change the plan, except that a

@@ -225,7 +225,8 @@ export class Harness {
       ({ prompt, system, emit }) =>
         o.loop({
           messages: [...history, { role: "user", content: [{ type: "text", text: prompt }] }],
-          system: `${o.system}\n${system}`,
+          // The user's statements about themselves are no subtask, but every thread answers that user.
+          system: `${o.system}\n${system}${this.complexity.context.length ? `\nWhat the user told about themselves: ${this.complexity.context.join(" ")}` : ""}`,
           missionId,
           emit: (e) => emit(e.event, e.data as Record<string, unknown>),
           onToolResult: this.onToolResult,

@@ -121,6 +121,24 @@ describe("a complex request becomes a mission (local engine)", () => {
   }, 120_000);
 });
 
+describe("statements of context are not requests (local engine)", () => {
+  it("an introduction plus one question is one simple run that answers the question, with no error", async () => {
+    const s = await seeded("Introduction");
+    const prompt = "Hi! I'm the PM of Acme. We use Mixpanel for analytics. What do users struggle with?";
+    const events = await readStream(gw.base, "/api/stream/chat", s.token, { workspace_id: s.ws, prompt });
+
+    expect(orderProblems(events)).toEqual([]);
+    expect(of(events, "error")).toEqual([]);
+    expect(of(events, "harness_complexity")[0]).toEqual({ level: "simple", reason: "One research request (and 2 statements of context)", subtask_count: 0 });
+    expect(of(events, "mission_proposed")).toEqual([]);
+    // The engine plans on the question alone: the statements do not pull the search off topic.
+    expect(of(events, "tool_use").map((t) => [t.name, JSON.parse(t.input_summary).query])).toEqual([["search_insights", "What do users struggle with?"]]);
+    expect(text(events)).toContain(`[insight ${s.insights.signIn}]`);
+    expect(of(events, "harness_contract")).toEqual([expect.objectContaining({ passed: true, workflow_type: "chat" })]);
+    expect(events.at(-1)!.event).toBe("done");
+  }, 120_000);
+});
+
 describe("post-flight repairs (local engine)", () => {
   let s: Awaited<ReturnType<typeof seeded>>;
   beforeAll(async () => {

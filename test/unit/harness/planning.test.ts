@@ -3,7 +3,7 @@
  * with hand-computed figures.
  */
 import { describe, expect, it } from "vitest";
-import { classify, clausesOf, workflowOf } from "../../../core/harness/complexity";
+import { classify, clausesOf, isContext, requestOf, workflowOf } from "../../../core/harness/complexity";
 import { candidatePlans, scorePlan, selectPlan, WEIGHTS } from "../../../core/harness/plan";
 
 describe("harness_complexity", () => {
@@ -31,6 +31,24 @@ describe("harness_complexity", () => {
     expect(classify("What do users struggle with? Draft a PRD.", "synthesis")).toMatchObject({ level: "simple", subtask_count: 0 });
     expect(classify("Go", "pipeline")).toMatchObject({ level: "medium", subtask_count: 0 });
     expect(classify("hi")).toMatchObject({ level: "simple" });
+  });
+
+  it("reads first-person statements as context, not requests: an introduction plus one question is simple", () => {
+    const intro = classify("Hi! I'm the PM of Acme. We use Mixpanel for analytics. What do users struggle with?");
+    expect(intro).toMatchObject({ level: "simple", subtask_count: 0, context: ["I'm the PM of Acme.", "We use Mixpanel for analytics."] });
+    expect(intro.clauses.map((c) => c.text)).toEqual(["What do users struggle with?"]);
+    expect(intro.reason).toBe("One research request (and 2 statements of context)");
+    expect(requestOf("Hi! I'm the PM of Acme. We use Mixpanel for analytics. What do users struggle with?")).toBe("What do users struggle with?");
+    // A long introduction does not make the question long.
+    expect(classify(`I'm the PM of Acme. ${"We serve clinics, pharmacies and home-care nurses across three regions. ".repeat(5)}What do users struggle with?`)).toMatchObject({ level: "simple" });
+    // Statements around two requests of different kinds: still a mission of the two requests only.
+    expect(classify("I'm the PM of Acme. What do users struggle with? Draft a PRD for the top recommendation.")).toMatchObject({ level: "complex", subtask_count: 2, context: ["I'm the PM of Acme."] });
+    // First-person requests stay requests: questions, request phrasings, workflow cues.
+    for (const t of ["I'd like to know what users struggle with", "We need to know why people churn", "I wonder which interviews mention exports", "We should prioritize the offline fixes", "Can we synthesize the May interviews?"]) expect(isContext(t), t).toBe(false);
+    for (const t of ["I'm the PM of Acme.", "We use Mixpanel for analytics.", "Our app is a pharmacy app for clinics.", "My team is five engineers."]) expect(isContext(t), t).toBe(true);
+    // Statements only: nothing else to go on, the whole prompt is the request.
+    expect(classify("I'm the PM of Acme. We use Mixpanel.")).toMatchObject({ level: "simple", clauses: [] });
+    expect(requestOf("I'm the PM of Acme. We use Mixpanel.")).toBe("I'm the PM of Acme. We use Mixpanel.");
   });
 });
 
