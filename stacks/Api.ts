@@ -1,7 +1,6 @@
 import { ArnFormat, Duration, aws_apigatewayv2 as apigwv2, aws_iam as iam, aws_lambda_event_sources as sources, aws_sqs as sqs } from "aws-cdk-lib";
 import { HttpJwtAuthorizer } from "aws-cdk-lib/aws-apigatewayv2-authorizers";
 import { NagSuppressions } from "cdk-nag";
-import type { IConstruct } from "constructs";
 import { Api as HttpApi, Function, use, type StackContext } from "sst/constructs";
 import { INTEGRATIONS_MAX_RECEIVE_COUNT, PAYMENTS_MAX_RECEIVE_COUNT } from "../core/queue";
 import type { RouteSpec } from "../functions/lib/route";
@@ -16,8 +15,10 @@ import {
   sesSendStatement,
   settingsFrom,
   suppressBedrockRegions,
+  suppressBoundSecrets,
   type BucketAccess,
 } from "./defaults";
+import { boundSecrets, GROUP_INTEGRATIONS, integrationEnvironment, integrationSecrets, INTEGRATIONS_CONSUMER_USE } from "./integrations";
 import { Pipelines } from "./Pipelines";
 import { runtimeEnvironment, Secrets, type SecretName } from "./Secrets";
 import { Storage } from "./Storage";
@@ -39,10 +40,12 @@ export const GROUP_SECRETS: Record<string, readonly SecretName[]> = {
   // The payments webhook only verifies and enqueues; the payments consumer, which reads Stripe, has the key.
   webhooks: ["IDP_WEBHOOK_SECRET", "STRIPE_WEBHOOK_SECRET"],
   billing: ["STRIPE_SECRET_KEY"],
-  // The GitHub OAuth app: connect builds the authorize URL, the callback exchanges the code, a refresh renews a token.
-  codehost: ["GITHUB_CLIENT_ID", "GITHUB_CLIENT_SECRET"],
   // The spreadsheet sync's service account (POST /api/admin/plg/sync-sheets).
   growth: ["GOOGLE_SHEETS_CREDENTIALS"],
+  // The OAuth apps (stacks/integrations.ts): a kind's own group connects and exchanges codes (codehost: GitHub,
+  // planner: Linear, tickettool: Atlassian, filestore: Google); tickets and stream may refresh the expiring tokens of
+  // Linear and Atlassian (push, sync) or Linear and Google (the copilot's tools).
+  ...Object.fromEntries(Object.entries(GROUP_INTEGRATIONS).map(([group, usage]) => [group, integrationSecrets(usage)])),
 };
 
 /**
@@ -61,20 +64,20 @@ export const BILLING_SETTINGS = [
 export const billingEnvironment = (env: NodeJS.ProcessEnv = process.env): Record<string, string> => settingsFrom(BILLING_SETTINGS, env);
 
 /**
- * Code-host settings that are not secrets, taken from the deploying environment when set: GitHub's addresses (GitHub
- * Enterprise Server, a stand-in), defaulting to github.com in core/config.ts. The codehost group also gets APP_URL
- * (where the OAuth callback sends the browser) and, from the stack itself, API_URL (this API's own URL: the redirect
- * URI registered with GitHub is `<API_URL>/api/integrations/codehost/callback`), TOKEN_KMS_KEY_ID and
- * INTEGRATIONS_QUEUE_URL.
+ * The groups that serve an OAuth callback (`GET /api/integrations/<kind>/callback`): they get API_URL, this API's own
+ * URL, from the stack (the redirect URI registered with the provider is `<API_URL>/api/integrations/<kind>/callback`),
+ * and APP_URL, where the callback sends the browser, from the deploying environment when set.
  */
-export const CODEHOST_SETTINGS = ["GITHUB_API_URL", "GITHUB_WEB_URL"] as const;
+export const callbackGroups = (): string[] =>
+  groups().filter((group) => routesOf(group).some(([, route]) => route.method === "GET" && /^\/api\/integrations\/[a-z]+\/callback$/.test(route.path)));
 
 /**
  * Growth settings that are not secrets, from the deploying environment when set: the sender of its mail (a verified
- * SES identity; the growth group's `ses:SendEmail` is limited to it) and the spreadsheet of the waitlist sync.
- * ADMIN_EMAILS, which says who may use the admin routes, is a parameter every function gets (stacks/Secrets.ts).
+ * SES identity; the growth group's `ses:SendEmail` is limited to it), the spreadsheet of the waitlist sync, and the
+ * app's address its mails point people to (core/growth). ADMIN_EMAILS, which says who may use the admin routes, is a
+ * parameter every function gets (stacks/Secrets.ts).
  */
-export const GROWTH_SETTINGS = ["MAIL_FROM", "GOOGLE_SHEETS_ID"] as const;
+export const GROWTH_SETTINGS = ["MAIL_FROM", "GOOGLE_SHEETS_ID", "APP_URL"] as const;
 
 /** The mail engine of deployed stages (core/mail): Amazon SES v2. */
 export const MAIL_ENGINE = "ses";
@@ -87,13 +90,6 @@ export const INTEGRATIONS_CONSUMER_HANDLER = "functions/events/integrations-cons
 export const INTEGRATIONS_CONSUMER_TIMEOUT_SECONDS = 120;
 /** The consumer's bucket calls: none (test/stacks/bucket-access.test.ts checks it against the jobs it runs). */
 export const INTEGRATIONS_CONSUMER_BUCKET_ACCESS: readonly BucketAccess[] = [];
-
-/**
- * Groups whose code opens integration tokens beside the codehost group: the copilot's code-host tools run in the
- * stream group (core/agent/tools/integrations.ts). They get the token key and GitHub's addresses, not the OAuth
- * app's secret: only a token refresh uses it, and GitHub OAuth app tokens do not expire.
- */
-export const TOKEN_READING_GROUPS: readonly string[] = ["stream"];
 
 /** The consumer of verified Stripe events (DESIGN.md 6.3): applies them to the billing accounts. */
 export const PAYMENTS_CONSUMER_HANDLER = "functions/events/payments-consumer.handler";
@@ -167,23 +163,6 @@ export const OPEN_ROUTE_REASONS: Readonly<Record<string, string>> = {
   ),
 };
 
-/** The SSM paths SST's Config binding lets a function read, for the functions bound to secrets. */
-function suppressBoundSecrets(fn: IConstruct): void {
-  NagSuppressions.addResourceSuppressions(
-    fn,
-    [
-      {
-        id: "AwsSolutions-IAM5",
-        reason:
-          "SST binds a Config.Secret by allowing ssm:GetParameters under its app's own paths (/sst/<app>/<stage>/* and " +
-          "/sst/<app>/.fallback/*), where it stores one parameter per secret; the function reads only the secrets bound to it.",
-        appliesTo: [{ regex: "/^Resource::arn:<AWS::Partition>:ssm:[^:]+:[^:]+:parameter\\/sst\\/research-to-delivery\\/[^/*]+\\/\\*$/" }],
-      },
-    ],
-    true,
-  );
-}
-
 /**
  * Per-group Node bundling. The docs group serves Swagger UI's static files from the `swagger-ui-dist` package
  * at run time (resolved from disk, not imported), so it is installed into the bundle instead of bundled.
@@ -224,9 +203,11 @@ const CORS_ALLOW_HEADERS = ["authorization", "content-type", "idempotency-key", 
  *
  * Beside the API: the payments queue (SQS FIFO, grouped by Stripe customer, with a dead-letter queue) that the
  * webhooks group sends verified Stripe events to, and its consumer Lambda (DESIGN.md 6.3); the integrations queue
- * (SQS standard, per-message delays, with a dead-letter queue) of work GitHub rate-limited, and its consumer
- * (DESIGN.md 6.4). The codehost group holds the GitHub OAuth app's secrets, the integration token key
- * (TOKEN_KMS_KEY_ID, Storage stack) and API_URL; the growth group mails through SES from MAIL_FROM only.
+ * (SQS standard, per-message delays, with a dead-letter queue) of work a provider rate-limited, and its consumer
+ * (DESIGN.md 6.4). The integration groups get what stacks/integrations.ts says they use: the token key
+ * (TOKEN_KMS_KEY_ID, Storage stack), the address settings of the providers they call, the OAuth apps' secrets they
+ * hold, the integrations queue when they defer work, and API_URL and APP_URL when they serve an OAuth callback; the
+ * growth group mails through SES from MAIL_FROM only.
  */
 export function Api({ stack, app }: StackContext) {
   const { table, bucket, tokenKey } = use(Storage);
@@ -250,9 +231,9 @@ export function Api({ stack, app }: StackContext) {
     deadLetterQueue: { queue: paymentsDeadLetters, maxReceiveCount: PAYMENTS_MAX_RECEIVE_COUNT },
   });
 
-  // Deferred integration work (DESIGN.md 6.4): a standard queue, because each job carries its own delay (GitHub's
-  // retry-after, at most 900 s), which FIFO queues do not allow. The codehost group sends; its consumer runs the job
-  // and may re-defer the remainder. After INTEGRATIONS_MAX_RECEIVE_COUNT failed receives a job moves to the
+  // Deferred integration work (DESIGN.md 6.4): a standard queue, because each job carries its own delay (a provider's
+  // retry-after, at most 900 s), which FIFO queues do not allow. The groups that defer work send; its consumer runs
+  // the job and may re-defer the remainder. After INTEGRATIONS_MAX_RECEIVE_COUNT failed receives a job moves to the
   // dead-letter queue (14 days). Both refuse requests not sent over TLS.
   const integrationsDeadLetters = new sqs.Queue(stack, "IntegrationsDlq", { retentionPeriod: Duration.days(14), enforceSSL: true });
   const integrations = new sqs.Queue(stack, "Integrations", {
@@ -260,20 +241,22 @@ export function Api({ stack, app }: StackContext) {
     visibilityTimeout: Duration.seconds(6 * INTEGRATIONS_CONSUMER_TIMEOUT_SECONDS),
     deadLetterQueue: { queue: integrationsDeadLetters, maxReceiveCount: INTEGRATIONS_MAX_RECEIVE_COUNT },
   });
-  /** What a function that opens integration tokens gets: the key's ARN and GitHub's addresses. */
-  const tokenEnvironment = { TOKEN_KMS_KEY_ID: tokenKey.keyArn, ...settingsFrom(CODEHOST_SETTINGS) };
+  const callbacks = callbackGroups();
   const groupEnvironment = (group: string): Record<string, string> => {
+    const usage = GROUP_INTEGRATIONS[group];
+    const own = {
+      ...(usage ? integrationEnvironment(usage, tokenKey, integrations.queueUrl) : {}),
+      ...(callbacks.includes(group) ? settingsFrom(["APP_URL"]) : {}),
+    };
     switch (group) {
       case "billing":
-        return { ...environment, ...billingEnvironment() };
+        return { ...environment, ...billingEnvironment(), ...own };
       case "webhooks":
-        return { ...environment, PAYMENTS_QUEUE_URL: payments.queueUrl };
-      case "codehost":
-        return { ...environment, ...tokenEnvironment, ...settingsFrom(["APP_URL"]), INTEGRATIONS_QUEUE_URL: integrations.queueUrl };
+        return { ...environment, PAYMENTS_QUEUE_URL: payments.queueUrl, ...own };
       case "growth":
-        return { ...environment, MAIL_ENGINE, ...settingsFrom(GROWTH_SETTINGS) };
+        return { ...environment, MAIL_ENGINE, ...settingsFrom(GROWTH_SETTINGS), ...own };
       default:
-        return TOKEN_READING_GROUPS.includes(group) ? { ...environment, ...tokenEnvironment } : environment;
+        return { ...environment, ...own };
     }
   };
   const mailFrom = settingsFrom(["MAIL_FROM"]).MAIL_FROM;
@@ -307,8 +290,8 @@ export function Api({ stack, app }: StackContext) {
     }
     if (GROUPS_STARTING_EXTRACTION.includes(group)) extraction.grantStartExecution(fn);
     if (group === "webhooks") payments.grantSendMessages(fn);
-    if (group === "codehost" || TOKEN_READING_GROUPS.includes(group)) grantTokenKey(fn, tokenKey);
-    if (group === "codehost") integrations.grantSendMessages(fn);
+    if (GROUP_INTEGRATIONS[group]) grantTokenKey(fn, tokenKey);
+    if (GROUP_INTEGRATIONS[group]?.defers) integrations.grantSendMessages(fn);
     // Without MAIL_FROM there is no sender to allow: mail answers 503 naming MAIL_FROM (core/mail).
     if (group === "growth" && mailFrom) fn.addToRolePolicy(sesSendStatement(stack, mailFrom));
     if (bound.length > 0) suppressBoundSecrets(fn);
@@ -331,15 +314,15 @@ export function Api({ stack, app }: StackContext) {
   suppressBoundSecrets(paymentsConsumer);
   paymentsConsumer.addEventSource(new sources.SqsEventSource(payments, { batchSize: 1, reportBatchItemFailures: true }));
 
-  // The integrations consumer: one job per invocation (each a workspace's sync, with the whole timeout to itself),
-  // partial batch responses as the handler reports. It opens tokens (the key), may refresh one (the OAuth app's
-  // secrets), and re-defers a job GitHub limits again (sends to its own queue).
-  const githubApp = GROUP_SECRETS.codehost.map((name) => secrets[name]);
+  // The integrations consumer: one job per invocation (each a workspace's sync or a document's push, with the whole
+  // timeout to itself), partial batch responses as the handler reports. It opens GitHub, Linear and Jira tokens (the
+  // key, their addresses), may refresh one (the OAuth apps' secrets), and re-defers a job a provider limits again
+  // (sends to its own queue).
   const integrationsConsumer = new Function(stack, "IntegrationsConsumer", {
     handler: INTEGRATIONS_CONSUMER_HANDLER,
     description: "Run integration work a provider's rate limit deferred",
-    environment: { ...environment, ...tokenEnvironment, INTEGRATIONS_QUEUE_URL: integrations.queueUrl },
-    bind: githubApp,
+    environment: { ...environment, ...integrationEnvironment(INTEGRATIONS_CONSUMER_USE, tokenKey, integrations.queueUrl) },
+    bind: boundSecrets(INTEGRATIONS_CONSUMER_USE, secrets),
     prefetchSecrets: true,
     timeout: INTEGRATIONS_CONSUMER_TIMEOUT_SECONDS,
   });
@@ -387,9 +370,9 @@ export function Api({ stack, app }: StackContext) {
     });
   }
 
-  // This API's own URL, for the OAuth redirect URI. Set after the API exists: the function's environment then refers
+  // This API's own URL, for the OAuth redirect URIs. Set after the API exists: the function's environment then refers
   // to the HTTP API resource, which refers to no function (the routes' integrations do), so there is no cycle.
-  functions.codehost.addEnvironment("API_URL", api.url);
+  for (const group of callbacks) functions[group].addEnvironment("API_URL", api.url);
 
   // Routes open by design carry no authorizer; each keeps AwsSolutions-APIG4 suppressed with its own reason.
   for (const node of api.node.findAll()) {

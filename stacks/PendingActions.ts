@@ -2,8 +2,8 @@ import { aws_lambda as lambda, aws_lambda_event_sources as sources } from "aws-c
 import { NagSuppressions } from "cdk-nag";
 import { Cron, Function, use, type StackContext } from "sst/constructs";
 import { APPROVED_STREAM_FILTER } from "../core/pending-action/pending-action.entity";
-import { CODEHOST_SETTINGS } from "./Api";
-import { bedrockInvokeStatement, grantBucket, grantTableData, grantTokenKey, settingsFrom, suppressBedrockRegions, type BucketAccess } from "./defaults";
+import { bedrockInvokeStatement, grantBucket, grantTableData, grantTokenKey, suppressBedrockRegions, suppressBoundSecrets, type BucketAccess } from "./defaults";
+import { boundSecrets, EXECUTOR_INTEGRATIONS, integrationEnvironment } from "./integrations";
 import { runtimeEnvironment, Secrets } from "./Secrets";
 import { Storage } from "./Storage";
 
@@ -34,25 +34,28 @@ export const EXECUTOR_BUCKET_ACCESS: readonly BucketAccess[] = ["read", "write",
  *   partial batch responses, bisection on error and bounded retries; the sweeper covers what retries give up on.
  * - The sweeper Lambda on an EventBridge schedule every minute.
  * Both run gated tools as the approving member, so both get table read/write, the bucket calls of those tools
- * ({@link EXECUTOR_BUCKET_ACCESS}), Bedrock invocation of the catalogue's models, and, for the code-host issue tools
- * (core/agent/tools/integrations.ts), the integration token key (TOKEN_KMS_KEY_ID) and GitHub's addresses.
+ * ({@link EXECUTOR_BUCKET_ACCESS}), Bedrock invocation of the catalogue's models, and, for the gated integration writes
+ * (a GitHub issue, Linear issues and comments, a Drive file: core/agent/tools), what stacks/integrations.ts
+ * `EXECUTOR_INTEGRATIONS` says: the integration token key (TOKEN_KMS_KEY_ID), GitHub's, Linear's and Google's
+ * addresses, and the Linear and Google OAuth apps' secrets (their tokens expire; a refresh can run here).
  */
 export function PendingActions({ stack, app }: StackContext) {
   const { table, bucket, tokenKey } = use(Storage);
-  const { parameters } = use(Secrets);
+  const { secrets, parameters } = use(Secrets);
   const environment = {
     ...runtimeEnvironment(app.stage, { tableName: table.tableName, bucketName: bucket.bucketName }, parameters),
-    TOKEN_KMS_KEY_ID: tokenKey.keyArn,
-    ...settingsFrom(CODEHOST_SETTINGS),
+    ...integrationEnvironment(EXECUTOR_INTEGRATIONS, tokenKey),
   };
+  const bind = boundSecrets(EXECUTOR_INTEGRATIONS, secrets);
 
   const executor = (id: string, handler: string, description: string) => {
-    const fn = new Function(stack, id, { handler, description, environment, timeout: EXECUTOR_TIMEOUT_SECONDS });
+    const fn = new Function(stack, id, { handler, description, environment, bind, prefetchSecrets: bind.length > 0, timeout: EXECUTOR_TIMEOUT_SECONDS });
     grantTableData(fn, table.cdk.table);
     grantBucket(fn, bucket.cdk.bucket, EXECUTOR_BUCKET_ACCESS);
     grantTokenKey(fn, tokenKey);
     fn.addToRolePolicy(bedrockInvokeStatement(stack));
     suppressBedrockRegions(fn);
+    if (bind.length > 0) suppressBoundSecrets(fn);
     return fn;
   };
 

@@ -22,9 +22,16 @@ export const SECRET_NAMES = [
   "IDP_WEBHOOK_SECRET",
   "STRIPE_SECRET_KEY",
   "STRIPE_WEBHOOK_SECRET",
-  // The GitHub OAuth app of the code host (core/config.ts oauthClient("GITHUB")).
+  // The OAuth apps of the four integration kinds (core/config.ts oauthClient): GitHub (code host), Linear (planner),
+  // Atlassian (ticket tool, Jira Cloud), Google (file store, Drive). Bound only where stacks/integrations.ts says.
   "GITHUB_CLIENT_ID",
   "GITHUB_CLIENT_SECRET",
+  "LINEAR_CLIENT_ID",
+  "LINEAR_CLIENT_SECRET",
+  "ATLASSIAN_CLIENT_ID",
+  "ATLASSIAN_CLIENT_SECRET",
+  "GOOGLE_CLIENT_ID",
+  "GOOGLE_CLIENT_SECRET",
   // Service-account key JSON of the growth spreadsheet sync (core/growth/sheets.ts).
   "GOOGLE_SHEETS_CREDENTIALS",
 ] as const;

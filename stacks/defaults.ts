@@ -165,6 +165,26 @@ export function grantTokenKey(fn: iam.IGrantable, key: kms.IKey): void {
 }
 
 /**
+ * Suppress AwsSolutions-IAM5 on the SSM paths SST's Config binding lets a function read, for a function bound to
+ * secrets (stacks/Secrets.ts): SST allows ssm:GetParameters under its app's own paths, one parameter per secret.
+ */
+export function suppressBoundSecrets(fn: IConstruct): void {
+  NagSuppressions.addResourceSuppressions(
+    fn,
+    [
+      {
+        id: "AwsSolutions-IAM5",
+        reason:
+          "SST binds a Config.Secret by allowing ssm:GetParameters under its app's own paths (/sst/<app>/<stage>/* and " +
+          "/sst/<app>/.fallback/*), where it stores one parameter per secret; the function reads only the secrets bound to it.",
+        appliesTo: [{ regex: "/^Resource::arn:<AWS::Partition>:ssm:[^:]+:[^:]+:parameter\\/sst\\/research-to-delivery\\/[^/*]+\\/\\*$/" }],
+      },
+    ],
+    true,
+  );
+}
+
+/**
  * The address and domain of a MAIL_FROM setting, either `address@domain` or `Display Name <address@domain>`.
  * @throws Error when it holds no e-mail address (the synth stops instead of deploying a sender SES would refuse)
  */

@@ -12,6 +12,7 @@ import { requireMember } from "../workspace";
 import { requireFeature, type PlanFeature } from "../billing/gates";
 import { openTokens, sealTokens, type TokenSet } from "./crypto";
 import { tokenError } from "./errors";
+import { integrationLog, oauthErrorInBody, oauthFailure } from "./log";
 import { PROVIDERS, redirectUriOf, settingsPageOf, type OAuthProvider } from "./providers";
 import type { CallbackQuery, ConnectResult, IntegrationKind } from "./schema";
 import type { IntegrationEntity } from "./integration.entity";
@@ -22,6 +23,8 @@ export type IntegrationItem = EntityItem<IntegrationEntity>;
 export const OAUTH_STATE_TTL_SECONDS = 600;
 /** An access token this close to its expiry is refreshed before use, ms. */
 const REFRESH_MARGIN_MS = 60_000;
+/** The token endpoint's answers that mean the refresh token will never work again: the user must reconnect. */
+const REFUSED_GRANT = ["invalid_grant", "unauthorized_client", "bad_refresh_token"];
 /** How long one writer holds the refresh claim, ms: longer than a token request takes. */
 const REFRESH_CLAIM_MS = 15_000;
 
@@ -33,9 +36,16 @@ export const FEATURE_OF: Record<IntegrationKind, PlanFeature> = {
   filestore: "has_integrations",
 };
 
+/**
+ * A credential that is not configured: unset, or `none`. A deployed stage binds every kind's secrets (SST refuses to
+ * deploy a function whose bound secret has no value), so an operator who does not use a provider sets its pair to
+ * `none`, and connect then answers the same 503 as when they are unset.
+ */
+const unset = (value: string | undefined): boolean => !value || value.trim().toLowerCase() === "none";
+
 function clientOf(provider: OAuthProvider) {
   const creds = Config.oauthClient(provider.settingPrefix);
-  if (!creds.id || !creds.secret) {
+  if (unset(creds.id) || unset(creds.secret)) {
     const missing = [`${provider.settingPrefix}_CLIENT_ID`, `${provider.settingPrefix}_CLIENT_SECRET`];
     throw new AppError("SERVICE_UNAVAILABLE", `The ${provider.name} integration is not configured: set ${missing.join(" and ")}`, { settings: missing });
   }
@@ -44,10 +54,10 @@ function clientOf(provider: OAuthProvider) {
     authorization_endpoint: provider.authorizationEndpoint(),
     token_endpoint: provider.tokenEndpoint(),
   };
-  const client: oauth.Client = { client_id: creds.id };
+  const client: oauth.Client = { client_id: creds.id! };
   // http only where the operator configured it (stand-in providers on loopback); the public defaults are https.
   const options = { [oauth.allowInsecureRequests]: new URL(as.token_endpoint!).protocol === "http:" };
-  return { as, client, auth: oauth.ClientSecretPost(creds.secret), options };
+  return { as, client, auth: oauth.ClientSecretPost(creds.secret!), options };
 }
 
 /**
@@ -79,6 +89,7 @@ export async function connect(userId: string, kind: IntegrationKind, workspaceId
     url.searchParams.set("code_challenge_method", "S256");
   }
   for (const [k, v] of Object.entries(provider.extraParams ?? {})) url.searchParams.set(k, v);
+  integrationLog().info("integration connect started", { kind, workspace_id: workspaceId, pkce: Boolean(verifier) });
   return { auth_url: url.toString(), state };
 }
 
@@ -92,7 +103,8 @@ export interface AccountDetails {
 /** Why a callback failed, as the `reason` of the redirect (`<kind>=error&reason=...`). */
 export type CallbackFailure = "invalid_state" | "expired_state" | "access_denied" | "exchange_failed" | "account_failed";
 
-const redirectTo = (kind: IntegrationKind, outcome: "connected" | "error", reason?: CallbackFailure): string => {
+const redirectTo = (kind: IntegrationKind, outcome: "connected" | "error", reason?: CallbackFailure, details: Record<string, unknown> = {}): string => {
+  if (reason) integrationLog().warn("integration callback refused", { kind, reason, ...details });
   const url = new URL(settingsPageOf());
   url.searchParams.set(kind, outcome);
   if (reason) url.searchParams.set("reason", reason);
@@ -143,14 +155,15 @@ export async function callback(
       ...(typeof result.expires_in === "number" ? { expires_at: Date.now() + result.expires_in * 1000 } : {}),
       ...(typeof result.scope === "string" ? { scope: result.scope } : {}),
     };
-  } catch {
-    return { location: redirectTo(kind, "error", "exchange_failed") };
+  } catch (err) {
+    return { location: redirectTo(kind, "error", "exchange_failed", { workspace_id: consumed.workspace_id, ...oauthFailure(err) }) };
   }
   let details: AccountDetails;
   try {
     details = await describe(tokens.access_token);
-  } catch {
-    return { location: redirectTo(kind, "error", "account_failed") };
+  } catch (err) {
+    const failure = err instanceof Error ? { failure: (err as { failure?: string }).failure ?? err.name } : {};
+    return { location: redirectTo(kind, "error", "account_failed", { workspace_id: consumed.workspace_id, ...failure }) };
   }
   const ctx = { workspace_id: consumed.workspace_id, kind };
   const token_ciphertext = await sealTokens(tokens, ctx);
@@ -175,6 +188,9 @@ export async function callback(
     connected_at: now,
     ...(existing?.last_synced_at ? { last_synced_at: existing.last_synced_at } : {}),
   }).go();
+  integrationLog().info("integration connected", {
+    kind, workspace_id: consumed.workspace_id, token_version: (existing?.token_version ?? 0) + 1, reconnect: Boolean(existing), expires: Boolean(tokens.expires_at), refreshable: Boolean(tokens.refresh_token),
+  });
   return { location: redirectTo(kind, "connected") };
 }
 
@@ -257,6 +273,7 @@ export async function grantOf(workspaceId: string, kind: IntegrationKind): Promi
     if (fresh) return { accessToken: tokens.access_token, integration: row };
     if (!tokens.refresh_token) {
       if (tokens.expires_at! > now) return { accessToken: tokens.access_token, integration: row };
+      integrationLog().warn("integration access token expired without a refresh token; it needs reconnecting", { kind, workspace_id: workspaceId, token_version: row.token_version });
       await markNeedsReconnect(row);
       throw tokenError(kind, "the access token expired and the provider issued no refresh token");
     }
@@ -297,12 +314,17 @@ async function refresh(row: IntegrationItem, tokens: TokenSet): Promise<Grant> {
       ...(typeof result.scope === "string" ? { scope: result.scope } : tokens.scope ? { scope: tokens.scope } : {}),
     };
   } catch (err) {
-    // Refused for good: invalid_grant (RFC 6749), or Atlassian's 403 unauthorized_client for a refresh token that was
-    // replaced or revoked. Retrying would only spend the grant further (a replaced token reused later revokes it all).
-    if (err instanceof oauth.ResponseBodyError && (err.error === "invalid_grant" || err.error === "unauthorized_client" || err.status === 401)) {
+    // Refused for good: invalid_grant (RFC 6749), Atlassian's 403 unauthorized_client for a refresh token that was
+    // replaced or revoked, GitHub's bad_refresh_token (in a 200). Retrying would only spend the grant further (a
+    // replaced token reused later revokes it all).
+    const refused =
+      (err instanceof oauth.ResponseBodyError && (REFUSED_GRANT.includes(err.error) || err.status === 401)) || REFUSED_GRANT.includes(oauthErrorInBody(err) ?? "");
+    if (refused) {
+      integrationLog().warn("integration grant refused at refresh; it needs reconnecting", { kind, workspace_id: row.workspace_id, token_version: row.token_version, ...oauthFailure(err) });
       await markNeedsReconnect(row);
       throw tokenError(kind);
     }
+    integrationLog().warn("integration token refresh failed; the next use tries again", { kind, workspace_id: row.workspace_id, token_version: row.token_version, ...oauthFailure(err) });
     // A transient failure: release the claim so the next caller may try.
     await db().entities.integration.patch({ workspace_id: row.workspace_id, kind }).remove(["refresh_claimed_until"]).where((a, op) => op.eq(a.token_version, row.token_version)).go().catch(() => undefined);
     throw new AppError("SERVICE_UNAVAILABLE", `${PROVIDERS[kind].name} did not refresh the token; retry shortly`);
@@ -314,6 +336,7 @@ async function refresh(row: IntegrationItem, tokens: TokenSet): Promise<Grant> {
       .remove(["refresh_claimed_until"])
       .where((a, op) => op.eq(a.token_version, row.token_version))
       .go({ response: "all_new" });
+    integrationLog().info("integration token refreshed", { kind, workspace_id: row.workspace_id, token_version: row.token_version + 1, rotated: next.refresh_token !== tokens.refresh_token });
     return { accessToken: next.access_token, integration: data as IntegrationItem };
   } catch (err) {
     if (!isConditionalFailure(err)) throw err;

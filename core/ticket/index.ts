@@ -63,10 +63,16 @@ const MARKER_SEARCH_SLACK_MS = 60_000;
 /** The marker a pushed issue carries: found again by a retry (DESIGN.md 6.2: external writes carry a marker). */
 export const markerOf = (ticketId: string): string => `r2d:ticket:${ticketId}`;
 
-export const toView = (t: TicketItem): ExecutionTicket => ({
+/**
+ * The API view of a ticket. `blockIds`: the document's current blocks; a ticket whose block is not among them (the
+ * document was edited, or its blocks re-extracted, after generation) is shown with `block_removed`, and keeps its own
+ * copy of everything it was generated with.
+ */
+export const toView = (t: TicketItem, blockIds: ReadonlySet<string>): ExecutionTicket => ({
   id: t.id,
   document_id: t.document_id,
   block_id: t.block_id,
+  block_removed: !blockIds.has(t.block_id),
   workspace_id: t.workspace_id,
   block_type: t.block_type,
   title: t.title,
@@ -96,6 +102,15 @@ async function ticketsOf(doc: Pick<DocumentItem, "workspace_id" | "id">): Promis
   const { data } = await db().entities.executionTicket.query.byDocument({ workspace_id: doc.workspace_id, document_id: doc.id }).go({ pages: "all", consistent: true });
   return data.sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
 }
+
+/** The ids of a document's current blocks. */
+const blockIdsOf = async (doc: Pick<DocumentItem, "workspace_id" | "id">): Promise<Set<string>> => new Set((await blocksOf(doc)).map((b) => b.id));
+
+/** The ids of the tickets among `tickets` whose block is no longer in the document. */
+const removedBlocksOf = async (doc: Pick<DocumentItem, "workspace_id" | "id">, tickets: TicketItem[]): Promise<Set<string>> => {
+  const present = await blockIdsOf(doc);
+  return new Set(tickets.filter((t) => !present.has(t.block_id)).map((t) => t.id));
+};
 
 /** The document a body names, in the workspace it names. @throws FORBIDDEN (403, not a member), NOT_FOUND (404) */
 async function documentIn(userId: string, workspaceId: string, documentId: string): Promise<DocumentItem> {
@@ -130,8 +145,12 @@ async function evidenceOf(workspaceId: string, ids: string[]): Promise<Map<strin
  * `POST /api/execution/generate` (spec 02): one ticket per block of the included types (default
  * {@link DEFAULT_TICKET_BLOCK_TYPES}), each field traced to its block (core/ticket/draft.ts). A block's ticket has a
  * fixed id: generating again rewrites a ticket still `generated`, and leaves a reviewed, pushed or synced one alone
- * (reported in `skipped`); blocks that describe no work (empty, a "won't" story) are skipped too.
- * @returns `{tickets, total, skipped}`: the tickets written by this call, in block order
+ * (reported in `skipped`); blocks that describe no work (empty, a "won't" story) are skipped too. A ticket still
+ * `generated` whose block is no longer in the document (edited away, or the blocks re-extracted: extraction gives new
+ * block ids) is deleted, conditioned on that status, and reported in `removed`: it drafted text the document no longer
+ * has, and left in place it would sit beside the new block's ticket as a duplicate. Reviewed, pushed and synced tickets
+ * of removed blocks stay (a person or a tracker holds them), shown with `block_removed`.
+ * @returns `{tickets, total, skipped, removed}`: the tickets written by this call, in block order
  * @throws AppError FORBIDDEN (403); NOT_FOUND (404, document)
  */
 export async function generate(userId: string, input: GenerateTicketsInput): Promise<GenerateTicketsResult> {
@@ -144,6 +163,18 @@ export async function generate(userId: string, input: GenerateTicketsInput): Pro
   const chosen = blocks.filter((b) => types.has(b.block_type));
   const cited = new Map(chosen.map((b) => [b.id, citedInsightIds(b, refs)]));
   const evidence = await evidenceOf(doc.workspace_id, [...new Set([...cited.values()].flat())]);
+
+  const present = new Set(blocks.map((b) => b.id));
+  const removed: GenerateTicketsResult["removed"] = [];
+  for (const stale of existing.filter((t) => t.status === "generated" && !present.has(t.block_id))) {
+    try {
+      await db().entities.executionTicket.delete(keyOf(stale)).where((a, op) => op.eq(a.status, "generated")).go();
+      removed.push({ ticket_id: stale.id, block_id: stale.block_id });
+    } catch (err) {
+      // Reviewed meanwhile: a person took it on, it stays.
+      if (!isConditionalFailure(err)) throw err;
+    }
+  }
 
   const tickets: ExecutionTicket[] = [];
   const skipped: GenerateTicketsResult["skipped"] = [];
@@ -168,10 +199,10 @@ export async function generate(userId: string, input: GenerateTicketsInput): Pro
           .set({ title: draft.title, body: draft.body, ticket_type: draft.ticket_type, priority: draft.priority, labels: draft.labels, acceptance_criteria: draft.acceptance_criteria, estimated_effort: draft.estimated_effort, evidence_insight_ids: draft.evidence_insight_ids, trace: draft.trace })
           .where((a, op) => op.eq(a.status, "generated"))
           .go({ response: "all_new" });
-        tickets.push(toView(data as TicketItem));
+        tickets.push(toView(data as TicketItem, present));
       } else {
         const { data } = await db().entities.executionTicket.create(item).go();
-        tickets.push(toView(data as TicketItem));
+        tickets.push(toView(data as TicketItem, present));
       }
     } catch (err) {
       // Reviewed meanwhile, or created by a generation running at the same time: that ticket stands.
@@ -179,7 +210,7 @@ export async function generate(userId: string, input: GenerateTicketsInput): Pro
       skipped.push({ block_id: block.id, reason: "ticket_exists", ticket_id: id });
     }
   }
-  return { tickets, total: tickets.length, skipped };
+  return { tickets, total: tickets.length, skipped, removed };
 }
 
 /**
@@ -188,7 +219,8 @@ export async function generate(userId: string, input: GenerateTicketsInput): Pro
  */
 export async function list(userId: string, documentId: string, q: ListTicketsQuery): Promise<{ tickets: ExecutionTicket[]; total: number }> {
   const doc = await requireDocument(userId, documentId);
-  const tickets = (await ticketsOf(doc)).filter((t) => !q.status || t.status === q.status).map(toView);
+  const [all, present] = await Promise.all([ticketsOf(doc), blockIdsOf(doc)]);
+  const tickets = all.filter((t) => !q.status || t.status === q.status).map((t) => toView(t, present));
   return { tickets, total: tickets.length };
 }
 
@@ -219,7 +251,7 @@ export async function review(userId: string, ticketId: string, input: ReviewTick
       .remove(["push_error"])
       .where((a, op) => `${op.eq(a.status, t.status)} AND (${op.notExists(a.push_claim_until)} OR ${op.lt(a.push_claim_until, Date.now())})`)
       .go({ response: "all_new" });
-    return toView(data as TicketItem);
+    return toView(data as TicketItem, await blockIdsOf({ workspace_id: t.workspace_id, id: t.document_id }));
   } catch (err) {
     if (isConditionalFailure(err)) throw new AppError("CONFLICT", "The ticket changed meanwhile (a push may be under way); reload and retry");
     throw err;
@@ -280,7 +312,11 @@ async function settle(c: Claim, to: TicketStatus | null, set: Record<string, unk
   }
 }
 
-const outcome = (t: TicketItem, status: PushOutcome["status"] = t.status, error: string | null = null): PushOutcome => ({
+/** A push result before the answer adds `block_removed` (push reads the document's blocks once for all). */
+type PushResult = Omit<PushOutcome, "block_removed">;
+type SyncResult = Omit<SyncOutcome, "block_removed">;
+
+const outcome = (t: TicketItem, status: PushOutcome["status"] = t.status, error: string | null = null): PushResult => ({
   ticket_id: t.id, status, external_url: t.external_url ?? null, external_id: t.external_id ?? null, error,
 });
 
@@ -288,7 +324,7 @@ const outcome = (t: TicketItem, status: PushOutcome["status"] = t.status, error:
  * Push one claimed ticket: find the issue an earlier attempt created (by the marker), else create it.
  * @returns the outcome; a rate limit is rethrown (the caller defers the rest)
  */
-async function pushOne(tracker: Tracker, c: Claim): Promise<PushOutcome> {
+async function pushOne(tracker: Tracker, c: Claim): Promise<PushResult> {
   const t = c.ticket;
   try {
     // Only a ticket some attempt already began can have an issue: a first attempt spends no search.
@@ -326,7 +362,7 @@ async function pushOne(tracker: Tracker, c: Claim): Promise<PushOutcome> {
  * external_id and external_url; a refused push is push_failed with the reason. When the provider rate-limits part-way,
  * the rest is queued with its retry-after as the delay and reported `queued`.
  * @param destination set by a queued continuation (the repository the first request resolved)
- * @returns `{results: [{ticket_id, status, external_url, external_id, error}], pushed, failed, queued}`
+ * @returns `{results: [{ticket_id, status, external_url, external_id, error, block_removed}], pushed, failed, queued}`
  * @throws AppError FORBIDDEN (403); PLAN_FEATURE_REQUIRED (403: has_codehost for the code host, has_integrations for
  *   the others); NOT_FOUND (404, document); NO_ACTIVE_INTEGRATION (404); VALIDATION_ERROR (422, ticket ids not of the
  *   document; project_key missing for the ticket tool); REPO_NOT_SELECTED and NO_TEAM_SELECTED (422); CODEHOST_TOKEN_ERROR
@@ -347,7 +383,7 @@ export async function push(userId: string, input: PushTicketsInput, destination?
   } else {
     chosen = all.filter((t) => t.status === "reviewed");
   }
-  const results: PushOutcome[] = [];
+  const results: PushResult[] = [];
   const pushable = chosen.filter((t) => {
     const refused = checkBatchTransition(t.status, "pushed");
     if (refused) results.push(outcome(t, t.status, refused.error));
@@ -386,8 +422,9 @@ export async function push(userId: string, input: PushTicketsInput, destination?
   }
   const order = new Map((input.ticket_ids ?? chosen.map((t) => t.id)).map((id, i) => [id, i]));
   results.sort((a, b) => (order.get(a.ticket_id) ?? 0) - (order.get(b.ticket_id) ?? 0));
+  const removed = await removedBlocksOf(doc, all);
   return {
-    results,
+    results: results.map((r) => ({ ...r, block_removed: removed.has(r.ticket_id) })),
     pushed: results.filter((r) => r.status === "pushed" && r.error === null).length,
     failed: results.filter((r) => r.error !== null && r.status !== "queued").length,
     queued: results.filter((r) => r.status === "queued").length,
@@ -395,15 +432,12 @@ export async function push(userId: string, input: PushTicketsInput, destination?
 }
 
 /** A synced result. */
-const syncOutcome = (t: TicketItem, changed: boolean, error: string | null = null, status: SyncOutcome["status"] = t.status): SyncOutcome => ({
+const syncOutcome = (t: TicketItem, changed: boolean, error: string | null = null, status: SyncOutcome["status"] = t.status): SyncResult => ({
   ticket_id: t.id, status, synced_status: (t.synced_status as TicketCategory | undefined) ?? null, external_url: t.external_url ?? null, changed, error,
 });
 
-/** Issues a sync asks a batching tracker for at once (Linear's largest page; the Jira adapter pages by 100 itself). */
-const READ_BATCH = 250;
-
 /** Read one pushed ticket's issue (or take what a batched read found) and record its category (pushed → synced; synced stays synced). */
-async function syncOne(tracker: Tracker, t: TicketItem, now: string, batched?: IssueRead | ProviderError): Promise<SyncOutcome> {
+async function syncOne(tracker: Tracker, t: TicketItem, now: string, batched?: IssueRead | ProviderError): Promise<SyncResult> {
   if (batched instanceof ProviderError) throw batched;
   const read = batched ?? (await tracker.read(t.external_id!, t.etag));
   const to: TicketStatus = "synced";
@@ -447,7 +481,7 @@ export async function sync(userId: string, input: SyncTicketsInput, startedAt = 
   const deadline = Date.now() + (opts.budgetMs ?? WORK_BUDGET_MS);
   const doc = await documentIn(userId, input.workspace_id, input.document_id);
   const due = (await ticketsOf(doc)).filter((t) => (t.status === "pushed" || t.status === "synced") && t.external_id && t.platform && (!t.last_synced_at || t.last_synced_at < startedAt));
-  const results: SyncOutcome[] = [];
+  const results: SyncResult[] = [];
   const groups = new Map<string, TicketItem[]>();
   for (const t of due) groups.set(`${t.platform}\u0000${t.destination ?? ""}`, [...(groups.get(`${t.platform}\u0000${t.destination ?? ""}`) ?? []), t]);
   let unusable: unknown;
@@ -474,13 +508,13 @@ export async function sync(userId: string, input: SyncTicketsInput, startedAt = 
         }
         for (const t of tickets.slice(i)) results.push(syncOutcome(t, false, null, "queued"));
       };
-      // Batched reads (Linear, Jira): one request per READ_BATCH issues, taken as the loop reaches them.
+      // Batched reads (Linear, Jira): one request per page of the tracker's (its `readBatch`), taken as the loop reaches them.
       const reads = new Map<string, IssueRead | ProviderError>();
       for (let i = 0; i < tickets.length; i++) {
         if (i > 0 && Date.now() > deadline) return queueRest(i, 1);
         try {
           if (tracker.readMany && !reads.has(tickets[i]!.external_id!)) {
-            const ids = tickets.slice(i, i + READ_BATCH).map((t) => t.external_id!);
+            const ids = tickets.slice(i, i + (tracker.readBatch ?? 1)).map((t) => t.external_id!);
             const got = await tracker.readMany(ids);
             for (const id of ids) reads.set(id, got.get(id) ?? new ProviderError("not_found", `issue ${id} is gone or out of the grant's reach`));
           }
@@ -502,8 +536,9 @@ export async function sync(userId: string, input: SyncTicketsInput, startedAt = 
   }
   if (groups.size && !usable && unusable) throw unusable;
   const implemented = await settleRecommendation(userId, doc);
+  const removed = await removedBlocksOf(doc, due);
   return {
-    results,
+    results: results.map((r) => ({ ...r, block_removed: removed.has(r.ticket_id) })),
     synced: results.filter((r) => r.changed).length,
     unchanged: results.filter((r) => !r.changed && !r.error && r.status !== "queued").length,
     errors: results.filter((r) => r.error).length,

@@ -11,6 +11,9 @@ export const ExecutionTicket = z
     id: z.uuid(),
     document_id: z.uuid(),
     block_id: z.string(),
+    block_removed: z
+      .boolean()
+      .describe("the block this ticket was generated from is no longer in the document (edited away, or the blocks re-extracted); the ticket keeps its own title, body and block_id, and can still be reviewed, pushed and synced"),
     workspace_id: z.uuid(),
     block_type: z.string(),
     title: z.string(),
@@ -60,8 +63,18 @@ export const SkippedBlock = z.object({
   ticket_id: z.uuid().nullable(),
 });
 
+/** A draft whose block is gone, deleted by a generation. */
+export const RemovedTicket = z.object({ ticket_id: z.uuid(), block_id: z.string() });
+
 export const GenerateTicketsResult = z
-  .object({ tickets: z.array(ExecutionTicket), total: z.int(), skipped: z.array(SkippedBlock) })
+  .object({
+    tickets: z.array(ExecutionTicket),
+    total: z.int(),
+    skipped: z.array(SkippedBlock),
+    removed: z
+      .array(RemovedTicket)
+      .describe("tickets still `generated` (never reviewed) whose block is no longer in the document, deleted by this generation: drafts of text the document no longer has. Reviewed, pushed and synced tickets of removed blocks stay, with block_removed true"),
+  })
   .meta({ id: "GenerateTicketsResult" });
 export type GenerateTicketsResult = z.infer<typeof GenerateTicketsResult>;
 
@@ -110,6 +123,7 @@ export const PushOutcome = z.object({
   external_url: z.string().nullable(),
   external_id: z.string().nullable(),
   error: z.string().nullable(),
+  block_removed: z.boolean().describe("the ticket's block is no longer in the document (the ticket carries its own text)"),
 });
 export type PushOutcome = z.infer<typeof PushOutcome>;
 
@@ -129,6 +143,7 @@ export const SyncOutcome = z.object({
   external_url: z.string().nullable(),
   changed: z.boolean(),
   error: z.string().nullable(),
+  block_removed: z.boolean().describe("the ticket's block is no longer in the document (the ticket carries its own text)"),
 });
 export type SyncOutcome = z.infer<typeof SyncOutcome>;
 

@@ -10,6 +10,7 @@ import * as Codehost from "../integration/codehost";
 import type { CodeHost } from "../integration/codehost";
 import * as PlannerIntegration from "../integration/planner";
 import { v4From } from "../integration/planner";
+import { MAX_PAGE as LINEAR_PAGE } from "../integration/planner/linear";
 import type { Planner, PlannerIssue } from "../integration/planner/port";
 import * as TicketsIntegration from "../integration/tickets";
 import type { TicketIssueStatus, TicketTool } from "../integration/tickets/port";
@@ -50,6 +51,12 @@ export interface Tracker {
    * conditional reads are already nearly free). Ids absent from the answer are gone or out of the grant's reach.
    */
   readMany?(externalIds: string[]): Promise<Map<string, IssueRead>>;
+  /**
+   * How many ids a sync hands `readMany` at once: a whole number of the tracker's own pages (Linear 250, Jira's search
+   * 100), so no request is spent on a short page in the middle of a sync, and the sync checks its time budget and a
+   * rate limit between pages.
+   */
+  readBatch?: number;
 }
 
 export interface TrackerAdapter {
@@ -156,6 +163,7 @@ function plannerTracker(planner: Planner, destination: string): Tracker {
       const issues = await planner.issuesByIds(externalIds);
       return new Map(issues.map((i) => [i.id, linearRead(i)]));
     },
+    readBatch: LINEAR_PAGE,
   };
 }
 
@@ -221,6 +229,8 @@ function jiraTracker(tool: TicketTool, projectKey: string, siteUrl: string): Tra
       return got;
     },
     readMany,
+    // One enhanced JQL search per 100 issues (Jira's page with only `status` selected).
+    readBatch: STATUS_PAGE,
   };
 }
 

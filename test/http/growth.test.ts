@@ -4,12 +4,17 @@
  * totals, join numbers and the per-address rate limit are this file's alone; mail goes to a temporary outbox and the
  * spreadsheet to a temporary CSV.
  */
-import { randomUUID } from "node:crypto";
+import { generateKeyPairSync, randomBytes, randomUUID, type KeyObject } from "node:crypto";
 import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Papa from "papaparse";
+import { jwtVerify } from "jose";
+import { http, HttpResponse } from "msw";
+import { setupServer } from "msw/node";
+import type { sheets_v4 } from "@googleapis/sheets";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { SHEETS_SCOPE } from "../../core/growth/sheets";
 import { ensureTable } from "../../local/dynamodb";
 import { routes } from "../../functions/http/routes";
 import type { RouteSpec } from "../../functions/lib/route";
@@ -296,15 +301,195 @@ describe("POST /api/admin/plg/sync-sheets", () => {
     expect(rows.some((r) => r[2] === 'Comma, Quote "Q"')).toBe(true);
   });
 
-  it("in a deployed stage without the spreadsheet settings: 503 naming them; with them but no Sheets client: 503 saying so", async () => {
+  it("in a deployed stage without the spreadsheet settings (unset or `none`): 503 naming them; a key that is not a service-account key: 503 naming it", async () => {
     const { token } = await admin();
     const unset = await withEnv({ STAGE: "prod", GOOGLE_SHEETS_ID: undefined, GOOGLE_SHEETS_CREDENTIALS: undefined }, () => call("POST", "/api/admin/plg/sync-sheets", { token }));
     expectEnvelope(unset, 503, "SERVICE_UNAVAILABLE");
     expect(unset.body.detail).toContain("GOOGLE_SHEETS_ID");
     expect(unset.body.detail).toContain("GOOGLE_SHEETS_CREDENTIALS");
-    const set = await withEnv({ STAGE: "prod", GOOGLE_SHEETS_ID: "sheet", GOOGLE_SHEETS_CREDENTIALS: "{}" }, () => call("POST", "/api/admin/plg/sync-sheets", { token }));
-    expectEnvelope(set, 503, "SERVICE_UNAVAILABLE");
-    expect(set.body.detail).toContain("@googleapis/sheets");
+    const none = await withEnv({ STAGE: "prod", GOOGLE_SHEETS_ID: "sheet", GOOGLE_SHEETS_CREDENTIALS: "none" }, () => call("POST", "/api/admin/plg/sync-sheets", { token }));
+    expectEnvelope(none, 503, "SERVICE_UNAVAILABLE");
+    expect(none.body.settings).toEqual(["GOOGLE_SHEETS_CREDENTIALS"]);
+    for (const bad of ["{}", "not json", JSON.stringify({ client_email: "x@y.test", private_key: "secret-but-not-a-key" })]) {
+      const res = await withEnv({ STAGE: "prod", GOOGLE_SHEETS_ID: "sheet", GOOGLE_SHEETS_CREDENTIALS: bad }, () => call("POST", "/api/admin/plg/sync-sheets", { token }));
+      expectEnvelope(res, 503, "SERVICE_UNAVAILABLE");
+      expect(res.body.detail).toContain("GOOGLE_SHEETS_CREDENTIALS");
+      expect(res.text).not.toContain("secret-but-not-a-key");
+    }
+  });
+});
+
+/**
+ * A stand-in Google (msw at the HTTP layer, where `@googleapis/sheets` and google-auth-library send their requests):
+ * the OAuth token endpoint of a service account's JWT grant (the assertion's signature checked with the account's
+ * public key) and the three Sheets v4 calls of the sync, with bodies typed by the SDK's own `sheets_v4` types. Any
+ * other request to Google fails the test, so nothing reaches the real service.
+ */
+class SheetsStandIn {
+  readonly email = `waitlist-sync@r2d-test.iam.gserviceaccount.test`;
+  readonly spreadsheetId = `1AbC${randomBytes(12).toString("hex")}`;
+  readonly keys = generateKeyPairSync("rsa", { modulusLength: 2048 });
+  /** The first sheet's title (quotes included: it must be quoted in A1 ranges) and a second sheet that is left alone. */
+  readonly sheets = [{ sheetId: 0, title: "Wait'list", index: 0, values: [] as string[][] }, { sheetId: 7, title: "Notes", index: 1, values: [["keep me"]] }];
+  readonly requests: { method: string; path: string; query: string; status: number }[] = [];
+  readonly issued = new Set<string>();
+  unexpected: string[] = [];
+  failure: { match: RegExp; status: number; headers?: Record<string, string> } | undefined;
+
+  credentials(privateKey: KeyObject = this.keys.privateKey): string {
+    return JSON.stringify({
+      type: "service_account", project_id: "r2d-test", private_key_id: "k1", client_email: this.email, client_id: "1234567890",
+      private_key: privateKey.export({ type: "pkcs8", format: "pem" }), token_uri: "https://oauth2.googleapis.com/token",
+    });
+  }
+
+  handlers() {
+    const log = (request: Request, status: number) => {
+      const u = new URL(request.url);
+      this.requests.push({ method: request.method, path: decodeURIComponent(u.pathname), query: u.search, status });
+    };
+    const googleError = (status: number, message: string, reason: string) => HttpResponse.json({ error: { code: status, message, status: reason } }, { status });
+    return [
+      http.post("https://oauth2.googleapis.com/token", async ({ request }) => {
+        const form = new URLSearchParams(await request.text());
+        if (form.get("grant_type") !== "urn:ietf:params:oauth:grant-type:jwt-bearer") return HttpResponse.json({ error: "unsupported_grant_type" }, { status: 400 });
+        try {
+          const { payload } = await jwtVerify(form.get("assertion") ?? "", this.keys.publicKey, { issuer: this.email, audience: "https://oauth2.googleapis.com/token" });
+          if (payload.scope !== SHEETS_SCOPE) return HttpResponse.json({ error: "invalid_scope", error_description: `unexpected scope ${String(payload.scope)}` }, { status: 400 });
+        } catch {
+          log(request, 400);
+          return HttpResponse.json({ error: "invalid_grant", error_description: "Invalid JWT Signature." }, { status: 400 });
+        }
+        const token = `ya29.c.${randomBytes(24).toString("hex")}`;
+        this.issued.add(token);
+        log(request, 200);
+        return HttpResponse.json({ access_token: token, expires_in: 3599, token_type: "Bearer" });
+      }),
+      http.all("https://sheets.googleapis.com/*", async ({ request }) => {
+        const u = new URL(request.url);
+        const path = decodeURIComponent(u.pathname);
+        const key = `${request.method} ${path}`;
+        if (!this.issued.has(request.headers.get("authorization")?.replace(/^Bearer /, "") ?? "")) {
+          log(request, 401);
+          return googleError(401, "Request had invalid authentication credentials.", "UNAUTHENTICATED");
+        }
+        if (this.failure?.match.test(key)) {
+          const { status, headers } = this.failure;
+          this.failure = undefined;
+          log(request, status);
+          return HttpResponse.json({ error: { code: status, message: status === 403 ? "The caller does not have permission" : "Quota exceeded", status: status === 403 ? "PERMISSION_DENIED" : "RESOURCE_EXHAUSTED" } }, { status, headers });
+        }
+        const base = `/v4/spreadsheets/${this.spreadsheetId}`;
+        const sheetOf = (range: string) => {
+          const m = /^'((?:[^']|'')*)'(?:!A1)?$/.exec(range);
+          return m ? this.sheets.find((s) => s.title === m[1]!.replace(/''/g, "'")) : undefined;
+        };
+        if (!path.startsWith(base)) {
+          log(request, 404);
+          return googleError(404, "Requested entity was not found.", "NOT_FOUND");
+        }
+        const rest = path.slice(base.length);
+        if (request.method === "GET" && rest === "") {
+          log(request, 200);
+          const answer: sheets_v4.Schema$Spreadsheet = { sheets: this.sheets.map(({ sheetId, title, index }) => ({ properties: { sheetId, title, index } })) };
+          return HttpResponse.json(answer);
+        }
+        const clear = /^\/values\/(.+):clear$/.exec(rest);
+        if (request.method === "POST" && clear) {
+          const sheet = sheetOf(clear[1]!);
+          if (!sheet) return (log(request, 400), googleError(400, `Unable to parse range: ${clear[1]}`, "INVALID_ARGUMENT"));
+          sheet.values = [];
+          log(request, 200);
+          const answer: sheets_v4.Schema$ClearValuesResponse = { spreadsheetId: this.spreadsheetId, clearedRange: `${clear[1]}!A1:Z1000` };
+          return HttpResponse.json(answer);
+        }
+        const update = /^\/values\/(.+)$/.exec(rest);
+        if (request.method === "PUT" && update) {
+          const body = (await request.json()) as sheets_v4.Schema$ValueRange;
+          const sheet = sheetOf(update[1]!);
+          if (!sheet || u.searchParams.get("valueInputOption") !== "RAW" || body.majorDimension !== "ROWS" || !body.values?.every((r) => r.every((v) => typeof v === "string"))) {
+            this.unexpected.push(`${key}${u.search} ${JSON.stringify(body).slice(0, 200)}`);
+            return (log(request, 400), googleError(400, "Invalid values", "INVALID_ARGUMENT"));
+          }
+          sheet.values = body.values as string[][];
+          log(request, 200);
+          const answer: sheets_v4.Schema$UpdateValuesResponse = { spreadsheetId: this.spreadsheetId, updatedRange: update[1], updatedRows: body.values.length, updatedColumns: body.values[0]?.length ?? 0, updatedCells: body.values.flat().length };
+          return HttpResponse.json(answer);
+        }
+        this.unexpected.push(key);
+        log(request, 400);
+        return googleError(400, "unexpected request", "INVALID_ARGUMENT");
+      }),
+      // Anything else addressed to Google: never let it reach the real service.
+      http.all(/^https:\/\/[^/]*\.googleapis\.com\//, ({ request }) => {
+        this.unexpected.push(`${request.method} ${request.url}`);
+        return HttpResponse.json({ error: { code: 400, message: "not in the stand-in" } }, { status: 400 });
+      }),
+    ];
+  }
+}
+
+describe("POST /api/admin/plg/sync-sheets in a deployed stage (Google Sheets)", () => {
+  const google = new SheetsStandIn();
+  const server = setupServer(...google.handlers());
+  beforeAll(() => server.listen({ onUnhandledFrame: "bypass" }));
+  afterAll(() => server.close());
+  const deployed = <T>(fn: () => Promise<T>, credentials = google.credentials()) =>
+    withEnv({ STAGE: "prod", GOOGLE_SHEETS_ID: google.spreadsheetId, GOOGLE_SHEETS_CREDENTIALS: credentials }, fn);
+
+  it("signs in as the service account and replaces the first sheet's values with the header and one row per entry, as RAW text", async () => {
+    const { token } = await admin();
+    await join_({ email: email(), name: "=HYPERLINK(\"https://evil.test\")" });
+    // What the sheet held before: more rows than the waitlist has, all of them replaced.
+    google.sheets[0]!.values = Array.from({ length: 400 }, (_, i) => [`stale ${i}`, "x", "y"]);
+    const mark = google.requests.length;
+    const res = await deployed(() => call("POST", "/api/admin/plg/sync-sheets", { token }));
+    expect(res.status, res.text).toBe(200);
+    expect(google.unexpected).toEqual([]);
+    const waiting = await waitlist(token);
+    const approved = await waitlist(token, { status: "approved" });
+    expect(res.body).toEqual({ status: "synced", synced_count: waiting.total + approved.total });
+    const rows = google.sheets[0]!.values;
+    expect(rows[0]).toEqual(["id", "email", "name", "position", "referral_count", "status", "source", "created_at", "approved_at", "invited_at"]);
+    expect(rows).toHaveLength(1 + res.body.synced_count);
+    expect(rows.some((r) => r.includes("stale 0"))).toBe(false);
+    // RAW: a name that looks like a formula is written as the text it is.
+    expect(rows.some((r) => r[2] === "=HYPERLINK(\"https://evil.test\")")).toBe(true);
+    // The same rows the local CSV gets.
+    const local = await call("POST", "/api/admin/plg/sync-sheets", { token });
+    expect(local.status).toBe(200);
+    const csv = Papa.parse<string[]>((await readFile(process.env.WAITLIST_CSV_PATH!, "utf8")).trim()).data;
+    expect(rows).toEqual(csv);
+    // The other sheet is left alone; the calls were: a token, the spreadsheet's sheets, clear, update.
+    expect(google.sheets[1]!.values).toEqual([["keep me"]]);
+    expect(google.requests.slice(mark).map((r) => `${r.method} ${r.path.replace(google.spreadsheetId, "ID")} ${r.status}`)).toEqual([
+      "POST /token 200",
+      "GET /v4/spreadsheets/ID 200",
+      "POST /v4/spreadsheets/ID/values/'Wait''list':clear 200",
+      "PUT /v4/spreadsheets/ID/values/'Wait''list'!A1 200",
+    ]);
+    expect(google.requests[mark + 1]!.query).toContain("fields=");
+  });
+
+  it("a refused key, an unshared spreadsheet and Google's rate limit answer in the envelope: 503 naming what to fix, 429 with Google's wait", async () => {
+    const { token } = await admin();
+    const other = generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey;
+    const refused = await deployed(() => call("POST", "/api/admin/plg/sync-sheets", { token }), google.credentials(other));
+    expectEnvelope(refused, 503, "SERVICE_UNAVAILABLE");
+    expect(refused.body.detail).toContain("GOOGLE_SHEETS_CREDENTIALS");
+    expect(refused.body.detail).toContain("invalid_grant");
+    expect(refused.text).not.toContain("PRIVATE KEY");
+
+    google.failure = { match: /^GET /, status: 403 };
+    const unshared = await deployed(() => call("POST", "/api/admin/plg/sync-sheets", { token }));
+    expectEnvelope(unshared, 503, "SERVICE_UNAVAILABLE");
+    expect(unshared.body.detail).toContain(`share the spreadsheet with ${google.email}`);
+
+    google.failure = { match: /:clear$/, status: 429, headers: { "retry-after": "17" } };
+    const limited = await deployed(() => call("POST", "/api/admin/plg/sync-sheets", { token }));
+    expectEnvelope(limited, 429, "RATE_LIMITED");
+    expect(limited.headers["retry-after"]).toBe("17");
+    expect(google.unexpected).toEqual([]);
   });
 });
 

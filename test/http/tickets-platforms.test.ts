@@ -6,7 +6,10 @@
  * their category), batched reads, and the errors of each. Real `@linear/sdk` and `jira.js` (schema mismatch: throw)
  * over the stand-ins.
  */
+import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { db } from "../../core/db/service";
+import * as Tickets from "../../core/ticket";
 import { call, newWorkspace } from "../support/api";
 import { sourceWith } from "../support/sources";
 import { LinearStandIn, connectLinear, useLinearSettings } from "../support/linear-standin";
@@ -30,6 +33,7 @@ afterAll(() => server.close());
 
 interface Setup {
   token: string;
+  userId: string;
   workspaceId: string;
   documentId: string;
   recommendationId: string;
@@ -58,7 +62,7 @@ async function setup(): Promise<Setup> {
   await block("user_story", "User story", { as_a: "analyst", i_want: "to resume an interrupted upload [I1]", so_that: "I do not start over", acceptance_criteria: ["Resumes from the last chunk"], priority: "must" });
   await block("solution", "Chunked uploads", { summary: "Upload in chunks and keep the offset [I1].", details: ["Chunk endpoint"] });
   await block("risk", "Risk", { risk: "Partial uploads fill the bucket.", likelihood: "medium", impact: "low", mitigation: "Expire partial uploads after a day" });
-  return { token, workspaceId: workspace.id, documentId: doc.body.id, recommendationId: rec.body.id };
+  return { token, userId: owner.id, workspaceId: workspace.id, documentId: doc.body.id, recommendationId: rec.body.id };
 }
 
 /** Generate and review every ticket: story P1 (labels edited to name a Linear label), solution P1, risk P3. */
@@ -228,6 +232,51 @@ describe("ticket tool (Jira)", () => {
     expect(issuesFor([story.id])).toHaveLength(1);
     expect(retry.body.results[0]).toMatchObject({ external_id: issuesFor([story.id])[0]!.id, external_url: `${jira.siteUrl}/browse/${issuesFor([story.id])[0]!.key}` });
     expect(jira.creations(mark)).toBe(0);
+  });
+
+  it("a create Jira wrote but answered with a gateway timeout is sent once (the create client never retries), and the push retried later finds that issue: one issue", async () => {
+    const s = await connected();
+    const { story } = await reviewed(s);
+    const mark = jira.requests.length;
+    const creates = () => jira.requests.slice(mark).filter((r) => r.method === "POST" && /\/rest\/api\/3\/issue$/.test(r.path));
+    // Jira creates the issue, then Atlassian's edge answers 504: a transient status jira.js retries, whatever the
+    // method, on a client that retries at all. A second POST here would be a second issue.
+    jira.fail({ match: /^POST \/ex\/jira\/[^/]+\/rest\/api\/3\/issue$/, status: 504, lost: true });
+    const first = await push(s, { platform: "tickets", project_key: "P002", ticket_ids: [story.id] });
+    expect(first.body).toMatchObject({ pushed: 0, failed: 1 });
+    expect(first.body.results[0]).toMatchObject({ status: "push_failed", error: expect.stringMatching(/outcome unknown/) });
+    expect(creates()).toHaveLength(1);
+    expect(issuesFor([story.id])).toHaveLength(1);
+
+    // The retried push searches for the marker label first and records the issue Jira made: no second create.
+    const retry = await push(s, { platform: "tickets", project_key: "P002", ticket_ids: [story.id] });
+    expect(retry.body).toMatchObject({ pushed: 1, failed: 0 });
+    const [issue] = issuesFor([story.id]);
+    expect(issuesFor([story.id])).toHaveLength(1);
+    expect(retry.body.results[0]).toMatchObject({ status: "pushed", external_id: issue!.id, external_url: `${jira.siteUrl}/browse/${issue!.key}` });
+    expect(creates()).toHaveLength(1);
+    expect(jira.requests.slice(mark).some((r) => r.method === "POST" && r.path.endsWith("/search/jql"))).toBe(true);
+  });
+
+  it("sync reads whole pages of Jira's search: 300 linked issues are three searches of 100 ids", async () => {
+    const s = await connected();
+    // 300 tickets already pushed (as the benchmark seeds them: pushing 300 would only test push again).
+    const items = Array.from({ length: 300 }, (_, i) => {
+      const issue = jira.addIssue("P001", `Seeded ${i + 1}`);
+      return {
+        id: randomUUID(), workspace_id: s.workspaceId, document_id: s.documentId, block_id: randomUUID(), block_type: "risk", title: `Seeded ${i + 1}`,
+        body: "Seeded.", ticket_type: "task", estimated_effort: "S", status: "pushed" as const, platform: "tickets" as const, destination: "P001",
+        external_id: issue.id, external_url: `${jira.siteUrl}/browse/${issue.key}`, created_by: s.userId,
+      };
+    });
+    for (let i = 0; i < items.length; i += 25) await db().entities.executionTicket.put(items.slice(i, i + 25)).go();
+    const mark = jira.idSearches.length;
+    // Straight to the operation with a budget no machine exceeds, so the count cannot depend on when a request's
+    // budget runs out (the HTTP sync answers the same; the tests above go through it).
+    const res = await Tickets.sync(s.userId, { workspace_id: s.workspaceId, document_id: s.documentId }, undefined, { budgetMs: 600_000 });
+    expect(res).toMatchObject({ synced: 300, errors: 0, queued: 0 });
+    // A chunk that is not a whole number of pages (250 was) spends a short search in the middle: 100, 100, 50, 50.
+    expect(jira.idSearches.slice(mark)).toEqual([100, 100, 100]);
   });
 
   it("errors: no integration 404; no project_key 422; an unknown project is push_failed with Jira's reason; a revoked grant 424", async () => {

@@ -358,3 +358,59 @@ describe("sync", () => {
     expectEnvelope(await sync(s), 404, "NO_ACTIVE_INTEGRATION");
   });
 });
+
+describe("a document edited after its tickets were generated", () => {
+  it("keeps each ticket's own copy and block id when its block is deleted or the blocks re-extracted; list, review, push and sync work on and say the block is gone; generating again drops only unreviewed drafts of removed blocks", async () => {
+    const s = await setup({ connect: true });
+    const { tickets } = await generate(s);
+    const by = (block: string) => tickets.find((t) => t.block_id === block)!;
+    const [story, solution, risk] = [by(s.blocks.story), by(s.blocks.solution), by(s.blocks.risk)];
+    expect(tickets.every((t) => t.block_removed === false)).toBe(true);
+    await review(s, story.id);
+    await review(s, solution.id);
+    expect((await push(s, { ticket_ids: [story.id] })).body.pushed).toBe(1);
+
+    // An edit deletes the solution's block; then the blocks are re-extracted from the content (new ids for all).
+    expect((await call("DELETE", `/api/documents/${s.documentId}/blocks/${s.blocks.solution}`, { token: s.token })).status).toBe(204);
+    let all = await listed(s);
+    expect(all.find((t) => t.id === solution.id)).toMatchObject({ block_id: s.blocks.solution, block_removed: true, status: "reviewed", title: solution.title, body: solution.body });
+    expect(all.find((t) => t.id === story.id)).toMatchObject({ block_removed: false });
+    const extracted = await call("POST", "/api/blocks/extract", { token: s.token, body: { workspace_id: s.workspaceId, document_id: s.documentId } });
+    expect(extracted.status, extracted.text).toBe(200);
+    expect(extracted.body.replaced).toBe(3);
+    all = await listed(s);
+    expect(all).toHaveLength(3);
+    for (const t of [story, solution, risk]) {
+      // Its own title, body (with the evidence's verbatim quote) and block id, as generated or reviewed.
+      expect(all.find((x) => x.id === t.id)).toMatchObject({ block_id: t.block_id, block_removed: true, title: t.title, body: t.body });
+    }
+    expect(all.find((t) => t.id === solution.id)!.body).toContain(`“${QUOTE}” — Ana, *${SOURCE}*`);
+
+    // Review still works and answers the flag; push sends the ticket's own text and says the block is gone.
+    const edited = await review(s, solution.id, { title: "Chunked uploads with an offset" });
+    expect(edited.status, edited.text).toBe(200);
+    expect(edited.body).toMatchObject({ title: "Chunked uploads with an offset", status: "reviewed", block_removed: true });
+    const pushed = await push(s);
+    expect(pushed.status, pushed.text).toBe(200);
+    expect(pushed.body).toMatchObject({ pushed: 1, failed: 0 });
+    expect(pushed.body.results).toEqual([expect.objectContaining({ ticket_id: solution.id, status: "pushed", block_removed: true })]);
+    const [issue] = issuesFor([solution.id]);
+    expect(issue).toMatchObject({ title: "Chunked uploads with an offset" });
+    expect(issue!.body).toContain(QUOTE);
+
+    // Sync reads both pushed tickets' issues and says their blocks are gone.
+    github.close_(REPO, Number(issuesFor([story.id])[0]!.number), "completed");
+    const synced = await sync(s);
+    expect(synced.status, synced.text).toBe(200);
+    expect(synced.body).toMatchObject({ synced: 2, errors: 0 });
+    expect(synced.body.results.map((r: any) => [r.ticket_id, r.block_removed]).sort()).toEqual([[solution.id, true], [story.id, true]].sort());
+    expect((await listed(s)).find((t) => t.id === story.id)).toMatchObject({ status: "synced", synced_status: "done", block_removed: true });
+
+    // Generating again: the never-reviewed draft of a removed block (the risk) is deleted and reported; the pushed
+    // tickets stay. The re-extracted blocks (none of a ticket type here) make no duplicates of them.
+    const again = await call("POST", "/api/execution/generate", { token: s.token, body: { workspace_id: s.workspaceId, document_id: s.documentId } });
+    expect(again.status, again.text).toBe(200);
+    expect(again.body.removed).toEqual([{ ticket_id: risk.id, block_id: s.blocks.risk }]);
+    expect((await listed(s)).map((t) => t.id).sort()).toEqual([story.id, solution.id].sort());
+  });
+});

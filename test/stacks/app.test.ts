@@ -32,8 +32,17 @@ import {
   PAYMENTS_CONSUMER_TIMEOUT_SECONDS,
   routeAuthorizer,
   routeKey,
-  TOKEN_READING_GROUPS,
+  callbackGroups,
 } from "../../stacks/Api";
+import {
+  EXECUTOR_INTEGRATIONS,
+  GROUP_INTEGRATIONS,
+  INTEGRATIONS_CONSUMER_USE,
+  PROVIDER_ADDRESSES,
+  oauthAppSecrets,
+  type IntegrationUse,
+  type Provider,
+} from "../../stacks/integrations";
 import { INTEGRATIONS_MAX_RECEIVE_COUNT, PAYMENTS_MAX_RECEIVE_COUNT } from "../../core/queue";
 import {
   Pipelines,
@@ -96,9 +105,17 @@ const SETTINGS = {
   BEDROCK_MODEL_SMALL: "us.anthropic.claude-haiku-4-5-20251001-v1:0",
   BEDROCK_MODEL_MID: undefined,
   BEDROCK_MODEL_LARGE: undefined,
-  // Code host: GitHub Enterprise's API address set, the web address left to its default. API_URL is the stack's own.
+  // Provider addresses: some set (they must reach exactly the functions that call the provider), some left to their
+  // defaults (then absent everywhere). API_URL is the stack's own.
   GITHUB_API_URL: "https://ghe.example.test/api/v3",
   GITHUB_WEB_URL: undefined,
+  LINEAR_API_URL: "https://linear-api.example.test",
+  LINEAR_WEB_URL: undefined,
+  ATLASSIAN_API_URL: "https://atlassian-api.example.test",
+  ATLASSIAN_AUTH_URL: "https://atlassian-auth.example.test",
+  GOOGLE_API_URL: "https://google-api.example.test",
+  GOOGLE_AUTH_URL: undefined,
+  GOOGLE_TOKEN_URL: "https://google-token.example.test",
   API_URL: undefined,
   // Growth: the sender (with a display name) and the spreadsheet.
   MAIL_FROM: "Research to Delivery <no-reply@mail.example.test>",
@@ -212,6 +229,28 @@ function bundleText(fn: Resource): string {
     .filter((entry) => entry.isFile() && /\.(m?js|cjs)$/.test(entry.name))
     .map((entry) => readFileSync(join(entry.parentPath, entry.name), "utf8"))
     .join("\n");
+}
+
+/**
+ * What a bundle shows its code does with integrations: whose tokens it opens (oauth4webapi comes with
+ * core/integration/oauth.ts `grantOf`), which providers it calls (each provider's SDK leaves its own string: Octokit's
+ * user agent, the Linear SDK's, jira.js's schema-mismatch option, Drive's namespace), and whether it defers work to
+ * the integrations queue (the job types of core/integration/jobs.ts, as the call sites build them).
+ */
+const PROVIDER_MARKS: Record<Provider, string> = { GITHUB: "octokit-core.js/", LINEAR: '"@linear/sdk"', ATLASSIAN: "onSchemaMismatch", GOOGLE: "drive_v3" };
+const PROVIDERS = Object.keys(PROVIDER_MARKS) as Provider[];
+const integrationsSeen = new Map<string, { opensTokens: boolean; calls: Provider[]; defers: boolean }>();
+function integrationsIn(fn: Resource): { opensTokens: boolean; calls: Provider[]; defers: boolean } {
+  const key = fn.Properties.Code.S3Key as string;
+  if (!integrationsSeen.has(key)) {
+    const text = bundleText(fn);
+    integrationsSeen.set(key, {
+      opensTokens: text.includes("oauth4webapi/v"),
+      calls: PROVIDERS.filter((p) => text.includes(PROVIDER_MARKS[p])),
+      defers: /type:"(codehost|planner|tickets)\.(sync|push)"/.test(text),
+    });
+  }
+  return integrationsSeen.get(key)!;
 }
 
 /**
@@ -641,9 +680,12 @@ describe("synthesized app", () => {
       ]);
       const consumer = lambdas(templates.Api)[consumerId].Properties;
       expect(consumer.Timeout).toBe(INTEGRATIONS_CONSUMER_TIMEOUT_SECONDS);
-      // It opens tokens, may refresh one with the OAuth app, and re-defers what GitHub limits again.
-      expect(consumer.Environment.Variables).toMatchObject({ INTEGRATIONS_QUEUE_URL: { Ref: mainId }, TOKEN_KMS_KEY_ID: imported(TOKEN_KEY_ARN), GITHUB_API_URL: SETTINGS.GITHUB_API_URL });
-      expect(secretsIn(consumer.Environment.Variables)).toEqual(["GITHUB_CLIENT_ID", "GITHUB_CLIENT_SECRET"]);
+      // It opens GitHub, Linear and Jira tokens, may refresh one with the OAuth apps, and re-defers what a provider limits again.
+      expect(consumer.Environment.Variables).toMatchObject({
+        INTEGRATIONS_QUEUE_URL: { Ref: mainId }, TOKEN_KMS_KEY_ID: imported(TOKEN_KEY_ARN),
+        GITHUB_API_URL: SETTINGS.GITHUB_API_URL, LINEAR_API_URL: SETTINGS.LINEAR_API_URL, ATLASSIAN_API_URL: SETTINGS.ATLASSIAN_API_URL, ATLASSIAN_AUTH_URL: SETTINGS.ATLASSIAN_AUTH_URL,
+      });
+      expect(secretsIn(consumer.Environment.Variables)).toEqual(["ATLASSIAN_CLIENT_ID", "ATLASSIAN_CLIENT_SECRET", "GITHUB_CLIENT_ID", "GITHUB_CLIENT_SECRET", "LINEAR_CLIENT_ID", "LINEAR_CLIENT_SECRET"]);
       const consumerActions = statementsOf(templates.Api, consumerId).flatMap(actionsIn);
       expect(consumerActions).toEqual(expect.arrayContaining(["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:SendMessage"]));
       expectTableGrant(templates.Api, consumerId);
@@ -651,39 +693,56 @@ describe("synthesized app", () => {
       expectBedrockGrant(templates.Api, Api, consumerId, false, "integrations consumer");
       expectWildcardsOnlyFor(templates.Api, consumerId, TRACING);
 
-      // The codehost group sends to it, and only it of the groups has the queue's URL.
+      // Exactly the groups whose code defers work (a job type in the bundle) send to it and have the queue's URL: the
+      // code host's and the planner's syncs, the execution tickets' push and sync.
+      const senders = groups().filter((group) => integrationsIn(lambdas(templates.Api)[lambdaIdFor(templates.Api, groupHandler(group))]).defers);
+      expect(senders.sort()).toEqual(["codehost", "planner", "tickets"]);
+      expect(integrationsIn(lambdas(templates.Api)[consumerId]).defers).toBe(true);
       for (const group of groups()) {
         const fnId = lambdaIdFor(templates.Api, groupHandler(group));
         const sends = statementsOf(templates.Api, fnId).some((st) => actionsIn(st).includes("sqs:SendMessage") && JSON.stringify(st.Resource).includes(`"${mainId}"`));
-        expect(sends, group).toBe(group === "codehost");
-        expect(envOf(groupHandler(group)).INTEGRATIONS_QUEUE_URL, group).toEqual(group === "codehost" ? { Ref: mainId } : undefined);
+        expect(sends, group).toBe(senders.includes(group));
+        expect(Boolean(GROUP_INTEGRATIONS[group]?.defers), group).toBe(senders.includes(group));
+        expect(envOf(groupHandler(group)).INTEGRATIONS_QUEUE_URL, group).toEqual(senders.includes(group) ? { Ref: mainId } : undefined);
+      }
+      // The pending-action executors defer nothing there (the executor retries a limited action itself).
+      for (const handler of [PENDING_ACTION_CONSUMER_HANDLER, PENDING_ACTION_SWEEPER_HANDLER]) {
+        const fnId = lambdaIdFor(templates.PendingActions, handler);
+        expect(integrationsIn(lambdas(templates.PendingActions)[fnId]).defers, handler).toBe(false);
+        expect(lambdas(templates.PendingActions)[fnId].Properties.Environment.Variables.INTEGRATIONS_QUEUE_URL, handler).toBeUndefined();
+        expect(statementsOf(templates.PendingActions, fnId).flatMap(actionsIn).filter((a) => a.startsWith("sqs:")), handler).toEqual([]);
       }
     });
+
+    /** The declared integration use of a function of ours (stacks/integrations.ts), by its handler. */
+    const declaredUse = (handler: string): IntegrationUse | undefined => {
+      if (handler === INTEGRATIONS_CONSUMER_HANDLER) return INTEGRATIONS_CONSUMER_USE;
+      if (handler === PENDING_ACTION_CONSUMER_HANDLER || handler === PENDING_ACTION_SWEEPER_HANDLER) return EXECUTOR_INTEGRATIONS;
+      const group = groups().find((g) => groupHandler(g) === handler);
+      return group ? GROUP_INTEGRATIONS[group] : undefined;
+    };
 
     it("wraps integration tokens with a rotating KMS key that only the functions opening tokens may use, and no other key", () => {
       const keys = Object.values(resourcesOf(templates.Storage, "AWS::KMS::Key")).map((r) => r.Properties);
       expect(keys).toHaveLength(1);
       expect(keys[0].EnableKeyRotation).toBe(true);
-      // The codehost group, the groups whose copilot tools read GitHub, the integrations consumer, the executors of
-      // the gated issue tools.
-      expect(TOKEN_READING_GROUPS).toEqual(["stream"]);
-      const holders = new Set([
-        ...["codehost", ...TOKEN_READING_GROUPS].map(groupHandler),
-        INTEGRATIONS_CONSUMER_HANDLER,
-        PENDING_ACTION_CONSUMER_HANDLER,
-        PENDING_ACTION_SWEEPER_HANDLER,
-      ]);
+      // The holders are the functions whose bundle opens tokens (oauth4webapi comes with core/integration/oauth.ts):
+      // the four kinds' groups, the execution tickets, the copilot's stream, the integrations consumer and the
+      // executors of the gated tools; and exactly those are declared in stacks/integrations.ts.
       const functions = ourFunctions();
-      expect(functions.filter(([, , handler]) => holders.has(handler))).toHaveLength(holders.size);
+      const holders = functions.filter(([template, fnId]) => integrationsIn(lambdas(template)[fnId]).opensTokens).map(([, , handler]) => handler);
+      expect(holders.sort()).toEqual(
+        [...["codehost", "filestore", "planner", "stream", "tickets", "tickettool"].map(groupHandler), INTEGRATIONS_CONSUMER_HANDLER, PENDING_ACTION_CONSUMER_HANDLER, PENDING_ACTION_SWEEPER_HANDLER].sort(),
+      );
       for (const [template, fnId, handler] of functions) {
         const kmsStatements = statementsOf(template, fnId)
           .filter((st) => actionsIn(st).some((a) => a.startsWith("kms:")))
           .map((st) => ({ ...st, Action: actionsIn(st).sort() }));
         const env = lambdas(template)[fnId].Properties.Environment.Variables;
-        if (holders.has(handler)) {
+        expect(Boolean(declaredUse(handler)), handler).toBe(holders.includes(handler));
+        if (holders.includes(handler)) {
           expect(kmsStatements, handler).toEqual([{ Effect: "Allow", Action: [...TOKEN_KEY_ACTIONS].sort(), Resource: imported(TOKEN_KEY_ARN) }]);
           expect(env.TOKEN_KMS_KEY_ID, handler).toEqual(imported(TOKEN_KEY_ARN));
-          expect(env.GITHUB_API_URL, handler).toBe(SETTINGS.GITHUB_API_URL);
         } else {
           expect(kmsStatements, handler).toEqual([]);
           expect(env.TOKEN_KMS_KEY_ID, handler).toBeUndefined();
@@ -691,27 +750,72 @@ describe("synthesized app", () => {
       }
     });
 
-    it("gives the codehost group the GitHub OAuth app's secrets, GitHub's addresses, this API's own URL and the frontend's", () => {
-      expect(GROUP_SECRETS.codehost).toEqual(["GITHUB_CLIENT_ID", "GITHUB_CLIENT_SECRET"]);
-      const vars = envOf(groupHandler("codehost"));
-      expect(secretsIn(vars)).toEqual(["GITHUB_CLIENT_ID", "GITHUB_CLIENT_SECRET"]);
-      expect(vars).toMatchObject({ GITHUB_API_URL: SETTINGS.GITHUB_API_URL, APP_URL: SETTINGS.APP_URL });
-      expect(vars.GITHUB_WEB_URL).toBeUndefined();
-      // API_URL is the HTTP API's own endpoint (the ApiUrl output), so the redirect URI is this API's callback route.
+    it("gives every function that calls a provider that provider's addresses as the deploy sets them, and no other's", () => {
+      let checked = 0;
+      for (const [template, fnId, handler] of ourFunctions()) {
+        const { calls } = integrationsIn(lambdas(template)[fnId]);
+        // What the code calls is what the stacks declare (a new tool in a bundle fails here until it is declared).
+        expect([...(declaredUse(handler)?.opens ?? [])].sort(), handler).toEqual([...calls].sort());
+        const env = lambdas(template)[fnId].Properties.Environment.Variables as Record<string, unknown>;
+        for (const provider of PROVIDERS) {
+          for (const name of PROVIDER_ADDRESSES[provider]) {
+            const set = SETTINGS[name as keyof typeof SETTINGS];
+            // Set by the deploy: passed where the provider is called; unset: left to core/config.ts's public default.
+            expect(env[name], `${handler} ${name}`).toBe(set !== undefined && calls.includes(provider) ? set : undefined);
+          }
+        }
+        checked += calls.length;
+      }
+      // codehost 1, planner 1, tickettool 1, filestore 1, tickets 3, stream 3, consumer 3, the two executors 3 each.
+      expect(checked).toBe(1 + 1 + 1 + 1 + 3 + 3 + 3 + 3 + 3);
+    });
+
+    it("binds an OAuth app's secrets to its own group and wherever its expiring tokens may be refreshed", () => {
+      for (const [template, fnId, handler] of ourFunctions()) {
+        const { calls } = integrationsIn(lambdas(template)[fnId]);
+        const bound = secretsIn(lambdas(template)[fnId].Properties.Environment.Variables);
+        const group = groups().find((g) => groupHandler(g) === handler);
+        for (const provider of PROVIDERS) {
+          const holds = oauthAppSecrets(provider).every((name) => bound.includes(name));
+          expect(holds || oauthAppSecrets(provider).every((name) => !bound.includes(name)), `${handler} ${provider}: both or neither`).toBe(true);
+          // Linear, Atlassian and Google tokens expire: whoever opens them may refresh. GitHub OAuth app tokens do not:
+          // only the codehost group (connect, callback) and the consumer hold GitHub's app.
+          const expected = provider === "GITHUB" ? group === "codehost" || handler === INTEGRATIONS_CONSUMER_HANDLER : calls.includes(provider);
+          expect(holds, `${handler} holds the ${provider} OAuth app`).toBe(expected);
+        }
+      }
+      expect(GROUP_SECRETS).toMatchObject({
+        codehost: ["GITHUB_CLIENT_ID", "GITHUB_CLIENT_SECRET"],
+        planner: ["LINEAR_CLIENT_ID", "LINEAR_CLIENT_SECRET"],
+        tickettool: ["ATLASSIAN_CLIENT_ID", "ATLASSIAN_CLIENT_SECRET"],
+        filestore: ["GOOGLE_CLIENT_ID", "GOOGLE_CLIENT_SECRET"],
+      });
+      // The executors' secrets are prefetched like the groups' (one prefetcher each), with the SSM read suppressed.
+      expect(Object.values(resourcesOf(templates.PendingActions, "Custom::SecretPrefetcher"))).toHaveLength(2);
+    });
+
+    it("gives each group serving an OAuth callback this API's own URL and the frontend's", () => {
+      expect(callbackGroups().sort()).toEqual(["codehost", "filestore", "planner", "tickettool"]);
+      // API_URL is the HTTP API's own endpoint (the ApiUrl output), so each redirect URI is this API's callback route.
       const [apiId] = Object.keys(resourcesOf(templates.Api, "AWS::ApiGatewayV2::Api"));
-      expect(vars.API_URL).toEqual({ "Fn::GetAtt": [apiId, "ApiEndpoint"] });
-      expect(vars.API_URL).toEqual(Object.values(templates.Api.findOutputs("ApiUrl"))[0].Value);
-      for (const group of groups().filter((g) => g !== "codehost")) {
-        const env = envOf(groupHandler(group));
-        expect(env.API_URL, group).toBeUndefined();
-        expect(secretsIn(env).filter((name) => name.startsWith("GITHUB_")), group).toEqual([]);
+      for (const group of groups()) {
+        const vars = envOf(groupHandler(group));
+        if (callbackGroups().includes(group)) {
+          expect(vars.API_URL, group).toEqual({ "Fn::GetAtt": [apiId, "ApiEndpoint"] });
+          expect(vars.API_URL, group).toEqual(Object.values(templates.Api.findOutputs("ApiUrl"))[0].Value);
+          expect(vars.APP_URL, group).toBe(SETTINGS.APP_URL);
+        } else {
+          expect(vars.API_URL, group).toBeUndefined();
+          // The app's address reaches only the callbacks, billing (checkout returns) and growth (its mails' links).
+          expect(vars.APP_URL, group).toBe(["billing", "growth"].includes(group) ? SETTINGS.APP_URL : undefined);
+        }
       }
     });
 
     it("mails from the growth group through SES, allowed to send as the MAIL_FROM identity only", () => {
       const vars = envOf(groupHandler("growth"));
       expect(MAIL_ENGINE).toBe("ses");
-      expect(vars).toMatchObject({ MAIL_ENGINE: "ses", MAIL_FROM: SETTINGS.MAIL_FROM, GOOGLE_SHEETS_ID: SETTINGS.GOOGLE_SHEETS_ID, ADMIN_EMAILS: SETTINGS.ADMIN_EMAILS });
+      expect(vars).toMatchObject({ MAIL_ENGINE: "ses", MAIL_FROM: SETTINGS.MAIL_FROM, GOOGLE_SHEETS_ID: SETTINGS.GOOGLE_SHEETS_ID, ADMIN_EMAILS: SETTINGS.ADMIN_EMAILS, APP_URL: SETTINGS.APP_URL });
       expect(secretsIn(vars)).toEqual(["GOOGLE_SHEETS_CREDENTIALS"]);
       const fnId = lambdaIdFor(templates.Api, groupHandler("growth"));
       const ses = statementsOf(templates.Api, fnId).filter((st) => actionsIn(st).some((a) => a.startsWith("ses:")));

@@ -77,6 +77,14 @@ export class DriveStandIn {
     this.server?.close();
   }
 
+  /**
+   * The stand-in's handlers, for one `msw` server shared with other stand-ins (test/support/standins.ts): two servers
+   * in one process do not compose, the last one listening answers alone.
+   */
+  mswHandlers() {
+    return this.handlers();
+  }
+
   fail(failure: DriveFailure): void {
     this.failures.push({ times: 1, ...failure });
   }

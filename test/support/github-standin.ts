@@ -52,8 +52,18 @@ export class GitHubStandIn {
   readonly commits = Array.from({ length: 30 }, (_, i) => ({ sha: `${(1000 + i).toString(16).padStart(40, "a")}`, message: `Change ${30 - i}`, date: new Date(Date.UTC(2026, 0, 30 - i)).toISOString().replace(".000", "") }));
   /** Every API request: method, path (with query) and the status answered. */
   readonly requests: { method: string; path: string; status: number }[] = [];
+  /**
+   * Seconds the access tokens issued next live, with a rotating refresh token beside them: GitHub's expiring user
+   * tokens (a GitHub App's `ghu_` tokens, 8 hours, refreshed with `ghr_` tokens that are single-use). Unset (default):
+   * an OAuth app's `gho_` tokens, which never expire and come with no refresh token.
+   */
+  userTokenTtlSeconds: number | undefined;
+  /** Token endpoint calls by grant type. */
+  readonly tokenCalls = { authorization_code: 0, refresh_token: 0 };
   private readonly codes = new Map<string, { challenge?: string; redirectUri: string }>();
-  private readonly tokens = new Set<string>();
+  /** Access token → when it expires (epoch ms; Infinity for an OAuth app's token). */
+  private readonly tokens = new Map<string, number>();
+  private readonly refreshTokens = new Set<string>();
   private failures: Failure[] = [];
   private server: SetupServer | undefined;
 
@@ -88,6 +98,7 @@ export class GitHubStandIn {
   /** Revoke every token issued so far (a user revoking the OAuth app). */
   revokeAll(): void {
     this.tokens.clear();
+    this.refreshTokens.clear();
   }
 
   /**
@@ -121,6 +132,20 @@ export class GitHubStandIn {
   close_(repo: string, number: number, reason: "completed" | "not_planned" = "completed", pr?: number): void {
     const issue = this.issue(repo, number);
     Object.assign(issue, { state: "closed", state_reason: reason, updated_at: new Date().toISOString(), version: issue.version + 1, ...(pr ? { linked_pr: pr } : {}) });
+  }
+
+  /** A token endpoint answer: an OAuth app's token, or an expiring user token with its refresh token. */
+  private newToken() {
+    if (this.userTokenTtlSeconds === undefined) {
+      const token = `gho_${randomBytes(18).toString("hex")}`;
+      this.tokens.set(token, Infinity);
+      return { access_token: token, token_type: "bearer", scope: "repo,read:user" };
+    }
+    const token = `ghu_${randomBytes(18).toString("hex")}`;
+    const refresh = `ghr_${randomBytes(30).toString("hex")}`;
+    this.tokens.set(token, Date.now() + this.userTokenTtlSeconds * 1000);
+    this.refreshTokens.add(refresh);
+    return { access_token: token, expires_in: this.userTokenTtlSeconds, refresh_token: refresh, refresh_token_expires_in: 15_811_200, token_type: "bearer", scope: "" };
   }
 
   issue(repo: string, number: number): StoredIssue {
@@ -195,7 +220,7 @@ export class GitHubStandIn {
           return HttpResponse.json({ message: failure.message, documentation_url: "https://docs.github.com/rest" }, { status: failure.status, headers: failure.headers });
         }
         const token = request.headers.get("authorization")?.replace(/^(token|bearer) /i, "");
-        if (!token || !this.tokens.has(token)) {
+        if (!token || !((this.tokens.get(token) ?? 0) > Date.now())) {
           this.requests.push({ method: method.toUpperCase(), path: url.pathname + url.search, status: 401 });
           return HttpResponse.json({ message: "Bad credentials", documentation_url: "https://docs.github.com/rest" }, { status: 401 });
         }
@@ -278,6 +303,18 @@ export class GitHubStandIn {
       }),
       http.post(`${GHE_WEB}/login/oauth/access_token`, async ({ request }) => {
         const form = new URLSearchParams(await request.text());
+        if (form.get("grant_type") === "refresh_token") {
+          this.tokenCalls.refresh_token++;
+          // GitHub answers token-endpoint errors with 200 and an error field; a refresh token is good for one use.
+          if (form.get("client_id") !== this.clientId || form.get("client_secret") !== this.clientSecret) {
+            return HttpResponse.json({ error: "incorrect_client_credentials", error_description: "The client_id and/or client_secret passed are incorrect." });
+          }
+          if (!this.refreshTokens.delete(form.get("refresh_token") ?? "")) {
+            return HttpResponse.json({ error: "bad_refresh_token", error_description: "The refresh token passed is incorrect or expired." });
+          }
+          return HttpResponse.json(this.newToken());
+        }
+        this.tokenCalls.authorization_code++;
         const grant = this.codes.get(form.get("code") ?? "");
         const verifier = form.get("code_verifier") ?? "";
         const challenge = createHash("sha256").update(verifier).digest("base64url");
@@ -288,9 +325,7 @@ export class GitHubStandIn {
         if (grant.redirectUri !== form.get("redirect_uri")) return HttpResponse.json({ error: "redirect_uri_mismatch" });
         if (grant.challenge && grant.challenge !== challenge) return HttpResponse.json({ error: "bad_verification_code" });
         this.codes.delete(form.get("code")!);
-        const token = `gho_${randomBytes(18).toString("hex")}`;
-        this.tokens.add(token);
-        return HttpResponse.json({ access_token: token, token_type: "bearer", scope: "repo,read:user" });
+        return HttpResponse.json(this.newToken());
       }),
       api("get", "/user", () =>
         json({

@@ -24,7 +24,10 @@ export interface JiraFailure {
   headers?: Record<string, string>;
   body?: Record<string, unknown>;
   times?: number;
-  /** The request is carried out, then the connection drops before the answer (a timeout whose write happened). */
+  /**
+   * The request is carried out, then its answer is lost: with `status` 0 the connection drops (a network error), with
+   * a 5xx `status` the gateway answers that instead (504: Atlassian's edge timed out waiting while Jira wrote).
+   */
   lost?: boolean;
 }
 
@@ -85,6 +88,8 @@ export class JiraStandIn {
   readonly tokenCalls = { authorization_code: 0, refresh_token: 0, refused_reuse: 0 };
   /** API requests: method, path with query, status. */
   readonly requests: { method: string; path: string; status: number }[] = [];
+  /** How many issue ids each status search (`id in (...)`) named, in order. */
+  readonly idSearches: number[] = [];
   private readonly codes = new Map<string, { redirectUri: string }>();
   /** Access token → its grant and expiry (epoch ms). */
   private readonly access = new Map<string, { grant: Grant; expiresAt: number }>();
@@ -194,7 +199,7 @@ export class JiraStandIn {
           if (failure.lost) {
             const done = answer({ url, params: params as Record<string, string>, body: method === "post" ? await request.json() : undefined });
             log(done.status);
-            return HttpResponse.error();
+            return failure.status >= 500 ? HttpResponse.json({ errorMessages: ["Gateway timeout"], errors: {} }, { status: failure.status }) : HttpResponse.error();
           }
           log(failure.status);
           return HttpResponse.json(failure.body ?? { errorMessages: ["failure"], errors: {} }, { status: failure.status, headers: failure.headers });
@@ -274,7 +279,11 @@ export class JiraStandIn {
         const byLabel = /^project = "([^"]+)" AND labels = "([^"]+)" ORDER BY created ASC$/.exec(jql);
         const byIds = /^id in \(([\d, ]+)\)$/.exec(jql);
         if (byLabel) hits = [...this.issues.values()].filter((i) => i.projectKey === byLabel[1] && i.labels.includes(byLabel[2]!));
-        else if (byIds) hits = byIds[1]!.split(",").map((x) => this.issues.get(x.trim())).filter((i): i is JiraIssue => !!i);
+        else if (byIds) {
+          const ids = byIds[1]!.split(",").map((x) => x.trim());
+          this.idSearches.push(ids.length);
+          hits = ids.map((x) => this.issues.get(x)).filter((i): i is JiraIssue => !!i);
+        }
         else throw new Error(`stand-in Jira: JQL not understood: ${jql}`);
         if (maxResults > 5000 || (fields && fields.join() !== "status")) throw new Error(`stand-in Jira: unexpected search ${JSON.stringify(body)}`);
         const page: SearchAndReconcileResults = {

@@ -104,8 +104,17 @@ export class LinearStandIn {
   readonly comments = new Map<string, { id: string; issueId: string; body: string; url: string }>();
   /** Every GraphQL request: its operation and the status answered. */
   readonly requests: { operation: string; status: number }[] = [];
+  /**
+   * Seconds the access tokens issued next live, with a refresh token beside them that is replaced on each refresh
+   * (Linear's OAuth apps with refresh tokens). Unset (default): a long-lived token and no refresh token.
+   */
+  accessTtlSeconds: number | undefined;
+  /** Token endpoint calls by grant type. */
+  readonly tokenCalls = { authorization_code: 0, refresh_token: 0 };
   private readonly codes = new Map<string, { challenge: string; redirectUri: string }>();
-  private readonly tokens = new Set<string>();
+  /** Access token → when it expires (epoch ms). */
+  private readonly tokens = new Map<string, number>();
+  private readonly refreshTokens = new Set<string>();
   private failures: LinearFailure[] = [];
   private server: SetupServer | undefined;
 
@@ -194,6 +203,20 @@ export class LinearStandIn {
 
   revokeAll(): void {
     this.tokens.clear();
+    this.refreshTokens.clear();
+  }
+
+  /** A token endpoint answer: a long-lived token, or (accessTtlSeconds set) an expiring one with its refresh token. */
+  private newToken() {
+    const token = `lin_oauth_${randomBytes(18).toString("hex")}`;
+    if (this.accessTtlSeconds === undefined) {
+      this.tokens.set(token, Date.now() + 315_705_599_000);
+      return { access_token: token, token_type: "Bearer", expires_in: 315_705_599, scope: "read write" };
+    }
+    const refresh = `lin_refresh_${randomBytes(18).toString("hex")}`;
+    this.tokens.set(token, Date.now() + this.accessTtlSeconds * 1000);
+    this.refreshTokens.add(refresh);
+    return { access_token: token, token_type: "Bearer", expires_in: this.accessTtlSeconds, refresh_token: refresh, scope: "read write" };
   }
 
   /** Requests of one operation since `mark` (an index into `requests`). */
@@ -384,7 +407,7 @@ export class LinearStandIn {
           return gqlError(status, "Rate limit exceeded", { code: "RATELIMITED", statusCode: 429, userPresentableMessage: "Too many requests; try again later." }, failure.headers);
         }
         const token = request.headers.get("authorization")?.replace(/^Bearer /, "");
-        if (!token || !this.tokens.has(token)) {
+        if (!token || !((this.tokens.get(token) ?? 0) > Date.now())) {
           log(400);
           return gqlError(400, "Authentication required, not authenticated", { type: "authentication error", code: "AUTHENTICATION_ERROR", userPresentableMessage: "You need to authenticate to access this operation." });
         }
@@ -402,6 +425,13 @@ export class LinearStandIn {
       }),
       http.post(`${LINEAR_API}/oauth/token`, async ({ request }) => {
         const form = new URLSearchParams(await request.text());
+        if (form.get("grant_type") === "refresh_token") {
+          this.tokenCalls.refresh_token++;
+          if (form.get("client_id") !== this.clientId || form.get("client_secret") !== this.clientSecret) return HttpResponse.json({ error: "invalid_client" }, { status: 401 });
+          if (!this.refreshTokens.delete(form.get("refresh_token") ?? "")) return HttpResponse.json({ error: "invalid_grant", error_description: "Invalid refresh token" }, { status: 400 });
+          return HttpResponse.json(this.newToken());
+        }
+        this.tokenCalls.authorization_code++;
         const grant = this.codes.get(form.get("code") ?? "");
         const challenge = createHash("sha256").update(form.get("code_verifier") ?? "").digest("base64url");
         if (!grant || form.get("client_id") !== this.clientId || form.get("client_secret") !== this.clientSecret || form.get("grant_type") !== "authorization_code") {
@@ -409,9 +439,7 @@ export class LinearStandIn {
         }
         if (grant.redirectUri !== form.get("redirect_uri") || grant.challenge !== challenge) return HttpResponse.json({ error: "invalid_grant" }, { status: 400 });
         this.codes.delete(form.get("code")!);
-        const token = `lin_oauth_${randomBytes(18).toString("hex")}`;
-        this.tokens.add(token);
-        return HttpResponse.json({ access_token: token, token_type: "Bearer", expires_in: 315_705_599, scope: "read write" });
+        return HttpResponse.json(this.newToken());
       }),
     ];
   }

@@ -10,6 +10,7 @@ import { requireMember } from "../../workspace";
 import * as Recommendation from "../../recommendation";
 import * as OAuth from "../oauth";
 import { ProviderError, toAppError, tokenError } from "../errors";
+import { logProviderFailure } from "../log";
 import { deferJob } from "../jobs";
 import { markImplemented } from "../implemented";
 import type { IssueLinkEntity } from "../integration.entity";
@@ -42,6 +43,7 @@ export async function withCodeHost<T>(workspaceId: string, fn: (host: CodeHost, 
   try {
     return await fn(github(grant.accessToken), String((grant.integration.account as { login?: string } | undefined)?.login ?? ""));
   } catch (err) {
+    logProviderFailure("codehost", workspaceId, err);
     if (err instanceof ProviderError && err.failure === "auth_expired") {
       await OAuth.markNeedsReconnect(grant.integration);
       throw tokenError("codehost");

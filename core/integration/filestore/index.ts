@@ -7,6 +7,7 @@
 import { requireMember } from "../../workspace";
 import * as OAuth from "../oauth";
 import { ProviderError, toAppError, tokenError } from "../errors";
+import { logProviderFailure } from "../log";
 import type { CallbackQuery, ConnectResult } from "../schema";
 import { capBytes } from "../codehost/text";
 import { googleDrive } from "./drive";
@@ -44,6 +45,7 @@ export async function withFileStore<T>(workspaceId: string, fn: (store: FileStor
   try {
     return await fn(googleDrive(grant.accessToken));
   } catch (err) {
+    logProviderFailure("filestore", workspaceId, err);
     if (err instanceof ProviderError && err.failure === "auth_expired") {
       await OAuth.markNeedsReconnect(grant.integration);
       throw tokenError("filestore");

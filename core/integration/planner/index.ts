@@ -10,6 +10,7 @@ import { requireMember } from "../../workspace";
 import * as Recommendation from "../../recommendation";
 import * as OAuth from "../oauth";
 import { ProviderError, toAppError, tokenError } from "../errors";
+import { logProviderFailure } from "../log";
 import { deferJob } from "../jobs";
 import { markImplemented } from "../implemented";
 import type { IssueLinkEntity } from "../integration.entity";
@@ -34,6 +35,7 @@ export async function withPlanner<T>(workspaceId: string, fn: (planner: Planner,
   try {
     return await fn(linear(grant.accessToken), grant.integration);
   } catch (err) {
+    logProviderFailure("planner", workspaceId, err);
     if (err instanceof ProviderError && err.failure === "auth_expired") {
       await OAuth.markNeedsReconnect(grant.integration);
       throw tokenError("planner");

@@ -6,6 +6,7 @@
 import { requireMember } from "../../workspace";
 import * as OAuth from "../oauth";
 import { ProviderError, toAppError, tokenError } from "../errors";
+import { logProviderFailure } from "../log";
 import type { CallbackQuery, ConnectResult } from "../schema";
 import { accessibleSites, jira } from "./jira";
 import type { TicketTool } from "./port";
@@ -31,6 +32,7 @@ export async function withTicketTool<T>(workspaceId: string, fn: (tool: TicketTo
   try {
     return await fn(jira(grant.accessToken, cloudId), cloudId, grant.integration);
   } catch (err) {
+    logProviderFailure("tickets", workspaceId, err);
     if (err instanceof ProviderError && err.failure === "auth_expired") {
       await OAuth.markNeedsReconnect(grant.integration);
       throw tokenError("tickets");
