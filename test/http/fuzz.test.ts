@@ -445,7 +445,7 @@ describe("route fuzz", () => {
   it("every route but the deletes: no 5xx, no crash, every error in the envelope with a documented status", async () => {
     const findings = await fuzz(table.filter(([id, spec]) => !destructive(id, spec)));
     expect(findings, JSON.stringify(findings, null, 1).slice(0, 4000)).toEqual([]);
-  }, 120_000);
+  }, 240_000);
 
   it("the delete routes, after the uploads' extractions settle: the same", async () => {
     // A source deleted while its extraction runs is another matter (the pipeline's): let them finish first.
@@ -455,5 +455,5 @@ describe("route fuzz", () => {
     }, 60_000);
     const findings = await fuzz(table.filter(([id, spec]) => destructive(id, spec)).sort(byDeleteLast), true);
     expect(findings, JSON.stringify(findings, null, 1).slice(0, 4000)).toEqual([]);
-  }, 120_000);
+  }, 240_000);
 });
