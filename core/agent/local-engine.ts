@@ -11,6 +11,9 @@
  * approval. A write that must name one item (a recommendation's status change) takes the item the prompt names, by
  * id or by title words, and asks which one when no title clearly matches: it never guesses the target of a write.
  * The agent layer hands it the tools it may plan with (core/agent/engine.ts), as it hands them to the loop.
+ * When an activated skill's output template is in the system prompt (core/skill/hook.ts), the plan first reads the
+ * evidence the template's sections call for and the answer follows the template section by section, saying where the
+ * evidence does not fill one (./local-template.ts).
  * A repair request of the harness (core/harness/repair.ts, a user turn starting "[quality check]") is answered by
  * rewriting its own previous answer without the lines the harness found false, saying what it removed.
  * What it is not: it does not understand the prompt beyond those cues and similarities, cannot reason across
@@ -23,6 +26,7 @@ import { TOOLS } from "./tools";
 import type { Tool } from "./tools";
 import { parseRepairTurn, type RepairDirectives } from "../harness/repair-turn";
 import { requestOf } from "../harness/complexity";
+import { composeTemplated, evidenceNeeded, templateOf, type ActiveTemplate } from "./local-template";
 
 const DOCUMENT_TYPES: [RegExp, string][] = [
   [/\bprd\b|product requirements/i, "prd"],
@@ -483,6 +487,42 @@ export function composeAnswer(prompt: string, o: { name: string; status: string;
   return NOTHING_FOUND;
 }
 
+/** Goals whose answer is about the user, not the research: a skill's template does not shape them. */
+const NOT_SHAPED = new Set(["memory_profile", "search_memory"]);
+/** At most this many calls in a plan an output template extends: the stream's default budget is 5 turns, the answer one of them. */
+const MAX_SHAPED_PLAN = 4;
+
+/**
+ * The reads an output template calls for (local-template.ts evidenceNeeded), before the goal's own steps: insights
+ * for themes and findings, recommendations, sources (each unless the goal's own steps read it); only tools offered to the run, and
+ * no more than leave the plan within MAX_SHAPED_PLAN calls.
+ */
+function evidenceReads(t: ActiveTemplate, goal: string, offered: ToolSpec[]): string[] {
+  const needed = evidenceNeeded(t.template);
+  const own = new Set([goal, PREREQUISITES[goal]].filter(Boolean));
+  const reads = [
+    // The workspace's insights, even when the goal searches them: a synthesis template asks for every theme.
+    ...(needed.has("themes") || needed.has("findings") ? ["list_insights"] : []),
+    ...(needed.has("recommendations") ? ["list_recommendations"] : []),
+    ...(needed.has("sources") ? ["list_sources"] : []),
+  ].filter((r) => !own.has(r) && offered.some((o) => o.name === r));
+  return reads.slice(0, Math.max(0, MAX_SHAPED_PLAN - own.size));
+}
+
+/** The answer on the template from every result of the exchange (a search's insights first, then the list's). */
+function templatedAnswer(t: ActiveTemplate, results: Map<string, unknown>, last: { name: string; content: unknown } | undefined): string {
+  const get = <T>(name: string, key: string): T[] => ((results.get(name) as Record<string, unknown> | undefined)?.[key] as T[] | undefined) ?? [];
+  const seen = new Set<string>();
+  const insights = [...get<InsightBrief>("search_insights", "insights"), ...get<InsightBrief>("list_insights", "insights")].filter((i) => !seen.has(i.id) && seen.add(i.id));
+  const queued = last?.content as { status?: string; pending_action_id?: string; preview?: { summary?: string } } | undefined;
+  return composeTemplated(t.template, {
+    insights,
+    recommendations: recommendationsOf(results),
+    sources: get<SourceBrief>("list_sources", "sources"),
+    pending: queued?.status === "queued" && queued.pending_action_id ? { id: queued.pending_action_id, summary: queued.preview?.summary ?? last!.name } : undefined,
+  });
+}
+
 const estimateTokens = (s: string) => Math.ceil(s.length / 4);
 
 /** The engine's previous answer: the text of the last assistant turn before the latest user turn. */
@@ -555,7 +595,9 @@ export class LocalAgentModel implements StreamingModel {
     // step is the first not yet run. Tool results only fill arguments; they never change the plan, except that a
     // step they leave open (no recommendation clearly named) ends it with a question instead of a guess.
     const goal = attachments.length && /\b(attach|this (file|source|document)|summari[sz]e)/i.test(prompt) ? "read_source_text" : await chooseGoal(this.tools, prompt, req.tools);
-    const plan = goal ? [...(PREREQUISITES[goal] ? [PREREQUISITES[goal]!] : []), goal] : [];
+    const template = templateOf(req.system);
+    const shaped = template && !NOT_SHAPED.has(goal) ? template : undefined;
+    const plan = [...new Set([...(shaped ? evidenceReads(shaped, goal, req.tools) : []), ...(goal ? [...(PREREQUISITES[goal] ? [PREREQUISITES[goal]!] : []), goal] : [])])];
     const failed = byCall.some((b) => b.status === "error");
     const next = failed ? undefined : plan[calls.length];
     const usage = (out: string): CallUsage => ({
@@ -579,7 +621,11 @@ export class LocalAgentModel implements StreamingModel {
       }
     }
     // Done, failed, or the next step lacks what it needs: answer from the last result (the goal's, when it ran).
-    answer ??= composeAnswer(prompt, byCall.at(-1));
+    // An activated skill's template shapes an answer drawn from evidence; a question or a failure is said as it is.
+    const last = byCall.at(-1);
+    const lastFailed = last && (last.status === "error" || (last.content as { error?: unknown } | null)?.error);
+    if (!answer && shaped && !lastFailed) answer = templatedAnswer(shaped, results, last);
+    answer ??= composeAnswer(prompt, last);
     yield* this.say(answer, req, started);
   }
 
