@@ -1,27 +1,46 @@
 /**
- * Insight search benchmark (issue 4): p50 / p99 of `POST /api/insights/search` through the local gateway over a
- * workspace of 5,000 insights (target p50 < 50 ms), with the local embedder (Universal Sentence Encoder).
- * Insight texts are real: survey answers and review sentences from ../shared/realdata, so the vectors are those of
- * real research language. Also reports the cold first search (loading and caching the workspace's vectors).
+ * Insight search benchmark (issue #24 point 1), with the local embedder (Universal Sentence Encoder):
  *
- * One user sends every search, several hundred a minute, far above the per-user limit a person typing needs
- * (insights_search, 60 a minute by default: core/config.ts). The benchmark raises that limit for its own runtime
- * through the documented setting, RATE_LIMIT_INSIGHTS_SEARCH, as an operator would; the limiter still runs on
- * every request (its guard update is part of the measured latency), it just never refuses one.
+ * 1. A workspace of 5,000 insights whose texts are real (survey answers and review sentences from ../shared/realdata),
+ *    stored with the search vectors the write path gives them, and its search snapshot built on the write side
+ *    (core/insight/search-index.ts `rebuild`, what the writes' changes amount to; timed). Then:
+ *    - the first search of a container (its cache emptied: head read, one Query of the snapshot's pages, the lexical
+ *      index loaded from its stored form, the query embedded, the BatchGet of the results), several times; target
+ *      < 0.5 s; and the first container after a change, which builds the lexical index and stores it;
+ *    - warm searches (the core call `search()`, what every entry point runs): p50 / p90 / p99; target p50 < 15 ms;
+ *      beside its floor, the query's embedding alone, with the ratio;
+ *    - the same through the local gateway (`POST /api/insights/search`), at most 50 requests, so the per-user limit
+ *      (60 a minute, the product's default, not raised) is never reached; the limiter runs on each.
+ * 2. The same figures at 50,000 insights (the same real texts repeated); target warm p50 < 100 ms.
+ * 3. Relevance: the hand-judged set of test/fixtures/relevance loaded through the write path (`create`, which embeds
+ *    each insight as it is written) into one workspace per realdata folder, each judged query searched with
+ *    `search()`: mean precision@5 (relevant in the top five over min(5, relevant)).
+ *
+ * Why the core call for the warm loop: the route adds the gateway, JWT verification, the user and membership reads and
+ * the rate limiter's conditional update, the same for every route; foundation measures those. The HTTP figure is
+ * printed too, under the product's own limit.
  */
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import Papa from "papaparse";
 import { startBenchRuntime } from "./lib/runtime";
-import { fmtMs, printTable, Recorder } from "./lib/stats";
+import { fmtMs, printTable, Recorder, type Summary } from "./lib/stats";
 import { busyWarning, machineLine } from "./lib/machine";
 import { sized, sizeNote } from "./lib/size";
+import { loadCorpus, loadQueries, meanPrecisionAt5 } from "../test/fixtures/relevance/relevance";
+import { cachedEmbedder } from "../test/unit/ai/embed-cache";
 
 const N = sized(5_000, 50);
+const BIG = sized(50_000, 100);
+const COLD_RUNS = sized(6, 2);
 const WARM = sized(20, 2);
 const MEASURED = sized(300, 10);
-/** The per-user search limit of this benchmark's runtime ("<max>/<window seconds>"): never reached. */
-const SEARCH_RATE_LIMIT = "100000/60";
+const BIG_MEASURED = sized(100, 5);
+/** HTTP searches of one user: under the product's default per-user limit (60 a minute) with the warm-up. */
+const HTTP_MEASURED = sized(40, 5);
+const RELEVANCE_FOLDERS = sized(["va-mobile-app", "jupyter"], ["va-mobile-app"]);
+/** Corpus insights written per folder (all; at the smoke size the first 12, so its precision means nothing). */
+const RELEVANCE_INSIGHTS = sized(Infinity, 12);
 const REALDATA = new URL("../../shared/realdata/", import.meta.url).pathname;
 const QUERIES = [
   "slow to start", "login problems", "accessibility for screen readers", "keyboard shortcuts", "installing extensions",
@@ -38,75 +57,188 @@ async function realTexts(): Promise<string[]> {
   return [...texts];
 }
 
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const met = (ok: boolean) => (ok ? "met" : "NOT met");
+
 export default async function search(): Promise<void> {
   console.log(`search benchmark — ${machineLine()}`);
   const warn = busyWarning();
   if (warn) console.log(warn);
   if (sizeNote()) console.log(sizeNote());
-  // Read on every request (Config.rateLimit), so setting it in this process is setting it for the runtime.
-  process.env.RATE_LIMIT_INSIGHTS_SEARCH = SEARCH_RATE_LIMIT;
-  console.log(`per-user search limit raised for this benchmark: RATE_LIMIT_INSIGHTS_SEARCH=${SEARCH_RATE_LIMIT} (default 60/60)`);
   const rt = await startBenchRuntime();
   try {
     const { db } = await import("../core/db/service");
     const { embedder } = await import("../core/ai/select");
-    const { encodeVector } = await import("../core/ai/vectors");
-    const { bumpInsightsVersion } = await import("../core/insight");
-    const token = await rt.idp.sign({ email: "bench-search@example.com" });
-    const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
-    const ws = (await (await fetch(new URL("/api/workspaces", rt.base), { method: "POST", headers, body: JSON.stringify({ name: "bench search" }) })).json()) as { id: string };
+    const { search: searchInsights, clearSearchCache } = await import("../core/insight/search");
+    const { loadSnapshot, rebuild, searchText, searchVectorFields } = await import("../core/insight/search-index");
+    const { buildIndex } = await import("../core/insight/search-rank");
+    const Insight = await import("../core/insight");
 
-    const base = await realTexts();
-    const texts = Array.from({ length: N }, (_, i) => base[i % base.length]!);
-    const emb = await embedder();
-    let t0 = performance.now();
-    const unique = [...new Set(texts)];
-    const vectors = new Map((await emb.embed(unique)).map((v, i) => [unique[i]!, encodeVector(v)]));
-    console.log(`embedded ${unique.length} distinct real texts for ${N} insights in ${fmtMs(performance.now() - t0)}`);
-    const types = ["pain_point", "feature_request", "opportunity", "behavior", "feedback_theme"] as const;
-    const items = texts.map((text, i) => ({
-      id: randomUUID(),
-      workspace_id: ws.id,
-      insight_type: types[i % types.length],
-      title: text.slice(0, 120),
-      description: text,
-      source_ids: [randomUUID()],
-      quotes: [],
-      frequency: 1 + (i % 4),
-      mention_count: 1 + (i % 9),
-      severity: (["low", "medium", "high", "critical"] as const)[i % 4],
-      is_archived: i % 10 === 0,
-      origin: "synthesis",
-      vector: vectors.get(text)!,
-      embedder_id: emb.id,
-    }));
-    t0 = performance.now();
-    for (let i = 0; i < items.length; i += 500) await db().entities.insight.put(items.slice(i, i + 500)).go();
-    await bumpInsightsVersion(ws.id);
-    console.log(`stored ${N} insights in ${fmtMs(performance.now() - t0)}`);
-
-    const call = async (query: string) => {
-      const start = performance.now();
-      const res = await fetch(new URL("/api/insights/search", rt.base), { method: "POST", headers, body: JSON.stringify({ workspace_id: ws.id, query }) });
-      const body = (await res.json()) as { insights: { title: string }[]; mode: string };
-      if (!res.ok) throw new Error(JSON.stringify(body));
-      return { ms: performance.now() - start, body };
+    const user = async (email: string) => {
+      const token = await rt.idp.sign({ email });
+      const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
+      const me = (await (await fetch(new URL("/api/auth/me", rt.base), { headers })).json()) as { id: string };
+      const workspace = async (name: string) => {
+        const res = await fetch(new URL("/api/workspaces", rt.base), { method: "POST", headers, body: JSON.stringify({ name }) });
+        const body = (await res.json()) as { id: string };
+        if (!res.ok) throw new Error(`workspace create failed: ${res.status} ${JSON.stringify(body)}`);
+        return body.id;
+      };
+      return { id: me.id, headers, workspace };
     };
-    const cold = await call(QUERIES[0]!);
-    console.log(`cold search (loads and caches ${N} vectors): ${fmtMs(cold.ms)}, mode ${cold.body.mode}`);
-    for (let i = 0; i < WARM; i++) await call(QUERIES[i % QUERIES.length]!);
-    const rec = new Recorder();
-    const examples: string[][] = [];
+    const owner = await user("bench-search@example.com");
+    const emb = await embedder();
+
+    // The distinct texts the workspaces use (they repeat past the number of distinct real texts).
+    const base = (await realTexts()).slice(0, Math.max(N, BIG));
+    let t0 = performance.now();
+    // Setup, not measured: through the unit tests' on-disk embedding cache, so reruns do not embed 4,000 texts again.
+    const setupEmbedder = cachedEmbedder(emb);
+    const fields = await searchVectorFields(base.map((t) => searchText({ title: t.slice(0, 120), description: t })), async () => setupEmbedder);
+    console.log(`embedded ${base.length} distinct real texts (their search vectors; ${setupEmbedder.hits} from the embedding cache) in ${fmtMs(performance.now() - t0)}`);
+
+    /** A workspace of `n` insights stored as the write path stores them, and its snapshot built on the write side. */
+    const workspaceOf = async (n: number, name: string) => {
+      const ws = await owner.workspace(name);
+      const types = ["pain_point", "feature_request", "opportunity", "behavior", "feedback_theme"] as const;
+      const ids: string[] = [];
+      t0 = performance.now();
+      for (let i = 0; i < n; i += 500) {
+        const items = Array.from({ length: Math.min(500, n - i) }, (_, j) => {
+          const k = i + j;
+          const text = base[k % base.length]!;
+          ids.push(randomUUID());
+          return {
+            id: ids[k]!, workspace_id: ws, insight_type: types[k % types.length], title: text.slice(0, 120), description: text,
+            source_ids: [randomUUID()], quotes: [], frequency: 1 + (k % 4), mention_count: 1 + (k % 9),
+            severity: (["low", "medium", "high", "critical"] as const)[k % 4], is_archived: k % 10 === 0, origin: "synthesis",
+            ...fields[k % base.length],
+          };
+        });
+        await db().entities.insight.put(items).go();
+      }
+      const stored = performance.now() - t0;
+      t0 = performance.now();
+      await rebuild(ws, ids);
+      const built = performance.now() - t0;
+      console.log(`${n} insights: stored in ${fmtMs(stored)}, search snapshot built (write side) in ${fmtMs(built)}`);
+      return { ws, built };
+    };
+
+    const core = (ws: string, query: string, limit = 10) => searchInsights(owner.id, { workspace_id: ws, query, limit });
+    const timed = async <T>(fn: () => Promise<T>) => {
+      const start = performance.now();
+      const result = await fn();
+      return { ms: performance.now() - start, result };
+    };
+    /**
+     * First searches of a container: cache emptied before each. The first after a change also builds the lexical index
+     * and stores it; the next ones load it. Plus the parts: the snapshot's Query and decoding, the lexical index loaded
+     * from its stored form and built from the rows.
+     */
+    const cold = async (ws: string) => {
+      const runs: number[] = [];
+      for (let r = 0; r < COLD_RUNS; r++) {
+        clearSearchCache();
+        runs.push((await timed(() => core(ws, QUERIES[r % QUERIES.length]!))).ms);
+      }
+      const load = await timed(() => loadSnapshot(ws));
+      const loadedIndex = await timed(async () => buildIndex(load.result.rows, load.result.lexical?.json));
+      const builtIndex = await timed(async () => buildIndex(load.result.rows));
+      return { first: runs[0]!, later: median(runs.slice(1)), loadMs: load.ms, loadIndexMs: loadedIndex.ms, buildIndexMs: builtIndex.ms };
+    };
+    const warm = async (ws: string, count: number) => {
+      for (let i = 0; i < WARM; i++) await core(ws, QUERIES[i % QUERIES.length]!);
+      const rec = new Recorder();
+      const examples: string[][] = [];
+      for (let i = 0; i < count; i++) {
+        const q = QUERIES[i % QUERIES.length]!;
+        const { ms, result } = await timed(() => core(ws, q));
+        rec.record(ms);
+        if (i < QUERIES.length) examples.push([q, result.mode, result.insights[0]?.title.slice(0, 70) ?? "-"]);
+      }
+      return { s: rec.summary(), examples };
+    };
+
+    // The query embedder's model loaded before any timing (setup used the embedding cache): a container's first
+    // search here means its first of this workspace, not the local model's start (Bedrock has none).
+    await emb.embed(["warm up the query embedder"]);
+
+    // 1. 5,000 insights.
+    const small = await workspaceOf(N, "bench search");
+    const coldSmall = await cold(small.ws);
+    const warmSmall = await warm(small.ws, MEASURED);
+    const floor = new Recorder();
     for (let i = 0; i < MEASURED; i++) {
-      const q = QUERIES[i % QUERIES.length]!;
-      const { ms, body } = await call(q);
-      rec.record(ms);
-      if (i < QUERIES.length) examples.push([q, body.insights[0]?.title.slice(0, 70) ?? "-"]);
+      const start = performance.now();
+      await emb.embed([QUERIES[i % QUERIES.length]!]);
+      floor.record(performance.now() - start);
     }
-    const s = rec.summary();
-    printTable(["operation", "n", "p50", "p90", "p99"], [[`POST /api/insights/search (${N} insights)`, s.n, fmtMs(s.p50), fmtMs(s.p90), fmtMs(s.p99)]]);
-    console.log(`target p50 < 50 ms: ${s.p50 < 50 ? "met" : "NOT met"}`);
-    printTable(["query", "top hit"], examples);
+    const f = floor.summary();
+    const http = new Recorder();
+    for (let i = 0; i < HTTP_MEASURED + 2; i++) {
+      const start = performance.now();
+      const res = await fetch(new URL("/api/insights/search", rt.base), { method: "POST", headers: owner.headers, body: JSON.stringify({ workspace_id: small.ws, query: QUERIES[i % QUERIES.length] }) });
+      const body = await res.text();
+      if (!res.ok) throw new Error(`POST /api/insights/search: ${res.status} ${body}`);
+      if (i >= 2) http.record(performance.now() - start);
+    }
+    const h = http.summary();
+
+    // 2. 50,000 insights.
+    const big = await workspaceOf(BIG, "bench search 10x");
+    const coldBig = await cold(big.ws);
+    const warmBig = await warm(big.ws, BIG_MEASURED);
+
+    // 3. Relevance: the judged corpus through the write path, the judged queries through search().
+    const judge = await user("bench-search-relevance@example.com");
+    const corpus = loadCorpus();
+    const queries = loadQueries().filter((q) => RELEVANCE_FOLDERS.includes(q.workspace));
+    const runs: { ranked: string[]; relevant: string[]; query: string }[] = [];
+    let written = 0;
+    t0 = performance.now();
+    for (const folder of RELEVANCE_FOLDERS) {
+      const ws = await judge.workspace(`relevance ${folder}`);
+      const keyOf = new Map<string, string>();
+      for (const i of corpus[folder]!.slice(0, RELEVANCE_INSIGHTS)) {
+        const made = await Insight.create(judge.id, Insight.CreateInsightInput.parse({ workspace_id: ws, insight_type: i.insight_type, title: i.title, description: i.description, severity: i.severity }));
+        keyOf.set(made.id, i.key);
+        written++;
+      }
+      for (const q of queries.filter((x) => x.workspace === folder)) {
+        const res = await searchInsights(judge.id, { workspace_id: ws, query: q.query, limit: 10 });
+        runs.push({ ranked: res.insights.map((i) => keyOf.get(i.id)!), relevant: q.relevant, query: q.query });
+        if (runs.length >= sized(Infinity, 3)) break;
+      }
+    }
+    const writeMs = (performance.now() - t0) / written;
+    const p5 = meanPrecisionAt5(runs);
+
+    const row = (what: string, s: Summary) => [what, s.n, fmtMs(s.p50), fmtMs(s.p90), fmtMs(s.p99)];
+    printTable(["warm search", "n", "p50", "p90", "p99"], [
+      row(`search() over ${N} insights`, warmSmall.s),
+      row(`floor: the query's embedding alone`, f),
+      row(`POST /api/insights/search over ${N} (gateway, limiter at 60/min)`, h),
+      row(`search() over ${BIG} insights`, warmBig.s),
+    ]);
+    console.log(`search() p50 / floor p50: ${(warmSmall.s.p50 / f.p50).toFixed(2)}x (${fmtMs(warmSmall.s.p50 - f.p50)} ms over the query embedding)`);
+    printTable(["figure", "value", "target", ""], [
+      [`first search of a container, ${N} insights: lexical index stored (median of ${COLD_RUNS - 1})`, fmtMs(coldSmall.later), "< 500 ms", met(coldSmall.later < 500)],
+      [`  the first container after a change (builds and stores the lexical index)`, fmtMs(coldSmall.first), "", ""],
+      [`  parts: snapshot Query + decode / lexical index loaded / built`, `${fmtMs(coldSmall.loadMs)} / ${fmtMs(coldSmall.loadIndexMs)} / ${fmtMs(coldSmall.buildIndexMs)}`, "", ""],
+      [`warm p50, ${N} insights`, fmtMs(warmSmall.s.p50), "< 15 ms", met(warmSmall.s.p50 < 15)],
+      [`first search of a container, ${BIG} insights: stored index / after a change`, `${fmtMs(coldBig.later)} / ${fmtMs(coldBig.first)}`, "", ""],
+      [`  parts: snapshot Query + decode / lexical index loaded / built`, `${fmtMs(coldBig.loadMs)} / ${fmtMs(coldBig.loadIndexMs)} / ${fmtMs(coldBig.buildIndexMs)}`, "", ""],
+      [`warm p50, ${BIG} insights`, fmtMs(warmBig.s.p50), "< 100 ms", met(warmBig.s.p50 < 100)],
+      [`snapshot build on the write side, ${N} / ${BIG} insights`, `${fmtMs(small.built)} / ${fmtMs(big.built)}`, "", ""],
+      [`precision@5, ${runs.length} judged queries (${RELEVANCE_FOLDERS.join(", ")})`, p5.toFixed(3), "reported", ""],
+      [`insight create with its search vector (write path), mean of ${written}`, fmtMs(writeMs), "", ""],
+    ]);
+    printTable(["query", "mode", "top hit"], warmSmall.examples);
+    printTable(["judged query", "precision@5", "top hit (corpus key)"], runs.map((r) => {
+      const hits = r.ranked.slice(0, 5).filter((k) => r.relevant.includes(k)).length;
+      return [r.query, (hits / Math.min(5, r.relevant.length)).toFixed(2), r.ranked[0] ?? "-"];
+    }));
   } finally {
     await rt.stop();
   }

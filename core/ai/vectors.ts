@@ -174,3 +174,91 @@ export function topK(m: Matrix, query: ArrayLike<number>, k: number, minScore = 
   }
   return heap.sort((a, b) => b.score - a.score || a.index - b.index);
 }
+
+/**
+ * A vector quantised to signed bytes: `codes[i] * scale ≈ v[i]` (symmetric, one scale per vector: the largest
+ * magnitude maps to 127). A 512-d vector is 512 bytes instead of 2,048, and the dot product of a unit-length
+ * original with a unit query keeps about two decimal places: enough to rank, which is all search does with it.
+ */
+export interface Int8Vector {
+  codes: Int8Array;
+  scale: number;
+}
+
+/**
+ * Quantise a vector to int8 with a per-vector scale (maximum magnitude / 127). A zero vector gets scale 0.
+ * @returns codes (length = dimensions) and scale
+ */
+export function quantizeInt8(v: ArrayLike<number>): Int8Vector {
+  let max = 0;
+  for (let i = 0; i < v.length; i++) max = Math.max(max, Math.abs(v[i]));
+  const codes = new Int8Array(v.length);
+  if (max === 0) return { codes, scale: 0 };
+  const scale = max / 127;
+  for (let i = 0; i < v.length; i++) codes[i] = Math.max(-127, Math.min(127, Math.round(v[i] / scale)));
+  return { codes, scale };
+}
+
+/** The float vector an `Int8Vector` stands for (`codes[i] * scale`). */
+export function dequantizeInt8(q: Int8Vector): Float32Array {
+  const out = new Float32Array(q.codes.length);
+  for (let i = 0; i < out.length; i++) out[i] = q.codes[i] * q.scale;
+  return out;
+}
+
+/**
+ * Encode an int8 vector's codes for storage: the bytes in base64 (a 512-d vector is 684 characters); the scale is
+ * stored beside it as a number.
+ */
+export function encodeInt8(codes: Int8Array): string {
+  return Buffer.from(codes.buffer, codes.byteOffset, codes.byteLength).toString("base64");
+}
+
+/**
+ * Decode codes stored by `encodeInt8`.
+ * @param dimensions when given, the decoded length must equal it
+ * @throws Error when the length differs from `dimensions`
+ */
+export function decodeInt8(s: string, dimensions?: number): Int8Array {
+  const buf = Buffer.from(s, "base64");
+  if (dimensions !== undefined && buf.byteLength !== dimensions) throw new Error(`int8 vector has ${buf.byteLength} dimensions, expected ${dimensions}`);
+  return new Int8Array(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength));
+}
+
+/**
+ * Row-major matrix of int8 rows with one scale per row: row `r` stands for `data[r*dims + i] * scales[r]`.
+ */
+export interface Int8Matrix {
+  data: Int8Array;
+  scales: Float32Array;
+  rows: number;
+  dims: number;
+}
+
+/**
+ * Dot product of every row of an int8 matrix with a float query (cosine for unit-length originals and query),
+ * one pass over the bytes: `rows * dims` multiply-adds.
+ * @param out where to write the scores (length ≥ rows), allocated when not given
+ * @returns the scores by row index
+ * @throws Error when the query length differs from the matrix dimension
+ */
+export function int8Scores(m: Int8Matrix, query: ArrayLike<number>, out: Float32Array = new Float32Array(m.rows)): Float32Array {
+  if (query.length !== m.dims) throw new Error(`query has ${query.length} dimensions, matrix ${m.dims}`);
+  const d = m.dims;
+  const data = m.data;
+  const q = Float32Array.from(query as ArrayLike<number>);
+  for (let r = 0; r < m.rows; r++) {
+    const off = r * d;
+    let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    let i = 0;
+    for (; i + 3 < d; i += 4) {
+      s0 += data[off + i] * q[i];
+      s1 += data[off + i + 1] * q[i + 1];
+      s2 += data[off + i + 2] * q[i + 2];
+      s3 += data[off + i + 3] * q[i + 3];
+    }
+    for (; i < d; i++) s0 += data[off + i] * q[i];
+    out[r] = (s0 + s1 + s2 + s3) * m.scales[r];
+  }
+  return out;
+}

@@ -6,6 +6,8 @@ import { groundQuotes } from "../ai/synthesis/quotes";
 import * as Research from "../research";
 import { requireMember, requireResourceMember } from "../workspace";
 import { asWrite, commitWrites, createOnce, tagOf, type AgentWrite } from "../db/agent-write";
+import { embedder } from "../ai/select";
+import { asChange, searchText, searchVectorFields } from "./search-index";
 import type { InsightEntity } from "./insight.entity";
 import {
   MAX_INSIGHT_BYTES,
@@ -40,18 +42,10 @@ export const toView = (i: InsightItem): InsightView => ({
 });
 
 /**
- * Mark the workspace's insights as changed: search caches compare this version before reusing loaded vectors.
- * Called after every insight write.
+ * The embedder for an insight write's search vectors, or undefined when it cannot be had (the write goes on; the
+ * insight ranks by its words until a later write embeds it: core/insight/search-index.ts).
  */
-export async function bumpInsightsVersion(workspaceId: string): Promise<void> {
-  await db().entities.usage.update({ workspace_id: workspaceId }).add({ insights_version: 1 }).go();
-}
-
-/** The workspace's current insights version (0 before any insight write). */
-export async function insightsVersion(workspaceId: string): Promise<number> {
-  const { data } = await db().entities.usage.get({ workspace_id: workspaceId }).go({ consistent: true });
-  return data?.insights_version ?? 0;
-}
+const writeEmbedder = () => embedder().catch(() => undefined);
 
 /** All insights of a workspace (strongly consistent), unsorted. */
 export async function allOf(workspaceId: string): Promise<InsightItem[]> {
@@ -92,6 +86,8 @@ export async function create(userId: string, input: CreateInsightInput, opts: Ag
   await requireGroundedProvenance(input);
   const sourceIds = [...new Set([...input.source_ids, ...input.quotes.map((q) => q.source_id)])];
   const id = opts.id ?? randomUUID();
+  // The search vector is written with the insight (issue #24: nothing is embedded on a search but the query).
+  const [vectorFields] = await searchVectorFields([searchText(input)], embedder);
   const write = db().entities.insight.create({
     id,
     workspace_id: input.workspace_id,
@@ -106,19 +102,25 @@ export async function create(userId: string, input: CreateInsightInput, opts: Ag
     impact: input.impact,
     origin: opts.pendingActionId ? "agent" : "manual",
     created_by: userId,
+    ...vectorFields,
     ...tagOf(opts),
   });
   const stored = async () => (await db().entities.insight.get({ workspace_id: input.workspace_id, id }).go({ consistent: true })).data;
-  let data: InsightItem | null;
-  if (opts.settle) {
-    // A refused create (the only condition of the insight's write) means it exists: an earlier run's, returned as is.
-    await commitWrites(["insight"], [asWrite(write)], opts.settle({ id, title: input.title }));
-    data = await stored();
-    if (!data) throw new Error(`insight ${id} is missing after its write`);
-  } else {
-    data = await createOnce(opts, async () => (await write.go()).data as InsightItem, stored);
-  }
-  await bumpInsightsVersion(input.workspace_id);
+  const data = await asChange(
+    input.workspace_id,
+    [id],
+    async () => {
+      if (opts.settle) {
+        // A refused create (the only condition of the insight's write) means it exists: an earlier run's, returned as is.
+        await commitWrites(["insight"], [asWrite(write)], opts.settle({ id, title: input.title }));
+        const written = await stored();
+        if (!written) throw new Error(`insight ${id} is missing after its write`);
+        return written;
+      }
+      return createOnce(opts, async () => (await write.go()).data as InsightItem, stored);
+    },
+    writeEmbedder,
+  );
   return toView(data);
 }
 
@@ -187,7 +189,8 @@ export async function get(userId: string, insightId: string): Promise<InsightVie
 }
 
 /**
- * `PATCH /api/insights/{id}`: only the given fields change; a title or description change drops the stale embedding.
+ * `PATCH /api/insights/{id}`: only the given fields change; a title or description change drops the stale synthesis
+ * centroid and writes the new text's search vector (both with the change, in one write).
  * For an approved pending action (`opts`, DESIGN.md 6.2) the change carries the action's id in the same write and
  * commits together with `opts.settle`.
  * @throws AppError NOT_FOUND (404); SettlementRefused when the executor lost the action meanwhile (nothing written).
@@ -196,32 +199,40 @@ export async function update(userId: string, insightId: string, input: UpdateIns
   const item = await requireInsight(userId, insightId);
   const textChanged = input.title !== undefined || input.description !== undefined;
   const { notes, rating, ...rest } = input;
-  const removals: ("notes" | "rating" | "vector" | "embedder_id")[] = [];
+  const removals: ("notes" | "rating" | "vector" | "embedder_id" | "search_vector" | "search_scale" | "search_embedder_id")[] = [];
   // An empty note is no note: "" clears it like null (it used to be ignored, leaving the old note in place).
   if (notes === null || notes === "") removals.push("notes");
   if (rating === null) removals.push("rating");
+  // New text: the synthesis centroid no longer describes it, and the search vector is the new text's.
+  const [vectorFields] = textChanged
+    ? await searchVectorFields([searchText({ title: rest.title ?? item.title, description: rest.description ?? item.description })], embedder)
+    : [{}];
   if (textChanged) removals.push("vector", "embedder_id");
+  if (textChanged && !vectorFields!.search_vector) removals.push("search_vector", "search_scale", "search_embedder_id");
   const patch = db()
     .entities.insight.patch({ workspace_id: item.workspace_id, id: item.id })
-    .set({ ...rest, ...(notes ? { notes } : {}), ...(rating ? { rating } : {}), ...tagOf(opts) })
+    .set({ ...rest, ...(notes ? { notes } : {}), ...(rating ? { rating } : {}), ...vectorFields, ...tagOf(opts) })
     .remove(removals);
-  let data: InsightItem;
-  if (opts.settle) {
-    const codes = await commitWrites(["insight"], [asWrite(patch)], opts.settle({ id: item.id, title: rest.title ?? item.title }));
-    if (codes) throw Errors.notFound("Insight"); // the patch's only condition: the insight still exists
-    data = await requireInsight(userId, insightId);
-  } else {
-    data = (await patch.go({ response: "all_new" })).data as InsightItem;
-  }
-  await bumpInsightsVersion(item.workspace_id);
+  const data = await asChange(
+    item.workspace_id,
+    [item.id],
+    async () => {
+      if (opts.settle) {
+        const codes = await commitWrites(["insight"], [asWrite(patch)], opts.settle({ id: item.id, title: rest.title ?? item.title }));
+        if (codes) throw Errors.notFound("Insight"); // the patch's only condition: the insight still exists
+        return requireInsight(userId, insightId);
+      }
+      return (await patch.go({ response: "all_new" })).data as InsightItem;
+    },
+    writeEmbedder,
+  );
   return toView(data);
 }
 
 /** `DELETE /api/insights/{id}`: permanent. */
 export async function remove(userId: string, insightId: string): Promise<void> {
   const item = await requireInsight(userId, insightId);
-  await db().entities.insight.delete({ workspace_id: item.workspace_id, id: item.id }).go();
-  await bumpInsightsVersion(item.workspace_id);
+  await asChange(item.workspace_id, [item.id], () => db().entities.insight.delete({ workspace_id: item.workspace_id, id: item.id }).go());
 }
 
 /**
@@ -241,6 +252,7 @@ export async function batch(userId: string, input: BatchInsightsInput): Promise<
       db().entities.insight.patch({ workspace_id: i.workspace_id, id: i.id }).set({ is_archived: archive }).go(),
     ),
   );
-  if (targets.length) await bumpInsightsVersion(input.workspace_id);
+  // Archiving changes nothing search ranks or filters on (search includes archived insights and reads is_archived
+  // from the insight itself), so the search snapshot has nothing to apply.
   return { updated_count: targets.length, insight_ids: targets.map((i) => i.id) };
 }

@@ -36,6 +36,14 @@ export const buildInsightEntity = () => new Entity({
     /** base64 of a unit-length Float32Array, and the embedder that made it. */
     vector: { type: "string" },
     embedder_id: { type: "string" },
+    /**
+     * The search vector (core/insight/search-index.ts): the embedding of "title. description", int8 codes in base64
+     * with their scale, and the embedder that made it. Written with the insight whenever its text is written; the
+     * synthesis `vector` above (a centroid of mentions, for merging) is a different thing.
+     */
+    search_vector: { type: "string" },
+    search_scale: { type: "number" },
+    search_embedder_id: { type: "string" },
     created_by: { type: "string" },
     created_at: { type: "string", required: true, readOnly: true, default: () => new Date().toISOString() },
     updated_at: { type: "string", required: true, default: () => new Date().toISOString(), set: () => new Date().toISOString(), watch: "*" },

@@ -1,110 +1,153 @@
 import { db } from "../db/service";
+import { partitionKeys } from "../db/partition";
 import { requireMember } from "../workspace";
 import { embedder } from "../ai/select";
-import { decodeVector, encodeVector, toMatrix, topK, type Matrix } from "../ai/vectors";
-import type { Embedder } from "../ai/ports";
-import { allOf, insightsVersion, toView, type InsightItem } from "./index";
+import { toView, type InsightItem } from "./index";
+import { loadSnapshot, readHead, rebuild, repairStale, saveLexical, type SnapshotHead } from "./search-index";
+import { buildIndex, hasVectors, hybridRank, lexicalHits, serializeLexical, textRank, type RankIndex, type Ranked } from "./search-rank";
 import type { SearchInsightsInput } from "./schema";
 
-/** Lowest cosine relevance a semantic hit needs to count (Universal Sentence Encoder and Titan alike put unrelated text below it). */
-export const MIN_RELEVANCE = 0.25;
-/** A title or description containing the query verbatim ranks above purely semantic neighbours. */
-const EXACT_BONUS = 0.5;
-const MAX_CACHED_WORKSPACES = 20;
-
-interface Loaded {
-  version: number;
-  embedderId: string | null;
-  items: InsightItem[];
-  matrix: Matrix | null;
-}
+export { MIN_RELEVANCE } from "./search-rank";
 
 /**
- * Per-container cache of each workspace's insights and their vectors, reused while the workspace's insights version
- * (bumped on every insight write) is unchanged, so a warm search costs one small read plus the query embedding.
+ * Rows held per container, over all workspaces (about 1 KB each with their lexical index): past it the least recently
+ * searched workspaces are dropped. 200,000 rows is a few hundred MB at most, inside the insights function's memory.
  */
-const cache = new Map<string, Loaded>();
+const MAX_CACHED_ROWS = 200_000;
 
-const textOf = (i: InsightItem) => `${i.title}. ${i.description}`;
+/** Rows from which a built lexical index is stored for other containers (below, building it costs ~10 ms or less). */
+const PERSIST_LEXICAL_FROM = 300;
 
-async function load(workspaceId: string, version: number, emb: Embedder | null): Promise<Loaded> {
-  const items = await allOf(workspaceId);
-  if (!emb) return { version, embedderId: null, items, matrix: null };
-  const missing = items.filter((i) => !i.vector || i.embedder_id !== emb.id);
-  if (missing.length) {
-    const vectors = await emb.embed(missing.map(textOf));
-    await Promise.all(
-      missing.map((item, k) => {
-        item.vector = encodeVector(vectors[k]);
-        item.embedder_id = emb.id;
-        // Stored so the next cold load does not embed again; not an insight change, so no version bump.
-        return db().entities.insight.patch({ workspace_id: item.workspace_id, id: item.id }).set({ vector: item.vector, embedder_id: emb.id }).go();
-      }),
-    );
-  }
-  const matrix = toMatrix(items.map((i) => decodeVector(i.vector!, emb.dimensions)), emb.dimensions);
-  return { version, embedderId: emb.id, items, matrix };
+interface Cached {
+  version: number;
+  index: RankIndex;
 }
 
 /**
- * `POST /api/insights/search` (spec 01): rank the workspace's insights (archived included) by semantic relevance to
- * the query; when embeddings are unavailable, fall back to case-insensitive matching on title and description.
- * @returns at most `limit` insights with a `score`, `total` matching, and `mode` ("semantic" or "text").
+ * Per-container cache of each workspace's search snapshot (core/insight/search-index.ts), reused while the snapshot
+ * head's version is unchanged: a warm search costs the head read, the query embedding, the ranking and one BatchGet
+ * of the insights returned. Insertion order is recency (a hit is re-inserted).
+ */
+const cache = new Map<string, Cached>();
+
+/** Forget every cached snapshot of this container (tests and benchmarks measuring a cold container). */
+export function clearSearchCache(): void {
+  cache.clear();
+}
+
+function remember(workspaceId: string, entry: Cached): void {
+  cache.delete(workspaceId);
+  cache.set(workspaceId, entry);
+  let rows = 0;
+  for (const c of cache.values()) rows += c.index.rows.length;
+  for (const [key, c] of cache) {
+    if (rows <= MAX_CACHED_ROWS || key === workspaceId) break;
+    cache.delete(key);
+    rows -= c.index.rows.length;
+  }
+}
+
+/**
+ * The workspace's snapshot as of its head's current version: from this container's cache, else loaded (one Query of
+ * its shard pages) and indexed. A workspace whose snapshot was never built (insights older than it) is built first,
+ * from the stored insights; pending changes whose writers died are re-applied first. Nothing is embedded here.
+ */
+async function snapshot(workspaceId: string, first: SnapshotHead): Promise<RankIndex> {
+  let head = first;
+  if (!head.built) {
+    const ids = (await partitionKeys(`ws#${workspaceId}`, "insight#")).map((k) => k.sk.slice("insight#".length));
+    await rebuild(workspaceId, ids);
+    head = await readHead(workspaceId);
+  }
+  if (await repairStale(workspaceId, head)) head = await readHead(workspaceId);
+  const hit = cache.get(workspaceId);
+  if (hit && hit.version === head.version) {
+    remember(workspaceId, hit);
+    return hit.index;
+  }
+  let loaded;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      loaded = await loadSnapshot(workspaceId);
+      break;
+    } catch (err) {
+      // A shard caught between the pages of its rewrite (only shards past 350 KB have several): read again.
+      if (attempt >= 3) throw err;
+    }
+  }
+  const { rows, lexical } = loaded;
+  const current = lexical?.version === head.version ? lexical.json : undefined;
+  const index = buildIndex(rows, current);
+  // The first container to load a changed workspace stores the lexical index it built, so the next ones load it
+  // (about five times faster than building it). Small workspaces build theirs in a few milliseconds: not stored.
+  if (!current && rows.length >= PERSIST_LEXICAL_FROM) await saveLexical(workspaceId, head.version, serializeLexical(index), lexical?.pages ?? 0);
+  remember(workspaceId, { version: head.version, index });
+  return index;
+}
+
+/**
+ * The insights of the first `limit` candidates, read from the table (strongly consistent), so what is returned is the
+ * insight as it is now. A candidate whose insight is gone (its deletion's change is still being applied) is skipped and
+ * the next one taken.
+ * @returns the insights with their scores, and how many candidates turned out to be gone
+ */
+async function fetchTop(workspaceId: string, ranked: Ranked[], limit: number): Promise<{ found: { item: InsightItem; score: number }[]; gone: number }> {
+  const found: { item: InsightItem; score: number }[] = [];
+  let gone = 0;
+  let next = 0;
+  while (found.length < limit && next < ranked.length) {
+    const batch = ranked.slice(next, next + (limit - found.length));
+    next += batch.length;
+    const byId = new Map<string, InsightItem>();
+    let keys = batch.map((r) => ({ workspace_id: workspaceId, id: r.row.id }));
+    // Keys DynamoDB left unprocessed (throttling) are asked again: only a key it answered without an item is gone.
+    for (let attempt = 0; keys.length; attempt++) {
+      if (attempt >= 5) throw new Error(`DynamoDB left ${keys.length} insight reads unprocessed`);
+      const { data, unprocessed } = await db().entities.insight.get(keys).go({ consistent: true });
+      for (const i of data) byId.set(i.id, i as InsightItem);
+      keys = unprocessed as typeof keys;
+    }
+    for (const r of batch) {
+      const item = byId.get(r.row.id);
+      if (item) found.push({ item, score: r.score });
+      else gone++;
+    }
+  }
+  return { found, gone };
+}
+
+/**
+ * `POST /api/insights/search` (spec 01): rank the workspace's insights (archived included) by relevance to the query:
+ * hybrid BM25 + vector ranking fused by reciprocal rank fusion (core/insight/search-rank.ts) over the workspace's
+ * search snapshot; when vector search is unavailable (no embedder, the query cannot be embedded, or no insight has a
+ * vector of the current embedder), the spec's fallback: case-insensitive matching on title and description.
+ * Only the query is embedded; insight vectors are written with the insights.
+ * @returns at most `limit` insights with a `score` in (0, 1], `total` candidates after the filters, the `query`, and
+ *   `mode`: "semantic" (hybrid ranking) or "text" (the fallback).
+ * @throws AppError FORBIDDEN (403) when the caller is not a member of the workspace.
  */
 export async function search(userId: string, input: SearchInsightsInput) {
+  // Three things at once: the membership check, the snapshot head's read and the query's embedding (the longest).
+  // Nothing of the workspace is used before the membership check has passed; a failed embedding only means the text
+  // fallback.
+  const emb = await embedder().catch(() => null);
+  const queryVector = emb ? emb.embed([input.query]).then(([v]) => v ?? null, () => null) : Promise.resolve(null);
+  const head = readHead(input.workspace_id);
+  head.catch(() => undefined); // awaited below, after the membership check
   await requireMember(userId, input.workspace_id);
-  let emb: Embedder | null = null;
-  try {
-    emb = await embedder();
-  } catch {
-    emb = null; // no vector search available: text fallback below
-  }
-  const version = await insightsVersion(input.workspace_id);
-  let loaded = cache.get(input.workspace_id);
-  if (!loaded || loaded.version !== version || loaded.embedderId !== (emb?.id ?? null)) {
-    try {
-      loaded = await load(input.workspace_id, version, emb);
-    } catch (err) {
-      if (!emb) throw err;
-      emb = null; // embedding the stored insights failed (embedder unavailable): text fallback below
-      loaded = await load(input.workspace_id, version, null);
-    }
-    cache.delete(input.workspace_id);
-    if (cache.size >= MAX_CACHED_WORKSPACES) cache.delete(cache.keys().next().value!);
-    cache.set(input.workspace_id, loaded);
-  }
-  const needle = input.query.toLowerCase();
-  const passes = (i: InsightItem) =>
-    (!input.insight_type || i.insight_type === input.insight_type) &&
-    (!input.severity || i.severity === input.severity) &&
-    (!input.min_frequency || i.frequency >= input.min_frequency);
-  const contains = (i: InsightItem) => i.title.toLowerCase().includes(needle) || i.description.toLowerCase().includes(needle);
-
-  let scored: { item: InsightItem; score: number }[] | null = null;
-  if (emb && loaded.matrix) {
-    try {
-      const [q] = await emb.embed([input.query]);
-      scored = topK(loaded.matrix, q!, loaded.items.length)
-        .map((h) => ({ item: loaded!.items[h.index]!, score: h.score }))
-        .filter(({ item }) => passes(item))
-        .map(({ item, score }) => ({ item, score: score + (contains(item) ? EXACT_BONUS : 0) }))
-        .filter(({ score }) => score >= MIN_RELEVANCE)
-        .sort((a, b) => b.score - a.score);
-    } catch {
-      scored = null; // embedding the query failed: text fallback
-    }
-  }
-  const mode = scored ? ("semantic" as const) : ("text" as const);
-  if (!scored) {
-    scored = loaded.items
-      .filter((i) => passes(i) && contains(i))
-      .map((item) => ({ item, score: item.title.toLowerCase().includes(needle) ? 1 : 0.5 }))
-      .sort((a, b) => b.score - a.score || b.item.created_at.localeCompare(a.item.created_at));
-  }
+  const index = await snapshot(input.workspace_id, await head);
+  const filters = { insight_type: input.insight_type, severity: input.severity, min_frequency: input.min_frequency };
+  // The BM25 list while the query's embedding is under way (it runs off this thread), then the vectors and the fusion.
+  const lexical = lexicalHits(index, input.query, filters);
+  const q = await queryVector;
+  // The best candidates, with room for a few whose insight turns out to be gone (fetchTop skips those).
+  const semantic = emb && q && hasVectors(index, emb.id) ? hybridRank(index, input.query, q, emb.id, filters, 2 * input.limit + 20, lexical) : null;
+  const ranked = semantic?.ranked ?? textRank(index.rows, input.query, filters);
+  const { found, gone } = await fetchTop(input.workspace_id, ranked, input.limit);
   return {
-    insights: scored.slice(0, input.limit).map(({ item, score }) => ({ ...toView(item), score: Math.round(score * 1000) / 1000 })),
-    total: scored.length,
+    insights: found.map(({ item, score }) => ({ ...toView(item), score: Math.round(score * 1000) / 1000 })),
+    total: (semantic?.total ?? ranked.length) - gone,
     query: input.query,
-    mode,
+    mode: semantic ? ("semantic" as const) : ("text" as const),
   };
 }

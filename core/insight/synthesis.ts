@@ -14,7 +14,8 @@ import { decodeVector, encodeVector } from "../ai/vectors";
 import { groundQuotes, synthesize as localSynthesize, type InsightDraft, type SynthesisSource } from "../ai/synthesis";
 import { synthesizeWithModel } from "../ai/synthesis/bedrock";
 import type { StoredMentions } from "../pipeline/mentions";
-import { allOf, bumpInsightsVersion, toView, type InsightItem } from "./index";
+import { allOf, toView, type InsightItem } from "./index";
+import { asChange, searchText, searchVectorFields } from "./search-index";
 import type { SynthesizeInput } from "./schema";
 
 /** Synthesis requests per user per minute (spec 01 Limits). */
@@ -200,29 +201,39 @@ export async function synthesize(userId: string, input: SynthesizeInput, opts: A
     }
     const createdIds = creates.map((c) => c.id);
     const insightIds = [...createdIds, ...merged.map((m) => m.insight_id)];
+    // Search vectors of the new insights, written with them (issue #24: nothing is embedded on a search but the query).
+    const vectorFields = await searchVectorFields(creates.map(searchText), async () => emb);
+    creates.forEach((c, k) => Object.assign(c, vectorFields[k]));
     const merges = [...mergedFieldsOf].map(([id, fields]) => ({ key: { workspace_id: input.workspace_id, id }, set: { ...fields, ...tag } }));
     const settlement = opts.settle?.({ insight_ids: insightIds, created_ids: createdIds, summary: output.summary });
-    if (creates.length + merges.length + (settlement ? 1 : 0) <= MAX_WRITE_ITEMS) {
-      const writes: WriteItem[] = [
-        ...creates.map((c) => asWrite(db().entities.insight.create(c))),
-        ...merges.map((m) => asWrite(db().entities.insight.patch(m.key).set(m.set))),
-      ];
-      const codes = await commitWrites(["insight"], writes, settlement);
-      if (codes) {
-        // A refused merge: the insight it merges into was deleted meanwhile (nothing of the run was written).
-        throw new AppError("CONFLICT", "Insights of this workspace changed while the synthesis ran; run it again", { retryable: true });
-      }
-    } else {
-      for (const c of creates) {
-        await createOnce<unknown>(
-          opts,
-          () => db().entities.insight.create(c).go(),
-          async () => (await db().entities.insight.get({ workspace_id: input.workspace_id, id: c.id }).go({ consistent: true })).data,
-        );
-      }
-      for (const m of merges) await db().entities.insight.patch(m.key).set(m.set).go();
-    }
-    await bumpInsightsVersion(input.workspace_id);
+    // One change of the search snapshot for the whole run (core/insight/search-index.ts), applied after the writes.
+    await asChange(
+      input.workspace_id,
+      insightIds,
+      async () => {
+        if (creates.length + merges.length + (settlement ? 1 : 0) <= MAX_WRITE_ITEMS) {
+          const writes: WriteItem[] = [
+            ...creates.map((c) => asWrite(db().entities.insight.create(c))),
+            ...merges.map((m) => asWrite(db().entities.insight.patch(m.key).set(m.set))),
+          ];
+          const codes = await commitWrites(["insight"], writes, settlement);
+          if (codes) {
+            // A refused merge: the insight it merges into was deleted meanwhile (nothing of the run was written).
+            throw new AppError("CONFLICT", "Insights of this workspace changed while the synthesis ran; run it again", { retryable: true });
+          }
+        } else {
+          for (const c of creates) {
+            await createOnce<unknown>(
+              opts,
+              () => db().entities.insight.create(c).go(),
+              async () => (await db().entities.insight.get({ workspace_id: input.workspace_id, id: c.id }).go({ consistent: true })).data,
+            );
+          }
+          for (const m of merges) await db().entities.insight.patch(m.key).set(m.set).go();
+        }
+      },
+      async () => emb,
+    );
     const { data: fresh } = insightIds.length
       ? await db().entities.insight.get(insightIds.map((id) => ({ workspace_id: input.workspace_id, id }))).go({ consistent: true })
       : { data: [] as InsightItem[] };

@@ -1,0 +1,571 @@
+/**
+ * The per-workspace search snapshot of insights (issue #24 point 1): what `POST /api/insights/search` ranks, kept as a
+ * small set of items in the workspace's partition so that a container loads a whole workspace in one Query instead of
+ * reading every insight item, and never embeds anything but the query.
+ *
+ * Layout (raw items in the service table, partition `ws#<workspace>`, beside the workspace's other items):
+ * - `searchix#head`: `version` (bumped by every change applied), `pending` (a string set of `<insight id>@<ms>`: changes
+ *   begun and not yet applied), `built` (the snapshot was built from the insights once; before that the first search
+ *   builds it, which is how workspaces older than the snapshot get one).
+ * - `searchix#s#<shard>#<page>`: the rows of the insights whose id hashes to `<shard>` (one of `SHARDS`), encoded as one
+ *   blob (`encodeShard`) cut into pages of at most `PAGE_BYTES`; page 0 carries the shard's `rev` and page count, and
+ *   every page of a shard is written together under a condition on that `rev`.
+ * - `searchix#lex#<page>`: the workspace's lexical (BM25) index in MiniSearch's serialized form, deflated, with the
+ *   head version it was built at (`lexv`). Stored by the first reader that had to build it (`saveLexical`), so the
+ *   next containers load it (about five times faster than indexing the text again); a reader whose head version
+ *   differs builds its own.
+ * A row holds what ranking and filters need: id, type, severity, frequency, creation time, title, description (at
+ * most `MAX_DESCRIPTION` characters) and the int8 search vector with its scale and embedder. A whole workspace (rows
+ * and lexical index) is read by one paginated Query of `searchix#`.
+ *
+ * Versioning, so a stale snapshot never returns a deleted insight or misses a new one:
+ * 1. `beginChange` adds `<id>@<now>` for each insight about to be written to `pending`;
+ * 2. the insight write(s);
+ * 3. `finishChange` re-reads those insights (strongly consistent), rewrites their rows in their shards (a deleted one's
+ *    row goes), then removes the pending entries and adds 1 to `version`, in one update.
+ * Readers read the head (one GetItem) and reuse the rows they hold while `version` is the one they loaded at. Rows are
+ * read after the head, so they contain every change whose version bump the reader saw. A write that died between 1
+ * and 3 leaves its entries in `pending`: once older than `STALE_PENDING_MS` the next reader or writer re-applies those
+ * ids (step 3 again, idempotent: it reads the items as they are), so no change stays invisible. Re-reading instead of
+ * trusting the writer's own values makes concurrent writers of one insight converge: the last to apply reads the last
+ * write.
+ *
+ * Vectors are computed on write only (`searchVectorFields`, by the insight write paths); the snapshot copies them from
+ * the items. A row whose insight has no vector of the current embedder (the embedder was down when it was written, or
+ * it is older than search vectors) ranks by its words alone; `finishChange` with an embedder (a write path) embeds
+ * such insights of the shards it touches, and while the head counts `unembedded` rows (left by `rebuild` for insights
+ * older than search vectors) a few more of those, storing their vectors on the items.
+ */
+import { createHash } from "node:crypto";
+import { deflateRawSync, inflateRawSync } from "node:zlib";
+import { BatchGetCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { ConditionalCheckFailedException, TransactionCanceledException } from "@aws-sdk/client-dynamodb";
+import { Config } from "../config";
+import { dynamoClient } from "../db/client";
+import type { Embedder } from "../ai/ports";
+import { decodeInt8, encodeInt8, quantizeInt8 } from "../ai/vectors";
+
+/** Shards per workspace: an insight write rewrites one (~1/64 of the rows; 80 rows at 5,000 insights). */
+export const SHARDS = 64;
+/** Largest blob bytes per page item (DynamoDB items hold 400 KB). */
+export const PAGE_BYTES = 350_000;
+/** A pending change older than this is taken for dead (its writer crashed) and re-applied by whoever sees it. */
+export const STALE_PENDING_MS = 30_000;
+/** Characters of a description kept in a row (ranking and the text fallback look at these). */
+export const MAX_DESCRIPTION = 8_000;
+/** Insights without a current vector that one `finishChange` embeds on the side, at most (legacy backfill). */
+const BACKFILL_PER_CHANGE = 32;
+/** Attempts at a shard's conditional rewrite before giving up (another writer kept changing the shard). */
+const SHARD_ATTEMPTS = 8;
+
+/** One insight as search sees it. */
+export interface SearchRow {
+  id: string;
+  insight_type: string;
+  severity: string;
+  frequency: number;
+  created_at: string;
+  title: string;
+  description: string;
+  /** The embedder of `codes`, or null when the row has no vector. */
+  embedder_id: string | null;
+  codes: Int8Array | null;
+  scale: number;
+}
+
+/** The head of a workspace's snapshot. */
+export interface SnapshotHead {
+  version: number;
+  built: boolean;
+  /** Pending changes: insight id and when it began (ms since the epoch). */
+  pending: { entry: string; id: string; at: number }[];
+}
+
+/** The insight attributes the snapshot reads (ElectroDB stores them under these names). */
+interface InsightRecord {
+  id: string;
+  workspace_id: string;
+  insight_type: string;
+  severity: string;
+  frequency: number;
+  created_at: string;
+  title: string;
+  description: string;
+  search_vector?: string;
+  search_scale?: number;
+  search_embedder_id?: string;
+}
+
+const pk = (workspaceId: string) => `ws#${workspaceId}`;
+const HEAD_SK = "searchix#head";
+const SHARD_PREFIX = "searchix#s#";
+const shardPrefix = (shard: number) => `${SHARD_PREFIX}${String(shard).padStart(2, "0")}#`;
+const pageSk = (shard: number, page: number) => `${shardPrefix(shard)}${page}`;
+
+/** The shard of an insight id: the first 4 bytes of its SHA-1, modulo `SHARDS` (ids are UUIDs: any hash spreads). */
+export function shardOf(id: string): number {
+  return createHash("sha1").update(id).digest().readUInt32BE(0) % SHARDS;
+}
+
+/** The text an insight's search vector embeds: "title. description" (what a reader of the insight sees first). */
+export const searchText = (i: { title: string; description: string }): string => `${i.title}. ${i.description}`;
+
+/**
+ * The search-vector attributes of insights about to be written with these texts (`search_vector`, `search_scale`,
+ * `search_embedder_id`), one batch embedding. When the embedder is unavailable the insights are written without a
+ * vector (they rank by their words until a later write embeds them), and nothing is thrown: a search index is not a
+ * reason to refuse an insight.
+ * @returns one attribute set per text, in order (empty objects when embedding failed)
+ */
+export async function searchVectorFields(
+  texts: string[],
+  getEmbedder: () => Promise<Embedder>,
+): Promise<{ search_vector?: string; search_scale?: number; search_embedder_id?: string }[]> {
+  if (texts.length === 0) return [];
+  try {
+    const emb = await getEmbedder();
+    const vectors = await emb.embed(texts);
+    return vectors.map((v) => {
+      const q = quantizeInt8(v);
+      return { search_vector: encodeInt8(q.codes), search_scale: q.scale, search_embedder_id: emb.id };
+    });
+  } catch (err) {
+    warn("insight search vectors not computed (embedder unavailable): the insights rank by their words until rewritten", err);
+    return texts.map(() => ({}));
+  }
+}
+
+let warned = 0;
+function warn(message: string, err: unknown): void {
+  // Once a minute at most: a down embedder would otherwise log on every write.
+  if (Date.now() - warned < 60_000) return;
+  warned = Date.now();
+  void import("@aws-lambda-powertools/logger").then(({ Logger }) =>
+    new Logger({ serviceName: "research-to-delivery", logLevel: Config.logLevel() as "INFO" }).warn(message, { error: err instanceof Error ? err : new Error(String(err)) }),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Rows <-> shard blobs
+
+function rowOf(item: InsightRecord): SearchRow {
+  const codes = item.search_vector ? decodeInt8(item.search_vector) : null;
+  return {
+    id: item.id,
+    insight_type: item.insight_type,
+    severity: item.severity,
+    frequency: item.frequency,
+    created_at: item.created_at,
+    title: item.title,
+    description: item.description.length > MAX_DESCRIPTION ? item.description.slice(0, MAX_DESCRIPTION) : item.description,
+    embedder_id: codes ? (item.search_embedder_id ?? null) : null,
+    codes: codes && item.search_embedder_id ? codes : null,
+    scale: item.search_scale ?? 0,
+  };
+}
+
+/**
+ * A shard's rows as one blob: a 4-byte length, the JSON of the rows without their codes (deflated: text shrinks about
+ * threefold, and bytes are what a cold load pays for), then the codes of the rows that have a vector, in row order
+ * (each row's own length).
+ */
+export function encodeShard(rows: SearchRow[]): Buffer {
+  const meta = rows.map((r) => [r.id, r.insight_type, r.severity, r.frequency, r.created_at, r.title, r.description, r.embedder_id, r.codes ? r.codes.length : 0, r.scale]);
+  const json = deflateRawSync(Buffer.from(JSON.stringify(meta), "utf8"), { level: 6 });
+  const vectors = rows.filter((r) => r.codes).map((r) => Buffer.from(r.codes!.buffer, r.codes!.byteOffset, r.codes!.byteLength));
+  const head = Buffer.alloc(4);
+  head.writeUInt32BE(json.length, 0);
+  return Buffer.concat([head, json, ...vectors]);
+}
+
+/** The rows of a blob made by `encodeShard`. @throws Error on a truncated blob */
+export function decodeShard(blob: Uint8Array): SearchRow[] {
+  const buf = Buffer.from(blob.buffer, blob.byteOffset, blob.byteLength);
+  const jsonLength = buf.readUInt32BE(0);
+  if (4 + jsonLength > buf.length) throw new Error("search shard blob truncated in its rows");
+  const meta = JSON.parse(inflateRawSync(buf.subarray(4, 4 + jsonLength)).toString("utf8")) as [string, string, string, number, string, string, string, string | null, number, number][];
+  let off = 4 + jsonLength;
+  const rows = meta.map(([id, insight_type, severity, frequency, created_at, title, description, embedder_id, dims, scale]) => {
+    let codes: Int8Array | null = null;
+    if (dims > 0) {
+      if (off + dims > buf.length) throw new Error(`search shard blob truncated at row ${id}`);
+      // A copy: the codes outlive the page buffers they came in.
+      codes = new Int8Array(buf.buffer.slice(buf.byteOffset + off, buf.byteOffset + off + dims));
+      off += dims;
+    }
+    return { id, insight_type, severity, frequency, created_at, title, description, embedder_id, codes, scale };
+  });
+  return rows;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Head
+
+/** The snapshot head of a workspace (strongly consistent); a workspace without one is at version 0, not built. */
+export async function readHead(workspaceId: string): Promise<SnapshotHead> {
+  const { Item } = await dynamoClient().send(new GetCommand({ TableName: Config.tableName(), Key: { pk: pk(workspaceId), sk: HEAD_SK }, ConsistentRead: true }));
+  const pending = [...((Item?.pending as Set<string> | undefined) ?? [])].map((entry) => {
+    const at = entry.lastIndexOf("@");
+    return { entry, id: entry.slice(0, at), at: Number(entry.slice(at + 1)) };
+  });
+  return { version: (Item?.version as number | undefined) ?? 0, built: Item?.built === true, pending };
+}
+
+/** A change begun by `beginChange`: what `finishChange` applies and clears. */
+export interface Change {
+  workspaceId: string;
+  ids: string[];
+  entries: string[];
+}
+
+/**
+ * Step 1 of a change (see the module comment): record the insights about to be written as pending, so a writer that
+ * dies before applying its change is noticed and its change applied by someone else.
+ * @param ids insights the write creates, changes or deletes
+ */
+export async function beginChange(workspaceId: string, ids: string[]): Promise<Change> {
+  const unique = [...new Set(ids)];
+  const now = Date.now();
+  const entries = unique.map((id) => `${id}@${now}`);
+  if (entries.length) {
+    await dynamoClient().send(
+      new UpdateCommand({
+        TableName: Config.tableName(),
+        Key: { pk: pk(workspaceId), sk: HEAD_SK },
+        UpdateExpression: "ADD pending :p",
+        ExpressionAttributeValues: { ":p": new Set(entries) },
+      }),
+    );
+  }
+  return { workspaceId, ids: unique, entries };
+}
+
+/**
+ * Step 3 of a change: re-read the insights, rewrite their rows, clear the pending entries and bump the version.
+ * Call it after the write, also when the write failed (it may have written part): it reads what is there.
+ * @param embedder given on write paths: insights of the touched shards without a current vector are embedded (at most
+ *   `BACKFILL_PER_CHANGE`) and their vectors stored on the items. Never given on a read path.
+ * @throws whatever DynamoDB throws; the pending entries then stay and are re-applied after `STALE_PENDING_MS`.
+ */
+export async function finishChange(change: Change, embedder?: Embedder): Promise<void> {
+  if (change.ids.length === 0) return;
+  await applyRows(change.workspaceId, change.ids, embedder);
+  const { Attributes } = await dynamoClient().send(
+    new UpdateCommand({
+      TableName: Config.tableName(),
+      Key: { pk: pk(change.workspaceId), sk: HEAD_SK },
+      UpdateExpression: "ADD version :one DELETE pending :p",
+      ExpressionAttributeValues: { ":one": 1, ":p": new Set(change.entries) },
+      ReturnValues: "ALL_NEW",
+    }),
+  );
+  if (embedder && ((Attributes?.unembedded as number | undefined) ?? 0) > 0) await backfill(change.workspaceId, embedder);
+}
+
+/**
+ * Embed up to `BACKFILL_PER_CHANGE` rows of the workspace that have no vector of `embedder` (insights older than
+ * search vectors, counted by `rebuild` in the head's `unembedded`), store the vectors on the insights, apply their rows
+ * and count them off. Runs on write paths only (`finishChange` with an embedder), a few per write, until none is left.
+ */
+async function backfill(workspaceId: string, embedder: Embedder): Promise<void> {
+  const missing = (await loadRows(workspaceId)).filter((r) => r.embedder_id !== embedder.id).slice(0, BACKFILL_PER_CHANGE);
+  if (missing.length) {
+    await embedRows(workspaceId, missing, embedder);
+    await applyRows(workspaceId, missing.map((r) => r.id));
+  }
+  const left = missing.length < BACKFILL_PER_CHANGE ? 0 : undefined;
+  await dynamoClient().send(
+    new UpdateCommand({
+      TableName: Config.tableName(),
+      Key: { pk: pk(workspaceId), sk: HEAD_SK },
+      UpdateExpression: left === 0 ? "ADD version :one SET unembedded = :zero" : "ADD version :one, unembedded :minus",
+      ExpressionAttributeValues: left === 0 ? { ":one": 1, ":zero": 0 } : { ":one": 1, ":minus": -missing.length },
+    }),
+  );
+}
+
+/**
+ * Run `write` as one change of the given insights: `beginChange`, the write, `finishChange` (also when the write
+ * throws, whose error is then rethrown).
+ */
+export async function asChange<T>(workspaceId: string, ids: string[], write: () => Promise<T>, embedder?: () => Promise<Embedder | undefined>): Promise<T> {
+  const change = await beginChange(workspaceId, ids);
+  let result: T;
+  try {
+    result = await write();
+  } catch (err) {
+    await finishChange(change).catch(() => undefined); // the entries stay pending and are re-applied later
+    throw err;
+  }
+  await finishChange(change, await embedder?.().catch(() => undefined));
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Applying rows
+
+async function readInsights(workspaceId: string, ids: string[]): Promise<Map<string, InsightRecord>> {
+  const found = new Map<string, InsightRecord>();
+  for (let i = 0; i < ids.length; i += 100) {
+    let keys: Record<string, unknown>[] = ids.slice(i, i + 100).map((id) => ({ pk: pk(workspaceId), sk: `insight#${id}` }));
+    for (let attempt = 0; keys.length; attempt++) {
+      if (attempt > 8) throw new Error(`DynamoDB left ${keys.length} insight reads unprocessed`);
+      if (attempt) await new Promise((r) => setTimeout(r, 20 * 2 ** attempt));
+      const out = await dynamoClient().send(new BatchGetCommand({ RequestItems: { [Config.tableName()]: { Keys: keys, ConsistentRead: true } } }));
+      for (const item of out.Responses?.[Config.tableName()] ?? []) found.set(item.id as string, item as InsightRecord);
+      keys = (out.UnprocessedKeys?.[Config.tableName()]?.Keys as Record<string, unknown>[] | undefined) ?? [];
+    }
+  }
+  return found;
+}
+
+/** A shard as stored: its rows, its rev (0 when absent) and how many pages it has. */
+async function readShard(workspaceId: string, shard: number): Promise<{ rows: SearchRow[]; rev: number; pages: number }> {
+  const items = await queryAll(workspaceId, shardPrefix(shard));
+  if (items.length === 0) return { rows: [], rev: 0, pages: 0 };
+  const first = items.find((i) => i.sk === pageSk(shard, 0));
+  const pages = (first?.pages as number | undefined) ?? 0;
+  const parts = items
+    .map((i) => ({ page: Number((i.sk as string).slice(shardPrefix(shard).length)), blob: i.blob as Uint8Array }))
+    .filter((p) => p.page < pages)
+    .sort((a, b) => a.page - b.page);
+  if (!first || parts.length !== pages) throw new ShardChanged(); // read between a rewrite's pages: read again
+  return { rows: decodeShard(Buffer.concat(parts.map((p) => p.blob))), rev: (first.rev as number) ?? 0, pages };
+}
+
+class ShardChanged extends Error {}
+
+/** Write a shard's rows as its pages, on condition that its rev is still `rev`. @throws ShardChanged when it is not */
+async function writeShard(workspaceId: string, shard: number, rows: SearchRow[], rev: number, oldPages: number): Promise<void> {
+  const blob = encodeShard(rows);
+  const pages: Buffer[] = [];
+  for (let off = 0; off < blob.length; off += PAGE_BYTES) pages.push(blob.subarray(off, off + PAGE_BYTES));
+  const table = Config.tableName();
+  const condition = rev === 0
+    ? { ConditionExpression: "attribute_not_exists(pk)" }
+    : { ConditionExpression: "rev = :rev", ExpressionAttributeValues: { ":rev": rev } };
+  const page0 = { TableName: table, Item: { pk: pk(workspaceId), sk: pageSk(shard, 0), rev: rev + 1, pages: pages.length, blob: pages[0] }, ...condition };
+  try {
+    if (pages.length === 1 && oldPages <= 1) {
+      await dynamoClient().send(new PutCommand(page0));
+      return;
+    }
+    const rest = pages.slice(1).map((b, k) => ({ Put: { TableName: table, Item: { pk: pk(workspaceId), sk: pageSk(shard, k + 1), blob: b } } }));
+    const surplus = Array.from({ length: Math.max(0, oldPages - pages.length) }, (_, k) => ({
+      Delete: { TableName: table, Key: { pk: pk(workspaceId), sk: pageSk(shard, pages.length + k) } },
+    }));
+    await dynamoClient().send(new TransactWriteCommand({ TransactItems: [{ Put: page0 }, ...rest, ...surplus] }));
+  } catch (err) {
+    const refused =
+      err instanceof ConditionalCheckFailedException ||
+      (err instanceof TransactionCanceledException && (err.CancellationReasons ?? []).some((r) => r.Code === "ConditionalCheckFailed" || r.Code === "TransactionConflict"));
+    if (refused) throw new ShardChanged();
+    throw err;
+  }
+}
+
+async function queryAll(workspaceId: string, skPrefix: string): Promise<Record<string, unknown>[]> {
+  const items: Record<string, unknown>[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await dynamoClient().send(
+      new QueryCommand({
+        TableName: Config.tableName(),
+        KeyConditionExpression: "pk = :pk AND begins_with(sk, :sk)",
+        ExpressionAttributeValues: { ":pk": pk(workspaceId), ":sk": skPrefix },
+        ConsistentRead: true,
+        ExclusiveStartKey: start,
+      }),
+    );
+    items.push(...(page.Items ?? []));
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return items;
+}
+
+/** Rewrite the rows of `ids` from the insights as they are now; with an embedder, backfill missing vectors. */
+async function applyRows(workspaceId: string, ids: string[], embedder?: Embedder): Promise<void> {
+  const byShard = new Map<number, string[]>();
+  for (const id of ids) byShard.set(shardOf(id), [...(byShard.get(shardOf(id)) ?? []), id]);
+  const insights = await readInsights(workspaceId, ids);
+  let backfillLeft = embedder ? BACKFILL_PER_CHANGE : 0;
+  await Promise.all(
+    [...byShard].map(async ([shard, shardIds]) => {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          const { rows, rev, pages } = await readShard(workspaceId, shard);
+          const touched = new Set(shardIds);
+          const next = rows.filter((r) => !touched.has(r.id));
+          for (const id of shardIds) {
+            const item = insights.get(id);
+            if (item) next.push(rowOf(item));
+          }
+          if (embedder && backfillLeft > 0) {
+            const missing = next.filter((r) => r.embedder_id !== embedder.id).slice(0, backfillLeft);
+            backfillLeft -= missing.length;
+            if (missing.length) await embedRows(workspaceId, missing, embedder);
+          }
+          await writeShard(workspaceId, shard, next, rev, pages);
+          return;
+        } catch (err) {
+          if (!(err instanceof ShardChanged) || attempt + 1 >= SHARD_ATTEMPTS) throw err;
+          await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * (attempt + 1)));
+        }
+      }
+    }),
+  );
+}
+
+/** Embed rows without a current vector and store the vectors on their insights too (a write path's backfill). */
+async function embedRows(workspaceId: string, rows: SearchRow[], embedder: Embedder): Promise<void> {
+  let vectors: Float32Array[];
+  try {
+    vectors = await embedder.embed(rows.map(searchText));
+  } catch (err) {
+    warn("insight search vectors not backfilled (embedder unavailable)", err);
+    return;
+  }
+  await Promise.all(
+    rows.map(async (row, k) => {
+      const q = quantizeInt8(vectors[k]);
+      row.codes = q.codes;
+      row.scale = q.scale;
+      row.embedder_id = embedder.id;
+      try {
+        await dynamoClient().send(
+          new UpdateCommand({
+            TableName: Config.tableName(),
+            Key: { pk: pk(workspaceId), sk: `insight#${row.id}` },
+            // Only while the text is the one embedded: a concurrent retitle wins and brings its own vector.
+            ConditionExpression: "title = :t AND description = :d",
+            UpdateExpression: "SET search_vector = :v, search_scale = :s, search_embedder_id = :e",
+            ExpressionAttributeValues: { ":t": row.title, ":d": row.description, ":v": encodeInt8(q.codes), ":s": q.scale, ":e": embedder.id },
+          }),
+        );
+      } catch (err) {
+        if (!(err instanceof ConditionalCheckFailedException)) throw err;
+      }
+    }),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Reading the snapshot
+
+/** The serialized lexical index stored beside the rows: the head version it reflects, its JSON and its page count. */
+export interface StoredLexical {
+  version: number;
+  json: string;
+  pages: number;
+}
+
+const LEXICAL_PREFIX = "searchix#lex#";
+
+/** A blob cut in pages: its parts in page order, or null when the pages are not all there (a rewrite under way). */
+function joinPages(pages: { page: number; item: Record<string, unknown> }[]): Buffer | null {
+  pages.sort((a, b) => a.page - b.page);
+  const count = pages[0]?.page === 0 ? ((pages[0].item.pages as number | undefined) ?? 0) : 0;
+  const parts = pages.filter((p) => p.page < count).map((p) => p.item.blob as Uint8Array);
+  return parts.length === count && count > 0 ? Buffer.concat(parts) : null;
+}
+
+/**
+ * Every row of a workspace's snapshot and its stored lexical index, in one paginated Query of the snapshot's items.
+ * @throws Error when a shard was caught between the pages of its rewrite (the caller reads again)
+ */
+export async function loadSnapshot(workspaceId: string): Promise<{ rows: SearchRow[]; lexical: StoredLexical | null }> {
+  const items = await queryAll(workspaceId, "searchix#");
+  const groups = new Map<string, { page: number; item: Record<string, unknown> }[]>();
+  for (const item of items) {
+    const sk = item.sk as string;
+    if (sk === HEAD_SK) continue;
+    const cut = sk.lastIndexOf("#");
+    const group = sk.slice(0, cut + 1);
+    groups.set(group, [...(groups.get(group) ?? []), { page: Number(sk.slice(cut + 1)), item }]);
+  }
+  const rows: SearchRow[] = [];
+  let lexical: StoredLexical | null = null;
+  for (const [group, pages] of groups) {
+    const blob = joinPages(pages);
+    if (group === LEXICAL_PREFIX) {
+      // A lexical index caught mid-rewrite is only not used: the reader builds its own.
+      if (blob) lexical = { version: pages[0]!.item.lexv as number, json: inflateRawSync(blob).toString("utf8"), pages: pages.length };
+      continue;
+    }
+    if (!blob) throw new Error("search snapshot read during a shard rewrite; retry");
+    rows.push(...decodeShard(blob));
+  }
+  return { rows, lexical };
+}
+
+/** Every row of a workspace's snapshot. */
+export async function loadRows(workspaceId: string): Promise<SearchRow[]> {
+  return (await loadSnapshot(workspaceId)).rows;
+}
+
+/**
+ * Store a workspace's lexical index (MiniSearch's JSON, deflated, in pages) as of head version `version`, unless one
+ * of a later version is there already. Written by the reader that had to build it, so the next containers load it
+ * instead of building it; derived from stored text only.
+ * @param oldPages pages of the stored index read with the rows (so surplus ones are deleted)
+ */
+export async function saveLexical(workspaceId: string, version: number, json: string, oldPages: number): Promise<void> {
+  const blob = deflateRawSync(Buffer.from(json, "utf8"), { level: 1 });
+  const pages: Buffer[] = [];
+  for (let off = 0; off < blob.length; off += PAGE_BYTES) pages.push(blob.subarray(off, off + PAGE_BYTES));
+  const table = Config.tableName();
+  const page0 = {
+    TableName: table,
+    Item: { pk: pk(workspaceId), sk: `${LEXICAL_PREFIX}0`, lexv: version, pages: pages.length, blob: pages[0] },
+    ConditionExpression: "attribute_not_exists(pk) OR lexv < :v",
+    ExpressionAttributeValues: { ":v": version },
+  };
+  try {
+    if (pages.length === 1 && oldPages <= 1) {
+      await dynamoClient().send(new PutCommand(page0));
+      return;
+    }
+    const rest = pages.slice(1).map((b, k) => ({ Put: { TableName: table, Item: { pk: pk(workspaceId), sk: `${LEXICAL_PREFIX}${k + 1}`, blob: b } } }));
+    const surplus = Array.from({ length: Math.max(0, oldPages - pages.length) }, (_, k) => ({
+      Delete: { TableName: table, Key: { pk: pk(workspaceId), sk: `${LEXICAL_PREFIX}${pages.length + k}` } },
+    }));
+    await dynamoClient().send(new TransactWriteCommand({ TransactItems: [{ Put: page0 }, ...rest, ...surplus] }));
+  } catch (err) {
+    // A newer index is there already, or another reader is writing one: either way, nothing to do.
+    if (err instanceof ConditionalCheckFailedException || err instanceof TransactionCanceledException) return;
+    throw err;
+  }
+}
+
+/**
+ * Build the snapshot from the workspace's insights (their stored vectors; nothing is embedded): for a workspace whose
+ * insights predate the snapshot, and for a benchmark's bulk-loaded insights. Rows of insights that no longer exist
+ * go. Concurrent changes are safe: each shard is rewritten under its condition, from items read after it.
+ * @param insightIds every insight id of the workspace
+ */
+export async function rebuild(workspaceId: string, insightIds: string[]): Promise<void> {
+  const present = (await loadRows(workspaceId).catch(() => [] as SearchRow[])).map((r) => r.id);
+  const ids = [...new Set([...insightIds, ...present])];
+  if (ids.length) await applyRows(workspaceId, ids);
+  const unembedded = (await loadRows(workspaceId)).filter((r) => !r.codes).length;
+  await dynamoClient().send(
+    new UpdateCommand({
+      TableName: Config.tableName(),
+      Key: { pk: pk(workspaceId), sk: HEAD_SK },
+      UpdateExpression: "ADD version :one SET built = :t, unembedded = :u",
+      ExpressionAttributeValues: { ":one": 1, ":t": true, ":u": unembedded },
+    }),
+  );
+}
+
+/**
+ * Re-apply pending changes older than `STALE_PENDING_MS` (their writers died): rows rewritten from the insights as
+ * they are, entries removed, version bumped. Nothing is embedded (this runs on reads).
+ * @returns whether anything was re-applied
+ */
+export async function repairStale(workspaceId: string, head: SnapshotHead, now = Date.now()): Promise<boolean> {
+  const stale = head.pending.filter((p) => now - p.at >= STALE_PENDING_MS);
+  if (stale.length === 0) return false;
+  await finishChange({ workspaceId, ids: [...new Set(stale.map((p) => p.id))], entries: stale.map((p) => p.entry) });
+  return true;
+}

@@ -1,0 +1,130 @@
+/**
+ * `POST /api/insights/search` over the per-workspace search snapshot (core/insight/search-index.ts), through the real
+ * handler: only the query is embedded on a search (insight vectors are written with the insights); a deleted insight
+ * is never returned and a new one never missed, also by a container that had the workspace cached; a change whose
+ * writer died is applied by the next search once stale; a workspace whose insights predate the snapshot gets one on
+ * its first search, from the stored insights, without embedding them.
+ */
+import { randomUUID } from "node:crypto";
+import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { embedder } from "../../core/ai/select";
+import { Config } from "../../core/config";
+import { dynamoClient } from "../../core/db/client";
+import { db } from "../../core/db/service";
+import { clearSearchCache } from "../../core/insight/search";
+import { loadSnapshot, readHead, STALE_PENDING_MS } from "../../core/insight/search-index";
+import { call, newWorkspace } from "../support/api";
+
+type Token = string;
+let ws: { token: Token; workspaceId: string };
+const search = (query: string, extra: Record<string, unknown> = {}) =>
+  call("POST", "/api/insights/search", { token: ws.token, body: { workspace_id: ws.workspaceId, query, ...extra } });
+const create = async (title: string, description: string) => {
+  const res = await call("POST", "/api/insights", { token: ws.token, body: { workspace_id: ws.workspaceId, insight_type: "pain_point", title, description } });
+  expect(res.status, res.text).toBe(201);
+  return res.body.id as string;
+};
+const found = (res: { body: { insights: { id: string }[] } }) => res.body.insights.map((i) => i.id);
+
+beforeAll(async () => {
+  const { owner, workspace } = await newWorkspace("Search index");
+  ws = { token: owner.token, workspaceId: workspace.id };
+}, 60_000);
+
+afterEach(() => vi.restoreAllMocks());
+
+describe("insight search over the workspace's search snapshot", () => {
+  it("writes the search vector with the insight, and embeds only the query on a search, cold or warm", async () => {
+    const ids = [
+      await create("Users cannot sign in after the update", "The login screen loops back to the start."),
+      await create("Exports to CSV are missing", "Managers copy numbers into spreadsheets by hand."),
+      await create("The app is too bright at night", "People ask for a dark theme."),
+    ];
+    const { data } = await db().entities.insight.get(ids.map((id) => ({ workspace_id: ws.workspaceId, id }))).go();
+    const emb = await embedder();
+    for (const item of data) expect(item).toMatchObject({ search_embedder_id: emb.id, search_vector: expect.any(String), search_scale: expect.any(Number) });
+
+    const spy = vi.spyOn(emb, "embed"); // the real embedder still runs: this only counts its calls
+    clearSearchCache(); // a container that has not searched this workspace yet
+    const cold = await search("login problems");
+    expect(cold.status, cold.text).toBe(200);
+    expect(cold.body).toMatchObject({ mode: "semantic", query: "login problems" });
+    expect(found(cold)[0]).toBe(ids[0]);
+    const warm = await search("spreadsheet export");
+    expect(found(warm)[0]).toBe(ids[1]);
+    expect(spy.mock.calls).toEqual([[["login problems"]], [["spreadsheet export"]]]);
+  });
+
+  it("never returns a deleted insight and never misses a new one, in a container that holds the workspace", async () => {
+    const gone = await create("Push notifications arrive twice", "Every reminder is sent two times.");
+    const before = await search("duplicate notifications");
+    expect(found(before)).toContain(gone);
+    const total = before.body.total as number;
+    expect((await call("DELETE", `/api/insights/${gone}`, { token: ws.token })).status).toBe(204);
+    const after = await search("duplicate notifications");
+    expect(found(after)).not.toContain(gone);
+    expect(after.body.total).toBe(total - 1);
+    const fresh = await create("Notifications come in pairs", "Each alert shows up twice on the phone.");
+    expect(found(await search("duplicate notifications"))).toContain(fresh);
+    // Archiving changes nothing search ranks on: the result shows it, read from the insight itself.
+    await call("POST", "/api/insights/batch", { token: ws.token, body: { workspace_id: ws.workspaceId, insight_ids: [fresh], action: "archive" } });
+    expect((await search("duplicate notifications")).body.insights.find((i: { id: string }) => i.id === fresh)).toMatchObject({ is_archived: true });
+  });
+
+  it("applies a change whose writer died once it is stale: the next search finds the insight", async () => {
+    const id = randomUUID();
+    // What a writer that died after its insight write leaves: the insight, and its change pending for over the bound.
+    await dynamoClient().send(new UpdateCommand({
+      TableName: Config.tableName(), Key: { pk: `ws#${ws.workspaceId}`, sk: "searchix#head" },
+      UpdateExpression: "ADD pending :p", ExpressionAttributeValues: { ":p": new Set([`${id}@${Date.now() - STALE_PENDING_MS - 1}`]) },
+    }));
+    await db().entities.insight.create({ id, workspace_id: ws.workspaceId, insight_type: "pain_point", title: "Orphaned by a crash: kiosk mode", description: "Written, never applied." }).go();
+    const res = await search("kiosk mode");
+    expect(found(res)).toContain(id);
+    expect((await readHead(ws.workspaceId)).pending).toEqual([]);
+  });
+
+  it("stores the lexical index the first container built, so the next container loads it and ranks the same", async () => {
+    const { owner, workspace } = await newWorkspace("Lexical index stored");
+    const items = Array.from({ length: 320 }, (_, k) => ({
+      id: randomUUID(), workspace_id: workspace.id, insight_type: "feedback_theme",
+      title: k % 40 === 0 ? `Offline mode is missing (${k})` : `Survey answer number ${k}`, description: `Respondent ${k} wrote about topic ${k % 17}.`,
+    }));
+    await db().entities.insight.put(items).go();
+    const ask = () => call("POST", "/api/insights/search", { token: owner.token, body: { workspace_id: workspace.id, query: "offline mode", limit: 20 } });
+    clearSearchCache();
+    const first = await ask();
+    expect(first.status, first.text).toBe(200);
+    expect(first.body.total).toBe(8);
+    const head = await readHead(workspace.id);
+    expect((await loadSnapshot(workspace.id)).lexical).toMatchObject({ version: head.version });
+    clearSearchCache(); // another container: it loads the stored index
+    const second = await ask();
+    expect(found(second)).toEqual(found(first));
+  });
+
+  it("builds the snapshot of a workspace whose insights predate it on its first search, embedding nothing but the query", async () => {
+    const { owner, workspace } = await newWorkspace("Older than the snapshot");
+    const old = [randomUUID(), randomUUID()];
+    await db().entities.insight.put([
+      { id: old[0]!, workspace_id: workspace.id, insight_type: "pain_point", title: "Kernel restarts lose work", description: "The notebook forgets its state." },
+      { id: old[1]!, workspace_id: workspace.id, insight_type: "pain_point", title: "Sharing notebooks is hard", description: "Colleagues cannot open them." },
+    ]).go();
+    expect((await readHead(workspace.id)).built).toBe(false);
+    const spy = vi.spyOn(await embedder(), "embed");
+    const res = await call("POST", "/api/insights/search", { token: owner.token, body: { workspace_id: workspace.id, query: "kernel" } });
+    expect(res.status, res.text).toBe(200);
+    // No stored search vector: the spec's text fallback ranks them, and they are not embedded on this read.
+    expect(res.body).toMatchObject({ mode: "text", total: 1 });
+    expect(found(res)).toEqual([old[0]]);
+    expect(spy.mock.calls).toEqual([[["kernel"]]]);
+    expect((await readHead(workspace.id)).built).toBe(true);
+    // The next write of the workspace (a write path) embeds them on the side: search turns semantic.
+    await call("POST", "/api/insights", { token: owner.token, body: { workspace_id: workspace.id, insight_type: "behavior", title: "Teams share notebooks by e-mail", description: "Files go back and forth." } });
+    const after = await call("POST", "/api/insights/search", { token: owner.token, body: { workspace_id: workspace.id, query: "passing notebooks to colleagues" } });
+    expect(after.body.mode).toBe("semantic");
+    const { data } = await db().entities.insight.get(old.map((id) => ({ workspace_id: workspace.id, id }))).go();
+    expect(data.every((i) => typeof i.search_vector === "string")).toBe(true);
+  });
+});
