@@ -4,7 +4,7 @@
  * lease expired, or back to approved when a transient failure defers it), which shows as `approved` on the wire.
  */
 import { describe, expect, it } from "vitest";
-import { AppError } from "../../core/error";
+import { itFollowsTheTable } from "../support/state-table";
 import * as S from "../../core/pending-action/status";
 
 /** Written out independently of the module, so a change to the table fails here. */
@@ -26,28 +26,7 @@ describe("pending action status table", () => {
     expect(S.INITIAL_PENDING_ACTION_STATUS).toBe("pending");
   });
 
-  for (const from of states) {
-    for (const to of states) {
-      const allowed = EXPECTED[from]!.includes(to);
-      it(`${from} -> ${to} is ${allowed ? "allowed" : "refused"}`, () => {
-        expect(S.canTransition(from, to)).toBe(allowed);
-        if (allowed) {
-          expect(() => S.assertTransition(from, to)).not.toThrow();
-          return;
-        }
-        let err: unknown;
-        try {
-          S.assertTransition(from, to);
-        } catch (e) {
-          err = e;
-        }
-        expect(err).toBeInstanceOf(AppError);
-        expect((err as AppError).code).toBe("INVALID_TRANSITION");
-        expect((err as AppError).extra).toMatchObject({ from, to, valid_transitions: EXPECTED[from] });
-      });
-    }
-    it(`validTransitions(${from}) follows the table`, () => expect(S.validTransitions(from)).toEqual(EXPECTED[from]));
-  }
+  itFollowsTheTable(S, states, EXPECTED);
 
   it("the terminal states are rejected, executed and failed", () => {
     expect(states.filter((s) => S.validTransitions(s).length === 0).sort()).toEqual(["executed", "failed", "rejected"]);

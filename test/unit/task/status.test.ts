@@ -4,7 +4,7 @@
  * resumed attempt) and pending → failed (the runner never started it).
  */
 import { describe, expect, it } from "vitest";
-import { AppError } from "../../../core/error";
+import { itFollowsTheTable } from "../../support/state-table";
 import * as S from "../../../core/task/status";
 import { TASK_TIMEOUT_SECONDS, SpawnableTaskType, TaskType, timedOutError } from "../../../core/task/schema";
 
@@ -25,28 +25,7 @@ describe("task status table", () => {
     expect(S.INITIAL_TASK_STATUS).toBe("pending");
   });
 
-  for (const from of states) {
-    for (const to of states) {
-      const allowed = EXPECTED[from]!.includes(to);
-      it(`${from} -> ${to} is ${allowed ? "allowed" : "refused"}`, () => {
-        expect(S.canTransition(from, to)).toBe(allowed);
-        if (allowed) {
-          expect(() => S.assertTransition(from, to)).not.toThrow();
-          return;
-        }
-        let err: unknown;
-        try {
-          S.assertTransition(from, to);
-        } catch (e) {
-          err = e;
-        }
-        expect(err).toBeInstanceOf(AppError);
-        expect((err as AppError).code).toBe("INVALID_TRANSITION");
-        expect((err as AppError).extra).toMatchObject({ from, to, valid_transitions: EXPECTED[from] });
-      });
-    }
-    it(`validTransitions(${from}) follows the table`, () => expect(S.validTransitions(from)).toEqual(EXPECTED[from]));
-  }
+  itFollowsTheTable(S, states, EXPECTED);
 
   it("completed, failed and cancelled are terminal; completed and failed cannot be cancelled", () => {
     expect(states.filter((s) => S.validTransitions(s).length === 0).sort()).toEqual(["cancelled", "completed", "failed"]);
