@@ -3,6 +3,7 @@ import { HttpJwtAuthorizer } from "aws-cdk-lib/aws-apigatewayv2-authorizers";
 import { NagSuppressions } from "cdk-nag";
 import { Api as HttpApi, Function, use, type StackContext } from "sst/constructs";
 import { INTEGRATIONS_MAX_RECEIVE_COUNT, PAYMENTS_MAX_RECEIVE_COUNT } from "../core/queue";
+import { MEMORY_MAX_RECEIVE_COUNT } from "../core/memory/settings";
 import type { RouteSpec } from "../functions/lib/route";
 import { DEFAULT_TIMEOUT_SECONDS, groups, routes, routesOf, timeoutOf } from "../functions/http/routes";
 import {
@@ -22,6 +23,7 @@ import { boundSecrets, GROUP_INTEGRATIONS, integrationEnvironment, integrationSe
 import { Pipelines } from "./Pipelines";
 import { runtimeEnvironment, Secrets, type SecretName } from "./Secrets";
 import { Storage } from "./Storage";
+import { suppressExecutions, Tasks } from "./Tasks";
 
 /** The handler module of an endpoint group (DESIGN.md section 3: one Lambda per group). */
 export const groupHandler = (group: string) => `functions/http/${group}.handler`;
@@ -96,6 +98,33 @@ export const PAYMENTS_CONSUMER_HANDLER = "functions/events/payments-consumer.han
 /** The consumer reads Stripe (a few calls of at most 10 s each) and writes a few transactions. */
 export const PAYMENTS_CONSUMER_TIMEOUT_SECONDS = 60;
 
+/**
+ * The memory consumer (DESIGN.md 6.6; functions/events/memory-consumer.ts): learns facts from one copilot exchange
+ * (a structured model call, embeddings of the candidate facts, reconciliation against the nearest ones).
+ */
+export const MEMORY_CONSUMER_HANDLER = "functions/events/memory-consumer.handler";
+/** One exchange: a model call (at most a minute on a slow tier), a few embeddings and table writes. */
+export const MEMORY_CONSUMER_TIMEOUT_SECONDS = 120;
+/** The consumer's bucket calls: none (test/stacks/bucket-access.test.ts checks it). */
+export const MEMORY_CONSUMER_BUCKET_ACCESS: readonly BucketAccess[] = [];
+/**
+ * The groups that run copilot streams, whose memory run hook (core/memory/hook.ts) puts each exchange on the memory
+ * queue: MEMORY_QUEUE_URL and sqs:SendMessage on that queue. The stack test checks it against the bundles (the hook's
+ * send is in exactly these). The task worker runs the agent loop without the run hooks, so it sends nothing there.
+ */
+export const MEMORY_SENDER_GROUPS: readonly string[] = ["stream"];
+
+/** The tasks group spawns and cancels background tasks: StartExecution and StopExecution on the task state machine. */
+export const GROUPS_RUNNING_TASKS: readonly string[] = ["tasks"];
+/**
+ * The groups that read the table's stream (the task progress stream, core/task/changes.ts): TABLE_STREAM_ARN, and
+ * DescribeStream, GetShardIterator and GetRecords on that stream only. They never list streams (the ARN is given),
+ * so there is no dynamodb:ListStreams on `*`.
+ */
+export const GROUPS_READING_TABLE_STREAM: readonly string[] = ["task-progress"];
+/** The stream calls of core/task/changes.ts. */
+export const TABLE_STREAM_ACTIONS = ["dynamodb:DescribeStream", "dynamodb:GetShardIterator", "dynamodb:GetRecords"] as const;
+
 /** Groups that start an extraction themselves (reprocess of a research source); the rest only need the ARN. */
 export const GROUPS_STARTING_EXTRACTION: readonly string[] = ["research"];
 
@@ -122,10 +151,11 @@ export const GROUP_BUCKET_ACCESS: Readonly<Record<string, readonly BucketAccess[
 
 /**
  * Groups that run the AI ports inside the request (synthesis, insight search embeddings, recommendations and document
- * generation, the copilot's streams), and so invoke Bedrock. The stack test checks it against the bundles: exactly the
+ * generation, the copilot's streams, memory search's query embeddings, the entropy scan on demand), and so invoke
+ * Bedrock. The stack test checks it against the bundles: exactly the
  * groups whose bundle contains the Bedrock Runtime client.
  */
-export const BEDROCK_GROUPS: readonly string[] = ["generation", "insights", "stream", "synthesis"];
+export const BEDROCK_GROUPS: readonly string[] = ["generation", "insights", "memory", "observability", "stream", "synthesis"];
 
 /**
  * The HTTP API's authorizer of a route: the JWT authorizer for the routes that need a user (`user`, `admin`), none
@@ -207,12 +237,16 @@ const CORS_ALLOW_HEADERS = ["authorization", "content-type", "idempotency-key", 
  * (DESIGN.md 6.4). The integration groups get what stacks/integrations.ts says they use: the token key
  * (TOKEN_KMS_KEY_ID, Storage stack), the address settings of the providers they call, the OAuth apps' secrets they
  * hold, the integrations queue when they defer work, and API_URL and APP_URL when they serve an OAuth callback; the
- * growth group mails through SES from MAIL_FROM only.
+ * growth group mails through SES from MAIL_FROM only. The memory queue (SQS FIFO per workspace and user, with a
+ * dead-letter queue) takes the exchanges the copilot's stream group sends (MEMORY_QUEUE_URL), and its consumer learns
+ * from them (DESIGN.md 6.6). The tasks group starts and stops executions of the task state machine (Tasks stack,
+ * TASK_STATE_MACHINE_ARN); the task-progress group reads the table's stream (TABLE_STREAM_ARN).
  */
 export function Api({ stack, app }: StackContext) {
   const { table, bucket, tokenKey } = use(Storage);
   const { secrets, parameters } = use(Secrets);
   const { extraction } = use(Pipelines);
+  const { machine: taskMachine } = use(Tasks);
   const environment = {
     ...runtimeEnvironment(app.stage, { tableName: table.tableName, bucketName: bucket.bucketName }, parameters),
     EXTRACTION_STATE_MACHINE_ARN: extraction.stateMachineArn,
@@ -241,12 +275,26 @@ export function Api({ stack, app }: StackContext) {
     visibilityTimeout: Duration.seconds(6 * INTEGRATIONS_CONSUMER_TIMEOUT_SECONDS),
     deadLetterQueue: { queue: integrationsDeadLetters, maxReceiveCount: INTEGRATIONS_MAX_RECEIVE_COUNT },
   });
+  // Copilot exchanges to learn from (DESIGN.md 6.6): FIFO, grouped by workspace and user, so one person's facts are
+  // reconciled one exchange at a time in order; deduplicated by the assistant message id. After
+  // MEMORY_MAX_RECEIVE_COUNT failed receives an exchange moves to the dead-letter queue (14 days). TLS only.
+  const memoryDeadLetters = new sqs.Queue(stack, "MemoryExchangesDlq", { fifo: true, retentionPeriod: Duration.days(14), enforceSSL: true });
+  const memory = new sqs.Queue(stack, "MemoryExchanges", {
+    fifo: true,
+    enforceSSL: true,
+    visibilityTimeout: Duration.seconds(6 * MEMORY_CONSUMER_TIMEOUT_SECONDS),
+    deadLetterQueue: { queue: memoryDeadLetters, maxReceiveCount: MEMORY_MAX_RECEIVE_COUNT },
+  });
+
   const callbacks = callbackGroups();
   const groupEnvironment = (group: string): Record<string, string> => {
     const usage = GROUP_INTEGRATIONS[group];
     const own = {
       ...(usage ? integrationEnvironment(usage, tokenKey, integrations.queueUrl) : {}),
       ...(callbacks.includes(group) ? settingsFrom(["APP_URL"]) : {}),
+      ...(MEMORY_SENDER_GROUPS.includes(group) ? { MEMORY_QUEUE_URL: memory.queueUrl } : {}),
+      ...(GROUPS_RUNNING_TASKS.includes(group) ? { TASK_STATE_MACHINE_ARN: taskMachine.stateMachineArn } : {}),
+      ...(GROUPS_READING_TABLE_STREAM.includes(group) ? { TABLE_STREAM_ARN: table.cdk.table.tableStreamArn! } : {}),
     };
     switch (group) {
       case "billing":
@@ -292,6 +340,15 @@ export function Api({ stack, app }: StackContext) {
     if (group === "webhooks") payments.grantSendMessages(fn);
     if (GROUP_INTEGRATIONS[group]) grantTokenKey(fn, tokenKey);
     if (GROUP_INTEGRATIONS[group]?.defers) integrations.grantSendMessages(fn);
+    if (MEMORY_SENDER_GROUPS.includes(group)) memory.grantSendMessages(fn);
+    if (GROUPS_RUNNING_TASKS.includes(group)) {
+      taskMachine.grantStartExecution(fn);
+      taskMachine.grantExecution(fn, "states:StopExecution");
+      suppressExecutions(fn);
+    }
+    if (GROUPS_READING_TABLE_STREAM.includes(group)) {
+      fn.addToRolePolicy(new iam.PolicyStatement({ actions: [...TABLE_STREAM_ACTIONS], resources: [table.cdk.table.tableStreamArn!] }));
+    }
     // Without MAIL_FROM there is no sender to allow: mail answers 503 naming MAIL_FROM (core/mail).
     if (group === "growth" && mailFrom) fn.addToRolePolicy(sesSendStatement(stack, mailFrom));
     if (bound.length > 0) suppressBoundSecrets(fn);
@@ -332,6 +389,20 @@ export function Api({ stack, app }: StackContext) {
   integrations.grantSendMessages(integrationsConsumer);
   suppressBoundSecrets(integrationsConsumer);
   integrationsConsumer.addEventSource(new sources.SqsEventSource(integrations, { batchSize: 1, reportBatchItemFailures: true }));
+
+  // The memory consumer: one exchange per invocation (batch size 1), partial batch responses as the handler reports
+  // (core/queue consumeInOrder). Model extraction and embeddings (Bedrock), the table; no bucket, no integrations.
+  const memoryConsumer = new Function(stack, "MemoryConsumer", {
+    handler: MEMORY_CONSUMER_HANDLER,
+    description: "Learn memory facts from copilot exchanges",
+    environment,
+    timeout: MEMORY_CONSUMER_TIMEOUT_SECONDS,
+  });
+  grantTableData(memoryConsumer, table.cdk.table);
+  grantBucket(memoryConsumer, bucket.cdk.bucket, MEMORY_CONSUMER_BUCKET_ACCESS);
+  memoryConsumer.addToRolePolicy(bedrockInvokeStatement(stack));
+  suppressBedrockRegions(memoryConsumer);
+  memoryConsumer.addEventSource(new sources.SqsEventSource(memory, { batchSize: 1, reportBatchItemFailures: true }));
 
   const origins = parameters.CORS_ORIGINS.value.split(",").map((s) => s.trim()).filter(Boolean);
   const served = groups().filter((group) => !isStreamingGroup(group));
@@ -387,5 +458,5 @@ export function Api({ stack, app }: StackContext) {
       .map(([group, fn]) => [`${pascal(group)}FunctionUrl`, fn.url ?? ""]),
   );
   stack.addOutputs({ ApiUrl: api.url, ...longRunning });
-  return { api, functions, payments, paymentsDeadLetters, paymentsConsumer, integrations, integrationsDeadLetters, integrationsConsumer };
+  return { api, functions, payments, paymentsDeadLetters, paymentsConsumer, integrations, integrationsDeadLetters, integrationsConsumer, memory, memoryDeadLetters, memoryConsumer };
 }

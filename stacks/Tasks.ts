@@ -7,6 +7,7 @@ import { bedrockInvokeStatement, grantBucket, grantTableData, grantTokenKey, ses
 import { boundSecrets, integrationEnvironment, type IntegrationUse } from "./integrations";
 import { runtimeEnvironment, Secrets } from "./Secrets";
 import { Storage } from "./Storage";
+import type { IConstruct } from "constructs";
 
 /** The handler module of a task state machine step (DESIGN.md section 3: one Step Functions task per file). */
 export const taskStepHandler = (step: TaskStepName) => `functions/steps/${TASK_STEPS[step]}.handler`;
@@ -38,6 +39,30 @@ export const TASK_WORKER_BUCKET_ACCESS: readonly BucketAccess[] = ["read", "writ
 /** The worker reads the file store (fs_research): Google's tokens, addresses, and its OAuth app for a refresh. */
 export const TASK_WORKER_INTEGRATIONS: IntegrationUse = { opens: ["GOOGLE"], oauthApps: ["GOOGLE"], defers: false };
 
+/** The scheduled entropy scanner (core/entropy `scanDue`) and its schedule: daily at 04:00 UTC, after the cycles. */
+export const ENTROPY_SCANNER_HANDLER = "functions/events/entropy-scanner.handler";
+export const ENTROPY_SCAN_SCHEDULE_EXPRESSION = "cron(0 4 * * ? *)";
+/** The scanner stops starting scans 2 minutes before its end (functions/events/entropy-scanner.ts): Lambda's longest. */
+export const ENTROPY_SCANNER_TIMEOUT_SECONDS = 900;
+
+/**
+ * Suppress AwsSolutions-IAM5 on a function allowed calls on this state machine's executions (`grantExecution`:
+ * `…:execution:<machine name>:*`), for the sweeper here and the tasks group (stacks/Api.ts).
+ */
+export function suppressExecutions(fn: IConstruct): void {
+  NagSuppressions.addResourceSuppressions(
+    fn,
+    [
+      {
+        id: "AwsSolutions-IAM5",
+        reason: "Executions are named per task attempt at run time (<task id>-<attempt>); the grant covers the executions of this one state machine.",
+        appliesTo: [{ regex: "/^Resource::arn:<AWS::Partition>:states:[^:]+:[^:]+:execution:.*:\\*$/" }],
+      },
+    ],
+    true,
+  );
+}
+
 /**
  * The Tasks stack: background tasks and schedules (spec 02 Background task; DESIGN.md 6.5).
  *
@@ -51,6 +76,7 @@ export const TASK_WORKER_INTEGRATIONS: IntegrationUse = { opens: ["GOOGLE"], oau
  *   whether an attempt's execution still runs (DescribeExecution).
  * - The overnight research cycles: EventBridge Scheduler at cron(0 2 * * ? *) in UTC invokes the cycles function, which
  *   starts one execution per cycle.
+ * - The entropy scanner (issue #21): EventBridge Scheduler daily at 04:00 UTC; the table and Bedrock embeddings.
  *
  * @returns the state machine and the functions, for the Api stack: the tasks group starts and stops executions
  *   (TASK_STATE_MACHINE_ARN), the progress group reads the table's stream.
@@ -126,18 +152,6 @@ export function Tasks({ stack, app }: StackContext) {
     ],
     true,
   );
-  const executionsGrant = (fn: Function) =>
-    NagSuppressions.addResourceSuppressions(
-      fn,
-      [
-        {
-          id: "AwsSolutions-IAM5",
-          reason: "Executions are named per task attempt at run time (<task id>-<attempt>); the grant covers the executions of this one state machine.",
-          appliesTo: [{ regex: "/^Resource::arn:<AWS::Partition>:states:[^:]+:[^:]+:execution:.*:\\*$/" }],
-        },
-      ],
-      true,
-    );
 
   // The sweeper: starts new attempts and the cycles' retries, describes an attempt's execution; 5 minutes at most.
   const sweeper = new Function(stack, "TaskSweeper", {
@@ -149,7 +163,7 @@ export function Tasks({ stack, app }: StackContext) {
   grantTableData(sweeper, table.cdk.table);
   machine.grantStartExecution(sweeper);
   machine.grantExecution(sweeper, "states:DescribeExecution");
-  executionsGrant(sweeper);
+  suppressExecutions(sweeper);
   new Cron(stack, "TaskSweep", { schedule: TASK_SWEEPER_SCHEDULE, job: sweeper });
 
   // The overnight research cycles, at 02:00 UTC from EventBridge Scheduler (its role may invoke this function only).
@@ -161,23 +175,40 @@ export function Tasks({ stack, app }: StackContext) {
   });
   grantTableData(cycles, table.cdk.table);
   machine.grantStartExecution(cycles);
-  // The schedule's own role, allowed to invoke the unqualified function only (CDK's grantInvoke would add every
+  // Each schedule has its own role, allowed to invoke its one function, unqualified (CDK's grantInvoke would add every
   // version, `:*`), and only from this account's schedules.
-  const schedulerRole = new iam.Role(stack, "ResearchCyclesRole", {
-    assumedBy: new iam.ServicePrincipal("scheduler.amazonaws.com", { conditions: { StringEquals: { "aws:SourceAccount": stack.account } } }),
-    description: "EventBridge Scheduler: start the overnight research cycles",
+  const schedule = (id: string, fn: Function, expression: string, description: string) => {
+    const role = new iam.Role(stack, `${id}Role`, {
+      assumedBy: new iam.ServicePrincipal("scheduler.amazonaws.com", { conditions: { StringEquals: { "aws:SourceAccount": stack.account } } }),
+      description: `EventBridge Scheduler: ${description}`,
+    });
+    role.addToPolicy(new iam.PolicyStatement({ actions: ["lambda:InvokeFunction"], resources: [fn.functionArn] }));
+    return new scheduler.CfnSchedule(stack, id, {
+      description,
+      scheduleExpression: expression,
+      scheduleExpressionTimezone: "Etc/UTC",
+      flexibleTimeWindow: { mode: "OFF" },
+      state: "ENABLED",
+      // A failed delivery is retried for an hour: both handlers are idempotent per day (core/cycle; core/entropy skips
+      // a workspace scanned recently), so a repeat is harmless.
+      target: { arn: fn.functionArn, roleArn: role.roleArn, retryPolicy: { maximumRetryAttempts: 3, maximumEventAgeInSeconds: 3600 } },
+    });
+  };
+  schedule("ResearchCycles", cycles, CYCLES_SCHEDULE_EXPRESSION, "Overnight research cycles (spec 02: nightly at 02:00 UTC)");
+
+  // The entropy scanner: every workspace due a scan (stale sources, contradictory insights), reading through indexes
+  // and embedding insights (Bedrock); no bucket. Daily, after the cycles (which scan their own workspaces).
+  const entropyScanner = new Function(stack, "EntropyScanner", {
+    handler: ENTROPY_SCANNER_HANDLER,
+    description: "Scan due workspaces for stale sources and contradictory insights (daily)",
+    timeout: ENTROPY_SCANNER_TIMEOUT_SECONDS,
+    environment,
   });
-  schedulerRole.addToPolicy(new iam.PolicyStatement({ actions: ["lambda:InvokeFunction"], resources: [cycles.functionArn] }));
-  new scheduler.CfnSchedule(stack, "ResearchCycles", {
-    description: "Overnight research cycles (spec 02: nightly at 02:00 UTC)",
-    scheduleExpression: CYCLES_SCHEDULE_EXPRESSION,
-    scheduleExpressionTimezone: "Etc/UTC",
-    flexibleTimeWindow: { mode: "OFF" },
-    state: "ENABLED",
-    // A failed delivery is retried for an hour: the handler is idempotent per night (core/cycle), so a repeat is harmless.
-    target: { arn: cycles.functionArn, roleArn: schedulerRole.roleArn, retryPolicy: { maximumRetryAttempts: 3, maximumEventAgeInSeconds: 3600 } },
-  });
+  grantTableData(entropyScanner, table.cdk.table);
+  entropyScanner.addToRolePolicy(bedrockInvokeStatement(stack));
+  suppressBedrockRegions(entropyScanner);
+  schedule("EntropyScan", entropyScanner, ENTROPY_SCAN_SCHEDULE_EXPRESSION, "Daily entropy scan of the workspaces due one (issue #21)");
 
   stack.addOutputs({ TaskStateMachineArn: machine.stateMachineArn });
-  return { machine, run, fail, sweeper, cycles };
+  return { machine, run, fail, sweeper, cycles, entropyScanner };
 }

@@ -26,6 +26,13 @@ import {
   INTEGRATIONS_CONSUMER_HANDLER,
   INTEGRATIONS_CONSUMER_TIMEOUT_SECONDS,
   isStreamingGroup,
+  GROUPS_READING_TABLE_STREAM,
+  GROUPS_RUNNING_TASKS,
+  MEMORY_CONSUMER_BUCKET_ACCESS,
+  MEMORY_CONSUMER_HANDLER,
+  MEMORY_CONSUMER_TIMEOUT_SECONDS,
+  MEMORY_SENDER_GROUPS,
+  TABLE_STREAM_ACTIONS,
   MAIL_ENGINE,
   OPEN_ROUTE_REASONS,
   PAYMENTS_CONSUMER_HANDLER,
@@ -44,6 +51,8 @@ import {
   type Provider,
 } from "../../stacks/integrations";
 import { INTEGRATIONS_MAX_RECEIVE_COUNT, PAYMENTS_MAX_RECEIVE_COUNT } from "../../core/queue";
+import { MEMORY_MAX_RECEIVE_COUNT } from "../../core/memory/settings";
+import { Tasks } from "../../stacks/Tasks";
 import {
   Pipelines,
   SOURCE_SWEEPER_BUCKET_ACCESS,
@@ -67,7 +76,7 @@ import { APPROVED_STREAM_FILTER } from "../../core/pending-action/pending-action
 import { Secrets } from "../../stacks/Secrets";
 import { Billing, CREDIT_SWEEPER_HANDLER, CREDIT_SWEEPER_SCHEDULE } from "../../stacks/Billing";
 import { ACCESS_LOG_PREFIX, ACCESS_LOG_RETENTION_DAYS, Storage, UPLOAD_PREFIX } from "../../stacks/Storage";
-import { BUCKET_OBJECT_ACTIONS, mailIdentity, STORED_OBJECTS_PREFIX, TABLE_DATA_ACTIONS, TOKEN_KEY_ACTIONS, type BucketAccess } from "../../stacks/defaults";
+import { BUCKET_OBJECT_ACTIONS, mailIdentity, pascal, STORED_OBJECTS_PREFIX, TABLE_DATA_ACTIONS, TOKEN_KEY_ACTIONS, type BucketAccess } from "../../stacks/defaults";
 import { bedrockResourceArns, DEFAULT_CATALOGUE, EMBEDDING_MODEL_ID } from "../../core/ai/catalogue";
 import type { RouteSpec } from "../../functions/lib/route";
 
@@ -128,7 +137,7 @@ type Resources = Record<string, Resource>;
 let work: string;
 let outdir: string;
 let savedEnv: Record<string, string | undefined>;
-const templates = {} as Record<"Secrets" | "Storage" | "Pipelines" | "Api" | "PendingActions" | "Billing", Template>;
+const templates = {} as Record<"Secrets" | "Storage" | "Pipelines" | "Tasks" | "Api" | "PendingActions" | "Billing", Template>;
 
 /** The handler file of a `path/to/file.handler` string, as SST looks it up. */
 const handlerFile = (handler: string) => join(ROOT, `${handler.slice(0, handler.lastIndexOf("."))}.ts`);
@@ -275,6 +284,7 @@ describe("handler modules referenced by the stacks", () => {
     PENDING_ACTION_SWEEPER_HANDLER,
     PAYMENTS_CONSUMER_HANDLER,
     INTEGRATIONS_CONSUMER_HANDLER,
+    MEMORY_CONSUMER_HANDLER,
     CREDIT_SWEEPER_HANDLER,
   ];
   it.each(handlers)("%s exists", (handler) => {
@@ -316,6 +326,7 @@ describe("synthesized app", () => {
     templates.Secrets = Template.fromStack(getStack(Secrets));
     templates.Storage = Template.fromStack(getStack(Storage));
     templates.Pipelines = Template.fromStack(getStack(Pipelines));
+    templates.Tasks = Template.fromStack(getStack(Tasks));
     templates.Api = Template.fromStack(getStack(Api));
     templates.PendingActions = Template.fromStack(getStack(PendingActions));
     templates.Billing = Template.fromStack(getStack(Billing));
@@ -343,7 +354,7 @@ describe("synthesized app", () => {
         arn(`:bedrock:*::foundation-model/${EMBEDDING_MODEL_ID}`),
       ];
       let statements = 0;
-      for (const [name, stack] of Object.entries({ Api, Pipelines, PendingActions })) {
+      for (const [name, stack] of Object.entries({ Api, Pipelines, PendingActions, Tasks })) {
         const resolved = getStack(stack).resolve(bedrockResourceArns(getStack(stack)));
         expect(resolved, name).toHaveLength(expected.length);
         expect(resolved, name).toEqual(expect.arrayContaining(expected));
@@ -358,13 +369,14 @@ describe("synthesized app", () => {
           }
         }
       }
-      // The AI groups, the Index task, the source sweeper and the two pending-action executors.
-      expect(statements).toBe(BEDROCK_GROUPS.length + 1 + 1 + 2);
+      // The AI groups and the memory consumer, the Index task, the source sweeper, the two pending-action executors, the
+      // task worker and the entropy scanner.
+      expect(statements).toBe(BEDROCK_GROUPS.length + 1 + 1 + 1 + 2 + 2);
       for (const stack of [Secrets, Storage, Billing]) expect(JSON.stringify(Template.fromStack(getStack(stack)).toJSON())).not.toContain("bedrock:");
     });
 
     it("hands the functions the catalogue settings the grant was made from", () => {
-      for (const template of [templates.Api, templates.Pipelines, templates.PendingActions, templates.Billing]) {
+      for (const template of [templates.Api, templates.Pipelines, templates.PendingActions, templates.Billing, templates.Tasks]) {
         for (const fn of Object.values(lambdas(template)).filter((r) => String(r.Properties.Handler).startsWith("functions/"))) {
           expect(fn.Properties.Environment.Variables.BEDROCK_MODEL_SMALL, fn.Properties.Handler).toBe(SETTINGS.BEDROCK_MODEL_SMALL);
           expect(fn.Properties.Environment.Variables.MODEL_CATALOGUE, fn.Properties.Handler).toBeUndefined();
@@ -374,7 +386,7 @@ describe("synthesized app", () => {
   });
 
   describe("cdk-nag AwsSolutions", () => {
-    const stacks = { Secrets, Storage, Pipelines, Api, PendingActions, Billing };
+    const stacks = { Secrets, Storage, Pipelines, Tasks, Api, PendingActions, Billing };
     const NAG = Match.stringLikeRegexp("AwsSolutions-.*");
     /** Suppressed findings as cdk-nag logs them: rule, finding and the reason given beside the suppression. */
     const suppressedIn = (stack: (typeof stacks)[keyof typeof stacks]) =>
@@ -433,11 +445,12 @@ describe("synthesized app", () => {
   });
 
   it("bundles every function without installed packages, except Swagger UI for the docs group", async () => {
-    const stacks = [templates.Pipelines, templates.Api, templates.PendingActions, templates.Billing];
+    const stacks = [templates.Pipelines, templates.Api, templates.PendingActions, templates.Billing, templates.Tasks];
     const ours = stacks.flatMap((t) => Object.values(lambdas(t)).filter((r) => String(r.Properties.Handler).startsWith("functions/")));
-    // Groups and the two queue consumers (Api), step tasks, the upload consumer and the source sweeper (Pipelines), the
-    // executor pair (PendingActions), the credit sweeper (Billing).
-    expect(ours.length).toBe(groups().length + 2 + Object.keys(STEP_TASKS).length + 2 + 2 + 1);
+    // Groups and the three queue consumers (Api), step tasks, the upload consumer and the source sweeper (Pipelines), the
+    // executor pair (PendingActions), the credit sweeper (Billing), the two task steps, the task sweeper, the cycles and
+    // the entropy scanner (Tasks).
+    expect(ours.length).toBe(groups().length + 3 + Object.keys(STEP_TASKS).length + 2 + 2 + 1 + 5);
     for (const fn of ours) {
       const dir = join(outdir, `asset.${(fn.Properties.Code.S3Key as string).replace(/\.zip$/, "")}`);
       const installed = existsSync(join(dir, "node_modules"))
@@ -557,15 +570,16 @@ describe("synthesized app", () => {
     // SSE routes are served on their streaming Function URL only (API Gateway cannot stream).
     const allRoutes = Object.values(routes).filter((r) => !("streaming" in r && r.streaming));
 
-    it("has exactly one Lambda per endpoint group and no other application function but the two queue consumers", () => {
+    it("has exactly one Lambda per endpoint group and no other application function but the three queue consumers", () => {
       const handlers = Object.values(lambdas(templates.Api))
         .map((r) => r.Properties.Handler as string)
         .filter((h) => h.startsWith("functions/"));
-      expect(handlers.sort()).toEqual([...groups().map(groupHandler), PAYMENTS_CONSUMER_HANDLER, INTEGRATIONS_CONSUMER_HANDLER].sort());
+      expect(handlers.sort()).toEqual([...groups().map(groupHandler), PAYMENTS_CONSUMER_HANDLER, INTEGRATIONS_CONSUMER_HANDLER, MEMORY_CONSUMER_HANDLER].sort());
     });
 
     it("queues verified payment events on an SQS FIFO queue with a dead-letter queue, consumed one at a time", () => {
-      const queues = Object.fromEntries(Object.entries(resourcesOf(templates.Api, "AWS::SQS::Queue")).filter(([, q]) => q.Properties.FifoQueue));
+      // The payment queues (the memory queues are FIFO too, tested below).
+      const queues = Object.fromEntries(Object.entries(resourcesOf(templates.Api, "AWS::SQS::Queue")).filter(([id, q]) => q.Properties.FifoQueue && id.startsWith("PaymentEvents")));
       expect(Object.keys(queues)).toHaveLength(2);
       const [mainId, main] = Object.entries(queues).find(([, q]) => q.Properties.RedrivePolicy)!;
       const [dlqId, dlq] = Object.entries(queues).find(([id]) => id !== mainId)!;
@@ -951,14 +965,121 @@ describe("synthesized app", () => {
       }
     });
 
-    it("serves the SSE group on a Function URL in RESPONSE_STREAM mode and the others buffered", () => {
+    it("serves every SSE group of the route table on a Function URL in RESPONSE_STREAM mode and the others buffered", () => {
       const urls = Object.values(resourcesOf(templates.Api, "AWS::Lambda::Url")).map((r) => r.Properties);
-      const streamId = lambdaIdFor(templates.Api, groupHandler("stream"));
-      const streamUrl = urls.find((u) => JSON.stringify(u.TargetFunctionArn).includes(streamId));
-      expect(streamUrl).toMatchObject({ InvokeMode: "RESPONSE_STREAM", AuthType: "NONE" });
-      for (const u of urls.filter((x) => x !== streamUrl)) expect(u.InvokeMode ?? "BUFFERED").toBe("BUFFERED");
-      expect(lambdas(templates.Api)[streamId].Properties.Timeout).toBeGreaterThanOrEqual(300);
-      expect(Object.keys(templates.Api.findOutputs("StreamFunctionUrl"))).toEqual(["StreamFunctionUrl"]);
+      const streaming = groups().filter(isStreamingGroup);
+      expect(streaming.sort()).toEqual(["stream", "task-progress"]);
+      const streamUrls = streaming.map((group) => {
+        const fnId = lambdaIdFor(templates.Api, groupHandler(group));
+        const url = urls.find((u) => JSON.stringify(u.TargetFunctionArn).includes(`"${fnId}"`));
+        expect(url, group).toMatchObject({ InvokeMode: "RESPONSE_STREAM", AuthType: "NONE" });
+        expect(lambdas(templates.Api)[fnId].Properties.Timeout, group).toBe(timeoutOf(group));
+        expect(Object.keys(templates.Api.findOutputs(`${pascal(group)}FunctionUrl`)), group).toEqual([`${pascal(group)}FunctionUrl`]);
+        return url;
+      });
+      expect(timeoutOf("stream")).toBeGreaterThanOrEqual(300);
+      expect(timeoutOf("task-progress")).toBe(900);
+      for (const u of urls.filter((x) => !streamUrls.includes(x))) expect(u.InvokeMode ?? "BUFFERED").toBe("BUFFERED");
+    });
+
+    it("queues copilot exchanges for memory on an SQS FIFO queue with a dead-letter queue, consumed with partial batch responses", () => {
+      const queues = resourcesOf(templates.Api, "AWS::SQS::Queue");
+      const memory = Object.entries(queues).filter(([id]) => id.startsWith("MemoryExchanges"));
+      expect(memory).toHaveLength(2);
+      const [mainId, main] = memory.find(([, q]) => q.Properties.RedrivePolicy)!;
+      const [dlqId, dlq] = memory.find(([id]) => id !== mainId)!;
+      expect(main.Properties).toMatchObject({
+        FifoQueue: true,
+        VisibilityTimeout: 6 * MEMORY_CONSUMER_TIMEOUT_SECONDS,
+        RedrivePolicy: { deadLetterTargetArn: getAttArn(dlqId), maxReceiveCount: MEMORY_MAX_RECEIVE_COUNT },
+      });
+      expect(dlq.Properties).toMatchObject({ FifoQueue: true, MessageRetentionPeriod: 14 * 86_400 });
+      for (const queueId of [mainId, dlqId]) {
+        const statements = Object.values(resourcesOf(templates.Api, "AWS::SQS::QueuePolicy"))
+          .filter((p) => JSON.stringify(p.Properties.Queues) === JSON.stringify([{ Ref: queueId }]))
+          .flatMap((p) => p.Properties.PolicyDocument.Statement);
+        expect(statements, queueId).toEqual(
+          expect.arrayContaining([expect.objectContaining({ Effect: "Deny", Action: "sqs:*", Condition: { Bool: { "aws:SecureTransport": "false" } } })]),
+        );
+      }
+
+      const consumerId = lambdaIdFor(templates.Api, MEMORY_CONSUMER_HANDLER);
+      const mappings = Object.values(resourcesOf(templates.Api, "AWS::Lambda::EventSourceMapping"))
+        .map((r) => r.Properties)
+        .filter((m) => JSON.stringify(m.EventSourceArn) === JSON.stringify(getAttArn(mainId)) || JSON.stringify(m.FunctionName) === JSON.stringify({ Ref: consumerId }));
+      expect(mappings).toEqual([
+        expect.objectContaining({ EventSourceArn: getAttArn(mainId), FunctionName: { Ref: consumerId }, BatchSize: 1, FunctionResponseTypes: ["ReportBatchItemFailures"] }),
+      ]);
+      const consumer = lambdas(templates.Api)[consumerId].Properties;
+      expect(consumer.Timeout).toBe(MEMORY_CONSUMER_TIMEOUT_SECONDS);
+      expect(consumer.Environment.Variables).toMatchObject({ AI_ENGINE: "bedrock", TABLE_NAME: { "Fn::ImportValue": expect.any(String) } });
+      expect(statementsOf(templates.Api, consumerId).flatMap(actionsIn)).toEqual(expect.arrayContaining(["sqs:ReceiveMessage", "sqs:DeleteMessage"]));
+      expectTableGrant(templates.Api, consumerId);
+      expectBucketGrant(templates.Api, consumerId, MEMORY_CONSUMER_BUCKET_ACCESS, "memory consumer");
+      // Model extraction and the facts' embeddings.
+      expect(bundleText(lambdas(templates.Api)[consumerId]).includes('"BedrockRuntimeClient"')).toBe(true);
+      expectBedrockGrant(templates.Api, Api, consumerId, true, "memory consumer");
+      expectWildcardsOnlyFor(templates.Api, consumerId, TRACING);
+
+      // Exactly the groups whose code sends exchanges (the memory hook's FIFO group of workspace and user is in their
+      // bundle) have the queue's URL and may send to it.
+      const sendsExchanges = (fn: Resource) => /groupId:`\$\{[A-Za-z_$][\w$]*\.workspace_id\}:\$\{[A-Za-z_$][\w$]*\.user_id\}`/.test(bundleText(fn));
+      const senders = groups().filter((group) => sendsExchanges(lambdas(templates.Api)[lambdaIdFor(templates.Api, groupHandler(group))]));
+      expect(senders).toEqual(["stream"]);
+      expect([...MEMORY_SENDER_GROUPS].sort()).toEqual(senders);
+      for (const group of groups()) {
+        const fnId = lambdaIdFor(templates.Api, groupHandler(group));
+        const sends = statementsOf(templates.Api, fnId).some((st) => actionsIn(st).includes("sqs:SendMessage") && JSON.stringify(st.Resource).includes(`"${mainId}"`));
+        expect(sends, group).toBe(senders.includes(group));
+        expect(envOf(groupHandler(group)).MEMORY_QUEUE_URL, group).toEqual(senders.includes(group) ? { Ref: mainId } : undefined);
+      }
+      // The task worker runs the agent loop without the run hooks: it sends no exchange.
+      const worker = Object.values(lambdas(templates.Tasks)).find((r) => r.Properties.Handler === "functions/steps/task-run.handler")!;
+      expect(sendsExchanges(worker)).toBe(false);
+      expect(worker.Properties.Environment.Variables.MEMORY_QUEUE_URL).toBeUndefined();
+    });
+
+    it("lets the tasks group start and stop executions of the task state machine, and no other group", () => {
+      const machineArn = (value: unknown) => JSON.stringify(value).includes("TaskMachine");
+      for (const group of groups()) {
+        const fnId = lambdaIdFor(templates.Api, groupHandler(group));
+        const states = statementsOf(templates.Api, fnId).filter((st) => actionsIn(st).some((a) => a.startsWith("states:")));
+        const env = envOf(groupHandler(group));
+        if (GROUPS_RUNNING_TASKS.includes(group)) {
+          expect(machineArn(env.TASK_STATE_MACHINE_ARN), group).toBe(true);
+          expect(env.TASK_STATE_MACHINE_ARN, group).toEqual({ "Fn::ImportValue": expect.any(String) });
+          expect(states.flatMap(actionsIn).sort(), group).toEqual(["states:StartExecution", "states:StopExecution"]);
+          const start = states.find((st) => actionsIn(st).includes("states:StartExecution"))!;
+          expect(start.Resource, group).toEqual({ "Fn::ImportValue": expect.any(String) });
+          // StopExecution on this machine's executions only: arn:…:execution:<machine name>:*.
+          const stop = states.find((st) => actionsIn(st).includes("states:StopExecution"))!;
+          expect(JSON.stringify(stop.Resource), group).toMatch(/:execution:/);
+          expect(JSON.stringify(stop.Resource), group).toContain("Fn::ImportValue");
+        } else {
+          expect(env.TASK_STATE_MACHINE_ARN, group).toBeUndefined();
+          // research starts extractions (another machine); nobody else has any Step Functions right.
+          expect(states.flatMap(actionsIn).filter((a) => a !== "states:StartExecution"), group).toEqual([]);
+          expect(states.some((st) => machineArn(st.Resource)), group).toBe(false);
+        }
+      }
+      expect(GROUPS_RUNNING_TASKS).toEqual(["tasks"]);
+    });
+
+    it("lets the task-progress group read the table's stream, by its ARN, and no other group", () => {
+      const streamArn = { "Fn::ImportValue": expect.stringMatching(/StreamArn/) };
+      expect(GROUPS_READING_TABLE_STREAM).toEqual(["task-progress"]);
+      for (const group of groups()) {
+        const fnId = lambdaIdFor(templates.Api, groupHandler(group));
+        const reads = statementsOf(templates.Api, fnId).filter((st) => actionsIn(st).some((a) => /^dynamodb:(DescribeStream|GetShardIterator|GetRecords|ListStreams)$/.test(a)));
+        const env = envOf(groupHandler(group));
+        if (GROUPS_READING_TABLE_STREAM.includes(group)) {
+          expect(env.TABLE_STREAM_ARN, group).toEqual(streamArn);
+          expect(reads.map((st) => ({ ...st, Action: actionsIn(st).sort() })), group).toEqual([{ Effect: "Allow", Action: [...TABLE_STREAM_ACTIONS].sort(), Resource: streamArn }]);
+        } else {
+          expect(env.TABLE_STREAM_ARN, group).toBeUndefined();
+          expect(reads, group).toEqual([]);
+        }
+      }
     });
 
     it("grants each group function table read/write, exactly the bucket calls of its routes, and nothing wider", () => {

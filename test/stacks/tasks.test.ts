@@ -20,6 +20,9 @@ import { Secrets } from "../../stacks/Secrets";
 import { Storage } from "../../stacks/Storage";
 import {
   CYCLES_SCHEDULE_EXPRESSION,
+  ENTROPY_SCAN_SCHEDULE_EXPRESSION,
+  ENTROPY_SCANNER_HANDLER,
+  ENTROPY_SCANNER_TIMEOUT_SECONDS,
   TASK_CYCLES_HANDLER,
   TASK_STEP_TIMEOUT_SECONDS,
   TASK_SWEEPER_HANDLER,
@@ -59,7 +62,7 @@ const actionsOf = (fnId: string) => statementsOf(fnId).flatMap((s) => [s.Action]
 const machine = () => Object.values(resourcesOf("AWS::StepFunctions::StateMachine"))[0]!.Properties;
 
 describe("handler modules referenced by the Tasks stack", () => {
-  it.each([...(Object.keys(TASK_STEPS) as TaskStepName[]).map(taskStepHandler), TASK_SWEEPER_HANDLER, TASK_CYCLES_HANDLER])("%s exists", (handler) => {
+  it.each([...(Object.keys(TASK_STEPS) as TaskStepName[]).map(taskStepHandler), TASK_SWEEPER_HANDLER, TASK_CYCLES_HANDLER, ENTROPY_SCANNER_HANDLER])("%s exists", (handler) => {
     expect(existsSync(join(ROOT, `${handler.slice(0, handler.lastIndexOf("."))}.ts`))).toBe(true);
   });
 });
@@ -157,7 +160,7 @@ describe("Tasks stack", () => {
   it("starts the overnight research cycles at 02:00 UTC from EventBridge Scheduler, whose role may invoke that function only", () => {
     expect(CYCLES_SCHEDULE_EXPRESSION).toBe("cron(0 2 * * ? *)");
     const cycles = lambdaIdFor(TASK_CYCLES_HANDLER);
-    const schedules = Object.values(resourcesOf("AWS::Scheduler::Schedule")).map((r) => r.Properties);
+    const schedules = Object.values(resourcesOf("AWS::Scheduler::Schedule")).map((r) => r.Properties).filter((p) => JSON.stringify(p.Target.Arn) === JSON.stringify(getAttArn(cycles)));
     expect(schedules).toHaveLength(1);
     expect(schedules[0]).toMatchObject({ ScheduleExpression: "cron(0 2 * * ? *)", ScheduleExpressionTimezone: "Etc/UTC", State: "ENABLED", FlexibleTimeWindow: { Mode: "OFF" }, Target: { Arn: getAttArn(cycles) } });
     const roleId = schedules[0].Target.RoleArn["Fn::GetAtt"][0];
@@ -171,6 +174,35 @@ describe("Tasks stack", () => {
     expect(statements.flatMap((s: { Action: string | string[] }) => [s.Action].flat())).toEqual(["lambda:InvokeFunction"]);
     expect(statements.map((s: { Resource: unknown }) => s.Resource)).toEqual([getAttArn(cycles)]);
     expect(actionsOf(cycles)).toEqual(expect.arrayContaining(["states:StartExecution", "dynamodb:Query"]));
+  });
+
+  it("scans the workspaces due an entropy scan daily from EventBridge Scheduler, with the table and Bedrock embeddings only", () => {
+    expect(ENTROPY_SCAN_SCHEDULE_EXPRESSION).toBe("cron(0 4 * * ? *)");
+    const scanner = lambdaIdFor(ENTROPY_SCANNER_HANDLER);
+    const schedules = Object.values(resourcesOf("AWS::Scheduler::Schedule")).map((r) => r.Properties);
+    expect(schedules).toHaveLength(2);
+    const mine = schedules.filter((p) => JSON.stringify(p.Target.Arn) === JSON.stringify(getAttArn(scanner)));
+    expect(mine).toHaveLength(1);
+    expect(mine[0]).toMatchObject({ ScheduleExpression: ENTROPY_SCAN_SCHEDULE_EXPRESSION, ScheduleExpressionTimezone: "Etc/UTC", State: "ENABLED", FlexibleTimeWindow: { Mode: "OFF" } });
+    // Its own role, which may invoke the scanner only.
+    const roleId = mine[0].Target.RoleArn["Fn::GetAtt"][0];
+    const statements = Object.values(resourcesOf("AWS::IAM::Policy"))
+      .map((r) => r.Properties)
+      .filter((p) => p.Roles.some((r: { Ref: string }) => r.Ref === roleId))
+      .flatMap((p) => p.PolicyDocument.Statement);
+    expect(statements.map((s: { Action: unknown; Resource: unknown }) => [s.Action, s.Resource])).toEqual([["lambda:InvokeFunction", getAttArn(scanner)]]);
+    const fn = lambdas()[scanner]!.Properties;
+    expect(fn.Timeout).toBe(ENTROPY_SCANNER_TIMEOUT_SECONDS);
+    expect(fn.Environment.Variables).toMatchObject({ AI_ENGINE: "bedrock", TABLE_NAME: { "Fn::ImportValue": expect.any(String) } });
+    const actions = actionsOf(scanner);
+    expect(actions).toEqual(expect.arrayContaining(["dynamodb:Query", "dynamodb:PutItem", "bedrock:InvokeModel"]));
+    expect(actions.filter((a) => !a.startsWith("dynamodb:") && !a.startsWith("xray:") && !a.startsWith("bedrock:"))).toEqual([]);
+  });
+
+  it("gives the worker no memory queue: it runs the agent loop without the copilot's run hooks", () => {
+    const run = lambdaIdFor(taskStepHandler("Run"));
+    expect(lambdas()[run]!.Properties.Environment.Variables.MEMORY_QUEUE_URL).toBeUndefined();
+    expect(actionsOf(run).filter((a) => a.startsWith("sqs:"))).toEqual([]);
   });
 
   it("leaves no cdk-nag AwsSolutions error or warning unsuppressed", () => {
