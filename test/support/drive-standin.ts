@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "vitest";
 import { http, HttpResponse } from "msw";
-import { setupServer, type SetupServer } from "msw/node";
+import { StandIn } from "./standins";
 import type { drive_v3 } from "@googleapis/drive";
 import { call } from "./api";
 
@@ -50,7 +50,7 @@ const EXPORTS: Record<string, string[]> = {
 const literal = (s: string) => s.replace(/\\(.)/g, "$1");
 const LIT = String.raw`'((?:[^'\\]|\\.)*)'`;
 
-export class DriveStandIn {
+export class DriveStandIn extends StandIn<DriveFailure> {
   readonly clientId = "g-client-id.apps.googleusercontent.test";
   readonly clientSecret = "g-client-secret";
   readonly email = "ada@example.com";
@@ -64,30 +64,6 @@ export class DriveStandIn {
   private readonly codes = new Map<string, { challenge: string; redirectUri: string }>();
   private readonly access = new Map<string, number>();
   private readonly refresh = new Set<string>();
-  private failures: DriveFailure[] = [];
-  private server: SetupServer | undefined;
-
-  listen(): this {
-    this.server = setupServer(...this.handlers());
-    this.server.listen({ onUnhandledFrame: "bypass" });
-    return this;
-  }
-
-  close(): void {
-    this.server?.close();
-  }
-
-  /**
-   * The stand-in's handlers, for one `msw` server shared with other stand-ins (test/support/standins.ts): two servers
-   * in one process do not compose, the last one listening answers alone.
-   */
-  mswHandlers() {
-    return this.handlers();
-  }
-
-  fail(failure: DriveFailure): void {
-    this.failures.push({ times: 1, ...failure });
-  }
 
   /** Revoke every token issued so far (the user removing the app's access). */
   revokeAll(): void {
@@ -152,7 +128,7 @@ export class DriveStandIn {
     return rest === "" ? hits : null;
   }
 
-  private handlers() {
+  protected handlers() {
     const error = (status: number, reason: string, message: string, headers?: Record<string, string>) =>
       HttpResponse.json({ error: { code: status, message, errors: [{ domain: "global", reason, message }] } }, { status, headers });
     const api = (method: "get" | "post" | "patch", template: string, answer: (ctx: { url: URL; params: Record<string, string>; request: Request }) => Promise<Response> | Response) =>
@@ -160,10 +136,8 @@ export class DriveStandIn {
         const url = new URL(request.url);
         const key = `${method.toUpperCase()} ${url.pathname}`;
         const log = (status: number) => this.requests.push({ method: method.toUpperCase(), path: url.pathname + url.search, status });
-        const failure = this.failures.find((f) => f.match.test(key));
+        const failure = this.takeFailure((f) => f.match.test(key));
         if (failure) {
-          failure.times = (failure.times ?? 1) - 1;
-          if (failure.times <= 0) this.failures = this.failures.filter((f) => f !== failure);
           log(failure.status);
           return error(failure.status, failure.reason ?? "backendError", `failure ${failure.status}`, failure.headers);
         }

@@ -7,7 +7,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { http, HttpResponse } from "msw";
-import { setupServer, type SetupServer } from "msw/node";
+import { StandIn } from "./standins";
 import { assertGithubRequest, assertGithubResponse } from "./github-schema";
 
 const fixture = (name: string) => JSON.parse(readFileSync(new URL(`../fixtures/github/${name}.json`, import.meta.url), "utf8"));
@@ -43,7 +43,7 @@ export interface Failure {
   lost?: boolean;
 }
 
-export class GitHubStandIn {
+export class GitHubStandIn extends StandIn<Failure> {
   readonly clientId = "gh-client-id";
   readonly clientSecret = "gh-client-secret";
   readonly login = "octokit-fixture-user-a";
@@ -64,35 +64,10 @@ export class GitHubStandIn {
   /** Access token → when it expires (epoch ms; Infinity for an OAuth app's token). */
   private readonly tokens = new Map<string, number>();
   private readonly refreshTokens = new Set<string>();
-  private failures: Failure[] = [];
-  private server: SetupServer | undefined;
 
   constructor(repos: string[] = ["octokit-fixture-org/hello-world"]) {
+    super();
     for (const r of repos) this.repos.set(r, { issues: [], private: false, description: `The ${r} repository`, files: new Map() });
-  }
-
-  /** Start intercepting (other traffic, DynamoDB Local and S3, passes through). */
-  listen(): this {
-    this.server = setupServer(...this.handlers());
-    this.server.listen({ onUnhandledFrame: "bypass" });
-    return this;
-  }
-
-  close(): void {
-    this.server?.close();
-  }
-
-  /**
-   * The stand-in's handlers, for one `msw` server shared with other stand-ins (test/support/standins.ts): two servers
-   * in one process do not compose, the last one listening answers alone.
-   */
-  mswHandlers() {
-    return this.handlers();
-  }
-
-  /** Answer the next request(s) matching `failure.match` with an error (rate limits, revoked tokens). */
-  fail(failure: Failure): void {
-    this.failures.push({ times: 1, ...failure });
   }
 
   /** Revoke every token issued so far (a user revoking the OAuth app). */
@@ -198,24 +173,20 @@ export class GitHubStandIn {
     };
   }
 
-  private handlers() {
+  protected handlers() {
     const api = (method: "get" | "post", template: string, answer: (ctx: { params: Record<string, string>; url: URL; request: Request }) => Promise<Response> | Response) => {
       // A file path spans segments: msw's wildcard takes it whole.
       const mswPath = template.replace("{path}", "*").replace(/\{([^}]+)\}/g, ":$1");
       return http[method](`${GHE_API}${mswPath}`, async ({ request, params }) => {
         const url = new URL(request.url);
         const key = `${method.toUpperCase()} ${url.pathname.slice("/api/v3".length)}`;
-        const failure = this.failures.find((f) => f.match.test(key));
+        const failure = this.takeFailure((f) => f.match.test(key));
         if (failure?.lost) {
-          failure.times = (failure.times ?? 1) - 1;
-          if (failure.times <= 0) this.failures = this.failures.filter((f) => f !== failure);
           const done = await answer({ params: params as Record<string, string>, url, request });
           this.requests.push({ method: method.toUpperCase(), path: url.pathname + url.search, status: done.status });
           return HttpResponse.error();
         }
         if (failure) {
-          failure.times = (failure.times ?? 1) - 1;
-          if (failure.times <= 0) this.failures = this.failures.filter((f) => f !== failure);
           this.requests.push({ method: method.toUpperCase(), path: url.pathname + url.search, status: failure.status });
           return HttpResponse.json({ message: failure.message, documentation_url: "https://docs.github.com/rest" }, { status: failure.status, headers: failure.headers });
         }

@@ -10,7 +10,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { http, HttpResponse } from "msw";
-import { setupServer, type SetupServer } from "msw/node";
+import { StandIn } from "./standins";
 import type { AccessibleResource } from "jira.js";
 import type { CreatedIssue, PageOfCreateMetaIssueTypes, PageProject, Project, SearchAndReconcileResults, StatusDetails } from "jira.js/cloud";
 
@@ -71,7 +71,7 @@ interface Grant {
   revoked: boolean;
 }
 
-export class JiraStandIn {
+export class JiraStandIn extends StandIn<JiraFailure> {
   readonly clientId = "atl-client-id";
   readonly clientSecret = "atl-client-secret";
   readonly cloudId = "11223344-a1b2-4c3d-8e9f-000000000001";
@@ -95,35 +95,12 @@ export class JiraStandIn {
   private readonly access = new Map<string, { grant: Grant; expiresAt: number }>();
   /** Issues by id, in creation order. */
   readonly issues = new Map<string, JiraIssue>();
-  private failures: JiraFailure[] = [];
-  private server: SetupServer | undefined;
   /** Called once per refresh before it answers (lets a test hold a refresh in flight). */
   onRefresh: (() => Promise<void>) | undefined;
 
   constructor(projectCount = 3) {
+    super();
     for (let i = 1; i <= projectCount; i++) this.projects.push({ key: `P${String(i).padStart(3, "0")}`, name: `Project ${i}`, type: i % 3 === 0 ? "business" : "software" });
-  }
-
-  listen(): this {
-    this.server = setupServer(...this.handlers());
-    this.server.listen({ onUnhandledFrame: "bypass" });
-    return this;
-  }
-
-  close(): void {
-    this.server?.close();
-  }
-
-  /**
-   * The stand-in's handlers, for one `msw` server shared with other stand-ins (test/support/standins.ts): two servers
-   * in one process do not compose, the last one listening answers alone.
-   */
-  mswHandlers() {
-    return this.handlers();
-  }
-
-  fail(failure: JiraFailure): void {
-    this.failures.push({ times: 1, ...failure });
   }
 
   /** An issue created in Jira by someone else (or seeded by a benchmark): its id. */
@@ -186,16 +163,14 @@ export class JiraStandIn {
     return undefined;
   }
 
-  private handlers() {
+  protected handlers() {
     const api = (method: "get" | "post", template: string, answer: (ctx: { url: URL; params: Record<string, string>; body: any }) => Response) =>
       http[method](`${ATLASSIAN_API}${template}`, async ({ request, params }) => {
         const url = new URL(request.url);
         const key = `${method.toUpperCase()} ${url.pathname}`;
-        const failure = this.failures.find((f) => f.match.test(key));
+        const failure = this.takeFailure((f) => f.match.test(key));
         const log = (status: number) => this.requests.push({ method: method.toUpperCase(), path: url.pathname + url.search, status });
         if (failure) {
-          failure.times = (failure.times ?? 1) - 1;
-          if (failure.times <= 0) this.failures = this.failures.filter((f) => f !== failure);
           if (failure.lost) {
             const done = answer({ url, params: params as Record<string, string>, body: method === "post" ? await request.json() : undefined });
             log(done.status);

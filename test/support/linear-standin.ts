@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse, type OperationDefinitionNode, type SelectionSetNode } from "graphql";
 import { http, HttpResponse } from "msw";
-import { setupServer, type SetupServer } from "msw/node";
+import { StandIn } from "./standins";
 import type { LinearDocument as L } from "@linear/sdk";
 import type { Answers, CycleNode, IssueNode, MilestoneNode, ProjectNode, TeamNode, UserNode, Variables } from "../../core/integration/planner/linear";
 /** The API's and frontend's addresses in the integration tests (as test/support/integrations.ts, which imports vitest: this file is also used by bench/integrations.ts). */
@@ -88,7 +88,7 @@ export function project(sel: SelectionSetNode, value: unknown, path: string): un
   return out;
 }
 
-export class LinearStandIn {
+export class LinearStandIn extends StandIn<LinearFailure> {
   readonly clientId = "lin-client-id";
   readonly clientSecret = "lin-client-secret";
   readonly org = { id: randomUUID(), name: "Acme Robotics", logoUrl: "https://linear.test/logo.png", urlKey: "acme" };
@@ -115,10 +115,9 @@ export class LinearStandIn {
   /** Access token → when it expires (epoch ms). */
   private readonly tokens = new Map<string, number>();
   private readonly refreshTokens = new Set<string>();
-  private failures: LinearFailure[] = [];
-  private server: SetupServer | undefined;
 
   constructor() {
+    super();
     this.addTeam("ENG", "Engineering", { cycles: true });
     this.addTeam("DES", "Design", { cycles: false });
   }
@@ -177,28 +176,6 @@ export class LinearStandIn {
     };
     this.issues.set(issue.id, issue);
     return issue;
-  }
-
-  listen(): this {
-    this.server = setupServer(...this.handlers());
-    this.server.listen({ onUnhandledFrame: "bypass" });
-    return this;
-  }
-
-  close(): void {
-    this.server?.close();
-  }
-
-  /**
-   * The stand-in's handlers, for one `msw` server shared with other stand-ins (test/support/standins.ts): two servers
-   * in one process do not compose, the last one listening answers alone.
-   */
-  mswHandlers() {
-    return this.handlers();
-  }
-
-  fail(failure: LinearFailure): void {
-    this.failures.push({ times: 1, ...failure });
   }
 
   revokeAll(): void {
@@ -379,7 +356,7 @@ export class LinearStandIn {
     },
   };
 
-  private handlers() {
+  protected handlers() {
     return [
       http.post(GRAPHQL, async ({ request }) => {
         const body = (await request.json()) as { query: string; variables?: Record<string, unknown> };
@@ -387,17 +364,13 @@ export class LinearStandIn {
         const op = doc.definitions.find((d): d is OperationDefinitionNode => d.kind === "OperationDefinition")!;
         const name = op.name?.value as Op;
         const log = (status: number) => this.requests.push({ operation: name, status });
-        const failure = this.failures.find((f) => f.operation === name);
+        const failure = this.takeFailure((f) => f.operation === name);
         if (failure && failure.kind === "lost") {
-          failure.times = (failure.times ?? 1) - 1;
-          if (failure.times <= 0) this.failures = this.failures.filter((f) => f !== failure);
           project(op.selectionSet, (this.resolvers[name] as (v: Record<string, unknown>) => unknown)(body.variables ?? {}), name);
           log(200);
           return HttpResponse.error();
         }
         if (failure) {
-          failure.times = (failure.times ?? 1) - 1;
-          if (failure.times <= 0) this.failures = this.failures.filter((f) => f !== failure);
           if (failure.kind === "auth") {
             log(400);
             return gqlError(400, "Authentication required, not authenticated", { type: "authentication error", code: "AUTHENTICATION_ERROR", userPresentableMessage: "You need to authenticate to access this operation." });
