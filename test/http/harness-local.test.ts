@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { db } from "../../core/db/service";
 import { runsOf } from "../../core/agent";
 import { call, newWorkspace } from "../support/api";
-import { uploadResearch, waitFor } from "../support/multipart";
+import { insightQuoting, notesAsSources } from "../support/sources";
 import { liveGateway, orderProblems, readStream, type WireEvent } from "../support/sse";
 
 let gw: Awaited<ReturnType<typeof liveGateway>>;
@@ -31,21 +31,8 @@ async function seeded(name: string) {
   const w = await newWorkspace(name);
   const token = w.owner.token;
   const ws = w.workspace.id;
-  const sources: Record<string, string> = {};
-  for (const [file, body] of Object.entries(NOTES)) {
-    const up = await uploadResearch(token, ws, { name: file, data: Buffer.from(body) }, "text/markdown", "interview");
-    expect(up.status, up.text).toBe(201);
-    sources[file] = up.body.id;
-  }
-  await waitFor(async () => (await call("GET", "/api/research/sources", { token, query: { workspace_id: ws } })).body.sources.every((s: { processing_status: string }) => s.processing_status === "completed"));
-  const insight = async (title: string, quote: string, file: string, severity: string) => {
-    const res = await call("POST", "/api/insights", {
-      token,
-      body: { workspace_id: ws, insight_type: "pain_point", title, description: `${title}.`, severity, quotes: [{ text: quote, source_id: sources[file], speaker: null }] },
-    });
-    expect(res.status, res.text).toBe(201);
-    return res.body.id as string;
-  };
+  const sources = await notesAsSources(token, ws, NOTES);
+  const insight = (title: string, quote: string, file: string, severity: string) => insightQuoting(token, ws, { title, quote, sourceId: sources[file]!, severity });
   const signIn = await insight("Users keep getting sent back to the login screen", "I keep getting sent back to the login screen after every update", "ana-interview.md", "high");
   const offline = await insight("Notes disappear when the signal comes back", "my notes disappear when the signal comes back", "sam-interview.md", "medium");
   const rec = await call("POST", "/api/recommendations", { token, body: { workspace_id: ws, title: "Keep users signed in across updates", description: "Keep the session across app updates.", addresses_insight_ids: [signIn] } });

@@ -19,3 +19,31 @@ export async function sourceWith(token: string, workspaceId: string, lines: stri
   });
   return id;
 }
+
+/**
+ * Markdown notes (file name → text) uploaded as interviews, once every source of the workspace is `completed`.
+ * @returns file name → source id
+ */
+export async function notesAsSources(token: string, workspaceId: string, notes: Record<string, string>): Promise<Record<string, string>> {
+  const sources: Record<string, string> = {};
+  for (const [file, body] of Object.entries(notes)) {
+    const up = await uploadResearch(token, workspaceId, { name: file, data: Buffer.from(body) }, "text/markdown", "interview");
+    expect(up.status, up.text).toBe(201);
+    sources[file] = up.body.id;
+  }
+  await waitFor(async () => (await call("GET", "/api/research/sources", { token, query: { workspace_id: workspaceId } })).body.sources.every((s: { processing_status: string }) => s.processing_status === "completed"));
+  return sources;
+}
+
+/**
+ * A pain-point insight made by hand (`POST /api/insights`) whose one quote is `quote`, verbatim from `sourceId`.
+ * @returns the insight id
+ */
+export async function insightQuoting(token: string, workspaceId: string, i: { title: string; quote: string; sourceId: string; severity: string }): Promise<string> {
+  const res = await call("POST", "/api/insights", {
+    token,
+    body: { workspace_id: workspaceId, insight_type: "pain_point", title: i.title, description: `${i.title}.`, severity: i.severity, quotes: [{ text: i.quote, source_id: i.sourceId, speaker: null }] },
+  });
+  expect(res.status, res.text).toBe(201);
+  return res.body.id as string;
+}
