@@ -258,6 +258,8 @@ export const Config = {
   tokenKeyFile: () => env("TOKEN_KEY_FILE") ?? `${env("DATA_DIR") ?? ".data"}/keys/integration-tokens.key`,
   /** URL of the SQS standard queue of integration work (push, sync) deferred by provider limits; unset locally. */
   integrationsQueueUrl: () => env("INTEGRATIONS_QUEUE_URL"),
+  /** URL of the SQS FIFO queue of copilot exchanges memory learns from (DESIGN.md 6.6); unset locally. */
+  memoryQueueUrl: () => env("MEMORY_QUEUE_URL"),
   // --- Growth and mail (spec 02 Admin growth; DESIGN.md 6.5 mail; core/growth, core/mail).
   /** Mail engine (MAIL_ENGINE): "ses" (Amazon SES v2, deployed stages) or "outbox" (.eml files, the default). */
   mailEngine: (): "ses" | "outbox" => (env("MAIL_ENGINE") === "ses" ? "ses" : "outbox"),

@@ -44,7 +44,7 @@ export const registeredQueue = (name: QueueName): Queue | undefined => registere
 const URL_SETTING: Record<QueueName, { setting: string; url: () => string | undefined }> = {
   payments: { setting: "PAYMENTS_QUEUE_URL", url: () => Config.paymentsQueueUrl() },
   integrations: { setting: "INTEGRATIONS_QUEUE_URL", url: () => Config.integrationsQueueUrl() },
-  memory: { setting: "MEMORY_QUEUE_URL", url: () => process.env.MEMORY_QUEUE_URL || undefined },
+  memory: { setting: "MEMORY_QUEUE_URL", url: () => Config.memoryQueueUrl() },
 };
 
 /**
