@@ -158,6 +158,33 @@ function lambdaIdFor(template: Template, handler: string): string {
 
 const getAttArn = (logicalId: string) => ({ "Fn::GetAtt": [logicalId, "Arn"] });
 
+/** Each queue's policy refuses requests not sent over TLS. */
+function expectTlsOnlyQueues(template: Template, queueIds: string[]): void {
+  for (const queueId of queueIds) {
+    const statements = Object.values(resourcesOf(template, "AWS::SQS::QueuePolicy"))
+      .filter((p) => JSON.stringify(p.Properties.Queues) === JSON.stringify([{ Ref: queueId }]))
+      .flatMap((p) => p.Properties.PolicyDocument.Statement);
+    expect(statements, queueId).toEqual(
+      expect.arrayContaining([expect.objectContaining({ Effect: "Deny", Action: "sqs:*", Condition: { Bool: { "aws:SecureTransport": "false" } } })]),
+    );
+  }
+}
+
+/**
+ * The queue's consumer: the one event source mapping on the queue (and the only one of the handler's function), one
+ * message a batch, with partial batch responses. @returns the consumer function's logical id and properties
+ */
+function expectPartialBatchConsumer(template: Template, queueId: string, handler: string) {
+  const consumerId = lambdaIdFor(template, handler);
+  const mappings = Object.values(resourcesOf(template, "AWS::Lambda::EventSourceMapping"))
+    .map((r) => r.Properties)
+    .filter((m) => JSON.stringify(m.EventSourceArn) === JSON.stringify(getAttArn(queueId)) || JSON.stringify(m.FunctionName) === JSON.stringify({ Ref: consumerId }));
+  expect(mappings).toEqual([
+    expect.objectContaining({ EventSourceArn: getAttArn(queueId), FunctionName: { Ref: consumerId }, BatchSize: 1, FunctionResponseTypes: ["ReportBatchItemFailures"] }),
+  ]);
+  return { consumerId, consumer: lambdas(template)[consumerId].Properties };
+}
+
 /** The template's one EventBridge rule runs `handler` every minute, allowed to invoke it; @returns the Lambda's id. */
 function expectRunEveryMinute(template: Template, handler: string): string {
   const fnId = lambdaIdFor(template, handler);
@@ -591,23 +618,9 @@ describe("synthesized app", () => {
       expect(PAYMENTS_MAX_RECEIVE_COUNT).toBe(5);
       expect(dlq.Properties).toMatchObject({ FifoQueue: true, MessageRetentionPeriod: 14 * 86_400 });
       // Both queues refuse requests not sent over TLS.
-      for (const queueId of [mainId, dlqId]) {
-        const statements = Object.values(resourcesOf(templates.Api, "AWS::SQS::QueuePolicy"))
-          .filter((p) => JSON.stringify(p.Properties.Queues) === JSON.stringify([{ Ref: queueId }]))
-          .flatMap((p) => p.Properties.PolicyDocument.Statement);
-        expect(statements, queueId).toEqual(
-          expect.arrayContaining([expect.objectContaining({ Effect: "Deny", Action: "sqs:*", Condition: { Bool: { "aws:SecureTransport": "false" } } })]),
-        );
-      }
+      expectTlsOnlyQueues(templates.Api, [mainId, dlqId]);
 
-      const consumerId = lambdaIdFor(templates.Api, PAYMENTS_CONSUMER_HANDLER);
-      const mappings = Object.values(resourcesOf(templates.Api, "AWS::Lambda::EventSourceMapping"))
-        .map((r) => r.Properties)
-        .filter((m) => JSON.stringify(m.EventSourceArn) === JSON.stringify(getAttArn(mainId)) || JSON.stringify(m.FunctionName) === JSON.stringify({ Ref: consumerId }));
-      expect(mappings).toEqual([
-        expect.objectContaining({ EventSourceArn: getAttArn(mainId), FunctionName: { Ref: consumerId }, BatchSize: 1, FunctionResponseTypes: ["ReportBatchItemFailures"] }),
-      ]);
-      const consumer = lambdas(templates.Api)[consumerId].Properties;
+      const { consumerId, consumer } = expectPartialBatchConsumer(templates.Api, mainId, PAYMENTS_CONSUMER_HANDLER);
       expect(consumer.Timeout).toBe(PAYMENTS_CONSUMER_TIMEOUT_SECONDS);
       // It reads Stripe with the key and maps price ids to plans with the billing settings.
       expect(Object.keys(consumer.Environment.Variables)).toContain("SST_Secret_value_STRIPE_SECRET_KEY");
@@ -675,24 +688,10 @@ describe("synthesized app", () => {
       expect(INTEGRATIONS_MAX_RECEIVE_COUNT).toBe(3);
       expect(dlq.Properties.FifoQueue).toBeUndefined();
       expect(dlq.Properties.MessageRetentionPeriod).toBe(14 * 86_400);
-      for (const queueId of [mainId, dlqId]) {
-        const statements = Object.values(resourcesOf(templates.Api, "AWS::SQS::QueuePolicy"))
-          .filter((p) => JSON.stringify(p.Properties.Queues) === JSON.stringify([{ Ref: queueId }]))
-          .flatMap((p) => p.Properties.PolicyDocument.Statement);
-        expect(statements, queueId).toEqual(
-          expect.arrayContaining([expect.objectContaining({ Effect: "Deny", Action: "sqs:*", Condition: { Bool: { "aws:SecureTransport": "false" } } })]),
-        );
-      }
+      expectTlsOnlyQueues(templates.Api, [mainId, dlqId]);
 
       // The consumer: an event source mapping on the main queue, with partial batch responses.
-      const consumerId = lambdaIdFor(templates.Api, INTEGRATIONS_CONSUMER_HANDLER);
-      const mappings = Object.values(resourcesOf(templates.Api, "AWS::Lambda::EventSourceMapping"))
-        .map((r) => r.Properties)
-        .filter((m) => JSON.stringify(m.EventSourceArn) === JSON.stringify(getAttArn(mainId)) || JSON.stringify(m.FunctionName) === JSON.stringify({ Ref: consumerId }));
-      expect(mappings).toEqual([
-        expect.objectContaining({ EventSourceArn: getAttArn(mainId), FunctionName: { Ref: consumerId }, BatchSize: 1, FunctionResponseTypes: ["ReportBatchItemFailures"] }),
-      ]);
-      const consumer = lambdas(templates.Api)[consumerId].Properties;
+      const { consumerId, consumer } = expectPartialBatchConsumer(templates.Api, mainId, INTEGRATIONS_CONSUMER_HANDLER);
       expect(consumer.Timeout).toBe(INTEGRATIONS_CONSUMER_TIMEOUT_SECONDS);
       // It opens GitHub, Linear and Jira tokens, may refresh one with the OAuth apps, and re-defers what a provider limits again.
       expect(consumer.Environment.Variables).toMatchObject({
@@ -994,23 +993,9 @@ describe("synthesized app", () => {
         RedrivePolicy: { deadLetterTargetArn: getAttArn(dlqId), maxReceiveCount: MEMORY_MAX_RECEIVE_COUNT },
       });
       expect(dlq.Properties).toMatchObject({ FifoQueue: true, MessageRetentionPeriod: 14 * 86_400 });
-      for (const queueId of [mainId, dlqId]) {
-        const statements = Object.values(resourcesOf(templates.Api, "AWS::SQS::QueuePolicy"))
-          .filter((p) => JSON.stringify(p.Properties.Queues) === JSON.stringify([{ Ref: queueId }]))
-          .flatMap((p) => p.Properties.PolicyDocument.Statement);
-        expect(statements, queueId).toEqual(
-          expect.arrayContaining([expect.objectContaining({ Effect: "Deny", Action: "sqs:*", Condition: { Bool: { "aws:SecureTransport": "false" } } })]),
-        );
-      }
+      expectTlsOnlyQueues(templates.Api, [mainId, dlqId]);
 
-      const consumerId = lambdaIdFor(templates.Api, MEMORY_CONSUMER_HANDLER);
-      const mappings = Object.values(resourcesOf(templates.Api, "AWS::Lambda::EventSourceMapping"))
-        .map((r) => r.Properties)
-        .filter((m) => JSON.stringify(m.EventSourceArn) === JSON.stringify(getAttArn(mainId)) || JSON.stringify(m.FunctionName) === JSON.stringify({ Ref: consumerId }));
-      expect(mappings).toEqual([
-        expect.objectContaining({ EventSourceArn: getAttArn(mainId), FunctionName: { Ref: consumerId }, BatchSize: 1, FunctionResponseTypes: ["ReportBatchItemFailures"] }),
-      ]);
-      const consumer = lambdas(templates.Api)[consumerId].Properties;
+      const { consumerId, consumer } = expectPartialBatchConsumer(templates.Api, mainId, MEMORY_CONSUMER_HANDLER);
       expect(consumer.Timeout).toBe(MEMORY_CONSUMER_TIMEOUT_SECONDS);
       expect(consumer.Environment.Variables).toMatchObject({ AI_ENGINE: "bedrock", TABLE_NAME: { "Fn::ImportValue": expect.any(String) } });
       expect(statementsOf(templates.Api, consumerId).flatMap(actionsIn)).toEqual(expect.arrayContaining(["sqs:ReceiveMessage", "sqs:DeleteMessage"]));
