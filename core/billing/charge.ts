@@ -162,21 +162,28 @@ export async function startCharge(input: { workspaceId: string; runId: string; e
  * own, granted when it is created), so concurrent runs grant once.
  * @param countRuns the workspace's agent runs so far (embedding runs left out), read only when engagement is open
  * @param knownPlan the payer's plan as the run's reservation saw it, if it did
+ * @returns the milestones this call granted: the ledger's condition grants each once, so of two runs settling at the
+ *   same time only the one whose grant committed gets the milestone back (and announces it, spec 02 `milestone_unlocked`).
  */
-export async function grantMilestones(payer: string, workspaceId: string, succeeded: boolean, countRuns: () => Promise<number>, knownPlan?: Plan): Promise<void> {
+export async function grantMilestones(payer: string, workspaceId: string, succeeded: boolean, countRuns: () => Promise<number>, knownPlan?: Plan): Promise<Milestone[]> {
   // The reservation saw the plan: a paid account costs no read here, on every run's path.
-  if (knownPlan && knownPlan !== "trial") return;
+  if (knownPlan && knownPlan !== "trial") return [];
   const account = await accountOf(payer);
-  if (account.plan !== "trial") return;
+  if (account.plan !== "trial") return [];
   const keys = { first_run: milestoneSource("first_run", workspaceId), engagement: milestoneSource("engagement", workspaceId) };
   const [first, engaged] = await Promise.all(
     Object.values(keys).map((source) => db().entities.creditLedger.get({ user_id: payer, key: `grant#${source}` }).go({ consistent: true })),
   );
   // The cap is a condition of each grant's transaction (`cap`), so concurrent runs of several workspaces cannot pass it.
   const give = (source: string) => grant(payer, { source, credits: TRIAL_MILESTONE_CREDITS, bucket: "trial", cap: TRIAL_CREDIT_CAP });
-  if (succeeded && !first?.data) await give(keys.first_run);
-  if (!engaged?.data && (await countRuns()) >= 3) await give(keys.engagement);
+  const granted: Milestone[] = [];
+  if (succeeded && !first?.data && (await give(keys.first_run)).applied) granted.push("first_run");
+  if (!engaged?.data && (await countRuns()) >= 3 && (await give(keys.engagement)).applied) granted.push("engagement");
+  return granted;
 }
+
+/** A trial milestone a workspace earns once (spec 02 Trial milestones). */
+export type Milestone = "first_run" | "engagement";
 
 /**
  * Reserve for a run while the operation reads what the run needs (its block's context, the insights), instead of
