@@ -7,7 +7,7 @@ import { COUNTED_TRIES, documentCounter } from "../billing/counters";
 import { db } from "../db/service";
 import { asWrite, commitWrites, tagOf, type AgentWrite } from "../db/agent-write";
 import { deleteKeys, partitionKeys } from "../db/partition";
-import { requireMember, requireResourceMember, partitionOf } from "../workspace";
+import { requireMember, requireResourceById, partitionOf } from "../workspace";
 import { requireActiveSubscription } from "../billing";
 import { assertTransition } from "./status";
 import { diffStats } from "./diff";
@@ -97,11 +97,17 @@ const revisionKey = (n: number) => String(n).padStart(6, "0");
  * @throws AppError NOT_FOUND (404), also when the caller is not a member of its workspace (its existence is not revealed).
  */
 export async function requireDocument(userId: string, documentId: string): Promise<DocumentItem> {
-  const { data } = await db().entities.document.query.byId({ id: documentId }).go({ limit: 1 });
-  const found = data[0];
-  if (!found) throw Errors.notFound("Document");
-  await requireResourceMember(userId, found.workspace_id, "Document");
-  return reload(found.workspace_id, documentId);
+  // One round trip once the container knows the id's workspace (core/workspace requireResourceById).
+  return requireResourceById<DocumentItem>(userId, {
+    kind: "document",
+    id: documentId,
+    what: "Document",
+    entity: db().entities.document,
+    locate: async () => {
+      const { data } = await db().entities.document.query.byId({ id: documentId }).go({ limit: 1, attributes: ["workspace_id"] });
+      return data[0] && { workspace_id: data[0].workspace_id, id: documentId };
+    },
+  });
 }
 
 /** A document by workspace and id (strongly consistent), for callers that have checked membership. @throws NOT_FOUND. */

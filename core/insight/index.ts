@@ -4,7 +4,7 @@ import { Errors, type FieldError } from "../error";
 import { db } from "../db/service";
 import { groundQuotes } from "../ai/synthesis/quotes";
 import * as Research from "../research";
-import { requireMember, requireResourceMember } from "../workspace";
+import { requireMember, requireResourceById } from "../workspace";
 import { asWrite, commitWrites, createOnce, tagOf, type AgentWrite } from "../db/agent-write";
 import { embedder } from "../ai/select";
 import { asChange, searchText, searchVectorFields } from "./search-index";
@@ -58,13 +58,17 @@ export async function allOf(workspaceId: string): Promise<InsightItem[]> {
  * @throws AppError NOT_FOUND (404), also when the caller is not a member of its workspace (its existence is not revealed).
  */
 export async function requireInsight(userId: string, insightId: string): Promise<InsightItem> {
-  const { data } = await db().entities.insight.query.byId({ id: insightId }).go({ limit: 1 });
-  const found = data[0];
-  if (!found) throw Errors.notFound("Insight");
-  await requireResourceMember(userId, found.workspace_id, "Insight");
-  const { data: item } = await db().entities.insight.get({ workspace_id: found.workspace_id, id: insightId }).go({ consistent: true });
-  if (!item) throw Errors.notFound("Insight");
-  return item;
+  // One round trip once the container knows the id's workspace (core/workspace requireResourceById).
+  return requireResourceById<InsightItem>(userId, {
+    kind: "insight",
+    id: insightId,
+    what: "Insight",
+    entity: db().entities.insight,
+    locate: async () => {
+      const { data } = await db().entities.insight.query.byId({ id: insightId }).go({ limit: 1, attributes: ["workspace_id"] });
+      return data[0] && { workspace_id: data[0].workspace_id, id: insightId };
+    },
+  });
 }
 
 /** What an insight write hands its settlement (AgentWrite.settle): the insight's id and title as written. */

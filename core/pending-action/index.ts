@@ -4,7 +4,7 @@ import { AppError, Errors, type FieldError } from "../error";
 import { db } from "../db/service";
 import { Config } from "../config";
 import { isConditionalFailure } from "../db/errors";
-import { requireMember, requireResourceMember } from "../workspace";
+import { requireMember, requireResourceMember, requireResourceById } from "../workspace";
 import type { GatedTool, Preview, ToolContext } from "../agent/tools/types";
 import { DUE, type PendingActionEntity } from "./pending-action.entity";
 import { storedStatusesOf, wireStatus, type StoredStatus } from "./status";
@@ -113,13 +113,17 @@ export async function createPending(ctx: ToolContext, tool: GatedTool, input: un
  * @throws AppError NOT_FOUND (404) for an unknown id and for a row of a workspace the caller is not a member of.
  */
 export async function requirePendingAction(userId: string, id: string): Promise<PendingActionItem> {
-  const { data } = await db().entities.pendingAction.query.byId({ id }).go({ limit: 1 });
-  const found = data[0];
-  if (!found) throw Errors.notFound("Pending action");
-  await requireResourceMember(userId, found.workspace_id, "Pending action");
-  const { data: item } = await db().entities.pendingAction.get({ workspace_id: found.workspace_id, id }).go({ consistent: true });
-  if (!item) throw Errors.notFound("Pending action");
-  return item;
+  // One round trip once the container knows the id's workspace (core/workspace requireResourceById).
+  return requireResourceById<PendingActionItem>(userId, {
+    kind: "pending_action",
+    id,
+    what: "Pending action",
+    entity: db().entities.pendingAction,
+    locate: async () => {
+      const { data } = await db().entities.pendingAction.query.byId({ id }).go({ limit: 1, attributes: ["workspace_id"] });
+      return data[0] && { workspace_id: data[0].workspace_id, id };
+    },
+  });
 }
 
 /** Newest first, then id, so pages are stable. */

@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import type { EntityItem } from "electrodb";
 import { AppError, Errors } from "../error";
 import { db } from "../db/service";
-import { requireMember, requireResourceMember } from "../workspace";
+import { requireMember, requireResourceById } from "../workspace";
 import { loadInsights } from "../insight/inputs";
 import { asWrite, commitWrites, createOnce, tagOf, type AgentWrite } from "../db/agent-write";
 import { assertTransition, checkBatchTransition } from "./status";
@@ -45,13 +45,17 @@ export const toView = (r: RecommendationItem): RecommendationView => ({
  * @throws AppError NOT_FOUND (404), also when the caller is not a member of its workspace (its existence is not revealed).
  */
 export async function requireRecommendation(userId: string, id: string): Promise<RecommendationItem> {
-  const { data } = await db().entities.recommendation.query.byId({ id }).go({ limit: 1 });
-  const found = data[0];
-  if (!found) throw Errors.notFound("Recommendation");
-  await requireResourceMember(userId, found.workspace_id, "Recommendation");
-  const { data: item } = await db().entities.recommendation.get({ workspace_id: found.workspace_id, id }).go({ consistent: true });
-  if (!item) throw Errors.notFound("Recommendation");
-  return item;
+  // One round trip once the container knows the id's workspace (core/workspace requireResourceById).
+  return requireResourceById<RecommendationItem>(userId, {
+    kind: "recommendation",
+    id,
+    what: "Recommendation",
+    entity: db().entities.recommendation,
+    locate: async () => {
+      const { data } = await db().entities.recommendation.query.byId({ id }).go({ limit: 1, attributes: ["workspace_id"] });
+      return data[0] && { workspace_id: data[0].workspace_id, id };
+    },
+  });
 }
 
 /** Insights referenced must belong to the workspace. @throws AppError VALIDATION_ERROR naming the unknown ids. */

@@ -7,7 +7,7 @@ import { createWriteTransaction } from "electrodb";
 import { db } from "../db/service";
 import { stateTable } from "../state-table";
 import { requireActiveSubscription } from "../billing";
-import { requireMember, requireResourceMember } from "../workspace";
+import { requireMember, requireResourceById } from "../workspace";
 import { deleteObject, deletePrefix, getObject, putObject } from "../storage";
 import { presignedPost } from "../storage/presign";
 import { startExtraction } from "../pipeline";
@@ -86,13 +86,17 @@ export async function getItem(workspaceId: string, sourceId: string): Promise<So
  * @throws AppError NOT_FOUND (404), also when the caller is not a member of its workspace (its existence is not revealed).
  */
 export async function requireSource(userId: string, sourceId: string): Promise<SourceItem> {
-  const { data } = await db().entities.researchSource.query.byId({ id: sourceId }).go({ limit: 1 });
-  const found = data[0];
-  if (!found) throw Errors.notFound("Research source");
-  await requireResourceMember(userId, found.workspace_id, "Research source");
-  const item = await getItem(found.workspace_id, sourceId);
-  if (!item) throw Errors.notFound("Research source");
-  return item;
+  // One round trip once the container knows the id's workspace (core/workspace requireResourceById).
+  return requireResourceById<SourceItem>(userId, {
+    kind: "research_source",
+    id: sourceId,
+    what: "Research source",
+    entity: db().entities.researchSource,
+    locate: async () => {
+      const { data } = await db().entities.researchSource.query.byId({ id: sourceId }).go({ limit: 1, attributes: ["workspace_id"] });
+      return data[0] && { workspace_id: data[0].workspace_id, id: sourceId };
+    },
+  });
 }
 
 /**

@@ -15,7 +15,7 @@ import { AppError, Errors } from "../error";
 import { db, type EntityName } from "../db/service";
 import { asWrite, commitWrites, type WriteItem } from "../db/agent-write";
 import { isConditionalFailure } from "../db/errors";
-import { requireMember, requireResourceMember } from "../workspace";
+import { requireMember, requireResourceById } from "../workspace";
 import { requireActiveSubscription } from "../billing";
 import { planOf } from "../billing/gates";
 import { startCharge } from "../billing/charge";
@@ -128,12 +128,17 @@ export async function locateTask(taskId: string): Promise<{ workspace_id: string
  * @throws AppError NOT_FOUND (404).
  */
 export async function requireTask(userId: string, taskId: string): Promise<TaskItem> {
-  const found = await locateTask(taskId);
-  if (!found) throw Errors.notFound("Task");
-  await requireResourceMember(userId, found.workspace_id, "Task");
-  const item = await readTask(found.workspace_id, taskId);
-  if (!item) throw Errors.notFound("Task");
-  return item;
+  // One round trip once the container knows the id's workspace (core/workspace requireResourceById).
+  return requireResourceById<TaskItem>(userId, {
+    kind: "task",
+    id: taskId,
+    what: "Task",
+    entity: db().entities.task,
+    locate: async () => {
+      const found = await locateTask(taskId);
+      return found ? { workspace_id: found.workspace_id, id: taskId } : undefined;
+    },
+  });
 }
 
 /** When the sweeper should next look at a task that was just written (pending or running), ISO. */

@@ -17,7 +17,7 @@ import type { EntityItem } from "electrodb";
 import { AppError, Errors } from "../error";
 import { db } from "../db/service";
 import { isConditionalFailure } from "../db/errors";
-import { requireMember, requireResourceMember } from "../workspace";
+import { requireMember, requireResourceById } from "../workspace";
 import { requireFeature } from "../billing/gates";
 import { requireDocument, withContent, type DocumentItem } from "../document";
 import { blocksOf } from "../document/block-ops";
@@ -226,13 +226,17 @@ export async function list(userId: string, documentId: string, q: ListTicketsQue
 
 /** A ticket fetched by id alone, with the caller's membership checked. @throws NOT_FOUND (404, also for non-members) */
 async function requireTicket(userId: string, ticketId: string): Promise<TicketItem> {
-  const { data } = await db().entities.executionTicket.query.byId({ id: ticketId }).go({ limit: 1 });
-  const found = data[0];
-  if (!found) throw Errors.notFound("Ticket");
-  await requireResourceMember(userId, found.workspace_id, "Ticket");
-  const { data: fresh } = await db().entities.executionTicket.get(keyOf(found)).go({ consistent: true });
-  if (!fresh) throw Errors.notFound("Ticket");
-  return fresh;
+  // One round trip once the container knows the id's key (core/workspace requireResourceById); a ticket never moves.
+  return requireResourceById<TicketItem>(userId, {
+    kind: "execution_ticket",
+    id: ticketId,
+    what: "Ticket",
+    entity: db().entities.executionTicket,
+    locate: async () => {
+      const { data } = await db().entities.executionTicket.query.byId({ id: ticketId }).go({ limit: 1, attributes: ["workspace_id", "document_id", "id"] });
+      return data[0] && keyOf(data[0]);
+    },
+  });
 }
 
 /**

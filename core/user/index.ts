@@ -9,6 +9,7 @@ import { db } from "../db/service";
 import type { UserEntity } from "./user.entity";
 import type { AccessStatus, IdpWebhookEvent, TokenClaims, UserProfile } from "./schema";
 import { AccessStatusTable } from "./access";
+import { LRUCache } from "lru-cache";
 
 export * from "./schema";
 export { ACCESS_TRANSITIONS, AccessStatusTable } from "./access";
@@ -111,15 +112,61 @@ export async function ensure(input: { idpId: string; email: string; name?: strin
 }
 
 /**
- * Resolve the caller from verified token claims, creating the user from the claims if the identity
- * provider's user.created webhook has not arrived yet.
+ * Resolve the caller from verified token claims (the auth middleware, functions/lib/http.ts), creating the user from
+ * the claims if the identity provider's user.created webhook has not arrived yet. An active or suspended user is
+ * served from this container's memory for up to USER_CACHE_TTL_MS (30 s) after it was read: no DynamoDB call on most
+ * requests; a pending user is read every time (DESIGN.md 6; docs/decisions.md "Reads in one round trip").
  * @throws AppError UNAUTHORIZED when the token carries no e-mail and the user is unknown.
  */
 export async function fromClaims(claims: TokenClaims): Promise<User> {
-  const existing = await get(userIdFor(claims.sub));
-  if (existing) return existing;
-  if (!claims.email) throw Errors.unauthorized("Token has no email claim and the user is not known yet");
-  return ensure({ idpId: claims.sub, email: claims.email, name: claims.name, avatarUrl: claims.picture });
+  const id = userIdFor(claims.sub);
+  const key = cacheKey(id);
+  const hit = recentUsers.get(key);
+  // A copy: no caller may change the item the next request of this container is served.
+  if (hit) return { ...hit };
+  const user =
+    (await get(id)) ??
+    (claims.email
+      ? await ensure({ idpId: claims.sub, email: claims.email, name: claims.name, avatarUrl: claims.picture })
+      : undefined);
+  if (!user) throw Errors.unauthorized("Token has no email claim and the user is not known yet");
+  remember(key, user);
+  return user;
+}
+
+/**
+ * How long a container serves the caller's user item (access status, e-mail, name) from memory instead of reading it
+ * for every request (docs/decisions.md "Reads in one round trip"): a suspension, a deletion or a profile change made
+ * by another container takes effect within this bound; one made in this container takes effect at once (`forget`).
+ */
+export const USER_CACHE_TTL_MS = 30_000;
+/** Users a container keeps in memory at most (about 1 KB each); the least recently seen is dropped beyond it. */
+export const USER_CACHE_MAX = 2_000;
+
+// `perf` reads Date.now (the clock tests move with vi.setSystemTime), on every read (`ttlResolution: 0`: the library
+// otherwise reuses one reading for a millisecond of real time).
+const recentUsers = new LRUCache<string, User>({ max: USER_CACHE_MAX, ttl: USER_CACHE_TTL_MS, ttlResolution: 0, perf: { now: () => Date.now() } });
+/** Keyed by table too: a process that switches tables (tests, benchmarks) never serves a user of another one. */
+const cacheKey = (id: string) => `${Config.tableName()}#${id}`;
+
+/**
+ * Keep a user for the next requests of this container, unless they are `pending`: a pending user's redemption may
+ * happen in any container and must take effect at once (its next request reads the item), so only states whose way
+ * out is a loss of access (active -> suspended, deletion) are served from memory, within USER_CACHE_TTL_MS.
+ */
+function remember(key: string, user: User): void {
+  if (user.access_status === "pending") recentUsers.delete(key);
+  else recentUsers.set(key, { ...user });
+}
+
+/** Drop a user from this container's cache (after a write to it here, so this container sees it at once). */
+export function forget(id: string): void {
+  recentUsers.delete(cacheKey(id));
+}
+
+/** Drop every cached user of this container (tests; a process that must see every change at once). */
+export function forgetAll(): void {
+  recentUsers.clear();
 }
 
 /**
@@ -148,6 +195,7 @@ export async function redeemCode(user: User, rawCode: string): Promise<User> {
       .where((attr, op) => op.eq(attr.access_status, "pending"))
       .commit(),
   ]).go();
+  forget(user.id);
   if (result.canceled) {
     const { data: after } = await db().entities.accessCode.get({ code }).go({ consistent: true });
     if (after?.status === "redeemed") throw new AppError("ACCESS_CODE_REDEEMED", "That access code has already been redeemed");
@@ -175,6 +223,8 @@ export async function revokeAccess(userId: string): Promise<User> {
         .set({ access_status: "suspended" })
         .where((attr, op) => op.eq(attr.access_status, user.access_status))
         .go();
+      // This container refuses the user from the next request on; the others within USER_CACHE_TTL_MS.
+      forget(userId);
       return (await get(userId))!;
     } catch (err) {
       if (!isConditionalFailure(err)) throw err;
@@ -238,14 +288,17 @@ export async function applyIdpEvent(event: IdpWebhookEvent, removeOwned: (user: 
           ...(data.avatar_url !== undefined ? { avatar_url: data.avatar_url } : {}),
         })
         .go();
+      forget(id);
     }
     return;
   }
+  forget(id);
   const existing = await get(id);
   if (!existing) return;
   await removeOwned(existing);
   await db().entities.referralCode.delete({ code: existing.referral_code }).go();
   await db().entities.user.delete({ id }).go();
+  forget(id);
 }
 
 /** How long a delivery holds its webhook id while applying the event: above the webhooks Lambda's 29 s timeout. */

@@ -11,6 +11,8 @@ import { HIGHEST_PLAN, subscriptionOf } from "../billing";
 import { COUNTED_TRIES, limitsOfUser, limitsOfWorkspace, usageLimitError } from "../billing/counters";
 import { accountOf } from "../billing/ledger";
 import * as User from "../user";
+import { LRUCache } from "lru-cache";
+import { consistentGet, type ItemRef } from "./read";
 import { CYCLES_ON, type MembershipEntity, type WorkspaceEntity } from "./workspace.entity";
 import { entitlementOf } from "../billing/entitlement";
 import type {
@@ -27,6 +29,7 @@ import type {
 } from "./schema";
 
 export * from "./schema";
+export type { ItemRef } from "./read";
 
 type WorkspaceItem = EntityItem<WorkspaceEntity>;
 type MembershipItem = EntityItem<MembershipEntity>;
@@ -106,6 +109,89 @@ function requireRole(data: MembershipItem, roles: Role[] | undefined): Membershi
   return data;
 }
 
+/**
+ * Read one item of a workspace and check the caller's membership of it in ONE round trip (docs/decisions.md "Reads in
+ * one round trip"): a strongly consistent BatchGetItem of the membership and the item, or a GetItem of the item alone
+ * when this request has already verified the membership (core/context.ts). The item is returned only once the
+ * membership is there: a non-member never receives it.
+ * @param ref the item's entity and key (the key of its table index, e.g. `{ workspace_id, id }`).
+ * @param opts.scope "workspace" for a route naming the workspace (path, query, body): a non-member gets 403 FORBIDDEN
+ *   (spec 01 Authorization); "resource" for a route naming the resource alone: a non-member gets the 404 of a missing
+ *   id, with `opts.what` in its detail ("404 or 403"). `opts.roles`: the caller's role must be one of them (else 403).
+ * @returns the membership and the item, null when there is no such item (the caller is a member).
+ * @throws AppError FORBIDDEN (403) or NOT_FOUND (404) as above; SERVICE_UNAVAILABLE (503) from `consistentGet`.
+ */
+export async function readAsMember<T>(
+  userId: string,
+  workspaceId: string,
+  ref: ItemRef,
+  opts: { scope: "workspace" | "resource"; what?: string; roles?: Role[] },
+): Promise<{ membership: MembershipItem; item: T | null }> {
+  const scope = requestScope();
+  const scopeKey = `${userId}#${workspaceId}`;
+  const known = scope?.memberships.get(scopeKey) as MembershipItem | undefined;
+  let membership: MembershipItem | undefined;
+  let item: T | null;
+  if (known) {
+    membership = known;
+    [item] = (await consistentGet([ref])) as [T | null];
+  } else {
+    const memberRef: ItemRef = { entity: db().entities.membership, key: { workspace_id: workspaceId, user_id: userId } };
+    const [m, i] = await consistentGet([memberRef, ref]);
+    membership = (m as MembershipItem | null) ?? undefined;
+    item = i as T | null;
+    if (membership) scope?.memberships.set(scopeKey, membership);
+  }
+  if (!membership) throw opts.scope === "workspace" ? Errors.forbidden() : Errors.notFound(opts.what ?? "Resource");
+  return { membership: requireRole(membership, opts.roles), item };
+}
+
+/**
+ * Where an item read by id alone lives (its table key, with `workspace_id`), per container: an item never moves to
+ * another workspace or document, so the mapping learnt from the id index (gsi1) stays true for the item's life and
+ * needs no expiry; the bound only caps memory (~200 B an entry). Keyed by table, kind and id.
+ */
+const locations = new LRUCache<string, Record<string, string>>({ max: 20_000 });
+
+/** Forget every remembered location (tests measuring a cold id). */
+export function forgetLocations(): void {
+  locations.clear();
+}
+
+/**
+ * A workspace item fetched by its id alone (`/api/<resource>/{id}` routes), for a member of its workspace, in one
+ * round trip once this container knows where the id lives: the location comes from a per-container map (an item
+ * never moves), else from `ref.locate` (the id index, gsi1: one Query); then `readAsMember` reads the membership and
+ * the item together, strongly consistent. A non-member gets the 404 of a missing id (docs/decisions.md "404 or 403").
+ * @param ref.kind the entity's name (part of the map's key); `ref.id` the id asked for; `ref.what` the 404's noun;
+ *   `ref.roles` the roles allowed (403 for a member without one); `ref.entity` the entity to read; `ref.locate` the
+ *   item's table key (with `workspace_id`) from the id index, or undefined for an unknown id.
+ * @returns the item, as the entity's `get` returns it.
+ * @throws AppError NOT_FOUND (404) unknown id, deleted item or not a member; FORBIDDEN (403) a member lacking the role.
+ */
+export async function requireResourceById<T>(
+  userId: string,
+  ref: {
+    kind: string;
+    id: string;
+    what: string;
+    roles?: Role[];
+    entity: ItemRef["entity"];
+    locate: () => Promise<({ workspace_id: string } & Record<string, string>) | undefined>;
+  },
+): Promise<T> {
+  const cacheKey = `${Config.tableName()}#${ref.kind}#${ref.id}`;
+  const location = locations.get(cacheKey) ?? (await ref.locate());
+  if (!location) throw Errors.notFound(ref.what);
+  const { item } = await readAsMember<T>(userId, location.workspace_id!, { entity: ref.entity, key: location }, { scope: "resource", what: ref.what, roles: ref.roles });
+  if (!item) {
+    locations.delete(cacheKey); // deleted: a later read asks the index again
+    throw Errors.notFound(ref.what);
+  }
+  locations.set(cacheKey, location);
+  return item;
+}
+
 /** A transaction's cancellation code per item ("None" for the items that did not cause it). */
 const cancelCodes = (result: { canceled: boolean; data: unknown }): string[] =>
   result.canceled ? (result.data as { code?: string }[]).map((d) => d?.code ?? "None") : [];
@@ -174,10 +260,10 @@ export async function list(userId: string): Promise<{ workspaces: WorkspaceView[
   return { workspaces, total: workspaces.length };
 }
 
-/** One workspace; member only. */
+/** One workspace (spec 01 `GET /api/workspaces/{id}`); member only, one round trip. @throws FORBIDDEN (403) non-member. */
 export async function get(userId: string, workspaceId: string): Promise<WorkspaceView> {
-  const membership = await requireMember(userId, workspaceId);
-  const item = await getItem(workspaceId);
+  // Membership and workspace in one BatchGetItem: a non-member gets 403 whatever the workspace item says.
+  const { membership, item } = await readAsMember<WorkspaceItem>(userId, workspaceId, { entity: db().entities.workspace, key: { id: workspaceId } }, { scope: "workspace" });
   if (!item) throw Errors.notFound("Workspace");
   return toView(item, membership.role);
 }
@@ -227,10 +313,17 @@ const toSettings = (s: Awaited<ReturnType<typeof settingsItem>>): WorkspaceSetti
   researchProgram: (s.researchProgram as WorkspaceSettings["researchProgram"]) ?? null,
 });
 
-/** Settings of a workspace; member only. */
+/** Settings of a workspace; member only, one round trip. @throws FORBIDDEN (403) non-member; NOT_FOUND (404) no settings. */
 export async function getSettings(userId: string, workspaceId: string): Promise<WorkspaceSettings> {
-  await requireMember(userId, workspaceId);
-  return toSettings(await settingsItem(workspaceId));
+  // Membership and settings in one BatchGetItem (readAsMember): a non-member gets 403 whatever the settings say.
+  const { item } = await readAsMember<Awaited<ReturnType<typeof settingsItem>>>(
+    userId,
+    workspaceId,
+    { entity: db().entities.workspaceSettings, key: { workspace_id: workspaceId } },
+    { scope: "workspace" },
+  );
+  if (!item) throw Errors.notFound("Workspace settings");
+  return toSettings(item);
 }
 
 /** Minimum number of research sources before research cycles can be enabled (spec 01). */
