@@ -7,6 +7,8 @@
  * vector's similarity to it moves by at most δ, so per point we keep a lower bound of the similarity to its own
  * centroid and an upper bound per other centroid, and compute a similarity exactly only when the bounds overlap.
  * After the first pass most similarities are skipped. Seeding uses a sample of at most max(2,000, 20·k) rows.
+ * Above `KMEANS_FIT_ABOVE` rows (20,000) the centroids are fitted on a 10,000-row sample and then refined by at
+ * most `KMEANS_FULL_PASSES` passes over every row, so a 10× workspace costs a few passes more, not thirty.
  *
  * Then `mergeClusters` joins clusters whose centroids are near-duplicates (average-linkage agglomeration of the
  * centroids above a cosine threshold), and `pruneMembers` drops members far from their centroid (noise).
@@ -130,6 +132,13 @@ function seedCentroids(x: Matrix, k: number, rand: () => number, trials: number)
 export function sphericalKMeans(x: Matrix, k: number, seed: number, maxIter = 30, trials?: number): KMeansResult {
   const { rows: n, dims: d } = x;
   k = Math.max(1, Math.min(k, n));
+  if (n > KMEANS_FIT_ABOVE && k < KMEANS_FIT_SAMPLE) {
+    // Large input: fit on a seeded sample, then refine on every row from those centroids (see KMEANS_FIT_ABOVE).
+    const rand = seededRandom(seed);
+    const fit = sphericalKMeans(sampleRows(x, KMEANS_FIT_SAMPLE, rand), k, seed, maxIter, trials);
+    const refined = lloyd(x, fit.centroids.data.slice(), k, Math.min(maxIter, KMEANS_FULL_PASSES));
+    return { ...refined, iterations: fit.iterations + refined.iterations, scans: fit.scans + refined.scans };
+  }
   const rand = seededRandom(seed);
   const xd = x.data;
   // Seed on a sample of at most max(2,000, 20·k) rows: seeding cost no longer grows with n.
@@ -146,6 +155,41 @@ export function sphericalKMeans(x: Matrix, k: number, seed: number, maxIter = 30
     seedRows = { data, rows: sampleSize, dims: d };
   }
   const c = n > 0 ? seedCentroids(seedRows, k, rand, trials ?? 2 + Math.floor(Math.log(k))) : new Float32Array(0);
+  return lloyd(x, c, k, maxIter);
+}
+
+/**
+ * Inputs above this many rows are clustered by `sphericalKMeans` in two steps: the full algorithm on a seeded
+ * sample of `KMEANS_FIT_SAMPLE` rows, then at most `KMEANS_FULL_PASSES` Lloyd passes over every row from the
+ * sample's centroids. Almost all of k-means' cost is in its first passes, while the centroids travel (issue #24: at
+ * 49,000 mentions and k = 150, 30 passes and 28 million point–centroid similarities, 20 s of CPU); a 10,000-row
+ * sample gives centroids that the full passes only adjust, so the cost grows with n by a few passes, not thirty.
+ * Inputs up to this size (every workspace measured so far: the jupyter folder has 8,800 mentions, the largest
+ * survey question a few thousand answers) are clustered exactly as before.
+ */
+export const KMEANS_FIT_ABOVE = 20_000;
+/** Rows of the sample the centroids are fitted on above `KMEANS_FIT_ABOVE` (≥ 66 rows per centroid at k = 150). */
+export const KMEANS_FIT_SAMPLE = 10_000;
+/** Lloyd passes over every row after the sample fit (bounds make the later ones cheap). */
+export const KMEANS_FULL_PASSES = 6;
+
+/** A seeded sample of `size` distinct rows (partial Fisher–Yates), in a new matrix. */
+function sampleRows(x: Matrix, size: number, rand: () => number): Matrix {
+  const { rows: n, dims: d } = x;
+  const idx = Array.from({ length: n }, (_, i) => i);
+  for (let i = 0; i < size; i++) {
+    const j = i + Math.floor(rand() * (n - i));
+    [idx[i], idx[j]] = [idx[j], idx[i]];
+  }
+  const data = new Float32Array(size * d);
+  for (let i = 0; i < size; i++) data.set(x.data.subarray(idx[i] * d, (idx[i] + 1) * d), i * d);
+  return { data, rows: size, dims: d };
+}
+
+/** Lloyd passes of spherical k-means from the centroids `c` (k × d, unit rows; updated in place), with bounds. */
+function lloyd(x: Matrix, c: Float32Array, k: number, maxIter: number): KMeansResult {
+  const { rows: n, dims: d } = x;
+  const xd = x.data;
   const assign = new Int32Array(n).fill(-1);
   // Elkan-style bounds in similarity form: lb[i] ≤ sim(x_i, own centroid), ub[i·k+j] ≥ sim(x_i, c_j).
   // When c_j moves by δ_j (Euclidean), |Δ sim(x, c_j)| ≤ δ_j for unit x, so the bounds stay valid after
@@ -435,11 +479,27 @@ export function passageOrdinals(refs: MentionRef[]): Map<string, number> {
   return out;
 }
 
+/** Per voice: its mentions in the whole input, and whether all of them are notes (not transcript turns). */
+export type VoiceTotals = Map<string, { total: number; notes: boolean }>;
+
+/** `VoiceTotals` of an input, computed once so that `themeSupport` does not scan every mention per theme. */
+export function voiceTotals(refs: MentionRef[]): VoiceTotals {
+  const out: VoiceTotals = new Map();
+  for (const r of refs) {
+    const v = out.get(r.voice) ?? { total: 0, notes: true };
+    v.total++;
+    if (r.turn) v.notes = false;
+    out.set(r.voice, v);
+  }
+  return out;
+}
+
 /**
  * Support of a theme whose members are `members` (indices into `refs`).
  * @param ordinals from `passageOrdinals` over all the input's mentions
+ * @param totals from `voiceTotals(refs)`; without it every mention is scanned (O(n) per theme)
  */
-export function themeSupport(refs: MentionRef[], members: number[], ordinals: Map<string, number>): Support {
+export function themeSupport(refs: MentionRef[], members: number[], ordinals: Map<string, number>, totals?: VoiceTotals): Support {
   const unitsByVoice = new Map<string, Set<string>>();
   const units = new Set<string>();
   // Per unit: mentions of the theme in it, and whether one is emphatic.
@@ -488,8 +548,8 @@ export function themeSupport(refs: MentionRef[], members: number[], ordinals: Ma
   });
   if (positions.length) close();
   const mentions = members.filter((i) => refs[i].voice === mainVoice).length;
-  const own = refs.filter((r) => r.voice === mainVoice);
-  return { units: units.size, voices: unitsByVoice.size, mainVoice, passages, emphasised, mentions, voiceTotal: own.length, notes: own.every((r) => !r.turn) };
+  const own = totals?.get(mainVoice) ?? voiceTotals(refs.filter((r) => r.voice === mainVoice)).get(mainVoice) ?? { total: 0, notes: true };
+  return { units: units.size, voices: unitsByVoice.size, mainVoice, passages, emphasised, mentions, voiceTotal: own.total, notes: own.notes };
 }
 
 /**

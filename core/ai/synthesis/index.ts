@@ -15,7 +15,8 @@
  *  2. vectors: reuse per-unit vectors precomputed at ingestion (`embedUnits`), embed the rest in one batch;
  *  3. clusters: vectors centred (common direction removed; up to 2,000 mentions blended with shared content
  *     words); up to 400 mentions average linkage (mean cos ≥ 0.3), above spherical k-means with greedy k-means++
- *     seeding (k = 1.5·√(n/2)) and Elkan-style bounds, members with cos < 0.3 to their centroid becoming noise;
+ *     seeding (k = 1.5·√(n/2)) and Elkan-style bounds (above 20,000 mentions fitted on a 10,000-row sample, then
+ *     refined on all), members with cos < 0.3 to their centroid becoming noise;
  *     centroids with cos ≥ 0.7 merged; a cluster needs two voices
  *     and max(3, 0.4% of units) distinct units, or, when the input has few voices, one voice coming back to it in
  *     separate passages (cluster.ts `isSupported`);
@@ -55,6 +56,7 @@ import {
   pruneMembers,
   sphericalKMeans,
   themeSupport,
+  voiceTotals,
   type Cluster,
   type MentionRef,
 } from "./cluster";
@@ -488,7 +490,8 @@ function themeDrafts(
   }));
   const ordinals = passageOrdinals(refs);
   const inputVoices = participantCount(refs);
-  clusters = clusters.filter((c) => isSupported(themeSupport(refs, c.members, ordinals), minMentions, inputVoices));
+  const totals = voiceTotals(refs);
+  clusters = clusters.filter((c) => isSupported(themeSupport(refs, c.members, ordinals, totals), minMentions, inputVoices));
   const t2 = performance.now();
 
   // 4. Name: c-TF-IDF keyphrases; clusters sharing their top phrase are one theme.
@@ -593,7 +596,7 @@ function themeDrafts(
     if (!quotes.length) continue;
 
     // A sentence from the cluster's own central mentions; the keyphrase template only when none qualifies.
-    const who = titleSubject(themeSupport(refs, members, ordinals).voices, [...new Set(sourceOrder.map((s) => sources[s].source_type))]);
+    const who = titleSubject(themeSupport(refs, members, ordinals, totals).voices, [...new Set(sourceOrder.map((s) => sources[s].source_type))]);
     const title = insightTitle(
       members.map((i, k) => ({ span: mentions[i].span, sim: candidates[k].sim, voice: voiceOf(mentions[i], sources), question: mentions[i].question })),
       top,
@@ -603,7 +606,7 @@ function themeDrafts(
     );
     const types = [...new Set(sourceOrder.map((s) => sources[s].source_type))];
     const about = top.length ? listJoin(top.map((t) => `“${t.surface}”`)) : "a shared topic";
-    const support = themeSupport(refs, members, ordinals);
+    const support = themeSupport(refs, members, ordinals, totals);
     // Which question the answers were given to: the same words mean a difficulty under one and a wish under another.
     const asked = question ? `, answering “${question}”,` : "";
     const description =
