@@ -36,7 +36,8 @@ const PRESIGN_VALID_MS = 900_000;
  * `source#due`) until it settles; this Queries the entries due by now (never Scans) and, for each:
  *
  * - an execution of its attempt is still running (Step Functions' DescribeExecution in AWS, the local runner's own
- *   record on the embedded runtime): it is looked at again after the grace;
+ *   record on the embedded runtime): it is looked at again after as long as its work has run so far, between the
+ *   grace and MAX_RUNNING_LEASE_MS (runningLease), so a long backlog is looked at a few times, not once per grace;
  * - pending, and its file never arrived: a presigned upload waits until its URL expires (then fails with "the
  *   upload did not arrive"); a multipart upload interrupted between the item and the object fails at once;
  * - pending otherwise (the S3 event or the execution was lost, the process crashed): a new attempt starts, the
@@ -78,7 +79,7 @@ async function recover(seen: Research.SourceItem, now: number): Promise<Outcome>
   const item = await Research.getItem(seen.workspace_id, seen.id);
   if (!item || item.sweep !== SOURCE_DUE) return "waiting";
   if (await isExtractionRunning({ source_id: item.id, attempt: item.processing_attempt })) {
-    return (await pushDue(item, Research.dueAfterGrace(now))) ? "running" : "waiting";
+    return (await pushDue(item, runningLease(item, now))) ? "running" : "waiting";
   }
   if (item.processing_status === "pending") return recoverPending(item, now);
   if (item.processing_status === "completed" && !item.indexed) return recoverIndexing(item, now);
@@ -141,6 +142,28 @@ async function recoverIndexing(item: Research.SourceItem, now: number): Promise<
     return "settled";
   }
   return "indexed";
+}
+
+/**
+ * Longest a source whose execution still runs is left alone (ms): how late the sweeper may notice that such an
+ * execution ended without settling its source (Step Functions ends every execution within the state machine's
+ * TimeoutSeconds; on the embedded runtime a crash is picked up by the start-up sweep, which ignores due times).
+ */
+export const MAX_RUNNING_LEASE_MS = 10 * 60_000;
+
+/**
+ * When to look again at a source whose execution still runs: after as long as its work has already run (since the
+ * upload for a pending source, since Complete for one being indexed), at least the grace and at most
+ * MAX_RUNNING_LEASE_MS. A fixed grace made a backlog cost one look per unsettled source per grace (a 500-source
+ * upload that indexes for 40 minutes: about 16 looks each, each a GetItem, a conditional UpdateItem and in AWS a
+ * DescribeExecution); doubling leases make it a handful per source (issue #24 point 4).
+ * @returns the ISO due time.
+ */
+function runningLease(item: Research.SourceItem, now: number): string {
+  const started = Date.parse(item.processing_status === "completed" ? (item.processed_at ?? item.created_at) : item.created_at);
+  const grace = Config.sourceSweepGraceSeconds() * 1000;
+  const ran = Number.isFinite(started) ? now - started : 0;
+  return new Date(now + Math.min(MAX_RUNNING_LEASE_MS, Math.max(grace, ran))).toISOString();
 }
 
 /**
