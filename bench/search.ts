@@ -7,8 +7,13 @@
  *    - the first search of a container (its cache emptied: head read, one Query of the snapshot's pages, the lexical
  *      index loaded from its stored form, the query embedded, the BatchGet of the results), several times; target
  *      < 0.5 s; and the first container after a change, which builds the lexical index and stores it;
- *    - warm searches (the core call `search()`, what every entry point runs): p50 / p90 / p99; target p50 < 15 ms;
- *      beside its floor, the query's embedding alone, with the ratio;
+ *    - warm searches (the core call `search()`, what every entry point runs): p50 / p90 / p99; target p50 < 15 ms.
+ *      Two kinds, measured separately so the figure is not won by repeats: queries not seen before (the container's
+ *      query-embedding cache, core/ai/query-cache.ts, emptied before each) and repeated ones (found in that cache).
+ *      Beside each, its floor in the same process, interleaved with it: the same DynamoDB calls with the low-level
+ *      client (a BatchGetItem of membership + snapshot head, then a BatchGetItem of the page's insights), for unseen
+ *      queries with the query's embedding running beside the first call as search() runs it; and the ratios. The
+ *      DynamoDB calls per search are counted through the client's middleware (as bench/foundation.ts does);
  *    - the same through the local gateway (`POST /api/insights/search`), at most 50 requests, so the per-user limit
  *      (60 a minute, the product's default, not raised) is never reached; the limiter runs on each.
  * 2. The same figures at 50,000 insights (the same real texts repeated); target warm p50 < 100 ms.
@@ -29,6 +34,8 @@ import { busyWarning, machineLine } from "./lib/machine";
 import { sized, sizeNote } from "./lib/size";
 import { loadCorpus, loadQueries, meanPrecisionAt5 } from "../test/fixtures/relevance/relevance";
 import { cachedEmbedder } from "../test/unit/ai/embed-cache";
+import { BatchGetItemCommand, DynamoDBClient, type KeysAndAttributes } from "@aws-sdk/client-dynamodb";
+import { marshall } from "@aws-sdk/util-dynamodb";
 
 const N = sized(5_000, 50);
 const BIG = sized(50_000, 100);
@@ -66,12 +73,17 @@ export default async function search(): Promise<void> {
   if (warn) console.log(warn);
   if (sizeNote()) console.log(sizeNote());
   const rt = await startBenchRuntime();
+  // The floor's client: the low-level SDK, no document marshalling, no ElectroDB.
+  const raw = new DynamoDBClient({ endpoint: rt.dynamoEndpoint, region: "us-east-1", credentials: { accessKeyId: "local", secretAccessKey: "local" } });
   try {
     const { db } = await import("../core/db/service");
     const { embedder } = await import("../core/ai/select");
     const { search: searchInsights, clearSearchCache } = await import("../core/insight/search");
     const { loadSnapshot, rebuild, searchText, searchVectorFields } = await import("../core/insight/search-index");
-    const { buildIndex } = await import("../core/insight/search-rank");
+    const { buildIndex, hybridRank, lexicalHits, matrixFor, setSimdOff } = await import("../core/insight/search-rank");
+    const { clearQueryCache, embedQuery } = await import("../core/ai/query-cache");
+    const { dynamoClient } = await import("../core/db/client");
+    const { Config } = await import("../core/config");
     const Insight = await import("../core/insight");
 
     const user = async (email: string) => {
@@ -140,6 +152,7 @@ export default async function search(): Promise<void> {
       const runs: number[] = [];
       for (let r = 0; r < COLD_RUNS; r++) {
         clearSearchCache();
+        clearQueryCache(); // a new container has neither
         runs.push((await timed(() => core(ws, QUERIES[r % QUERIES.length]!))).ms);
       }
       const load = await timed(() => loadSnapshot(ws));
@@ -147,17 +160,113 @@ export default async function search(): Promise<void> {
       const builtIndex = await timed(async () => buildIndex(load.result.rows));
       return { first: runs[0]!, later: median(runs.slice(1)), loadMs: load.ms, loadIndexMs: loadedIndex.ms, buildIndexMs: builtIndex.ms };
     };
+    /** The DynamoDB calls `fn` makes through the handlers' client, e.g. ["BatchGetItem", "BatchGetItem"]. */
+    const dynamoCallsOf = async (fn: () => Promise<unknown>): Promise<string[]> => {
+      const calls: string[] = [];
+      const stack = dynamoClient().middlewareStack;
+      stack.add(
+        (next, context) => async (args) => {
+          const input = args.input as { RequestItems?: Record<string, { Keys?: unknown[] }> };
+          const name = String(context.commandName ?? "?").replace(/Command$/, "").replace(/^(BatchGet|Get|Update|Put|Query)$/, "$1Item").replace("QueryItem", "Query");
+          const keys = Object.values(input.RequestItems ?? {})[0]?.Keys?.length;
+          calls.push(keys === undefined ? name : `${name}(${keys})`);
+          return next(args);
+        },
+        { step: "initialize", name: "benchCallRecorder" },
+      );
+      try {
+        await fn();
+      } finally {
+        stack.remove("benchCallRecorder");
+      }
+      return calls;
+    };
+    /** The DynamoDB calls of one search, with the low-level client: membership + head, then the page's insights. */
+    const floorCalls = (ws: string, pageIds: string[]) => {
+      const table = Config.tableName();
+      const memberKey = db().entities.membership.get({ workspace_id: ws, user_id: owner.id }).params<{ Key: Record<string, string> }>().Key;
+      const first: KeysAndAttributes = { Keys: [marshall({ pk: `ws#${ws}`, sk: "searchix#head" }), marshall(memberKey)], ConsistentRead: true };
+      const names = ["id", "workspace_id", "insight_type", "title", "description", "source_ids", "quotes", "frequency", "mention_count", "severity", "impact", "is_archived", "notes", "rating", "created_at", "updated_at"];
+      const page: KeysAndAttributes = {
+        Keys: pageIds.map((id) => marshall({ pk: `ws#${ws}`, sk: `insight#${id}` })),
+        ConsistentRead: true,
+        ProjectionExpression: names.map((_, i) => `#a${i}`).join(", "),
+        ExpressionAttributeNames: Object.fromEntries(names.map((n, i) => [`#a${i}`, n])),
+      };
+      return {
+        head: async () => {
+          const out = await raw.send(new BatchGetItemCommand({ RequestItems: { [table]: first } }));
+          if ((out.Responses?.[table]?.length ?? 0) !== 2) throw new Error("floor: membership or head missing");
+        },
+        page: async () => {
+          const out = await raw.send(new BatchGetItemCommand({ RequestItems: { [table]: page } }));
+          if ((out.Responses?.[table]?.length ?? 0) !== pageIds.length) throw new Error("floor: insights missing");
+        },
+      };
+    };
+    /**
+     * Warm searches, interleaved with their floors in an order that rotates per iteration (drift, JIT and other load
+     * hit all alike): unseen (query cache emptied first), repeated (query cached first, untimed), the floor of each,
+     * and the query's embedding alone.
+     */
     const warm = async (ws: string, count: number) => {
       for (let i = 0; i < WARM; i++) await core(ws, QUERIES[i % QUERIES.length]!);
-      const rec = new Recorder();
+      const pages = new Map<string, ReturnType<typeof floorCalls>>();
+      for (const q of QUERIES) pages.set(q, floorCalls(ws, (await core(ws, q)).insights.map((i) => i.id)));
+      const rec = { unseen: new Recorder(), repeated: new Recorder(), floorUnseen: new Recorder(), floorRepeated: new Recorder(), embed: new Recorder() };
       const examples: string[][] = [];
       for (let i = 0; i < count; i++) {
         const q = QUERIES[i % QUERIES.length]!;
-        const { ms, result } = await timed(() => core(ws, q));
-        rec.record(ms);
-        if (i < QUERIES.length) examples.push([q, result.mode, result.insights[0]?.title.slice(0, 70) ?? "-"]);
+        const floorOf = pages.get(q)!;
+        const pieces: (() => Promise<void>)[] = [
+          async () => {
+            clearQueryCache();
+            const { ms, result } = await timed(() => core(ws, q));
+            rec.unseen.record(ms);
+            if (i < QUERIES.length) examples.push([q, result.mode, result.insights[0]?.title.slice(0, 70) ?? "-"]);
+          },
+          async () => {
+            await embedQuery(emb, q);
+            rec.repeated.record((await timed(() => core(ws, q))).ms);
+          },
+          async () => {
+            rec.floorUnseen.record((await timed(async () => {
+              await Promise.all([emb.embed([q]), floorOf.head()]);
+              await floorOf.page();
+            })).ms);
+          },
+          async () => rec.floorRepeated.record((await timed(async () => {
+            await floorOf.head();
+            await floorOf.page();
+          })).ms),
+          async () => rec.embed.record((await timed(() => emb.embed([q]))).ms),
+        ];
+        for (let k = 0; k < pieces.length; k++) await pieces[(i + k) % pieces.length]!();
       }
-      return { s: rec.summary(), examples };
+      const s = Object.fromEntries(Object.entries(rec).map(([k, r]) => [k, r.summary()])) as Record<keyof typeof rec, Summary>;
+      const calls = { unseen: await dynamoCallsOf(async () => (clearQueryCache(), core(ws, QUERIES[0]!))), repeated: await dynamoCallsOf(() => core(ws, QUERIES[0]!)) };
+      return { s, examples, calls };
+    };
+    /** Ranking alone (the query's BM25 list, the vector scores, the fusion) of a loaded snapshot, by WebAssembly SIMD or not. */
+    const rankOnly = async (ws: string) => {
+      const load = await loadSnapshot(ws);
+      const vectors = await Promise.all(QUERIES.map(async (q) => (await emb.embed([q]))[0]!));
+      const timeRank = (simd: boolean) => {
+        setSimdOff(!simd);
+        const index = buildIndex(load.rows, load.lexical?.json);
+        matrixFor(index, emb.id);
+        setSimdOff(false);
+        const rec = new Recorder();
+        for (let i = 0; i < sized(200, 5); i++) {
+          const k = i % QUERIES.length;
+          const start = performance.now();
+          hybridRank(index, QUERIES[k]!, vectors[k]!, emb.id, {}, 40, lexicalHits(index, QUERIES[k]!, {}));
+          rec.record(performance.now() - start);
+        }
+        return { p50: rec.summary().p50, simd: matrixFor(index, emb.id)?.simd != null };
+      };
+      timeRank(true); // JIT warm-up
+      return { simd: timeRank(true), js: timeRank(false) };
     };
 
     // The query embedder's model loaded before any timing (setup used the embedding cache): a container's first
@@ -168,13 +277,7 @@ export default async function search(): Promise<void> {
     const small = await workspaceOf(N, "bench search");
     const coldSmall = await cold(small.ws);
     const warmSmall = await warm(small.ws, MEASURED);
-    const floor = new Recorder();
-    for (let i = 0; i < MEASURED; i++) {
-      const start = performance.now();
-      await emb.embed([QUERIES[i % QUERIES.length]!]);
-      floor.record(performance.now() - start);
-    }
-    const f = floor.summary();
+    const rankSmall = await rankOnly(small.ws);
     const http = new Recorder();
     for (let i = 0; i < HTTP_MEASURED + 2; i++) {
       const start = performance.now();
@@ -184,6 +287,10 @@ export default async function search(): Promise<void> {
       if (i >= 2) http.record(performance.now() - start);
     }
     const h = http.summary();
+    const httpCalls = await dynamoCallsOf(async () => {
+      const res = await fetch(new URL("/api/insights/search", rt.base), { method: "POST", headers: owner.headers, body: JSON.stringify({ workspace_id: small.ws, query: QUERIES[0] }) });
+      if (!res.ok) throw new Error(`POST /api/insights/search: ${res.status} ${await res.text()}`);
+    });
 
     // 2. 50,000 insights.
     const big = await workspaceOf(BIG, "bench search 10x");
@@ -215,21 +322,33 @@ export default async function search(): Promise<void> {
     const p5 = meanPrecisionAt5(runs);
 
     const row = (what: string, s: Summary) => [what, s.n, fmtMs(s.p50), fmtMs(s.p90), fmtMs(s.p99)];
+    const ws5 = warmSmall.s;
+    const wsBig = warmBig.s;
     printTable(["warm search", "n", "p50", "p90", "p99"], [
-      row(`search() over ${N} insights`, warmSmall.s),
-      row(`floor: the query's embedding alone`, f),
-      row(`POST /api/insights/search over ${N} (gateway, limiter at 60/min)`, h),
-      row(`search() over ${BIG} insights`, warmBig.s),
+      row(`search() over ${N} insights, queries not seen before`, ws5.unseen),
+      row(`  floor: embedding ‖ BatchGetItem(2), then BatchGetItem(page), low-level client`, ws5.floorUnseen),
+      row(`search() over ${N} insights, repeated queries (embedding cached)`, ws5.repeated),
+      row(`  floor: BatchGetItem(2), then BatchGetItem(page), low-level client`, ws5.floorRepeated),
+      row(`  the query's embedding alone`, ws5.embed),
+      row(`POST /api/insights/search over ${N} (gateway, limiter at 60/min; repeated queries)`, h),
+      row(`search() over ${BIG} insights, queries not seen before`, wsBig.unseen),
+      row(`  floor: embedding ‖ BatchGetItem(2), then BatchGetItem(page)`, wsBig.floorUnseen),
+      row(`search() over ${BIG} insights, repeated queries`, wsBig.repeated),
+      row(`  floor: BatchGetItem(2), then BatchGetItem(page)`, wsBig.floorRepeated),
     ]);
-    console.log(`search() p50 / floor p50: ${(warmSmall.s.p50 / f.p50).toFixed(2)}x (${fmtMs(warmSmall.s.p50 - f.p50)} ms over the query embedding)`);
+    const ratio = (a: Summary, b: Summary) => `${(a.p50 / b.p50).toFixed(2)}x (+${fmtMs(a.p50 - b.p50)} ms)`;
+    console.log(`p50 / floor p50, ${N} insights: unseen ${ratio(ws5.unseen, ws5.floorUnseen)}, repeated ${ratio(ws5.repeated, ws5.floorRepeated)}; ${BIG}: unseen ${ratio(wsBig.unseen, wsBig.floorUnseen)}, repeated ${ratio(wsBig.repeated, wsBig.floorRepeated)}`);
+    console.log(`DynamoDB calls per search (the handlers' client): search() unseen [${warmSmall.calls.unseen.join(", ")}], repeated [${warmSmall.calls.repeated.join(", ")}]; POST /api/insights/search [${httpCalls.join(", ")}] (the route's own calls first: rate limiter, user when not cached)`);
+    console.log(`ranking alone (BM25 list + vector scores + fusion), ${N} insights: ${fmtMs(rankSmall.simd.p50)} ms with WebAssembly SIMD${rankSmall.simd.simd ? "" : " (unavailable here: plain JS)"}, ${fmtMs(rankSmall.js.p50)} ms plain JS (core/ai/vectors int8Scores)`);
     printTable(["figure", "value", "target", ""], [
       [`first search of a container, ${N} insights: lexical index stored (median of ${COLD_RUNS - 1})`, fmtMs(coldSmall.later), "< 500 ms", met(coldSmall.later < 500)],
       [`  the first container after a change (builds and stores the lexical index)`, fmtMs(coldSmall.first), "", ""],
       [`  parts: snapshot Query + decode / lexical index loaded / built`, `${fmtMs(coldSmall.loadMs)} / ${fmtMs(coldSmall.loadIndexMs)} / ${fmtMs(coldSmall.buildIndexMs)}`, "", ""],
-      [`warm p50, ${N} insights`, fmtMs(warmSmall.s.p50), "< 15 ms", met(warmSmall.s.p50 < 15)],
+      [`warm p50, ${N} insights, queries not seen before`, fmtMs(ws5.unseen.p50), "< 15 ms", met(ws5.unseen.p50 < 15)],
+      [`warm p50, ${N} insights, repeated queries`, fmtMs(ws5.repeated.p50), "< 15 ms", met(ws5.repeated.p50 < 15)],
       [`first search of a container, ${BIG} insights: stored index / after a change`, `${fmtMs(coldBig.later)} / ${fmtMs(coldBig.first)}`, "", ""],
       [`  parts: snapshot Query + decode / lexical index loaded / built`, `${fmtMs(coldBig.loadMs)} / ${fmtMs(coldBig.loadIndexMs)} / ${fmtMs(coldBig.buildIndexMs)}`, "", ""],
-      [`warm p50, ${BIG} insights`, fmtMs(warmBig.s.p50), "< 100 ms", met(warmBig.s.p50 < 100)],
+      [`warm p50, ${BIG} insights, unseen / repeated`, `${fmtMs(wsBig.unseen.p50)} / ${fmtMs(wsBig.repeated.p50)}`, "< 100 ms", met(wsBig.unseen.p50 < 100 && wsBig.repeated.p50 < 100)],
       [`snapshot build on the write side, ${N} / ${BIG} insights`, `${fmtMs(small.built)} / ${fmtMs(big.built)}`, "", ""],
       [`precision@5, ${runs.length} judged queries (${RELEVANCE_FOLDERS.join(", ")})`, p5.toFixed(3), "reported", ""],
       [`insight create with its search vector (write path), mean of ${written}`, fmtMs(writeMs), "", ""],
@@ -239,7 +358,11 @@ export default async function search(): Promise<void> {
       const hits = r.ranked.slice(0, 5).filter((k) => r.relevant.includes(k)).length;
       return [r.query, (hits / Math.min(5, r.relevant.length)).toFixed(2), r.ranked[0] ?? "-"];
     }));
+    console.log(`at the end: ${machineLine()}`);
+    const endWarn = busyWarning();
+    if (endWarn) console.log(endWarn);
   } finally {
+    raw.destroy();
     await rt.stop();
   }
 }

@@ -203,7 +203,35 @@ export function decodeShard(blob: Uint8Array): SearchRow[] {
 
 /** The snapshot head of a workspace (strongly consistent); a workspace without one is at version 0, not built. */
 export async function readHead(workspaceId: string): Promise<SnapshotHead> {
-  const { Item } = await dynamoClient().send(new GetCommand({ TableName: Config.tableName(), Key: { pk: pk(workspaceId), sk: HEAD_SK }, ConsistentRead: true }));
+  const { Item } = await dynamoClient().send(new GetCommand({ TableName: Config.tableName(), Key: headKey(workspaceId), ConsistentRead: true }));
+  return parseHead(Item);
+}
+
+/**
+ * Mark a new workspace's snapshot as built and empty (`POST /api/workspaces`, right after its transaction): a
+ * workspace born with search snapshots has no insight older than them, so its first search needs no `rebuild` (which
+ * reads every insight: the first-search cost of issue #24 point 6). Only if no head exists yet; a crash before this
+ * leaves the workspace without a head, and its first search builds the snapshot as for an older workspace.
+ */
+export async function startEmptySnapshot(workspaceId: string): Promise<void> {
+  try {
+    await dynamoClient().send(
+      new PutCommand({
+        TableName: Config.tableName(),
+        Item: { pk: pk(workspaceId), sk: HEAD_SK, version: 0, built: true, unembedded: 0 },
+        ConditionExpression: "attribute_not_exists(pk)",
+      }),
+    );
+  } catch (err) {
+    if (!(err instanceof ConditionalCheckFailedException)) throw err;
+  }
+}
+
+/** The table key of a workspace's snapshot head (for a reader that fetches it with other items in one BatchGet). */
+export const headKey = (workspaceId: string): { pk: string; sk: string } => ({ pk: pk(workspaceId), sk: HEAD_SK });
+
+/** A snapshot head from its raw item as the document client returns it; no item is version 0, not built. */
+export function parseHead(Item: Record<string, unknown> | undefined): SnapshotHead {
   const pending = [...((Item?.pending as Set<string> | undefined) ?? [])].map((entry) => {
     const at = entry.lastIndexOf("@");
     return { entry, id: entry.slice(0, at), at: Number(entry.slice(at + 1)) };

@@ -75,7 +75,16 @@ export interface RankIndex {
   /** Whether the lexical index was built here (not loaded from its serialized form). */
   lexicalBuilt: boolean;
   /** Matrix of the rows with a vector of that embedder, and which row each matrix row is. */
-  matrices: Map<string, { matrix: Int8Matrix; rowOf: Int32Array }>;
+  matrices: Map<string, RowMatrix>;
+}
+
+/** The rows with a vector of one embedder as an int8 matrix, with its SIMD scorer when the runtime has one. */
+export interface RowMatrix {
+  matrix: Int8Matrix;
+  /** Row of `RankIndex.rows` of each matrix row. */
+  rowOf: Int32Array;
+  /** The matrix lives in this scorer's WebAssembly memory (`matrix.data` is a view of it). */
+  simd: SimdScorer | null;
 }
 
 const LEXICAL_OPTIONS = {
@@ -105,8 +114,8 @@ export function buildIndex(rows: SearchRow[], lexicalJson?: string): RankIndex {
 /** The lexical index as JSON (MiniSearch's own serialization), for `buildIndex(rows, json)`. */
 export const serializeLexical = (index: RankIndex): string => JSON.stringify(index.lexical);
 
-/** The rows with a vector of `embedderId` as one int8 matrix (cached on the index). */
-export function matrixFor(index: RankIndex, embedderId: string): { matrix: Int8Matrix; rowOf: Int32Array } | null {
+/** The rows with a vector of `embedderId` as one int8 matrix (cached on the index), in WebAssembly memory when SIMD is there. */
+export function matrixFor(index: RankIndex, embedderId: string): RowMatrix | null {
   let m = index.matrices.get(embedderId);
   if (!m) {
     const picked: number[] = [];
@@ -117,16 +126,180 @@ export function matrixFor(index: RankIndex, embedderId: string): { matrix: Int8M
         picked.push(i);
       }
     });
-    const data = new Int8Array(picked.length * dims);
+    const simd = picked.length > 0 ? simdScorer(picked.length, dims) : null;
+    const data = simd ? simd.data : new Int8Array(picked.length * dims);
     const scales = new Float32Array(picked.length);
     picked.forEach((i, k) => {
       data.set(index.rows[i]!.codes!, k * dims);
       scales[k] = index.rows[i]!.scale;
     });
-    m = { matrix: { data, scales, rows: picked.length, dims }, rowOf: Int32Array.from(picked) };
+    m = { matrix: { data, scales, rows: picked.length, dims }, rowOf: Int32Array.from(picked), simd };
     index.matrices.set(embedderId, m);
   }
   return m.matrix.rows > 0 ? m : null;
+}
+
+/**
+ * Cosine of the query with every row of the matrix: `int8Scores` (core/ai/vectors.ts), or the same dot products by
+ * WebAssembly SIMD when the matrix has a scorer: about ten times faster (5,000 × 512 in about 0.5 ms instead of 5). The
+ * SIMD path rounds the query to 14-bit integers (|error| of a score below 1e-3, far under the gaps ranking sees).
+ * @param queryVector the query's embedding, `dims` long
+ * @returns the scores by matrix row
+ */
+export function matrixScores(m: RowMatrix, queryVector: Float32Array): Float32Array {
+  if (!m.simd) return int8Scores(m.matrix, queryVector);
+  return m.simd.scores(queryVector, m.matrix.scales);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// WebAssembly SIMD scorer
+
+/** A matrix in WebAssembly memory with the function that scores a query against all of its rows. */
+export interface SimdScorer {
+  /** The matrix bytes (rows × dims), a view of the module's memory: fill it once, then score. */
+  data: Int8Array;
+  /** Scores of a query against every row, each times its row's scale (`scales`). */
+  scores(queryVector: Float32Array, scales: Float32Array): Float32Array;
+}
+
+/**
+ * The query's integer scale: 8,191 (14 bits) keeps every row's i32 sum inside 2^31 for up to 2,048 dimensions
+ * (2,048 × 128 × 8,191 < 2^31), and rounds a unit query's components by under 1e-4 of the largest.
+ */
+const QUERY_INT_MAX = 8_191;
+const SIMD_MAX_DIMS = 2_048;
+
+/**
+ * A WebAssembly module of one function, `dot(data, query, rows, dims, out)`: for each of `rows` rows of `dims` int8
+ * bytes from `data`, the dot product with `dims` int16 values at `query`, as i32 at `out + 4 × row`. 16 bytes a step:
+ * `v128.load` of the row, both halves sign-extended to i16x8, `i32x4.dot_i16x8_s` with the query's two i16x8 halves,
+ * added into an i32x4 accumulator, whose lanes are summed at the row's end. `dims` must be a multiple of 16. Assembled
+ * here (no WebAssembly toolchain in the build for about 240 bytes); a test checks it against `int8Scores`.
+ */
+function dotModuleBytes(): Uint8Array {
+  const uleb = (n: number): number[] => {
+    const out: number[] = [];
+    do {
+      let b = n & 0x7f;
+      n >>>= 7;
+      if (n) b |= 0x80;
+      out.push(b);
+    } while (n);
+    return out;
+  };
+  const vec = (items: number[][]) => [...uleb(items.length), ...items.flat()];
+  const section = (id: number, body: number[]) => [id, ...uleb(body.length), ...body];
+  const name = (s: string) => [...uleb(s.length), ...Buffer.from(s)];
+  const I32 = 0x7f;
+  const V128 = 0x7b;
+  const get = (i: number) => [0x20, i];
+  const set = (i: number) => [0x21, i];
+  const i32 = (n: number) => [0x41, n]; // small non-negative constants only (< 64)
+  const simd = (op: number, ...imm: number[]) => [0xfd, ...uleb(op), ...imm];
+  const load = (offset: number) => simd(0x00, 0, offset); // v128.load, align 1, offset < 128
+  const zero = simd(0x0c, ...new Array<number>(16).fill(0)); // v128.const 0
+  const extendLow = simd(0x87); // i16x8.extend_low_i8x16_s
+  const extendHigh = simd(0x88); // i16x8.extend_high_i8x16_s
+  const dot = simd(0xba); // i32x4.dot_i16x8_s
+  const add = simd(0xae); // i32x4.add
+  const lane = (l: number) => simd(0x1b, l); // i32x4.extract_lane
+  const [ADD, GE_U, SHL, BLOCK, LOOP, BR, BR_IF, END, STORE] = [0x6a, 0x4f, 0x74, 0x02, 0x03, 0x0c, 0x0d, 0x0b, 0x36];
+  const VOID = 0x40;
+  // Parameters 0-4: data, query, rows, dims, out; locals 5-9: r, i, p (row pointer), qa (query pointer), acc.
+  const [DATA, QUERY, ROWS, DIMS, OUT, R, I, P, QA, ACC] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
+  const body = [
+    ...vec([[4, I32], [1, V128]]),
+    ...i32(0), ...set(R), ...get(DATA), ...set(P),
+    BLOCK, VOID, LOOP, VOID,
+    ...get(R), ...get(ROWS), GE_U, BR_IF, 1,
+    ...zero, ...set(ACC), ...i32(0), ...set(I), ...get(QUERY), ...set(QA),
+    BLOCK, VOID, LOOP, VOID,
+    ...get(I), ...get(DIMS), GE_U, BR_IF, 1,
+    ...get(ACC),
+    ...get(P), ...load(0), ...extendLow, ...get(QA), ...load(0), ...dot, ...add,
+    ...get(P), ...load(0), ...extendHigh, ...get(QA), ...load(16), ...dot, ...add,
+    ...set(ACC),
+    ...get(P), ...i32(16), ADD, ...set(P), ...get(QA), ...i32(32), ADD, ...set(QA), ...get(I), ...i32(16), ADD, ...set(I),
+    BR, 0, END, END,
+    ...get(OUT), ...get(R), ...i32(2), SHL, ADD,
+    ...get(ACC), ...lane(0), ...get(ACC), ...lane(1), ADD, ...get(ACC), ...lane(2), ADD, ...get(ACC), ...lane(3), ADD,
+    STORE, 2, 0,
+    ...get(R), ...i32(1), ADD, ...set(R),
+    BR, 0, END, END, END,
+  ];
+  return new Uint8Array([
+    0x00, 0x61, 0x73, 0x6d, 1, 0, 0, 0,
+    ...section(1, vec([[0x60, ...vec([[I32], [I32], [I32], [I32], [I32]]), 0]])),
+    ...section(2, vec([[...name("m"), ...name("mem"), 0x02, 0x00, 1]])),
+    ...section(3, vec([[0]])),
+    ...section(7, vec([[...name("dot"), 0x00, 0]])),
+    ...section(10, vec([[...uleb(body.length), ...body]])),
+  ]);
+}
+
+/** The part of the WebAssembly API used here (this project's TypeScript libs declare no WebAssembly globals). */
+interface Wasm {
+  validate(bytes: Uint8Array): boolean;
+  Module: new (bytes: Uint8Array) => object;
+  Instance: new (module: object, imports: object) => { exports: Record<string, unknown> };
+  Memory: new (descriptor: { initial: number }) => { buffer: ArrayBuffer };
+}
+const wasm = (globalThis as { WebAssembly?: Wasm }).WebAssembly;
+
+let dotModule: object | null | undefined;
+
+/** The compiled module, or null where WebAssembly SIMD is unavailable (then `int8Scores` scores). */
+function simdModule(): object | null {
+  if (dotModule === undefined) {
+    const bytes = dotModuleBytes();
+    dotModule = wasm && wasm.validate(bytes) ? new wasm.Module(bytes) : null;
+  }
+  return dotModule;
+}
+
+let simdOff = false;
+
+/**
+ * Turn the SIMD scorer off (true) or back on for matrices built from now on: the benchmark's comparison with plain JS
+ * and the tests. Not a setting: the product always uses SIMD where it is available.
+ */
+export function setSimdOff(off: boolean): void {
+  simdOff = off;
+}
+
+/** Whether matrices get a SIMD scorer: WebAssembly SIMD is there and `setSimdOff` has not turned it off. */
+export const simdAvailable = (): boolean => !simdOff && simdModule() !== null;
+
+/**
+ * A SIMD scorer for a matrix of `rows` × `dims`, or null when SIMD is unavailable or `dims` does not suit it (not a
+ * multiple of 16, or over `SIMD_MAX_DIMS`). Its memory holds the matrix, the query and the results:
+ * rows × dims + 2 × dims + 4 × rows bytes (2.6 MB at 5,000 × 512), in place of the plain matrix's rows × dims.
+ */
+export function simdScorer(rows: number, dims: number): SimdScorer | null {
+  if (dims === 0 || dims % 16 !== 0 || dims > SIMD_MAX_DIMS || !simdAvailable()) return null;
+  const queryAt = rows * dims;
+  const outAt = queryAt + 2 * dims; // a multiple of 4: dims is a multiple of 16
+  const memory = new wasm!.Memory({ initial: Math.max(1, Math.ceil((outAt + 4 * rows) / 65_536)) });
+  const { dot } = new wasm!.Instance(simdModule()!, { m: { mem: memory } }).exports as unknown as { dot: (data: number, query: number, rows: number, dims: number, out: number) => void };
+  // The memory never grows, so these views stay valid.
+  const data = new Int8Array(memory.buffer, 0, queryAt);
+  const query = new Int16Array(memory.buffer, queryAt, dims);
+  const sums = new Int32Array(memory.buffer, outAt, rows);
+  return {
+    data,
+    scores(queryVector, scales) {
+      if (queryVector.length !== dims) throw new Error(`query has ${queryVector.length} dimensions, matrix ${dims}`);
+      let max = 0;
+      for (let i = 0; i < dims; i++) max = Math.max(max, Math.abs(queryVector[i]!));
+      const out = new Float32Array(rows);
+      if (max === 0) return out;
+      const k = QUERY_INT_MAX / max;
+      for (let i = 0; i < dims; i++) query[i] = Math.round(queryVector[i]! * k);
+      dot(0, queryAt, rows, dims, outAt);
+      for (let r = 0; r < rows; r++) out[r] = (sums[r]! * scales[r]!) / k;
+      return out;
+    },
+  };
 }
 
 /** Whether the index has any vector of this embedder (else vector search is unavailable for it: text fallback). */
@@ -152,13 +325,14 @@ export function lexicalHits(index: RankIndex, query: string, filters: SearchFilt
 export const VECTOR_DEPTH = 1_000;
 
 /**
- * The `want` best of `items` by `score` (descending; ties by `tie`, descending), sorted. Past a few times `want` items it
- * first finds the `want`-th best score with a typed-array sort (no comparator calls), so 50,000 candidates cost a few
- * milliseconds instead of a full comparator sort.
+ * The `want` best of `items` by `score` (descending; ties by `tie`, descending), sorted. Past twice `want` items it
+ * first finds the `want`-th best score with a typed-array sort (no comparator calls), so only about `want` items go
+ * through the comparator: 50,000 candidates cost a few milliseconds instead of a full comparator sort, 3,000 about a
+ * third of one.
  */
 function best(items: number[], score: (i: number) => number, tie: (i: number) => number, want: number): number[] {
   let pool = items;
-  if (Number.isFinite(want) && items.length > 4 * want && want > 0) {
+  if (Number.isFinite(want) && items.length > 2 * want && want > 0) {
     const sorted = Float64Array.from(items, score).sort();
     const threshold = sorted[sorted.length - want]!;
     pool = items.filter((i) => score(i) >= threshold);
@@ -190,7 +364,7 @@ export function hybridRank(
   const candidates: number[] = [];
   const m = matrixFor(index, embedderId);
   if (m && m.matrix.dims === queryVector.length) {
-    const scores = int8Scores(m.matrix, queryVector);
+    const scores = matrixScores(m, queryVector);
     for (let k = 0; k < m.matrix.rows; k++) {
       const i = m.rowOf[k]!;
       if (scores[k]! >= MIN_RELEVANCE && ok(index.rows[i]!)) {

@@ -13,6 +13,7 @@ import { accountOf } from "../billing/ledger";
 import * as User from "../user";
 import { LRUCache } from "lru-cache";
 import { consistentGet, type ItemRef } from "./read";
+import { startEmptySnapshot } from "../insight/search-index";
 import { CYCLES_ON, type MembershipEntity, type WorkspaceEntity } from "./workspace.entity";
 import { entitlementOf } from "../billing/entitlement";
 import type {
@@ -232,7 +233,10 @@ export async function create(user: User.User, input: CreateWorkspaceInput): Prom
               .commit(),
       ],
     ).go();
-    if (!result.canceled) return toView((await getItem(id))!, "owner");
+    if (!result.canceled) {
+      await startEmptySnapshot(id);
+      return toView((await getItem(id))!, "owner");
+    }
     const codes = cancelCodes(result);
     if (codes.slice(0, 4).some((c) => c !== "None")) throw new AppError("CONFLICT", "Workspace could not be created; try again");
     // Only the counter refused: the limit was reached meanwhile (the next read says so), or a concurrent create moved it.

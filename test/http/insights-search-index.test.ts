@@ -3,18 +3,30 @@
  * handler: only the query is embedded on a search (insight vectors are written with the insights); a deleted insight
  * is never returned and a new one never missed, also by a container that had the workspace cached; a change whose
  * writer died is applied by the next search once stale; a workspace whose insights predate the snapshot gets one on
- * its first search, from the stored insights, without embedding them.
+ * its first search, from the stored insights, without embedding them. A search reads the membership and the snapshot
+ * head in one BatchGetItem and the page's insights (their shown attributes only) in a second; a non-member gets 403
+ * and no insight is read; a repeated query is not embedded again (the container's query-embedding cache).
  */
 import { randomUUID } from "node:crypto";
-import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { embedder } from "../../core/ai/select";
 import { Config } from "../../core/config";
 import { dynamoClient } from "../../core/db/client";
 import { db } from "../../core/db/service";
-import { clearSearchCache } from "../../core/insight/search";
-import { loadSnapshot, readHead, STALE_PENDING_MS } from "../../core/insight/search-index";
-import { call, newWorkspace } from "../support/api";
+import { clearSearchCache, search as searchInsights } from "../../core/insight/search";
+import { withRequestScope } from "../../core/context";
+import { requireMember } from "../../core/workspace";
+import { headKey, loadSnapshot, readHead, STALE_PENDING_MS } from "../../core/insight/search-index";
+import { call, newUser, newWorkspace } from "../support/api";
+import { expectEnvelope } from "./_helpers";
+
+/**
+ * Make a new workspace look like one created before search snapshots: no snapshot head (a workspace created now gets
+ * an empty, built one: core/insight/search-index.ts `startEmptySnapshot`).
+ */
+const asOlderThanSnapshots = (workspaceId: string) =>
+  dynamoClient().send(new DeleteCommand({ TableName: Config.tableName(), Key: headKey(workspaceId) }));
 
 type Token = string;
 let ws: { token: Token; workspaceId: string };
@@ -87,6 +99,7 @@ describe("insight search over the workspace's search snapshot", () => {
 
   it("stores the lexical index the first container built, so the next container loads it and ranks the same", async () => {
     const { owner, workspace } = await newWorkspace("Lexical index stored");
+    await asOlderThanSnapshots(workspace.id); // its insights below are put directly, as an older workspace's were
     const items = Array.from({ length: 320 }, (_, k) => ({
       id: randomUUID(), workspace_id: workspace.id, insight_type: "feedback_theme",
       title: k % 40 === 0 ? `Offline mode is missing (${k})` : `Survey answer number ${k}`, description: `Respondent ${k} wrote about topic ${k % 17}.`,
@@ -106,6 +119,7 @@ describe("insight search over the workspace's search snapshot", () => {
 
   it("builds the snapshot of a workspace whose insights predate it on its first search, embedding nothing but the query", async () => {
     const { owner, workspace } = await newWorkspace("Older than the snapshot");
+    await asOlderThanSnapshots(workspace.id);
     const old = [randomUUID(), randomUUID()];
     await db().entities.insight.put([
       { id: old[0]!, workspace_id: workspace.id, insight_type: "pain_point", title: "Kernel restarts lose work", description: "The notebook forgets its state." },
@@ -126,5 +140,74 @@ describe("insight search over the workspace's search snapshot", () => {
     expect(after.body.mode).toBe("semantic");
     const { data } = await db().entities.insight.get(old.map((id) => ({ workspace_id: workspace.id, id }))).go();
     expect(data.every((i) => typeof i.search_vector === "string")).toBe(true);
+  });
+
+  it("checks membership with the snapshot head in one BatchGetItem, then reads the page; a non-member gets 403 and reads nothing", async () => {
+    await create("Reminders arrive after the appointment", "Patients get the text message a day late.");
+    /** The BatchGetItem calls a request makes through the handlers' client: their keys' sort keys and projection. */
+    const batchGets = async (fn: () => Promise<unknown>) => {
+      const seen: { sks: string[]; consistent: boolean; projection?: string }[] = [];
+      const other: string[] = [];
+      const stack = dynamoClient().middlewareStack;
+      stack.add(
+        (next, context) => async (args) => {
+          // The low-level command's name; its key attributes plain or marshalled ({ S }) depending on the step.
+          type Sk = { sk: string | { S?: string } };
+          const skOf = (k: Sk | undefined) => (k === undefined ? "" : typeof k.sk === "string" ? k.sk : (k.sk.S ?? "?"));
+          const input = args.input as { RequestItems?: Record<string, { Keys: Sk[]; ConsistentRead?: boolean; ProjectionExpression?: string; ExpressionAttributeNames?: Record<string, string> }>; Key?: Sk };
+          const req = input.RequestItems?.[Config.tableName()];
+          if (context.commandName === "BatchGetItemCommand" && req) {
+            const names = req.ExpressionAttributeNames ?? {};
+            seen.push({ sks: req.Keys.map(skOf), consistent: req.ConsistentRead === true, projection: req.ProjectionExpression?.replace(/#\w+/g, (n) => names[n] ?? n) });
+          } else other.push(`${context.commandName} ${skOf(input.Key)}`);
+          return next(args);
+        },
+        { step: "initialize", name: "testCallRecorder" },
+      );
+      try {
+        return { result: await fn(), seen, other };
+      } finally {
+        stack.remove("testCallRecorder");
+      }
+    };
+    const member = await batchGets(() => search("appointment reminders"));
+    const me = (await call("GET", "/api/auth/me", { token: ws.token })).body.id as string;
+    expect(member.seen).toHaveLength(2);
+    expect(member.seen[0]).toEqual({ sks: [`member#${me}`, "searchix#head"], consistent: true, projection: undefined });
+    expect(member.seen[1]!.consistent).toBe(true);
+    expect(member.seen[1]!.sks.every((sk) => sk.startsWith("insight#"))).toBe(true);
+    expect(member.seen[1]!.projection).toContain("description");
+    expect(member.seen[1]!.projection).not.toContain("vector");
+    expect(member.other.filter((c) => c.includes("member#") || c.includes("searchix#"))).toEqual([]);
+    const res = member.result as Awaited<ReturnType<typeof search>>;
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.insights.length).toBe(member.seen[1]!.sks.length);
+    expect(res.body.insights[0]).toMatchObject({ title: "Reminders arrive after the appointment", quotes: [], source_ids: [] });
+
+    const outsider = await newUser();
+    const denied = await batchGets(() => call("POST", "/api/insights/search", { token: outsider.token, body: { workspace_id: ws.workspaceId, query: "appointment reminders" } }));
+    expectEnvelope(denied.result as Awaited<ReturnType<typeof search>>, 403, "FORBIDDEN");
+    expect(denied.seen).toEqual([{ sks: [`member#${outsider.id}`, "searchix#head"], consistent: true, projection: undefined }]);
+
+    // Inside a request that has checked the membership already (the copilot's tools), only the head is read.
+    const inScope = await batchGets(() =>
+      withRequestScope(async () => {
+        await requireMember(me, ws.workspaceId);
+        return searchInsights(me, { workspace_id: ws.workspaceId, query: "appointment reminders", limit: 10 });
+      }),
+    );
+    // The membership once (requireMember), then the head alone by a GetItem; the only BatchGet is the result page.
+    expect(inScope.other.filter((c) => c.includes("member#") || c.includes("searchix#"))).toEqual([`GetItemCommand member#${me}`, "GetItemCommand searchix#head"]);
+    expect(inScope.seen).toHaveLength(1);
+    expect(inScope.seen[0]!.sks.every((sk) => sk.startsWith("insight#"))).toBe(true);
+    expect((inScope.result as { insights: { id: string }[] }).insights.map((i) => i.id)).toEqual(found(res));
+  });
+
+  it("does not embed a repeated query again in the same container (the vector of a text never changes)", async () => {
+    const spy = vi.spyOn(await embedder(), "embed");
+    const first = await search("notifications sent twice");
+    const again = await search("notifications sent twice");
+    expect(found(again)).toEqual(found(first));
+    expect(spy.mock.calls).toEqual([[["notifications sent twice"]]]);
   });
 });

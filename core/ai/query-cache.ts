@@ -1,0 +1,59 @@
+/**
+ * A per-container cache of query embeddings (issue #24 point 1: insight search). A search embeds its query on every
+ * call; a user who pages, filters or repeats a search sends the same text again. The embedding of a text by a given
+ * embedder never changes (the embedder id names model and dimension, core/ai/ports.ts), so a cached vector is exact,
+ * never stale: the cache bounds memory, not freshness.
+ */
+import { LRUCache } from "lru-cache";
+import type { Embedder } from "./ports";
+
+/**
+ * Entries kept per container, least recently used dropped first. 1,000 × 512 floats (local) is 2 MB; with Titan's
+ * 1,024 dimensions 4 MB: small beside the search snapshots the same container holds.
+ */
+export const QUERY_CACHE_ENTRIES = 1_000;
+/** Queries longer than this are embedded every time (a search query is short; a long one is unlikely to repeat). */
+export const QUERY_CACHE_MAX_CHARS = 500;
+
+/** Key → vector (least recently used dropped first). In-flight embeddings are shared, not repeated. */
+const cache = new LRUCache<string, Promise<Float32Array>>({ max: QUERY_CACHE_ENTRIES });
+const counts = { hits: 0, misses: 0 };
+
+/** Forget every cached query embedding of this container (tests, and benchmarks measuring unseen queries). */
+export function clearQueryCache(): void {
+  cache.clear();
+}
+
+/** Hits and misses since the process started (the benchmark reports them). */
+export const queryCacheCounts = (): { hits: number; misses: number } => ({ ...counts });
+
+/**
+ * The embedding of one query text by `emb`, from the cache when this container embedded the same text with the same
+ * embedder (by id) before. A failed embedding is not kept: the next call tries again.
+ * @returns the embedder's vector for `text` (unit length, `emb.dimensions` long); callers must not modify it (it is
+ *   shared by every caller of the same text).
+ * @throws whatever `emb.embed` throws, or Error when it returns no vector
+ */
+export function embedQuery(emb: Embedder, text: string): Promise<Float32Array> {
+  if (text.length > QUERY_CACHE_MAX_CHARS) return embedOne(emb, text);
+  const key = `${emb.id}\u0000${text}`;
+  const hit = cache.get(key);
+  if (hit) {
+    counts.hits++;
+    return hit;
+  }
+  counts.misses++;
+  const pending = embedOne(emb, text);
+  cache.set(key, pending);
+  // Only successes stay; a rejection is removed (if still this entry) so the next search asks again.
+  pending.catch(() => {
+    if (cache.get(key) === pending) cache.delete(key);
+  });
+  return pending;
+}
+
+async function embedOne(emb: Embedder, text: string): Promise<Float32Array> {
+  const [v] = await emb.embed([text]);
+  if (!v) throw new Error(`embedder ${emb.id} returned no vector`);
+  return v;
+}
