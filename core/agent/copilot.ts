@@ -4,7 +4,7 @@ import { catalogue, outputTokens, type CatalogueModel } from "../ai/catalogue";
 import { validTurns } from "../ai/turns";
 import { aiEngine } from "../ai/select";
 import { Config } from "../config";
-import { agentModel } from "./engine";
+import { agentModel, prefetchPrompt } from "./engine";
 import { currentSignal, withAbortSignal } from "../context";
 import { AppError, Errors } from "../error";
 import { db } from "../db/service";
@@ -19,6 +19,7 @@ import { recordRun, tryLock, type AgentType } from "./index";
 import { QUERY_BUDGET_MS, runAgent, type AgentRunResult } from "./loop";
 import { TOOLS, type Tool, type ToolContext } from "./tools";
 import { runAfter, runBefore, type RunHookContext } from "./hooks";
+import { StreamClock } from "./timings";
 import { Harness, isStreamEvent, type Entry, type StreamEventName, type VariantArtifacts } from "../harness";
 import type { ChatStreamInput, DraftStreamInput, PipelineStreamInput, RecommendationStreamInput, SynthesisStreamInput } from "./schema";
 
@@ -113,13 +114,43 @@ export async function acquireStreamSlot(userId: string): Promise<() => Promise<v
   throw new AppError("RATE_LIMITED", `At most ${MAX_STREAMS_PER_USER} streams at once; wait for one to finish`, { retry_after_seconds: 5 });
 }
 
-/** The system prompt: who the agent works for, what the workspace holds, and the rules no research text changes. */
-async function systemPrompt(userId: string, workspaceId: string, opts: { language?: string; mode?: string; attachments: { id: string; title: string }[] }): Promise<string> {
-  const [product, intro] = await Promise.all([productContext(workspaceId), agentIntro(userId, workspaceId)]);
+/** What the system prompt says the workspace holds: its state as `agentIntro` (core/workspace) names it, and counts. */
+interface WorkspaceCounts {
+  state: string;
+  sources: number;
+  insights: number;
+  recommendations: number;
+  documents: number;
+}
+
+/**
+ * The counts of the harness's pre-flight snapshot (core/harness/profile.ts), with the state named by `agentIntro`'s
+ * rule (core/workspace): no source, "empty"; no insight, "has_sources"; neither recommendation nor document,
+ * "has_insights"; else "rich". A chat run reads the counts once, for the pre-flight, instead of again for the prompt.
+ */
+function countsOf(c: { sources: number; insights: number; recommendations: number; documents: number }): WorkspaceCounts {
+  const state = c.sources === 0 ? "empty" : c.insights === 0 ? "has_sources" : c.recommendations === 0 && c.documents === 0 ? "has_insights" : "rich";
+  return { state, ...c };
+}
+
+/**
+ * The system prompt: who the agent works for, what the workspace holds, and the rules no research text changes.
+ * @param opts.counts what the workspace holds, when the caller has read it already; else `agentIntro` reads it
+ */
+async function systemPrompt(
+  userId: string,
+  workspaceId: string,
+  opts: { language?: string; mode?: string; attachments: { id: string; title: string }[]; counts?: Promise<WorkspaceCounts> },
+): Promise<string> {
+  const [product, counts] = await Promise.all([
+    productContext(workspaceId),
+    opts.counts ??
+      agentIntro(userId, workspaceId).then((i) => ({ state: i.state, sources: i.source_count, insights: i.insight_count, recommendations: i.recommendation_count, documents: i.document_count })),
+  ]);
   return [
     "You are the product-research copilot of a product team. You answer from the workspace's research through your tools.",
     `Product: ${product.product_name ?? "unnamed"}${product.product_description ? ` — ${product.product_description}` : ""}${product.target_users ? `. Target users: ${product.target_users}` : ""}${product.current_stage ? `. Stage: ${product.current_stage}` : ""}.`,
-    `Workspace state: ${intro.state}; ${intro.source_count} research sources, ${intro.insight_count} insights, ${intro.recommendation_count} recommendations, ${intro.document_count} documents.`,
+    `Workspace state: ${counts.state}; ${counts.sources} research sources, ${counts.insights} insights, ${counts.recommendations} recommendations, ${counts.documents} documents.`,
     opts.attachments.length ? `Attached research source ids: ${opts.attachments.map((a) => `${a.id} (${a.title})`).join(", ")}` : "",
     opts.mode ? `Mode: ${opts.mode}.` : "",
     opts.language ? `Answer in the language with ISO code "${opts.language}".` : "",
@@ -139,6 +170,17 @@ async function checkAttachments(workspaceId: string, ids: string[]) {
   const unknown = unique.filter((id) => !data.some((s) => s.id === id));
   if (unknown.length) throw Errors.unknownIds("research source", "attachment_ids", unknown);
   return data.map((s) => ({ id: s.id, title: s.title }));
+}
+
+/**
+ * The conversation's last messages before this prompt (a new conversation has none to read), and the prompt stored
+ * after they are read. The model needs the history; the stored prompt is needed only before the answer is stored (it
+ * must come first in the conversation), so the run does not wait for its write.
+ */
+function storePrompt(conversation: Awaited<ReturnType<typeof Chat.openConversation>>, prompt: string): { history: Promise<Awaited<ReturnType<typeof Chat.history>>>; stored: Promise<void> } {
+  const history = (conversation.message_count ?? 0) === 0 ? Promise.resolve([]) : Chat.history(conversation, HISTORY_MESSAGES);
+  const stored = history.then(async () => void (await Chat.appendMessage(conversation, { role: "user", content: prompt })));
+  return { history, stored };
 }
 
 /** What the run looked like from outside: the assistant message's inferred_intent and the conversation's working_state. */
@@ -184,23 +226,29 @@ interface RunSpec {
  * the run. Shared by every stream endpoint.
  */
 async function prepare(spec: RunSpec): Promise<PreparedStream> {
+  const clock = new StreamClock();
+  clock.mark("prepare");
   await requireMember(spec.userId, spec.workspaceId);
+  clock.mark("member");
   const attachments = await checkAttachments(spec.workspaceId, spec.attachmentIds);
   // The slot before the conversation: a refused stream (429) must not leave a new, empty conversation behind.
   const releaseSlot = await acquireStreamSlot(spec.userId);
+  clock.mark("slot");
   let charge: Charge | undefined;
   try {
     // Reserved before the stream opens: an account that cannot carry the message gets 402, not a stream (spec 02).
     const model = await agentModel();
     charge = await startCharge({ workspaceId: spec.workspaceId, runId: randomUUID(), engine: model.engine, tier: spec.choice.tier, thinking: !!spec.choice.thinking, chatMessage: true });
+    clock.mark("reserved");
     const conversation = await Chat.openConversation(spec.userId, spec.workspaceId, spec.conversationId, spec.prompt);
+    clock.mark("opened");
     const held = charge;
     return {
       // A stream that never ran (the client left before it opened) gives its reservation back.
       release: async () => {
         await Promise.all([releaseSlot(), held.release()]);
       },
-      run: (sink) => execute(spec, conversation, attachments, held, sink),
+      run: (sink) => execute(spec, conversation, attachments, held, sink, clock),
     };
   } catch (err) {
     await Promise.all([releaseSlot(), charge?.release()]);
@@ -215,8 +263,17 @@ async function prepare(spec: RunSpec): Promise<PreparedStream> {
  * budget and the client's disconnect abort every step through one signal; a run the client abandoned is charged as
  * cancelled (spec 02 minimums).
  */
-async function execute(spec: RunSpec, conversation: Awaited<ReturnType<typeof Chat.openConversation>>, attachments: { id: string; title: string }[], charge: Charge, sink: EventSink) {
+async function execute(
+  spec: RunSpec,
+  conversation: Awaited<ReturnType<typeof Chat.openConversation>>,
+  attachments: { id: string; title: string }[],
+  charge: Charge,
+  out: EventSink,
+  clock: StreamClock,
+) {
   const started = Date.now();
+  clock.mark("execute");
+  const sink = timedSink(out, clock);
   // The budget is a timer of our own rather than AbortSignal.timeout, so it runs on the same clock as everything else
   // (and fake timers can drive it in tests).
   const timeout = new AbortController();
@@ -231,8 +288,11 @@ async function execute(spec: RunSpec, conversation: Awaited<ReturnType<typeof Ch
   try {
     const model = await agentModel();
     engine = model.engine;
-    const history = await Chat.history(conversation, HISTORY_MESSAGES);
-    await Chat.appendMessage(conversation, { role: "user", content: spec.prompt });
+    // What needs only the prompt starts first, to run while the workspace is read: the local engine embeds it (a
+    // stream variant's prompt gets the operation's preface first, so it is not known yet).
+    if (!spec.before) prefetchPrompt(model, spec.prompt);
+    const storing = storePrompt(conversation, spec.prompt);
+    storing.stored.catch(() => undefined); // awaited before the answer is stored, where a failure is reported as before
     const ctx: ToolContext = {
       userId: spec.userId,
       workspaceId: spec.workspaceId,
@@ -242,6 +302,8 @@ async function execute(spec: RunSpec, conversation: Awaited<ReturnType<typeof Ch
       attachmentIds: attachments.map((a) => a.id),
       signal: budget,
     };
+    /** Hook events waiting for the pre-flight's (null: sent at once). */
+    let heldEvents: [StreamEventName, unknown][] | null = null;
     const hookCtx: RunHookContext = {
       userId: spec.userId,
       workspaceId: spec.workspaceId,
@@ -251,28 +313,51 @@ async function execute(spec: RunSpec, conversation: Awaited<ReturnType<typeof Ch
       prompt: spec.prompt,
       agentType: spec.agentType,
       // Hooks name their events freely; only spec 02's reach the wire (a hook sending another fails, and is logged).
+      // While the pre-flight's events are not out yet, theirs wait, so the wire keeps its order whatever ran first.
       send: (event, data) => {
         if (!isStreamEvent(event)) throw new Error(`"${event}" is not a stream event of spec 02`);
-        sink.send(event, data);
+        if (heldEvents) heldEvents.push([event, data]);
+        else sink.send(event, data);
       },
       signal: budget,
     };
-    try {
-      // Every step runs where the budget and the client's disconnect reach it: model calls and recorded runs inside
-      // stop on `budget` (core/context.ts), and a step abandoned midway writes nothing.
-      // Pre-flight first: the harness sizes the request and reads the workspace before anything runs.
-      harness = await withAbortSignal(budget, () =>
+    // Every step runs where the budget and the client's disconnect reach it: model calls and recorded runs inside stop
+    // on `budget` (core/context.ts), and a step abandoned midway writes nothing.
+    const preflight = () =>
+      withAbortSignal(budget, () =>
         Harness.start({ userId: spec.userId, workspaceId: spec.workspaceId, prompt: spec.prompt, entry: spec.entry, plan: charge.plan, missionId: spec.missionId, maxTurns: spec.maxTurns, sink }),
       );
+    const hooks = () => withAbortSignal(budget, () => runBefore(hookCtx, undefined, (name, ms) => clock.hook(name, ms))).then((a) => (clock.mark("hooks"), a));
+    const prompt = (counts?: Promise<WorkspaceCounts>) => systemPrompt(spec.userId, spec.workspaceId, { language: spec.language, mode: spec.mode, attachments, counts }).then((p) => (clock.mark("system"), p));
+    // A chat run starts everything it reads before the model at once, beside the history: the harness's pre-flight
+    // (whose counts the system prompt reuses), the system prompt's reads and the run hooks (memory, skills). A stream
+    // variant runs its operation between the pre-flight and the rest, which must see what the operation made.
+    let early: { harness: Promise<Harness>; base: Promise<string>; added: Promise<string> } | undefined;
+    if (!spec.before) {
+      heldEvents = [];
+      const started = preflight();
+      early = { harness: started, base: prompt(started.then((x) => countsOf(x.snapshot.counts))), added: hooks() };
+      for (const p of Object.values(early)) p.catch(() => undefined); // awaited in the run's try below
+    }
+    // A failure to read the history goes to the catch below as before, once what was started beside it has stopped
+    // writing events.
+    const history = await storing.history.catch(async (err: unknown) => {
+      if (early) await Promise.allSettled(Object.values(early));
+      throw err;
+    });
+    clock.mark("history");
+    try {
+      // Pre-flight first on the wire: the harness sizes the request and reads the workspace before anything runs.
+      harness = await (early?.harness ?? preflight());
       const h = harness;
+      clock.mark("preflight");
+      for (const [event, data] of heldEvents ?? []) sink.send(event, data);
+      heldEvents = null;
       const prepared = spec.before ? await withAbortSignal(budget, () => spec.before!(sink, budget)) : undefined;
       if (prepared) h.setArtifacts(prepared.artifacts);
       const preface = prepared?.preface;
       budget.throwIfAborted();
-      const [base, added] = await Promise.all([
-        systemPrompt(spec.userId, spec.workspaceId, { language: spec.language, mode: spec.mode, attachments }),
-        withAbortSignal(budget, () => runBefore(hookCtx)),
-      ]);
+      const [base, added] = await Promise.all(early ? [early.base, early.added] : [prompt(), hooks()]);
       const system = added ? `${base}\n${added}` : base;
       // Stored history is text; whatever earlier runs left (a blank answer, two user turns after a crash), the turns
       // handed on alternate and hold no blank block.
@@ -303,8 +388,9 @@ async function execute(spec: RunSpec, conversation: Awaited<ReturnType<typeof Ch
             h.run({
               system,
               messages,
-              loop: (run) =>
-                runAgent({
+              loop: (run) => {
+                clock.mark("loop");
+                return runAgent({
                   model,
                   ctx: { ...ctx, missionId: run.missionId },
                   system: run.system,
@@ -318,7 +404,8 @@ async function execute(spec: RunSpec, conversation: Awaited<ReturnType<typeof Ch
                   signal: budget,
                   emit: run.emit,
                   onToolResult: run.onToolResult,
-                }),
+                });
+              },
             }),
           );
           usage.add({ modelId: r.usage.modelId ?? model.engine, tier: spec.choice.tier, inputTokens: r.usage.inputTokens, outputTokens: r.usage.outputTokens, costUsd: r.usage.costUsd, latencyMs: Date.now() - started, attempts: r.usage.calls });
@@ -329,6 +416,7 @@ async function execute(spec: RunSpec, conversation: Awaited<ReturnType<typeof Ch
     } catch (err) {
       failure = budget.aborted ? stopFailure(sink.signal.aborted) : { code: err instanceof AppError ? err.code : "INTERNAL", message: err instanceof AppError ? err.message : "The agent failed; quote the message id when reporting it" };
     }
+    clock.mark("answered");
     if (!failure && result?.stopReason === "aborted") failure = stopFailure(sink.signal.aborted);
     if (failure) sink.send("error", failure);
     // Work that failed before the agent loop (a stream variant's operation) settles the message without model cost
@@ -336,6 +424,7 @@ async function execute(spec: RunSpec, conversation: Awaited<ReturnType<typeof Ch
     if (charge.charged === null) await charge.settle(sink.signal.aborted ? "cancelled" : "failed", { tokens: 0, costUsd: 0 });
     const intent = result ? inferIntent(result) : { intent: "error", working_state: "planning" as const };
     text = result?.text.trim() ? result.text : stoppedText(result, failure, spec.maxTurns);
+    await storing.stored;
     const assistant = await Chat.appendMessage(conversation, {
       role: "assistant",
       content: text,
@@ -370,7 +459,25 @@ async function execute(spec: RunSpec, conversation: Awaited<ReturnType<typeof Ch
       credits: charge.charged ?? 0,
       mission_id: harness?.missionId ?? spec.missionId,
     });
+    clock.mark("done");
+    clock.publish(conversation.id);
   }
+}
+
+/** The sink with the stream's first tool call and first token marked on its clock (itself when nobody listens). */
+function timedSink(sink: EventSink, clock: StreamClock): EventSink {
+  if (!clock.on) return sink;
+  return {
+    token: (text) => {
+      clock.mark("first_token");
+      sink.token(text);
+    },
+    send: (event, data) => {
+      if (event === "tool_use" || event === "tool_result") clock.mark(event);
+      sink.send(event, data);
+    },
+    signal: sink.signal,
+  };
 }
 
 /** Why a run stopped early, as the `error` event says it. */

@@ -25,3 +25,11 @@ export function agentModel(): Promise<StreamingModel> {
   }
   return local;
 }
+
+/**
+ * Tell the copilot's model the prompt it is about to get, before the run's reads, so work that depends on the prompt
+ * alone can overlap them (the local engine embeds it: ./local-engine.ts `prefetch`). Model engines need nothing.
+ */
+export function prefetchPrompt(model: StreamingModel, prompt: string): void {
+  (model as Partial<{ prefetch(said: string): void }>).prefetch?.(prompt);
+}

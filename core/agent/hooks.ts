@@ -3,6 +3,7 @@ import { Config } from "../config";
 import type { AgentType } from "./index";
 import { memoryHook } from "../memory/hook";
 import { skillsHook } from "../skill/hook";
+import { isStreamEvent } from "../harness/events";
 
 /**
  * What a run hook sees of a copilot run. Areas that take part in every run (memory, skills) plug in here instead of
@@ -57,21 +58,40 @@ const log = () => (logger ??= new Logger({ serviceName: "research-to-delivery", 
 export const RUN_HOOKS: RunHook[] = [memoryHook, skillsHook];
 
 /**
- * Run every hook's `before` in order. A hook that fails is logged and skipped: memory or a skill must not cost the
- * user an answer. An abort (budget, disconnect) is not a hook failure and propagates.
+ * Run every hook's `before`, all at once (they read different things: memory its facts, skills the installations), and
+ * hand on what they add in the hooks' order: their system-prompt lines, and the events they send (each hook's, in the
+ * order it sent them, after those of the hooks before it), so the result is what running them one after another gives.
+ * A hook that fails is logged and skipped: memory or a skill must not cost the user an answer. An abort (budget,
+ * disconnect) is not a hook failure and propagates.
+ * @param onHook told how long each hook's `before` took (ms), failed ones included (core/agent/timings.ts)
  * @returns the system-prompt additions, joined with newlines (empty when none)
  */
-export async function runBefore(ctx: RunHookContext, hooks: readonly RunHook[] = RUN_HOOKS): Promise<string> {
-  const lines: string[] = [];
-  for (const hook of hooks) {
-    if (!hook.before) continue;
+export async function runBefore(ctx: RunHookContext, hooks: readonly RunHook[] = RUN_HOOKS, onHook?: (name: string, ms: number) => void): Promise<string> {
+  const runs = hooks.map(async (hook) => {
+    const events: [string, unknown][] = [];
+    if (!hook.before) return { events, system: undefined };
+    const started = performance.now();
     try {
-      const prep = await hook.before(ctx);
-      if (prep?.system) lines.push(prep.system);
+      // A hook's sends are checked where it makes them (a name outside spec 02 fails the hook, as sending it would), and
+      // kept for their turn.
+      const send = (event: string, data: unknown) => {
+        if (!isStreamEvent(event)) throw new Error(`"${event}" is not a stream event of spec 02`);
+        events.push([event, data]);
+      };
+      const prep = await hook.before({ ...ctx, send });
+      return { events, system: prep?.system };
     } catch (err) {
       ctx.signal.throwIfAborted();
       log().warn("run hook failed before the model", { hook: hook.name, workspace_id: ctx.workspaceId, error: err as Error });
+      return { events, system: undefined };
+    } finally {
+      onHook?.(hook.name, performance.now() - started);
     }
+  });
+  const lines: string[] = [];
+  for (const { events, system } of await Promise.all(runs)) {
+    for (const [event, data] of events) ctx.send(event, data);
+    if (system) lines.push(system);
   }
   return lines.join("\n");
 }

@@ -27,6 +27,7 @@ import type { Tool } from "./tools";
 import { parseRepairTurn, type RepairDirectives } from "../harness/repair-turn";
 import { requestOf } from "../harness/complexity";
 import { composeTemplated, evidenceNeeded, templateOf, type ActiveTemplate } from "./local-template";
+import { promptEmbedding } from "./prompt-embedding";
 
 const DOCUMENT_TYPES: [RegExp, string][] = [
   [/\bprd\b|product requirements/i, "prd"],
@@ -343,7 +344,8 @@ async function scoreGoal(tools: readonly Tool[], prompt: string, offered: ToolSp
     memo.descriptionVectors = emb.embed(tools.map((t) => t.description)).then((vs) => new Map(tools.map((t, i) => [t.name, vs[i]!])));
     memo.descriptionVectors.catch(() => (memo.descriptionVectors = undefined));
   }
-  const [vectors, [promptVector]] = await Promise.all([memo.descriptionVectors, emb.embed([prompt.slice(0, 2000)])]);
+  // The prompt's embedding is shared with the search this plan runs and with memory recall (./prompt-embedding.ts).
+  const [vectors, promptVector] = await Promise.all([memo.descriptionVectors, promptEmbedding(prompt.slice(0, 2000))]);
   let best = "";
   let bestScore = -Infinity;
   for (const tool of candidates) {
@@ -576,6 +578,15 @@ export class LocalAgentModel implements StreamingModel {
    * hands the loop (core/agent/engine.ts). Defaults to every tool, for callers that run the loop with all of them.
    */
   constructor(private readonly tools: readonly Tool[] = TOOLS) {}
+
+  /**
+   * Start embedding what the first turn will plan from (the part of `said` that asks, `requestOf`), so the embedding
+   * runs while the copilot reads the workspace instead of after. Never throws: a failed embedding is asked for again,
+   * and fails there, by the turn itself.
+   */
+  prefetch(said: string): void {
+    promptEmbedding(requestOf(said).slice(0, 2000)).catch(() => undefined);
+  }
 
   async *stream(req: StreamRequest): AsyncIterable<ModelStreamEvent> {
     const started = performance.now();

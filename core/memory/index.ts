@@ -7,6 +7,7 @@ import { createWriteTransaction } from "electrodb";
 import { AppError, Errors } from "../error";
 import { db } from "../db/service";
 import { embedder } from "../ai/select";
+import { embedQuery } from "../ai/query-cache";
 import type { Embedder } from "../ai/ports";
 import { rowDot } from "../ai/vectors";
 import { requireMember, requireResourceMember } from "../workspace";
@@ -91,7 +92,8 @@ export async function rank(userId: string, workspaceIds: string[], query: string
   let q: Float32Array;
   try {
     e = emb ?? (await embedder());
-    [q] = (await e.embed([query])) as [Float32Array];
+    // Through the container's query cache: a copilot run's memory recall reuses the embedding of its prompt.
+    q = await embedQuery(e, query);
   } catch {
     return null;
   }
