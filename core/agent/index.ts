@@ -4,7 +4,7 @@ import diagnostics from "node:diagnostics_channel";
 import { AppError } from "../error";
 import { db } from "../db/service";
 import type { CallUsage, ModelTier } from "../ai/ports";
-import { grantMilestones, startCharge, type Charge } from "../billing/charge";
+import { grantMilestones, startCharge, type Charge, type Milestone } from "../billing/charge";
 import { creditsFor, type RunOutcome } from "../billing/credits";
 import { milestoneSource, TRIAL_MILESTONE_CREDITS } from "../billing/ledger";
 import { currentSignal } from "../context";
@@ -74,8 +74,8 @@ export interface RunOptions<T> {
   /** The run's judged quality (the harness's post-flight), written on its record when the work returned. */
   qualityOf?: (result: T) => RunQuality | undefined;
   /**
-   * Told of each trial milestone this run's settlement granted (spec 02 `milestone_unlocked`): the milestone grants
-   * are read before and after the run's `grantMilestones`, on a trial account only.
+   * Told of each trial milestone this run's settlement granted (spec 02 `milestone_unlocked`): what the run's own
+   * `grantMilestones` committed, so of two runs settling together only one announces it.
    */
   onMilestone?: (m: UnlockedMilestone) => void;
 }
@@ -154,13 +154,9 @@ export async function recordRun<T>(
     if (chargeTimings.hasSubscribers) {
       chargeTimings.publish({ runId, reserveMs: charge.waitMs, settleWaitMs: Math.max(0, settledAt - writtenAt) } satisfies ChargeTiming);
     }
-    const watch = opts.onMilestone && (charge.plan === undefined || charge.plan === "trial");
-    const before = watch ? await milestoneGrants(charge.payer, opts.workspaceId) : null;
-    await grantMilestones(charge.payer, opts.workspaceId, outcome === "success", () => chargedRunCount(opts.workspaceId), charge.plan);
-    if (before && before.size < MILESTONES.length) {
-      const after = await milestoneGrants(charge.payer, opts.workspaceId, MILESTONES.filter((m) => !before.has(m)));
-      for (const m of MILESTONES) if (!before.has(m) && after.has(m)) opts.onMilestone!({ milestone: m, credits_granted: TRIAL_MILESTONE_CREDITS, message: MILESTONE_MESSAGES[m] });
-    }
+    // Announced by the run whose grant committed (the ledger grants each once), never by two runs settling together.
+    const granted = await grantMilestones(charge.payer, opts.workspaceId, outcome === "success", () => chargedRunCount(opts.workspaceId), charge.plan);
+    for (const m of granted) opts.onMilestone?.({ milestone: m, credits_granted: TRIAL_MILESTONE_CREDITS, message: MILESTONE_MESSAGES[m] });
   };
   // The run stops where the person it serves left: before the work, and after it, before anything is written.
   const signal = opts.signal ?? currentSignal();
@@ -179,23 +175,10 @@ export async function recordRun<T>(
   return result;
 }
 
-const MILESTONES = ["first_run", "engagement"] as const;
-const MILESTONE_MESSAGES: Record<(typeof MILESTONES)[number], string> = {
+const MILESTONE_MESSAGES: Record<Milestone, string> = {
   first_run: `Your first successful agent run in this workspace earned ${TRIAL_MILESTONE_CREDITS} credits.`,
   engagement: `Your third agent run in this workspace earned ${TRIAL_MILESTONE_CREDITS} credits.`,
 };
-
-/**
- * Which of the workspace's trial milestones the payer's ledger holds a grant of (strongly consistent reads of the
- * grant keys; the grants are billing's, core/billing/charge.ts `grantMilestones`). Two runs settling at the same time
- * may both see a grant appear; the ledger itself grants it once.
- */
-async function milestoneGrants(payer: string, workspaceId: string, which: readonly (typeof MILESTONES)[number][] = MILESTONES): Promise<Set<(typeof MILESTONES)[number]>> {
-  const found = await Promise.all(
-    which.map(async (m) => ((await db().entities.creditLedger.get({ user_id: payer, key: `grant#${milestoneSource(m, workspaceId)}` }).go({ consistent: true })).data ? m : null)),
-  );
-  return new Set(found.filter((m): m is (typeof MILESTONES)[number] => m !== null));
-}
 
 /** One charged run's timings, published on the `r2d:charge` diagnostics channel (benchmarks subscribe). */
 export interface ChargeTiming {

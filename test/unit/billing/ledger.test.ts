@@ -15,6 +15,7 @@ import { creditsFor } from "../../../core/billing/credits";
 import { PLANS } from "../../../core/billing/plans";
 import { entitlementOf } from "../../../core/billing/entitlement";
 import { sweepExpiredBoosts } from "../../../core/billing/sweeper";
+import { grantMilestones } from "../../../core/billing/charge";
 import {
   TRIAL_MILESTONE_CREDITS,
   TRIAL_MILESTONES,
@@ -631,4 +632,19 @@ describe("property: random grants, reserves, settles, releases, expiries and can
     );
     expect(cases).toBe(PROPERTY_RUNS);
   }, 180_000);
+});
+
+describe("trial milestones of concurrent runs (core/billing/charge.ts grantMilestones)", () => {
+  it("two runs settling at once: the milestone is granted once and returned to one of them only (it announces it)", async () => {
+    const u = `user-${randomUUID()}`;
+    const ws = randomUUID();
+    await accountOf(u);
+    const settled = await Promise.all([1, 2].map(() => grantMilestones(u, ws, true, async () => 1)));
+    expect(settled.flat()).toEqual(["first_run"]);
+    expect((await accountOf(u)).quota_granted).toBe(TRIAL_MILESTONE_CREDITS * 2); // signup + first_run
+    // A later run of the same workspace is told nothing; a third run unlocks engagement for that run alone.
+    expect(await grantMilestones(u, ws, true, async () => 2)).toEqual([]);
+    expect(await grantMilestones(u, ws, true, async () => 3)).toEqual(["engagement"]);
+    expect(await grantMilestones(u, ws, true, async () => 4)).toEqual([]);
+  });
 });
