@@ -45,7 +45,7 @@ const TARGET_IMPORT_MS = 150;
 const TOP_N = 12;
 
 /** SST v2.49.8's ESM banner: require, __dirname for bundled CJS code. */
-const SST_ESM_BANNER = [
+export const SST_ESM_BANNER = [
   `import { createRequire as topLevelCreateRequire } from 'module';`,
   `const require = topLevelCreateRequire(import.meta.url);`,
   `import { fileURLToPath as topLevelFileUrlToPath, URL as topLevelURL } from "url"`,
@@ -56,10 +56,13 @@ const SST_ESM_BANNER = [
 /**
  * esbuild options of sst@2.49.8 for `runtime: "nodejs22.x"`, ESM, deploy mode (source map aside). With
  * `nodejs.splitting` SST writes to the function's folder with `.mjs` chunks instead of one file.
+ * @param opts.entry the handler module, absolute (default: the workspaces group); the output is named after it
  */
-function sstOptions(outdir: string, opts: { minify: boolean; external: string[]; splitting?: boolean }): BuildOptions {
+export function sstOptions(outdir: string, opts: { minify: boolean; external: string[]; splitting?: boolean; entry?: string; plugins?: readonly unknown[] }): BuildOptions {
+  const entry = opts.entry ?? ENTRY;
+  const name = entry.split("/").pop()!.replace(/\.ts$/, "");
   return {
-    entryPoints: [ENTRY],
+    entryPoints: [entry],
     platform: "node",
     external: ["sharp", "pg-native", ...opts.external],
     keepNames: true,
@@ -71,9 +74,12 @@ function sstOptions(outdir: string, opts: { minify: boolean; external: string[];
     mainFields: ["module", "main"],
     banner: { js: SST_ESM_BANNER },
     splitting: opts.splitting,
-    ...(opts.splitting ? { outdir, outExtension: { ".js": ".mjs" } } : { outfile: join(outdir, "workspaces.mjs") }),
+    ...(opts.splitting ? { outdir, outExtension: { ".js": ".mjs" } } : { outfile: join(outdir, `${name}.mjs`) }),
     sourcemap: false,
     minify: opts.minify,
+    // SST spreads `nodejs.esbuild` (but `external`) over its options: the stacks' plugins.
+    // Typed by SST's own esbuild copy; the plugin API (onResolve, onLoad) is the same in ours.
+    ...(opts.plugins ? { plugins: [...opts.plugins] as BuildOptions["plugins"] } : {}),
     absWorkingDir: ROOT,
   };
 }
@@ -86,6 +92,8 @@ interface Variant {
   needsNodeModules: boolean;
   /** SST's `nodejs.splitting`: dynamic imports become separate chunks, loaded only when reached. */
   splitting?: boolean;
+  /** esbuild plugins (the stacks' `nodejs.esbuild.plugins`). */
+  plugins?: readonly unknown[];
   /** The settings the stacks deploy with (stacks/defaults.ts FUNCTION_DEFAULTS.nodejs): the judged row. */
   deployed?: boolean;
 }
@@ -101,6 +109,7 @@ const VARIANTS: Variant[] = [
     external: FUNCTION_DEFAULTS.nodejs.esbuild.external.filter((e) => e !== "sharp"),
     needsNodeModules: false,
     splitting: FUNCTION_DEFAULTS.nodejs.splitting,
+    plugins: FUNCTION_DEFAULTS.nodejs.esbuild.plugins,
     deployed: true,
   },
 ];
@@ -109,10 +118,10 @@ const VARIANTS: Variant[] = [
  * The entry output of a build and the chunks it loads at import: itself plus the chunks it (transitively) imports
  * with static import statements. Dynamic-import chunks load only when reached.
  */
-function coldPath(metafile: Metafile): { entry: string; coldBytes: number; totalBytes: number; files: string[] } {
+export function coldPath(metafile: Metafile, entryRel = ENTRY_REL): { entry: string; coldBytes: number; totalBytes: number; files: string[] } {
   const outputs = metafile.outputs;
-  const entry = Object.keys(outputs).find((k) => outputs[k]!.entryPoint === ENTRY_REL && k.endsWith(".mjs"));
-  if (!entry) throw new Error(`no output for ${ENTRY_REL} in the metafile`);
+  const entry = Object.keys(outputs).find((k) => outputs[k]!.entryPoint === entryRel && k.endsWith(".mjs"));
+  if (!entry) throw new Error(`no output for ${entryRel} in the metafile`);
   const seen = new Set<string>([entry]);
   const queue = [entry];
   while (queue.length > 0) {
@@ -167,7 +176,7 @@ interface FirstRequestRun {
 }
 
 /** Run a child node with `args` and `env`; resolve with its stdout parsed as JSON. */
-function runChild<T>(args: string[], env: Record<string, string>): Promise<T> {
+export function runChild<T>(args: string[], env: Record<string, string>): Promise<T> {
   return new Promise((resolvePromise, reject) => {
     const child = spawn(NODE, args, { cwd: tmpdir(), env, stdio: ["ignore", "pipe", "pipe"] });
     let out = "";

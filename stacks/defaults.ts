@@ -29,10 +29,35 @@ export const NEVER_ON_LAMBDA = [
   "@aws-sdk/credential-provider-process",
   "@aws-sdk/credential-provider-web-identity",
   "@aws-sdk/credential-provider-login",
-  "@aws-sdk/token-providers",
+  // Not `@aws-sdk/token-providers`: the Bedrock runtime client imports it statically (bearer-token auth), and an ESM
+  // import from the function's folder never finds the runtime's copy, so the stream Lambda failed at its first model
+  // call (bench/cold.ts). It stays bundled; its SSO-OIDC client (nested-clients) is a dynamic import, left out.
   "@aws-sdk/nested-clients",
   "bowser",
 ];
+
+/** An esbuild plugin of the esbuild SST bundles with (its own copy, 0.18, typed through SST's props). */
+type SstEsbuildPlugin = NonNullable<NonNullable<NonNullable<FunctionProps["nodejs"]>["esbuild"]>["plugins"]>[number];
+
+/**
+ * An esbuild plugin that loads `node:http`, `node:https` and `node:http2` (with or without the `node:` prefix) through
+ * `require` instead of an ESM import. An ESM import of a builtin builds its ESM facade, which reads every export once:
+ * `http`'s lazy `WebSocket`, `CloseEvent` and `MessageEvent` getters then load Node's whole bundled undici during a
+ * cold start (30-40 ms of CPU measured on the loaded 2-core benchmark machine) although no function uses them. The
+ * SDK's HTTP handler and aws-jwt-verify import these modules; through `require` (the ESM banner SST adds defines it)
+ * the module object is the same and its getters stay untouched. Named imports read the same properties as before.
+ */
+
+export const builtinsThroughRequire: SstEsbuildPlugin = {
+  name: "builtins-through-require",
+  setup(build) {
+    // The shim's own require of the builtin stays external (else it would resolve to the shim itself).
+    build.onResolve({ filter: /^(node:)?(http|https|http2)$/ }, (args) =>
+      args.namespace === "builtin-require" ? { path: args.path, external: true } : { path: args.path.replace(/^node:/, ""), namespace: "builtin-require" },
+    );
+    build.onLoad({ filter: /.*/, namespace: "builtin-require" }, (args) => ({ contents: `module.exports = require("node:${args.path}");`, loader: "js" }));
+  },
+};
 
 export const FUNCTION_DEFAULTS = {
   runtime: "nodejs22.x",
@@ -41,7 +66,8 @@ export const FUNCTION_DEFAULTS = {
   timeout: 30,
   // Minified and split (code behind a dynamic import, such as the S3 client of workspace deletion, is a chunk loaded
   // when reached): the workspaces Lambda loads 0.8 MB at cold start (bench/bundle.ts).
-  nodejs: { format: "esm", minify: true, splitting: true, esbuild: { external: ["sharp", ...NEVER_ON_LAMBDA] } },
+  // `node:http(s)` through require (builtinsThroughRequire): no ESM facade that loads undici at cold start.
+  nodejs: { format: "esm", minify: true, splitting: true, esbuild: { external: ["sharp", ...NEVER_ON_LAMBDA], plugins: [builtinsThroughRequire] } },
 } satisfies FunctionProps;
 
 /**

@@ -2,8 +2,10 @@ import { httpGroup } from "../lib/http";
 import { billingRoutes } from "./routes/billing";
 import { ok } from "../lib/route";
 import * as Billing from "../../core/billing/views";
-import * as Checkout from "../../core/billing/checkout";
-import { syncWorkspace } from "../../core/billing/sync";
+
+// The Stripe routes load their modules (and the Stripe client) when first reached: the views are read far more often.
+const Checkout = () => import("../../core/billing/checkout");
+const Sync = () => import("../../core/billing/sync");
 
 /**
  * Billing: plans, subscription, credits, usage, boosts, compute, estimate, milestones, and the Stripe checkout,
@@ -19,8 +21,8 @@ export const handler = httpGroup(billingRoutes, {
   "billing.estimate": async ({ user, query }) => ok(await Billing.estimate(user.id, query)),
   "billing.milestones": async ({ user, query }) => ok(await Billing.milestones(user.id, query)),
   "billing.accomplishments": async ({ user, query }) => ok(await Billing.accomplishments(user.id, query)),
-  "billing.checkout": async ({ user, body }) => ok(await Checkout.startCheckout(user.id, body)),
-  "billing.portal": async ({ user, body }) => ok(await Checkout.openPortal(user.id, body)),
-  "billing.boostCheckout": async ({ user, body }) => ok(await Checkout.startBoostCheckout(user.id, body)),
-  "billing.sync": async ({ user, query }) => ok(await syncWorkspace(user.id, query)),
+  "billing.checkout": async ({ user, body }) => ok(await (await Checkout()).startCheckout(user.id, body)),
+  "billing.portal": async ({ user, body }) => ok(await (await Checkout()).openPortal(user.id, body)),
+  "billing.boostCheckout": async ({ user, body }) => ok(await (await Checkout()).startBoostCheckout(user.id, body)),
+  "billing.sync": async ({ user, query }) => ok(await (await Sync()).syncWorkspace(user.id, query)),
 });

@@ -5,7 +5,9 @@ import { httpGroup } from "../lib/http";
 import { docsRoutes } from "./routes/docs";
 import { ok } from "../lib/route";
 import { AppError } from "../../core/error";
-import { openApiDocument } from "../lib/openapi";
+
+/** The generator and every group's route table: loaded for the OpenAPI document only, not for the page or its assets. */
+const OpenApi = () => import("../lib/openapi");
 
 // Swagger UI is served from the npm package's own files (no CDN): the docs Lambda installs swagger-ui-dist.
 const ASSETS: Record<string, string> = {
@@ -31,7 +33,7 @@ let cachedDocument: unknown;
 
 /** The API description: OpenAPI 3.1 JSON and a browsable Swagger UI page. */
 export const handler = httpGroup(docsRoutes, {
-  "docs.openapi": () => ok((cachedDocument ??= openApiDocument())),
+  "docs.openapi": async () => ok((cachedDocument ??= (await OpenApi()).openApiDocument())),
   // The page's CSP lets Swagger UI's inline start-up script run; everything else keeps the strict defaults.
   "docs.page": () => ({
     status: 200,

@@ -13,10 +13,13 @@ import { AppError, Errors, type FieldError } from "../../core/error";
 import { Config } from "../../core/config";
 import { withRequestScope } from "../../core/context";
 import * as User from "../../core/user";
-import { limitUser } from "../../core/rate-limit";
-import { checkGates } from "../../core/billing/gates";
 import { isAdminClaims, verifyBearer, wwwAuthenticate } from "./auth";
 import { bodyLimitOf, type Reply, type RouteContext, type RouteImpl, type RouteSpec } from "./route";
+
+// Loaded when a route with a rate limit or a plan gate is first reached: most routes have neither, and the gates
+// bring the billing ledger and the workspace module into every cold start otherwise (bench/cold.ts).
+const rateLimits = () => import("../../core/rate-limit");
+const planGates = () => import("../../core/billing/gates");
 
 export const logger = new Logger({ serviceName: "research-to-delivery", logLevel: Config.logLevel() as "INFO" });
 
@@ -295,8 +298,8 @@ function bind(spec: RouteSpec, impl: RouteImpl<RouteSpec>) {
       event,
     } as RouteContext<RouteSpec>;
     // Valid requests only count: a typo the validator refuses does not use up the caller's window.
-    if (spec.rateLimit && user) await limitUser(user.id, spec.rateLimit);
-    if ((spec.feature || spec.usage) && user) await checkGates({ userId: user.id, workspaceId: gatedWorkspace(spec, ctx) }, { feature: featureFor(spec, ctx), usage: spec.usage, roles: spec.roles });
+    if (spec.rateLimit && user) await (await rateLimits()).limitUser(user.id, spec.rateLimit);
+    if ((spec.feature || spec.usage) && user) await (await planGates()).checkGates({ userId: user.id, workspaceId: gatedWorkspace(spec, ctx) }, { feature: featureFor(spec, ctx), usage: spec.usage, roles: spec.roles });
     return toResult(spec, await impl(ctx));
   }
 }
