@@ -13,7 +13,6 @@ import { accountOf } from "../billing/ledger";
 import * as User from "../user";
 import { LRUCache } from "lru-cache";
 import { consistentGet, type ItemRef } from "./read";
-import { startEmptySnapshot } from "../insight/search-index";
 import { CYCLES_ON, type MembershipEntity, type WorkspaceEntity } from "./workspace.entity";
 import { entitlementOf } from "../billing/entitlement";
 import type {
@@ -234,7 +233,8 @@ export async function create(user: User.User, input: CreateWorkspaceInput): Prom
       ],
     ).go();
     if (!result.canceled) {
-      await startEmptySnapshot(id);
+      // Loaded when a workspace is created: the search index's code stays out of the reads' cold start (bench/cold.ts).
+      await (await import("../insight/search-index")).startEmptySnapshot(id);
       return toView((await getItem(id))!, "owner");
     }
     const codes = cancelCodes(result);
