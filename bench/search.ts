@@ -31,6 +31,7 @@ import Papa from "papaparse";
 import { startBenchRuntime } from "./lib/runtime";
 import { fmtMs, printTable, Recorder, type Summary } from "./lib/stats";
 import { busyWarning, machineLine } from "./lib/machine";
+import { dynamoCallsOf } from "./lib/dynamo-calls";
 import { sized, sizeNote } from "./lib/size";
 import { loadCorpus, loadQueries, meanPrecisionAt5 } from "../test/fixtures/relevance/relevance";
 import { cachedEmbedder } from "../test/unit/ai/embed-cache";
@@ -159,27 +160,6 @@ export default async function search(): Promise<void> {
       const loadedIndex = await timed(async () => buildIndex(load.result.rows, load.result.lexical?.json));
       const builtIndex = await timed(async () => buildIndex(load.result.rows));
       return { first: runs[0]!, later: median(runs.slice(1)), loadMs: load.ms, loadIndexMs: loadedIndex.ms, buildIndexMs: builtIndex.ms };
-    };
-    /** The DynamoDB calls `fn` makes through the handlers' client, e.g. ["BatchGetItem", "BatchGetItem"]. */
-    const dynamoCallsOf = async (fn: () => Promise<unknown>): Promise<string[]> => {
-      const calls: string[] = [];
-      const stack = dynamoClient().middlewareStack;
-      stack.add(
-        (next, context) => async (args) => {
-          const input = args.input as { RequestItems?: Record<string, { Keys?: unknown[] }> };
-          const name = String(context.commandName ?? "?").replace(/Command$/, "").replace(/^(BatchGet|Get|Update|Put|Query)$/, "$1Item").replace("QueryItem", "Query");
-          const keys = Object.values(input.RequestItems ?? {})[0]?.Keys?.length;
-          calls.push(keys === undefined ? name : `${name}(${keys})`);
-          return next(args);
-        },
-        { step: "initialize", name: "benchCallRecorder" },
-      );
-      try {
-        await fn();
-      } finally {
-        stack.remove("benchCallRecorder");
-      }
-      return calls;
     };
     /** The DynamoDB calls of one search, with the low-level client: membership + head, then the page's insights. */
     const floorCalls = (ws: string, pageIds: string[]) => {
