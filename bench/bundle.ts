@@ -26,7 +26,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { gzipSync } from "node:zlib";
 import { Recorder, fmtMs, printTable } from "./lib/stats";
 import { busyWarning, machineLine } from "./lib/machine";
-import { bundleProfileByContributor } from "./lib/profile";
+import { bundleProfileByContributor, printContributors } from "./lib/profile";
 import { startBenchRuntime } from "./lib/runtime";
 import { FUNCTION_DEFAULTS } from "../stacks/defaults";
 import { lambdaContext, toApiGatewayEvent } from "../local/apigw";
@@ -462,16 +462,7 @@ export default async function bundle(): Promise<void> {
     if (profFile) {
       const profile = JSON.parse(await readFile(join(profDir, profFile), "utf8"));
       const byContributor = bundleProfileByContributor(profile, await readFile(sstDefault.outfile, "utf8"), pathToFileURL(sstDefault.outfile).href);
-      const sum = [...byContributor.values()].reduce((a, b) => a + b, 0);
-      console.log(`\nOne cold start of "${sstDefault.variant.name}" under the CPU profiler (self time, ms; process start to exit):`);
-      printTable(
-        ["where", "ms", "share"],
-        [...byContributor.entries()]
-          .sort((a, b) => b[1] - a[1])
-          .filter(([, ms]) => ms >= 0.5)
-          .slice(0, 16)
-          .map(([label, ms]) => [label, fmtMs(ms), `${((100 * ms) / sum).toFixed(0)}%`]),
-      );
+      printContributors(`\nOne cold start of "${sstDefault.variant.name}" under the CPU profiler (self time, ms; process start to exit):`, byContributor, 16);
     }
 
     const warning = busyWarning();

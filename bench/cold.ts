@@ -22,7 +22,7 @@ import { join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { Recorder, fmtMs, printTable } from "./lib/stats";
 import { busyWarning, machineLine } from "./lib/machine";
-import { bundleProfileByContributor } from "./lib/profile";
+import { bundleProfileByContributor, printContributors } from "./lib/profile";
 import { startBenchRuntime, type BenchRuntime } from "./lib/runtime";
 import { sized, sizeNote } from "./lib/size";
 import { coldPath, runChild, sstOptions } from "./bundle";
@@ -426,14 +426,5 @@ async function profileGroup(dir: string, r: GroupResult, probe: string, env: Rec
   const prof = (await readdir(out)).find((f) => f.endsWith(".cpuprofile"));
   if (!prof) return;
   const byContributor = bundleProfileByContributor(JSON.parse(await readFile(join(out, prof), "utf8")), await readFile(file, "utf8"), pathToFileURL(file).href);
-  const sum = [...byContributor.values()].reduce((a, b) => a + b, 0);
-  console.log(`\nOne cold start of ${r.group} (import + first request, unminified one-file build) under the CPU profiler (self time, ms):`);
-  printTable(
-    ["where", "ms", "share"],
-    [...byContributor.entries()]
-      .sort((a, b) => b[1] - a[1])
-      .filter(([, ms]) => ms >= 0.5)
-      .slice(0, 18)
-      .map(([label, ms]) => [label, fmtMs(ms), `${((100 * ms) / sum).toFixed(0)}%`]),
-  );
+  printContributors(`\nOne cold start of ${r.group} (import + first request, unminified one-file build) under the CPU profiler (self time, ms):`, byContributor, 18);
 }

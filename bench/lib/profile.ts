@@ -2,6 +2,7 @@ import { Session } from "node:inspector/promises";
 import type { Profiler } from "node:inspector";
 import { fileURLToPath } from "node:url";
 import { resolve, sep } from "node:path";
+import { fmtMs, printTable } from "./stats";
 
 /** Repository root (bench/lib/../..), to name first-party code by folder. */
 type CallFrame = Profiler.ProfileNode["callFrame"];
@@ -153,4 +154,21 @@ export function bundleProfileByContributor(profile: Profiler.Profile, bundleText
   }
   out.delete("(root)");
   return out;
+}
+
+/**
+ * Print a cold start's self time by contributor (`bundleProfileByContributor`'s map): the largest first, those of at
+ * least 0.5 ms, at most `top` rows, with their share of the whole.
+ */
+export function printContributors(title: string, byContributor: Map<string, number>, top: number): void {
+  const sum = [...byContributor.values()].reduce((a, b) => a + b, 0);
+  console.log(title);
+  printTable(
+    ["where", "ms", "share"],
+    [...byContributor.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .filter(([, ms]) => ms >= 0.5)
+      .slice(0, top)
+      .map(([label, ms]) => [label, fmtMs(ms), `${((100 * ms) / sum).toFixed(0)}%`]),
+  );
 }

@@ -7,19 +7,9 @@ import { describe, expect, it } from "vitest";
 import { dequantizeInt8, dot, int8Scores, normalize, quantizeInt8 } from "../../../core/ai/vectors";
 import { buildIndex, hasVectors, hybridRank, MIN_RELEVANCE, normalizeTerm, RRF_K, textRank, VECTOR_DEPTH } from "../../../core/insight/search-rank";
 import { decodeShard, encodeShard, type SearchRow } from "../../../core/insight/search-index";
+import { unitVector } from "./unit-vector";
 
-/** A deterministic pseudo-random unit vector (mulberry32). */
-function unit(seed: number, dims = 512): Float32Array {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296 - 0.5;
-  };
-  return normalize(Array.from({ length: dims }, next));
-}
+const unit = unitVector;
 
 function row(id: string, title: string, description: string, vector: Float32Array | null, extra: Partial<SearchRow> = {}): SearchRow {
   const q = vector ? quantizeInt8(vector) : null;

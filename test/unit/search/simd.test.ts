@@ -8,19 +8,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import { int8Scores, normalize, quantizeInt8 } from "../../../core/ai/vectors";
 import { buildIndex, hybridRank, matrixFor, matrixScores, setSimdOff, simdAvailable, simdScorer } from "../../../core/insight/search-rank";
 import type { SearchRow } from "../../../core/insight/search-index";
+import { unitVector } from "./unit-vector";
 
-/** A deterministic pseudo-random unit vector (mulberry32). */
-function unit(seed: number, dims: number): Float32Array {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296 - 0.5;
-  };
-  return normalize(Array.from({ length: dims }, next));
-}
+const unit = unitVector;
 
 function matrixOf(rows: number, dims: number, seed: number) {
   const data = new Int8Array(rows * dims);
