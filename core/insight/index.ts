@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import type { EntityItem } from "electrodb";
 import { Errors, type FieldError } from "../error";
 import { db } from "../db/service";
 import { groundQuotes } from "../ai/synthesis/quotes";
@@ -8,7 +7,7 @@ import { requireMember, requireResourceById } from "../workspace";
 import { asWrite, commitWrites, createOnce, tagOf, type AgentWrite } from "../db/agent-write";
 import { embedder } from "../ai/select";
 import { asChange, searchText, searchVectorFields } from "./search-index";
-import type { InsightEntity } from "./insight.entity";
+import { toView, type InsightItem } from "./view";
 import {
   MAX_INSIGHT_BYTES,
   type BatchInsightsInput,
@@ -20,26 +19,7 @@ import {
 
 export * from "./schema";
 
-export type InsightItem = EntityItem<InsightEntity>;
-
-export const toView = (i: InsightItem): InsightView => ({
-  id: i.id,
-  workspace_id: i.workspace_id,
-  insight_type: i.insight_type as InsightView["insight_type"],
-  title: i.title,
-  description: i.description,
-  source_ids: i.source_ids ?? [],
-  quotes: (i.quotes ?? []).map((q) => ({ text: q.text, source_id: q.source_id, speaker: q.speaker ?? null })),
-  frequency: i.frequency,
-  mention_count: i.mention_count,
-  severity: i.severity,
-  impact: i.impact ?? null,
-  is_archived: i.is_archived,
-  notes: i.notes ?? null,
-  rating: i.rating ?? null,
-  created_at: i.created_at,
-  updated_at: i.updated_at,
-});
+export { toView, type InsightItem } from "./view";
 
 /**
  * The embedder for an insight write's search vectors, or undefined when it cannot be had (the write goes on; the
@@ -251,12 +231,13 @@ export async function batch(userId: string, input: BatchInsightsInput): Promise<
     .entities.insight.get(unique.map((id) => ({ workspace_id: input.workspace_id, id })))
     .go({ consistent: true });
   const targets = data.filter((i) => i.is_archived !== archive);
-  await Promise.all(
-    targets.map((i) =>
-      db().entities.insight.patch({ workspace_id: i.workspace_id, id: i.id }).set({ is_archived: archive }).go(),
+  // One change of the search snapshot: its rows carry is_archived, which search results show (nothing to embed).
+  await asChange(input.workspace_id, targets.map((i) => i.id), () =>
+    Promise.all(
+      targets.map((i) =>
+        db().entities.insight.patch({ workspace_id: i.workspace_id, id: i.id }).set({ is_archived: archive }).go(),
+      ),
     ),
   );
-  // Archiving changes nothing search ranks or filters on (search includes archived insights and reads is_archived
-  // from the insight itself), so the search snapshot has nothing to apply.
   return { updated_count: targets.length, insight_ids: targets.map((i) => i.id) };
 }

@@ -15,8 +15,10 @@
  *   next containers load it (about five times faster than indexing the text again); a reader whose head version
  *   differs builds its own.
  * A row holds what ranking and filters need: id, type, severity, frequency, creation time, title, description (at
- * most `MAX_DESCRIPTION` characters) and the int8 search vector with its scale and embedder. A whole workspace (rows
- * and lexical index) is read by one paginated Query of `searchix#`.
+ * most `MAX_DESCRIPTION` characters) and the int8 search vector with its scale and embedder; and the rest of what a
+ * search result shows (`RowView`: sources, quotes, counts, notes, rating, archived, update time), so a search answers
+ * from the snapshot without reading the insights. A whole workspace (rows and lexical index) is read by one
+ * paginated Query of `searchix#`.
  *
  * Versioning, so a stale snapshot never returns a deleted insight or misses a new one:
  * 1. `beginChange` adds `<id>@<now>` for each insight about to be written to `pending`;
@@ -44,6 +46,8 @@ import { Config } from "../config";
 import { dynamoClient } from "../db/client";
 import type { Embedder } from "../ai/ports";
 import { decodeInt8, encodeInt8, quantizeInt8 } from "../ai/vectors";
+import { toView, type InsightItem } from "./view";
+import type { Insight as InsightView } from "./schema";
 
 /** Shards per workspace: an insight write rewrites one (~1/64 of the rows; 80 rows at 5,000 insights). */
 export const SHARDS = 64;
@@ -71,7 +75,20 @@ export interface SearchRow {
   embedder_id: string | null;
   codes: Int8Array | null;
   scale: number;
+  /**
+   * The rest of the insight as a search result shows it, as of the row's write; null for a row written before rows
+   * carried it (the search reads such an insight from the table, and refreshes the rows: `refreshRows`).
+   */
+  view: RowView | null;
 }
+
+/**
+ * What a search result shows of an insight beyond the row's ranked fields (core/insight/view.ts `toView`), with the
+ * whole description when the row's is cut at `MAX_DESCRIPTION`.
+ */
+export type RowView = Pick<InsightView, "source_ids" | "quotes" | "mention_count" | "impact" | "is_archived" | "notes" | "rating" | "updated_at"> & {
+  description?: string;
+};
 
 /** The head of a workspace's snapshot. */
 export interface SnapshotHead {
@@ -81,20 +98,12 @@ export interface SnapshotHead {
   pending: { entry: string; id: string; at: number }[];
 }
 
-/** The insight attributes the snapshot reads (ElectroDB stores them under these names). */
-interface InsightRecord {
-  id: string;
-  workspace_id: string;
-  insight_type: string;
-  severity: string;
-  frequency: number;
-  created_at: string;
-  title: string;
-  description: string;
+/** An insight item as the document client reads it (ElectroDB stores its attributes under these names). */
+type InsightRecord = InsightItem & {
   search_vector?: string;
   search_scale?: number;
   search_embedder_id?: string;
-}
+};
 
 const pk = (workspaceId: string) => `ws#${workspaceId}`;
 const HEAD_SK = "searchix#head";
@@ -150,6 +159,8 @@ function warn(message: string, err: unknown): void {
 
 function rowOf(item: InsightRecord): SearchRow {
   const codes = item.search_vector ? decodeInt8(item.search_vector) : null;
+  const v = toView(item);
+  const cut = item.description.length > MAX_DESCRIPTION;
   return {
     id: item.id,
     insight_type: item.insight_type,
@@ -161,16 +172,27 @@ function rowOf(item: InsightRecord): SearchRow {
     embedder_id: codes ? (item.search_embedder_id ?? null) : null,
     codes: codes && item.search_embedder_id ? codes : null,
     scale: item.search_scale ?? 0,
+    view: {
+      source_ids: v.source_ids,
+      quotes: v.quotes,
+      mention_count: v.mention_count,
+      impact: v.impact,
+      is_archived: v.is_archived,
+      notes: v.notes,
+      rating: v.rating,
+      updated_at: v.updated_at,
+      ...(cut ? { description: v.description } : {}),
+    },
   };
 }
 
 /**
  * A shard's rows as one blob: a 4-byte length, the JSON of the rows without their codes (deflated: text shrinks about
  * threefold, and bytes are what a cold load pays for), then the codes of the rows that have a vector, in row order
- * (each row's own length).
+ * (each row's own length). A row's view is the last element of its JSON array (absent in rows written before views).
  */
 export function encodeShard(rows: SearchRow[]): Buffer {
-  const meta = rows.map((r) => [r.id, r.insight_type, r.severity, r.frequency, r.created_at, r.title, r.description, r.embedder_id, r.codes ? r.codes.length : 0, r.scale]);
+  const meta = rows.map((r) => [r.id, r.insight_type, r.severity, r.frequency, r.created_at, r.title, r.description, r.embedder_id, r.codes ? r.codes.length : 0, r.scale, r.view]);
   const json = deflateRawSync(Buffer.from(JSON.stringify(meta), "utf8"), { level: 6 });
   const vectors = rows.filter((r) => r.codes).map((r) => Buffer.from(r.codes!.buffer, r.codes!.byteOffset, r.codes!.byteLength));
   const head = Buffer.alloc(4);
@@ -183,9 +205,9 @@ export function decodeShard(blob: Uint8Array): SearchRow[] {
   const buf = Buffer.from(blob.buffer, blob.byteOffset, blob.byteLength);
   const jsonLength = buf.readUInt32BE(0);
   if (4 + jsonLength > buf.length) throw new Error("search shard blob truncated in its rows");
-  const meta = JSON.parse(inflateRawSync(buf.subarray(4, 4 + jsonLength)).toString("utf8")) as [string, string, string, number, string, string, string, string | null, number, number][];
+  const meta = JSON.parse(inflateRawSync(buf.subarray(4, 4 + jsonLength)).toString("utf8")) as [string, string, string, number, string, string, string, string | null, number, number, RowView | undefined][];
   let off = 4 + jsonLength;
-  const rows = meta.map(([id, insight_type, severity, frequency, created_at, title, description, embedder_id, dims, scale]) => {
+  const rows = meta.map(([id, insight_type, severity, frequency, created_at, title, description, embedder_id, dims, scale, view]) => {
     let codes: Int8Array | null = null;
     if (dims > 0) {
       if (off + dims > buf.length) throw new Error(`search shard blob truncated at row ${id}`);
@@ -193,7 +215,7 @@ export function decodeShard(blob: Uint8Array): SearchRow[] {
       codes = new Int8Array(buf.buffer.slice(buf.byteOffset + off, buf.byteOffset + off + dims));
       off += dims;
     }
-    return { id, insight_type, severity, frequency, created_at, title, description, embedder_id, codes, scale };
+    return { id, insight_type, severity, frequency, created_at, title, description, embedder_id, codes, scale, view: view ?? null };
   });
   return rows;
 }
@@ -582,6 +604,24 @@ export async function rebuild(workspaceId: string, insightIds: string[]): Promis
       Key: { pk: pk(workspaceId), sk: HEAD_SK },
       UpdateExpression: "ADD version :one SET built = :t, unembedded = :u",
       ExpressionAttributeValues: { ":one": 1, ":t": true, ":u": unembedded },
+    }),
+  );
+}
+
+/**
+ * Rewrite the rows of `ids` from the insights as they are now and bump the version, with no pending entry: for rows
+ * stored before rows carried their view (`SearchRow.view` null), which the first search that loads them brings up to
+ * date once. Reads those insights (BatchGets of 100); nothing is embedded.
+ */
+export async function refreshRows(workspaceId: string, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await applyRows(workspaceId, ids);
+  await dynamoClient().send(
+    new UpdateCommand({
+      TableName: Config.tableName(),
+      Key: { pk: pk(workspaceId), sk: HEAD_SK },
+      UpdateExpression: "ADD version :one",
+      ExpressionAttributeValues: { ":one": 1 },
     }),
   );
 }

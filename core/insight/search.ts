@@ -6,18 +6,20 @@ import { db } from "../db/service";
 import { partitionKeys } from "../db/partition";
 import { embedder } from "../ai/select";
 import { embedQuery } from "../ai/query-cache";
-import { toView, type InsightItem } from "./index";
-import { headKey, loadSnapshot, parseHead, readHead, rebuild, repairStale, saveLexical, type SnapshotHead } from "./search-index";
+import { toView, type InsightItem } from "./view";
+import type { Insight as InsightView } from "./schema";
+import { headKey, loadSnapshot, parseHead, readHead, rebuild, refreshRows, repairStale, saveLexical, type SearchRow, type SnapshotHead } from "./search-index";
 import { buildIndex, hasVectors, hybridRank, lexicalHits, serializeLexical, textRank, type RankIndex, type Ranked } from "./search-rank";
 import type { SearchInsightsInput } from "./schema";
 
 export { MIN_RELEVANCE } from "./search-rank";
 
 /**
- * Rows held per container, over all workspaces (about 1 KB each with their lexical index): past it the least recently
- * searched workspaces are dropped. 200,000 rows is a few hundred MB at most, inside the insights function's memory.
+ * Rows held per container, over all workspaces (about 2 KB each with their view and lexical index): past it the least
+ * recently searched workspaces are dropped. 100,000 rows is a few hundred MB at most, inside the insights function's
+ * memory.
  */
-const MAX_CACHED_ROWS = 200_000;
+const MAX_CACHED_ROWS = 100_000;
 
 /** Rows from which a built lexical index is stored for other containers (below, building it costs ~10 ms or less). */
 const PERSIST_LEXICAL_FROM = 300;
@@ -30,7 +32,8 @@ interface Cached {
 /**
  * Per-container cache of each workspace's search snapshot (core/insight/search-index.ts), reused while the snapshot
  * head's version is unchanged: a warm search costs one BatchGet of membership and head, the query embedding (unless
- * this container embedded the same text before), the ranking and one BatchGet of the insights returned. Insertion order is recency (a hit is re-inserted).
+ * this container embedded the same text before) and the ranking; its results come from the rows (`resultsOf`).
+ * Insertion order is recency (a hit is re-inserted).
  */
 const cache = new Map<string, Cached>();
 
@@ -54,9 +57,11 @@ function remember(workspaceId: string, entry: Cached): void {
 /**
  * The workspace's snapshot as of its head's current version: from this container's cache, else loaded (one Query of
  * its shard pages) and indexed. A workspace whose snapshot was never built (insights older than it) is built first,
- * from the stored insights; pending changes whose writers died are re-applied first. Nothing is embedded here.
+ * from the stored insights; pending changes whose writers died are re-applied first; rows stored without their view
+ * are rewritten once. Nothing is embedded here.
+ * @returns the indexed rows and the head they are as of (read again when any of that work was done)
  */
-async function snapshot(workspaceId: string, first: SnapshotHead): Promise<RankIndex> {
+async function snapshot(workspaceId: string, first: SnapshotHead): Promise<{ index: RankIndex; head: SnapshotHead }> {
   let head = first;
   if (!head.built) {
     const ids = (await partitionKeys(`ws#${workspaceId}`, "insight#")).map((k) => k.sk.slice("insight#".length));
@@ -67,7 +72,7 @@ async function snapshot(workspaceId: string, first: SnapshotHead): Promise<RankI
   const hit = cache.get(workspaceId);
   if (hit && hit.version === head.version) {
     remember(workspaceId, hit);
-    return hit.index;
+    return { index: hit.index, head };
   }
   let loaded;
   for (let attempt = 0; ; attempt++) {
@@ -80,13 +85,19 @@ async function snapshot(workspaceId: string, first: SnapshotHead): Promise<RankI
     }
   }
   const { rows, lexical } = loaded;
+  // Rows stored before rows carried their view: rewritten once from their insights, then the snapshot read again.
+  const old = rows.filter((r) => !r.view).map((r) => r.id);
+  if (old.length > 0) {
+    await refreshRows(workspaceId, old);
+    return snapshot(workspaceId, await readHead(workspaceId));
+  }
   const current = lexical?.version === head.version ? lexical.json : undefined;
   const index = buildIndex(rows, current);
   // The first container to load a changed workspace stores the lexical index it built, so the next ones load it
   // (about five times faster than building it). Small workspaces build theirs in a few milliseconds: not stored.
   if (!current && rows.length >= PERSIST_LEXICAL_FROM) await saveLexical(workspaceId, head.version, serializeLexical(index), lexical?.pages ?? 0);
   remember(workspaceId, { version: head.version, index });
-  return index;
+  return { index, head };
 }
 
 /**
@@ -136,29 +147,66 @@ function insightKey(workspaceId: string, id: string): { pk: string; sk: string }
   return { pk: fill(insightKeyTemplate.pk), sk: fill(insightKeyTemplate.sk) };
 }
 
+/** A row's insight as a search result shows it, from the row alone (null for a row without its view). */
+function viewOf(workspaceId: string, row: SearchRow): InsightView | null {
+  const v = row.view;
+  if (!v) return null;
+  return {
+    id: row.id,
+    workspace_id: workspaceId,
+    insight_type: row.insight_type as InsightView["insight_type"],
+    title: row.title,
+    description: v.description ?? row.description,
+    source_ids: v.source_ids,
+    quotes: v.quotes,
+    frequency: row.frequency,
+    mention_count: v.mention_count,
+    severity: row.severity as InsightView["severity"],
+    impact: v.impact,
+    is_archived: v.is_archived,
+    notes: v.notes,
+    rating: v.rating,
+    created_at: row.created_at,
+    updated_at: v.updated_at,
+  };
+}
+
 /**
- * The insights of the first `limit` candidates, read from the table by one BatchGetItem (strongly consistent, only the
- * attributes shown), so what is returned is the insight as it is now. A candidate whose insight is gone (its deletion's
- * change is still being applied) is skipped and the next one taken. The keys are the insight entity's own; the items
- * are read through the document client, not ElectroDB's batch get, which cost about 2 ms of CPU more per search for
- * the same call (the projected attributes are stored under their own names, so the item is the entity's item).
+ * The insights of the first `limit` candidates, in rank order. Each comes from its row, which is the insight as of the
+ * snapshot version the head named when the membership was checked: every applied change bumps that version, so the
+ * row is current unless a change of that insight was under way (its id is in the head's `pending`). Those, and rows
+ * without a view, are read from the table by one BatchGetItem (strongly consistent, only the attributes shown); a
+ * candidate whose insight turns out to be gone (its deletion's change is still being applied) is skipped and the
+ * next one taken. The keys are the insight entity's own, read through the document client (the projected attributes
+ * are stored under their own names, so the item is the entity's item).
+ * @param pending ids of the insights with a change under way (the head's `pending`)
  * @returns the insights with their scores, and how many candidates turned out to be gone
  */
-async function fetchTop(workspaceId: string, ranked: Ranked[], limit: number): Promise<{ found: { item: InsightItem; score: number }[]; gone: number }> {
-  const found: { item: InsightItem; score: number }[] = [];
+async function resultsOf(
+  workspaceId: string,
+  ranked: Ranked[],
+  limit: number,
+  pending: ReadonlySet<string>,
+): Promise<{ found: { view: InsightView; score: number }[]; gone: number }> {
+  const found: { view: InsightView; score: number }[] = [];
   const table = Config.tableName();
   let gone = 0;
   let next = 0;
   while (found.length < limit && next < ranked.length) {
     const batch = ranked.slice(next, next + (limit - found.length));
     next += batch.length;
-    const byId = new Map<string, InsightItem>();
-    const keys = batch.map((r) => insightKey(workspaceId, r.row.id));
-    // A key DynamoDB answered without an item is gone (core/db/batch-get.ts asks unprocessed keys again).
-    for (const i of await consistentBatchGet(table, keys, PROJECTION)) byId.set(i.id as string, i as InsightItem);
+    const fromRows = new Map<string, InsightView>();
     for (const r of batch) {
-      const item = byId.get(r.row.id);
-      if (item) found.push({ item, score: r.score });
+      const view = pending.has(r.row.id) ? null : viewOf(workspaceId, r.row);
+      if (view) fromRows.set(r.row.id, view);
+    }
+    const read = new Map<string, InsightView>();
+    const keys = batch.filter((r) => !fromRows.has(r.row.id)).map((r) => insightKey(workspaceId, r.row.id));
+    // A key DynamoDB answered without an item is gone (core/db/batch-get.ts asks unprocessed keys again).
+    if (keys.length > 0) for (const i of await consistentBatchGet(table, keys, PROJECTION)) read.set(i.id as string, toView(i as InsightItem));
+    for (const r of batch) {
+      const view = fromRows.get(r.row.id) ?? read.get(r.row.id);
+      if (view) found.push({ view, score: r.score });
       else gone++;
     }
   }
@@ -181,7 +229,8 @@ export async function search(userId: string, input: SearchInsightsInput) {
   // workspace is used before the membership check has passed; a failed embedding only means the text fallback.
   const emb = await embedder().catch(() => null);
   const queryVector = emb ? embedQuery(emb, input.query).catch(() => null) : Promise.resolve(null);
-  const index = await snapshot(input.workspace_id, await memberAndHead(userId, input.workspace_id));
+  const checked = await memberAndHead(userId, input.workspace_id);
+  const { index, head } = await snapshot(input.workspace_id, checked);
   const filters = { insight_type: input.insight_type, severity: input.severity, min_frequency: input.min_frequency };
   // The BM25 list while the query's embedding is under way, then the vectors and the fusion.
   const lexical = lexicalHits(index, input.query, filters);
@@ -189,9 +238,9 @@ export async function search(userId: string, input: SearchInsightsInput) {
   // The best candidates, with room for a few whose insight turns out to be gone (fetchTop skips those).
   const semantic = emb && q && hasVectors(index, emb.id) ? hybridRank(index, input.query, q, emb.id, filters, 2 * input.limit + 20, lexical) : null;
   const ranked = semantic?.ranked ?? textRank(index.rows, input.query, filters);
-  const { found, gone } = await fetchTop(input.workspace_id, ranked, input.limit);
+  const { found, gone } = await resultsOf(input.workspace_id, ranked, input.limit, new Set([...checked.pending, ...head.pending].map((p) => p.id)));
   return {
-    insights: found.map(({ item, score }) => ({ ...toView(item), score: Math.round(score * 1000) / 1000 })),
+    insights: found.map(({ view, score }) => ({ ...view, score: Math.round(score * 1000) / 1000 })),
     total: (semantic?.total ?? ranked.length) - gone,
     query: input.query,
     mode: semantic ? ("semantic" as const) : ("text" as const),

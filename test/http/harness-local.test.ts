@@ -11,6 +11,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { db } from "../../core/db/service";
+import { asChange } from "../../core/insight/search-index";
 import { runsOf } from "../../core/agent";
 import { call, newWorkspace } from "../support/api";
 import { insightQuoting, notesAsSources } from "../support/sources";
@@ -166,7 +167,8 @@ describe("post-flight repairs (local engine)", () => {
     // The stored quote no longer matches the interview (as an edit by hand or a faulty engine would leave it).
     const { data } = await db().entities.insight.get({ workspace_id: s.ws, id: s.insights.offline }).go();
     const altered = "my notes vanish whenever the signal comes back";
-    await db().entities.insight.patch({ workspace_id: s.ws, id: s.insights.offline }).set({ quotes: [{ ...data!.quotes![0]!, text: altered }] }).go();
+    // Written as every insight write of the service is, as one change of the search snapshot (whose rows search shows).
+    await asChange(s.ws, [s.insights.offline], () => db().entities.insight.patch({ workspace_id: s.ws, id: s.insights.offline }).set({ quotes: [{ ...data!.quotes![0]!, text: altered }] }).go());
 
     const events = await readStream(gw.base, "/api/stream/chat", s.token, { workspace_id: s.ws, prompt: "What do users struggle with when their notes disappear?" });
 

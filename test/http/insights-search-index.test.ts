@@ -4,11 +4,13 @@
  * is never returned and a new one never missed, also by a container that had the workspace cached; a change whose
  * writer died is applied by the next search once stale; a workspace whose insights predate the snapshot gets one on
  * its first search, from the stored insights, without embedding them. A search reads the membership and the snapshot
- * head in one BatchGetItem and the page's insights (their shown attributes only) in a second; a non-member gets 403
- * and no insight is read; a repeated query is not embedded again (the container's query-embedding cache).
+ * head in one BatchGetItem and answers from the snapshot's rows, which follow every change (rating, notes, archive,
+ * text); an insight whose change is under way is read from the table (its shown attributes only); rows stored before
+ * rows carried their view are rewritten by the first search; a non-member gets 403 and no insight is read; a repeated
+ * query is not embedded again (the container's query-embedding cache).
  */
 import { randomUUID } from "node:crypto";
-import { DeleteCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, PutCommand, QueryCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { embedder } from "../../core/ai/select";
 import { Config } from "../../core/config";
@@ -17,7 +19,7 @@ import { db } from "../../core/db/service";
 import { clearSearchCache, search as searchInsights } from "../../core/insight/search";
 import { withRequestScope } from "../../core/context";
 import { requireMember } from "../../core/workspace";
-import { headKey, loadSnapshot, readHead, STALE_PENDING_MS } from "../../core/insight/search-index";
+import { decodeShard, encodeShard, headKey, loadSnapshot, readHead, STALE_PENDING_MS } from "../../core/insight/search-index";
 import { call, newUser, newWorkspace } from "../support/api";
 import { expectEnvelope } from "./_helpers";
 
@@ -45,6 +47,33 @@ beforeAll(async () => {
 }, 60_000);
 
 afterEach(() => vi.restoreAllMocks());
+
+/** The BatchGetItem calls a request makes through the handlers' client: their keys' sort keys and projection. */
+const batchGets = async (fn: () => Promise<unknown>) => {
+  const seen: { sks: string[]; consistent: boolean; projection?: string }[] = [];
+    const other: string[] = [];
+    const stack = dynamoClient().middlewareStack;
+    stack.add(
+      (next, context) => async (args) => {
+        // The low-level command's name; its key attributes plain or marshalled ({ S }) depending on the step.
+        type Sk = { sk: string | { S?: string } };
+        const skOf = (k: Sk | undefined) => (k === undefined ? "" : typeof k.sk === "string" ? k.sk : (k.sk.S ?? "?"));
+        const input = args.input as { RequestItems?: Record<string, { Keys: Sk[]; ConsistentRead?: boolean; ProjectionExpression?: string; ExpressionAttributeNames?: Record<string, string> }>; Key?: Sk };
+        const req = input.RequestItems?.[Config.tableName()];
+        if (context.commandName === "BatchGetItemCommand" && req) {
+          const names = req.ExpressionAttributeNames ?? {};
+          seen.push({ sks: req.Keys.map(skOf), consistent: req.ConsistentRead === true, projection: req.ProjectionExpression?.replace(/#\w+/g, (n) => names[n] ?? n) });
+        } else other.push(`${context.commandName} ${skOf(input.Key)}`);
+        return next(args);
+      },
+      { step: "initialize", name: "testCallRecorder" },
+    );
+    try {
+      return { result: await fn(), seen, other };
+    } finally {
+      stack.remove("testCallRecorder");
+    }
+};
 
 describe("insight search over the workspace's search snapshot", () => {
   it("writes the search vector with the insight, and embeds only the query on a search, cold or warm", async () => {
@@ -142,47 +171,20 @@ describe("insight search over the workspace's search snapshot", () => {
     expect(data.every((i) => typeof i.search_vector === "string")).toBe(true);
   });
 
-  it("checks membership with the snapshot head in one BatchGetItem, then reads the page; a non-member gets 403 and reads nothing", async () => {
-    await create("Reminders arrive after the appointment", "Patients get the text message a day late.");
-    /** The BatchGetItem calls a request makes through the handlers' client: their keys' sort keys and projection. */
-    const batchGets = async (fn: () => Promise<unknown>) => {
-      const seen: { sks: string[]; consistent: boolean; projection?: string }[] = [];
-      const other: string[] = [];
-      const stack = dynamoClient().middlewareStack;
-      stack.add(
-        (next, context) => async (args) => {
-          // The low-level command's name; its key attributes plain or marshalled ({ S }) depending on the step.
-          type Sk = { sk: string | { S?: string } };
-          const skOf = (k: Sk | undefined) => (k === undefined ? "" : typeof k.sk === "string" ? k.sk : (k.sk.S ?? "?"));
-          const input = args.input as { RequestItems?: Record<string, { Keys: Sk[]; ConsistentRead?: boolean; ProjectionExpression?: string; ExpressionAttributeNames?: Record<string, string> }>; Key?: Sk };
-          const req = input.RequestItems?.[Config.tableName()];
-          if (context.commandName === "BatchGetItemCommand" && req) {
-            const names = req.ExpressionAttributeNames ?? {};
-            seen.push({ sks: req.Keys.map(skOf), consistent: req.ConsistentRead === true, projection: req.ProjectionExpression?.replace(/#\w+/g, (n) => names[n] ?? n) });
-          } else other.push(`${context.commandName} ${skOf(input.Key)}`);
-          return next(args);
-        },
-        { step: "initialize", name: "testCallRecorder" },
-      );
-      try {
-        return { result: await fn(), seen, other };
-      } finally {
-        stack.remove("testCallRecorder");
-      }
-    };
+  it("checks membership with the snapshot head in one BatchGetItem and answers from the rows; a non-member gets 403 and reads nothing", async () => {
+    const reminders = await create("Reminders arrive after the appointment", "Patients get the text message a day late.");
     const member = await batchGets(() => search("appointment reminders"));
     const me = (await call("GET", "/api/auth/me", { token: ws.token })).body.id as string;
-    expect(member.seen).toHaveLength(2);
-    expect(member.seen[0]).toEqual({ sks: [`member#${me}`, "searchix#head"], consistent: true, projection: undefined });
-    expect(member.seen[1]!.consistent).toBe(true);
-    expect(member.seen[1]!.sks.every((sk) => sk.startsWith("insight#"))).toBe(true);
-    expect(member.seen[1]!.projection).toContain("description");
-    expect(member.seen[1]!.projection).not.toContain("vector");
-    expect(member.other.filter((c) => c.includes("member#") || c.includes("searchix#"))).toEqual([]);
+    // One BatchGet: the membership with the head. The results come from the snapshot's rows, no insight is read.
+    expect(member.seen).toEqual([{ sks: [`member#${me}`, "searchix#head"], consistent: true, projection: undefined }]);
+    expect(member.other.filter((c) => c.includes("member#") || c.includes("searchix#") || c.includes("insight#"))).toEqual([]);
     const res = member.result as Awaited<ReturnType<typeof search>>;
     expect(res.status, res.text).toBe(200);
-    expect(res.body.insights.length).toBe(member.seen[1]!.sks.length);
-    expect(res.body.insights[0]).toMatchObject({ title: "Reminders arrive after the appointment", quotes: [], source_ids: [] });
+    expect(found(res)[0]).toBe(reminders);
+    // The result is the insight as GET /api/insights/{id} shows it, with its score.
+    const { score, ...shown } = res.body.insights[0] as { score: number };
+    expect(score).toBeGreaterThan(0);
+    expect(shown).toEqual((await call("GET", `/api/insights/${reminders}`, { token: ws.token })).body);
 
     const outsider = await newUser();
     const denied = await batchGets(() => call("POST", "/api/insights/search", { token: outsider.token, body: { workspace_id: ws.workspaceId, query: "appointment reminders" } }));
@@ -196,11 +198,70 @@ describe("insight search over the workspace's search snapshot", () => {
         return searchInsights(me, { workspace_id: ws.workspaceId, query: "appointment reminders", limit: 10 });
       }),
     );
-    // The membership once (requireMember), then the head alone by a GetItem; the only BatchGet is the result page.
+    // The membership once (requireMember), then the head alone by a GetItem; nothing else.
     expect(inScope.other.filter((c) => c.includes("member#") || c.includes("searchix#"))).toEqual([`GetItemCommand member#${me}`, "GetItemCommand searchix#head"]);
-    expect(inScope.seen).toHaveLength(1);
-    expect(inScope.seen[0]!.sks.every((sk) => sk.startsWith("insight#"))).toBe(true);
+    expect(inScope.seen).toEqual([]);
     expect((inScope.result as { insights: { id: string }[] }).insights.map((i) => i.id)).toEqual(found(res));
+  });
+
+  it("shows every change in its results at once: rating, notes, archive, new text", async () => {
+    const id = await create("Calendar sync drops recurring events", "Weekly meetings vanish after a sync.");
+    const shown = async () => (await search("recurring calendar events")).body.insights.find((i: { id: string }) => i.id === id);
+    expect(await shown()).toMatchObject({ rating: null, notes: null, is_archived: false });
+    expect((await call("PATCH", `/api/insights/${id}`, { token: ws.token, body: { rating: 4, notes: "Seen in three interviews" } })).status).toBe(200);
+    expect(await shown()).toMatchObject({ rating: 4, notes: "Seen in three interviews" });
+    expect((await call("POST", "/api/insights/batch", { token: ws.token, body: { workspace_id: ws.workspaceId, insight_ids: [id], action: "archive" } })).status).toBe(200);
+    expect(await shown()).toMatchObject({ is_archived: true, rating: 4 });
+    expect((await call("PATCH", `/api/insights/${id}`, { token: ws.token, body: { title: "Recurring calendar events disappear" } })).status).toBe(200);
+    const after = await shown();
+    expect(after).toMatchObject({ title: "Recurring calendar events disappear", is_archived: true });
+    expect(after.updated_at).toBe((await call("GET", `/api/insights/${id}`, { token: ws.token })).body.updated_at);
+  });
+
+  it("reads an insight whose change is under way from the table, not from its row", async () => {
+    const id = await create("Dark mode resets on restart", "The theme goes back to light.");
+    expect(found(await search("dark mode theme"))).toContain(id); // this container holds the workspace now
+    // A change under way (begun, written, not yet applied): the pending entry and the insight's new text.
+    await dynamoClient().send(new UpdateCommand({
+      TableName: Config.tableName(), Key: headKey(ws.workspaceId),
+      UpdateExpression: "ADD pending :p", ExpressionAttributeValues: { ":p": new Set([`${id}@${Date.now()}`]) },
+    }));
+    await db().entities.insight.patch({ workspace_id: ws.workspaceId, id }).set({ description: "The theme goes back to light after every restart." }).go();
+    const under = await batchGets(() => search("dark mode theme"));
+    const res = under.result as Awaited<ReturnType<typeof search>>;
+    expect(res.body.insights.find((i: { id: string }) => i.id === id)).toMatchObject({ description: "The theme goes back to light after every restart." });
+    // The head with the membership, then that insight alone, with the shown attributes only.
+    expect(under.seen).toHaveLength(2);
+    expect(under.seen[1]).toMatchObject({ sks: [`insight#${id}`], consistent: true });
+    expect(under.seen[1]!.projection).not.toContain("vector");
+    await dynamoClient().send(new UpdateCommand({
+      TableName: Config.tableName(), Key: headKey(ws.workspaceId),
+      UpdateExpression: "DELETE pending :p", ExpressionAttributeValues: { ":p": new Set((await readHead(ws.workspaceId)).pending.map((p) => p.entry)) },
+    }));
+  });
+
+  it("rewrites rows stored before rows carried their view on the first search that loads them", async () => {
+    const { owner, workspace } = await newWorkspace("Rows of an older format");
+    const ask = () => call("POST", "/api/insights/search", { token: owner.token, body: { workspace_id: workspace.id, query: "onboarding checklist" } });
+    const made = await call("POST", "/api/insights", { token: owner.token, body: { workspace_id: workspace.id, insight_type: "pain_point", title: "The onboarding checklist is hidden", description: "New users never find it.", impact: "Slower activation" } });
+    expect(made.status, made.text).toBe(201);
+    // Strip the views from every stored shard page, as a deployment before views wrote them (rev unchanged).
+    const { Items = [] } = await dynamoClient().send(new QueryCommand({
+      TableName: Config.tableName(), KeyConditionExpression: "pk = :pk AND begins_with(sk, :s)", ExpressionAttributeValues: { ":pk": `ws#${workspace.id}`, ":s": "searchix#s#" },
+    }));
+    expect(Items.length).toBeGreaterThan(0);
+    for (const item of Items) {
+      const rows = decodeShard(item.blob as Uint8Array);
+      expect(rows.every((r) => r.view !== null)).toBe(true);
+      await dynamoClient().send(new PutCommand({ TableName: Config.tableName(), Item: { ...item, blob: encodeShard(rows.map((r) => ({ ...r, view: null }))) } }));
+    }
+    const version = (await readHead(workspace.id)).version;
+    clearSearchCache();
+    const res = await ask();
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.insights[0]).toMatchObject({ id: made.body.id, impact: "Slower activation", quotes: [], source_ids: [] });
+    expect((await loadSnapshot(workspace.id)).rows.every((r) => r.view !== null)).toBe(true);
+    expect((await readHead(workspace.id)).version).toBe(version + 1);
   });
 
   it("does not embed a repeated query again in the same container (the vector of a text never changes)", async () => {

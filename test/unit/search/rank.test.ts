@@ -15,7 +15,7 @@ function row(id: string, title: string, description: string, vector: Float32Arra
   const q = vector ? quantizeInt8(vector) : null;
   return {
     id, title, description, insight_type: "pain_point", severity: "medium", frequency: 1, created_at: `2026-01-01T00:00:0${id.length % 10}Z`,
-    embedder_id: q ? "emb" : null, codes: q?.codes ?? null, scale: q?.scale ?? 0, ...extra,
+    embedder_id: q ? "emb" : null, codes: q?.codes ?? null, scale: q?.scale ?? 0, view: null, ...extra,
   };
 }
 
@@ -111,8 +111,12 @@ describe("hybrid ranking", () => {
 });
 
 describe("shard blobs", () => {
-  it("round-trip rows with and without vectors", () => {
-    const rows = [row("a", "Title ✓ “quoted”", "d".repeat(3000), unit(1)), row("b", "No vector", "", null), row("c", "Short", "x", unit(2, 8))];
+  it("round-trip rows with and without vectors, with and without their view", () => {
+    const view = {
+      source_ids: ["s1"], quotes: [{ text: "“It froze”", source_id: "s1", speaker: null }], mention_count: 2, impact: null,
+      is_archived: true, notes: "n", rating: 4, updated_at: "2026-01-02T00:00:00Z", description: "long ".repeat(10),
+    };
+    const rows = [row("a", "Title ✓ “quoted”", "d".repeat(3000), unit(1), { view }), row("b", "No vector", "", null), row("c", "Short", "x", unit(2, 8))];
     const back = decodeShard(encodeShard(rows));
     expect(back).toEqual(rows);
     expect(decodeShard(encodeShard([]))).toEqual([]);

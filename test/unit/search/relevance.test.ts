@@ -26,7 +26,7 @@ beforeAll(async () => {
     const vectors = await embedder.embed(insights.map(searchText));
     const rows: SearchRow[] = insights.map((i, k) => {
       const q = quantizeInt8(vectors[k]!);
-      return { id: i.key, insight_type: i.insight_type, severity: i.severity, frequency: i.frequency, created_at: "2026-11-26T00:00:00.000Z", title: i.title, description: i.description, embedder_id: embedder.id, codes: q.codes, scale: q.scale };
+      return { id: i.key, insight_type: i.insight_type, severity: i.severity, frequency: i.frequency, created_at: "2026-11-26T00:00:00.000Z", title: i.title, description: i.description, embedder_id: embedder.id, codes: q.codes, scale: q.scale, view: null };
     });
     indexes.set(workspace, buildIndex(rows));
   }

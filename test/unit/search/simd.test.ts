@@ -72,7 +72,7 @@ describe("WebAssembly SIMD scoring of int8 search vectors", () => {
       const q = quantizeInt8(unit(i, 512));
       return {
         id: `i${i}`, title: `insight ${i} about ${i % 3 ? "login" : "export"}`, description: "text", insight_type: "pain_point", severity: "medium",
-        frequency: 1, created_at: "2026-01-01T00:00:00Z", embedder_id: "emb", codes: q.codes, scale: q.scale,
+        frequency: 1, created_at: "2026-01-01T00:00:00Z", embedder_id: "emb", codes: q.codes, scale: q.scale, view: null,
       };
     });
     const withSimd = buildIndex(rows);
