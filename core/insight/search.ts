@@ -61,7 +61,7 @@ function remember(workspaceId: string, entry: Cached): void {
  * are rewritten once. Nothing is embedded here.
  * @returns the indexed rows and the head they are as of (read again when any of that work was done)
  */
-async function snapshot(workspaceId: string, first: SnapshotHead): Promise<{ index: RankIndex; head: SnapshotHead }> {
+async function snapshot(workspaceId: string, first: SnapshotHead, refreshed = false): Promise<{ index: RankIndex; head: SnapshotHead }> {
   let head = first;
   if (!head.built) {
     const ids = (await partitionKeys(`ws#${workspaceId}`, "insight#")).map((k) => k.sk.slice("insight#".length));
@@ -86,10 +86,11 @@ async function snapshot(workspaceId: string, first: SnapshotHead): Promise<{ ind
   }
   const { rows, lexical } = loaded;
   // Rows stored before rows carried their view: rewritten once from their insights, then the snapshot read again.
+  // Once per search: a row still without one (written meanwhile by an older deployment) is read from the table.
   const old = rows.filter((r) => !r.view).map((r) => r.id);
-  if (old.length > 0) {
+  if (old.length > 0 && !refreshed) {
     await refreshRows(workspaceId, old);
-    return snapshot(workspaceId, await readHead(workspaceId));
+    return snapshot(workspaceId, await readHead(workspaceId), true);
   }
   const current = lexical?.version === head.version ? lexical.json : undefined;
   const index = buildIndex(rows, current);
