@@ -4,24 +4,33 @@ import { dynamoClient } from "./client";
 
 type Key = { pk: string; sk: string };
 
-/** All keys of a partition, optionally only those whose sort key starts with `skPrefix` (strongly consistent Query). */
-export async function partitionKeys(pk: string, skPrefix?: string): Promise<Key[]> {
-  const keys: Key[] = [];
+/**
+ * Every item of a partition, optionally only those whose sort key starts with `skPrefix`: one strongly consistent
+ * Query, followed page by page (1 MB each), as the document client returns the items (raw attributes).
+ * @param projection a `ProjectionExpression` of plain attribute names (none: whole items)
+ */
+export async function queryPrefix(pk: string, skPrefix?: string, projection?: string): Promise<Record<string, unknown>[]> {
+  const items: Record<string, unknown>[] = [];
   let start: Record<string, unknown> | undefined;
   do {
     const input: QueryCommandInput = {
       TableName: Config.tableName(),
       KeyConditionExpression: skPrefix ? "pk = :pk AND begins_with(sk, :sk)" : "pk = :pk",
       ExpressionAttributeValues: skPrefix ? { ":pk": pk, ":sk": skPrefix } : { ":pk": pk },
-      ProjectionExpression: "pk, sk",
+      ...(projection ? { ProjectionExpression: projection } : {}),
       ConsistentRead: true,
       ExclusiveStartKey: start,
     };
     const page = await dynamoClient().send(new QueryCommand(input));
-    for (const item of page.Items ?? []) keys.push({ pk: item.pk as string, sk: item.sk as string });
+    items.push(...(page.Items ?? []));
     start = page.LastEvaluatedKey;
   } while (start);
-  return keys;
+  return items;
+}
+
+/** All keys of a partition, optionally only those whose sort key starts with `skPrefix` (strongly consistent Query). */
+export async function partitionKeys(pk: string, skPrefix?: string): Promise<Key[]> {
+  return (await queryPrefix(pk, skPrefix, "pk, sk")).map((item) => ({ pk: item.pk as string, sk: item.sk as string }));
 }
 
 /**

@@ -40,10 +40,12 @@
  */
 import { createHash } from "node:crypto";
 import { deflateRawSync, inflateRawSync } from "node:zlib";
-import { BatchGetCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { ConditionalCheckFailedException, TransactionCanceledException } from "@aws-sdk/client-dynamodb";
 import { Config } from "../config";
 import { dynamoClient } from "../db/client";
+import { consistentBatchGet } from "../db/batch-get";
+import { queryPrefix } from "../db/partition";
 import type { Embedder } from "../ai/ports";
 import { decodeInt8, encodeInt8, quantizeInt8 } from "../ai/vectors";
 import { toView, type InsightItem } from "./view";
@@ -354,17 +356,12 @@ export async function asChange<T>(workspaceId: string, ids: string[], write: () 
 // ---------------------------------------------------------------------------------------------------------------
 // Applying rows
 
+/** The insights of `ids` as they are now (strongly consistent BatchGets of 100), by id; missing ones are absent. */
 async function readInsights(workspaceId: string, ids: string[]): Promise<Map<string, InsightRecord>> {
   const found = new Map<string, InsightRecord>();
   for (let i = 0; i < ids.length; i += 100) {
-    let keys: Record<string, unknown>[] = ids.slice(i, i + 100).map((id) => ({ pk: pk(workspaceId), sk: `insight#${id}` }));
-    for (let attempt = 0; keys.length; attempt++) {
-      if (attempt > 8) throw new Error(`DynamoDB left ${keys.length} insight reads unprocessed`);
-      if (attempt) await new Promise((r) => setTimeout(r, 20 * 2 ** attempt));
-      const out = await dynamoClient().send(new BatchGetCommand({ RequestItems: { [Config.tableName()]: { Keys: keys, ConsistentRead: true } } }));
-      for (const item of out.Responses?.[Config.tableName()] ?? []) found.set(item.id as string, item as InsightRecord);
-      keys = (out.UnprocessedKeys?.[Config.tableName()]?.Keys as Record<string, unknown>[] | undefined) ?? [];
-    }
+    const keys = ids.slice(i, i + 100).map((id) => ({ pk: pk(workspaceId), sk: `insight#${id}` }));
+    for (const item of await consistentBatchGet(Config.tableName(), keys)) found.set(item.id as string, item as InsightRecord);
   }
   return found;
 }
@@ -414,24 +411,8 @@ async function writeShard(workspaceId: string, shard: number, rows: SearchRow[],
   }
 }
 
-async function queryAll(workspaceId: string, skPrefix: string): Promise<Record<string, unknown>[]> {
-  const items: Record<string, unknown>[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await dynamoClient().send(
-      new QueryCommand({
-        TableName: Config.tableName(),
-        KeyConditionExpression: "pk = :pk AND begins_with(sk, :sk)",
-        ExpressionAttributeValues: { ":pk": pk(workspaceId), ":sk": skPrefix },
-        ConsistentRead: true,
-        ExclusiveStartKey: start,
-      }),
-    );
-    items.push(...(page.Items ?? []));
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return items;
-}
+/** The snapshot's items of a workspace whose sort key starts with `skPrefix` (strongly consistent). */
+const queryAll = (workspaceId: string, skPrefix: string) => queryPrefix(pk(workspaceId), skPrefix);
 
 /** Rewrite the rows of `ids` from the insights as they are now; with an embedder, backfill missing vectors. */
 async function applyRows(workspaceId: string, ids: string[], embedder?: Embedder): Promise<void> {
