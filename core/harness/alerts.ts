@@ -11,7 +11,7 @@
  * - it carries a redaction marker ([redacted], ███, …): warning.
  * Each issue is reported once, at the first checkpoint that sees it. The post-flight verifier decides; these only warn.
  */
-import { REDACTION_RE } from "../ai/synthesis/naming";
+import { REDACTION_RE } from "../ai/synthesis/markers";
 import { citesAnything, quotedSpans, quoteKey } from "./claims";
 import type { Send } from "./events";
 import type { WorkspaceSnapshot } from "./profile";

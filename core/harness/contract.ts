@@ -14,7 +14,7 @@
  * - the answer (chat, missions, and every stream's report): not empty; an answer drawn from evidence (the run read
  *   insights or sources) cites at least one id; every block quote (`> …`) cites its source or insight.
  */
-import { isStockTitle, REDACTION_RE } from "../ai/synthesis/naming";
+import { isStockTitle, REDACTION_RE } from "../ai/synthesis/markers";
 import { statementsOf } from "./claims";
 
 /** What a judged run is, for its contract (spec 02 harness_contract `workflow_type`). */

@@ -13,7 +13,7 @@
  *   recommendation and insights, with the instruction to include the section (a user's "without X" does not remove a
  *   section its type's contract requires), saved with an `ai_draft` revision that says why.
  */
-import { REDACTION_RE } from "../ai/synthesis/naming";
+import { REDACTION_RE } from "../ai/synthesis/markers";
 import { model } from "../ai/select";
 import type { CallUsage } from "../ai/ports";
 import { db } from "../db/service";

@@ -11,12 +11,17 @@ import * as Research from "../research";
 import { getObject } from "../storage";
 import { aiEngine, embedder, isModelEngine, model } from "../ai/select";
 import { decodeVector, encodeVector } from "../ai/vectors";
-import { groundQuotes, synthesize as localSynthesize, type InsightDraft, type SynthesisSource } from "../ai/synthesis";
-import { synthesizeWithModel } from "../ai/synthesis/bedrock";
+import { groundQuotes } from "../ai/synthesis/quotes";
+import type { InsightDraft, SynthesisSource } from "../ai/synthesis";
 import type { StoredMentions } from "../pipeline/mentions";
 import { allOf, toView, type InsightItem } from "./index";
 import { asChange, searchText, searchVectorFields } from "./search-index";
 import type { SynthesizeInput } from "./schema";
+
+// The engines load when a synthesis runs, not at import: the local one carries wink's 3.6 MB language model, which a
+// refused request (membership, plan, unknown source) or a copilot chat never needs (issue #24 cold starts).
+const LocalEngine = () => import("../ai/synthesis");
+const ModelEngine = () => import("../ai/synthesis/bedrock");
 
 /** Synthesis requests per user per minute (spec 01 Limits). */
 export const SYNTHESIS_RATE_PER_MINUTE = 10;
@@ -153,11 +158,11 @@ export async function synthesize(userId: string, input: SynthesizeInput, opts: A
       { workspaceId: input.workspace_id, userId, runId: runIdFor(opts), agentType: "synthesis", toolName: "synthesize", engine, input: { source_ids: ids, synthesis_type: input.synthesis_type } },
       async (usage) => {
         if (isModelEngine(engine)) {
-          const result = await synthesizeWithModel({ sources, model: (await model())!, embedder: emb, existing });
+          const result = await (await ModelEngine()).synthesizeWithModel({ sources, model: (await model())!, embedder: emb, existing });
           if (result.usage) usage.add(result.usage);
           return result;
         }
-        return localSynthesize({ sources, embedder: emb, existing });
+        return (await LocalEngine()).synthesize({ sources, embedder: emb, existing });
       },
       (r) => ({ insights: r.insights.map((i) => i.title), stats: r.stats }),
     );

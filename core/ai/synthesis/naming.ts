@@ -20,6 +20,7 @@
 import { mentionCues, type InsightType } from "./classify";
 import { signInAt, type Token } from "./nlp";
 import type { MentionSpan } from "./mentions";
+import { REDACTION_RE, STOCK_PREFIXES } from "./markers";
 
 /** Leading adjectives that carry no topic ("good notebook" → "notebook"). */
 const GENERIC_ADJ = new Set([
@@ -305,20 +306,8 @@ export function titleFor(type: InsightType, positive: boolean, top: RankedPhrase
 // Sentence titles: the finding in a participant's own clause, compressed (issue #11 item 3)
 // ---------------------------------------------------------------------------------------------------------------
 
-/**
- * Redaction markers and template placeholders: "REDACTED", "[redacted]", "[Name]", "XXX", "***", "<name>",
- * "{name}", "█". Text carrying one never names a theme (it is what was removed, not what was said).
- */
-export const REDACTION_RE =
-  /\bredacted\b|\[\s*(?:redacted|removed|name|first name|last name|email|phone|address|participant|org(?:anization)?|company|location|date)[^\]]{0,20}\]|\bx{3,}\b|\*{3,}|<\s*(?:name|redacted|email|phone|person|org|company|location|participant)[^>]{0,20}>|\{\s*(?:name|redacted|email|phone|person|org|company|location|participant)[^}]{0,20}\}|█/i;
-
-/** Stock title prefixes of the keyphrase templates (`titleFor`): a title starting with one is "a template over keywords". */
-export const STOCK_PREFIXES = ["Users struggle with", "Users ask for", "Unmet need:", "How users work with", "Users value", "Feedback on", "Users want"] as const;
-
-/** Whether a title is one of the keyphrase templates rather than a sentence from the evidence. */
-export function isStockTitle(title: string): boolean {
-  return STOCK_PREFIXES.some((p) => title.startsWith(p));
-}
+// REDACTION_RE, STOCK_PREFIXES and isStockTitle live in markers.ts (the harness imports them without the NLP).
+export { REDACTION_RE, STOCK_PREFIXES, isStockTitle } from "./markers";
 
 /** One mention as the title builder sees it. */
 export interface TitleMention {

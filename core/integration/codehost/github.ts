@@ -6,19 +6,27 @@
  * queued work turns into a message delay. The plugin's shared limiters still pace this process's calls (a second
  * between writes, two between code searches: GitHub's content-creation and search limits).
  */
-import { Octokit as Core } from "@octokit/core";
-import { restEndpointMethods } from "@octokit/plugin-rest-endpoint-methods";
-import { retry } from "@octokit/plugin-retry";
-import { throttling } from "@octokit/plugin-throttling";
 import { Config } from "../../config";
 import { ProviderError } from "../errors";
 import type { CodeHost, IssueRef, IssueSnapshot, PullRequestRef, RepoInfo, TreeEntry } from "./port";
 
-const Octokit = Core.plugin(restEndpointMethods, retry, throttling);
-type Client = InstanceType<typeof Octokit>;
+// Octokit and its plugins load with the first GitHub call, not with every Lambda that reaches this port (issue #24
+// cold starts); the class is composed once per container.
+const composeOctokit = async () => {
+  const [{ Octokit: Core }, { restEndpointMethods }, { retry }, { throttling }] = await Promise.all([
+    import("@octokit/core"),
+    import("@octokit/plugin-rest-endpoint-methods"),
+    import("@octokit/plugin-retry"),
+    import("@octokit/plugin-throttling"),
+  ]);
+  return Core.plugin(restEndpointMethods, retry, throttling);
+};
+let composed: ReturnType<typeof composeOctokit> | undefined;
+type Client = InstanceType<Awaited<ReturnType<typeof composeOctokit>>>;
 
 /** A GitHub client for one access token. */
-export function githubClient(accessToken: string): Client {
+export async function githubClient(accessToken: string): Promise<Client> {
+  const Octokit = await (composed ??= composeOctokit());
   return new Octokit({
     auth: accessToken,
     baseUrl: Config.githubApiUrl(),
@@ -79,16 +87,18 @@ async function call<T>(fn: () => Promise<T>): Promise<T> {
 
 /** The `CodeHost` port over one GitHub token. */
 export function github(accessToken: string): CodeHost {
-  const gh = githubClient(accessToken);
+  // Made by the first call, which loads Octokit.
+  let made: Promise<Client> | undefined;
+  const gh = () => (made ??= githubClient(accessToken));
   return {
     async viewer() {
-      const { data } = await call(() => gh.rest.users.getAuthenticated());
+      const { data } = await call(async () => (await gh()).rest.users.getAuthenticated());
       return { login: data.login, avatar_url: data.avatar_url ?? null };
     },
 
     async listRepos(page) {
       const perPage = 100;
-      const { data } = await call(() => gh.rest.repos.listForAuthenticatedUser({ per_page: perPage, page, sort: "full_name" }));
+      const { data } = await call(async () => (await gh()).rest.repos.listForAuthenticatedUser({ per_page: perPage, page, sort: "full_name" }));
       const repos: RepoInfo[] = data.map((r) => ({
         full_name: r.full_name, name: r.name, owner: r.owner.login, private: r.private, description: r.description ?? null,
         default_branch: r.default_branch ?? null, html_url: r.html_url,
@@ -99,14 +109,14 @@ export function github(accessToken: string): CodeHost {
     async createIssue(repo, input) {
       // Never retried here: a create whose answer was lost may have created the issue, and a blind retry would make
       // a second one. Callers that must not duplicate search for their marker first (findIssueByMarker).
-      const { data } = await call(() => gh.rest.issues.create({ ...split(repo), title: input.title, body: input.body, labels: input.labels, request: { retries: 0 } }));
+      const { data } = await call(async () => (await gh()).rest.issues.create({ ...split(repo), title: input.title, body: input.body, labels: input.labels, request: { retries: 0 } }));
       return { number: data.number, url: data.html_url, title: data.title };
     },
 
     async findIssueByMarker(repo, marker, { since, creator }) {
       // The REST list (not search, whose index lags) of the creator's issues touched since the attempt began.
       for (let page = 1; page <= MAX_PAGES; page++) {
-        const { data } = await call(() => gh.rest.issues.listForRepo({ ...split(repo), creator, since, state: "all", per_page: 100, page }));
+        const { data } = await call(async () => (await gh()).rest.issues.listForRepo({ ...split(repo), creator, since, state: "all", per_page: 100, page }));
         const hit = data.find((i) => !i.pull_request && (i.body ?? "").includes(marker));
         if (hit) return { number: hit.number, url: hit.html_url, title: hit.title };
         if (data.length < 100) break;
@@ -116,7 +126,7 @@ export function github(accessToken: string): CodeHost {
 
     async getIssue(repo, number, etag) {
       try {
-        const res = await gh.rest.issues.get({ ...split(repo), issue_number: number, headers: etag ? { "if-none-match": etag } : {} });
+        const res = await (await gh()).rest.issues.get({ ...split(repo), issue_number: number, headers: etag ? { "if-none-match": etag } : {} });
         const i = res.data;
         const snapshot: IssueSnapshot = {
           number: i.number, url: i.html_url, title: i.title, state: i.state === "closed" ? "closed" : "open",
@@ -133,7 +143,7 @@ export function github(accessToken: string): CodeHost {
     async linkedPullRequest(repo, number) {
       const events: unknown[] = [];
       for (let page = 1; page <= MAX_PAGES; page++) {
-        const { data } = await call(() => gh.rest.issues.listEventsForTimeline({ ...split(repo), issue_number: number, per_page: 100, page }));
+        const { data } = await call(async () => (await gh()).rest.issues.listEventsForTimeline({ ...split(repo), issue_number: number, per_page: 100, page }));
         events.push(...data);
         if (data.length < 100) break;
       }
@@ -145,7 +155,7 @@ export function github(accessToken: string): CodeHost {
     },
 
     async getFile(repo, path) {
-      const { data } = await call(() => gh.rest.repos.getContent({ ...split(repo), path }));
+      const { data } = await call(async () => (await gh()).rest.repos.getContent({ ...split(repo), path }));
       if (Array.isArray(data) || data.type !== "file") throw new ProviderError("not_found", `${path} is not a file`);
       const file = data as { content?: string; encoding?: string; sha: string; size: number; path: string; download_url: string | null };
       if (file.encoding !== "base64" || file.content === undefined || (file.content === "" && file.size > 0)) {
@@ -156,13 +166,13 @@ export function github(accessToken: string): CodeHost {
     },
 
     async getReadme(repo) {
-      const { data } = await call(() => gh.rest.repos.getReadme(split(repo)));
+      const { data } = await call(async () => (await gh()).rest.repos.getReadme(split(repo)));
       return { path: data.path, sha: data.sha, size: data.size, bytes: Buffer.from(data.content ?? "", "base64") };
     },
 
     async listTree(repo, path, depth) {
-      const { data: info } = await call(() => gh.rest.repos.get(split(repo)));
-      const { data } = await call(() => gh.rest.git.getTree({ ...split(repo), tree_sha: info.default_branch, recursive: "1" }));
+      const { data: info } = await call(async () => (await gh()).rest.repos.get(split(repo)));
+      const { data } = await call(async () => (await gh()).rest.git.getTree({ ...split(repo), tree_sha: info.default_branch, recursive: "1" }));
       const prefix = path.replace(/^\/+|\/+$/g, "");
       const entries: TreeEntry[] = [];
       for (const t of data.tree) {
@@ -178,8 +188,8 @@ export function github(accessToken: string): CodeHost {
 
     async searchCode(repo, query, pathFilter, max) {
       const q = [query, `repo:${repo}`, pathFilter ? `path:${pathFilter}` : ""].filter(Boolean).join(" ");
-      const { data } = await call(() =>
-        gh.rest.search.code({ q, per_page: Math.min(100, max), headers: { accept: "application/vnd.github.text-match+json" } }),
+      const { data } = await call(async () =>
+        (await gh()).rest.search.code({ q, per_page: Math.min(100, max), headers: { accept: "application/vnd.github.text-match+json" } }),
       );
       return {
         total: data.total_count,
@@ -191,7 +201,7 @@ export function github(accessToken: string): CodeHost {
     },
 
     async listCommits(repo, opts) {
-      const { data } = await call(() => gh.rest.repos.listCommits({ ...split(repo), per_page: opts.limit, ...(opts.path ? { path: opts.path } : {}), ...(opts.since ? { since: opts.since } : {}) }));
+      const { data } = await call(async () => (await gh()).rest.repos.listCommits({ ...split(repo), per_page: opts.limit, ...(opts.path ? { path: opts.path } : {}), ...(opts.since ? { since: opts.since } : {}) }));
       return data.map((c) => ({
         sha: c.sha, message: c.commit.message, author: c.commit.author?.name ?? c.author?.login ?? null,
         date: c.commit.author?.date ?? c.commit.committer?.date ?? null, url: c.html_url,
@@ -199,7 +209,7 @@ export function github(accessToken: string): CodeHost {
     },
 
     async listPulls(repo, state, limit) {
-      const { data } = await call(() => gh.rest.pulls.list({ ...split(repo), state, per_page: limit }));
+      const { data } = await call(async () => (await gh()).rest.pulls.list({ ...split(repo), state, per_page: limit }));
       return data.map((p): PullRequestRef => ({
         number: p.number, title: p.title, state: p.state, author: p.user?.login ?? null, url: p.html_url,
         created_at: p.created_at, updated_at: p.updated_at, draft: p.draft ?? false,

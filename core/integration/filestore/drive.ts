@@ -5,10 +5,14 @@
  * and a 429 (or Drive's 403 `rateLimitExceeded` / `userRateLimitExceeded`) comes back as a `ProviderError`
  * `rate_limited` with Google's `Retry-After` when it sends one.
  */
-import { drive, type drive_v3 } from "@googleapis/drive";
+import type { drive_v3 } from "@googleapis/drive";
 import { Config } from "../../config";
 import { ProviderError } from "../errors";
 import type { FileInfo, FileStore } from "./port";
+
+// The Drive client and Google's auth library load with the first Drive call, not with every Lambda that reaches this
+// port (issue #24 cold starts).
+const GoogleDrive = () => import("@googleapis/drive");
 
 export const FOLDER_MIME = "application/vnd.google-apps.folder";
 /** The `appProperties` key that carries a pending action's id on the file it created (replay-safe writes). */
@@ -72,7 +76,8 @@ const toInfo = (f: drive_v3.Schema$File): FileInfo => ({
 const rootUrl = () => `${Config.googleApiUrl()}/`;
 
 /** A Drive v3 client for one access token, rooted at GOOGLE_API_URL. */
-export function driveClient(accessToken: string): drive_v3.Drive {
+export async function driveClient(accessToken: string): Promise<drive_v3.Drive> {
+  const { drive } = await GoogleDrive();
   return drive({
     version: "v3",
     rootUrl: rootUrl(),
@@ -84,56 +89,58 @@ export function driveClient(accessToken: string): drive_v3.Drive {
 
 /** The `FileStore` port over one Google access token. */
 export function googleDrive(accessToken: string): FileStore {
-  const d = driveClient(accessToken);
+  // Made by the first call, which loads the Drive client.
+  let made: Promise<drive_v3.Drive> | undefined;
+  const d = () => (made ??= driveClient(accessToken));
   const bytes = (data: unknown): Buffer => Buffer.from(data as ArrayBuffer);
   // The upload address (`/upload/drive/v3/...`) is built from the call's own options, not the client's: without
   // this, uploads would go to www.googleapis.com whatever GOOGLE_API_URL says.
   const UPLOAD = { rootUrl: rootUrl() };
   return {
     async about() {
-      const { data } = await call(() => d.about.get({ fields: "user(displayName,emailAddress,photoLink)" }));
+      const { data } = await call(async () => (await d()).about.get({ fields: "user(displayName,emailAddress,photoLink)" }));
       return { email: data.user?.emailAddress ?? null, name: data.user?.displayName ?? null, avatar_url: data.user?.photoLink ?? null };
     },
 
     async search(query, limit) {
       const q = `(name contains ${quote(query)} or fullText contains ${quote(query)}) and trashed = false`;
-      const { data } = await call(() => d.files.list({ q, pageSize: limit, orderBy: "modifiedTime desc", fields: `nextPageToken,files(${FILE_FIELDS})`, spaces: "drive" }));
+      const { data } = await call(async () => (await d()).files.list({ q, pageSize: limit, orderBy: "modifiedTime desc", fields: `nextPageToken,files(${FILE_FIELDS})`, spaces: "drive" }));
       return { files: (data.files ?? []).map(toInfo), hasMore: Boolean(data.nextPageToken) };
     },
 
     async listFolder(folderId, limit, pageToken) {
       const q = `${quote(folderId)} in parents and trashed = false`;
-      const { data } = await call(() =>
-        d.files.list({ q, pageSize: limit, orderBy: "folder,name", fields: `nextPageToken,files(${FILE_FIELDS})`, ...(pageToken ? { pageToken } : {}) }),
+      const { data } = await call(async () =>
+        (await d()).files.list({ q, pageSize: limit, orderBy: "folder,name", fields: `nextPageToken,files(${FILE_FIELDS})`, ...(pageToken ? { pageToken } : {}) }),
       );
       return { files: (data.files ?? []).map(toInfo), nextPageToken: data.nextPageToken ?? null };
     },
 
     async metadata(fileId) {
-      const { data } = await call(() => d.files.get({ fileId, fields: FILE_FIELDS }));
+      const { data } = await call(async () => (await d()).files.get({ fileId, fields: FILE_FIELDS }));
       return toInfo(data);
     },
 
     async download(fileId) {
-      const res = await call(() => d.files.get({ fileId, alt: "media" }, { responseType: "arraybuffer" }));
+      const res = await call(async () => (await d()).files.get({ fileId, alt: "media" }, { responseType: "arraybuffer" }));
       return bytes(res.data);
     },
 
     async export(fileId, mimeType) {
-      const res = await call(() => d.files.export({ fileId, mimeType }, { responseType: "arraybuffer" }));
+      const res = await call(async () => (await d()).files.export({ fileId, mimeType }, { responseType: "arraybuffer" }));
       return bytes(res.data);
     },
 
     async findByMarker(marker) {
       const q = `appProperties has { key=${quote(MARKER_KEY)} and value=${quote(marker)} } and trashed = false`;
-      const { data } = await call(() => d.files.list({ q, pageSize: 1, fields: `files(${FILE_FIELDS})` }));
+      const { data } = await call(async () => (await d()).files.list({ q, pageSize: 1, fields: `files(${FILE_FIELDS})` }));
       const hit = data.files?.[0];
       return hit ? toInfo(hit) : null;
     },
 
     async create({ name, content, mimeType, folderId, marker }) {
-      const { data } = await call(() =>
-        d.files.create({
+      const { data } = await call(async () =>
+        (await d()).files.create({
           requestBody: { name, mimeType, ...(folderId ? { parents: [folderId] } : {}), appProperties: { [MARKER_KEY]: marker } },
           media: { mimeType, body: content },
           fields: FILE_FIELDS,
@@ -143,8 +150,8 @@ export function googleDrive(accessToken: string): FileStore {
     },
 
     async update(fileId, { content, mimeType, name }) {
-      const { data } = await call(() =>
-        d.files.update({ fileId, ...(name ? { requestBody: { name } } : {}), media: { mimeType, body: content }, fields: FILE_FIELDS }, UPLOAD),
+      const { data } = await call(async () =>
+        (await d()).files.update({ fileId, ...(name ? { requestBody: { name } } : {}), media: { mimeType, body: content }, fields: FILE_FIELDS }, UPLOAD),
       );
       return toInfo(data);
     },

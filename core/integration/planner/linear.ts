@@ -7,10 +7,13 @@
  * have does not compile. Rate limits are never waited out here: they come back as `ProviderError` `rate_limited`
  * with Linear's wait (retry-after, else the reset of the exhausted budget).
  */
-import { LinearClient, LinearError, type LinearDocument as L } from "@linear/sdk";
+import type { LinearClient, LinearDocument as L } from "@linear/sdk";
 import { Config } from "../../config";
 import { ProviderError } from "../errors";
 import type { IssueCreate, IssueQuery, IssueUpdate, Planner, PlannerCycle, PlannerIssue, PlannerProject, PlannerTeam } from "./port";
+
+// The SDK (1.7 MB) loads with the first Linear call, not with every Lambda that reaches this port (issue #24 cold starts).
+const LinearSdk = () => import("@linear/sdk");
 
 /** The JSON form of an SDK schema type: Linear's DateTime arrives as an ISO string, not a Date. */
 export type Wire<T> = T extends Date ? string : T extends (infer U)[] ? Wire<U>[] : T extends object ? { [K in keyof T]: Wire<T[K]> } : T;
@@ -101,7 +104,8 @@ export interface Variables {
 }
 
 /** A Linear client for one access token, at LINEAR_API_URL/graphql. */
-export function linearClient(accessToken: string): LinearClient {
+export async function linearClient(accessToken: string): Promise<LinearClient> {
+  const { LinearClient } = await LinearSdk();
   return new LinearClient({ accessToken, apiUrl: `${Config.linearApiUrl()}/graphql` });
 }
 
@@ -134,7 +138,8 @@ export function retryAfterOf(get: (name: string) => string | null | undefined, n
  * Translate an SDK error into the port's terms. Linear signals a rate limit with HTTP 429, or with HTTP 400 and the
  * `RATELIMITED` code in the error's extensions (the SDK then reports an unknown error): both are `rate_limited`.
  */
-export function translate(err: unknown): unknown {
+export async function translate(err: unknown): Promise<unknown> {
+  const { LinearError } = await LinearSdk();
   if (!(err instanceof LinearError)) return err;
   const raw = err.raw as { response?: { errors?: RawGraphQLError[]; headers?: { get(name: string): string | null } } } | undefined;
   const errors = raw?.response?.errors ?? [];
@@ -186,13 +191,14 @@ const toProject = (p: ProjectNode): PlannerProject => ({
 
 /** The `Planner` port over one Linear token. */
 export function linear(accessToken: string): Planner {
-  const client = linearClient(accessToken);
+  // Made by the first call, which loads the SDK.
+  let client: Promise<LinearClient> | undefined;
   async function run<K extends keyof Answers>(op: K, variables: K extends keyof Variables ? Variables[K] : Record<string, unknown> = {} as never): Promise<Answers[K]> {
     try {
-      const res = await client.client.rawRequest<Answers[K], Record<string, unknown>>(DOCS[op], variables as Record<string, unknown>);
+      const res = await (await (client ??= linearClient(accessToken))).client.rawRequest<Answers[K], Record<string, unknown>>(DOCS[op], variables as Record<string, unknown>);
       return res.data as Answers[K];
     } catch (err) {
-      throw translate(err);
+      throw await translate(err);
     }
   }
   /** A lookup whose absence Linear answers with an error ("Entity not found") is null here. */

@@ -7,11 +7,15 @@
  * Atlassian's `Retry-After`.
  */
 import * as z from "zod";
-import { createCloudClient, isAuthError, isForbiddenError, isNotFoundError, isRateLimitError, isScopeError, isApiError, isNetworkError, type AccessibleResource } from "jira.js";
+import type { AccessibleResource, createCloudClient } from "jira.js";
 import type { Project } from "jira.js/cloud";
 import { Config } from "../../config";
 import { ProviderError } from "../errors";
 import type { TicketIssueStatus, TicketProject, TicketSite, TicketTool } from "./port";
+
+// jira.js (its clients and response schemas) loads with the first Jira call, not with every Lambda that reaches this
+// port (issue #24 cold starts).
+const JiraJs = () => import("jira.js");
 
 /** The Jira scope a site must have been granted for the ticket tool to use it. */
 const JIRA_SCOPE = "read:jira-work";
@@ -20,7 +24,8 @@ const JIRA_SCOPE = "read:jira-work";
 const retrySeconds = (ms: number | undefined): number => (ms === undefined ? 60 : Math.max(1, Math.ceil(ms / 1000)));
 
 /** Translate a jira.js error into the port's terms; a schema mismatch (tests: 'throw') and defects pass unchanged. */
-export function translate(err: unknown): unknown {
+export async function translate(err: unknown): Promise<unknown> {
+  const { isAuthError, isForbiddenError, isNotFoundError, isRateLimitError, isScopeError, isApiError, isNetworkError } = await JiraJs();
   if (isRateLimitError(err)) return new ProviderError("rate_limited", err.message, retrySeconds(err.retryAfterMs));
   // A token that lacks a scope is a refusal of this call, not an expired grant: reconnecting with the same scopes would not help.
   if (isScopeError(err)) return new ProviderError("forbidden", err.message);
@@ -36,7 +41,7 @@ async function call<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
-    throw translate(err);
+    throw await translate(err);
   }
 }
 
@@ -123,37 +128,42 @@ const toProject = (p: Project): TicketProject => ({
 
 /** The `TicketTool` port over one Jira site and one access token. */
 export function jira(accessToken: string, cloudId: string): TicketTool {
-  const client = createCloudClient({
-    host: jiraHost(cloudId),
-    auth: { type: "bearer", token: accessToken },
-    onSchemaMismatch: Config.jiraSchemaMismatch(),
-    // One quick retry of a 502/503/504 or a dropped connection (jira.js never retries a 4xx, so never a 429).
-    retry: { maxAttempts: 2, initialDelayMs: 200 },
-  });
-  // Creates are not idempotent, and jira.js retries a dropped connection whatever the method: a create whose answer
-  // was lost would be made twice. Creates go through a client that never retries; the push's marker search (a label)
-  // is what finds an issue behind a lost answer.
-  const writer = createCloudClient({
-    host: jiraHost(cloudId),
-    auth: { type: "bearer", token: accessToken },
-    onSchemaMismatch: Config.jiraSchemaMismatch(),
-    retry: { maxAttempts: 1 },
-  });
+  // Both clients are made by the first call, which loads jira.js.
+  let made: Promise<{ client: ReturnType<typeof createCloudClient>; writer: ReturnType<typeof createCloudClient> }> | undefined;
+  const clients = () =>
+    (made ??= JiraJs().then(({ createCloudClient }) => ({
+      client: createCloudClient({
+        host: jiraHost(cloudId),
+        auth: { type: "bearer", token: accessToken },
+        onSchemaMismatch: Config.jiraSchemaMismatch(),
+        // One quick retry of a 502/503/504 or a dropped connection (jira.js never retries a 4xx, so never a 429).
+        retry: { maxAttempts: 2, initialDelayMs: 200 },
+      }),
+      // Creates are not idempotent, and jira.js retries a dropped connection whatever the method: a create whose
+      // answer was lost would be made twice. Creates go through a client that never retries; the push's marker search
+      // (a label) is what finds an issue behind a lost answer.
+      writer: createCloudClient({
+        host: jiraHost(cloudId),
+        auth: { type: "bearer", token: accessToken },
+        onSchemaMismatch: Config.jiraSchemaMismatch(),
+        retry: { maxAttempts: 1 },
+      }),
+    })));
   return {
     async listProjects({ startAt, maxResults, query }) {
-      const page = await call(() => client.projects.searchProjects({ startAt, maxResults, orderBy: "key", ...(query ? { query } : {}) }));
+      const page = await call(async () => (await clients()).client.projects.searchProjects({ startAt, maxResults, orderBy: "key", ...(query ? { query } : {}) }));
       return { projects: page.values.map(toProject), total: page.total, isLast: page.isLast };
     },
 
     async issueTypes(projectKey) {
-      const page = await call(() => client.issues.getCreateIssueMetaIssueTypes({ projectIdOrKey: projectKey, maxResults: 200 }));
+      const page = await call(async () => (await clients()).client.issues.getCreateIssueMetaIssueTypes({ projectIdOrKey: projectKey, maxResults: 200 }));
       const types = page.issueTypes ?? page.createMetaIssueType ?? [];
       return types.filter((t) => t.id && t.name).map((t) => ({ id: t.id!, name: t.name!, subtask: Boolean(t.subtask) }));
     },
 
     async createIssue(input) {
-      const created = await call(() =>
-        writer.issues.createIssue({
+      const created = await call(async () =>
+        (await clients()).writer.issues.createIssue({
           fields: {
             project: { key: input.projectKey },
             issuetype: { id: input.issueTypeId },
@@ -169,8 +179,8 @@ export function jira(accessToken: string, cloudId: string): TicketTool {
     },
 
     async findByLabel(projectKey, label) {
-      const page = await call(() =>
-        client.issueSearch.searchAndReconsileIssuesUsingJqlPost({ jql: `project = ${jqlString(projectKey)} AND labels = ${jqlString(label)} ORDER BY created ASC`, fields: ["status"], maxResults: 1 }),
+      const page = await call(async () =>
+        (await clients()).client.issueSearch.searchAndReconsileIssuesUsingJqlPost({ jql: `project = ${jqlString(projectKey)} AND labels = ${jqlString(label)} ORDER BY created ASC`, fields: ["status"], maxResults: 1 }),
       );
       const hit = page.issues?.[0];
       return hit?.id && hit.key ? { id: hit.id, key: hit.key } : null;
@@ -181,8 +191,8 @@ export function jira(accessToken: string, cloudId: string): TicketTool {
       if (ids.length > STATUS_PAGE) throw new Error(`statuses: at most ${STATUS_PAGE} ids a call`);
       const numeric = ids.map(Number).filter((n) => Number.isInteger(n) && n > 0);
       // reconcileIssues: the search index lags behind writes; naming the ids makes Jira answer them as they are now.
-      const page = await call(() =>
-        client.issueSearch.searchAndReconsileIssuesUsingJqlPost({ jql: `id in (${numeric.join(", ")})`, fields: ["status"], maxResults: STATUS_PAGE, reconcileIssues: numeric }),
+      const page = await call(async () =>
+        (await clients()).client.issueSearch.searchAndReconsileIssuesUsingJqlPost({ jql: `id in (${numeric.join(", ")})`, fields: ["status"], maxResults: STATUS_PAGE, reconcileIssues: numeric }),
       );
       return (page.issues ?? []).flatMap((i): TicketIssueStatus[] => {
         const status = i.fields?.status as { name?: string; statusCategory?: { key?: string; id?: number } } | undefined;
