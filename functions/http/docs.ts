@@ -6,8 +6,11 @@ import { docsRoutes } from "./routes/docs";
 import { ok } from "../lib/route";
 import { AppError } from "../../core/error";
 
-/** The generator and every group's route table: loaded for the OpenAPI document only, not for the page or its assets. */
-const OpenApi = () => import("../lib/openapi");
+/**
+ * The OpenAPI document, generated at build time (`npm run openapi`, scripts/openapi.ts) and bundled as JSON: no request
+ * builds it (issue #24 cold starts). A chunk of its own, loaded for the document only, not for the page or its assets.
+ */
+const OpenApiDocument = () => import("./openapi.json");
 
 // Swagger UI is served from the npm package's own files (no CDN): the docs Lambda installs swagger-ui-dist.
 const ASSETS: Record<string, string> = {
@@ -29,11 +32,9 @@ const PAGE = `<!doctype html>
   presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset], layout: "StandaloneLayout" }); };</script>
 </body></html>`;
 
-let cachedDocument: unknown;
-
 /** The API description: OpenAPI 3.1 JSON and a browsable Swagger UI page. */
 export const handler = httpGroup(docsRoutes, {
-  "docs.openapi": async () => ok((cachedDocument ??= (await OpenApi()).openApiDocument())),
+  "docs.openapi": async () => ok((await OpenApiDocument()).default),
   // The page's CSP lets Swagger UI's inline start-up script run; everything else keeps the strict defaults.
   "docs.page": () => ({
     status: 200,

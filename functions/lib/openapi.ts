@@ -129,6 +129,8 @@ function planGates(operation: Json, spec: RouteSpec): void {
  * operation lists the error responses its route can answer (`errorCodesOf`: from its access, parameters, body and
  * declared `errors`), all as the one envelope of DESIGN.md section 5; parameters and bodies say what the server's
  * validators accept where the generator cannot see it (refinements, string booleans, coerced numbers).
+ * Served as built by `npm run openapi` (scripts/openapi.ts writes functions/http/openapi.json, which the docs Lambda
+ * bundles), so no request builds it; test/unit/openapi-generated.test.ts keeps the file equal to this function's output.
  * @param serverUrl the base URL of the API; default "/", the origin that serves this document
  * @param table the routes to describe (default: the whole route table; the tests pass one route at a time).
  */
