@@ -12,14 +12,18 @@ import type { z } from "zod";
 import { AppError, Errors, type FieldError } from "../../core/error";
 import { Config } from "../../core/config";
 import { withRequestScope } from "../../core/context";
-import * as User from "../../core/user";
-import { isAdminClaims, verifyBearer, wwwAuthenticate } from "./auth";
+import type { User } from "../../core/user";
+import type { TokenClaims } from "../../core/user/schema";
+import { wwwAuthenticate } from "./bearer";
 import { bodyLimitOf, type Reply, type RouteContext, type RouteImpl, type RouteSpec } from "./route";
 
 // Loaded when a route with a rate limit or a plan gate is first reached: most routes have neither, and the gates
 // bring the billing ledger and the workspace module into every cold start otherwise (bench/cold.ts).
 const rateLimits = () => import("../../core/rate-limit");
 const planGates = () => import("../../core/billing/gates");
+// Loaded when a route that authenticates is first reached: the JWT verifier and the user module (ElectroDB and the
+// DynamoDB client with it). A Lambda whose routes are all public or signed (docs, webhooks) never loads them.
+const authentication = () => Promise.all([import("./auth"), import("../../core/user")]);
 
 export const logger = new Logger({ serviceName: "research-to-delivery", logLevel: Config.logLevel() as "INFO" });
 
@@ -273,12 +277,13 @@ function bind(spec: RouteSpec, impl: RouteImpl<RouteSpec>) {
   // One request scope per request: memberships are resolved once (core/context.ts).
   return (event: Event, context: Context): Promise<APIGatewayProxyResultV2> => withRequestScope(() => run(event, context));
   async function run(event: Event, context: Context): Promise<APIGatewayProxyResultV2> {
-    let user: User.User | undefined;
-    let claims: Awaited<ReturnType<typeof verifyBearer>> | undefined;
+    let user: User | undefined;
+    let claims: TokenClaims | undefined;
     let isAdmin = false;
     if (spec.access === "user" || spec.access === "admin") {
+      const [{ isAdminClaims, verifyBearer }, { fromClaims }] = await authentication();
       claims = await verifyBearer(event.headers?.authorization);
-      user = await User.fromClaims(claims);
+      user = await fromClaims(claims);
       isAdmin = isAdminClaims(claims, user.email);
       if (spec.access === "admin" && !isAdmin) throw new AppError("FORBIDDEN", "Admins only");
       if (user.access_status === "suspended" && !spec.allowSuspended) {
