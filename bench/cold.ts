@@ -375,23 +375,28 @@ export default async function cold(): Promise<void> {
     const stack = { start: summary(stackRuns, (r) => r.startToFirstMs), cpu: summary(stackRuns, (r) => r.cpuMs) };
     /** A difference to the stack floor's p50, signed: what our code adds over the stack alone. */
     const over = (ms: number, base: number) => `${ms - base >= 0 ? "+" : ""}${fmtMs(ms - base)}`;
-    const floorRow = (name: string, built: Built, runs: ColdRun[], start: ReturnType<typeof summary>, cpu: ReturnType<typeof summary>) => [
-      name,
-      "",
-      200,
-      (built.coldBytes / 1000).toFixed(0),
-      fmtMs(summary(runs, (r) => r.importMs).p50),
-      fmtMs(summary(runs, (r) => r.firstMs).p50),
-      fmtMs(summary(runs, (r) => r.importMs + r.firstMs).p50),
-      fmtMs(summary(runs, (r) => r.warmMs).p50),
-      fmtMs(start.p50),
-      fmtMs(start.min),
-      fmtMs(cpu.p50),
-      `${(start.p50 / floor.start.p50).toFixed(2)}x`,
-      runs === stackRuns ? "" : over(start.p50, stack.start.p50),
-      runs === stackRuns ? "" : over(cpu.p50, stack.cpu.p50),
-      "",
-    ];
+    /** The measured cells of a row (bytes, times, the ratio to the empty floor), the same for groups and floors. */
+    const measured = (built: Built, runs: ColdRun[]) => {
+      const start = summary(runs, (r) => r.startToFirstMs);
+      const cpu = summary(runs, (r) => r.cpuMs);
+      const cells = [
+        (built.coldBytes / 1000).toFixed(0),
+        fmtMs(summary(runs, (r) => r.importMs).p50),
+        fmtMs(summary(runs, (r) => r.firstMs).p50),
+        fmtMs(summary(runs, (r) => r.importMs + r.firstMs).p50),
+        fmtMs(summary(runs, (r) => r.warmMs).p50),
+        fmtMs(start.p50),
+        fmtMs(start.min),
+        fmtMs(cpu.p50),
+        `${(start.p50 / floor.start.p50).toFixed(2)}x`,
+      ];
+      return { start, cpu, cells };
+    };
+    const floorRow = (name: string, built: Built, runs: ColdRun[]) => {
+      const { start, cpu, cells } = measured(built, runs);
+      const isStack = runs === stackRuns;
+      return [name, "", 200, ...cells, isStack ? "" : over(start.p50, stack.start.p50), isStack ? "" : over(cpu.p50, stack.cpu.p50), ""];
+    };
     console.log(
       `\nProcess start to first response per group (${RUNS} fresh processes each; ms, p50 unless named). Two floors, bundled and run the same way:\n` +
         "the empty handler (Node and the Lambda shape alone) and the stack floor (one ElectroDB get through core/db: the mandated stack alone);\n" +
@@ -401,29 +406,20 @@ export default async function cold(): Promise<void> {
       ["group", "request", "status", "KB at import", "import", "first request", "import + first", "warm", "start -> first", "min", "CPU to first", "/ empty floor", "over stack floor", "CPU over stack", `< ${TARGET_MS} ms`],
       [
         ...results.map((r) => {
-          const { group, request, built, runs } = r;
-          const start = summary(runs, (r) => r.startToFirstMs);
-          const cpu = summary(runs, (r) => r.cpuMs);
+          const { start, cpu, cells } = measured(r.built, r.runs);
+          const route = routes[r.request.routeId];
           return [
-            group,
-            `${routes[request.routeId].method} ${routes[request.routeId].path}`,
-            r.wrong ? `${r.runs[0]!.status}!` : request.expect,
-            (built.coldBytes / 1000).toFixed(0),
-            fmtMs(summary(runs, (r) => r.importMs).p50),
-            fmtMs(summary(runs, (r) => r.firstMs).p50),
-            fmtMs(summary(runs, (r) => r.importMs + r.firstMs).p50),
-            fmtMs(summary(runs, (r) => r.warmMs).p50),
-            fmtMs(start.p50),
-            fmtMs(start.min),
-            fmtMs(cpu.p50),
-            `${(start.p50 / floor.start.p50).toFixed(2)}x`,
+            r.group,
+            `${route.method} ${route.path}`,
+            r.wrong ? `${r.runs[0]!.status}!` : r.request.expect,
+            ...cells,
             over(start.p50, stack.start.p50),
             over(cpu.p50, stack.cpu.p50),
             start.p50 < TARGET_MS ? "met" : "NOT met",
           ];
         }),
-        floorRow("floor: one ElectroDB get (the stack alone)", stackBuilt, stackRuns, stack.start, stack.cpu),
-        floorRow("floor: empty handler", floorBuilt, floorRuns, floor.start, floor.cpu),
+        floorRow("floor: one ElectroDB get (the stack alone)", stackBuilt, stackRuns),
+        floorRow("floor: empty handler", floorBuilt, floorRuns),
       ],
     );
     const met = results.filter(({ runs }) => summary(runs, (r) => r.startToFirstMs).p50 < TARGET_MS).length;
