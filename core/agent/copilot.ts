@@ -230,6 +230,11 @@ async function prepare(spec: RunSpec): Promise<PreparedStream> {
   clock.mark("prepare");
   await requireMember(spec.userId, spec.workspaceId);
   clock.mark("member");
+  // What needs only the prompt starts once the caller is known to be a member, to run while the slot, the reservation,
+  // the conversation and the workspace are read: the local engine embeds it (a stream variant's prompt gets the
+  // operation's preface first, so it is not known yet). A stream refused below (402, 429) has only embedded its prompt.
+  const model = await agentModel();
+  if (!spec.before) prefetchPrompt(model, spec.prompt);
   const attachments = await checkAttachments(spec.workspaceId, spec.attachmentIds);
   // The slot before the conversation: a refused stream (429) must not leave a new, empty conversation behind.
   const releaseSlot = await acquireStreamSlot(spec.userId);
@@ -237,7 +242,6 @@ async function prepare(spec: RunSpec): Promise<PreparedStream> {
   let charge: Charge | undefined;
   try {
     // Reserved before the stream opens: an account that cannot carry the message gets 402, not a stream (spec 02).
-    const model = await agentModel();
     charge = await startCharge({ workspaceId: spec.workspaceId, runId: randomUUID(), engine: model.engine, tier: spec.choice.tier, thinking: !!spec.choice.thinking, chatMessage: true });
     clock.mark("reserved");
     const conversation = await Chat.openConversation(spec.userId, spec.workspaceId, spec.conversationId, spec.prompt);
@@ -288,9 +292,6 @@ async function execute(
   try {
     const model = await agentModel();
     engine = model.engine;
-    // What needs only the prompt starts first, to run while the workspace is read: the local engine embeds it (a
-    // stream variant's prompt gets the operation's preface first, so it is not known yet).
-    if (!spec.before) prefetchPrompt(model, spec.prompt);
     const storing = storePrompt(conversation, spec.prompt);
     storing.stored.catch(() => undefined); // awaited before the answer is stored, where a failure is reported as before
     const ctx: ToolContext = {

@@ -335,17 +335,28 @@ async function chooseGoal(tools: readonly Tool[], prompt: string, offered: ToolS
   return goal;
 }
 
+/**
+ * The embeddings of the tools' descriptions, by tool name: computed once per process and catalogue (a failure is
+ * asked for again next time). Started by the first prefetch, so a cold container's first streams do not wait for it
+ * behind their prompts.
+ */
+function descriptionVectors(tools: readonly Tool[]): Promise<Map<string, Float32Array>> {
+  const memo = memoOf(tools);
+  if (!memo.descriptionVectors) {
+    memo.descriptionVectors = embedder().then(async (emb) => {
+      const vs = await emb.embed(tools.map((t) => t.description));
+      return new Map(tools.map((t, i) => [t.name, vs[i]!]));
+    });
+    memo.descriptionVectors.catch(() => (memo.descriptionVectors = undefined));
+  }
+  return memo.descriptionVectors;
+}
+
 async function scoreGoal(tools: readonly Tool[], prompt: string, offered: ToolSpec[]): Promise<string> {
   const candidates = tools.filter((t) => PLANNABLE.has(t.name) && offered.some((o) => o.name === t.name));
   if (candidates.length === 0) return "";
-  const emb = await embedder();
-  const memo = memoOf(tools);
-  if (!memo.descriptionVectors) {
-    memo.descriptionVectors = emb.embed(tools.map((t) => t.description)).then((vs) => new Map(tools.map((t, i) => [t.name, vs[i]!])));
-    memo.descriptionVectors.catch(() => (memo.descriptionVectors = undefined));
-  }
   // The prompt's embedding is shared with the search this plan runs and with memory recall (./prompt-embedding.ts).
-  const [vectors, promptVector] = await Promise.all([memo.descriptionVectors, promptEmbedding(prompt.slice(0, 2000))]);
+  const [vectors, promptVector] = await Promise.all([descriptionVectors(tools), promptEmbedding(prompt.slice(0, 2000))]);
   let best = "";
   let bestScore = -Infinity;
   for (const tool of candidates) {
@@ -585,6 +596,7 @@ export class LocalAgentModel implements StreamingModel {
    * and fails there, by the turn itself.
    */
   prefetch(said: string): void {
+    descriptionVectors(this.tools).catch(() => undefined);
     promptEmbedding(requestOf(said).slice(0, 2000)).catch(() => undefined);
   }
 
