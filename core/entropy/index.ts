@@ -17,7 +17,8 @@ import { requireMember } from "../workspace";
 import { findContradictions, type ScannedInsight } from "./contradictions";
 import { findStaleSources } from "./stale";
 import { EntropySettings, MAX_ISSUES_PER_TYPE } from "./settings";
-import type { EntropyIssueEntity, EntropyScanEntity } from "./entropy.entity";
+import type { EntropyIssueEntity } from "./entropy.entity";
+import { recentScans, toScanView, type ScanItem } from "./scans";
 import type {
   EntropyIssue,
   EntropyIssueList,
@@ -27,13 +28,13 @@ import type {
   EntropyScanInput,
   EntropyScanResult,
   EntropySeverity,
-  EntropyTypeCount,
 } from "./schema";
 
 export * from "./schema";
+// The scans' reads live in scans.ts (without the scanner's NLP, for the observability dashboards).
+export { recentScans, toScanView } from "./scans";
 export { EntropySettings } from "./settings";
 
-type ScanItem = EntityItem<EntropyScanEntity>;
 type IssueItem = EntityItem<EntropyIssueEntity>;
 
 /** Issue ids are UUID v5 of the issue's kind and subject, so one stale source or one pair keeps its id across scans. */
@@ -53,21 +54,6 @@ export interface ScanOptions {
   /** The embedder comparing insights (default the configured one, core/ai/select); null: rules on shared words only. */
   embedder?: Embedder | null;
 }
-
-export const toScanView = (s: ScanItem): EntropyScan => ({
-  id: s.id,
-  workspace_id: s.workspace_id,
-  scanned_at: s.scanned_at,
-  trigger: s.trigger,
-  insight_count: s.insight_count,
-  source_count: s.source_count,
-  issue_count: s.issue_count,
-  high_severity_count: s.high_count,
-  by_type: (s.by_type ?? []) as EntropyTypeCount[],
-  truncated: s.truncated,
-  duration_ms: s.duration_ms,
-  embedder_id: s.embedder_id ?? null,
-});
 
 const toIssueView = (i: IssueItem): EntropyIssue => ({
   id: i.id,
@@ -231,12 +217,6 @@ export async function scanOnDemand(userId: string, input: EntropyScanInput): Pro
   } finally {
     await release();
   }
-}
-
-/** The workspace's newest scans, newest first (one Query of the workspace partition). */
-export async function recentScans(workspaceId: string, limit = 10): Promise<EntropyScan[]> {
-  const { data } = await db().entities.entropyScan.query.byWorkspace({ workspace_id: workspaceId }).go({ order: "desc", limit });
-  return data.map(toScanView);
 }
 
 /**

@@ -11,7 +11,7 @@ import type { EntityItem } from "electrodb";
 import { db } from "../db/service";
 import { requireMember } from "../workspace";
 import { feedbackOf } from "../chat";
-import { recentScans } from "../entropy";
+import { recentScans } from "../entropy/scans";
 import type { AgentRunEntity } from "../agent/agent-run.entity";
 import type {
   AgentRunsPage,
