@@ -118,7 +118,7 @@ const VARIANTS: Variant[] = [
  * The entry output of a build and the chunks it loads at import: itself plus the chunks it (transitively) imports
  * with static import statements. Dynamic-import chunks load only when reached.
  */
-export function coldPath(metafile: Metafile, entryRel = ENTRY_REL): { entry: string; coldBytes: number; totalBytes: number; files: string[] } {
+export function coldPath(metafile: Metafile, entryRel = ENTRY_REL): { entry: string; coldBytes: number; totalBytes: number; files: string[]; loaded: string[] } {
   const outputs = metafile.outputs;
   const entry = Object.keys(outputs).find((k) => outputs[k]!.entryPoint === entryRel && k.endsWith(".mjs"));
   if (!entry) throw new Error(`no output for ${entryRel} in the metafile`);
@@ -134,7 +134,7 @@ export function coldPath(metafile: Metafile, entryRel = ENTRY_REL): { entry: str
   }
   const files = Object.keys(outputs).filter((k) => k.endsWith(".mjs"));
   const sum = (keys: Iterable<string>) => [...keys].reduce((a, k) => a + outputs[k]!.bytes, 0);
-  return { entry, coldBytes: sum(seen), totalBytes: sum(files), files };
+  return { entry, coldBytes: sum(seen), totalBytes: sum(files), files, loaded: [...seen] };
 }
 
 /** The child: import the bundle, check the handler export, report ms. performance.now() counts from process start. */
@@ -257,13 +257,16 @@ async function importOnce(probe: string, bundle: string, opts: { anyModule?: boo
   return { ...parsed, wallMs: performance.now() - t0 };
 }
 
-/** Bytes in the output by contributor: an npm package, or the first-party folder. */
-function contributors(metafile: Metafile): { name: string; bytes: number }[] {
+/**
+ * Bytes by contributor (an npm package, or the first-party folder named `appPrefix` + folder), largest first.
+ * @param keys the output files counted (default every one; `coldPath(...).loaded` for what the import loads)
+ */
+export function contributors(metafile: Metafile, keys: readonly string[] = Object.keys(metafile.outputs), appPrefix = "(app) "): { name: string; bytes: number }[] {
   const totals = new Map<string, number>();
-  for (const output of Object.values(metafile.outputs)) {
-    for (const [path, { bytesInOutput }] of Object.entries(output.inputs)) {
+  for (const key of keys) {
+    for (const [path, { bytesInOutput }] of Object.entries(metafile.outputs[key]!.inputs)) {
       const packages = [...path.matchAll(/node_modules\/((?:@[^/]+\/)?[^/]+)/g)];
-      const name = packages.length > 0 ? packages[packages.length - 1]![1]! : `(app) ${path.split("/").slice(0, 2).join("/")}`;
+      const name = packages.length > 0 ? packages[packages.length - 1]![1]! : `${appPrefix}${path.split("/").slice(0, 2).join("/")}`;
       totals.set(name, (totals.get(name) ?? 0) + bytesInOutput);
     }
   }

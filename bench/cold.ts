@@ -28,7 +28,7 @@ import { busyWarning, machineLine } from "./lib/machine";
 import { bundleProfileByContributor, printContributors } from "./lib/profile";
 import { startBenchRuntime, type BenchRuntime } from "./lib/runtime";
 import { sized, sizeNote } from "./lib/size";
-import { coldPath, runChild, sstOptions } from "./bundle";
+import { coldPath, contributors, runChild, sstOptions } from "./bundle";
 import { simulatePaidUpgrade } from "./lib/billing";
 import { AWS_ENGINES, FUNCTION_DEFAULTS } from "../stacks/defaults";
 import { lambdaContext, toApiGatewayEvent } from "../local/apigw";
@@ -227,6 +227,8 @@ interface Built {
   coldBytes: number;
   totalBytes: number;
   metafile: Metafile;
+  /** The output files the import loads (`coldPath`). */
+  loaded: string[];
 }
 
 const stacksBuild = (outdir: string, entry: string) =>
@@ -243,32 +245,7 @@ async function buildEntry(outdir: string, entryAbs: string, entryRel: string): P
   await mkdir(outdir, { recursive: true });
   const result = await build(stacksBuild(outdir, entryAbs));
   const cp = coldPath(result.metafile!, entryRel);
-  return { entryFile: resolve(ROOT, cp.entry), coldBytes: cp.coldBytes, totalBytes: cp.totalBytes, metafile: result.metafile! };
-}
-
-/** Bytes the import loads by contributor (an npm package or a first-party folder), largest first. */
-function loadedByContributor(metafile: Metafile, entryFile: string): { name: string; bytes: number }[] {
-  const outputs = metafile.outputs;
-  const entry = Object.keys(outputs).find((k) => resolve(ROOT, k) === entryFile)!;
-  const seen = new Set([entry]);
-  const queue = [entry];
-  while (queue.length > 0) {
-    for (const imp of outputs[queue.pop()!]!.imports) {
-      if (imp.kind === "import-statement" && outputs[imp.path] && !seen.has(imp.path)) {
-        seen.add(imp.path);
-        queue.push(imp.path);
-      }
-    }
-  }
-  const totals = new Map<string, number>();
-  for (const key of seen) {
-    for (const [path, { bytesInOutput }] of Object.entries(outputs[key]!.inputs)) {
-      const packages = [...path.matchAll(/node_modules\/((?:@[^/]+\/)?[^/]+)/g)];
-      const name = packages.length > 0 ? packages[packages.length - 1]![1]! : path.split("/").slice(0, 2).join("/");
-      totals.set(name, (totals.get(name) ?? 0) + bytesInOutput);
-    }
-  }
-  return [...totals].map(([name, bytes]) => ({ name, bytes })).sort((a, b) => b.bytes - a.bytes);
+  return { entryFile: resolve(ROOT, cp.entry), coldBytes: cp.coldBytes, totalBytes: cp.totalBytes, metafile: result.metafile!, loaded: cp.loaded };
 }
 
 interface GroupResult {
@@ -345,7 +322,7 @@ export default async function cold(): Promise<void> {
       await writeFile(join(src, `${name}.ts`), source);
       const result = await build({ ...stacksBuild(join(dir, name), join(src, `${name}.ts`)), absWorkingDir: src });
       const cp = coldPath(result.metafile!, `${name}.ts`);
-      return { entryFile: resolve(src, cp.entry), coldBytes: cp.coldBytes, totalBytes: cp.totalBytes, metafile: result.metafile! };
+      return { entryFile: resolve(src, cp.entry), coldBytes: cp.coldBytes, totalBytes: cp.totalBytes, metafile: result.metafile!, loaded: cp.loaded };
     };
     // The floors ignore the event; the request only gives them the same environment and event size as a group.
     const floorReq: ColdRequest = { routeId: "auth.me", path: "/api/auth/me", as: "user", expect: 200 };
@@ -437,7 +414,8 @@ export default async function cold(): Promise<void> {
 
     const heaviest = [...results].sort((a, b) => b.built.coldBytes - a.built.coldBytes).slice(0, 3);
     for (const r of heaviest) {
-      const list = loadedByContributor(r.built.metafile, r.built.entryFile).slice(0, 6);
+      // Bytes the import loads by contributor: the first-party folders named as they are.
+      const list = contributors(r.built.metafile, r.built.loaded, "").slice(0, 6);
       console.log(`  loaded at import by ${r.group}: ${list.map((c) => `${c.name} ${(c.bytes / 1000).toFixed(0)} KB`).join(", ")}`);
     }
 
