@@ -6,6 +6,7 @@
  */
 import { db } from "../db/service";
 import { normalise } from "./claims";
+import { snapshotInsights } from "../insight/search";
 
 /** The workspace as the harness sees it before a run. */
 export interface WorkspaceSnapshot {
@@ -44,28 +45,31 @@ export const HISTORY_RUNS = 50;
 const round = (x: number, d = 3) => Math.round(x * 10 ** d) / 10 ** d;
 
 /**
- * Read the workspace's snapshot: four partition queries (sources, insights, recommendations, documents) with only
- * the attributes the harness uses, so a workspace of thousands of insights costs no vectors.
+ * Read the workspace's snapshot. The insights, which hold most of a workspace's text (descriptions and quotes), come
+ * from the insights' search snapshot (core/insight/search.ts `snapshotInsights`): cached per container and exact as
+ * of its head's version, so a warm run at thousands of insights reads one head item instead of every insight again.
+ * Sources, recommendations and documents are three partition queries of their ids and titles only.
+ * The caller has checked the user's membership.
  */
 export async function snapshotOf(workspaceId: string): Promise<WorkspaceSnapshot> {
   const e = db().entities;
   const [sources, insights, recs, docs] = await Promise.all([
     e.researchSource.query.byWorkspace({ workspace_id: workspaceId }).go({ pages: "all", attributes: ["id", "title"] }),
-    e.insight.query.byWorkspace({ workspace_id: workspaceId }).go({ pages: "all", attributes: ["id", "title", "description", "quotes"] }),
+    snapshotInsights(workspaceId),
     e.recommendation.query.byWorkspace({ workspace_id: workspaceId }).go({ pages: "all", attributes: ["id", "title"] }),
     e.document.query.byWorkspace({ workspace_id: workspaceId }).go({ pages: "all", attributes: ["id", "title"] }),
   ]);
   const ids = new Set<string>();
   const texts: string[] = [];
   for (const s of sources.data) ids.add(s.id), texts.push(normalise(s.title ?? ""));
-  for (const i of insights.data) {
+  for (const i of insights) {
     ids.add(i.id);
     texts.push(normalise(i.title ?? ""), normalise(i.description ?? ""), ...(i.quotes ?? []).map((q) => normalise(q.text)));
   }
   for (const r of recs.data) ids.add(r.id), texts.push(normalise(r.title ?? ""));
   for (const d of docs.data) ids.add(d.id), texts.push(normalise(d.title ?? ""));
   return {
-    counts: { sources: sources.data.length, insights: insights.data.length, recommendations: recs.data.length, documents: docs.data.length },
+    counts: { sources: sources.data.length, insights: insights.length, recommendations: recs.data.length, documents: docs.data.length },
     ids,
     texts: texts.filter(Boolean),
   };

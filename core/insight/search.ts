@@ -215,6 +215,32 @@ async function resultsOf(
 }
 
 /**
+ * Every insight of a workspace (archived included) as its search snapshot holds it, for readers that need the whole
+ * workspace's text on every request (the copilot harness's pre-flight, core/harness/profile.ts): from this container's
+ * cached snapshot while the head's version is unchanged (one strongly consistent GetItem of the head), else loaded as
+ * a search loads it. Exact as of the head read: insights under a change (the head's `pending`) and rows stored without
+ * their view are read from the table (one BatchGetItem per 100); an insight found gone is left out.
+ * The caller has checked that its user is a member of the workspace: nothing here checks it.
+ * @returns the insights as `GET /api/insights/{id}` shows them, in no particular order
+ */
+export async function snapshotInsights(workspaceId: string): Promise<InsightView[]> {
+  const first = await readHead(workspaceId);
+  const { index, head } = await snapshot(workspaceId, first);
+  const pending = new Set([...first.pending, ...head.pending].map((p) => p.id));
+  const views: InsightView[] = [];
+  const unread: { pk: string; sk: string }[] = [];
+  for (const row of index.rows) {
+    const view = pending.has(row.id) ? null : viewOf(workspaceId, row);
+    if (view) views.push(view);
+    else unread.push(insightKey(workspaceId, row.id));
+  }
+  for (let at = 0; at < unread.length; at += 100) {
+    for (const i of await consistentBatchGet(Config.tableName(), unread.slice(at, at + 100), PROJECTION)) views.push(toView(i as InsightItem));
+  }
+  return views;
+}
+
+/**
  * `POST /api/insights/search` (spec 01): rank the workspace's insights (archived included) by relevance to the query:
  * hybrid BM25 + vector ranking fused by reciprocal rank fusion (core/insight/search-rank.ts) over the workspace's
  * search snapshot; when vector search is unavailable (no embedder, the query cannot be embedded, or no insight has a

@@ -16,7 +16,7 @@ import { embedder } from "../../core/ai/select";
 import { Config } from "../../core/config";
 import { dynamoClient } from "../../core/db/client";
 import { db } from "../../core/db/service";
-import { clearSearchCache, search as searchInsights } from "../../core/insight/search";
+import { clearSearchCache, search as searchInsights, snapshotInsights } from "../../core/insight/search";
 import { withRequestScope } from "../../core/context";
 import { requireMember } from "../../core/workspace";
 import { decodeShard, encodeShard, headKey, loadSnapshot, readHead, STALE_PENDING_MS } from "../../core/insight/search-index";
@@ -270,5 +270,43 @@ describe("insight search over the workspace's search snapshot", () => {
     const again = await search("notifications sent twice");
     expect(found(again)).toEqual(found(first));
     expect(spy.mock.calls).toEqual([[["notifications sent twice"]]]);
+  });
+});
+
+describe("snapshotInsights: every insight of a workspace from its snapshot (the copilot harness's pre-flight)", () => {
+  it("is every insight as GET /api/insights/{id} shows it, and follows creates, deletes and changes under way", async () => {
+    const { owner, workspace } = await newWorkspace("Harness snapshot");
+    const token = owner.token;
+    const make = async (title: string, description: string) => {
+      const res = await call("POST", "/api/insights", { token, body: { workspace_id: workspace.id, insight_type: "pain_point", title, description } });
+      expect(res.status, res.text).toBe(201);
+      return res.body.id as string;
+    };
+    const byId = async () => new Map((await snapshotInsights(workspace.id)).map((v) => [v.id, v]));
+    const a = await make("Export to CSV garbles accents", "Names with accents come out as question marks.");
+    const b = await make("Reminders arrive twice", "Every reminder shows up two times on the lock screen.");
+    let views = await byId();
+    expect([...views.keys()].sort()).toEqual([a, b].sort());
+    expect(views.get(a)).toEqual((await call("GET", `/api/insights/${a}`, { token })).body);
+
+    // This container holds the workspace now: a create and a delete through the API show at once.
+    const c = await make("Search ignores archived notes", "Old notes never come up.");
+    expect((await call("DELETE", `/api/insights/${b}`, { token })).status).toBe(204);
+    views = await byId();
+    expect([...views.keys()].sort()).toEqual([a, c].sort());
+
+    // A change under way (begun, written, not yet applied): the insight is read from the table, with its new text.
+    await dynamoClient().send(new UpdateCommand({
+      TableName: Config.tableName(), Key: headKey(workspace.id),
+      UpdateExpression: "ADD pending :p", ExpressionAttributeValues: { ":p": new Set([`${a}@${Date.now()}`]) },
+    }));
+    await db().entities.insight.patch({ workspace_id: workspace.id, id: a }).set({ description: "Names with accents come out as question marks in Excel." }).go();
+    views = await byId();
+    expect(views.get(a)).toMatchObject({ description: "Names with accents come out as question marks in Excel." });
+    expect(views.get(c)).toEqual((await call("GET", `/api/insights/${c}`, { token })).body);
+    await dynamoClient().send(new UpdateCommand({
+      TableName: Config.tableName(), Key: headKey(workspace.id),
+      UpdateExpression: "DELETE pending :p", ExpressionAttributeValues: { ":p": new Set((await readHead(workspace.id)).pending.map((p) => p.entry)) },
+    }));
   });
 });
