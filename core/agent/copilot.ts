@@ -176,10 +176,20 @@ async function checkAttachments(workspaceId: string, ids: string[]) {
  * The conversation's last messages before this prompt (a new conversation has none to read), and the prompt stored
  * after they are read. The model needs the history; the stored prompt is needed only before the answer is stored (it
  * must come first in the conversation), so the run does not wait for its write.
+ * `stored` gives what the answer's append needs (`Chat.AppendOptions`): the conversation as this prompt's append left
+ * it and the workspace's history window, so storing the answer reads neither again.
  */
-function storePrompt(conversation: Awaited<ReturnType<typeof Chat.openConversation>>, prompt: string): { history: Promise<Awaited<ReturnType<typeof Chat.history>>>; stored: Promise<void> } {
+function storePrompt(
+  conversation: Awaited<ReturnType<typeof Chat.openConversation>>,
+  prompt: string,
+): { history: Promise<Awaited<ReturnType<typeof Chat.history>>>; stored: Promise<Chat.AppendOptions> } {
   const history = (conversation.message_count ?? 0) === 0 ? Promise.resolve([]) : Chat.history(conversation, HISTORY_MESSAGES);
-  const stored = history.then(async () => void (await Chat.appendMessage(conversation, { role: "user", content: prompt })));
+  const window = Chat.historyWindow(conversation.workspace_id);
+  const stored = Promise.all([history, window]).then(async ([, { days }]) => {
+    const expected = { message_count: conversation.message_count ?? 0, last_message_at: conversation.last_message_at ?? null };
+    const message = await Chat.appendMessage(conversation, { role: "user", content: prompt }, { expected, historyDays: days });
+    return { expected: { message_count: expected.message_count + 1, last_message_at: message.created_at }, historyDays: days };
+  });
   return { history, stored };
 }
 
@@ -425,7 +435,7 @@ async function execute(
     if (charge.charged === null) await charge.settle(sink.signal.aborted ? "cancelled" : "failed", { tokens: 0, costUsd: 0 });
     const intent = result ? inferIntent(result) : { intent: "error", working_state: "planning" as const };
     text = result?.text.trim() ? result.text : stoppedText(result, failure, spec.maxTurns);
-    await storing.stored;
+    const afterPrompt = await storing.stored;
     const assistant = await Chat.appendMessage(conversation, {
       role: "assistant",
       content: text,
@@ -433,7 +443,7 @@ async function execute(
       ...thinkingOf(result),
       decision_context: { model: result?.usage.modelId ?? spec.choice.modelId ?? model.engine, engine: model.engine, tier: spec.choice.tier, thinking: !!spec.choice.thinking, max_turns: spec.maxTurns, intent: intent.intent, mode: spec.mode ?? null, language: spec.language ?? null },
       execution_metadata: { steps: (result?.steps ?? []).map(compactStep), num_turns: result?.numTurns ?? 0, stop_reason: result?.stopReason ?? "error", duration_ms: Date.now() - started, pending_action_ids: result?.pendingActionIds ?? [] },
-    });
+    }, afterPrompt);
     messageId = assistant.id;
     await runAfter(hookCtx, { assistantMessageId: assistant.id, answer: text, succeeded: !failure && result?.status === "success" });
     if ((conversation.message_count ?? 0) === 0) {

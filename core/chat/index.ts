@@ -417,6 +417,21 @@ function checkMessage(message: NewMessage, contentLc: string): void {
   if (errors.length) throw Errors.validation(errors, "Message rejected");
 }
 
+/** What a caller of `appendMessage` may already know, to spare its reads. */
+export interface AppendOptions {
+  /**
+   * The conversation's state as the caller last saw it (after its own previous append, say), tried first instead of
+   * reading the conversation. A stale one costs one more attempt (the transaction is conditioned on `message_count`),
+   * never a message out of order.
+   */
+  expected?: { message_count: number; last_message_at: string | null };
+  /**
+   * The workspace's chat history window in days (`historyWindow(...).days`), when the caller has it: one read of the
+   * payer's plan per stream instead of one per message. The message expires that many days after it is written.
+   */
+  historyDays?: number;
+}
+
 /**
  * Append one message; updates the conversation's last_message_at, message_count and updated_at (one transaction).
  * Returns the stored message. `created_at` is strictly greater than the previous message's (at least 1 ms later,
@@ -424,6 +439,7 @@ function checkMessage(message: NewMessage, contentLc: string): void {
  * message_count, so concurrent appends are serialised (retried) and messages keep the order they were appended in.
  * @param conversation the conversation (its stored owner is used for the search index)
  * @param message user messages carry only role and content; assistant messages may carry the other fields
+ * @param opts what the caller knows already (`AppendOptions`): the conversation's state and the message's expiry
  * @throws AppError VALIDATION_ERROR (422) content over 100,000 characters, an item over DynamoDB's size limit, or
  *   assistant-only fields on a user message; NOT_FOUND (404) the conversation is gone; CONFLICT (409) when
  *   concurrent appends kept winning.
@@ -431,12 +447,15 @@ function checkMessage(message: NewMessage, contentLc: string): void {
 export async function appendMessage(
   conversation: { id: string; workspace_id: string; user_id: string },
   message: NewMessage,
+  opts: AppendOptions = {},
 ): Promise<MessageView> {
   const contentLc = message.content.toLowerCase();
   checkMessage(message, contentLc);
-  const { ttl } = await historyWindow(conversation.workspace_id);
+  const ttl = opts.historyDays !== undefined ? Math.floor(Date.now() / 1000) + opts.historyDays * 86_400 : (await historyWindow(conversation.workspace_id)).ttl;
   for (let attempt = 0; attempt < APPEND_ATTEMPTS; attempt++) {
-    const conv = await conversationItem(conversation.workspace_id, conversation.id);
+    // The caller's view first; after a cancelled attempt (stale view, or the conversation gone), the table's.
+    const known = attempt === 0 && opts.expected ? { id: conversation.id, workspace_id: conversation.workspace_id, user_id: conversation.user_id, ...opts.expected } : undefined;
+    const conv = known ?? (await conversationItem(conversation.workspace_id, conversation.id));
     if (!conv) throw Errors.notFound("Conversation");
     const previous = conv.last_message_at ? Date.parse(conv.last_message_at) : Number.NEGATIVE_INFINITY;
     const createdAt = new Date(Math.max(Date.now(), previous + 1)).toISOString();
@@ -464,7 +483,8 @@ export async function appendMessage(
       m.create(item).commit(),
     ]).go();
     if (!result.canceled) return toMessageView(item as MessageItem);
-    await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * (attempt + 1)));
+    // A stale view of the caller's is read again at once; a race lost against another append backs off first.
+    if (!known) await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * (attempt + 1)));
   }
   throw new AppError("CONFLICT", "The conversation kept changing while a message was appended; try again");
 }

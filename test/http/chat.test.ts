@@ -548,6 +548,28 @@ describe("agent operations", () => {
     await rejectsWith(Chat.appendMessage({ id: randomUUID(), workspace_id: wsId, user_id: owner.id }, { role: "user", content: "x" }), "NOT_FOUND");
   });
 
+  it("appendMessage with the caller's view of the conversation reads nothing first; a stale view still appends in order", async () => {
+    const conv = await newConv(owner);
+    const reads = vi.spyOn(chatDb().entities.conversation, "get");
+    const first = await Chat.appendMessage(conv, { role: "user", content: "one" }, { expected: { message_count: 0, last_message_at: null }, historyDays: 30 });
+    expect(reads).not.toHaveBeenCalled();
+    // The message expires 30 days after it was written (the window the caller gave).
+    const [stored] = (await partitionItems(`ws#${wsId}`)).filter((i) => i.id === first.id);
+    expect(Math.abs((stored!.ttl as number) - (Date.parse(first.created_at) / 1000 + 30 * 86_400))).toBeLessThan(2);
+    // Another append happens meanwhile: the caller's view is stale, so the append reads the conversation and comes last.
+    const other = await say(conv, "two");
+    reads.mockClear();
+    const third = await Chat.appendMessage(conv, { role: "assistant", content: "three" }, { expected: { message_count: 1, last_message_at: first.created_at } });
+    expect(reads).toHaveBeenCalledTimes(1);
+    reads.mockRestore();
+    const detail = (await call("GET", `/api/chat/conversations/${conv.id}`, { token: owner.token })).body;
+    expect(detail.message_count).toBe(3);
+    expect(ids(detail.messages)).toEqual([first.id, other.id, third.id]);
+    expect(detail.last_message_at).toBe(third.created_at);
+    // A gone conversation is still 404, whatever the caller believed.
+    await rejectsWith(Chat.appendMessage({ id: randomUUID(), workspace_id: wsId, user_id: owner.id }, { role: "user", content: "x" }, { expected: { message_count: 0, last_message_at: null } }), "NOT_FOUND");
+  });
+
   it("keeps the order of messages written within one millisecond, and under a clock that goes back", async () => {
     const conv = await newConv(owner);
     vi.useFakeTimers({ toFake: ["Date"] });
