@@ -19,9 +19,10 @@
  * What it is not: it does not understand the prompt beyond those cues and similarities, cannot reason across
  * results, and never invents a fact, a quote or an id.
  */
+import { createHash } from "node:crypto";
 import type { CallUsage, ConversationTurn, ModelStreamEvent, StreamingModel, StreamRequest, ToolSpec, TurnContent } from "../ai/ports";
 import { embedder } from "../ai/select";
-import { dot } from "../ai/vectors";
+import { decodeVector, dot } from "../ai/vectors";
 import { TOOLS } from "./tools";
 import type { Tool } from "./tools";
 import { parseRepairTurn, type RepairDirectives } from "../harness/repair-turn";
@@ -336,16 +337,56 @@ async function chooseGoal(tools: readonly Tool[], prompt: string, offered: ToolS
 }
 
 /**
- * The embeddings of the tools' descriptions, by tool name: computed once per process and catalogue (a failure is
- * asked for again next time). Started by the first prefetch, so a cold container's first streams do not wait for it
- * behind their prompts.
+ * The tool-description vectors computed at build time (core/agent/tool-vectors.json, written by `npm run
+ * tool-vectors`, scripts/tool-vectors.ts). Embedding the 44 descriptions of the catalogue took 2.3 s of the embedder's
+ * one worker on a fresh process, and every stream's first prompt embedding waited behind it (issue #24 point 6).
+ */
+export interface StoredToolVectors {
+  /** The Embedder.id the vectors are of (`local:use-lite:512`): any other embedder embeds the descriptions itself. */
+  embedder: string;
+  /**
+   * By tool name: `hash`, the {@link descriptionHash} of the description that was embedded; `vector`, its unit-length
+   * embedding as `encodeVector` stores it (float32 little-endian, base64).
+   */
+  tools: Record<string, { hash: string; vector: string }>;
+}
+
+/**
+ * A description's fingerprint in {@link StoredToolVectors}: the first 16 hex characters (64 bits) of the SHA-256 of
+ * its UTF-8 text. A stored vector is used only for the description it was computed from.
+ */
+export const descriptionHash = (description: string): string => createHash("sha256").update(description, "utf8").digest("hex").slice(0, 16);
+
+/** The stored vectors, imported on the first plan only: a chunk of its own in a bundle, never read at a Lambda's import. */
+const storedToolVectors = async (): Promise<StoredToolVectors> => (await import("./tool-vectors.json")).default;
+
+/**
+ * The embeddings of the tools' descriptions, by tool name (unit-length vectors of the process's embedder): computed
+ * once per process and catalogue (a failure is asked for again next time). A tool's vector comes from the build-time
+ * file ({@link StoredToolVectors}) when the embedder is the file's and the description's hash is the stored one;
+ * the others (a description edited without `npm run tool-vectors`, every tool under another embedder) are embedded
+ * in one batch, as before the file existed. Started by the first prefetch, so a cold container's first streams do
+ * not wait for it behind their prompts.
+ * @throws (the promise) what the embedder throws, or when a stored vector does not have the embedder's dimensions
  */
 function descriptionVectors(tools: readonly Tool[]): Promise<Map<string, Float32Array>> {
   const memo = memoOf(tools);
   if (!memo.descriptionVectors) {
     memo.descriptionVectors = embedder().then(async (emb) => {
-      const vs = await emb.embed(tools.map((t) => t.description));
-      return new Map(tools.map((t, i) => [t.name, vs[i]!]));
+      const vectors = new Map<string, Float32Array>();
+      const stored = await storedToolVectors();
+      if (stored.embedder === emb.id) {
+        for (const t of tools) {
+          const s = stored.tools[t.name];
+          if (s?.hash === descriptionHash(t.description)) vectors.set(t.name, decodeVector(s.vector, emb.dimensions));
+        }
+      }
+      const missing = tools.filter((t) => !vectors.has(t.name));
+      if (missing.length) {
+        const vs = await emb.embed(missing.map((t) => t.description));
+        missing.forEach((t, i) => vectors.set(t.name, vs[i]!));
+      }
+      return vectors;
     });
     memo.descriptionVectors.catch(() => (memo.descriptionVectors = undefined));
   }

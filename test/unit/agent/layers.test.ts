@@ -69,7 +69,7 @@ function cycles(graph: Map<string, string[]>): string[][] {
         onStack.delete(w);
         component.push(w);
       } while (w !== v);
-      if (component.length > 1 || graph.get(v)!.includes(v)) found.push(component.sort());
+      if (component.length > 1 || (graph.get(v) ?? []).includes(v)) found.push(component.sort());
     }
   };
   for (const v of graph.keys()) if (!index.has(v)) visit(v);
