@@ -1,6 +1,7 @@
 import type { Entity } from "electrodb";
 import { Config } from "../config";
 import { dynamoClient } from "./client";
+import { skipModelCheckAtConstruction } from "./model-check";
 import { buildAccessCodeEntity, buildReferralCodeEntity, buildUserEntity } from "../user/user.entity";
 import { buildMembershipEntity, buildWorkspaceEntity, buildWorkspaceSettingsEntity } from "../workspace/workspace.entity";
 import { buildUsageEntity } from "../billing/usage.entity";
@@ -30,9 +31,8 @@ import {
 
 /**
  * Every ElectroDB entity of the service, in one catalogue (DESIGN.md section 3; docs/decisions.md "Entities
- * are built on first use"). Each is constructed the first time it is used, not at import: ElectroDB validates
- * a model with jsonschema when it constructs the entity (~3 ms each), and a Lambda touches only a few of the
- * 17, so building all of them would cost every cold start ~50 ms for nothing.
+ * are built on first use"). Each is constructed the first time it is used, not at import: a Lambda touches only a
+ * few of them. ElectroDB's check of each model against its JSON schema runs in the tests (./model-check.ts).
  */
 const catalogue = {
   user: buildUserEntity,
@@ -70,8 +70,13 @@ const catalogue = {
 };
 
 export type EntityName = keyof typeof catalogue;
+/** The entity builders by name (test/unit/db/model-check.test.ts checks every model). */
+export const entityBuilders: { readonly [K in EntityName]: (typeof catalogue)[K] } = catalogue;
 /** The entities by name, each typed from its model. */
 export type Entities = { [K in EntityName]: ReturnType<(typeof catalogue)[K]> };
+
+// The models are checked by the test suite, once, instead of by each entity's constructor (./model-check.ts).
+skipModelCheckAtConstruction();
 
 let built: Partial<Record<EntityName, Entity<any, any, any, any>>> = {};
 let configuredFor: string | undefined;
