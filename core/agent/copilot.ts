@@ -11,10 +11,7 @@ import { db } from "../db/service";
 import * as Chat from "../chat";
 import { agentIntro, productContext, requireMember } from "../workspace";
 import { EFFORT_TIER, startCharge, type Charge, type Effort } from "../billing/charge";
-import { synthesize } from "../insight/synthesis";
 import { allOf } from "../insight";
-import { generate } from "../recommendation/generate";
-import { draft } from "../document/draft";
 import { recordRun, tryLock, type AgentType } from "./index";
 import { QUERY_BUDGET_MS, runAgent, type AgentRunResult } from "./loop";
 import { TOOLS, type Tool, type ToolContext } from "./tools";
@@ -557,6 +554,8 @@ const creation = (sink: EventSink, c: Creation) => sink.send("creation", c);
 async function stepSynthesis(sink: EventSink, userId: string, workspaceId: string, sourceIds: string[], type: "comprehensive" | "quick", pct: [number, number]) {
   currentSignal()?.throwIfAborted();
   sink.send("progress", { step: "synthesis", percentage: pct[0], message: `Synthesizing ${sourceIds.length} sources` });
+  // The stream variants' operations load with the first variant that runs them, not with every chat (cold start).
+  const { synthesize } = await import("../insight/synthesis");
   const res = await synthesize(userId, { workspace_id: workspaceId, source_ids: sourceIds, synthesis_type: type });
   creation(sink, { type: "insights", ids: res.insight_ids, count: res.insight_ids.length, preview: res.insights.map((i) => ({ id: i.id, title: i.title, severity: i.severity })) });
   sink.send("progress", { step: "synthesis", percentage: pct[1], message: `${res.insight_ids.length} insights` });
@@ -566,6 +565,7 @@ async function stepSynthesis(sink: EventSink, userId: string, workspaceId: strin
 async function stepRecommendations(sink: EventSink, userId: string, workspaceId: string, insightIds: string[], focus: string[] | undefined, pct: [number, number]) {
   currentSignal()?.throwIfAborted();
   sink.send("progress", { step: "recommendation", percentage: pct[0], message: `Generating recommendations from ${insightIds.length} insights` });
+  const { generate } = await import("../recommendation/generate");
   const res = await generate(userId, { workspace_id: workspaceId, insight_ids: insightIds, focus_areas: focus ?? [] });
   creation(sink, { type: "recommendations", ids: res.recommendations.map((r) => r.id), count: res.count, preview: res.recommendations.map((r) => ({ id: r.id, title: r.title })) });
   sink.send("progress", { step: "recommendation", percentage: pct[1], message: `${res.count} recommendations` });
@@ -575,6 +575,7 @@ async function stepRecommendations(sink: EventSink, userId: string, workspaceId:
 async function stepDraft(sink: EventSink, userId: string, workspaceId: string, input: { document_type: DraftStreamInput["document_type"]; recommendation_id?: string; user_instructions?: string }, pct: [number, number]) {
   currentSignal()?.throwIfAborted();
   sink.send("progress", { step: "drafting", percentage: pct[0], message: `Drafting a ${input.document_type}` });
+  const { draft } = await import("../document/draft");
   const doc = await draft(userId, { workspace_id: workspaceId, ...input });
   creation(sink, { type: "documents", ids: [doc.id], count: 1, preview: [{ id: doc.id, title: doc.title }] });
   sink.send("progress", { step: "drafting", percentage: pct[1], message: `Drafted "${doc.title}"` });

@@ -1,18 +1,8 @@
-import {
-  DeleteObjectCommand,
-  DeleteObjectsCommand,
-  GetObjectCommand,
-  HeadObjectCommand,
-  ListObjectsV2Command,
-  NoSuchKey,
-  NotFound,
-  PutObjectCommand,
-} from "@aws-sdk/client-s3";
 import { Config } from "../config";
-import { s3Client } from "./client";
+import { s3 } from "./client";
 
 /** Whether an S3 error means the object (or key) does not exist. */
-const isMissing = (err: unknown): boolean => err instanceof NoSuchKey || err instanceof NotFound || (err as { name?: string }).name === "NotFound";
+const isMissing = (err: unknown): boolean => ["NoSuchKey", "NotFound"].includes((err as { name?: string }).name ?? "");
 
 /** Object-key prefix of everything stored for a workspace. */
 export const workspacePrefix = (workspaceId: string) => `workspaces/${workspaceId}/`;
@@ -22,17 +12,14 @@ export const workspacePrefix = (workspaceId: string) => `workspaces/${workspaceI
  * @throws Error when S3 reports per-key errors, so the caller does not go on as if the files were gone.
  */
 export async function deletePrefix(prefix: string): Promise<number> {
+  const { client, sdk } = await s3();
   let deleted = 0;
   let token: string | undefined;
   do {
-    const page = await s3Client().send(
-      new ListObjectsV2Command({ Bucket: Config.bucketName(), Prefix: prefix, ContinuationToken: token }),
-    );
+    const page = await client.send(new sdk.ListObjectsV2Command({ Bucket: Config.bucketName(), Prefix: prefix, ContinuationToken: token }));
     const keys = (page.Contents ?? []).map((o) => ({ Key: o.Key! }));
     if (keys.length > 0) {
-      const out = await s3Client().send(
-        new DeleteObjectsCommand({ Bucket: Config.bucketName(), Delete: { Objects: keys, Quiet: true } }),
-      );
+      const out = await client.send(new sdk.DeleteObjectsCommand({ Bucket: Config.bucketName(), Delete: { Objects: keys, Quiet: true } }));
       if (out.Errors && out.Errors.length > 0) {
         throw new Error(`S3 refused to delete ${out.Errors.length} objects under ${prefix}: ${out.Errors[0]?.Message}`);
       }
@@ -45,13 +32,15 @@ export async function deletePrefix(prefix: string): Promise<number> {
 
 /** Store an object in the uploads bucket. */
 export async function putObject(key: string, body: Buffer | string, contentType: string, metadata: Record<string, string> = {}): Promise<void> {
-  await s3Client().send(new PutObjectCommand({ Bucket: Config.bucketName(), Key: key, Body: body, ContentType: contentType, Metadata: metadata }));
+  const { client, sdk } = await s3();
+  await client.send(new sdk.PutObjectCommand({ Bucket: Config.bucketName(), Key: key, Body: body, ContentType: contentType, Metadata: metadata }));
 }
 
 /** Read a whole object. @returns null when the object does not exist. */
 export async function getObject(key: string): Promise<Buffer | null> {
+  const { client, sdk } = await s3();
   try {
-    const out = await s3Client().send(new GetObjectCommand({ Bucket: Config.bucketName(), Key: key }));
+    const out = await client.send(new sdk.GetObjectCommand({ Bucket: Config.bucketName(), Key: key }));
     return Buffer.from(await out.Body!.transformToByteArray());
   } catch (err) {
     if (isMissing(err)) return null;
@@ -64,8 +53,9 @@ export async function getObject(key: string): Promise<Buffer | null> {
  * @returns null when the object does not exist
  */
 export async function getObjectHead(key: string, bytes: number): Promise<{ head: Buffer; size: number } | null> {
+  const { client, sdk } = await s3();
   try {
-    const out = await s3Client().send(new GetObjectCommand({ Bucket: Config.bucketName(), Key: key, Range: `bytes=0-${bytes - 1}` }));
+    const out = await client.send(new sdk.GetObjectCommand({ Bucket: Config.bucketName(), Key: key, Range: `bytes=0-${bytes - 1}` }));
     const head = Buffer.from(await out.Body!.transformToByteArray());
     // "bytes 0-4099/123456"; a store that ignores Range sends the whole object instead.
     const total = /\/(\d+)$/.exec(out.ContentRange ?? "");
@@ -83,8 +73,9 @@ export async function getObjectHead(key: string, bytes: number): Promise<{ head:
 
 /** Size in bytes of an object, or null when it does not exist. */
 export async function objectSize(key: string): Promise<number | null> {
+  const { client, sdk } = await s3();
   try {
-    const out = await s3Client().send(new HeadObjectCommand({ Bucket: Config.bucketName(), Key: key }));
+    const out = await client.send(new sdk.HeadObjectCommand({ Bucket: Config.bucketName(), Key: key }));
     return out.ContentLength ?? 0;
   } catch (err) {
     if (isMissing(err)) return null;
@@ -93,5 +84,6 @@ export async function objectSize(key: string): Promise<number | null> {
 }
 
 export async function deleteObject(key: string): Promise<void> {
-  await s3Client().send(new DeleteObjectCommand({ Bucket: Config.bucketName(), Key: key }));
+  const { client, sdk } = await s3();
+  await client.send(new sdk.DeleteObjectCommand({ Bucket: Config.bucketName(), Key: key }));
 }

@@ -1,4 +1,3 @@
-import { createPresignedPost } from "@aws-sdk/s3-presigned-post";
 import { Config } from "../config";
 import { s3Client } from "./client";
 
@@ -7,7 +6,9 @@ import { s3Client } from "./client";
  * The policy pins the key, the content type and a content-length range, so S3 itself refuses anything else.
  */
 export async function presignedPost(key: string, contentType: string, maxBytes: number, expiresSeconds = 900) {
-  const post = await createPresignedPost(s3Client(), {
+  // Imported on first use, like the S3 client (./client.ts): a cold start of a group that never presigns skips it.
+  const { createPresignedPost } = await import("@aws-sdk/s3-presigned-post");
+  const post = await createPresignedPost(await s3Client(), {
     Bucket: Config.bucketName(),
     Key: key,
     Conditions: [["content-length-range", 1, maxBytes], ["eq", "$Content-Type", contentType]],

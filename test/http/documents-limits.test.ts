@@ -43,7 +43,7 @@ function bigMarkdown(chars: number, tag: string): string {
 
 /** Object keys the document left in the uploads bucket. */
 async function storedObjects(documentId: string): Promise<string[]> {
-  const out = await s3Client().send(
+  const out = await (await s3Client()).send(
     new ListObjectsV2Command({ Bucket: Config.bucketName(), Prefix: `workspaces/${ws.workspaceId}/documents/${documentId}/` }),
   );
   return (out.Contents ?? []).map((o) => o.Key!);

@@ -38,7 +38,7 @@ const settled = (token: string, id: string) =>
 const list = (token: string, query: Record<string, string | number | undefined>) => call("GET", "/api/research/sources", { token, query });
 
 async function bucketKeys(prefix: string): Promise<string[]> {
-  const out = await s3Client().send(new ListObjectsV2Command({ Bucket: Config.bucketName(), Prefix: prefix }));
+  const out = await (await s3Client()).send(new ListObjectsV2Command({ Bucket: Config.bucketName(), Prefix: prefix }));
   return (out.Contents ?? []).map((o) => o.Key!);
 }
 

@@ -29,7 +29,7 @@ const settled = (token: string, id: string) =>
   }, 90_000);
 
 async function bucketKeys(prefix: string): Promise<string[]> {
-  const out = await s3Client().send(new ListObjectsV2Command({ Bucket: Config.bucketName(), Prefix: prefix }));
+  const out = await (await s3Client()).send(new ListObjectsV2Command({ Bucket: Config.bucketName(), Prefix: prefix }));
   return (out.Contents ?? []).map((o) => o.Key!);
 }
 

@@ -204,9 +204,9 @@ describe("DELETE /api/workspaces/{id}", () => {
     await putRaw(workspace.id, `document#${randomUUID()}#block#1`);
     const bucket = Config.bucketName();
     const keys = [`workspaces/${workspace.id}/sources/a/interview.txt`, `workspaces/${workspace.id}/exports/b.json`];
-    for (const Key of keys) await s3Client().send(new PutObjectCommand({ Bucket: bucket, Key, Body: "hello" }));
+    for (const Key of keys) await (await s3Client()).send(new PutObjectCommand({ Bucket: bucket, Key, Body: "hello" }));
     const keptKey = `workspaces/${kept.id}/sources/c/keep.txt`;
-    await s3Client().send(new PutObjectCommand({ Bucket: bucket, Key: keptKey, Body: "keep" }));
+    await (await s3Client()).send(new PutObjectCommand({ Bucket: bucket, Key: keptKey, Body: "keep" }));
     expect((await partitionItems(`ws#${workspace.id}`)).length).toBeGreaterThanOrEqual(8);
 
     const res = await call("DELETE", ws(workspace.id), { token: owner.token });
@@ -214,14 +214,14 @@ describe("DELETE /api/workspaces/{id}", () => {
     expect(res.status, res.text).toBe(204);
     expect(res.text).toBe("");
     expect(await partitionItems(`ws#${workspace.id}`)).toEqual([]);
-    const listed = await s3Client().send(new ListObjectsV2Command({ Bucket: bucket, Prefix: `workspaces/${workspace.id}/` }));
+    const listed = await (await s3Client()).send(new ListObjectsV2Command({ Bucket: bucket, Prefix: `workspaces/${workspace.id}/` }));
     expect(listed.Contents ?? []).toEqual([]);
     expectEnvelope(await call("GET", ws(workspace.id), { token: owner.token }), 403, "FORBIDDEN");
     expect((await call("GET", "/api/workspaces", { token: member.token })).body.total).toBe(0);
     expect((await call("GET", "/api/workspaces", { token: owner.token })).body.total).toBe(0);
     // The neighbour's data is untouched.
     expect((await call("GET", ws(kept.id), { token: neighbour.token })).status).toBe(200);
-    const keptObject = await s3Client().send(new GetObjectCommand({ Bucket: bucket, Key: keptKey }));
+    const keptObject = await (await s3Client()).send(new GetObjectCommand({ Bucket: bucket, Key: keptKey }));
     expect(await keptObject.Body!.transformToString()).toBe("keep");
   });
 

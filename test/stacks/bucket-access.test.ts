@@ -52,7 +52,7 @@ const BUCKET_CALLS: Record<string, Record<string, readonly BucketAccess[]>> = {
   "core/extract/transcribe.ts": { startTranscription: ["read"] },
 };
 /** Exports of the storage modules that make no bucket call. */
-const NOT_BUCKET_CALLS = new Set(["workspacePrefix", "s3Client"]);
+const NOT_BUCKET_CALLS = new Set(["workspacePrefix", "s3Client", "s3"]);
 
 /** Handler module (repository-relative .ts path) -> the bucket access its function is granted. */
 function grantedAccess(): Map<string, readonly BucketAccess[]> {
@@ -199,10 +199,11 @@ describe("bucket grants match the bucket calls each function's code can make", (
       }
     }
     const s3Importers = lambdaProject().files
-      .filter((f) => /from "@aws-sdk\/(client-s3|s3-presigned-post|s3-request-presigner)"/.test(readFileSync(f, "utf8")))
+      .filter((f) => /(from |import\()"@aws-sdk\/(client-s3|s3-presigned-post|s3-request-presigner)"/.test(readFileSync(f, "utf8")))
       .map((f) => relative(ROOT, f))
       .sort();
-    expect(s3Importers).toEqual(["core/storage/client.ts", "core/storage/index.ts", "core/storage/presign.ts"]);
+    // core/storage/index.ts reaches the SDK through client.ts's `s3()` (imported on first use).
+    expect(s3Importers).toEqual(["core/storage/client.ts", "core/storage/presign.ts"]);
   });
 
   it("finds the calls where they plainly are (the analysis sees through imports, namespaces and helpers)", () => {

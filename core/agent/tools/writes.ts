@@ -3,13 +3,10 @@ import { Errors } from "../../error";
 import { db } from "../../db/service";
 import { idFor, type AgentWrite } from "../../db/agent-write";
 import * as Insight from "../../insight";
-import { synthesize } from "../../insight/synthesis";
 import * as Recommendation from "../../recommendation";
-import { generate } from "../../recommendation/generate";
 import { validTransitions } from "../../recommendation/status";
 import * as Document from "../../document";
 import { listBlocks, updateBlock } from "../../document/block-ops";
-import { draft } from "../../document/draft";
 import { requireUsage } from "../../billing/gates";
 import { inWorkspace } from "./scope";
 import type { ExecutionContext, GatedTool } from "./types";
@@ -148,6 +145,8 @@ export const draftDocument: GatedTool<z.infer<typeof DraftToolInput>> = {
     if (existing) return result(existing);
     // The route's documents-per-month gate, for the copilot's drafts too (the tool does not pass through the route).
     await requireUsage({ userId: ctx.userId, workspaceId: ctx.workspaceId }, "documents");
+    // The operations load when an approved action first runs them, not with every chat (the stream's cold start).
+    const { draft } = await import("../../document/draft");
     return result(await draft(ctx.userId, { ...input, workspace_id: ctx.workspaceId }, { id, ...agentWrite(ctx, result) }));
   },
 };
@@ -219,6 +218,7 @@ export const runSynthesis: GatedTool<z.infer<typeof SynthesisToolInput>> = {
   },
   async execute(ctx, input) {
     const result = (w: { insight_ids: string[]; created_ids: string[]; summary: string }) => ({ insight_ids: w.insight_ids, created_ids: w.created_ids, summary: w.summary });
+    const { synthesize } = await import("../../insight/synthesis");
     return result(await synthesize(ctx.userId, { ...input, workspace_id: ctx.workspaceId }, agentWrite(ctx, result)));
   },
 };
@@ -245,6 +245,7 @@ export const generateRecommendations: GatedTool<z.infer<typeof GenerateToolInput
       count: w.count,
       prioritization_summary: w.prioritization_summary,
     });
+    const { generate } = await import("../../recommendation/generate");
     const res = await generate(ctx.userId, { ...input, workspace_id: ctx.workspaceId }, agentWrite(ctx, result));
     return result({ recommendation_ids: res.recommendations.map((r) => r.id), count: res.count, prioritization_summary: res.prioritization_summary });
   },

@@ -83,7 +83,7 @@ async function uploadFile(token: string, workspaceId: string, file: { name: stri
 }
 
 async function keysUnder(prefix: string): Promise<string[]> {
-  const out = await s3Client().send(new ListObjectsV2Command({ Bucket: Config.bucketName(), Prefix: prefix }));
+  const out = await (await s3Client()).send(new ListObjectsV2Command({ Bucket: Config.bucketName(), Prefix: prefix }));
   return (out.Contents ?? []).map((o) => o.Key!);
 }
 

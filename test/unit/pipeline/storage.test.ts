@@ -30,7 +30,7 @@ describe("getObjectHead", () => {
 
   it("reads an empty object as size 0: S3 refuses a range on it with 416 InvalidRange, then HEAD gives the size", async () => {
     // The local object store mishandles this case (it promises one byte and sends none), so S3's answer is mocked.
-    const s3 = mockClient(s3Client());
+    const s3 = mockClient(await s3Client());
     try {
       s3.on(GetObjectCommand).rejects(Object.assign(new S3ServiceException({ name: "InvalidRange", $fault: "client", $metadata: { httpStatusCode: 416 } }), { message: "The requested range is not satisfiable" }));
       s3.on(HeadObjectCommand).resolves({ ContentLength: 0 });
