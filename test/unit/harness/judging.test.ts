@@ -4,7 +4,7 @@
  * local engine's answer to one.
  */
 import { describe, expect, it } from "vitest";
-import { statementsOf } from "../../../core/harness/claims";
+import { normalise, statementsOf } from "../../../core/harness/claims";
 import { checkContract, type RunArtifacts } from "../../../core/harness/contract";
 import { groundingOf, rqsOf, RQS_THRESHOLD } from "../../../core/harness/rqs";
 import { parseRepairTurn, repairedInstructions, repairTurn, titleFromEvidence } from "../../../core/harness/repair";
@@ -182,5 +182,16 @@ describe("mid-stream alerts", () => {
     m.observeTool({ text: "The participant said:\nnobody ever reads the release notes", id });
     m.push(`"nobody ever reads the release notes" [source ${id}] ${"z".repeat(500)}`);
     expect(sent).toEqual([]);
+  });
+});
+
+describe("normalise (verbatim comparison)", () => {
+  it("unifies quotes, dashes and ellipses, makes every run of whitespace one space, trims and lower-cases", () => {
+    expect(normalise("  He said “It’s broken” — again…\n\tReally  ")).toBe('he said "it\'s broken" - again... really');
+    expect(normalise("a\u00a0b")).toBe("a b");
+    expect(normalise("a \t b")).toBe("a b");
+    expect(normalise("x\u2003\u2003y\r\nz")).toBe("x y z");
+    expect(normalise("Plain text stays")).toBe("plain text stays");
+    expect(normalise(" \n ")).toBe("");
   });
 });
