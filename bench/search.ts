@@ -87,6 +87,7 @@ export default async function search(): Promise<void> {
     const { dynamoClient } = await import("../core/db/client");
     const { Config } = await import("../core/config");
     const Insight = await import("../core/insight");
+    const { snapshotOf } = await import("../core/harness/profile");
 
     const user = async (email: string) => {
       const token = await rt.idp.sign({ email });
@@ -233,6 +234,23 @@ export default async function search(): Promise<void> {
       return { simd: timeRank(true), js: timeRank(false) };
     };
 
+    /**
+     * The copilot harness's pre-flight read of a workspace (core/harness/profile.ts `snapshotOf`: every insight's text
+     * for the mid-stream quote checks, normalised), warm (this container holds the search snapshot), beside what it
+     * read on every chat before it took the insights from the search snapshot: the partition Query of every insight's
+     * title, description and quotes.
+     */
+    const preflight = async (ws: string) => {
+      await snapshotOf(ws);
+      const now = new Recorder();
+      const before = new Recorder();
+      for (let i = 0; i < sized(20, 2); i++) {
+        now.record((await timed(() => snapshotOf(ws))).ms);
+        if (i < sized(5, 1)) before.record((await timed(() => db().entities.insight.query.byWorkspace({ workspace_id: ws }).go({ pages: "all", attributes: ["id", "title", "description", "quotes"] }))).ms);
+      }
+      return { now: now.summary(), before: before.summary(), calls: await dynamoCallsOf(() => snapshotOf(ws)) };
+    };
+
     // The query embedder's model loaded before any timing (setup used the embedding cache): a container's first
     // search here means its first of this workspace, not the local model's start (Bedrock has none).
     await emb.embed(["warm up the query embedder"]);
@@ -242,6 +260,7 @@ export default async function search(): Promise<void> {
     const coldSmall = await cold(small.ws);
     const warmSmall = await warm(small.ws, MEASURED);
     const rankSmall = await rankOnly(small.ws);
+    const preflightSmall = await preflight(small.ws);
     const http = new Recorder();
     for (let i = 0; i < HTTP_MEASURED + 2; i++) {
       const start = performance.now();
@@ -313,6 +332,8 @@ export default async function search(): Promise<void> {
       [`first search of a container, ${BIG} insights: stored index / after a change`, `${fmtMs(coldBig.later)} / ${fmtMs(coldBig.first)}`, "", ""],
       [`  parts: snapshot Query + decode / lexical index loaded / built`, `${fmtMs(coldBig.loadMs)} / ${fmtMs(coldBig.loadIndexMs)} / ${fmtMs(coldBig.buildIndexMs)}`, "", ""],
       [`warm p50, ${BIG} insights, unseen / repeated`, `${fmtMs(wsBig.unseen.p50)} / ${fmtMs(wsBig.repeated.p50)}`, "< 100 ms", met(wsBig.unseen.p50 < 100 && wsBig.repeated.p50 < 100)],
+      [`copilot pre-flight's read of ${N} insights (harness snapshotOf), warm p50; DynamoDB calls [${preflightSmall.calls.join(", ")}]`, fmtMs(preflightSmall.now.p50), "", ""],
+      [`  what it read on every chat before: the Query of every insight's text, p50 of ${preflightSmall.before.n}`, fmtMs(preflightSmall.before.p50), "", ""],
       [`snapshot build on the write side, ${N} / ${BIG} insights`, `${fmtMs(small.built)} / ${fmtMs(big.built)}`, "", ""],
       [`precision@5, ${runs.length} judged queries (${RELEVANCE_FOLDERS.join(", ")})`, p5.toFixed(3), "reported", ""],
       [`insight create with its search vector (write path), mean of ${written}`, fmtMs(writeMs), "", ""],
