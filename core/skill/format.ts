@@ -17,14 +17,9 @@
 import { parseDocument, stringify } from "yaml";
 import { Errors, type FieldError } from "../error";
 
-/** Longest skill name (slug), in characters (Agent Skills: 64). */
-export const NAME_MAX = 64;
-/** Longest description, in characters (Agent Skills: 1,024). */
-export const DESCRIPTION_MAX = 1024;
-/** Longest compatibility note, in characters (Agent Skills: 500). */
-export const COMPATIBILITY_MAX = 500;
-/** A slug: lowercase ASCII letters and digits in runs joined by single hyphens. */
-export const SLUG_PATTERN = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
+import { COMPATIBILITY_MAX, DESCRIPTION_MAX, NAME_MAX, SLUG_PATTERN } from "./limits";
+
+export { COMPATIBILITY_MAX, DESCRIPTION_MAX, NAME_MAX, SLUG_PATTERN };
 
 /** The front matter's fields (Agent Skills specification); any other top-level key is refused. */
 export const FRONT_MATTER_FIELDS = ["name", "description", "license", "compatibility", "metadata", "allowed-tools"] as const;

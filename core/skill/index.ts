@@ -22,7 +22,7 @@ import { requireMember, partitionOf } from "../workspace";
 import { requireFeature } from "../billing/gates";
 import { COUNTED_TRIES, limitsOfWorkspace } from "../billing/counters";
 import { officialSkill, officialSkills, type OfficialSkill } from "./library";
-import { readSkillFolder, type SkillContent } from "./format";
+import type { SkillContent } from "./format";
 import {
   CreateCustomInput,
   type FeedbackInput,
@@ -611,7 +611,8 @@ export async function importSkill(userId: string, body: ImportBody): Promise<Imp
   const ws = body.workspace_id;
   await mayAuthor(userId, ws);
   if (body.file.truncated) throw Errors.validation([{ loc: ["body", "file"], msg: "the file is larger than an import takes", type: "too_large" }]);
-  const { readUpload } = await import("./portable");
+  // The archive reader and the Agent Skills parser (YAML) load with the first import, not on the chat path.
+  const [{ readUpload }, { readSkillFolder }] = await Promise.all([import("./portable"), import("./format")]);
   const upload = await readUpload(body.file.content, body.file.filename);
   const { content, unused } = readSkillFolder(upload.files, ["body", "file"], upload.folder);
   const slug = body.slug ?? content.slug;

@@ -1,11 +1,11 @@
 /**
  * The official skill library (spec 01 Skill `is_official`; DESIGN.md 6.6): the folders under core/skill/official/,
- * compiled into official.generated.ts by scripts/skills-build.ts, parsed here with the same Agent Skills parser that
- * reads imports. Parsed once per container, on first use.
+ * compiled into official.generated.ts by scripts/skills-build.ts, which parses them with the same Agent Skills parser
+ * that reads imports.
  */
 import { v5 as uuidv5 } from "uuid";
-import { OFFICIAL_SKILL_FILES } from "./official.generated";
-import { readSkillFolder, type SkillContent } from "./format";
+import { OFFICIAL_SKILLS } from "./official.generated";
+import type { SkillContent } from "./format";
 
 /** An official skill: its content and a stable id (UUID v5 of its slug, the same in every deployment). */
 export interface OfficialSkill extends SkillContent {
@@ -18,15 +18,13 @@ const OFFICIAL_NAMESPACE = "4f5a1d52-3c1b-5f0e-9a57-6b1f0c2d9e31";
 let library: Map<string, OfficialSkill> | undefined;
 
 /**
- * Parse the library. A folder that does not validate is a defect of this build, not a user error: it throws, and
- * test/unit/skill/official.test.ts fails before it ships.
+ * The library, from the content parsed at build time (scripts/skills-build.ts reads each folder with the parser that
+ * reads imports, and stops on one that does not validate; test/unit/skill/official.test.ts checks the module is
+ * current). Nothing is parsed here: the first chat of a container used to spend 30-55 ms and a YAML parser on it.
  */
 function load(): Map<string, OfficialSkill> {
   const out = new Map<string, OfficialSkill>();
-  for (const [folder, files] of Object.entries(OFFICIAL_SKILL_FILES)) {
-    const { content } = readSkillFolder({ ...files }, ["official", folder], folder);
-    out.set(content.slug, { ...content, id: uuidv5(content.slug, OFFICIAL_NAMESPACE) });
-  }
+  for (const content of Object.values(OFFICIAL_SKILLS)) out.set(content.slug, { ...content, id: uuidv5(content.slug, OFFICIAL_NAMESPACE) });
   return out;
 }
 

@@ -1,6 +1,6 @@
 import * as z from "zod";
 import { jsonObject } from "../json-object";
-import { DESCRIPTION_MAX, NAME_MAX, SLUG_PATTERN } from "./format";
+import { DESCRIPTION_MAX, NAME_MAX, SLUG_PATTERN } from "./limits";
 
 /**
  * Words of the skills paths: as slugs they would make two routes match one path (spec 01 has both
