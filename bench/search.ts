@@ -18,6 +18,9 @@
  *    - the same through the local gateway (`POST /api/insights/search`), at most 50 requests, so the per-user limit
  *      (60 a minute, the product's default, not raised) is never reached; the limiter runs on each.
  * 2. The same figures at 50,000 insights (the same real texts repeated); target warm p50 < 100 ms.
+ *    At 5,000 insights also: the copilot harness's pre-flight read of the workspace (core/harness/profile.ts
+ *    `snapshotOf`, its insights from the search snapshot), warm, beside the Query of every insight's text it made on
+ *    each chat before.
  * 3. Relevance: the hand-judged set of test/fixtures/relevance loaded through the write path (`create`, which embeds
  *    each insight as it is written) into one workspace per realdata folder, each judged query searched with
  *    `search()`: mean precision@5 (relevant in the top five over min(5, relevant)).
