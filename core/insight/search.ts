@@ -173,13 +173,34 @@ function viewOf(workspaceId: string, row: SearchRow): InsightView | null {
 }
 
 /**
- * The insights of the first `limit` candidates, in rank order. Each comes from its row, which is the insight as of the
- * snapshot version the head named when the membership was checked: every applied change bumps that version, so the
- * row is current unless a change of that insight was under way (its id is in the head's `pending`). Those, and rows
- * without a view, are read from the table by one BatchGetItem (strongly consistent, only the attributes shown); a
- * candidate whose insight turns out to be gone (its deletion's change is still being applied) is skipped and the
- * next one taken. The keys are the insight entity's own, read through the document client (the projected attributes
- * are stored under their own names, so the item is the entity's item).
+ * The insights of these rows as `GET /api/insights/{id}` shows them. Each comes from its row, which is the insight as
+ * of the snapshot version the head named when it was read: every applied change bumps that version, so the row is
+ * current unless a change of that insight was under way (its id is in the head's `pending`). Those, and rows without
+ * a view, are read from the table by BatchGetItem (strongly consistent, only the attributes shown, 100 keys a call).
+ * The keys are the insight entity's own, read through the document client (the projected attributes are stored under
+ * their own names, so the item is the entity's item).
+ * @param pending ids of the insights with a change under way (the head's `pending`)
+ * @returns the views by insight id; an insight that turns out to be gone (its deletion's change is still being
+ *   applied) has none
+ */
+async function viewsOfRows(workspaceId: string, rows: readonly SearchRow[], pending: ReadonlySet<string>): Promise<Map<string, InsightView>> {
+  const views = new Map<string, InsightView>();
+  const keys: { pk: string; sk: string }[] = [];
+  for (const row of rows) {
+    const view = pending.has(row.id) ? null : viewOf(workspaceId, row);
+    if (view) views.set(row.id, view);
+    else keys.push(insightKey(workspaceId, row.id));
+  }
+  // A key DynamoDB answered without an item is gone (core/db/batch-get.ts asks unprocessed keys again).
+  for (let at = 0; at < keys.length; at += 100) {
+    for (const i of await consistentBatchGet(Config.tableName(), keys.slice(at, at + 100), PROJECTION)) views.set(i.id as string, toView(i as InsightItem));
+  }
+  return views;
+}
+
+/**
+ * The insights of the first `limit` candidates, in rank order (`viewsOfRows`); a candidate whose insight turns out
+ * to be gone is skipped and the next one taken.
  * @param pending ids of the insights with a change under way (the head's `pending`)
  * @returns the insights with their scores, and how many candidates turned out to be gone
  */
@@ -190,23 +211,14 @@ async function resultsOf(
   pending: ReadonlySet<string>,
 ): Promise<{ found: { view: InsightView; score: number }[]; gone: number }> {
   const found: { view: InsightView; score: number }[] = [];
-  const table = Config.tableName();
   let gone = 0;
   let next = 0;
   while (found.length < limit && next < ranked.length) {
     const batch = ranked.slice(next, next + (limit - found.length));
     next += batch.length;
-    const fromRows = new Map<string, InsightView>();
+    const views = await viewsOfRows(workspaceId, batch.map((r) => r.row), pending);
     for (const r of batch) {
-      const view = pending.has(r.row.id) ? null : viewOf(workspaceId, r.row);
-      if (view) fromRows.set(r.row.id, view);
-    }
-    const read = new Map<string, InsightView>();
-    const keys = batch.filter((r) => !fromRows.has(r.row.id)).map((r) => insightKey(workspaceId, r.row.id));
-    // A key DynamoDB answered without an item is gone (core/db/batch-get.ts asks unprocessed keys again).
-    if (keys.length > 0) for (const i of await consistentBatchGet(table, keys, PROJECTION)) read.set(i.id as string, toView(i as InsightItem));
-    for (const r of batch) {
-      const view = fromRows.get(r.row.id) ?? read.get(r.row.id);
+      const view = views.get(r.row.id);
       if (view) found.push({ view, score: r.score });
       else gone++;
     }
@@ -218,8 +230,7 @@ async function resultsOf(
  * Every insight of a workspace (archived included) as its search snapshot holds it, for readers that need the whole
  * workspace's text on every request (the copilot harness's pre-flight, core/harness/profile.ts): from this container's
  * cached snapshot while the head's version is unchanged (one strongly consistent GetItem of the head), else loaded as
- * a search loads it. Exact as of the head read: insights under a change (the head's `pending`) and rows stored without
- * their view are read from the table (one BatchGetItem per 100); an insight found gone is left out.
+ * a search loads it. Exact as of the head read (`viewsOfRows`); an insight found gone is left out.
  * The caller has checked that its user is a member of the workspace: nothing here checks it.
  * @returns the insights as `GET /api/insights/{id}` shows them, in no particular order
  */
@@ -227,17 +238,7 @@ export async function snapshotInsights(workspaceId: string): Promise<InsightView
   const first = await readHead(workspaceId);
   const { index, head } = await snapshot(workspaceId, first);
   const pending = new Set([...first.pending, ...head.pending].map((p) => p.id));
-  const views: InsightView[] = [];
-  const unread: { pk: string; sk: string }[] = [];
-  for (const row of index.rows) {
-    const view = pending.has(row.id) ? null : viewOf(workspaceId, row);
-    if (view) views.push(view);
-    else unread.push(insightKey(workspaceId, row.id));
-  }
-  for (let at = 0; at < unread.length; at += 100) {
-    for (const i of await consistentBatchGet(Config.tableName(), unread.slice(at, at + 100), PROJECTION)) views.push(toView(i as InsightItem));
-  }
-  return views;
+  return [...(await viewsOfRows(workspaceId, index.rows, pending)).values()];
 }
 
 /**
