@@ -9,8 +9,9 @@ import { currentSignal, withAbortSignal } from "../context";
 import { AppError, Errors } from "../error";
 import { db } from "../db/service";
 import * as Chat from "../chat";
-import { agentIntro, productContext, requireMember } from "../workspace";
+import { agentIntro, productContextOf, requireMemberWithWorkspace, type ProductContext } from "../workspace";
 import { EFFORT_TIER, startCharge, type Charge, type Effort } from "../billing/charge";
+import type { PlanLimits } from "../billing/plans";
 import { allOf } from "../insight";
 import { recordRun, tryLock, type AgentType } from "./index";
 import { QUERY_BUDGET_MS, runAgent, type AgentRunResult } from "./loop";
@@ -132,15 +133,16 @@ function countsOf(c: { sources: number; insights: number; recommendations: numbe
 
 /**
  * The system prompt: who the agent works for, what the workspace holds, and the rules no research text changes.
+ * @param opts.product the workspace's product fields, as the stream's membership check read them
  * @param opts.counts what the workspace holds, when the caller has read it already; else `agentIntro` reads it
  */
 async function systemPrompt(
   userId: string,
   workspaceId: string,
-  opts: { language?: string; mode?: string; attachments: { id: string; title: string }[]; counts?: Promise<WorkspaceCounts> },
+  opts: { product: ProductContext; language?: string; mode?: string; attachments: { id: string; title: string }[]; counts?: Promise<WorkspaceCounts> },
 ): Promise<string> {
-  const [product, counts] = await Promise.all([
-    productContext(workspaceId),
+  const product = opts.product;
+  const [counts] = await Promise.all([
     opts.counts ??
       agentIntro(userId, workspaceId).then((i) => ({ state: i.state, sources: i.source_count, insights: i.insight_count, recommendations: i.recommendation_count, documents: i.document_count })),
   ]);
@@ -175,13 +177,15 @@ async function checkAttachments(workspaceId: string, ids: string[]) {
  * must come first in the conversation), so the run does not wait for its write.
  * `stored` gives what the answer's append needs (`Chat.AppendOptions`): the conversation as this prompt's append left
  * it and the workspace's history window, so storing the answer reads neither again.
+ * @param limits the owner's plan limits as the run's reservation saw them (the history window's days), if it did
  */
 function storePrompt(
   conversation: Awaited<ReturnType<typeof Chat.openConversation>>,
   prompt: string,
+  limits?: Pick<PlanLimits, "chat_history_days">,
 ): { history: Promise<Awaited<ReturnType<typeof Chat.history>>>; stored: Promise<Chat.AppendOptions> } {
   const history = (conversation.message_count ?? 0) === 0 ? Promise.resolve([]) : Chat.history(conversation, HISTORY_MESSAGES);
-  const window = Chat.historyWindow(conversation.workspace_id);
+  const window = Chat.historyWindow(conversation.workspace_id, Date.now(), limits);
   const stored = Promise.all([history, window]).then(async ([, { days }]) => {
     const expected = { message_count: conversation.message_count ?? 0, last_message_at: conversation.last_message_at ?? null };
     const message = await Chat.appendMessage(conversation, { role: "user", content: prompt }, { expected, historyDays: days });
@@ -235,7 +239,9 @@ interface RunSpec {
 async function prepare(spec: RunSpec): Promise<PreparedStream> {
   const clock = new StreamClock();
   clock.mark("prepare");
-  await requireMember(spec.userId, spec.workspaceId);
+  // The workspace travels with the membership check (one round trip): its owner pays, its product fields go into the
+  // system prompt.
+  const { workspace } = await requireMemberWithWorkspace(spec.userId, spec.workspaceId);
   clock.mark("member");
   // What needs only the prompt starts once the caller is known to be a member, to run while the slot, the reservation,
   // the conversation and the workspace are read: the local engine embeds it (a stream variant's prompt gets the
@@ -249,7 +255,7 @@ async function prepare(spec: RunSpec): Promise<PreparedStream> {
   let charge: Charge | undefined;
   try {
     // Reserved before the stream opens: an account that cannot carry the message gets 402, not a stream (spec 02).
-    charge = await startCharge({ workspaceId: spec.workspaceId, runId: randomUUID(), engine: model.engine, tier: spec.choice.tier, thinking: !!spec.choice.thinking, chatMessage: true });
+    charge = await startCharge({ workspaceId: spec.workspaceId, payer: workspace.owner_id, runId: randomUUID(), engine: model.engine, tier: spec.choice.tier, thinking: !!spec.choice.thinking, chatMessage: true });
     clock.mark("reserved");
     const conversation = await Chat.openConversation(spec.userId, spec.workspaceId, spec.conversationId, spec.prompt);
     clock.mark("opened");
@@ -259,7 +265,7 @@ async function prepare(spec: RunSpec): Promise<PreparedStream> {
       release: async () => {
         await Promise.all([releaseSlot(), held.release()]);
       },
-      run: (sink) => execute(spec, conversation, attachments, held, sink, clock),
+      run: (sink) => execute(spec, { conversation, attachments, product: productContextOf(workspace) }, held, sink, clock),
     };
   } catch (err) {
     await Promise.all([releaseSlot(), charge?.release()]);
@@ -276,13 +282,13 @@ async function prepare(spec: RunSpec): Promise<PreparedStream> {
  */
 async function execute(
   spec: RunSpec,
-  conversation: Awaited<ReturnType<typeof Chat.openConversation>>,
-  attachments: { id: string; title: string }[],
+  opened: { conversation: Awaited<ReturnType<typeof Chat.openConversation>>; attachments: { id: string; title: string }[]; product: ProductContext },
   charge: Charge,
   out: EventSink,
   clock: StreamClock,
 ) {
   const started = Date.now();
+  const { conversation, attachments, product } = opened;
   clock.mark("execute");
   const sink = timedSink(out, clock);
   // The budget is a timer of our own rather than AbortSignal.timeout, so it runs on the same clock as everything else
@@ -299,7 +305,7 @@ async function execute(
   try {
     const model = await agentModel();
     engine = model.engine;
-    const storing = storePrompt(conversation, spec.prompt);
+    const storing = storePrompt(conversation, spec.prompt, charge.entitlement?.limits);
     storing.stored.catch(() => undefined); // awaited before the answer is stored, where a failure is reported as before
     const ctx: ToolContext = {
       userId: spec.userId,
@@ -336,7 +342,7 @@ async function execute(
         Harness.start({ userId: spec.userId, workspaceId: spec.workspaceId, prompt: spec.prompt, entry: spec.entry, plan: charge.plan, missionId: spec.missionId, maxTurns: spec.maxTurns, sink }),
       );
     const hooks = () => withAbortSignal(budget, () => runBefore(hookCtx, undefined, (name, ms) => clock.hook(name, ms))).then((a) => (clock.mark("hooks"), a));
-    const prompt = (counts?: Promise<WorkspaceCounts>) => systemPrompt(spec.userId, spec.workspaceId, { language: spec.language, mode: spec.mode, attachments, counts }).then((p) => (clock.mark("system"), p));
+    const prompt = (counts?: Promise<WorkspaceCounts>) => systemPrompt(spec.userId, spec.workspaceId, { product, language: spec.language, mode: spec.mode, attachments, counts }).then((p) => (clock.mark("system"), p));
     // A chat run starts everything it reads before the model at once, beside the history: the harness's pre-flight
     // (whose counts the system prompt reuses), the system prompt's reads and the run hooks (memory, skills). A stream
     // variant runs its operation between the pre-flight and the rest, which must see what the operation made.

@@ -8,8 +8,9 @@ import { db } from "../db/service";
 import { Errors } from "../error";
 import { costUsd, type ModelTier } from "../ai/ports";
 import { creditsFor, type RunOutcome } from "./credits";
-import { accountOf, grant, lastSeenPlan, milestoneSource, release, reserve, settle, TRIAL_MILESTONE_CREDITS, type Closing } from "./ledger";
+import { accountOf, grant, lastSeenEntitlement, lastSeenPlan, milestoneSource, release, reserve, settle, TRIAL_MILESTONE_CREDITS, type Closing } from "./ledger";
 import type { Plan } from "./plans";
+import type { Entitlement } from "./entitlement";
 
 /** The copilot's effort levels (spec 02 Streaming `effort`). */
 export type Effort = "low" | "medium" | "high" | "max";
@@ -97,6 +98,8 @@ export interface Charge {
   readonly held: number;
   /** The payer's plan as the reservation saw it (`lastSeenPlan`). */
   readonly plan?: Plan;
+  /** The plan in effect and its limits as the reservation saw them (`lastSeenEntitlement`). */
+  readonly entitlement?: Entitlement;
   /** Milliseconds `startCharge` took (finding the payer and reserving). */
   readonly reserveMs: number;
   /**
@@ -137,6 +140,7 @@ export async function startCharge(input: { workspaceId: string; runId: string; e
     workspaceId: input.workspaceId,
     held,
     plan: lastSeenPlan(payer),
+    entitlement: lastSeenEntitlement(payer),
     reserveMs: performance.now() - started,
     waitMs: performance.now() - started,
     chatMessage,

@@ -19,7 +19,7 @@ import { Config } from "../config";
 import { db } from "../db/service";
 import { AppError } from "../error";
 import { BOOST_EXPIRY_DUE, type BillingAccountEntity, type CreditBoostEntity, type CreditHoldEntity } from "./account.entity";
-import { entitlementOf } from "./entitlement";
+import { entitlementOf, type Entitlement, type EntitlementInput } from "./entitlement";
 import type { CreditLedgerEntity } from "./ledger.entity";
 import { PLANS, planRank, type Plan } from "./plans";
 import { requireComputeBudget } from "./compute";
@@ -686,6 +686,16 @@ export async function reserve(userId: string, runId: string, credits: number, op
 export const lastSeenPlan = (userId: string): Plan | undefined => lastSeen.get(userId)?.plan;
 
 /**
+ * The plan in effect and its limits (`entitlementOf`, applied now to the account as this process's last reservation
+ * for it saw it), or undefined: right after `reserve` it is what a fresh read of the account would give, so the
+ * reserving request need not read the account again for its limits (the copilot's chat history window).
+ */
+export function lastSeenEntitlement(userId: string): Entitlement | undefined {
+  const seen = lastSeen.get(userId);
+  return seen ? entitlementOf(seen.terms) : undefined;
+}
+
+/**
  * What this process last saw of an account, for `reserve`'s fast path (bounded: past the bound it starts again): the
  * stored plan, the plan in effect and when it lapses, and `stripe_synced_at` (every sync changes it, so a fast path
  * conditioned on it sees no status, plan or period change it did not read).
@@ -693,6 +703,8 @@ export const lastSeenPlan = (userId: string): Plan | undefined => lastSeen.get(u
 interface Seen extends Pick<BillingAccount, "period_start" | "plan" | "status" | "quota_remaining" | "stripe_synced_at"> {
   effective: Plan;
   lapses_at: string | null;
+  /** The account's fields its entitlement depends on, for `lastSeenEntitlement` (the clock may have moved since). */
+  terms: EntitlementInput;
 }
 const lastSeen = new Map<string, Seen>();
 const MAX_SEEN = 10_000;
@@ -702,6 +714,10 @@ function remember(account: BillingAccount) {
   lastSeen.set(account.user_id, {
     period_start: account.period_start, plan: account.plan, status: account.status, quota_remaining: e.lapsed ? 0 : account.quota_remaining,
     stripe_synced_at: account.stripe_synced_at, effective: e.plan, lapses_at: e.lapses_at,
+    terms: {
+      plan: account.plan, status: account.status, period_end: account.period_end, period_plan: account.period_plan,
+      cancel_at_period_end: account.cancel_at_period_end, subscription_start: account.subscription_start, subscription_end: account.subscription_end,
+    },
   });
 }
 

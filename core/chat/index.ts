@@ -8,6 +8,7 @@ import { deleteKeys, partitionKeys } from "../db/partition";
 import { isConditionalFailure } from "../db/errors";
 import { partitionOf, requireMember, requireResourceMember } from "../workspace";
 import { limitsOfWorkspace } from "../billing/counters";
+import type { PlanLimits } from "../billing/plans";
 import type { ConversationEntity, MessageEntity, MessageFeedbackEntity } from "./conversation.entity";
 import {
   DEFAULT_TITLE,
@@ -169,10 +170,11 @@ const activityOf = (c: ConversationItem) => c.last_message_at ?? c.created_at;
  * owner's plan in effect (`entitlementOf`: a lapsed plan's are the trial's), the oldest time still listed and
  * readable, and the TTL (epoch seconds) a write made now gets. Older conversations and messages are neither listed
  * nor readable, whatever TTL has not removed yet; the window follows the plan at read time, the TTL the plan at write.
+ * @param known the owner's plan limits when the caller has just read them (a run's reservation: `Charge.entitlement`),
+ *   else they are read (one GetItem of the owner's account)
  */
-export async function historyWindow(workspaceId: string, now = Date.now()): Promise<{ days: number; since: string; ttl: number }> {
-  const { limits } = await limitsOfWorkspace(workspaceId);
-  const days = limits.chat_history_days;
+export async function historyWindow(workspaceId: string, now = Date.now(), known?: Pick<PlanLimits, "chat_history_days">): Promise<{ days: number; since: string; ttl: number }> {
+  const days = (known ?? (await limitsOfWorkspace(workspaceId)).limits).chat_history_days;
   return { days, since: new Date(now - days * 86_400_000).toISOString(), ttl: Math.floor(now / 1000) + days * 86_400 };
 }
 

@@ -17,7 +17,7 @@ import { Config } from "../config";
 import { db } from "../db/service";
 import { dynamoClient } from "../db/client";
 import { isConditionalFailure } from "../db/errors";
-import { deleteKeys, partitionKeys } from "../db/partition";
+import { deleteKeys, partitionKeys, queryPrefix } from "../db/partition";
 import { requireMember, partitionOf } from "../workspace";
 import { requireFeature } from "../billing/gates";
 import { COUNTED_TRIES, limitsOfWorkspace } from "../billing/counters";
@@ -164,8 +164,18 @@ async function installsOf(workspaceId: string): Promise<InstallItem[]> {
   return (await db().entities.skillInstall.query.byWorkspace({ workspace_id: workspaceId }).go({ pages: "all", consistent: true })).data;
 }
 
-async function customsOf(workspaceId: string): Promise<CustomItem[]> {
-  return (await db().entities.customSkill.query.byWorkspace({ workspace_id: workspaceId }).go({ pages: "all", consistent: true })).data;
+/**
+ * The workspace's installations and custom skills in ONE strongly consistent Query: both live in the partition's
+ * `skill#` range (`skill#install#<slug>`, `skill#custom#<slug>`, core/skill/skill.entity.ts), each entity keeping
+ * its own items (ElectroDB's ownership check on parse).
+ */
+async function skillItemsOf(workspaceId: string): Promise<{ installs: InstallItem[]; customs: CustomItem[] }> {
+  const Items = await queryPrefix(partitionOf(workspaceId), "skill#");
+  const e = db().entities;
+  return {
+    installs: e.skillInstall.parse({ Items }, { ignoreOwnership: false }).data as InstallItem[],
+    customs: e.customSkill.parse({ Items }, { ignoreOwnership: false }).data as CustomItem[],
+  };
 }
 
 /**
@@ -233,7 +243,7 @@ const installedView = (item: InstallItem, record: SkillRecord, usage: number): I
  * longer exists (an official skill dropped from a later release) is left out.
  */
 async function installedRecords(workspaceId: string): Promise<{ item: InstallItem; record: SkillRecord }[]> {
-  const [installs, customs] = await Promise.all([installsOf(workspaceId), customsOf(workspaceId)]);
+  const { installs, customs } = await skillItemsOf(workspaceId);
   const bySlug = new Map(customs.map((c) => [c.slug, c]));
   return installs
     .flatMap((item) => {

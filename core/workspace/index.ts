@@ -522,13 +522,38 @@ export async function removeAllOf(user: User.User): Promise<void> {
   }
 }
 
-/** The workspace's product fields, as context for the AI engines (no membership check: callers have done it). */
-export async function productContext(workspaceId: string) {
-  const w = await getItem(workspaceId);
+/** A workspace's product fields, as context for the AI engines. */
+export interface ProductContext {
+  product_name: string | null;
+  product_description: string | null;
+  target_users: string | null;
+  current_stage: string | null;
+}
+
+/** The product fields of a workspace item already read (null: none). */
+export function productContextOf(w: WorkspaceItem | null): ProductContext {
   return {
     product_name: w?.product_name ?? w?.name ?? null,
     product_description: w?.product_description ?? null,
     target_users: w?.target_users ?? null,
     current_stage: w?.current_stage ?? null,
   };
+}
+
+/** The workspace's product fields, as context for the AI engines (no membership check: callers have done it). */
+export async function productContext(workspaceId: string): Promise<ProductContext> {
+  return productContextOf(await getItem(workspaceId));
+}
+
+/**
+ * The caller's membership and the workspace item, in ONE round trip (`readAsMember`: a strongly consistent
+ * BatchGetItem of both), for a request that needs the workspace itself after the check (the copilot: its owner pays,
+ * its product fields go into the system prompt).
+ * @throws AppError FORBIDDEN (403) when the caller is not a member (spec 01 Authorization) or lacks `roles`;
+ *   NOT_FOUND (404) when the workspace is gone while the membership is still there (a purge under way).
+ */
+export async function requireMemberWithWorkspace(userId: string, workspaceId: string, roles?: Role[]): Promise<{ membership: MembershipItem; workspace: WorkspaceItem }> {
+  const { membership, item } = await readAsMember<WorkspaceItem>(userId, workspaceId, { entity: db().entities.workspace, key: { id: workspaceId } }, { scope: "workspace", roles });
+  if (!item) throw Errors.notFound("Workspace");
+  return { membership, workspace: item };
 }

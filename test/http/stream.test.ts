@@ -1,9 +1,11 @@
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { call, newUser, newWorkspace } from "../support/api";
 import { uploadResearch, waitFor } from "../support/multipart";
 import { liveGateway, orderProblems, readStream, type WireEvent } from "../support/sse";
-import { expectEnvelope, headersOf } from "./_helpers";
+import { expectEnvelope, headersOf, partitionItems } from "./_helpers";
+import { setAccount } from "../support/billing";
+import { db } from "../../core/db/service";
 import { acquireStreamSlot, MAX_STREAMS_PER_USER } from "../../core/agent/copilot";
 import { runsOf } from "../../core/agent";
 
@@ -124,6 +126,34 @@ describe("POST /api/stream/chat over the wire", () => {
     // A run that stopped early is not judged: there is no finished answer to judge.
     expect(of(events, "harness_contract")).toEqual([]);
     expect(orderProblems(events)).toEqual([]);
+  });
+});
+
+describe("what a stream reads (issue #24 point 6)", () => {
+  it("reads the workspace with the membership and the plan once, with the reservation; a growth owner's messages keep 90 days", async () => {
+    const w = await newWorkspace("Reads");
+    await setAccount(w.owner.id, { plan: "growth", status: "active", period_end: new Date(Date.now() + 20 * 86_400_000).toISOString() });
+    const e = db().entities;
+    const accountReads = vi.spyOn(e.billingAccount, "get");
+    const workspaceReads = vi.spyOn(e.workspace, "get");
+    let events: WireEvent[];
+    const reads = { workspace: 0, account: 0 };
+    try {
+      events = await readStream(gw.base, "/api/stream/chat", w.owner.token, { workspace_id: w.workspace.id, prompt: "What do users struggle with?" });
+      reads.workspace = workspaceReads.mock.calls.length;
+      reads.account = accountReads.mock.calls.length;
+    } finally {
+      accountReads.mockRestore();
+      workspaceReads.mockRestore();
+    }
+    expect(events.at(-1)).toMatchObject({ event: "done" });
+    // The workspace travels with the membership check (its owner pays, its product fields go into the prompt); the
+    // history window's plan is the one the reservation read (settling reads no account).
+    expect(reads).toEqual({ workspace: 1, account: 1 });
+    // Both messages expire after growth's 90 days of chat history, not the trial's 30.
+    const messages = (await partitionItems(`ws#${w.workspace.id}`)).filter((i) => i.__edb_e__ === "message");
+    expect(messages.map((m) => m.role).sort()).toEqual(["assistant", "user"]);
+    for (const m of messages) expect(Math.abs((m.ttl as number) - (Date.parse(m.created_at as string) / 1000 + 90 * 86_400))).toBeLessThan(2);
   });
 });
 
