@@ -257,7 +257,8 @@ async function prepare(spec: RunSpec): Promise<PreparedStream> {
     // Reserved before the stream opens: an account that cannot carry the message gets 402, not a stream (spec 02).
     charge = await startCharge({ workspaceId: spec.workspaceId, payer: workspace.owner_id, runId: randomUUID(), engine: model.engine, tier: spec.choice.tier, thinking: !!spec.choice.thinking, chatMessage: true });
     clock.mark("reserved");
-    const conversation = await Chat.openConversation(spec.userId, spec.workspaceId, spec.conversationId, spec.prompt);
+    // A new conversation is stored with the prompt, in one transaction, once the stream runs (`deferCreate`).
+    const conversation = await Chat.openConversation(spec.userId, spec.workspaceId, spec.conversationId, spec.prompt, { deferCreate: true });
     clock.mark("opened");
     const held = charge;
     return {
@@ -439,7 +440,8 @@ async function execute(
     const intent = result ? inferIntent(result) : { intent: "error", working_state: "planning" as const };
     text = result?.text.trim() ? result.text : stoppedText(result, failure, spec.maxTurns);
     const afterPrompt = await storing.stored;
-    const assistant = await Chat.appendMessage(conversation, {
+    // By the conversation's key: the prompt's append has stored a new conversation (`UnsavedConversation`).
+    const assistant = await Chat.appendMessage({ id: conversation.id, workspace_id: conversation.workspace_id, user_id: conversation.user_id }, {
       role: "assistant",
       content: text,
       inferred_intent: intent.intent,

@@ -368,6 +368,9 @@ export const titleFromPrompt = (prompt: string): string => {
  * @param userId the caller; must be a member of the workspace
  * @param conversationId an existing conversation of the caller in `workspaceId`, or undefined to start one
  * @param firstPrompt the user's prompt (used only for a new conversation's title)
+ * @param opts.deferCreate a new conversation is not stored now: the first `appendMessage` creates it in the same
+ *   transaction as its first message (`UnsavedConversation`), so a stream stores its opening prompt in one write and
+ *   a stream that never runs leaves no empty conversation behind
  * @throws AppError NOT_FOUND (404) when the id names no conversation of this user in this workspace; FORBIDDEN (403)
  *   non-member.
  */
@@ -376,8 +379,16 @@ export async function openConversation(
   workspaceId: string,
   conversationId: string | undefined,
   firstPrompt: string,
-): Promise<ConversationView> {
+  opts: { deferCreate?: boolean } = {},
+): Promise<ConversationView | UnsavedConversation> {
   await requireMember(userId, workspaceId);
+  if (conversationId === undefined && opts.deferCreate) {
+    const now = new Date().toISOString();
+    return {
+      id: randomUUID(), workspace_id: workspaceId, user_id: userId, title: titleFromPrompt(firstPrompt), purpose: null, working_state: null,
+      resumed_from: null, is_archived: false, created_at: now, updated_at: now, last_message_at: null, message_count: 0, unsaved: true,
+    };
+  }
   if (conversationId === undefined) return insert(userId, workspaceId, { autoTitle: titleFromPrompt(firstPrompt) });
   const item = await conversationItem(workspaceId, conversationId);
   if (!item || item.user_id !== userId) throw Errors.notFound("Conversation");
@@ -419,6 +430,14 @@ function checkMessage(message: NewMessage, contentLc: string): void {
   if (errors.length) throw Errors.validation(errors, "Message rejected");
 }
 
+/**
+ * A new conversation not stored yet (`openConversation` with `deferCreate`): its automatic title and creation time are
+ * fixed; `appendMessage` stores it with its first message.
+ */
+export interface UnsavedConversation extends ConversationView {
+  unsaved: true;
+}
+
 /** What a caller of `appendMessage` may already know, to spare its reads. */
 export interface AppendOptions {
   /**
@@ -436,6 +455,8 @@ export interface AppendOptions {
 
 /**
  * Append one message; updates the conversation's last_message_at, message_count and updated_at (one transaction).
+ * An `UnsavedConversation` is created by that same transaction, with the message as its first (a create that finds
+ * the conversation there already appends to it instead).
  * Returns the stored message. `created_at` is strictly greater than the previous message's (at least 1 ms later,
  * even within one millisecond or under clock skew), and the transaction is conditioned on the conversation's
  * message_count, so concurrent appends are serialised (retried) and messages keep the order they were appended in.
@@ -447,7 +468,7 @@ export interface AppendOptions {
  *   concurrent appends kept winning.
  */
 export async function appendMessage(
-  conversation: { id: string; workspace_id: string; user_id: string },
+  conversation: { id: string; workspace_id: string; user_id: string } | UnsavedConversation,
   message: NewMessage,
   opts: AppendOptions = {},
 ): Promise<MessageView> {
@@ -456,7 +477,10 @@ export async function appendMessage(
   const ttl = opts.historyDays !== undefined ? Math.floor(Date.now() / 1000) + opts.historyDays * 86_400 : (await historyWindow(conversation.workspace_id)).ttl;
   for (let attempt = 0; attempt < APPEND_ATTEMPTS; attempt++) {
     // The caller's view first; after a cancelled attempt (stale view, or the conversation gone), the table's.
-    const known = attempt === 0 && opts.expected ? { id: conversation.id, workspace_id: conversation.workspace_id, user_id: conversation.user_id, ...opts.expected } : undefined;
+    const unsaved = attempt === 0 && "unsaved" in conversation ? conversation : undefined;
+    const known = unsaved
+      ? { id: unsaved.id, workspace_id: unsaved.workspace_id, user_id: unsaved.user_id, message_count: 0, last_message_at: null }
+      : attempt === 0 && opts.expected ? { id: conversation.id, workspace_id: conversation.workspace_id, user_id: conversation.user_id, ...opts.expected } : undefined;
     const conv = known ?? (await conversationItem(conversation.workspace_id, conversation.id));
     if (!conv) throw Errors.notFound("Conversation");
     const previous = conv.last_message_at ? Date.parse(conv.last_message_at) : Number.NEGATIVE_INFINITY;
@@ -477,11 +501,18 @@ export async function appendMessage(
       ...(message.execution_metadata !== undefined ? { execution_metadata: message.execution_metadata } : {}),
     };
     const result = await createWriteTransaction(db().pick("conversation", "message"), ({ conversation: c, message: m }) => [
-      c
-        .patch({ workspace_id: conv.workspace_id, id: conv.id })
-        .set({ message_count: conv.message_count + 1, last_message_at: createdAt, ttl })
-        .where((attr, op) => op.eq(attr.message_count, conv.message_count))
-        .commit(),
+      unsaved
+        ? c
+            .create({
+              id: unsaved.id, workspace_id: unsaved.workspace_id, user_id: unsaved.user_id, title: unsaved.title, title_source: "auto",
+              message_count: 1, last_message_at: createdAt, ttl, created_at: unsaved.created_at,
+            })
+            .commit()
+        : c
+            .patch({ workspace_id: conv.workspace_id, id: conv.id })
+            .set({ message_count: conv.message_count + 1, last_message_at: createdAt, ttl })
+            .where((attr, op) => op.eq(attr.message_count, conv.message_count))
+            .commit(),
       m.create(item).commit(),
     ]).go();
     if (!result.canceled) return toMessageView(item as MessageItem);

@@ -533,6 +533,30 @@ describe("agent operations", () => {
     await rejectsWith(Chat.openConversation(outsider.id, wsId, undefined, "x"), "FORBIDDEN");
   });
 
+  it("openConversation with deferCreate stores nothing; the first appendMessage stores the conversation with its message in one transaction", async () => {
+    const patches = vi.spyOn(chatDb().entities.conversation, "patch");
+    const unsaved = await Chat.openConversation(owner.id, wsId, undefined, "Where do users give up during sign-up?", { deferCreate: true });
+    expect(unsaved).toMatchObject({ unsaved: true, user_id: owner.id, workspace_id: wsId, message_count: 0, title: "Where do users give up during sign-up?" });
+    expect((await call("GET", `/api/chat/conversations/${unsaved.id}`, { token: owner.token })).status).toBe(404);
+    await rejectsWith(Chat.openConversation(outsider.id, wsId, undefined, "x", { deferCreate: true }), "FORBIDDEN");
+
+    const first = await Chat.appendMessage(unsaved, { role: "user", content: "Where do users give up during sign-up?" }, { historyDays: 30 });
+    // Created with its first message: no update of a stored conversation.
+    expect(patches).not.toHaveBeenCalled();
+    const detail = (await call("GET", `/api/chat/conversations/${unsaved.id}`, { token: owner.token })).body;
+    expect(detail).toMatchObject({ id: unsaved.id, title: unsaved.title, created_at: unsaved.created_at, message_count: 1, last_message_at: first.created_at });
+    expect(detail.messages.map((m: { id: string }) => m.id)).toEqual([first.id]);
+    const [stored] = (await partitionItems(`ws#${wsId}`)).filter((i) => i.sk === `conversation#${unsaved.id}`);
+    expect(Math.abs((stored!.ttl as number) - (Date.parse(first.created_at) / 1000 + 30 * 86_400))).toBeLessThan(2);
+    // The same unsaved view again (a caller that kept it): the create finds the conversation there and appends after.
+    const second = await Chat.appendMessage(unsaved, { role: "assistant", content: "At the phone number step." }, { historyDays: 30 });
+    const after = (await call("GET", `/api/chat/conversations/${unsaved.id}`, { token: owner.token })).body;
+    expect(after.message_count).toBe(2);
+    expect(after.messages.map((m: { id: string }) => m.id)).toEqual([first.id, second.id]);
+    expect(patches).toHaveBeenCalledTimes(1);
+    patches.mockRestore();
+  });
+
   it("appendMessage updates last_message_at, message_count and updated_at together", async () => {
     const conv = await newConv(owner);
     const m = await say(conv, "first");
