@@ -8,7 +8,8 @@ import { db } from "../db/service";
 import { Errors } from "../error";
 import { costUsd, type ModelTier } from "../ai/ports";
 import { creditsFor, type RunOutcome } from "./credits";
-import { accountOf, grant, lastSeenEntitlement, lastSeenPlan, milestoneSource, release, reserve, settle, TRIAL_MILESTONE_CREDITS, type Closing } from "./ledger";
+import { accountOf, grant, lastSeenEntitlement, lastSeenPlan, milestoneSource, release, reserve, settle, TRIAL_MILESTONE_CREDITS, type BillingAccount, type Closing, type LedgerItem } from "./ledger";
+import { consistentGet } from "../db/read";
 import type { Plan } from "./plans";
 import type { Entitlement } from "./entitlement";
 
@@ -172,17 +173,21 @@ export async function startCharge(input: { workspaceId: string; runId: string; e
 export async function grantMilestones(payer: string, workspaceId: string, succeeded: boolean, countRuns: () => Promise<number>, knownPlan?: Plan): Promise<Milestone[]> {
   // The reservation saw the plan: a paid account costs no read here, on every run's path.
   if (knownPlan && knownPlan !== "trial") return [];
-  const account = await accountOf(payer);
-  if (account.plan !== "trial") return [];
   const keys = { first_run: milestoneSource("first_run", workspaceId), engagement: milestoneSource("engagement", workspaceId) };
-  const [first, engaged] = await Promise.all(
-    Object.values(keys).map((source) => db().entities.creditLedger.get({ user_id: payer, key: `grant#${source}` }).go({ consistent: true })),
-  );
+  // The account (its plan now) and both milestones' grants in one round trip.
+  const e = db().entities;
+  const [stored, first, engaged] = (await consistentGet([
+    { entity: e.billingAccount, key: { user_id: payer } },
+    { entity: e.creditLedger, key: { user_id: payer, key: `grant#${keys.first_run}` } },
+    { entity: e.creditLedger, key: { user_id: payer, key: `grant#${keys.engagement}` } },
+  ])) as [BillingAccount | null, LedgerItem | null, LedgerItem | null];
+  const account = stored ?? (await accountOf(payer));
+  if (account.plan !== "trial") return [];
   // The cap is a condition of each grant's transaction (`cap`), so concurrent runs of several workspaces cannot pass it.
   const give = (source: string) => grant(payer, { source, credits: TRIAL_MILESTONE_CREDITS, bucket: "trial", cap: TRIAL_CREDIT_CAP });
   const granted: Milestone[] = [];
-  if (succeeded && !first?.data && (await give(keys.first_run)).applied) granted.push("first_run");
-  if (!engaged?.data && (await countRuns()) >= 3 && (await give(keys.engagement)).applied) granted.push("engagement");
+  if (succeeded && !first && (await give(keys.first_run)).applied) granted.push("first_run");
+  if (!engaged && (await countRuns()) >= 3 && (await give(keys.engagement)).applied) granted.push("engagement");
   return granted;
 }
 

@@ -12,7 +12,7 @@ import { COUNTED_TRIES, limitsOfUser, limitsOfWorkspace, usageLimitError } from 
 import { accountOf } from "../billing/ledger";
 import * as User from "../user";
 import { LRUCache } from "lru-cache";
-import { consistentGet, type ItemRef } from "./read";
+import { consistentGet, type ItemRef } from "../db/read";
 import { CYCLES_ON, type MembershipEntity, type WorkspaceEntity } from "./workspace.entity";
 import { entitlementOf } from "../billing/entitlement";
 import type {
@@ -29,7 +29,7 @@ import type {
 } from "./schema";
 
 export * from "./schema";
-export type { ItemRef } from "./read";
+export type { ItemRef } from "../db/read";
 
 type WorkspaceItem = EntityItem<WorkspaceEntity>;
 type MembershipItem = EntityItem<MembershipEntity>;

@@ -1,12 +1,13 @@
 /**
- * Strongly consistent reads of several items by key in ONE DynamoDB round trip (BatchGetItem), for the member-checked
- * reads of core/workspace (`readAsMember`, `requireResourceById`): the caller's membership and the item asked for
- * travel together (docs/decisions.md "Reads in one round trip"; issue #24 point 2).
+ * Strongly consistent reads of several items by key in ONE DynamoDB round trip (BatchGetItem), each parsed by its
+ * ElectroDB entity: the member-checked reads of core/workspace (`readAsMember`, `requireResourceById`: the caller's
+ * membership and the item asked for travel together; docs/decisions.md "Reads in one round trip", issue #24 point 2),
+ * and the trial milestones' account and ledger reads (core/billing/charge.ts `grantMilestones`).
  */
 import { GetCommand } from "@aws-sdk/lib-dynamodb";
-import { consistentBatchGet } from "../db/batch-get";
+import { consistentBatchGet } from "./batch-get";
 import { AppError } from "../error";
-import { dynamoClient } from "../db/client";
+import { dynamoClient } from "./client";
 
 /** What `consistentGet` needs of an ElectroDB entity: the parameters of its get, and the parsing of a raw item. */
 export interface ReadableEntity {
