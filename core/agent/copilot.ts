@@ -448,14 +448,17 @@ async function execute(
       ...thinkingOf(result),
       decision_context: { model: result?.usage.modelId ?? spec.choice.modelId ?? model.engine, engine: model.engine, tier: spec.choice.tier, thinking: !!spec.choice.thinking, max_turns: spec.maxTurns, intent: intent.intent, mode: spec.mode ?? null, language: spec.language ?? null },
       execution_metadata: { steps: (result?.steps ?? []).map(compactStep), num_turns: result?.numTurns ?? 0, stop_reason: result?.stopReason ?? "error", duration_ms: Date.now() - started, pending_action_ids: result?.pendingActionIds ?? [] },
-    }, afterPrompt);
+    }, {
+      ...afterPrompt,
+      // What the run looked like goes onto the conversation with the answer: its purpose after the first answer.
+      inferred: (conversation.message_count ?? 0) === 0
+        ? { purpose: `${intent.intent.replace(/_/g, " ")}: ${spec.prompt.slice(0, 160)}`, working_state: intent.working_state }
+        : { working_state: intent.working_state },
+    });
     messageId = assistant.id;
     await runAfter(hookCtx, { assistantMessageId: assistant.id, answer: text, succeeded: !failure && result?.status === "success" });
-    if ((conversation.message_count ?? 0) === 0) {
-      await Chat.setInferred(conversation, { purpose: `${intent.intent.replace(/_/g, " ")}: ${spec.prompt.slice(0, 160)}`, working_state: intent.working_state, title: Chat.titleFromPrompt(spec.prompt) });
-    } else {
-      await Chat.setInferred(conversation, { working_state: intent.working_state });
-    }
+    // The agent's title after the first answer (kept when the user has named the conversation).
+    if ((conversation.message_count ?? 0) === 0) await Chat.setInferred(conversation, { title: Chat.titleFromPrompt(spec.prompt) });
   } catch (err) {
     // The store failed around the run (the run itself is recorded): the client still hears why, then `done`.
     if (!failure) sink.send("error", { code: err instanceof AppError ? err.code : "INTERNAL", message: err instanceof AppError ? err.message : "The answer could not be saved" });

@@ -451,6 +451,11 @@ export interface AppendOptions {
    * payer's plan per stream instead of one per message. The message expires that many days after it is written.
    */
   historyDays?: number;
+  /**
+   * What the agent inferred of the conversation, set by the same transaction (`setInferred`'s purpose and
+   * working_state, without a write of their own).
+   */
+  inferred?: { purpose?: string; working_state?: WorkingState };
 }
 
 /**
@@ -510,7 +515,7 @@ export async function appendMessage(
             .commit()
         : c
             .patch({ workspace_id: conv.workspace_id, id: conv.id })
-            .set({ message_count: conv.message_count + 1, last_message_at: createdAt, ttl })
+            .set({ message_count: conv.message_count + 1, last_message_at: createdAt, ttl, ...opts.inferred })
             .where((attr, op) => op.eq(attr.message_count, conv.message_count))
             .commit(),
       m.create(item).commit(),
@@ -543,8 +548,9 @@ export async function setInferred(
 ): Promise<void> {
   const key = { workspace_id: conversation.workspace_id, id: conversation.id };
   const entity = db().entities.conversation;
-  try {
-    if (fields.purpose !== undefined || fields.working_state !== undefined) {
+  const other = fields.purpose !== undefined || fields.working_state !== undefined;
+  if (other) {
+    try {
       await entity
         .patch(key)
         .set({
@@ -552,15 +558,16 @@ export async function setInferred(
           ...(fields.working_state !== undefined ? { working_state: fields.working_state } : {}),
         })
         .go();
-    } else if (!(await conversationItem(key.workspace_id, key.id))) {
-      throw Errors.notFound("Conversation");
+    } catch (err) {
+      if (isConditionalFailure(err)) throw Errors.notFound("Conversation");
+      throw err;
     }
-  } catch (err) {
-    if (isConditionalFailure(err)) throw Errors.notFound("Conversation");
-    throw err;
   }
   const title = fields.title?.replace(/\s+/g, " ").trim().slice(0, 200);
-  if (!title) return;
+  if (!title) {
+    if (!other && !(await conversationItem(key.workspace_id, key.id))) throw Errors.notFound("Conversation");
+    return;
+  }
   try {
     await entity
       .patch(key)
@@ -569,5 +576,7 @@ export async function setInferred(
       .go();
   } catch (err) {
     if (!isConditionalFailure(err)) throw err;
+    // A title that is not automatic is kept; a conversation that is not there is the caller's 404 (read only then).
+    if (!other && !(await conversationItem(key.workspace_id, key.id))) throw Errors.notFound("Conversation");
   }
 }

@@ -129,27 +129,35 @@ describe("POST /api/stream/chat over the wire", () => {
   });
 });
 
-describe("what a stream reads (issue #24 point 6)", () => {
-  it("reads the workspace with the membership and the plan once, with the reservation; a growth owner's messages keep 90 days", async () => {
+describe("what a stream reads and writes (issue #24 point 6)", () => {
+  it("reads the workspace with the membership and the plan with the reservation, writes the conversation with its messages and title; a growth owner's messages keep 90 days", async () => {
     const w = await newWorkspace("Reads");
     await setAccount(w.owner.id, { plan: "growth", status: "active", period_end: new Date(Date.now() + 20 * 86_400_000).toISOString() });
     const e = db().entities;
     const accountReads = vi.spyOn(e.billingAccount, "get");
     const workspaceReads = vi.spyOn(e.workspace, "get");
+    const conversationWrites = vi.spyOn(e.conversation, "patch");
     let events: WireEvent[];
-    const reads = { workspace: 0, account: 0 };
+    const reads = { workspace: 0, account: 0, conversationWrites: 0 };
     try {
       events = await readStream(gw.base, "/api/stream/chat", w.owner.token, { workspace_id: w.workspace.id, prompt: "What do users struggle with?" });
       reads.workspace = workspaceReads.mock.calls.length;
       reads.account = accountReads.mock.calls.length;
+      reads.conversationWrites = conversationWrites.mock.calls.length;
     } finally {
       accountReads.mockRestore();
       workspaceReads.mockRestore();
+      conversationWrites.mockRestore();
     }
     expect(events.at(-1)).toMatchObject({ event: "done" });
     // The workspace travels with the membership check (its owner pays, its product fields go into the prompt); the
     // history window's plan is the one the reservation read (settling reads no account).
-    expect(reads).toEqual({ workspace: 1, account: 1 });
+    // The new conversation is stored with the prompt; after the answer it is updated twice: by the answer's append
+    // (with the run's purpose and working_state) and by the agent's title.
+    expect(reads).toEqual({ workspace: 1, account: 1, conversationWrites: 2 });
+    const conversation = (await call("GET", `/api/chat/conversations/${events.at(-1)!.data.conversation_id}`, { token: w.owner.token })).body;
+    expect(conversation).toMatchObject({ message_count: 2, working_state: "researching", title: "What do users struggle with?" });
+    expect(conversation.purpose).toContain("search insights");
     // Both messages expire after growth's 90 days of chat history, not the trial's 30.
     const messages = (await partitionItems(`ws#${w.workspace.id}`)).filter((i) => i.__edb_e__ === "message");
     expect(messages.map((m) => m.role).sort()).toEqual(["assistant", "user"]);
