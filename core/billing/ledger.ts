@@ -15,8 +15,10 @@
  */
 import { createWriteTransaction, type Entity, type EntityItem, type TransactWriteEntity } from "electrodb";
 import pRetry from "p-retry";
+import { QueryCommand } from "@aws-sdk/lib-dynamodb";
 import { Config } from "../config";
 import { db } from "../db/service";
+import { dynamoClient } from "../db/client";
 import { AppError } from "../error";
 import { BOOST_EXPIRY_DUE, type BillingAccountEntity, type CreditBoostEntity, type CreditHoldEntity } from "./account.entity";
 import { entitlementOf, type Entitlement, type EntitlementInput } from "./entitlement";
@@ -266,6 +268,37 @@ async function activeBoosts(userId: string, nowIso: string): Promise<CreditBoost
     .between({ expires_at: nowIso }, { expires_at: "9999" })
     .go({ ...CONSISTENT, pages: "all" });
   return data.filter((b) => b.expires_at > nowIso && !b.expired_at);
+}
+
+/**
+ * The account and its boosts that have not expired at `nowIso` (what `readAccount` and `activeBoosts` give), in ONE
+ * strongly consistent Query of the account's partition: the account's sort key `account` sorts just before the
+ * boosts' `boost#<expires_at>#<id>`, and nothing else of the partition (`hold#`, `ledger#`) sorts between them, so
+ * the range from `account` to `boost#9999` holds exactly the two. Closed packs (`expired_at`) are left out by DynamoDB.
+ */
+async function accountAndBoosts(userId: string, nowIso: string): Promise<[BillingAccount | null, CreditBoost[]]> {
+  const e = bill();
+  const { TableName, Key } = e.billingAccount.get({ user_id: userId }).params() as { TableName: string; Key: { pk: string; sk: string } };
+  const Items: Record<string, unknown>[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await dynamoClient().send(
+      new QueryCommand({
+        TableName,
+        KeyConditionExpression: "pk = :pk AND sk BETWEEN :account AND :boosts",
+        FilterExpression: "attribute_not_exists(expired_at)",
+        // `boost#9999`: past every boost's `boost#<ISO 8601 expiry>` sort key (core/billing/account.entity.ts).
+        ExpressionAttributeValues: { ":pk": Key.pk, ":account": Key.sk, ":boosts": "boost#9999" },
+        ConsistentRead: true,
+        ExclusiveStartKey: start,
+      }),
+    );
+    Items.push(...(page.Items ?? []));
+    start = page.LastEvaluatedKey;
+  } while (start);
+  const account = (e.billingAccount.parse({ Items }, { ignoreOwnership: false }).data as BillingAccount[])[0] ?? null;
+  const boosts = (e.creditBoost.parse({ Items }, { ignoreOwnership: false }).data as CreditBoost[]).filter((b) => b.expires_at > nowIso && !b.expired_at);
+  return [account, boosts];
 }
 
 /** Boosts whose expiry is at or before `nowIso` and that `expireBoosts` has not closed yet. */
@@ -655,7 +688,7 @@ export async function reserve(userId: string, runId: string, credits: number, op
   }
   return retrying("reserve", async () => {
     const nowIso = new Date().toISOString();
-    const [found, boosts] = await Promise.all([readAccount(userId), activeBoosts(userId, nowIso)]);
+    const [found, boosts] = await accountAndBoosts(userId, nowIso);
     const account = found ?? (await accountOf(userId));
     const entitled = entitlementOf(account);
     // A lapsed paid plan's quota is not spendable: expire it (once, ledger `expire#lapse#…`) and plan again.
@@ -977,12 +1010,12 @@ export async function expireBoosts(userId: string, now: Date = new Date()): Prom
 
 /**
  * The user's credit balance (spec 02 "Subscription and credits", Credit balance; see `CreditBalance` for each field)
- * from the account and the boosts that have not expired: two reads, no ledger scan. Creates the account on first use.
+ * from the account and the boosts that have not expired: one Query, no ledger scan. Creates the account on first use.
  * @param userId the account's user
  */
 export async function balanceOf(userId: string): Promise<CreditBalance> {
   const nowIso = new Date().toISOString();
-  const [found, boosts] = await Promise.all([readAccount(userId), activeBoosts(userId, nowIso)]);
+  const [found, boosts] = await accountAndBoosts(userId, nowIso);
   const account = found ?? (await accountOf(userId));
   const monthly_quota = account.quota_granted;
   const monthly_remaining = account.quota_remaining;
