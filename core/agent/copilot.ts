@@ -142,10 +142,8 @@ async function systemPrompt(
   opts: { product: ProductContext; language?: string; mode?: string; attachments: { id: string; title: string }[]; counts?: Promise<WorkspaceCounts> },
 ): Promise<string> {
   const product = opts.product;
-  const [counts] = await Promise.all([
-    opts.counts ??
-      agentIntro(userId, workspaceId).then((i) => ({ state: i.state, sources: i.source_count, insights: i.insight_count, recommendations: i.recommendation_count, documents: i.document_count })),
-  ]);
+  const counts = await (opts.counts ??
+    agentIntro(userId, workspaceId).then((i) => ({ state: i.state, sources: i.source_count, insights: i.insight_count, recommendations: i.recommendation_count, documents: i.document_count })));
   return [
     "You are the product-research copilot of a product team. You answer from the workspace's research through your tools.",
     `Product: ${product.product_name ?? "unnamed"}${product.product_description ? ` — ${product.product_description}` : ""}${product.target_users ? `. Target users: ${product.target_users}` : ""}${product.current_stage ? `. Stage: ${product.current_stage}` : ""}.`,
