@@ -15,10 +15,9 @@
  */
 import { createWriteTransaction, type Entity, type EntityItem, type TransactWriteEntity } from "electrodb";
 import pRetry from "p-retry";
-import { QueryCommand } from "@aws-sdk/lib-dynamodb";
 import { Config } from "../config";
 import { db } from "../db/service";
-import { dynamoClient } from "../db/client";
+import { queryAll } from "../db/partition";
 import { AppError } from "../error";
 import { BOOST_EXPIRY_DUE, type BillingAccountEntity, type CreditBoostEntity, type CreditHoldEntity } from "./account.entity";
 import { entitlementOf, type Entitlement, type EntitlementInput } from "./entitlement";
@@ -279,23 +278,14 @@ async function activeBoosts(userId: string, nowIso: string): Promise<CreditBoost
 async function accountAndBoosts(userId: string, nowIso: string): Promise<[BillingAccount | null, CreditBoost[]]> {
   const e = bill();
   const { TableName, Key } = e.billingAccount.get({ user_id: userId }).params() as { TableName: string; Key: { pk: string; sk: string } };
-  const Items: Record<string, unknown>[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await dynamoClient().send(
-      new QueryCommand({
-        TableName,
-        KeyConditionExpression: "pk = :pk AND sk BETWEEN :account AND :boosts",
-        FilterExpression: "attribute_not_exists(expired_at)",
-        // `boost#9999`: past every boost's `boost#<ISO 8601 expiry>` sort key (core/billing/account.entity.ts).
-        ExpressionAttributeValues: { ":pk": Key.pk, ":account": Key.sk, ":boosts": "boost#9999" },
-        ConsistentRead: true,
-        ExclusiveStartKey: start,
-      }),
-    );
-    Items.push(...(page.Items ?? []));
-    start = page.LastEvaluatedKey;
-  } while (start);
+  const Items = await queryAll({
+    TableName,
+    KeyConditionExpression: "pk = :pk AND sk BETWEEN :account AND :boosts",
+    FilterExpression: "attribute_not_exists(expired_at)",
+    // `boost#9999`: past every boost's `boost#<ISO 8601 expiry>` sort key (core/billing/account.entity.ts).
+    ExpressionAttributeValues: { ":pk": Key.pk, ":account": Key.sk, ":boosts": "boost#9999" },
+    ConsistentRead: true,
+  });
   const account = (e.billingAccount.parse({ Items }, { ignoreOwnership: false }).data as BillingAccount[])[0] ?? null;
   const boosts = (e.creditBoost.parse({ Items }, { ignoreOwnership: false }).data as CreditBoost[]).filter((b) => b.expires_at > nowIso && !b.expired_at);
   return [account, boosts];

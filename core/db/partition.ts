@@ -5,27 +5,33 @@ import { dynamoClient } from "./client";
 type Key = { pk: string; sk: string };
 
 /**
- * Every item of a partition, optionally only those whose sort key starts with `skPrefix`: one strongly consistent
- * Query, followed page by page (1 MB each), as the document client returns the items (raw attributes).
- * @param projection a `ProjectionExpression` of plain attribute names (none: whole items)
+ * Every item a Query answers, followed page by page (1 MB each), as the document client returns them (raw attributes).
+ * @param input the Query (its `ExclusiveStartKey` is set here)
  */
-export async function queryPrefix(pk: string, skPrefix?: string, projection?: string): Promise<Record<string, unknown>[]> {
+export async function queryAll(input: Omit<QueryCommandInput, "ExclusiveStartKey">): Promise<Record<string, unknown>[]> {
   const items: Record<string, unknown>[] = [];
   let start: Record<string, unknown> | undefined;
   do {
-    const input: QueryCommandInput = {
-      TableName: Config.tableName(),
-      KeyConditionExpression: skPrefix ? "pk = :pk AND begins_with(sk, :sk)" : "pk = :pk",
-      ExpressionAttributeValues: skPrefix ? { ":pk": pk, ":sk": skPrefix } : { ":pk": pk },
-      ...(projection ? { ProjectionExpression: projection } : {}),
-      ConsistentRead: true,
-      ExclusiveStartKey: start,
-    };
-    const page = await dynamoClient().send(new QueryCommand(input));
+    const page = await dynamoClient().send(new QueryCommand({ ...input, ExclusiveStartKey: start }));
     items.push(...(page.Items ?? []));
     start = page.LastEvaluatedKey;
   } while (start);
   return items;
+}
+
+/**
+ * Every item of a partition, optionally only those whose sort key starts with `skPrefix`: one strongly consistent
+ * Query, followed page by page (`queryAll`).
+ * @param projection a `ProjectionExpression` of plain attribute names (none: whole items)
+ */
+export async function queryPrefix(pk: string, skPrefix?: string, projection?: string): Promise<Record<string, unknown>[]> {
+  return queryAll({
+    TableName: Config.tableName(),
+    KeyConditionExpression: skPrefix ? "pk = :pk AND begins_with(sk, :sk)" : "pk = :pk",
+    ExpressionAttributeValues: skPrefix ? { ":pk": pk, ":sk": skPrefix } : { ":pk": pk },
+    ...(projection ? { ProjectionExpression: projection } : {}),
+    ConsistentRead: true,
+  });
 }
 
 /** All keys of a partition, optionally only those whose sort key starts with `skPrefix` (strongly consistent Query). */
