@@ -438,6 +438,7 @@ async function execute(
     const intent = result ? inferIntent(result) : { intent: "error", working_state: "planning" as const };
     text = result?.text.trim() ? result.text : stoppedText(result, failure, spec.maxTurns);
     const afterPrompt = await storing.stored;
+    const firstAnswer = (conversation.message_count ?? 0) === 0;
     // By the conversation's key: the prompt's append has stored a new conversation (`UnsavedConversation`).
     const assistant = await Chat.appendMessage({ id: conversation.id, workspace_id: conversation.workspace_id, user_id: conversation.user_id }, {
       role: "assistant",
@@ -449,14 +450,14 @@ async function execute(
     }, {
       ...afterPrompt,
       // What the run looked like goes onto the conversation with the answer: its purpose after the first answer.
-      inferred: (conversation.message_count ?? 0) === 0
+      inferred: firstAnswer
         ? { purpose: `${intent.intent.replace(/_/g, " ")}: ${spec.prompt.slice(0, 160)}`, working_state: intent.working_state }
         : { working_state: intent.working_state },
     });
     messageId = assistant.id;
     await runAfter(hookCtx, { assistantMessageId: assistant.id, answer: text, succeeded: !failure && result?.status === "success" });
     // The agent's title after the first answer (kept when the user has named the conversation).
-    if ((conversation.message_count ?? 0) === 0) await Chat.setInferred(conversation, { title: Chat.titleFromPrompt(spec.prompt) });
+    if (firstAnswer) await Chat.setInferred(conversation, { title: Chat.titleFromPrompt(spec.prompt) });
   } catch (err) {
     // The store failed around the run (the run itself is recorded): the client still hears why, then `done`.
     if (!failure) sink.send("error", { code: err instanceof AppError ? err.code : "INTERNAL", message: err instanceof AppError ? err.message : "The answer could not be saved" });

@@ -384,10 +384,11 @@ export async function openConversation(
   await requireMember(userId, workspaceId);
   if (conversationId === undefined && opts.deferCreate) {
     const now = new Date().toISOString();
-    return {
-      id: randomUUID(), workspace_id: workspaceId, user_id: userId, title: titleFromPrompt(firstPrompt), purpose: null, working_state: null,
-      resumed_from: null, is_archived: false, created_at: now, updated_at: now, last_message_at: null, message_count: 0, unsaved: true,
+    const item: ConversationItem = {
+      id: randomUUID(), workspace_id: workspaceId, user_id: userId, title: titleFromPrompt(firstPrompt), title_source: "auto",
+      is_archived: false, message_count: 0, created_at: now, updated_at: now,
     };
+    return { ...toConversationView(item), unsaved: true };
   }
   if (conversationId === undefined) return insert(userId, workspaceId, { autoTitle: titleFromPrompt(firstPrompt) });
   const item = await conversationItem(workspaceId, conversationId);
