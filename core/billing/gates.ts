@@ -5,6 +5,7 @@
  * document lists them per operation. A workspace's plan is its owner's account's (DESIGN.md 6.3).
  */
 import { db } from "../db/service";
+import { documentsOf } from "../document/listing";
 import { AppError } from "../error";
 import { countByPrefix } from "../db/partition";
 import { accountOf } from "./ledger";
@@ -75,11 +76,8 @@ export async function usageOf(scope: GateScope, usage: PlanUsage): Promise<{ cur
     }
     case "documents": {
       if (limits.max_documents === null) return { current: 0, limit: null, plan };
-      const { data } = await db()
-        .entities.document.query.byWorkspace({ workspace_id: need(usage) })
-        .where((a, op) => op.gte(a.created_at, period_start))
-        .go({ pages: "all", attributes: ["id"] });
-      return { current: data.length, limit: limits.max_documents, plan };
+      const docs = await documentsOf(need(usage), { attributes: ["id"], createdSince: period_start });
+      return { current: docs.length, limit: limits.max_documents, plan };
     }
     case "workspaces": {
       if (limits.max_workspaces === null) return { current: 0, limit: null, plan };

@@ -7,6 +7,7 @@
  */
 import type { z } from "zod";
 import { db } from "../db/service";
+import { documentsOf } from "../document/listing";
 import { countByPrefix } from "../db/partition";
 import { Errors } from "../error";
 import { partitionOf, requireMember } from "../workspace";
@@ -181,7 +182,7 @@ async function createdSince(kind: "sources" | "insights" | "recommendations" | "
         ? await e.insight.query.byWorkspace(k).where((a, op) => op.gte(a.created_at, since)).go(opts)
         : kind === "recommendations"
           ? await e.recommendation.query.byWorkspace(k).where((a, op) => op.gte(a.created_at, since)).go(opts)
-          : await e.document.query.byWorkspace(k).where((a, op) => op.gte(a.created_at, since)).go(opts);
+          : { data: await documentsOf(workspaceId, { attributes: ["id"], createdSince: since }) };
   return data.length;
 }
 

@@ -26,6 +26,7 @@ import {
   buildAnnotationEntity,
   buildBlockEntity,
   buildDocumentEntity,
+  buildDocumentIndexMarkEntity,
   buildRevisionEntity,
 } from "../document/document.entity";
 
@@ -51,6 +52,7 @@ const catalogue = {
   insight: buildInsightEntity,
   recommendation: buildRecommendationEntity,
   document: buildDocumentEntity,
+  documentIndexMark: buildDocumentIndexMarkEntity,
   revision: buildRevisionEntity,
   block: buildBlockEntity,
   annotation: buildAnnotationEntity,

@@ -7,9 +7,28 @@ import { Entity } from "electrodb";
  *   document#<doc id>#rev#<000001>         its revisions (zero-padded, so they sort by number)
  *   document#<doc id>#note#<block id>#<id> block annotations
  * so one Query with begins_with reads a document with all its children, and deleting a document removes them.
+ *
+ * The flip side: that prefix cannot list documents without reading every child too (revisions hold full texts). The
+ * documents alone are listed from a sparse index, gsi3 `wsdocs#<ws>` / `document#<doc id>`, which only document items
+ * (and the workspace's index mark, `DocumentIndexMark`) carry: core/document/listing.ts, docs/decisions.md "Documents
+ * are listed from a sparse index".
  */
 
 const docKey = { field: "pk", composite: ["workspace_id"], template: "ws#${workspace_id}", casing: "none" } as const;
+/** The partition of a workspace's documents in the sparse gsi3 index. */
+const listedKey = { field: "gsi3pk", composite: ["workspace_id"], template: "wsdocs#${workspace_id}", casing: "none" } as const;
+
+/**
+ * The keys the templates below give, for the raw reads and writes of core/document/listing.ts (a unit test checks
+ * them against what ElectroDB writes): the workspace's partition, its documents' gsi3 partition, the index mark's
+ * gsi3 sort key (which every document's starts with), and a document's gsi3 sort key when `documentId` is given.
+ */
+export const listedKeysOf = (workspaceId: string, documentId = "") => ({
+  pk: `ws#${workspaceId}`,
+  gsi3pk: `wsdocs#${workspaceId}`,
+  markSk: "document",
+  documentSk: `document#${documentId}`,
+});
 
 /** Pointer to a text stored beside the item in the uploads bucket (core/document/content.ts); `content` is "" then. */
 const contentRef = {
@@ -51,9 +70,36 @@ export const buildDocumentEntity = () => new Entity({
       pk: { field: "gsi1pk", composite: ["id"], template: "document#${id}", casing: "none" },
       sk: { field: "gsi1sk", composite: [], template: "document", casing: "none" },
     },
+    /** The workspace's documents without their children (sparse: only documents write gsi3 under `wsdocs#`). */
+    listed: {
+      index: "gsi3",
+      pk: listedKey,
+      sk: { field: "gsi3sk", composite: ["id"], template: "document#${id}", casing: "none" },
+    },
   },
 });
 export type DocumentEntity = ReturnType<typeof buildDocumentEntity>;
+
+/**
+ * The mark that a workspace's documents are all in the `listed` index: written with every new workspace, and once
+ * for an older one after its documents were given their index keys (core/document/listing.ts). It sits in the index
+ * itself (gsi3 sort key `document`, before every `document#<id>`), so the Query that lists the documents also says
+ * whether the list is complete.
+ */
+export const buildDocumentIndexMarkEntity = () => new Entity({
+  model: { entity: "document_index", version: "1", service: "r2d" },
+  attributes: {
+    workspace_id: { type: "string", required: true },
+    /** Documents that were given index keys when the mark was written (0 for a new workspace). */
+    backfilled: { type: "number", required: true, default: 0 },
+    created_at: { type: "string", required: true, readOnly: true, default: () => new Date().toISOString() },
+  },
+  indexes: {
+    byWorkspace: { pk: docKey, sk: { field: "sk", composite: [], template: "docindex", casing: "none" } },
+    listed: { index: "gsi3", pk: listedKey, sk: { field: "gsi3sk", composite: [], template: "document", casing: "none" } },
+  },
+});
+export type DocumentIndexMarkEntity = ReturnType<typeof buildDocumentIndexMarkEntity>;
 
 /** An immutable document revision (spec 01 Document revision). */
 export const buildRevisionEntity = () => new Entity({

@@ -13,6 +13,7 @@ import { assertTransition } from "./status";
 import { diffStats } from "./diff";
 import { deletePrefix } from "../storage";
 import { assertJsonObject } from "../json-object";
+import { documentsOf } from "./listing";
 import {
   discardContent,
   documentContentKey,
@@ -311,11 +312,13 @@ async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promis
   return out;
 }
 
-/** `GET /api/documents`: filtered, most recently updated first, paginated (limit 200, max 500). */
+/**
+ * `GET /api/documents`: filtered, most recently updated first, paginated (limit 200, max 500). The documents come
+ * from their sparse index (./listing.ts): a document written a moment ago may be missing or show its previous state.
+ */
 export async function list(userId: string, q: ListDocumentsQuery): Promise<{ documents: DocumentView[]; total: number }> {
   await requireMember(userId, q.workspace_id);
-  const { data } = await db().entities.document.query.byWorkspace({ workspace_id: q.workspace_id }).go({ pages: "all", consistent: true });
-  const matching = data
+  const matching = (await documentsOf(q.workspace_id))
     .filter((d) => (!q.document_type || d.document_type === q.document_type) && (!q.status || d.status === q.status))
     .sort((a, b) => b.updated_at.localeCompare(a.updated_at) || a.id.localeCompare(b.id));
   // Only the page's stored texts are read, 8 at a time; a document deleted meanwhile is left out.

@@ -5,6 +5,7 @@
  * must answer at once: "is this quoted text in the workspace?" without a read per token batch.
  */
 import { db } from "../db/service";
+import { documentsOf } from "../document/listing";
 import { normalise } from "./claims";
 import { snapshotInsights } from "../insight/search";
 
@@ -57,7 +58,7 @@ export async function snapshotOf(workspaceId: string): Promise<WorkspaceSnapshot
     e.researchSource.query.byWorkspace({ workspace_id: workspaceId }).go({ pages: "all", attributes: ["id", "title"] }),
     snapshotInsights(workspaceId),
     e.recommendation.query.byWorkspace({ workspace_id: workspaceId }).go({ pages: "all", attributes: ["id", "title"] }),
-    e.document.query.byWorkspace({ workspace_id: workspaceId }).go({ pages: "all", attributes: ["id", "title"] }),
+    documentsOf(workspaceId, { attributes: ["id", "title"] }),
   ]);
   const ids = new Set<string>();
   const texts: string[] = [];
@@ -67,9 +68,9 @@ export async function snapshotOf(workspaceId: string): Promise<WorkspaceSnapshot
     texts.push(normalise(i.title ?? ""), normalise(i.description ?? ""), ...(i.quotes ?? []).map((q) => normalise(q.text)));
   }
   for (const r of recs.data) ids.add(r.id), texts.push(normalise(r.title ?? ""));
-  for (const d of docs.data) ids.add(d.id), texts.push(normalise(d.title ?? ""));
+  for (const d of docs) ids.add(d.id), texts.push(normalise(d.title ?? ""));
   return {
-    counts: { sources: sources.data.length, insights: insights.length, recommendations: recs.data.length, documents: docs.data.length },
+    counts: { sources: sources.data.length, insights: insights.length, recommendations: recs.data.length, documents: docs.length },
     ids,
     texts: texts.filter(Boolean),
   };

@@ -15,6 +15,7 @@
  * It also returns the synchronous trust checks of `validation_sync` (citations, cross-source support, severity).
  */
 import { db } from "../db/service";
+import { documentsOf } from "../document/listing";
 import { readExtraction } from "../research";
 import { withContent } from "../document";
 import { citedIds, normalise, quoteKey, statementsOf, type CitedId, type CountClaim, type QuoteClaim, type Statement } from "./claims";
@@ -342,13 +343,13 @@ async function workspaceTexts(workspaceId: string, extra: string[]): Promise<str
     e.researchSource.query.byWorkspace({ workspace_id: workspaceId }).go({ pages: "all", attributes: ["title"] }),
     e.insight.query.byWorkspace({ workspace_id: workspaceId }).go({ pages: "all", attributes: ["title", "description", "quotes"] }),
     e.recommendation.query.byWorkspace({ workspace_id: workspaceId }).go({ pages: "all", attributes: ["title"] }),
-    e.document.query.byWorkspace({ workspace_id: workspaceId }).go({ pages: "all", attributes: ["title"] }),
+    documentsOf(workspaceId, { attributes: ["title"] }),
   ]);
   return [
     ...sources.data.map((s) => s.title ?? ""),
     ...insights.data.flatMap((i) => [i.title ?? "", i.description ?? "", ...(i.quotes ?? []).map((q) => q.text)]),
     ...recs.data.map((r) => r.title ?? ""),
-    ...docs.data.map((d) => d.title ?? ""),
+    ...docs.map((d) => d.title ?? ""),
     ...extra,
   ].map(normalise).filter(Boolean);
 }

@@ -5,6 +5,7 @@
  * the prompt.
  */
 import { db } from "../db/service";
+import { documentsOf } from "../document/listing";
 import { memoryAvailable } from "./settings";
 import { rank, toMemoryItem } from "./index";
 import type { MemoryItem } from "./schema";
@@ -71,7 +72,7 @@ export async function briefingFor(input: { userId: string; workspaceId: string; 
     db().entities.researchSource.query.byWorkspace(ws).go({ pages: "all", attributes: ["id", "title", "created_at", "processing_status"] }),
     db().entities.insight.query.byWorkspace(ws).go({ pages: "all", attributes: ["id", "title", "created_at", "is_archived"] }),
     db().entities.recommendation.query.byWorkspace(ws).go({ pages: "all", attributes: ["id", "title", "created_at", "status", "status_changed_at"] }),
-    db().entities.document.query.byWorkspace(ws).go({ pages: "all", attributes: ["id", "title", "created_at", "updated_at", "status"] }),
+    documentsOf(input.workspaceId, { attributes: ["id", "title", "created_at", "updated_at", "status"] }).then((data) => ({ data })),
     db().entities.pendingAction.query.byWorkspace(ws).go({ pages: "all", attributes: ["id", "status"] }),
   ]);
   const conv = prior.data && prior.data.user_id === input.userId ? prior.data : null;

@@ -5,6 +5,7 @@ import { AppError, Errors } from "../error";
 import { Config } from "../config";
 import { createWriteTransaction } from "electrodb";
 import { db } from "../db/service";
+import { documentsOf } from "../document/listing";
 import { requestScope } from "../context";
 import { countByPrefix, purgePartition } from "../db/partition";
 import { HIGHEST_PLAN, subscriptionOf } from "../billing";
@@ -217,12 +218,15 @@ export async function create(user: User.User, input: CreateWorkspaceInput): Prom
     const owned = account.workspaces_owned ?? (await ownedCount(user.id));
     if (limit !== null && owned >= limit) throw usageLimitError("workspaces", owned, limit, plan);
     const result = await createWriteTransaction(
-      db().pick("workspace", "membership", "workspaceSettings", "usage", "billingAccount"),
-      ({ workspace, membership, workspaceSettings, usage, billingAccount }) => [
+      db().pick("workspace", "membership", "workspaceSettings", "usage", "billingAccount", "documentIndexMark"),
+      ({ workspace, membership, workspaceSettings, usage, billingAccount, documentIndexMark }) => [
         workspace.create({ id, owner_id: user.id, ...input }).commit(),
         membership.create({ workspace_id: id, user_id: user.id, role: "owner", added_by: user.id }).commit(),
         workspaceSettings.create({ workspace_id: id, researchCycleEnabled: false, overnightCycleNotifyEmail: false }).commit(),
         usage.update({ workspace_id: id }).set({ members: 1 }).commit(),
+        // A new workspace's documents are all in their sparse index from the start (core/document/listing.ts).
+        documentIndexMark.create({ workspace_id: id }).commit(),
+        // The owned-workspaces counter is the last write: a refusal of it alone is told apart below.
         account.workspaces_owned === undefined
           ? billingAccount.patch({ user_id: user.id }).set({ workspaces_owned: owned + 1 }).where((a, op) => op.notExists(a.workspaces_owned)).commit()
           : billingAccount
@@ -238,7 +242,7 @@ export async function create(user: User.User, input: CreateWorkspaceInput): Prom
       return toView((await getItem(id))!, "owner");
     }
     const codes = cancelCodes(result);
-    if (codes.slice(0, 4).some((c) => c !== "None")) throw new AppError("CONFLICT", "Workspace could not be created; try again");
+    if (codes.slice(0, -1).some((c) => c !== "None")) throw new AppError("CONFLICT", "Workspace could not be created; try again");
     // Only the counter refused: the limit was reached meanwhile (the next read says so), or a concurrent create moved it.
   }
   throw new AppError("SERVICE_UNAVAILABLE", "Too many workspaces are being created at once; try again", { retryable: true });
@@ -396,7 +400,7 @@ export async function agentIntro(userId: string, workspaceId: string): Promise<A
     countByPrefix(pk, CHILD_PREFIX.source, "research_source"),
     countByPrefix(pk, CHILD_PREFIX.insight, "insight"),
     countByPrefix(pk, CHILD_PREFIX.recommendation, "recommendation"),
-    countByPrefix(pk, CHILD_PREFIX.document, "document"),
+    documentsOf(workspaceId, { attributes: ["id"] }).then((docs) => docs.length),
   ]);
   const product = workspace?.product_name || workspace?.name || "your product";
   const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;

@@ -1,0 +1,182 @@
+/**
+ * Documents are listed from their sparse index (core/document/listing.ts; docs/decisions.md "Documents are listed
+ * from a sparse index"): listing a workspace's documents reads the documents, never their revisions, blocks, notes or
+ * tickets; a workspace from before the index is indexed at its first listing, once; the keys written by hand are the
+ * ones ElectroDB writes. Through the real handlers against DynamoDB Local, with the Queries each request sent and the
+ * items each read (`ScannedCount`: items read before any filter, what read capacity is paid for).
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+import { DeleteCommand, GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { beforeAll, describe, expect, it } from "vitest";
+import { Config } from "../../core/config";
+import { dynamoClient } from "../../core/db/client";
+import { db } from "../../core/db/service";
+import { listedKeysOf } from "../../core/document/document.entity";
+import { backfill, documentsOf } from "../../core/document/listing";
+import { call, newWorkspace } from "../support/api";
+import { partitionItems } from "./_helpers";
+
+interface Sent {
+  command: string;
+  index?: string;
+  scanned?: number;
+}
+
+/** The DynamoDB commands of the async context being counted, with each Query's index and items read. */
+const counting = new AsyncLocalStorage<Sent[]>();
+/** Run before the next UpdateCommand goes out (once), in the request's own context. */
+let beforeNextUpdate: (() => Promise<void>) | undefined;
+beforeAll(() => {
+  dynamoClient().middlewareStack.add(
+    (next, context) => async (args) => {
+      // The low-level operation (ElectroDB and the document client send Update for UpdateItem, and so on).
+      const name = String(context.commandName ?? "?").replace(/Command$/, "");
+      const command = /^(Get|Put|Update|Delete)$/.test(name) ? `${name}Item` : name;
+      const input = args.input as { IndexName?: string };
+      if (command === "UpdateItem" && beforeNextUpdate) {
+        const run = beforeNextUpdate;
+        beforeNextUpdate = undefined;
+        await run();
+      }
+      const out = await next(args);
+      const sent: Sent = { command, ...(input.IndexName ? { index: input.IndexName } : {}) };
+      if (command === "Query") sent.scanned = (out.output as { ScannedCount?: number }).ScannedCount;
+      counting.getStore()?.push(sent);
+      return out;
+    },
+    { step: "initialize", name: "documentsIndexTestCounter" },
+  );
+  return () => dynamoClient().middlewareStack.remove("documentsIndexTestCounter");
+});
+
+async function counted<T>(fn: () => Promise<T>): Promise<{ result: T; sent: Sent[] }> {
+  const sent: Sent[] = [];
+  const result = await counting.run(sent, fn);
+  return { result, sent };
+}
+
+/** A document with `revisions` more saved revisions and `blocks` blocks: children that share its sort-key prefix. */
+async function documentWithChildren(token: string, workspaceId: string, title: string, revisions: number, blocks: number): Promise<string> {
+  const res = await call("POST", "/api/documents", { token, body: { workspace_id: workspaceId, document_type: "prd", title, content: `# ${title}\n\n${"Long text. ".repeat(200)}\n` } });
+  expect(res.status, res.text).toBe(201);
+  const id = res.body.id as string;
+  for (let i = 0; i < revisions; i++) {
+    expect((await call("PATCH", `/api/documents/${id}`, { token, body: { content: `# ${title}\n\nEdit ${i}. ${"More text. ".repeat(200)}\n` } })).status).toBe(200);
+    expect((await call("POST", `/api/documents/${id}/versions`, { token, body: { change_summary: `edit ${i}` } })).status).toBe(201);
+  }
+  for (let i = 0; i < blocks; i++) {
+    expect((await call("POST", `/api/documents/${id}/blocks`, { token, body: { block_type: "risk", title: `Risk ${i}` } })).status).toBe(201);
+  }
+  return id;
+}
+
+/** Make a workspace look as one created before the index: no mark, and its documents without index keys. */
+async function asBeforeTheIndex(workspaceId: string): Promise<void> {
+  const table = Config.tableName();
+  const keys = listedKeysOf(workspaceId);
+  await dynamoClient().send(new DeleteCommand({ TableName: table, Key: { pk: keys.pk, sk: "docindex" } }));
+  for (const item of await partitionItems(keys.pk)) {
+    if (item.__edb_e__ !== "document") continue;
+    await dynamoClient().send(new UpdateCommand({ TableName: table, Key: { pk: item.pk, sk: item.sk }, UpdateExpression: "REMOVE gsi3pk, gsi3sk" }));
+  }
+}
+
+const rawGet = async (pk: string, sk: string) =>
+  (await dynamoClient().send(new GetCommand({ TableName: Config.tableName(), Key: { pk, sk }, ConsistentRead: true }))).Item;
+
+describe("listing a workspace's documents", () => {
+  let owner: { token: string };
+  let workspaceId: string;
+  let ids: string[];
+
+  beforeAll(async () => {
+    const made = await newWorkspace("Documents index");
+    owner = made.owner;
+    workspaceId = made.workspace.id;
+    ids = [];
+    for (let d = 0; d < 3; d++) ids.push(await documentWithChildren(owner.token, workspaceId, `Doc ${d}`, 2, 2));
+  });
+
+  it("GET /api/documents reads the documents and the index mark only, not their revisions or blocks", async () => {
+    const children = (await partitionItems(`ws#${workspaceId}`)).filter((i) => String(i.sk).startsWith("document#") && i.__edb_e__ !== "document");
+    expect(children.length).toBeGreaterThanOrEqual(3 * (3 + 2)); // 3 revisions and 2 blocks each
+    const { result: res, sent } = await counted(() => call("GET", "/api/documents", { token: owner.token, query: { workspace_id: workspaceId } }));
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.total).toBe(3);
+    expect(res.body.documents.map((d: { id: string }) => d.id).sort()).toEqual([...ids].sort());
+    const queries = sent.filter((s) => s.command === "Query");
+    expect(queries).toEqual([{ command: "Query", index: "gsi3", scanned: 4 }]);
+  });
+
+  it("a new workspace carries its index mark, and documents keep their index keys through edits", async () => {
+    const keys = listedKeysOf(workspaceId);
+    const mark = await rawGet(keys.pk, "docindex");
+    expect(mark).toMatchObject({ gsi3pk: keys.gsi3pk, gsi3sk: keys.markSk, __edb_e__: "document_index", backfilled: 0 });
+    for (const id of ids) {
+      // Each was patched twice and had revisions saved and blocks added: the keys written at create are still there.
+      expect(await rawGet(keys.pk, `document#${id}`)).toMatchObject({ gsi3pk: keys.gsi3pk, gsi3sk: listedKeysOf(workspaceId, id).documentSk });
+    }
+    // What ElectroDB writes is what listing.ts writes by hand.
+    const params = db().entities.document.create({ id: "x", workspace_id: "w", document_type: "prd", title: "t", content: "c", created_by: "u" }).params() as { Item: Record<string, unknown> };
+    expect({ gsi3pk: params.Item.gsi3pk, gsi3sk: params.Item.gsi3sk }).toEqual({ gsi3pk: listedKeysOf("w").gsi3pk, gsi3sk: listedKeysOf("w", "x").documentSk });
+  });
+
+  it("a deleted document leaves the list, and the filters and projections of documentsOf hold", async () => {
+    const gone = await documentWithChildren(owner.token, workspaceId, "Short-lived", 1, 1);
+    expect((await documentsOf(workspaceId, { attributes: ["id"] })).map((d) => d.id)).toContain(gone);
+    expect((await call("DELETE", `/api/documents/${gone}`, { token: owner.token })).status).toBe(204);
+    const listed = await documentsOf(workspaceId, { attributes: ["id", "title"] });
+    expect(listed.map((d) => d.id).sort()).toEqual([...ids].sort());
+    expect(Object.keys(listed[0]!).sort()).toEqual(["id", "title"]);
+    expect(await documentsOf(workspaceId, { createdSince: "9999-01-01T00:00:00.000Z" })).toEqual([]);
+    expect((await documentsOf(workspaceId, { createdSince: "2000-01-01T00:00:00.000Z" })).length).toBe(3);
+  });
+});
+
+describe("a workspace created before the index", () => {
+  it("is read from its partition at its first listing, indexed once, and read from the index after", async () => {
+    const { owner, workspace } = await newWorkspace("Older workspace");
+    const ids = [await documentWithChildren(owner.token, workspace.id, "Old A", 2, 1), await documentWithChildren(owner.token, workspace.id, "Old B", 1, 0)];
+    await asBeforeTheIndex(workspace.id);
+    const keys = listedKeysOf(workspace.id);
+    expect(await documentsOf(workspace.id, { attributes: ["id"] }).then(() => rawGet(keys.pk, "docindex"))).toMatchObject({ backfilled: 2 });
+
+    await asBeforeTheIndex(workspace.id);
+    const first = await counted(() => call("GET", "/api/documents", { token: owner.token, query: { workspace_id: workspace.id } }));
+    expect(first.result.status, first.result.text).toBe(200);
+    expect(first.result.body.documents.map((d: { id: string }) => d.id).sort()).toEqual([...ids].sort());
+    // The index answered without a mark; the partition was read with the children (2 documents, 5 revisions, 1 block).
+    expect(first.sent.filter((s) => s.command === "Query")).toEqual([
+      { command: "Query", index: "gsi3", scanned: 0 },
+      { command: "Query", scanned: 8 },
+    ]);
+    expect(first.sent.filter((s) => s.command === "UpdateItem")).toHaveLength(2);
+    for (const id of ids) expect(await rawGet(keys.pk, `document#${id}`)).toMatchObject({ gsi3pk: keys.gsi3pk, gsi3sk: listedKeysOf(workspace.id, id).documentSk });
+    expect(await rawGet(keys.pk, "docindex")).toMatchObject({ backfilled: 2, gsi3sk: keys.markSk });
+
+    const second = await counted(() => call("GET", "/api/documents", { token: owner.token, query: { workspace_id: workspace.id } }));
+    expect(second.result.body.total).toBe(2);
+    expect(second.sent.filter((s) => s.command === "Query")).toEqual([{ command: "Query", index: "gsi3", scanned: 3 }]);
+    expect(second.sent.filter((s) => s.command === "UpdateItem" || s.command === "PutItem")).toEqual([]);
+  });
+
+  it("does not bring back a document deleted while it is being indexed, and a second run changes nothing", async () => {
+    const { owner, workspace } = await newWorkspace("Older workspace, racing delete");
+    const kept = await documentWithChildren(owner.token, workspace.id, "Kept", 0, 0);
+    const deleted = await documentWithChildren(owner.token, workspace.id, "Deleted meanwhile", 1, 0);
+    await asBeforeTheIndex(workspace.id);
+    const keys = listedKeysOf(workspace.id);
+    // Both were read; the deleted one goes before the first index update is sent.
+    beforeNextUpdate = async () => {
+      await dynamoClient().send(new DeleteCommand({ TableName: Config.tableName(), Key: { pk: keys.pk, sk: `document#${deleted}` } }));
+    };
+    const docs = await backfill(workspace.id);
+    expect(docs.map((d) => d.id).sort()).toEqual([kept, deleted].sort());
+    expect(await rawGet(keys.pk, `document#${deleted}`)).toBeUndefined();
+    expect((await documentsOf(workspace.id, { attributes: ["id"] })).map((d) => d.id)).toEqual([kept]);
+    const mark = await rawGet(keys.pk, "docindex");
+    const again = await counted(() => backfill(workspace.id));
+    expect(again.sent.filter((s) => s.command === "UpdateItem")).toEqual([]);
+    expect(await rawGet(keys.pk, "docindex")).toEqual(mark);
+  });
+});
