@@ -6,7 +6,6 @@ import { db } from "../db/service";
 import { partitionOf, requireMember, requireResourceMember } from "../workspace";
 import { deleteKeys, partitionKeys } from "../db/partition";
 import { emptyBlockContent, validateBlockContent, DEFAULT_TITLES, type BlockContent, type BlockType } from "./blocks";
-import { extractBlocks, parseIntent } from "./markdown";
 import { reload, requireDocument, withContent, type DocumentItem } from "./index";
 import { asWrite, commitWrites, tagOf, type AgentWrite } from "../db/agent-write";
 import type { AnnotationEntity, BlockEntity } from "./document.entity";
@@ -214,6 +213,8 @@ export async function extractFromContent(userId: string, workspaceId: string, do
   const found = await requireDocument(userId, documentId);
   if (found.workspace_id !== workspaceId) throw Errors.notFound("Document");
   const { doc, content } = await withContent(found);
+  // The Markdown parser loads with the two routes that parse, not with every block route (bench/cold.ts).
+  const { extractBlocks } = await import("./markdown");
   const drafts = extractBlocks(content);
   const old = await blocksOf(doc);
   if (old.length) {
@@ -243,6 +244,7 @@ export async function extractFromContent(userId: string, workspaceId: string, do
 /** `POST /api/intent/parse`: a block skeleton decomposed from free text (nothing is stored). */
 export async function intent(userId: string, rawInput: string, workspaceId?: string) {
   if (workspaceId) await requireMember(userId, workspaceId);
+  const { parseIntent } = await import("./markdown");
   return {
     blocks: parseIntent(rawInput).map((d, i) => ({
       block_type: d.block_type,

@@ -15,7 +15,6 @@ import { rateLimit } from "../rate-limit";
 import * as User from "../user";
 import { accountOf, grant } from "../billing/ledger";
 import { mailer, type MailMessage } from "../mail";
-import { sheetTarget } from "./sheets";
 import type { WaitlistEntryEntity } from "./growth.entity";
 import type {
   ApproveInput,
@@ -320,6 +319,9 @@ export const SHEET_COLUMNS = ["id", "email", "name", "position", "referral_count
  * @throws AppError SERVICE_UNAVAILABLE (503) naming the settings in a deployed stage without the spreadsheet.
  */
 export async function syncSheets(): Promise<{ status: "synced"; synced_count: number }> {
+  // The Sheets client (Google's auth library, googleapis) and the CSV writer load for this admin route only, not
+  // with the growth group's every cold start (bench/cold.ts).
+  const { sheetTarget } = await import("./sheets");
   const target = sheetTarget();
   const entries = [...(await entriesWithStatus("waiting")), ...(await entriesWithStatus("approved"))].sort((a, b) => a.position - b.position);
   const rows = entries.map((e) => {

@@ -20,7 +20,6 @@ import { db } from "../db/service";
 import * as Insight from "../insight";
 import * as Recommendation from "../recommendation";
 import * as Document from "../document";
-import { documentEngine } from "../document/engine";
 import { loadInsights, toEngineInput } from "../insight/inputs";
 import { productContext } from "../workspace";
 import type { ContractFailure, ContractResult, InsightArtifact } from "./contract";
@@ -170,6 +169,8 @@ async function redraft(userId: string, workspaceId: string, docId: string, fails
   }
   const metadata = (doc.metadata ?? {}) as { user_instructions?: string };
   const instructions = repairedInstructions(metadata.user_instructions ?? "", doc.document_type, missing);
+  // The document engines load when a repair redrafts, not with every stream (bench/cold.ts).
+  const { documentEngine } = await import("../document/engine");
   const engine = documentEngine(await model());
   const product = await productContext(workspaceId);
   const out = await engine.draft({

@@ -7,7 +7,9 @@
 import * as z from "zod";
 import { AppError } from "../../error";
 import { ProviderError } from "../../integration/errors";
-import * as Filestore from "../../integration/filestore";
+import { MAX_WRITE_BYTES } from "../../integration/filestore/port";
+import type { FileStore } from "../../integration/filestore/port";
+import { filestore as filestoreModule } from "./lazy";
 import type { GatedTool, ReadTool, ToolContext } from "./types";
 
 type Failure = { success: false; error: string; error_code: string; retry_after?: number };
@@ -17,9 +19,16 @@ export const PREVIEW_CHARS = 4000;
 /** MIME types a write may store (text the copilot produces). */
 export const WRITE_TYPES = ["text/plain", "text/markdown", "text/csv", "text/html", "application/json"] as const;
 
+/**
+ * The file-store integration, loaded when a file-store tool first runs (./lazy.ts); every use below runs after
+ * `loadFilestore` (in `onStore` or `execute`).
+ */
+let Filestore: Awaited<ReturnType<typeof filestoreModule>> | undefined;
+const loadFilestore = async () => (Filestore ??= await filestoreModule());
+
 /** The spec's tool error of a failure, or rethrow a defect. */
 function toolError(err: unknown): Failure {
-  if (err instanceof Filestore.UnsupportedType) return { success: false, error: err.message, error_code: "unsupported_type" };
+  if (Filestore && err instanceof Filestore.UnsupportedType) return { success: false, error: err.message, error_code: "unsupported_type" };
   if (err instanceof ProviderError) {
     const code = err.failure === "auth_expired" ? "token_expired" : err.failure === "validation" ? "validation_error" : err.failure;
     return { success: false, error: err.message, error_code: code, ...(err.retryAfterSeconds !== undefined ? { retry_after: err.retryAfterSeconds } : {}) };
@@ -40,9 +49,9 @@ function toolError(err: unknown): Failure {
 }
 
 /** Run `fn` with the workspace's file store, answering failures as tool errors. */
-async function onStore<T>(ctx: { workspaceId: string }, fn: (store: Filestore.FileStore) => Promise<T>): Promise<T | Failure> {
+async function onStore<T>(ctx: { workspaceId: string }, fn: (store: FileStore) => Promise<T>): Promise<T | Failure> {
   try {
-    return await Filestore.withFileStore(ctx.workspaceId, fn, { raw: true });
+    return await (await loadFilestore()).withFileStore(ctx.workspaceId, fn, { raw: true });
   } catch (err) {
     return toolError(err);
   }
@@ -72,7 +81,7 @@ export const filestoreRead: ReadTool<{ file_id: string }> = {
   input: z.object({ file_id: FileId }).strict(),
   run: (ctx, input) =>
     onStore(ctx, async (store) => {
-      const read = await Filestore.readText(store, input.file_id);
+      const read = await (await loadFilestore()).readText(store, input.file_id);
       return {
         file_id: read.file.id, name: read.file.name, mime_type: read.file.mime_type, web_view_link: read.file.web_view_link,
         content: read.content, total_bytes: read.total_bytes, truncated: read.truncated, exported_as: read.exported_as,
@@ -106,7 +115,7 @@ export const filestoreWrite: GatedTool<WriteInput> = {
     .object({
       file_id: FileId.optional(),
       name: z.string().trim().min(1).max(255).optional(),
-      content: z.string().refine((c) => Buffer.byteLength(c) <= Filestore.MAX_WRITE_BYTES, { message: `at most ${Filestore.MAX_WRITE_BYTES} bytes` }),
+      content: z.string().refine((c) => Buffer.byteLength(c) <= MAX_WRITE_BYTES, { message: `at most ${MAX_WRITE_BYTES} bytes` }),
       mime_type: z.enum(WRITE_TYPES).default("text/plain"),
       folder_id: FileId.optional(),
     })
@@ -121,10 +130,11 @@ export const filestoreWrite: GatedTool<WriteInput> = {
   async execute(ctx, input) {
     // Failures are thrown as AppErrors (not answered): the pending-action executor retries a transient one (a rate
     // limit after its Retry-After) and ends a decided one failed.
-    const res = await Filestore.withFileStore(ctx.workspaceId, (store) =>
-      Filestore.writeFile(store, { fileId: input.file_id, name: input.name, content: input.content, mimeType: input.mime_type, folderId: input.folder_id }, ctx.actionId),
+    const Store = await loadFilestore();
+    const res = await Store.withFileStore(ctx.workspaceId, (store) =>
+      Store.writeFile(store, { fileId: input.file_id, name: input.name, content: input.content, mimeType: input.mime_type, folderId: input.folder_id }, ctx.actionId),
     ).catch((err: unknown) => {
-      throw err instanceof Filestore.UnsupportedType ? new AppError("VALIDATION_ERROR", err.message, { errors: [] }) : err;
+      throw err instanceof Store.UnsupportedType ? new AppError("VALIDATION_ERROR", err.message, { errors: [] }) : err;
     });
     return { file_id: res.file.id, name: res.file.name, mime_type: res.file.mime_type, web_view_link: res.file.web_view_link, created: res.created, bytes_written: Buffer.byteLength(input.content) };
   },

@@ -10,7 +10,8 @@ import { db } from "../../db/service";
 import { idFor } from "../../db/agent-write";
 import { rateLimit } from "../../rate-limit";
 import { ProviderError } from "../../integration/errors";
-import * as Codehost from "../../integration/codehost";
+import type { CodeHost } from "../../integration/codehost";
+import { codehost } from "./lazy";
 import { capBytes, MAX_READ_BYTES, sliceLines } from "../../integration/codehost/text";
 import type { GatedTool, ReadTool, ToolContext } from "./types";
 
@@ -61,8 +62,9 @@ function toolError(err: unknown): Failure {
 }
 
 /** Run a read against the repo the call names (or the only selected one), answering failures as tool errors. */
-async function onRepo<T>(ctx: ToolContext, repo: string | undefined, fn: (host: Codehost.CodeHost, repo: string) => Promise<T>): Promise<T | Failure> {
+async function onRepo<T>(ctx: ToolContext, repo: string | undefined, fn: (host: CodeHost, repo: string) => Promise<T>): Promise<T | Failure> {
   try {
+    const Codehost = await codehost();
     const name = await Codehost.selectedRepo(ctx.workspaceId, repo);
     return await Codehost.withCodeHost(ctx.workspaceId, (host) => fn(host, name), { raw: true });
   } catch (err) {
@@ -203,10 +205,12 @@ export const createCodehostIssue: GatedTool<CreateIssueInput> = {
     .strict()
     .refine((i) => i.title || i.recommendation_id, { message: "title is required without a recommendation_id", path: ["title"] }) as unknown as z.ZodType<CreateIssueInput>,
   async preview(ctx, input) {
+    const Codehost = await codehost();
     const repo = await Codehost.selectedRepo(ctx.workspaceId, input.repo);
     return { summary: `Create a GitHub issue${input.title ? ` '${input.title}'` : ""} in ${repo}`, target: "codehost_issue", operation: "create", fields: { ...input, repo } };
   },
   async execute(ctx, input) {
+    const Codehost = await codehost();
     const repo = await Codehost.selectedRepo(ctx.workspaceId, input.repo);
     if (input.recommendation_id) {
       // The action id travels in the body as a marker: a replay finds the issue it created instead of a second one.
@@ -227,6 +231,7 @@ export const listCodehostIssues: ReadTool<{ repo?: string; state: "all" | "open"
   gated: false,
   input: z.object({ repo: Repo, state: z.enum(["all", "open", "closed"]).default("all"), limit: clamp(1, 200, 50) }).strict() as unknown as z.ZodType<{ repo?: string; state: "all" | "open" | "closed"; limit: number }>,
   async run(ctx, input) {
+    const Codehost = await codehost();
     const links = (await Codehost.allLinks(ctx.workspaceId))
       .filter((l) => (!input.repo || l.repo_full_name?.toLowerCase() === input.repo.toLowerCase()) && (input.state === "all" || l.state === input.state))
       .sort((a, b) => b.created_at.localeCompare(a.created_at));
@@ -242,6 +247,7 @@ export const getCodehostIssue: ReadTool<{ repo?: string; issue_number: number }>
   input: z.object({ repo: Repo, issue_number: z.int().min(1) }).strict(),
   async run(ctx, input) {
     try {
+      const Codehost = await codehost();
       const repo = await Codehost.selectedRepo(ctx.workspaceId, input.repo);
       const link = (await Codehost.allLinks(ctx.workspaceId)).find((l) => l.repo_full_name === repo && l.issue_number === input.issue_number);
       if (!link) return { success: false, error: `${repo}#${input.issue_number} is not linked to a recommendation`, error_code: "not_found" };

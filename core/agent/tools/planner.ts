@@ -10,7 +10,7 @@ import * as z from "zod";
 import { AppError, type ErrorCode } from "../../error";
 import { idFor } from "../../db/agent-write";
 import { ProviderError, toAppError } from "../../integration/errors";
-import * as PlannerInt from "../../integration/planner";
+import { planner as plannerModule } from "./lazy";
 import { CLOSED_STATE_TYPES, type Planner, type PlannerIssue } from "../../integration/planner/port";
 import type { PlannerTeam } from "../../integration/planner/port";
 import type { GatedTool, Preview, ReadTool } from "./types";
@@ -67,8 +67,16 @@ function asAppError(err: PlannerToolError): AppError {
   return new AppError(code, err.message, { error_code: err.code, ...(code === "VALIDATION_ERROR" ? { errors: [] } : {}) });
 }
 
+/**
+ * The planner integration, loaded when a planner tool first runs (./lazy.ts). Every tool body runs through
+ * `read`, `write`, `inTeam` or calls `loadPlanner` first, so `PlannerInt` is set wherever it is used.
+ */
+let PlannerInt: Awaited<ReturnType<typeof plannerModule>>;
+const loadPlanner = async () => void (PlannerInt ??= await plannerModule());
+
 /** The selected team and the workspace's planner; provider failures stay ProviderErrors (the callers translate). */
 async function inTeam<T>(ctx: { workspaceId: string }, fn: (planner: Planner, teamId: string, teamName: string) => Promise<T>): Promise<T> {
+  await loadPlanner();
   const team = await PlannerInt.selectedTeam(ctx.workspaceId);
   return PlannerInt.withPlanner(ctx.workspaceId, (planner) => fn(planner, team.teamId, team.teamName), { raw: true });
 }
@@ -76,6 +84,7 @@ async function inTeam<T>(ctx: { workspaceId: string }, fn: (planner: Planner, te
 /** Run a read tool's body, answering failures as the spec's tool errors. */
 async function read<T>(fn: () => Promise<T>): Promise<T | Failure> {
   try {
+    await loadPlanner();
     return await fn();
   } catch (err) {
     return toolError(err);
@@ -85,6 +94,7 @@ async function read<T>(fn: () => Promise<T>): Promise<T | Failure> {
 /** Run a gated tool's body: decided failures become AppErrors, provider failures their HTTP errors (429 defers). */
 async function write<T>(fn: () => Promise<T>): Promise<T> {
   try {
+    await loadPlanner();
     return await fn();
   } catch (err) {
     throw err instanceof PlannerToolError ? asAppError(err) : toAppError("planner", err);
@@ -159,6 +169,7 @@ export const createPlannerIssue: GatedTool<CreateInput> = {
     .strict()
     .refine((i) => i.title || i.recommendation_id, { message: "title is required without a recommendation_id", path: ["title"] }) as unknown as z.ZodType<CreateInput>,
   async preview(ctx, input) {
+    await loadPlanner();
     const team = await PlannerInt.selectedTeam(ctx.workspaceId);
     return {
       summary: `Create a Linear issue${input.title ? ` '${input.title}'` : ""} in team ${team.teamName}`,
@@ -321,6 +332,7 @@ export const listPlannerIssues: ReadTool<{ status: "all" | "open" | "closed"; li
   input: z.object({ status: z.enum(["all", "open", "closed"]).default("all"), limit: clamp(1, 200, 50) }).strict() as unknown as z.ZodType<{ status: "all" | "open" | "closed"; limit: number }>,
   async run(ctx, input) {
     const closed = (t?: string | null) => Boolean(t && CLOSED_STATE_TYPES.includes(t));
+    await loadPlanner();
     const links = (await PlannerInt.allLinks(ctx.workspaceId))
       .filter((l) => input.status === "all" || (input.status === "closed") === closed(l.state_type))
       .sort((a, b) => b.created_at.localeCompare(a.created_at));

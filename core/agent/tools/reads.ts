@@ -3,11 +3,11 @@ import * as Insight from "../../insight";
 import { search } from "../../insight/search";
 import * as Recommendation from "../../recommendation";
 import * as Document from "../../document";
-import { listBlocks } from "../../document/block-ops";
 import * as Research from "../../research";
 import { agentIntro, productContext } from "../../workspace";
 import { inWorkspace } from "./scope";
 import type { ReadTool } from "./types";
+import { blockOps } from "./lazy";
 
 /** Largest slice of a source's text one read returns, in characters (keeps a tool result inside the model's context). */
 export const MAX_SOURCE_READ_CHARS = 20_000;
@@ -130,7 +130,7 @@ export const getDocument: ReadTool<{ document_id: string; include_blocks: boolea
   input: z.object({ document_id: z.uuid(), include_blocks: z.boolean().default(true) }).strict(),
   async run(ctx, input) {
     const doc = inWorkspace(ctx, await Document.get(ctx.userId, input.document_id), "Document");
-    const blocks = input.include_blocks ? (await listBlocks(ctx.userId, doc.id)).blocks : [];
+    const blocks = input.include_blocks ? (await (await blockOps()).listBlocks(ctx.userId, doc.id)).blocks : [];
     return {
       id: doc.id,
       title: doc.title,

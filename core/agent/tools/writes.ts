@@ -6,7 +6,7 @@ import * as Insight from "../../insight";
 import * as Recommendation from "../../recommendation";
 import { validTransitions } from "../../recommendation/status";
 import * as Document from "../../document";
-import { listBlocks, updateBlock } from "../../document/block-ops";
+import { blockOps } from "./lazy";
 import { requireUsage } from "../../billing/gates";
 import { inWorkspace } from "./scope";
 import type { ExecutionContext, GatedTool } from "./types";
@@ -189,14 +189,14 @@ export const updateBlockTool: GatedTool<z.infer<typeof UpdateBlockToolInput>> = 
   input: UpdateBlockToolInput,
   async preview(ctx, { document_id, block_id, ...fields }) {
     const doc = inWorkspace(ctx, await Document.get(ctx.userId, document_id), "Document");
-    const block = (await listBlocks(ctx.userId, doc.id)).blocks.find((b) => b.id === block_id);
+    const block = (await (await blockOps()).listBlocks(ctx.userId, doc.id)).blocks.find((b) => b.id === block_id);
     if (!block) throw Errors.notFound("Block");
     return { summary: `Edit the ${block.block_type} block "${block.title}" of "${doc.title}"`, target: "block", operation: "update", changes: changes(block, fields) };
   },
   async execute(ctx, { document_id, block_id, ...fields }) {
     inWorkspace(ctx, await Document.get(ctx.userId, document_id), "Document");
     const result = (w: { id: string; block_type: string; title: string }) => ({ block_id: w.id, block_type: w.block_type, title: w.title });
-    return result(await updateBlock(ctx.userId, document_id, block_id, fields, agentWrite(ctx, result)));
+    return result(await (await blockOps()).updateBlock(ctx.userId, document_id, block_id, fields, agentWrite(ctx, result)));
   },
 };
 

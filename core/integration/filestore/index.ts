@@ -20,8 +20,7 @@ export type { FileStore, FileInfo } from "./port";
 export const MAX_READ_BYTES = 50_000;
 /** A stored file larger than this is not downloaded to be read (`too_large`): the read keeps only its first 50 kB. */
 export const MAX_DOWNLOAD_BYTES = 10 * 1024 * 1024;
-/** Bytes of content a write sends at most. */
-export const MAX_WRITE_BYTES = 1024 * 1024;
+export { MAX_WRITE_BYTES } from "./port";
 
 /** Native Google documents and the text format each is exported to (Drive's export formats). */
 export const EXPORT_FORMATS: Readonly<Record<string, string>> = {

@@ -3,6 +3,9 @@
  * from a cloud file store (Google Drive). Failures are `ProviderError`s (core/integration/errors.ts).
  */
 
+/** Bytes of content a write sends at most (here, beside the port, so the tools' input schema needs no more of it). */
+export const MAX_WRITE_BYTES = 1024 * 1024;
+
 /** A file or folder as the tools show it. */
 export interface FileInfo {
   id: string;
