@@ -59,6 +59,26 @@ export const builtinsThroughRequire: SstEsbuildPlugin = {
   },
 };
 
+/**
+ * An esbuild plugin that gives jira.js zod's CommonJS build instead of the ES module build our own code imports.
+ * jira.js reads zod through its `z` namespace export, which keeps every export of zod alive (its locales included,
+ * about 350 KB minified). esbuild splits code by module, not by export, so the one copy of zod's ES modules that our
+ * code shares with jira.js's chunk was loaded whole at the cold start of every group that can reach Jira (tickets,
+ * tickettool), though jira.js itself loads only with the first Jira call. With the CommonJS build, jira.js's zod is a
+ * separate set of modules inside jira.js's own chunk; our code keeps its tree-shaken ES build (about 110 KB). The two
+ * never exchange schemas: jira.js validates its own responses (core/integration/tickets/jira.ts).
+ */
+export const jiraZodApart: SstEsbuildPlugin = {
+  name: "jira-zod-apart",
+  setup(build) {
+    build.onResolve({ filter: /^zod$/ }, async (args) => {
+      if (!/[\\/]node_modules[\\/]jira\.js[\\/]/.test(args.importer)) return undefined;
+      const resolved = await build.resolve("zod/package.json", { resolveDir: args.resolveDir, kind: "require-call" });
+      return { path: resolved.path.replace(/package\.json$/, "index.cjs") };
+    });
+  },
+};
+
 export const FUNCTION_DEFAULTS = {
   runtime: "nodejs22.x",
   architecture: "arm_64",
@@ -67,7 +87,8 @@ export const FUNCTION_DEFAULTS = {
   // Minified and split (code behind a dynamic import, such as the S3 client of workspace deletion, is a chunk loaded
   // when reached): the workspaces Lambda loads 0.8 MB at cold start (bench/bundle.ts).
   // `node:http(s)` through require (builtinsThroughRequire): no ESM facade that loads undici at cold start.
-  nodejs: { format: "esm", minify: true, splitting: true, esbuild: { external: ["sharp", ...NEVER_ON_LAMBDA], plugins: [builtinsThroughRequire] } },
+  // jira.js gets zod's CommonJS build (jiraZodApart): all of zod loads with jira.js only, not at cold start.
+  nodejs: { format: "esm", minify: true, splitting: true, esbuild: { external: ["sharp", ...NEVER_ON_LAMBDA], plugins: [builtinsThroughRequire, jiraZodApart] } },
 } satisfies FunctionProps;
 
 /**
