@@ -11,6 +11,11 @@ export interface RequestScope {
   /** Membership items verified in this request, keyed `${userId}#${workspaceId}` (core/workspace owns the type). */
   memberships: Map<string, unknown>;
   /**
+   * Reads this request made that a later step of it may reuse for a short, stated time, keyed by their owner (the
+   * insights' search head, read by the copilot's pre-flight and again by its first search: core/insight/search.ts).
+   */
+  recent: Map<string, { at: number; value: unknown }>;
+  /**
    * Aborts when the person the request serves is gone or its time budget is spent (a stream's client disconnected,
    * its 300 s ran out). Model calls and recorded runs started inside the scope stop on it (`currentSignal`).
    */
@@ -21,7 +26,7 @@ const storage = new AsyncLocalStorage<RequestScope>();
 
 /** Run `fn` inside a fresh request scope. */
 export function withRequestScope<T>(fn: () => T): T {
-  return storage.run({ memberships: new Map() }, fn);
+  return storage.run({ memberships: new Map(), recent: new Map() }, fn);
 }
 
 /** The current request scope, or undefined outside one. */
@@ -33,7 +38,8 @@ export const requestScope = (): RequestScope | undefined => storage.getStore();
  * through `currentSignal()`, so an operation need not pass it down by hand.
  */
 export function withAbortSignal<T>(signal: AbortSignal, fn: () => T): T {
-  return storage.run({ memberships: storage.getStore()?.memberships ?? new Map(), signal }, fn);
+  const outer = storage.getStore();
+  return storage.run({ memberships: outer?.memberships ?? new Map(), recent: outer?.recent ?? new Map(), signal }, fn);
 }
 
 /** The abort signal of the current scope (`withAbortSignal`), or undefined. */

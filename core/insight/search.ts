@@ -1,7 +1,8 @@
 import { Errors } from "../error";
 import { Config } from "../config";
 import { consistentBatchGet } from "../db/batch-get";
-import { readAsMember, type ItemRef } from "../workspace";
+import { readAsMember, verifiedInThisRequest, type ItemRef } from "../workspace";
+import { requestScope } from "../context";
 import { db } from "../db/service";
 import { partitionKeys } from "../db/partition";
 import { embedder } from "../ai/select";
@@ -110,6 +111,26 @@ async function snapshot(workspaceId: string, first: SnapshotHead, refreshed = fa
  * passed: nothing of the workspace reaches a non-member.
  * @throws AppError FORBIDDEN (403) when the caller is not a member of the workspace (or it does not exist).
  */
+/**
+ * How long a head this request read stays good for its next search: the copilot's pre-flight reads the head
+ * (`snapshotInsights`) moments before the loop's first search, which then reads none. A search later in a long stream
+ * reads it again. Insights the same request writes go through pending actions, executed elsewhere.
+ */
+export const HEAD_REUSE_MS = 5_000;
+const headScopeKey = (workspaceId: string) => `insight-search-head#${workspaceId}`;
+
+/** Keep a head just read for this request's next search (core/context.ts `recent`). */
+function keepHead(workspaceId: string, head: SnapshotHead): void {
+  requestScope()?.recent.set(headScopeKey(workspaceId), { at: Date.now(), value: head });
+}
+
+/** A head this request read less than HEAD_REUSE_MS ago, with the user's membership verified in it; else undefined. */
+function recentHead(userId: string, workspaceId: string): SnapshotHead | undefined {
+  const kept = requestScope()?.recent.get(headScopeKey(workspaceId));
+  if (!kept || Date.now() - kept.at > HEAD_REUSE_MS || !verifiedInThisRequest(userId, workspaceId)) return undefined;
+  return kept.value as SnapshotHead;
+}
+
 async function memberAndHead(userId: string, workspaceId: string): Promise<SnapshotHead> {
   // The head is a raw item (no entity): read as one, beside the membership, by core/workspace's member-checked read.
   const head: ItemRef = {
@@ -237,6 +258,7 @@ async function resultsOf(
 export async function snapshotInsights(workspaceId: string): Promise<InsightView[]> {
   const first = await readHead(workspaceId);
   const { index, head } = await snapshot(workspaceId, first);
+  keepHead(workspaceId, head);
   const pending = new Set([...first.pending, ...head.pending].map((p) => p.id));
   return [...(await viewsOfRows(workspaceId, index.rows, pending)).values()];
 }
@@ -253,12 +275,15 @@ export async function snapshotInsights(workspaceId: string): Promise<InsightView
  */
 export async function search(userId: string, input: SearchInsightsInput) {
   // Two things at once: the query's embedding (off this thread; from this container's cache when the same text was
-  // embedded before, core/ai/query-cache.ts) and one BatchGet of the membership and the snapshot head. Nothing of the
-  // workspace is used before the membership check has passed; a failed embedding only means the text fallback.
+  // embedded before, core/ai/query-cache.ts) and one BatchGet of the membership and the snapshot head, or nothing when
+  // this request verified the membership and read the head moments ago (`recentHead`). Nothing of the workspace is
+  // used before the membership check has passed; a failed embedding only means the text fallback.
   const emb = await embedder().catch(() => null);
   const queryVector = emb ? embedQuery(emb, input.query).catch(() => null) : Promise.resolve(null);
-  const checked = await memberAndHead(userId, input.workspace_id);
+  const reused = recentHead(userId, input.workspace_id);
+  const checked = reused ?? (await memberAndHead(userId, input.workspace_id));
   const { index, head } = await snapshot(input.workspace_id, checked);
+  if (!reused || head !== checked) keepHead(input.workspace_id, head);
   const filters = { insight_type: input.insight_type, severity: input.severity, min_frequency: input.min_frequency };
   // The BM25 list while the query's embedding is under way, then the vectors and the fusion.
   const lexical = lexicalHits(index, input.query, filters);

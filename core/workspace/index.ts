@@ -77,6 +77,9 @@ async function membershipOf(userId: string, workspaceId: string): Promise<Member
   return data;
 }
 
+/** Whether this request has already verified the user's membership of the workspace (core/context.ts). */
+export const verifiedInThisRequest = (userId: string, workspaceId: string): boolean => requestScope()?.memberships.has(`${userId}#${workspaceId}`) ?? false;
+
 /**
  * The caller's membership, checked once per request (DESIGN.md section 4.3), for workspace-scoped routes (the
  * workspace id is in the path, query or body): spec 01 Authorization answers a non-member 403 FORBIDDEN. A workspace

@@ -16,7 +16,7 @@ import { embedder } from "../../core/ai/select";
 import { Config } from "../../core/config";
 import { dynamoClient } from "../../core/db/client";
 import { db } from "../../core/db/service";
-import { clearSearchCache, search as searchInsights, snapshotInsights } from "../../core/insight/search";
+import { clearSearchCache, HEAD_REUSE_MS, search as searchInsights, snapshotInsights } from "../../core/insight/search";
 import { withRequestScope } from "../../core/context";
 import { requireMember } from "../../core/workspace";
 import { decodeShard, encodeShard, headKey, loadSnapshot, readHead, STALE_PENDING_MS } from "../../core/insight/search-index";
@@ -310,3 +310,45 @@ describe("snapshotInsights: every insight of a workspace from its snapshot (the 
     }));
   });
 });
+
+describe("a request reads the search head once for its pre-flight and its first search", () => {
+  it("reuses the head its pre-flight read for a search moments later, and reads it again after HEAD_REUSE_MS", async () => {
+    const { owner, workspace } = await newWorkspace("Head reuse");
+    const res = await call("POST", "/api/insights", { token: owner.token, body: { workspace_id: workspace.id, insight_type: "pain_point", title: "Login takes forever", description: "Signing in on the phone takes a minute." } });
+    expect(res.status, res.text).toBe(201);
+    const key = headKey(workspace.id);
+    // Every command of the handlers' client that names the head's key (a GetItem, or a BatchGetItem beside the membership).
+    const headReads: string[] = [];
+    const name = "headReuseTestCounter";
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (JSON.stringify(args.input).includes(key.sk) && JSON.stringify(args.input).includes(key.pk)) headReads.push(String(context.commandName));
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    try {
+      const query = { workspace_id: workspace.id, query: "login", limit: 5 };
+      await withRequestScope(async () => {
+        await requireMember(owner.id, workspace.id);
+        await snapshotInsights(workspace.id); // the pre-flight
+        expect(headReads).toHaveLength(1);
+        expect((await searchInsights(owner.id, query)).insights.map((i) => i.id)).toEqual([res.body.id]);
+        expect(headReads).toHaveLength(1); // the first search read no head
+        const now = Date.now();
+        vi.spyOn(Date, "now").mockReturnValue(now + HEAD_REUSE_MS + 1);
+        expect((await searchInsights(owner.id, query)).insights.map((i) => i.id)).toEqual([res.body.id]);
+        expect(headReads).toHaveLength(2); // too old: read again
+      });
+      // Outside a request scope nothing is kept: every search reads the head.
+      vi.restoreAllMocks();
+      headReads.length = 0;
+      await snapshotInsights(workspace.id);
+      await searchInsights(owner.id, { workspace_id: workspace.id, query: "login", limit: 5 });
+      expect(headReads).toHaveLength(2);
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+  });
+});
+
