@@ -335,6 +335,7 @@ export class Harness {
       documentIds: this.artifacts.documentIds,
       proposedInsights: proposed,
       allowedQuotes: [this.o.prompt, ...(this.selection?.plan.subtasks.map((s) => s.title) ?? [])],
+      snapshotTexts: this.snapshot.texts,
     });
     const grounding = groundingOf(verifier);
     const rqs = rqsOf(contract, verifier, grounding);

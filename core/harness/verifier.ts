@@ -31,6 +31,12 @@ export interface VerifyInput {
   proposedInsights?: { title: string; quotes: { text: string; source_id: string }[] }[];
   /** Text an answer may quote without a source: the user's own words (a prompt it echoes). */
   allowedQuotes?: string[];
+  /**
+   * The workspace's texts as this run's pre-flight read them (core/harness/profile.ts `WorkspaceSnapshot.texts`,
+   * normalised): a quote attributed to nothing is looked up there first, and the workspace is read fresh only for a
+   * quote not found in them (a text written since).
+   */
+  snapshotTexts?: readonly string[];
 }
 
 /** The `validation_sync` payload (spec 02: citations, cross-source, severity). */
@@ -211,9 +217,13 @@ export async function verify(input: VerifyInput): Promise<VerifierResult> {
   }
   for (const p of input.proposedInsights ?? []) for (const q of p.quotes) wanted.push({ quote: q.text, sourceIds: [q.source_id], scope: "proposed", target: p.title });
   // A quote attributed to nothing must at least be text of the workspace (a title, an insight's quote or
-  // description) or the user's own words; read fresh, only when needed (see below).
+  // description) or the user's own words: looked up in the pre-flight's snapshot of those texts, and read fresh only
+  // when needed (see below) and not found there.
+  const extra = [...(input.allowedQuotes ?? []), ...docAllowed];
+  const known = input.snapshotTexts ? [...input.snapshotTexts, ...extra.map(normalise)] : undefined;
   let corpus: string[] | undefined;
-  const inCorpus = async (key: string) => (corpus ??= await workspaceTexts(ws, [...(input.allowedQuotes ?? []), ...docAllowed])).some((t) => t.includes(key));
+  const inCorpus = async (key: string) =>
+    (known?.some((t) => t.includes(key)) ?? false) || (corpus ??= await workspaceTexts(ws, extra)).some((t) => t.includes(key));
   const textIds = [...new Set(wanted.flatMap((w) => w.sourceIds))];
   const [textSources] = await Promise.all([getMany<SourceRow & { workspace_id: string }>("researchSource", ws, textIds.filter((id) => !sources.has(id)), SOURCE_ATTRS)]);
   for (const [id, s] of textSources) sources.set(id, s);

@@ -4,9 +4,10 @@
  * count, or an insight whose stored quote was altered after the fact all fail, and what holds passes.
  */
 import { randomUUID } from "node:crypto";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import { verify } from "../../../core/harness/verifier";
 import { db } from "../../../core/db/service";
+import { snapshotOf } from "../../../core/harness/profile";
 import { call, newWorkspace } from "../../support/api";
 import { uploadResearch, waitFor } from "../../support/multipart";
 
@@ -85,6 +86,33 @@ describe("verify", () => {
       expect(v.issues).toEqual(["The count 2 (insight sources) is false: the workspace has 1", `Recommendation ${rec.body.id} addresses insight 00000000-0000-4000-8000-000000000000, which does not exist`]);
     } finally {
       await db().entities.insight.patch({ workspace_id: ws, id: insight }).set({ origin: "manual", frequency: 1 }).go();
+    }
+  });
+
+  it("looks a quote attributed to nothing up in the pre-flight's texts first, and reads the workspace only for one not there", async () => {
+    // The partition Query of the insights' texts is what the fresh read sends; counted on the insight entity.
+    const insightQueries = vi.spyOn(db().entities.insight.query, "byWorkspace");
+    try {
+      const snapshot = await snapshotOf(ws);
+      const before = insightQueries.mock.calls.length;
+      // An insight's title, quoted with no source: found in the snapshot's texts, nothing read.
+      const known = await verify({ workspaceId: ws, text: `Users say: "Sign-in loops after updates".`, snapshotTexts: snapshot.texts });
+      expect(known.issues).toEqual([]);
+      expect(insightQueries.mock.calls.length).toBe(before);
+      // A title written after the snapshot: not in its texts, so the workspace is read fresh, and the quote holds.
+      const late = await call("POST", "/api/insights", { token, body: { workspace_id: ws, insight_type: "pain_point", title: "Dark mode resets nightly", description: "Theme goes back to light." } });
+      expect(late.status, late.text).toBe(201);
+      const fresh = await verify({ workspaceId: ws, text: `Users say: "Dark mode resets nightly".`, snapshotTexts: snapshot.texts });
+      expect(fresh.issues).toEqual([]);
+      expect(insightQueries.mock.calls.length).toBe(before + 1);
+      // A quote that is nowhere fails, with or without the snapshot.
+      for (const snapshotTexts of [snapshot.texts, undefined]) {
+        const v = await verify({ workspaceId: ws, text: `Users say: "the app deletes my photos".`, snapshotTexts });
+        expect(v.failures).toEqual([expect.objectContaining({ kind: "quote_not_verbatim", quote: "the app deletes my photos" })]);
+      }
+      await call("DELETE", `/api/insights/${late.body.id}`, { token });
+    } finally {
+      insightQueries.mockRestore();
     }
   });
 });
