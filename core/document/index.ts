@@ -35,6 +35,7 @@ import {
   type StatusInput,
   type UpdateDocumentInput,
 } from "./schema";
+import pLimit from "p-limit";
 
 export * from "./schema";
 
@@ -301,17 +302,6 @@ export async function create(
   return viewAfterWrite(await reload(input.workspace_id, doc.id), 1, input.content);
 }
 
-/** Run `fn` over `items`, at most `limit` at a time, keeping the order. */
-async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  const worker = async () => {
-    for (let i = next++; i < items.length; i = next++) out[i] = await fn(items[i]!);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
-}
-
 /**
  * `GET /api/documents`: filtered, most recently updated first, paginated (limit 200, max 500). The documents come
  * from their sparse index (./listing.ts): a document written a moment ago may be missing or show its previous state.
@@ -322,7 +312,7 @@ export async function list(userId: string, q: ListDocumentsQuery): Promise<{ doc
     .filter((d) => (!q.document_type || d.document_type === q.document_type) && (!q.status || d.status === q.status))
     .sort((a, b) => b.updated_at.localeCompare(a.updated_at) || a.id.localeCompare(b.id));
   // Only the page's stored texts are read, 8 at a time; a document deleted meanwhile is left out.
-  const page = await mapLimit(matching.slice(q.offset, q.offset + q.limit), 8, (d) =>
+  const page = await pLimit(8).map(matching.slice(q.offset, q.offset + q.limit), (d) =>
     view(d).catch((err: unknown) => {
       if (err instanceof AppError && err.code === "NOT_FOUND") return null;
       throw err;

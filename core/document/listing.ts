@@ -20,6 +20,7 @@ import { isConditionalFailure } from "../db/errors";
 import { queryAll, queryPrefix } from "../db/partition";
 import { db } from "../db/service";
 import { listedKeysOf, type DocumentEntity } from "./document.entity";
+import pLimit from "p-limit";
 
 type DocumentItem = EntityItem<DocumentEntity>;
 type Attribute = keyof DocumentItem;
@@ -82,26 +83,21 @@ export async function backfill(workspaceId: string): Promise<Record<string, unkn
   const all = await queryPrefix(keys.pk, "document#");
   const docs = all.filter((i) => i.__edb_e__ === "document");
   const missing = docs.filter((d) => d.gsi3pk !== keys.gsi3pk);
-  for (let i = 0; i < missing.length; i += BACKFILL_CONCURRENCY) {
-    await Promise.all(
-      missing.slice(i, i + BACKFILL_CONCURRENCY).map(async (d) => {
-        const id = String(d.id);
-        try {
-          await dynamoClient().send(
-            new UpdateCommand({
-              TableName: Config.tableName(),
-              Key: { pk: d.pk, sk: d.sk },
-              UpdateExpression: "SET gsi3pk = :pk, gsi3sk = :sk",
-              ConditionExpression: "attribute_exists(pk)",
-              ExpressionAttributeValues: { ":pk": keys.gsi3pk, ":sk": listedKeysOf(workspaceId, id).documentSk },
-            }),
-          );
-        } catch (err) {
-          if (!isConditionalFailure(err)) throw err; // deleted since the read: nothing to index
-        }
-      }),
-    );
-  }
+  await pLimit(BACKFILL_CONCURRENCY).map(missing, async (d) => {
+    try {
+      await dynamoClient().send(
+        new UpdateCommand({
+          TableName: Config.tableName(),
+          Key: { pk: d.pk, sk: d.sk },
+          UpdateExpression: "SET gsi3pk = :pk, gsi3sk = :sk",
+          ConditionExpression: "attribute_exists(pk)",
+          ExpressionAttributeValues: { ":pk": keys.gsi3pk, ":sk": listedKeysOf(workspaceId, String(d.id)).documentSk },
+        }),
+      );
+    } catch (err) {
+      if (!isConditionalFailure(err)) throw err; // deleted since the read: nothing to index
+    }
+  });
   await markIndexed(workspaceId, missing.length);
   return docs;
 }

@@ -19,6 +19,7 @@ import { documentsOf } from "../document/listing";
 import { readExtraction } from "../research";
 import { withContent } from "../document";
 import { citedIds, normalise, quoteKey, statementsOf, type CitedId, type CountClaim, type QuoteClaim, type Statement } from "./claims";
+import pLimit from "p-limit";
 
 /** What the verifier is asked to check: an answer and the ids of what the run produced (all re-read here). */
 export interface VerifyInput {
@@ -76,19 +77,6 @@ type SourceRow = { id: string; source_type: string; processing_status: string; u
 /** Parallel S3 reads of source texts at most. */
 const TEXT_READS = 8;
 
-async function mapLimit<T, R>(items: T[], limit: number, fn: (t: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        out[i] = await fn(items[i]!);
-      }
-    }),
-  );
-  return out;
-}
 
 /** Items by id, in batches of 100 (BatchGetItem), strongly consistent; missing ids are simply absent. */
 async function getMany<T>(entity: "insight" | "recommendation" | "document" | "researchSource" | "pendingAction", workspaceId: string, ids: string[], attributes?: string[]): Promise<Map<string, T>> {
@@ -228,9 +216,8 @@ export async function verify(input: VerifyInput): Promise<VerifierResult> {
   const [textSources] = await Promise.all([getMany<SourceRow & { workspace_id: string }>("researchSource", ws, textIds.filter((id) => !sources.has(id)), SOURCE_ATTRS)]);
   for (const [id, s] of textSources) sources.set(id, s);
   const texts = new Map<string, string>();
-  await mapLimit(
+  await pLimit(TEXT_READS).map(
     textIds.filter((id) => sources.has(id)),
-    TEXT_READS,
     async (id) => {
       const x = await readExtraction(ws, id);
       texts.set(id, normalise(x?.extracted_text ?? ""));

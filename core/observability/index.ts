@@ -25,6 +25,7 @@ import type {
   RqsDashboard,
 } from "./schema";
 import type { EntropyScan, EntropyTypeCount } from "../entropy/schema";
+import pLimit from "p-limit";
 
 export * from "./schema";
 
@@ -43,18 +44,7 @@ const round = (n: number, digits: number) => Math.round(n * 10 ** digits) / 10 *
 const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
 
 /** `items` mapped by `fn`, at most `CONCURRENCY` at a time, in order. */
-async function mapLimited<T, R>(items: T[], fn: (t: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const k = next++;
-      out[k] = await fn(items[k]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(CONCURRENCY, items.length) }, worker));
-  return out;
-}
+const mapLimited = <T, R>(items: T[], fn: (t: T) => Promise<R>): Promise<R[]> => pLimit(CONCURRENCY).map(items, fn);
 
 /** The workspaces the user is a member of, with their names (memberships by user, gsi2; then a batch get). */
 async function memberWorkspaces(userId: string): Promise<{ id: string; name: string }[]> {
