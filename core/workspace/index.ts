@@ -64,10 +64,13 @@ async function getItem(workspaceId: string): Promise<WorkspaceItem | null> {
   return data;
 }
 
+/** Where the request scope keeps a verified membership (core/context.ts `memberships`). */
+const scopeKeyOf = (userId: string, workspaceId: string) => `${userId}#${workspaceId}`;
+
 /** The caller's membership of a workspace, resolved once per request (core/context.ts); undefined for a non-member. */
 async function membershipOf(userId: string, workspaceId: string): Promise<MembershipItem | undefined> {
   const scope = requestScope();
-  const key = `${userId}#${workspaceId}`;
+  const key = scopeKeyOf(userId, workspaceId);
   let data = scope?.memberships.get(key) as MembershipItem | undefined;
   if (!data) {
     data = (await db().entities.membership.get({ workspace_id: workspaceId, user_id: userId }).go({ consistent: true })).data ?? undefined;
@@ -78,7 +81,7 @@ async function membershipOf(userId: string, workspaceId: string): Promise<Member
 }
 
 /** Whether this request has already verified the user's membership of the workspace (core/context.ts). */
-export const verifiedInThisRequest = (userId: string, workspaceId: string): boolean => requestScope()?.memberships.has(`${userId}#${workspaceId}`) ?? false;
+export const verifiedInThisRequest = (userId: string, workspaceId: string): boolean => requestScope()?.memberships.has(scopeKeyOf(userId, workspaceId)) ?? false;
 
 /**
  * The caller's membership, checked once per request (DESIGN.md section 4.3), for workspace-scoped routes (the
@@ -132,7 +135,7 @@ export async function readAsMember<T>(
   opts: { scope: "workspace" | "resource"; what?: string; roles?: Role[] },
 ): Promise<{ membership: MembershipItem; item: T | null }> {
   const scope = requestScope();
-  const scopeKey = `${userId}#${workspaceId}`;
+  const scopeKey = scopeKeyOf(userId, workspaceId);
   const known = scope?.memberships.get(scopeKey) as MembershipItem | undefined;
   let membership: MembershipItem | undefined;
   let item: T | null;
