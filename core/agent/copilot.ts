@@ -449,15 +449,14 @@ async function execute(
       execution_metadata: { steps: (result?.steps ?? []).map(compactStep), num_turns: result?.numTurns ?? 0, stop_reason: result?.stopReason ?? "error", duration_ms: Date.now() - started, pending_action_ids: result?.pendingActionIds ?? [] },
     }, {
       ...afterPrompt,
-      // What the run looked like goes onto the conversation with the answer: its purpose after the first answer.
+      // What the run looked like goes onto the conversation with the answer: after the first answer, its purpose and
+      // the agent's title (which replaces only an automatic one: a title the user gave is kept).
       inferred: firstAnswer
-        ? { purpose: `${intent.intent.replace(/_/g, " ")}: ${spec.prompt.slice(0, 160)}`, working_state: intent.working_state }
+        ? { purpose: `${intent.intent.replace(/_/g, " ")}: ${spec.prompt.slice(0, 160)}`, working_state: intent.working_state, title: Chat.titleFromPrompt(spec.prompt) }
         : { working_state: intent.working_state },
     });
     messageId = assistant.id;
     await runAfter(hookCtx, { assistantMessageId: assistant.id, answer: text, succeeded: !failure && result?.status === "success" });
-    // The agent's title after the first answer (kept when the user has named the conversation).
-    if (firstAnswer) await Chat.setInferred(conversation, { title: Chat.titleFromPrompt(spec.prompt) });
   } catch (err) {
     // The store failed around the run (the run itself is recorded): the client still hears why, then `done`.
     if (!failure) sink.send("error", { code: err instanceof AppError ? err.code : "INTERNAL", message: err instanceof AppError ? err.message : "The answer could not be saved" });

@@ -453,10 +453,11 @@ export interface AppendOptions {
    */
   historyDays?: number;
   /**
-   * What the agent inferred of the conversation, set by the same transaction (`setInferred`'s purpose and
-   * working_state, without a write of their own).
+   * What the agent inferred of the conversation, set by the same transaction (`setInferred`'s fields, without a write
+   * of their own). `title` follows `setInferred`'s rule: it replaces only an automatic title (cut to 200 characters),
+   * by a condition of the transaction, so a rename racing the append wins; the append is then tried again without it.
    */
-  inferred?: { purpose?: string; working_state?: WorkingState };
+  inferred?: { purpose?: string; working_state?: WorkingState; title?: string };
 }
 
 /**
@@ -481,6 +482,8 @@ export async function appendMessage(
   const contentLc = message.content.toLowerCase();
   checkMessage(message, contentLc);
   const ttl = opts.historyDays !== undefined ? Math.floor(Date.now() / 1000) + opts.historyDays * 86_400 : (await historyWindow(conversation.workspace_id)).ttl;
+  const { title: inferredTitle, ...inferred } = opts.inferred ?? {};
+  const title = inferredTitle === undefined ? "" : cleanTitle(inferredTitle);
   for (let attempt = 0; attempt < APPEND_ATTEMPTS; attempt++) {
     // The caller's view first; after a cancelled attempt (stale view, or the conversation gone), the table's.
     const unsaved = attempt === 0 && "unsaved" in conversation ? conversation : undefined;
@@ -489,6 +492,8 @@ export async function appendMessage(
       : attempt === 0 && opts.expected ? { id: conversation.id, workspace_id: conversation.workspace_id, user_id: conversation.user_id, ...opts.expected } : undefined;
     const conv = known ?? (await conversationItem(conversation.workspace_id, conversation.id));
     if (!conv) throw Errors.notFound("Conversation");
+    // The caller's view holds no title_source: the condition below checks it; a read conversation shows it.
+    const retitle = title !== "" && (!("title_source" in conv) || conv.title_source === "auto");
     const previous = conv.last_message_at ? Date.parse(conv.last_message_at) : Number.NEGATIVE_INFINITY;
     const createdAt = new Date(Math.max(Date.now(), previous + 1)).toISOString();
     const item = {
@@ -510,14 +515,14 @@ export async function appendMessage(
       unsaved
         ? c
             .create({
-              id: unsaved.id, workspace_id: unsaved.workspace_id, user_id: unsaved.user_id, title: unsaved.title, title_source: "auto",
-              message_count: 1, last_message_at: createdAt, ttl, created_at: unsaved.created_at,
+              id: unsaved.id, workspace_id: unsaved.workspace_id, user_id: unsaved.user_id, ...(retitle ? { title, title_source: "agent" } : { title: unsaved.title, title_source: "auto" }),
+              message_count: 1, last_message_at: createdAt, ttl, created_at: unsaved.created_at, ...inferred,
             })
             .commit()
         : c
             .patch({ workspace_id: conv.workspace_id, id: conv.id })
-            .set({ message_count: conv.message_count + 1, last_message_at: createdAt, ttl, ...opts.inferred })
-            .where((attr, op) => op.eq(attr.message_count, conv.message_count))
+            .set({ message_count: conv.message_count + 1, last_message_at: createdAt, ttl, ...inferred, ...(retitle ? { title, title_source: "agent" as const } : {}) })
+            .where((attr, op) => (retitle ? `${op.eq(attr.message_count, conv.message_count)} AND ${op.eq(attr.title_source, "auto")}` : op.eq(attr.message_count, conv.message_count)))
             .commit(),
       m.create(item).commit(),
     ]).go();
@@ -535,6 +540,9 @@ export async function appendMessage(
 export async function history(conversation: { id: string; workspace_id: string }, n: number): Promise<MessageView[]> {
   return (await newest(conversation.workspace_id, conversation.id, Math.floor(n))).map(toMessageView);
 }
+
+/** An inferred title as stored: whitespace runs made one space, trimmed, at most 200 characters ("" for none). */
+const cleanTitle = (title: string): string => title.replace(/\s+/g, " ").trim().slice(0, 200);
 
 /**
  * Set what the agent inferred after its first answer; a title is only replaced while it is still the default.
@@ -564,7 +572,7 @@ export async function setInferred(
       throw err;
     }
   }
-  const title = fields.title?.replace(/\s+/g, " ").trim().slice(0, 200);
+  const title = fields.title === undefined ? "" : cleanTitle(fields.title);
   if (!title) {
     if (!other && !(await conversationItem(key.workspace_id, key.id))) throw Errors.notFound("Conversation");
     return;

@@ -662,6 +662,40 @@ describe("agent operations", () => {
     await rejectsWith(Chat.setInferred({ id: randomUUID(), workspace_id: wsId }, { purpose: "x" }), "NOT_FOUND");
     await rejectsWith(Chat.setInferred({ id: randomUUID(), workspace_id: wsId }, { title: "x" }), "NOT_FOUND");
   });
+
+  it("appendMessage sets an inferred title in its own transaction, only over an automatic title: a user's title, or a rename racing the append, is kept", async () => {
+    const got = async (id: string) => (await call("GET", `/api/chat/conversations/${id}`, { token: owner.token })).body;
+    const patches = vi.spyOn(chatDb().entities.conversation, "patch");
+    try {
+      // An automatic title is replaced by the answer's append itself: one write, no update of its own.
+      const auto = await Chat.openConversation(owner.id, wsId, undefined, "what about churn");
+      const asked = await say(auto, "what about churn");
+      patches.mockClear();
+      await Chat.appendMessage(auto, { role: "assistant", content: "Churn is up." }, { expected: { message_count: 1, last_message_at: asked.created_at }, inferred: { purpose: "p", title: "  Churn \n drivers  " } });
+      expect(patches).toHaveBeenCalledTimes(1);
+      expect(await got(auto.id)).toMatchObject({ title: "Churn drivers", purpose: "p", message_count: 2 });
+      // The agent's own title stays: a later inferred title finds it no longer automatic and the message still lands.
+      await Chat.appendMessage(auto, { role: "user", content: "and more?" }, { inferred: { title: "Another" } });
+      expect(await got(auto.id)).toMatchObject({ title: "Churn drivers", message_count: 3 });
+
+      // Renamed between the caller's view and the append: the condition fails, the retry reads the conversation and
+      // appends without the title.
+      const renamed = await Chat.openConversation(owner.id, wsId, undefined, "prompt");
+      const first = await say(renamed, "prompt");
+      await call("PATCH", `/api/chat/conversations/${renamed.id}`, { token: owner.token, body: { title: "User's" } });
+      await Chat.appendMessage(renamed, { role: "assistant", content: "answer" }, { expected: { message_count: 1, last_message_at: first.created_at }, inferred: { title: "Agent's" } });
+      expect(await got(renamed.id)).toMatchObject({ title: "User's", message_count: 2 });
+
+      // A new conversation stored by its first append takes the inferred title with it.
+      const unsaved = await Chat.openConversation(owner.id, wsId, undefined, "first words", { deferCreate: true });
+      await Chat.appendMessage(unsaved, { role: "user", content: "first words" }, { historyDays: 30, inferred: { title: "Inferred at once" } });
+      expect(await got(unsaved.id)).toMatchObject({ title: "Inferred at once", message_count: 1 });
+      await Chat.setInferred(unsaved, { title: "Too late" });
+      expect((await got(unsaved.id)).title).toBe("Inferred at once");
+    } finally {
+      patches.mockRestore();
+    }
+  });
 });
 
 describe("guards on every chat route", () => {

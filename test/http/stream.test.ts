@@ -152,9 +152,9 @@ describe("what a stream reads and writes (issue #24 point 6)", () => {
     expect(events.at(-1)).toMatchObject({ event: "done" });
     // The workspace travels with the membership check (its owner pays, its product fields go into the prompt); the
     // history window's plan is the one the reservation read (settling reads no account).
-    // The new conversation is stored with the prompt; after the answer it is updated twice: by the answer's append
-    // (with the run's purpose and working_state) and by the agent's title.
-    expect(reads).toEqual({ workspace: 1, account: 1, conversationWrites: 2 });
+    // The new conversation is stored with the prompt; after the answer it is updated once, by the answer's append,
+    // which carries the run's purpose, working_state and the agent's title.
+    expect(reads).toEqual({ workspace: 1, account: 1, conversationWrites: 1 });
     const conversation = (await call("GET", `/api/chat/conversations/${events.at(-1)!.data.conversation_id}`, { token: w.owner.token })).body;
     expect(conversation).toMatchObject({ message_count: 2, working_state: "researching", title: "What do users struggle with?" });
     expect(conversation.purpose).toContain("search insights");
