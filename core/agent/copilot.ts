@@ -456,7 +456,7 @@ async function execute(
         : { working_state: intent.working_state },
     });
     messageId = assistant.id;
-    await runAfter(hookCtx, { assistantMessageId: assistant.id, answer: text, succeeded: !failure && result?.status === "success" });
+    await runAfter(hookCtx, { assistantMessageId: assistant.id, assistantCreatedAt: assistant.created_at, answer: text, succeeded: !failure && result?.status === "success" });
   } catch (err) {
     // The store failed around the run (the run itself is recorded): the client still hears why, then `done`.
     if (!failure) sink.send("error", { code: err instanceof AppError ? err.code : "INTERNAL", message: err instanceof AppError ? err.message : "The answer could not be saved" });

@@ -34,6 +34,8 @@ export interface RunPreparation {
 /** The run's outcome as the `after` hooks see it, once the assistant message is stored. */
 export interface RunOutcome {
   assistantMessageId: string;
+  /** The assistant message's created_at (ISO 8601). */
+  assistantCreatedAt: string;
   answer: string;
   /** True when the run ended without error (a stopped or failed run teaches memory nothing). */
   succeeded: boolean;

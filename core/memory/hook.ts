@@ -29,6 +29,8 @@ export interface MemoryRunContext {
 /** What the memory hook reads of a run's outcome (a subset of core/agent/hooks.ts RunOutcome). */
 export interface MemoryRunOutcome {
   assistantMessageId: string;
+  /** The assistant message's created_at (ISO 8601), when the run knows it: the consumer then looks nothing up by id. */
+  assistantCreatedAt?: string;
   succeeded: boolean;
 }
 
@@ -66,6 +68,7 @@ export const memoryHook = {
       user_id: ctx.userId,
       conversation_id: ctx.conversationId,
       assistant_message_id: outcome.assistantMessageId,
+      ...(outcome.assistantCreatedAt ? { answered_at: outcome.assistantCreatedAt } : {}),
     });
   },
 };

@@ -24,7 +24,7 @@ import type { ExtractedFact } from "./types";
 let logger: Logger | undefined;
 const log = () => (logger ??= new Logger({ serviceName: "memory", logLevel: Config.logLevel() as "INFO" }));
 
-/** One exchange to learn from: the message the queue carries (ids only; the texts are read from the table). */
+/** One exchange to learn from: the message the queue carries (ids and the answer's time; the texts are read from the table). */
 export interface ExchangeJob {
   type: "exchange";
   workspace_id: string;
@@ -32,6 +32,11 @@ export interface ExchangeJob {
   conversation_id: string;
   /** The assistant message that answered; the user message before it is what the facts are read from. */
   assistant_message_id: string;
+  /**
+   * The assistant message's created_at (ISO 8601), which spares the consumer looking the message up by id. Jobs
+   * queued before it existed have none and are looked up as before.
+   */
+  answered_at?: string;
 }
 
 /** A user statement to learn from. */
@@ -71,14 +76,19 @@ export async function enqueueExchange(job: ExchangeJob): Promise<void> {
  *   do not belong to the job's user, workspace and conversation
  */
 export async function statementOf(job: ExchangeJob): Promise<Statement | null> {
-  const { data: found } = await db().entities.message.query.byId({ id: job.assistant_message_id }).go({ limit: 1 });
-  const answer = found[0];
-  if (!answer || answer.workspace_id !== job.workspace_id || answer.conversation_id !== job.conversation_id || answer.user_id !== job.user_id) return null;
+  let answeredAt = job.answered_at;
+  if (answeredAt === undefined) {
+    const { data: found } = await db().entities.message.query.byId({ id: job.assistant_message_id }).go({ limit: 1 });
+    const answer = found[0];
+    if (!answer || answer.workspace_id !== job.workspace_id || answer.conversation_id !== job.conversation_id || answer.user_id !== job.user_id) return null;
+    answeredAt = answer.created_at;
+  }
   const { data: before } = await db()
     .entities.message.query.byConversation({ workspace_id: job.workspace_id, conversation_id: job.conversation_id })
-    .lt({ created_at: answer.created_at })
+    .lt({ created_at: answeredAt })
     .go({ order: "desc", count: 4, pages: 5, consistent: true });
-  const asked = before.find((m) => m.conversation_id === job.conversation_id && m.role === "user" && m.created_at < answer.created_at);
+  // The key holds the workspace and the conversation; a conversation's messages are all its owner's.
+  const asked = before.find((m) => m.conversation_id === job.conversation_id && m.role === "user" && m.created_at < answeredAt && m.user_id === job.user_id);
   if (!asked) return null;
   return { workspaceId: job.workspace_id, userId: job.user_id, conversationId: job.conversation_id, messageId: asked.id, text: asked.content, at: asked.created_at };
 }
@@ -114,6 +124,9 @@ export interface LearnOptions {
 export async function learnFromStatement(statement: Statement, opts: LearnOptions = {}): Promise<LearnResult> {
   const emb = opts.embedder ?? (await defaultEmbedder());
   const extractor = opts.model !== undefined ? opts.model : isModelEngine() ? await defaultModel() : null;
+  // The rules extract without the memory: a statement that holds no fact (most questions) reads nothing.
+  const byRules = extractor ? null : extractByRules(statement.text);
+  if (byRules?.length === 0) return { extractor: "rules", facts: [] };
   let memory = await loadMemory(statement.workspaceId, statement.userId, emb);
 
   let extracted: ExtractedFact[];
@@ -128,7 +141,7 @@ export async function learnFromStatement(statement: Statement, opts: LearnOption
     log().info("memory extraction", { workspace_id: statement.workspaceId, model_id: out.usage.modelId, input_tokens: out.usage.inputTokens, output_tokens: out.usage.outputTokens, cost_usd: out.usage.costUsd });
     extracted = out.facts;
   } else {
-    extracted = extractByRules(statement.text);
+    extracted = byRules!;
   }
   const result: LearnResult = { extractor: extractor ? "model" : "rules", facts: [] };
   if (extracted.length === 0) return result;
