@@ -161,10 +161,22 @@ export async function startCharge(input: { workspaceId: string; runId: string; e
 }
 
 /**
+ * Trial milestones this container has seen granted (`<payer>#<milestone source>`): a ledger grant is never taken back,
+ * so a run need not read it again. Bounded: past MAX_GRANTED it starts again (reads come back, nothing else changes).
+ */
+const grantedMilestones = new Set<string>();
+const MAX_GRANTED = 10_000;
+function knowGranted(payer: string, source: string): void {
+  if (grantedMilestones.size >= MAX_GRANTED) grantedMilestones.clear();
+  grantedMilestones.add(`${payer}#${source}`);
+}
+
+/**
  * Grant the trial milestones a finished run earns (spec 02 Trial milestones: first_run at the first successful agent
  * run, engagement at 3 or more agent runs; 5.0 credits each, once per workspace), while the payer is on the trial and
  * under `TRIAL_CREDIT_CAP`. Keyed `milestone#<name>#<workspace id>` in the payer's ledger (signup is the account's
- * own, granted when it is created), so concurrent runs grant once.
+ * own, granted when it is created), so concurrent runs grant once. A grant this container has seen is not read again
+ * (`grantedMilestones`): once both are granted, a run reads nothing here.
  * @param countRuns the workspace's agent runs so far (embedding runs left out), read only when engagement is open
  * @param knownPlan the payer's plan as the run's reservation saw it, if it did
  * @returns the milestones this call granted: the ledger's condition grants each once, so of two runs settling at the
@@ -174,6 +186,11 @@ export async function grantMilestones(payer: string, workspaceId: string, succee
   // The reservation saw the plan: a paid account costs no read here, on every run's path.
   if (knownPlan && knownPlan !== "trial") return [];
   const keys = { first_run: milestoneSource("first_run", workspaceId), engagement: milestoneSource("engagement", workspaceId) };
+  const known = { first_run: grantedMilestones.has(`${payer}#${keys.first_run}`), engagement: grantedMilestones.has(`${payer}#${keys.engagement}`) };
+  // What this container saw granted needs no read: both, nothing is left; first_run alone, engagement waits for 3 runs.
+  if (known.first_run && known.engagement) return [];
+  let runs: number | undefined;
+  if (known.first_run && (runs = await countRuns()) < 3) return [];
   // The account (its plan now) and both milestones' grants in one round trip.
   const e = db().entities;
   const [stored, first, engaged] = (await consistentGet([
@@ -181,13 +198,19 @@ export async function grantMilestones(payer: string, workspaceId: string, succee
     { entity: e.creditLedger, key: { user_id: payer, key: `grant#${keys.first_run}` } },
     { entity: e.creditLedger, key: { user_id: payer, key: `grant#${keys.engagement}` } },
   ])) as [BillingAccount | null, LedgerItem | null, LedgerItem | null];
+  if (first) knowGranted(payer, keys.first_run);
+  if (engaged) knowGranted(payer, keys.engagement);
   const account = stored ?? (await accountOf(payer));
   if (account.plan !== "trial") return [];
   // The cap is a condition of each grant's transaction (`cap`), so concurrent runs of several workspaces cannot pass it.
-  const give = (source: string) => grant(payer, { source, credits: TRIAL_MILESTONE_CREDITS, bucket: "trial", cap: TRIAL_CREDIT_CAP });
+  const give = async (source: string) => {
+    const applied = (await grant(payer, { source, credits: TRIAL_MILESTONE_CREDITS, bucket: "trial", cap: TRIAL_CREDIT_CAP })).applied;
+    if (applied) knowGranted(payer, source);
+    return applied;
+  };
   const granted: Milestone[] = [];
-  if (succeeded && !first && (await give(keys.first_run)).applied) granted.push("first_run");
-  if (!engaged && (await countRuns()) >= 3 && (await give(keys.engagement)).applied) granted.push("engagement");
+  if (succeeded && !first && (await give(keys.first_run))) granted.push("first_run");
+  if (!engaged && (runs ?? (await countRuns())) >= 3 && (await give(keys.engagement))) granted.push("engagement");
   return granted;
 }
 

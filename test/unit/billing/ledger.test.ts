@@ -647,4 +647,30 @@ describe("trial milestones of concurrent runs (core/billing/charge.ts grantMiles
     expect(await grantMilestones(u, ws, true, async () => 3)).toEqual(["engagement"]);
     expect(await grantMilestones(u, ws, true, async () => 4)).toEqual([]);
   });
+
+  it("reads no grant this container has seen granted: both granted, a run reads nothing; first_run alone, only the run count", async () => {
+    const u = `user-${randomUUID()}`;
+    const ws = randomUUID();
+    await accountOf(u);
+    expect(await grantMilestones(u, ws, true, async () => 1)).toEqual(["first_run"]);
+    // Only this test's payer's reads count: files running at the same time share the client.
+    const send = vi.spyOn(dynamoClient(), "send");
+    const reads = { get mock() { return { calls: send.mock.calls.filter(([c]) => c.constructor.name === "BatchGetCommand" && JSON.stringify(c.input).includes(`bill#${u}`)) }; } };
+    const count = vi.fn(async () => 2);
+    try {
+      expect(await grantMilestones(u, ws, true, count)).toEqual([]);
+      expect([reads.mock.calls.length, count.mock.calls.length]).toEqual([0, 1]);
+      count.mockResolvedValue(3);
+      expect(await grantMilestones(u, ws, true, count)).toEqual(["engagement"]);
+      expect([reads.mock.calls.length, count.mock.calls.length]).toEqual([1, 2]);
+      expect(await grantMilestones(u, ws, true, count)).toEqual([]);
+      expect([reads.mock.calls.length, count.mock.calls.length]).toEqual([1, 2]);
+      // Another workspace of the same payer is read as before.
+      expect(await grantMilestones(u, randomUUID(), true, count)).toEqual(["first_run", "engagement"]);
+      expect(reads.mock.calls.length).toBe(2);
+    } finally {
+      send.mockRestore();
+    }
+    expect((await accountOf(u)).quota_granted).toBe(TRIAL_MILESTONE_CREDITS * 5);
+  });
 });
