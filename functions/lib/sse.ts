@@ -1,15 +1,19 @@
 import { PassThrough } from "node:stream";
 import { encode, encodeComment } from "eventsource-encoder";
 
-/** How often buffered `token` text is flushed as one event, ms (spec 02 Stream format: tokens batched every 50 ms). */
+/**
+ * How often buffered `token` text is flushed as one event, ms (spec 02 Stream format: tokens batched every 50 ms):
+ * token events are at least this far apart, unless another event sends the text before it.
+ */
 export const TOKEN_BATCH_MS = 50;
 /** A comment line keeps proxies and load balancers from closing an idle stream (DESIGN.md 6.1), ms. */
 export const HEARTBEAT_MS = 15_000;
 
 /**
  * The one SSE writer (DESIGN.md 6.1): each event is `event: <name>` + `data: <json>` + a blank line (encoded by
- * `eventsource-encoder`), `token` text is buffered and sent at most every 50 ms, a `: heartbeat` comment goes out
- * every 15 s. `body` is the stream the response carries; when the client goes away (the runtime destroys it),
+ * `eventsource-encoder`), `token` text is sent at most every 50 ms (a leading-edge throttle: text that comes 50 ms or
+ * more after the last token event, the answer's first text above all, goes out at once; text within 50 ms of it
+ * waits for the rest of the window), a `: heartbeat` comment goes out every 15 s. `body` is the stream the response carries; when the client goes away (the runtime destroys it),
  * `signal` aborts so the agent loop and the model call stop.
  */
 export class SseWriter {
@@ -17,6 +21,8 @@ export class SseWriter {
   private readonly controller = new AbortController();
   private tokens = "";
   private flushTimer: NodeJS.Timeout | undefined;
+  /** When the last `token` event went out (performance.now() ms). */
+  private lastTokenAt = Number.NEGATIVE_INFINITY;
   private readonly heartbeat: NodeJS.Timeout;
   private closed = false;
 
@@ -41,11 +47,17 @@ export class SseWriter {
     return this.closed || this.body.destroyed;
   }
 
-  /** Buffer token text; it goes out as one `token` event within 50 ms. */
+  /**
+   * Send token text: at once when the last `token` event is 50 ms old or more (the time to first token is what a
+   * reader waits on), else buffered and sent as one event when its 50 ms are up.
+   */
   token(text: string): void {
     if (!text) return;
     this.tokens += text;
-    this.flushTimer ??= setTimeout(() => this.flushTokens(), TOKEN_BATCH_MS);
+    if (this.flushTimer) return;
+    const wait = this.lastTokenAt + TOKEN_BATCH_MS - performance.now();
+    if (wait <= 0) this.flushTokens();
+    else this.flushTimer = setTimeout(() => this.flushTokens(), wait);
   }
 
   /** Send a named event now (any buffered tokens go first, so order is kept). */
@@ -69,6 +81,7 @@ export class SseWriter {
     if (!this.tokens) return;
     const content = this.tokens;
     this.tokens = "";
+    this.lastTokenAt = performance.now();
     this.write(encode({ event: "token", data: JSON.stringify({ content }) }));
   }
 

@@ -21,23 +21,41 @@ function collect(writer: SseWriter) {
 describe("SseWriter", () => {
   afterEach(() => vi.useRealTimers());
 
-  it("batches tokens into one event per 50 ms and keeps order with other events", async () => {
+  it("sends the first token at once, then batches tokens into one event per 50 ms, keeping order with other events", async () => {
     vi.useFakeTimers();
     const w = new SseWriter();
     const { events } = collect(w);
+    const tokens = () => events.filter((e) => e.event === "token").map((e) => JSON.parse(e.data).content);
+    // The answer's first text goes out at once: nothing was sent in the last 50 ms.
     w.token("Hello ");
+    await vi.advanceTimersByTimeAsync(0);
+    expect(tokens()).toEqual(["Hello "]);
+    // Text within 50 ms of that event waits for the rest of the window, as one event.
+    await vi.advanceTimersByTimeAsync(10);
     w.token("there ");
-    await vi.advanceTimersByTimeAsync(TOKEN_BATCH_MS - 1);
-    expect(events).toHaveLength(0);
+    w.token("you ");
+    await vi.advanceTimersByTimeAsync(TOKEN_BATCH_MS - 10 - 1);
+    expect(tokens()).toEqual(["Hello "]);
     await vi.advanceTimersByTimeAsync(1);
-    w.token("again");
+    expect(tokens()).toEqual(["Hello ", "there you "]);
+    // 50 ms after the last token event, text goes out at once again.
+    await vi.advanceTimersByTimeAsync(TOKEN_BATCH_MS);
+    w.token("again ");
+    await vi.advanceTimersByTimeAsync(0);
+    expect(tokens()).toEqual(["Hello ", "there you ", "again "]);
+    // Another event sends what is buffered before itself, so the order holds.
+    w.token("and ");
     w.send("turn", { turn: 1, total_tools: 0 });
+    w.token("more");
     w.end();
     await vi.runAllTimersAsync();
     expect(events.map((e) => [e.event, JSON.parse(e.data)])).toEqual([
-      ["token", { content: "Hello there " }],
-      ["token", { content: "again" }],
+      ["token", { content: "Hello " }],
+      ["token", { content: "there you " }],
+      ["token", { content: "again " }],
+      ["token", { content: "and " }],
       ["turn", { turn: 1, total_tools: 0 }],
+      ["token", { content: "more" }],
     ]);
   });
 
