@@ -308,9 +308,7 @@ export async function create(
  */
 export async function list(userId: string, q: ListDocumentsQuery): Promise<{ documents: DocumentView[]; total: number }> {
   await requireMember(userId, q.workspace_id);
-  const matching = (await documentsOf(q.workspace_id))
-    .filter((d) => (!q.document_type || d.document_type === q.document_type) && (!q.status || d.status === q.status))
-    .sort((a, b) => b.updated_at.localeCompare(a.updated_at) || a.id.localeCompare(b.id));
+  const matching = listed(await documentsOf(q.workspace_id), q);
   // Only the page's stored texts are read, 8 at a time; a document deleted meanwhile is left out.
   const page = await pLimit(8).map(matching.slice(q.offset, q.offset + q.limit), (d) =>
     view(d).catch((err: unknown) => {
@@ -319,6 +317,33 @@ export async function list(userId: string, q: ListDocumentsQuery): Promise<{ doc
     }),
   );
   return { documents: page.filter((d): d is DocumentView => d !== null), total: matching.length };
+}
+
+/** What a document listing shows of a document without its text. */
+export type DocumentSummary = Pick<DocumentItem, (typeof SUMMARY_ATTRIBUTES)[number]>;
+const SUMMARY_ATTRIBUTES = ["id", "title", "document_type", "status", "version", "updated_at"] as const;
+
+/**
+ * The workspace's documents as `list` filters and orders them, without their texts: no document's content is read
+ * (the copilot's `list_documents` tool shows titles, types and states; a large text lives in S3).
+ * @param q the workspace, optional type and status filters, and the page (`offset`, `limit`)
+ * @returns the page's summaries and how many documents match
+ * @throws AppError FORBIDDEN when the user is not a member.
+ */
+export async function listSummaries(
+  userId: string,
+  q: Pick<ListDocumentsQuery, "workspace_id" | "document_type" | "status" | "offset" | "limit">,
+): Promise<{ documents: DocumentSummary[]; total: number }> {
+  await requireMember(userId, q.workspace_id);
+  const matching = listed(await documentsOf(q.workspace_id, { attributes: SUMMARY_ATTRIBUTES }), q);
+  return { documents: matching.slice(q.offset, q.offset + q.limit), total: matching.length };
+}
+
+/** A listing's documents: of the type and status asked for (when asked), most recently updated first, then by id. */
+function listed<D extends Pick<DocumentItem, "id" | "document_type" | "status" | "updated_at">>(docs: D[], q: Pick<ListDocumentsQuery, "document_type" | "status">): D[] {
+  return docs
+    .filter((d) => (!q.document_type || d.document_type === q.document_type) && (!q.status || d.status === q.status))
+    .sort((a, b) => b.updated_at.localeCompare(a.updated_at) || a.id.localeCompare(b.id));
 }
 
 /** `GET /api/documents/{id}`: the document with its full content. @throws AppError NOT_FOUND, FORBIDDEN. */

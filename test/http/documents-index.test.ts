@@ -7,13 +7,15 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { DeleteCommand, GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import { Config } from "../../core/config";
 import { dynamoClient } from "../../core/db/client";
 import { db } from "../../core/db/service";
 import { listedKeysOf } from "../../core/document/document.entity";
 import { backfill, documentsOf } from "../../core/document/listing";
 import { call, newWorkspace } from "../support/api";
+import { listDocuments } from "../../core/agent/tools/reads";
+import { s3 } from "../../core/storage/client";
 import { partitionItems } from "./_helpers";
 
 interface Sent {
@@ -130,6 +132,31 @@ describe("listing a workspace's documents", () => {
     expect(Object.keys(listed[0]!).sort()).toEqual(["id", "title"]);
     expect(await documentsOf(workspaceId, { createdSince: "9999-01-01T00:00:00.000Z" })).toEqual([]);
     expect((await documentsOf(workspaceId, { createdSince: "2000-01-01T00:00:00.000Z" })).length).toBe(3);
+  });
+
+  it("the copilot's list_documents reads no document's text, and lists what GET /api/documents lists, in its order", async () => {
+    // A text over the inline limit lives in S3: the HTTP listing reads it, the tool must not.
+    const large = await call("POST", "/api/documents", { token: owner.token, body: { workspace_id: workspaceId, document_type: "spec", title: "Large", content: `# Large\n\n${"A long paragraph of the spec. ".repeat(3_000)}\n` } });
+    expect(large.status, large.text).toBe(201);
+    const { client } = await s3();
+    const s3Sends = vi.spyOn(client, "send");
+    try {
+      const me = (await call("GET", "/api/auth/me", { token: owner.token })).body as { id: string };
+      const ctx = { userId: me.id, workspaceId, conversationId: null, missionId: null, sessionId: null, attachmentIds: [], signal: new AbortController().signal };
+      const { result: listed, sent } = await counted(() => listDocuments.run(ctx as never, { limit: 20 }));
+      expect(s3Sends).not.toHaveBeenCalled();
+      expect(sent.filter((c) => c.command === "Query")).toEqual([{ command: "Query", index: "gsi3", scanned: 5 }]);
+      const http = await call("GET", "/api/documents", { token: owner.token, query: { workspace_id: workspaceId } });
+      expect(s3Sends).toHaveBeenCalled(); // the HTTP listing does read the large text
+      const pick = (d: Record<string, unknown>) => ({ id: d.id, title: d.title, document_type: d.document_type, status: d.status, version: d.version, updated_at: d.updated_at });
+      expect(listed).toEqual({ total: 4, documents: http.body.documents.map(pick) });
+      const prds = (await listDocuments.run(ctx as never, { document_type: "prd", limit: 2 })) as { total: number; documents: { id: string }[] };
+      expect(prds.total).toBe(3);
+      expect(prds.documents.map((d) => d.id)).toEqual(http.body.documents.filter((d: { document_type: string }) => d.document_type === "prd").slice(0, 2).map((d: { id: string }) => d.id));
+    } finally {
+      s3Sends.mockRestore();
+      await call("DELETE", `/api/documents/${large.body.id}`, { token: owner.token });
+    }
   });
 });
 
