@@ -13,8 +13,9 @@ export const HEARTBEAT_MS = 15_000;
  * The one SSE writer (DESIGN.md 6.1): each event is `event: <name>` + `data: <json>` + a blank line (encoded by
  * `eventsource-encoder`), `token` text is sent at most every 50 ms (a leading-edge throttle: text that comes 50 ms or
  * more after the last token event, the answer's first text above all, goes out at once; text within 50 ms of it
- * waits for the rest of the window), a `: heartbeat` comment goes out every 15 s. `body` is the stream the response carries; when the client goes away (the runtime destroys it),
- * `signal` aborts so the agent loop and the model call stop.
+ * waits for the rest of the window), a `: heartbeat` comment goes out every 15 s. `body` is the stream the response
+ * carries; when the client goes away (the runtime destroys it), `signal` aborts so the agent loop and the model call
+ * stop.
  */
 export class SseWriter {
   readonly body = new PassThrough();
