@@ -450,9 +450,14 @@ async function execute(
     }, {
       ...afterPrompt,
       // What the run looked like goes onto the conversation with the answer: after the first answer, its purpose and
-      // the agent's title (which replaces only an automatic one: a title the user gave is kept).
+      // the agent's title, which replaces only an automatic one (a title the user gave is kept; a rename during the
+      // run wins by the append's condition).
       inferred: firstAnswer
-        ? { purpose: `${intent.intent.replace(/_/g, " ")}: ${spec.prompt.slice(0, 160)}`, working_state: intent.working_state, title: Chat.titleFromPrompt(spec.prompt) }
+        ? {
+            purpose: `${intent.intent.replace(/_/g, " ")}: ${spec.prompt.slice(0, 160)}`,
+            working_state: intent.working_state,
+            ...(conversation.title_source === "auto" ? { title: Chat.titleFromPrompt(spec.prompt) } : {}),
+          }
         : { working_state: intent.working_state },
     });
     messageId = assistant.id;

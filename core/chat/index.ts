@@ -380,7 +380,7 @@ export async function openConversation(
   conversationId: string | undefined,
   firstPrompt: string,
   opts: { deferCreate?: boolean } = {},
-): Promise<ConversationView | UnsavedConversation> {
+): Promise<OpenedConversation> {
   await requireMember(userId, workspaceId);
   if (conversationId === undefined && opts.deferCreate) {
     const now = new Date().toISOString();
@@ -388,13 +388,16 @@ export async function openConversation(
       id: randomUUID(), workspace_id: workspaceId, user_id: userId, title: titleFromPrompt(firstPrompt), title_source: "auto",
       is_archived: false, message_count: 0, created_at: now, updated_at: now,
     };
-    return { ...toConversationView(item), unsaved: true };
+    return { ...toConversationView(item), unsaved: true, title_source: "auto" };
   }
-  if (conversationId === undefined) return insert(userId, workspaceId, { autoTitle: titleFromPrompt(firstPrompt) });
+  if (conversationId === undefined) return { ...(await insert(userId, workspaceId, { autoTitle: titleFromPrompt(firstPrompt) })), title_source: "auto" };
   const item = await conversationItem(workspaceId, conversationId);
   if (!item || item.user_id !== userId) throw Errors.notFound("Conversation");
-  return toConversationView(item);
+  return { ...toConversationView(item), title_source: item.title_source };
 }
+
+/** A conversation as `openConversation` opened it: its view, and who chose its title when it was opened. */
+export type OpenedConversation = (ConversationView | UnsavedConversation) & { title_source: ConversationItem["title_source"] };
 
 /** What the agent appends: a user prompt, or an assistant answer with its optional metadata (spec 01 Message). */
 export interface NewMessage {
@@ -492,8 +495,9 @@ export async function appendMessage(
       : attempt === 0 && opts.expected ? { id: conversation.id, workspace_id: conversation.workspace_id, user_id: conversation.user_id, ...opts.expected } : undefined;
     const conv = known ?? (await conversationItem(conversation.workspace_id, conversation.id));
     if (!conv) throw Errors.notFound("Conversation");
-    // The caller's view holds no title_source: the condition below checks it; a read conversation shows it.
-    const retitle = title !== "" && (!("title_source" in conv) || conv.title_source === "auto");
+    // The caller's view (it saw an automatic title) is checked by the transaction's condition; a conversation read
+    // from the table shows its title_source.
+    const retitle = title !== "" && (known !== undefined || (conv as ConversationItem).title_source === "auto");
     const previous = conv.last_message_at ? Date.parse(conv.last_message_at) : Number.NEGATIVE_INFINITY;
     const createdAt = new Date(Math.max(Date.now(), previous + 1)).toISOString();
     const item = {

@@ -163,6 +163,23 @@ describe("what a stream reads and writes (issue #24 point 6)", () => {
     expect(messages.map((m) => m.role).sort()).toEqual(["assistant", "user"]);
     for (const m of messages) expect(Math.abs((m.ttl as number) - (Date.parse(m.created_at as string) / 1000 + 90 * 86_400))).toBeLessThan(2);
   });
+
+  it("keeps the title a user gave a conversation before its first message, with one append of the answer", async () => {
+    const w = await newWorkspace("Named");
+    const made = await call("POST", "/api/chat/conversations", { token: w.owner.token, body: { workspace_id: w.workspace.id, title: "Sign-in research" } });
+    expect(made.status, made.text).toBe(201);
+    const transactions = vi.spyOn(db().entities.conversation, "patch");
+    try {
+      const events = await readStream(gw.base, "/api/stream/chat", w.owner.token, { workspace_id: w.workspace.id, conversation_id: made.body.id, prompt: "What do users struggle with?" });
+      expect(events.at(-1)).toMatchObject({ event: "done" });
+      // The prompt's and the answer's appends, each at its first attempt: no title was tried over the user's.
+      expect(transactions).toHaveBeenCalledTimes(2);
+    } finally {
+      transactions.mockRestore();
+    }
+    const conversation = (await call("GET", `/api/chat/conversations/${made.body.id}`, { token: w.owner.token })).body;
+    expect(conversation).toMatchObject({ title: "Sign-in research", message_count: 2, working_state: "researching" });
+  });
 });
 
 describe("stream errors before the stream opens", () => {
