@@ -4,6 +4,7 @@
  * (core/agent/index.ts) does both around every recorded run; the copilot's streams reserve in their pre-flight, so
  * a blocked account is refused (402) before the stream opens and before any model call.
  */
+import { Config } from "../config";
 import { db } from "../db/service";
 import { Errors } from "../error";
 import { costUsd, type ModelTier } from "../ai/ports";
@@ -166,9 +167,11 @@ export async function startCharge(input: { workspaceId: string; runId: string; e
  */
 const grantedMilestones = new Set<string>();
 const MAX_GRANTED = 10_000;
+/** A grant's key in `grantedMilestones`, with its table: a process that changes tables (tests) starts afresh. */
+const grantedKey = (payer: string, source: string) => `${Config.tableName()}#${payer}#${source}`;
 function knowGranted(payer: string, source: string): void {
   if (grantedMilestones.size >= MAX_GRANTED) grantedMilestones.clear();
-  grantedMilestones.add(`${payer}#${source}`);
+  grantedMilestones.add(grantedKey(payer, source));
 }
 
 /**
@@ -186,7 +189,7 @@ export async function grantMilestones(payer: string, workspaceId: string, succee
   // The reservation saw the plan: a paid account costs no read here, on every run's path.
   if (knownPlan && knownPlan !== "trial") return [];
   const keys = { first_run: milestoneSource("first_run", workspaceId), engagement: milestoneSource("engagement", workspaceId) };
-  const known = { first_run: grantedMilestones.has(`${payer}#${keys.first_run}`), engagement: grantedMilestones.has(`${payer}#${keys.engagement}`) };
+  const known = { first_run: grantedMilestones.has(grantedKey(payer, keys.first_run)), engagement: grantedMilestones.has(grantedKey(payer, keys.engagement)) };
   // What this container saw granted needs no read: both, nothing is left; first_run alone, engagement waits for 3 runs.
   if (known.first_run && known.engagement) return [];
   let runs: number | undefined;
@@ -204,9 +207,10 @@ export async function grantMilestones(payer: string, workspaceId: string, succee
   if (account.plan !== "trial") return [];
   // The cap is a condition of each grant's transaction (`cap`), so concurrent runs of several workspaces cannot pass it.
   const give = async (source: string) => {
-    const applied = (await grant(payer, { source, credits: TRIAL_MILESTONE_CREDITS, bucket: "trial", cap: TRIAL_CREDIT_CAP })).applied;
-    if (applied) knowGranted(payer, source);
-    return applied;
+    const result = await grant(payer, { source, credits: TRIAL_MILESTONE_CREDITS, bucket: "trial", cap: TRIAL_CREDIT_CAP });
+    // Granted now, or by a run that settled at the same time: either way it is there for good.
+    if (result.applied || result.reason === "already_applied") knowGranted(payer, source);
+    return result.applied;
   };
   const granted: Milestone[] = [];
   if (succeeded && !first && (await give(keys.first_run))) granted.push("first_run");
