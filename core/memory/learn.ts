@@ -122,11 +122,11 @@ export interface LearnOptions {
  * @throws a cancelled transaction (a fact deleted meanwhile) as an Error: the exchange is retried on fresh reads
  */
 export async function learnFromStatement(statement: Statement, opts: LearnOptions = {}): Promise<LearnResult> {
-  const emb = opts.embedder ?? (await defaultEmbedder());
   const extractor = opts.model !== undefined ? opts.model : isModelEngine() ? await defaultModel() : null;
   // The rules extract without the memory: a statement that holds no fact (most questions) reads nothing.
   const byRules = extractor ? null : extractByRules(statement.text);
   if (byRules?.length === 0) return { extractor: "rules", facts: [] };
+  const emb = opts.embedder ?? (await defaultEmbedder());
   let memory = await loadMemory(statement.workspaceId, statement.userId, emb);
 
   let extracted: ExtractedFact[];

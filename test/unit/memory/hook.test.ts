@@ -55,6 +55,13 @@ describe("memoryHook.after", () => {
       expect(byId).toHaveBeenCalledTimes(1);
       expect((await allFacts(old.workspace.id, old.owner.id)).map((f) => f.content)).toEqual(["We use Notion for documentation."]);
 
+      // A job naming another user than the conversation's teaches nothing, to either of them.
+      const other = await exchange("We use Asana for planning.");
+      await memoryHook.after({ ...other.ctx, userId: timed.owner.id }, { assistantMessageId: other.answer.id, assistantCreatedAt: other.answer.created_at, succeeded: true });
+      await learned();
+      expect(await allFacts(other.workspace.id, timed.owner.id)).toEqual([]);
+      expect(await allFacts(other.workspace.id, other.owner.id)).toEqual([]);
+
       // A deleted conversation still teaches nothing when the job carries the time.
       const gone = await exchange("We use Figma for design.");
       await Chat.remove(gone.owner.id, gone.conv.id);
