@@ -53,7 +53,7 @@ export class SseWriter {
    * reader waits on), else buffered and sent as one event when its 50 ms are up.
    */
   token(text: string): void {
-    if (!text) return;
+    if (!text || this.isClosed) return;
     this.tokens += text;
     if (this.flushTimer) return;
     const wait = this.lastTokenAt + TOKEN_BATCH_MS - performance.now();

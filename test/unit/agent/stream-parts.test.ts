@@ -57,6 +57,10 @@ describe("SseWriter", () => {
       ["turn", { turn: 1, total_tools: 0 }],
       ["token", { content: "more" }],
     ]);
+    // Text after the end is dropped, and leaves no timer behind.
+    w.token("late");
+    expect(vi.getTimerCount()).toBe(0);
+    expect(tokens().at(-1)).toBe("more");
   });
 
   it("sends a heartbeat comment every 15 s while open", async () => {
