@@ -77,7 +77,6 @@ type SourceRow = { id: string; source_type: string; processing_status: string; u
 /** Parallel S3 reads of source texts at most. */
 const TEXT_READS = 8;
 
-
 /** Items by id, in batches of 100 (BatchGetItem), strongly consistent; missing ids are simply absent. */
 async function getMany<T>(entity: "insight" | "recommendation" | "document" | "researchSource" | "pendingAction", workspaceId: string, ids: string[], attributes?: string[]): Promise<Map<string, T>> {
   const out = new Map<string, T>();

@@ -103,15 +103,6 @@ async function snapshot(workspaceId: string, first: SnapshotHead, refreshed = fa
 }
 
 /**
- * The caller's membership check and the workspace's snapshot head in one round trip: one BatchGetItem (strongly
- * consistent) of both keys, which share the partition `ws#<workspace>`. The membership key is the membership entity's
- * own (`db().entities.membership`), and the rule is `requireMember`'s (core/workspace) with no role required: no
- * membership item, 403; a membership verified earlier in the same request (the request scope of core/context.ts,
- * where `requireMember` keeps it) is not read again, and only the head is. The head is used only after the check
- * passed: nothing of the workspace reaches a non-member.
- * @throws AppError FORBIDDEN (403) when the caller is not a member of the workspace (or it does not exist).
- */
-/**
  * How long a head this request read stays good for its next search: the copilot's pre-flight reads the head
  * (`snapshotInsights`) moments before the loop's first search, which then reads none. A search later in a long stream
  * reads it again. Insights the same request writes go through pending actions, executed elsewhere.
@@ -131,6 +122,15 @@ function recentHead(userId: string, workspaceId: string): SnapshotHead | undefin
   return kept.value as SnapshotHead;
 }
 
+/**
+ * The caller's membership check and the workspace's snapshot head in one round trip: one BatchGetItem (strongly
+ * consistent) of both keys, which share the partition `ws#<workspace>`. The membership key is the membership entity's
+ * own (`db().entities.membership`), and the rule is `requireMember`'s (core/workspace) with no role required: no
+ * membership item, 403; a membership verified earlier in the same request (the request scope of core/context.ts,
+ * where `requireMember` keeps it) is not read again, and only the head is. The head is used only after the check
+ * passed: nothing of the workspace reaches a non-member.
+ * @throws AppError FORBIDDEN (403) when the caller is not a member of the workspace (or it does not exist).
+ */
 async function memberAndHead(userId: string, workspaceId: string): Promise<SnapshotHead> {
   // The head is a raw item (no entity): read as one, beside the membership, by core/workspace's member-checked read.
   const head: ItemRef = {
