@@ -114,12 +114,8 @@ export const listDocuments: ReadTool<{ document_type?: Document.Document["docume
   gated: false,
   input: z.object({ document_type: Document.DocumentType.optional(), limit: z.int().min(1).max(50).default(20) }).strict(),
   async run(ctx, input) {
-    // Summaries only: no document's text is read for a list of titles.
-    const res = await Document.listSummaries(ctx.userId, { workspace_id: ctx.workspaceId, document_type: input.document_type, limit: input.limit, offset: 0 });
-    return {
-      total: res.total,
-      documents: res.documents.map((d) => ({ id: d.id, title: d.title, document_type: d.document_type, status: d.status, version: d.version, updated_at: d.updated_at })),
-    };
+    // Summaries only (id, title, document_type, status, version, updated_at): no document's text is read.
+    return Document.listSummaries(ctx.userId, { workspace_id: ctx.workspaceId, document_type: input.document_type, limit: input.limit, offset: 0 });
   },
 };
 
