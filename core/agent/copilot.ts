@@ -16,7 +16,8 @@ import { allOf } from "../insight";
 import { recordRun, tryLock, type AgentType } from "./index";
 import { QUERY_BUDGET_MS, runAgent, type AgentRunResult } from "./loop";
 import { TOOLS, type Tool, type ToolContext } from "./tools";
-import { runAfter, runBefore, type RunHookContext } from "./hooks";
+import { hookPrefetches, runAfter, runBefore, type RunHookContext } from "./hooks";
+import { prefetchSearchHead } from "../insight/search";
 import { StreamClock } from "./timings";
 import { Harness, isStreamEvent, type Entry, type StreamEventName, type VariantArtifacts } from "../harness";
 import type { ChatStreamInput, DraftStreamInput, PipelineStreamInput, RecommendationStreamInput, SynthesisStreamInput } from "./schema";
@@ -238,8 +239,10 @@ async function prepare(spec: RunSpec): Promise<PreparedStream> {
   const clock = new StreamClock();
   clock.mark("prepare");
   // The workspace travels with the membership check (one round trip): its owner pays, its product fields go into the
-  // system prompt.
-  const { workspace } = await requireMemberWithWorkspace(spec.userId, spec.workspaceId);
+  // system prompt. So do the heads the run reads before its first token, kept in the request scope for a few seconds:
+  // the insights' search head (the pre-flight and the first search) and what the run hooks read by key (the memory head).
+  const prefetch = [prefetchSearchHead(spec.workspaceId), ...hookPrefetches({ userId: spec.userId, workspaceId: spec.workspaceId })];
+  const { workspace } = await requireMemberWithWorkspace(spec.userId, spec.workspaceId, { prefetch });
   clock.mark("member");
   // What needs only the prompt starts once the caller is known to be a member, to run while the slot, the reservation,
   // the conversation and the workspace are read: the local engine embeds it (a stream variant's prompt gets the

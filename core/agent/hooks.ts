@@ -4,6 +4,7 @@ import type { AgentType } from "./index";
 import { memoryHook } from "../memory/hook";
 import { skillsHook } from "../skill/hook";
 import { isStreamEvent } from "../harness/events";
+import type { Prefetch } from "../db/read";
 
 /**
  * What a run hook sees of a copilot run. Areas that take part in every run (memory, skills) plug in here instead of
@@ -44,6 +45,11 @@ export interface RunOutcome {
 /** A participant in every copilot run (chat and the four stream variants). */
 export interface RunHook {
   name: string;
+  /**
+   * Items its `before` reads by key, read ahead in the stream's membership check (core/db/read.ts `Prefetch`): one
+   * round trip fewer before the first token.
+   */
+  prefetch?(ctx: Pick<RunHookContext, "userId" | "workspaceId">): Prefetch[];
   /** Before the model: may send events and extend the system prompt. */
   before?(ctx: RunHookContext): Promise<RunPreparation | void>;
   /** After the assistant message is stored and before `done`. */
@@ -58,6 +64,11 @@ const log = () => (logger ??= new Logger({ serviceName: "research-to-delivery", 
  * visible in one place.
  */
 export const RUN_HOOKS: RunHook[] = [memoryHook, skillsHook];
+
+/** What the hooks read ahead in a stream's membership check (`RunHook.prefetch`), in the hooks' order. */
+export function hookPrefetches(ctx: Pick<RunHookContext, "userId" | "workspaceId">, hooks: readonly RunHook[] = RUN_HOOKS): Prefetch[] {
+  return hooks.flatMap((h) => h.prefetch?.(ctx) ?? []);
+}
 
 /**
  * Run every hook's `before`, all at once (they read different things: memory its facts, skills the installations), and

@@ -21,6 +21,17 @@ export interface ItemRef {
   key: Record<string, unknown>;
 }
 
+/**
+ * An item a request reads ahead, beside its membership check and in the same round trip, for a later step of the
+ * same request (core/workspace `requireMemberWithWorkspace`; the copilot's stream reads its search and memory heads
+ * this way). `keep` receives the item (null when there is none) only once the membership check passed, so nothing
+ * of the workspace reaches a non-member; what it keeps, and for how long, is the owner's rule.
+ */
+export interface Prefetch {
+  ref: ItemRef;
+  keep(item: unknown): void;
+}
+
 type GetParams = { TableName: string; Key: Record<string, unknown> };
 
 /**

@@ -2,6 +2,7 @@ import { Errors } from "../error";
 import { Config } from "../config";
 import { consistentBatchGet } from "../db/batch-get";
 import { readAsMember, verifiedInThisRequest, type ItemRef } from "../workspace";
+import type { Prefetch } from "../db/read";
 import { requestScope } from "../context";
 import { db } from "../db/service";
 import { partitionKeys } from "../db/partition";
@@ -103,23 +104,48 @@ async function snapshot(workspaceId: string, first: SnapshotHead, refreshed = fa
 }
 
 /**
- * How long a head this request read stays good for its next search: the copilot's pre-flight reads the head
- * (`snapshotInsights`) moments before the loop's first search, which then reads none. A search later in a long stream
- * reads it again. Insights the same request writes go through pending actions, executed elsewhere.
+ * How long a head this request read stays good for its next reads of the snapshot: the copilot's stream reads the head
+ * beside its membership check (`prefetchSearchHead`), moments before its pre-flight (`snapshotInsights`) and its
+ * first search, which then read none. A search later in a long stream reads it again. Insights the same request
+ * writes go through pending actions, executed elsewhere, so nothing the request does moves the head under it.
  */
 export const HEAD_REUSE_MS = 5_000;
 const headScopeKey = (workspaceId: string) => `insight-search-head#${workspaceId}`;
 
-/** Keep a head just read for this request's next search (core/context.ts `recent`). */
+/** Keep a head just read for this request's next reads of the snapshot (core/context.ts `recent`). */
 function keepHead(workspaceId: string, head: SnapshotHead): void {
   requestScope()?.recent.set(headScopeKey(workspaceId), { at: Date.now(), value: head });
 }
 
+/** A head this request read less than HEAD_REUSE_MS ago; else undefined. Says nothing of who may see it. */
+function keptHead(workspaceId: string): SnapshotHead | undefined {
+  const kept = requestScope()?.recent.get(headScopeKey(workspaceId));
+  return kept && Date.now() - kept.at <= HEAD_REUSE_MS ? (kept.value as SnapshotHead) : undefined;
+}
+
 /** A head this request read less than HEAD_REUSE_MS ago, with the user's membership verified in it; else undefined. */
 function recentHead(userId: string, workspaceId: string): SnapshotHead | undefined {
-  const kept = requestScope()?.recent.get(headScopeKey(workspaceId));
-  if (!kept || Date.now() - kept.at > HEAD_REUSE_MS || !verifiedInThisRequest(userId, workspaceId)) return undefined;
-  return kept.value as SnapshotHead;
+  return verifiedInThisRequest(userId, workspaceId) ? keptHead(workspaceId) : undefined;
+}
+
+/** The head as an item of a member-checked read (core/workspace): a raw item, no entity. */
+function headRef(workspaceId: string): ItemRef {
+  return {
+    entity: {
+      get: () => ({ params: () => ({ TableName: Config.tableName(), Key: headKey(workspaceId) }) }),
+      parse: ({ Item }) => ({ data: Item }),
+    },
+    key: {},
+  };
+}
+
+/**
+ * The workspace's snapshot head, read ahead by a request's membership check (core/workspace
+ * `requireMemberWithWorkspace`, in its round trip) and kept for HEAD_REUSE_MS for the request's pre-flight and first
+ * search (the copilot's stream).
+ */
+export function prefetchSearchHead(workspaceId: string): Prefetch {
+  return { ref: headRef(workspaceId), keep: (item) => keepHead(workspaceId, parseHead((item ?? undefined) as Record<string, unknown> | undefined)) };
 }
 
 /**
@@ -132,15 +158,7 @@ function recentHead(userId: string, workspaceId: string): SnapshotHead | undefin
  * @throws AppError FORBIDDEN (403) when the caller is not a member of the workspace (or it does not exist).
  */
 async function memberAndHead(userId: string, workspaceId: string): Promise<SnapshotHead> {
-  // The head is a raw item (no entity): read as one, beside the membership, by core/workspace's member-checked read.
-  const head: ItemRef = {
-    entity: {
-      get: () => ({ params: () => ({ TableName: Config.tableName(), Key: headKey(workspaceId) }) }),
-      parse: ({ Item }) => ({ data: Item }),
-    },
-    key: {},
-  };
-  const { item } = await readAsMember<Record<string, unknown>>(userId, workspaceId, head, { scope: "workspace" });
+  const { item } = await readAsMember<Record<string, unknown>>(userId, workspaceId, headRef(workspaceId), { scope: "workspace" });
   return parseHead(item ?? undefined);
 }
 
@@ -250,15 +268,18 @@ async function resultsOf(
 /**
  * Every insight of a workspace (archived included) as its search snapshot holds it, for readers that need the whole
  * workspace's text on every request (the copilot harness's pre-flight, core/harness/profile.ts): from this container's
- * cached snapshot while the head's version is unchanged (one strongly consistent GetItem of the head), else loaded as
- * a search loads it. Exact as of the head read (`viewsOfRows`); an insight found gone is left out.
+ * cached snapshot while the head's version is unchanged (one strongly consistent GetItem of the head, or none when
+ * this request read it less than HEAD_REUSE_MS ago: `prefetchSearchHead`), else loaded as a search loads it. Exact as
+ * of the head read (`viewsOfRows`); an insight found gone is left out. A head read here is kept for the request's
+ * first search; a kept one keeps its own time (the window counts from the read).
  * The caller has checked that its user is a member of the workspace: nothing here checks it.
  * @returns the insights as `GET /api/insights/{id}` shows them, in no particular order
  */
 export async function snapshotInsights(workspaceId: string): Promise<InsightView[]> {
-  const first = await readHead(workspaceId);
+  const kept = keptHead(workspaceId);
+  const first = kept ?? (await readHead(workspaceId));
   const { index, head } = await snapshot(workspaceId, first);
-  keepHead(workspaceId, head);
+  if (!kept || head !== first) keepHead(workspaceId, head);
   const pending = new Set([...first.pending, ...head.pending].map((p) => p.id));
   return [...(await viewsOfRows(workspaceId, index.rows, pending)).values()];
 }

@@ -1,7 +1,8 @@
 /**
  * Memory's part in every copilot run (core/agent/hooks.ts lists it in RUN_HOOKS; DESIGN.md 6.6):
  * - before the model: on the first message of a conversation created with `resumed_from`, the `briefing` event
- *   (core/memory/briefing.ts); and the user's memory in the system prompt when they have any.
+ *   (core/memory/briefing.ts); and the user's memory in the system prompt when they have any. The memory head it
+ *   checks is read ahead, in the stream's membership check (`prefetch`).
  * - after the answer: the exchange goes on the memory queue and the run goes on. Extraction (a model call on the
  *   model engines) and reconciliation happen in the memory consumer, so the user never waits for them.
  *
@@ -13,6 +14,8 @@ import { briefingFor } from "./briefing";
 import { enqueueExchange } from "./learn";
 import { promptProfile } from "./index";
 import { memoryAvailable } from "./settings";
+import { prefetchMemoryHead } from "./store";
+import type { Prefetch } from "../db/read";
 
 /** What the memory hook reads of a run (a subset of core/agent/hooks.ts RunHookContext). */
 export interface MemoryRunContext {
@@ -37,6 +40,11 @@ export interface MemoryRunOutcome {
 /** The memory run hook (its shape is core/agent/hooks.ts RunHook). */
 export const memoryHook = {
   name: "memory",
+
+  /** The user's memory head, which `before` reads (when memory is on), read ahead in the stream's membership check. */
+  prefetch(ctx: Pick<MemoryRunContext, "userId" | "workspaceId">): Prefetch[] {
+    return memoryAvailable() ? [prefetchMemoryHead(ctx.workspaceId, ctx.userId)] : [];
+  },
 
   /**
    * Send `briefing` when the run opens a resumed conversation, and return the user's memory as system-prompt lines

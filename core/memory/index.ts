@@ -11,7 +11,7 @@ import { embedQuery } from "../ai/query-cache";
 import type { Embedder } from "../ai/ports";
 import { rowDot } from "../ai/vectors";
 import { requireMember, requireResourceMember } from "../workspace";
-import { allFacts, EmbedderUnavailable, isCurrent, loadMemory, type FactItem } from "./store";
+import { allFacts, EmbedderUnavailable, forgetCached, isCurrent, loadMemory, type FactItem } from "./store";
 import { memoryAvailable } from "./settings";
 import type {
   ForgetAllQuery,
@@ -188,6 +188,7 @@ async function deleteFacts(workspaceId: string, userId: string, gone: FactItem[]
     memoryHead.update({ workspace_id: workspaceId, user_id: userId }).add({ version: 1 }).commit(),
   ]).go();
   if (tx.canceled) throw new AppError("CONFLICT", "Your memory changed while it was being deleted; try again");
+  forgetCached(workspaceId, userId);
 }
 
 /**

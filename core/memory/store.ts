@@ -9,6 +9,8 @@ import { db } from "../db/service";
 import type { Embedder } from "../ai/ports";
 import { decodeVector, encodeVector, toMatrix, type Matrix } from "../ai/vectors";
 import type { MemoryFactEntity } from "./fact.entity";
+import type { Prefetch } from "../db/read";
+import { requestScope } from "../context";
 
 export type FactItem = EntityItem<MemoryFactEntity>;
 
@@ -43,8 +45,33 @@ const MAX_CACHED = 50;
 const cache = new Map<string, LoadedMemory>();
 const keyOf = (workspaceId: string, userId: string) => `${workspaceId}#${userId}`;
 
-/** The user's memory head version in the workspace (strongly consistent); 0 when they have none. */
+/**
+ * How long a memory head version this request read ahead (`prefetchMemoryHead`) stays good for its memory reads: the
+ * copilot's stream reads it beside its membership check, moments before its memory hook loads the memory. What the
+ * stream learns is written after its answer, by the memory job (./hook.ts), outside the request; a write this
+ * container makes drops the kept version (`forgetCached`).
+ */
+export const MEMORY_HEAD_REUSE_MS = 5_000;
+const headScopeKey = (workspaceId: string, userId: string) => `memory-head#${workspaceId}#${userId}`;
+
+/**
+ * The user's memory head in the workspace, read ahead by a request's membership check (core/workspace
+ * `requireMemberWithWorkspace`, in its round trip) and kept for MEMORY_HEAD_REUSE_MS for the request's memory reads.
+ */
+export function prefetchMemoryHead(workspaceId: string, userId: string): Prefetch {
+  return {
+    ref: { entity: db().entities.memoryHead, key: { workspace_id: workspaceId, user_id: userId } },
+    keep: (item) => requestScope()?.recent.set(headScopeKey(workspaceId, userId), { at: Date.now(), value: (item as { version?: number } | null)?.version ?? 0 }),
+  };
+}
+
+/**
+ * The user's memory head version in the workspace (strongly consistent); 0 when they have none. From the request
+ * scope when this request read it less than MEMORY_HEAD_REUSE_MS ago (`prefetchMemoryHead`), else one GetItem.
+ */
 export async function headVersion(workspaceId: string, userId: string): Promise<number> {
+  const kept = requestScope()?.recent.get(headScopeKey(workspaceId, userId));
+  if (kept && Date.now() - kept.at <= MEMORY_HEAD_REUSE_MS) return kept.value as number;
   const { data } = await db().entities.memoryHead.get({ workspace_id: workspaceId, user_id: userId }).go({ consistent: true });
   return data?.version ?? 0;
 }
@@ -98,9 +125,13 @@ export async function loadMemory(workspaceId: string, userId: string, emb: Embed
   return loaded;
 }
 
-/** Drop a cached memory (after this container wrote to it, so its next read does not wait for the version check). */
+/**
+ * Drop a cached memory and the head version this request kept (after this container wrote to it: its next read
+ * neither waits for the version check nor trusts a version read before the write).
+ */
 export function forgetCached(workspaceId: string, userId: string): void {
   cache.delete(keyOf(workspaceId, userId));
+  requestScope()?.recent.delete(headScopeKey(workspaceId, userId));
 }
 
 /** The current facts of a loaded memory with their vectors, for reconciliation. */

@@ -13,7 +13,7 @@ import { COUNTED_TRIES, limitsOfUser, limitsOfWorkspace, usageLimitError } from 
 import { accountOf } from "../billing/ledger";
 import * as User from "../user";
 import { LRUCache } from "lru-cache";
-import { consistentGet, type ItemRef } from "../db/read";
+import { consistentGet, type ItemRef, type Prefetch } from "../db/read";
 import { CYCLES_ON, type MembershipEntity, type WorkspaceEntity } from "./workspace.entity";
 import { entitlementOf } from "../billing/entitlement";
 import type {
@@ -134,23 +134,39 @@ export async function readAsMember<T>(
   ref: ItemRef,
   opts: { scope: "workspace" | "resource"; what?: string; roles?: Role[] },
 ): Promise<{ membership: MembershipItem; item: T | null }> {
+  const { membership, items } = await readManyAsMember(userId, workspaceId, [ref], opts);
+  return { membership, item: items[0] as T | null };
+}
+
+/**
+ * `readAsMember` for several items of the workspace (at most 99): the membership and every item in one BatchGetItem,
+ * or the items alone when this request has verified the membership already.
+ * @returns the membership and the items in the order of `refs`, null where there is none.
+ * @throws as `readAsMember`.
+ */
+async function readManyAsMember(
+  userId: string,
+  workspaceId: string,
+  refs: readonly ItemRef[],
+  opts: { scope: "workspace" | "resource"; what?: string; roles?: Role[] },
+): Promise<{ membership: MembershipItem; items: unknown[] }> {
   const scope = requestScope();
   const scopeKey = scopeKeyOf(userId, workspaceId);
   const known = scope?.memberships.get(scopeKey) as MembershipItem | undefined;
   let membership: MembershipItem | undefined;
-  let item: T | null;
+  let items: unknown[];
   if (known) {
     membership = known;
-    [item] = (await consistentGet([ref])) as [T | null];
+    items = await consistentGet(refs);
   } else {
     const memberRef: ItemRef = { entity: db().entities.membership, key: { workspace_id: workspaceId, user_id: userId } };
-    const [m, i] = await consistentGet([memberRef, ref]);
+    const [m, ...rest] = await consistentGet([memberRef, ...refs]);
     membership = (m as MembershipItem | null) ?? undefined;
-    item = i as T | null;
+    items = rest;
     if (membership) scope?.memberships.set(scopeKey, membership);
   }
   if (!membership) throw opts.scope === "workspace" ? Errors.forbidden() : Errors.notFound(opts.what ?? "Resource");
-  return { membership: requireRole(membership, opts.roles), item };
+  return { membership: requireRole(membership, opts.roles), items };
 }
 
 /**
@@ -559,11 +575,21 @@ export async function productContext(workspaceId: string): Promise<ProductContex
  * The caller's membership and the workspace item, in ONE round trip (`readAsMember`: a strongly consistent
  * BatchGetItem of both), for a request that needs the workspace itself after the check (the copilot: its owner pays,
  * its product fields go into the system prompt).
+ * @param prefetch items of the workspace a later step of the request will read (core/db/read.ts `Prefetch`), read in
+ *   the same round trip and handed to their `keep` once the membership check has passed (never to a non-member).
  * @throws AppError FORBIDDEN (403) when the caller is not a member (spec 01 Authorization) or lacks `roles`;
  *   NOT_FOUND (404) when the workspace is gone while the membership is still there (a purge under way).
  */
-export async function requireMemberWithWorkspace(userId: string, workspaceId: string, roles?: Role[]): Promise<{ membership: MembershipItem; workspace: WorkspaceItem }> {
-  const { membership, item } = await readAsMember<WorkspaceItem>(userId, workspaceId, { entity: db().entities.workspace, key: { id: workspaceId } }, { scope: "workspace", roles });
+export async function requireMemberWithWorkspace(
+  userId: string,
+  workspaceId: string,
+  opts: { roles?: Role[]; prefetch?: readonly Prefetch[] } = {},
+): Promise<{ membership: MembershipItem; workspace: WorkspaceItem }> {
+  const prefetch = opts.prefetch ?? [];
+  const refs = [{ entity: db().entities.workspace, key: { id: workspaceId } }, ...prefetch.map((p) => p.ref)];
+  const { membership, items } = await readManyAsMember(userId, workspaceId, refs, { scope: "workspace", roles: opts.roles });
+  const [item, ...ahead] = items as [WorkspaceItem | null, ...unknown[]];
   if (!item) throw Errors.notFound("Workspace");
+  prefetch.forEach((p, i) => p.keep(ahead[i] ?? null));
   return { membership, workspace: item };
 }

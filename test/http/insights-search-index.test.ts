@@ -16,9 +16,9 @@ import { embedder } from "../../core/ai/select";
 import { Config } from "../../core/config";
 import { dynamoClient } from "../../core/db/client";
 import { db } from "../../core/db/service";
-import { clearSearchCache, HEAD_REUSE_MS, search as searchInsights, snapshotInsights } from "../../core/insight/search";
+import { clearSearchCache, HEAD_REUSE_MS, prefetchSearchHead, search as searchInsights, snapshotInsights } from "../../core/insight/search";
 import { withRequestScope } from "../../core/context";
-import { requireMember } from "../../core/workspace";
+import { requireMember, requireMemberWithWorkspace } from "../../core/workspace";
 import { decodeShard, encodeShard, headKey, loadSnapshot, readHead, STALE_PENDING_MS } from "../../core/insight/search-index";
 import { call, newUser, newWorkspace } from "../support/api";
 import { expectEnvelope } from "./_helpers";
@@ -339,6 +339,22 @@ describe("a request reads the search head once for its pre-flight and its first 
         vi.spyOn(Date, "now").mockReturnValue(now + HEAD_REUSE_MS + 1);
         expect((await searchInsights(owner.id, query)).insights.map((i) => i.id)).toEqual([res.body.id]);
         expect(headReads).toHaveLength(2); // too old: read again
+      });
+      // Read ahead with the membership (the copilot's stream): the pre-flight and the first search read no head, and
+      // the window counts from that read, not from the pre-flight that used it.
+      vi.restoreAllMocks();
+      await withRequestScope(async () => {
+        const before = Date.now();
+        await requireMemberWithWorkspace(owner.id, workspace.id, { prefetch: [prefetchSearchHead(workspace.id)] });
+        const after = Date.now();
+        headReads.length = 0; // the BatchGet that read the head beside the membership
+        vi.spyOn(Date, "now").mockReturnValue(before + HEAD_REUSE_MS);
+        expect((await snapshotInsights(workspace.id)).map((i) => i.id)).toEqual([res.body.id]);
+        expect((await searchInsights(owner.id, query)).insights.map((i) => i.id)).toEqual([res.body.id]);
+        expect(headReads).toHaveLength(0);
+        vi.spyOn(Date, "now").mockReturnValue(after + HEAD_REUSE_MS + 1);
+        await searchInsights(owner.id, query);
+        expect(headReads).toHaveLength(1);
       });
       // Outside a request scope nothing is kept: every search reads the head.
       vi.restoreAllMocks();

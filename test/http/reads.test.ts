@@ -12,7 +12,11 @@ import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { dynamoClient } from "../../core/db/client";
 import { db } from "../../core/db/service";
 import * as User from "../../core/user";
-import { forgetLocations } from "../../core/workspace";
+import { forgetLocations, requireMemberWithWorkspace } from "../../core/workspace";
+import { withRequestScope } from "../../core/context";
+import type { Prefetch } from "../../core/db/read";
+import { prefetchSearchHead } from "../../core/insight/search";
+import { forgetCached, headVersion, MEMORY_HEAD_REUSE_MS, prefetchMemoryHead } from "../../core/memory/store";
 import { call, newUser, newWorkspace, type ApiResponse } from "../support/api";
 import { sourceWith } from "../support/sources";
 import { expectEnvelope } from "./_helpers";
@@ -207,6 +211,75 @@ describe("the user cache's bound (core/user USER_CACHE_TTL_MS)", () => {
     } finally {
       if (prev === undefined) delete process.env.ACCESS_GATING;
       else process.env.ACCESS_GATING = prev;
+    }
+  });
+});
+
+describe("items read ahead beside the membership (core/workspace requireMemberWithWorkspace, core/db/read.ts Prefetch)", () => {
+  /** The commands the handlers' client sends while `fn` runs in a request scope of its own. */
+  const inScope = async <T>(fn: () => Promise<T>): Promise<{ result: T; calls: string[] }> => {
+    const calls: string[] = [];
+    const result = await counting.run(calls, () => withRequestScope(fn));
+    return { result, calls };
+  };
+
+  it("reads them in the membership's round trip and hands each to its owner once the check passed", async () => {
+    const { owner, workspace } = await newWorkspace("Ahead");
+    const search = prefetchSearchHead(workspace.id);
+    const memory = prefetchMemoryHead(workspace.id, owner.id);
+    const kept: unknown[] = [];
+    const spy = (p: Prefetch): Prefetch => ({ ref: p.ref, keep: (item) => (kept.push(item), p.keep(item)) });
+    const { calls } = await inScope(async () => {
+      const { workspace: read } = await requireMemberWithWorkspace(owner.id, workspace.id, { prefetch: [spy(search), spy(memory)] });
+      expect(read.id).toBe(workspace.id);
+      // The memory head the request kept answers the memory's version check: no read.
+      expect(await headVersion(workspace.id, owner.id)).toBe(0);
+    });
+    expect(calls).toEqual(["BatchGetItem"]);
+    // A new workspace has its (empty, built) search head and no memory head: the second is handed over as null.
+    expect(kept).toHaveLength(2);
+    expect(kept[0]).toMatchObject({ sk: "searchix#head", built: true });
+    expect(kept[1]).toBeNull();
+  });
+
+  it("a non-member gets 403 and none of them", async () => {
+    const { workspace } = await newWorkspace("Ahead, not yours");
+    const outsider = await newUser();
+    const keep = vi.fn();
+    await expect(
+      inScope(() => requireMemberWithWorkspace(outsider.id, workspace.id, { prefetch: [{ ref: prefetchSearchHead(workspace.id).ref, keep }] })),
+    ).rejects.toMatchObject({ code: "FORBIDDEN" });
+    expect(keep).not.toHaveBeenCalled();
+  });
+
+  it("a memory head kept ahead answers for MEMORY_HEAD_REUSE_MS from its read, and not after a write of this container", async () => {
+    const { owner, workspace } = await newWorkspace("Memory ahead");
+    /** The commands one version check sends, in the current request scope. */
+    const versionCheck = async () => {
+      const calls: string[] = [];
+      await counting.run(calls, () => headVersion(workspace.id, owner.id));
+      return calls;
+    };
+    const ahead = () => requireMemberWithWorkspace(owner.id, workspace.id, { prefetch: [prefetchMemoryHead(workspace.id, owner.id)] });
+    try {
+      await withRequestScope(async () => {
+        // The head was read between these two times.
+        const before = Date.now();
+        await ahead();
+        const after = Date.now();
+        vi.spyOn(Date, "now").mockReturnValue(before + MEMORY_HEAD_REUSE_MS);
+        expect(await versionCheck()).toEqual([]);
+        vi.spyOn(Date, "now").mockReturnValue(after + MEMORY_HEAD_REUSE_MS + 1);
+        expect(await versionCheck()).toEqual(["GetItem"]); // too old: read again
+        vi.restoreAllMocks();
+        await ahead();
+        forgetCached(workspace.id, owner.id); // this container wrote the user's memory
+        expect(await versionCheck()).toEqual(["GetItem"]);
+      });
+      // Another request keeps nothing of this one's.
+      expect((await inScope(() => headVersion(workspace.id, owner.id))).calls).toEqual(["GetItem"]);
+    } finally {
+      vi.restoreAllMocks();
     }
   });
 });

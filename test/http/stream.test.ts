@@ -6,6 +6,7 @@ import { liveGateway, orderProblems, readStream, type WireEvent } from "../suppo
 import { expectEnvelope, headersOf, partitionItems } from "./_helpers";
 import { setAccount } from "../support/billing";
 import { db } from "../../core/db/service";
+import { dynamoClient } from "../../core/db/client";
 import { acquireStreamSlot, MAX_STREAMS_PER_USER } from "../../core/agent/copilot";
 import { runsOf } from "../../core/agent";
 
@@ -162,6 +163,37 @@ describe("what a stream reads and writes (issue #24 point 6)", () => {
     const messages = (await partitionItems(`ws#${w.workspace.id}`)).filter((i) => i.__edb_e__ === "message");
     expect(messages.map((m) => m.role).sort()).toEqual(["assistant", "user"]);
     for (const m of messages) expect(Math.abs((m.ttl as number) - (Date.parse(m.created_at as string) / 1000 + 90 * 86_400))).toBeLessThan(2);
+  });
+
+  it("reads the search head and the memory head with the membership, in its first round trip, and neither again before the answer", async () => {
+    const w = await newWorkspace("Heads ahead");
+    // Every command of the handlers' client, with the sort keys it names (plain or marshalled, depending on the step).
+    const commands: { name: string; sks: string[] }[] = [];
+    const recorder = "streamHeadsRecorder";
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        type Key = { sk?: string | { S?: string } };
+        const sk = (k: Key | undefined) => (k?.sk === undefined ? "" : typeof k.sk === "string" ? k.sk : (k.sk.S ?? "?"));
+        const input = args.input as { Key?: Key; RequestItems?: Record<string, { Keys: Key[] }> };
+        const keys = input.RequestItems ? Object.values(input.RequestItems).flatMap((r) => r.Keys) : input.Key ? [input.Key] : [];
+        commands.push({ name: String(context.commandName).replace(/Command$/, ""), sks: keys.map(sk) });
+        return next(args);
+      },
+      { step: "initialize", name: recorder },
+    );
+    let events: WireEvent[];
+    try {
+      events = await readStream(gw.base, "/api/stream/chat", w.owner.token, { workspace_id: w.workspace.id, prompt: "What do users struggle with?" });
+    } finally {
+      dynamoClient().middlewareStack.remove(recorder);
+    }
+    expect(events.at(-1)).toMatchObject({ event: "done" });
+    // The pre-flight's snapshot and the first search used the search head of the first round trip; the memory hook
+    // used its memory head.
+    expect(of(events, "tool_use")[0]!.data).toMatchObject({ name: "search_insights" });
+    expect(commands[0]).toEqual({ name: "BatchGetItem", sks: [`member#${w.owner.id}`, "workspace", "searchix#head", `memhead#${w.owner.id}`] });
+    const headReads = commands.slice(1).filter((c) => c.sks.some((k) => k === "searchix#head" || k.startsWith("memhead#")));
+    expect(headReads).toEqual([]);
   });
 
   it("keeps the title a user gave a conversation before its first message, with one append of the answer", async () => {
