@@ -18,7 +18,10 @@
  *    thread's event-loop utilization, this process's CPU, DynamoDB Local's JVM CPU); every embedding (the process's
  *    embedder wrapped: calls, queue ahead of each, time per call beside one embedding alone); every DynamoDB call (a
  *    middleware on the handlers' client); and, in the warm round only (the profiler's own cost would inflate the target's
- *    figures), the main thread's CPU profile (bench/lib/profile.ts, 1 ms samples) up to the first token p50. Part 1 also prints the DynamoDB calls of one stream alone, split at the SSE response and at
+ *    figures), the main thread's CPU profile (bench/lib/profile.ts, 1 ms samples) up to the first token p50. After the
+ *    rounds, DynamoDB Local's own floor at the same concurrency (`dynamoLane`: PutItem, a TransactWriteItems of the
+ *    reservation's shape, GetItem; wall and JVM CPU per call) and what the cold round's calls before its first token
+ *    p50 held DynamoDB Local for. Part 1 also prints the DynamoDB calls of one stream alone, split at the SSE response and at
  *    the first token. **Targets: 50 of 50 held; first token p50 < 1 s cold.** `BENCH_COPILOT_PARTS=2` runs part 2 alone
  *    (`1,2` both; default all four).
  * 3. Approve-to-executed latency of pending actions: the copilot queues `draft_document` ("Draft a PRD for the
@@ -234,6 +237,94 @@ function jvmPid(): number | undefined {
   };
   const kids = childrenOf(process.pid);
   return [...kids, ...kids.flatMap(childrenOf)].find((p) => comm(p) === "java");
+}
+
+/** Calls of each kind in the DynamoDB Local floor (`dynamoLane`), all at CONCURRENT in flight. */
+const LANE_CALLS = sized(500, 20);
+
+/** DynamoDB Local's cost of one kind of call at CONCURRENT in flight. */
+interface LaneFigure {
+  op: "GetItem" | "PutItem" | "TransactWriteItems";
+  /** Wall time of all the calls over their number (ms): what each call holds DynamoDB Local for, at that concurrency. */
+  wallPerCall: number;
+  /** The JVM's CPU time over the number of calls (ms), when its process is known. */
+  jvmPerCall: number | undefined;
+  latency: Summary;
+}
+
+/**
+ * DynamoDB Local's own floor at the streams' concurrency: LANE_CALLS PutItems, TransactWriteItems shaped as the credit
+ * reservation (two Puts and an Update in one partition) and GetItems of the accounts those updated, CONCURRENT at a time, each call on keys of its
+ * own, through a client of its own (not the handlers', whose calls the rounds count). Its JVM does one call at a time
+ * whatever the concurrency, so `wallPerCall` is what each call of that kind costs every other stream waiting on it.
+ */
+async function dynamoLane(rt: BenchRuntime): Promise<LaneFigure[]> {
+  const { DynamoDBClient, GetItemCommand, PutItemCommand, TransactWriteItemsCommand } = await import("@aws-sdk/client-dynamodb");
+  const client = new DynamoDBClient({ endpoint: rt.dynamoEndpoint, region: "us-east-1", credentials: { accessKeyId: "local", secretAccessKey: "local" } });
+  const TableName = rt.tableName;
+  const pk = (i: number) => ({ S: `bench-lane#${i % CONCURRENT}` });
+  const calls: [LaneFigure["op"], (i: number) => Promise<unknown>][] = [
+    ["PutItem", (i) => client.send(new PutItemCommand({ TableName, Item: { pk: pk(i), sk: { S: `put#${i}` }, n: { N: String(i) } } }))],
+    [
+      "TransactWriteItems",
+      (i) =>
+        client.send(
+          new TransactWriteItemsCommand({
+            TransactItems: [
+              { Put: { TableName, Item: { pk: pk(i), sk: { S: `ledger#${i}` }, n: { N: String(i) } }, ConditionExpression: "attribute_not_exists(pk)" } },
+              { Put: { TableName, Item: { pk: pk(i), sk: { S: `hold#${i}` }, n: { N: String(i) } }, ConditionExpression: "attribute_not_exists(pk)" } },
+              { Update: { TableName, Key: { pk: pk(i), sk: { S: "account" } }, UpdateExpression: "ADD balance :one", ExpressionAttributeValues: { ":one": { N: "1" } } } },
+            ],
+          }),
+        ),
+    ],
+    ["GetItem", (i) => client.send(new GetItemCommand({ TableName, Key: { pk: pk(i), sk: { S: "account" } }, ConsistentRead: true }))],
+  ];
+  const jvm = jvmPid();
+  const figures: LaneFigure[] = [];
+  try {
+    for (const [op, call] of calls) {
+      for (let i = 0; i < CONCURRENT; i++) await call(LANE_CALLS + i); // warm the path
+      const latency = new Recorder();
+      const jvm0 = jvm === undefined ? undefined : procCpuMs(jvm);
+      const t0 = performance.now();
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: CONCURRENT }, async () => {
+          while (next < LANE_CALLS) {
+            const i = next++;
+            const t = performance.now();
+            await call(i);
+            latency.record(performance.now() - t);
+          }
+        }),
+      );
+      const wall = performance.now() - t0;
+      const jvm1 = jvm === undefined ? undefined : procCpuMs(jvm);
+      figures.push({ op, wallPerCall: wall / LANE_CALLS, jvmPerCall: jvm0 === undefined || jvm1 === undefined ? undefined : (jvm1 - jvm0) / LANE_CALLS, latency: latency.summary() });
+    }
+  } finally {
+    client.destroy();
+  }
+  return figures;
+}
+
+/** The lane's figures, and what the cold round's calls before its first token p50 held DynamoDB Local for. */
+function printLane(lane: LaneFigure[], cold: RoundFigures): void {
+  console.log(`
+   DynamoDB Local's own floor: ${LANE_CALLS} calls of each kind, ${CONCURRENT} in flight, on keys of their own (a client of its own):`);
+  printTable(
+    ["call", "wall ms per call", "JVM CPU ms per call", "p50 ms", "p90 ms"],
+    lane.map((l) => [l.op === "TransactWriteItems" ? "TransactWriteItems (2 Puts + 1 Update, the reservation's shape)" : l.op, fmtMs(l.wallPerCall), l.jvmPerCall === undefined ? "?" : fmtMs(l.jvmPerCall), fmtMs(l.latency.p50), fmtMs(l.latency.p90)]),
+  );
+  const tx = lane.find((l) => l.op === "TransactWriteItems")!.wallPerCall;
+  const single = (lane.find((l) => l.op === "GetItem")!.wallPerCall + lane.find((l) => l.op === "PutItem")!.wallPerCall) / 2;
+  const p50 = cold.firstToken.summary().p50;
+  const before = cold.dynamo.filter((c) => c.at - cold.start <= p50);
+  const txs = before.filter((c) => c.name === "TransactWriteItems").length;
+  console.log(
+    `   the cold round's ${before.length} calls before its first token p50 (${txs} TransactWriteItems, ${before.length - txs} others) hold DynamoDB Local for about ${txs} × ${fmtMs(tx)} + ${before.length - txs} × ${fmtMs(single)} = ${fmtMs(txs * tx + (before.length - txs) * single)} ms of the ${fmtMs(p50)} ms`,
+  );
 }
 
 /** One sample of the machine's counters during a round (every SAMPLE_MS). */
@@ -632,8 +723,10 @@ export default async function copilot(): Promise<void> {
       // so the cold round's figures, the target's, are not inflated by it.
       const cold = await probe.round(users, promptsOf(0), "a) cold workspaces (not searched before in this process)", false);
       const warm = await probe.round(users, promptsOf(1), `b) warm workspaces (the same ${CONCURRENT} again, new prompts; under the CPU profiler)`, true);
+      const lane = await dynamoLane(rt);
       printRound(cold, floor, embedAlone);
       printRound(warm, floor, embedAlone);
+      printLane(lane, cold);
       const coldP50 = cold.firstToken.summary().p50;
       console.log(`\n   target ${CONCURRENT}/${CONCURRENT} held: ${cold.held === CONCURRENT && warm.held === CONCURRENT ? "met" : "NOT met"} (cold ${cold.held}, warm ${warm.held})`);
       console.log(
