@@ -20,15 +20,17 @@ export const PREVIEW_CHARS = 4000;
 export const WRITE_TYPES = ["text/plain", "text/markdown", "text/csv", "text/html", "application/json"] as const;
 
 /**
- * The file-store integration, loaded when a file-store tool first runs (./lazy.ts); every use below runs after
- * `loadFilestore` (in `onStore` or `execute`).
+ * The file-store integration, loaded when a file-store tool first runs (./lazy.ts): `onStore` hands it to the tool's
+ * body, and `execute` loads it (a loaded module's import answers at once).
  */
-let Filestore: Awaited<ReturnType<typeof filestoreModule>> | undefined;
-const loadFilestore = async () => (Filestore ??= await filestoreModule());
+type FilestoreModule = Awaited<ReturnType<typeof filestoreModule>>;
 
-/** The spec's tool error of a failure, or rethrow a defect. */
-function toolError(err: unknown): Failure {
-  if (Filestore && err instanceof Filestore.UnsupportedType) return { success: false, error: err.message, error_code: "unsupported_type" };
+/**
+ * The spec's tool error of a failure, or rethrow a defect.
+ * @param F the integration, when it loaded (its UnsupportedType is the `unsupported_type` error)
+ */
+function toolError(err: unknown, F: FilestoreModule | undefined): Failure {
+  if (F && err instanceof F.UnsupportedType) return { success: false, error: err.message, error_code: "unsupported_type" };
   if (err instanceof ProviderError) {
     const code = err.failure === "auth_expired" ? "token_expired" : err.failure === "validation" ? "validation_error" : err.failure;
     return { success: false, error: err.message, error_code: code, ...(err.retryAfterSeconds !== undefined ? { retry_after: err.retryAfterSeconds } : {}) };
@@ -48,12 +50,14 @@ function toolError(err: unknown): Failure {
   throw err;
 }
 
-/** Run `fn` with the workspace's file store, answering failures as tool errors. */
-async function onStore<T>(ctx: { workspaceId: string }, fn: (store: FileStore) => Promise<T>): Promise<T | Failure> {
+/** Run `fn` with the workspace's file store and the file-store integration, answering failures as tool errors. */
+async function onStore<T>(ctx: { workspaceId: string }, fn: (store: FileStore, F: FilestoreModule) => Promise<T>): Promise<T | Failure> {
+  let F: FilestoreModule | undefined;
   try {
-    return await (await loadFilestore()).withFileStore(ctx.workspaceId, fn, { raw: true });
+    const loaded = (F = await filestoreModule());
+    return await loaded.withFileStore(ctx.workspaceId, (store) => fn(store, loaded), { raw: true });
   } catch (err) {
-    return toolError(err);
+    return toolError(err, F);
   }
 }
 
@@ -80,8 +84,8 @@ export const filestoreRead: ReadTool<{ file_id: string }> = {
   gated: false,
   input: z.object({ file_id: FileId }).strict(),
   run: (ctx, input) =>
-    onStore(ctx, async (store) => {
-      const read = await (await loadFilestore()).readText(store, input.file_id);
+    onStore(ctx, async (store, F) => {
+      const read = await F.readText(store, input.file_id);
       return {
         file_id: read.file.id, name: read.file.name, mime_type: read.file.mime_type, web_view_link: read.file.web_view_link,
         content: read.content, total_bytes: read.total_bytes, truncated: read.truncated, exported_as: read.exported_as,
@@ -130,7 +134,7 @@ export const filestoreWrite: GatedTool<WriteInput> = {
   async execute(ctx, input) {
     // Failures are thrown as AppErrors (not answered): the pending-action executor retries a transient one (a rate
     // limit after its Retry-After) and ends a decided one failed.
-    const Store = await loadFilestore();
+    const Store = await filestoreModule();
     const res = await Store.withFileStore(ctx.workspaceId, (store) =>
       Store.writeFile(store, { fileId: input.file_id, name: input.name, content: input.content, mimeType: input.mime_type, folderId: input.folder_id }, ctx.actionId),
     ).catch((err: unknown) => {

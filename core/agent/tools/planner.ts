@@ -68,34 +68,31 @@ function asAppError(err: PlannerToolError): AppError {
 }
 
 /**
- * The planner integration, loaded when a planner tool first runs (./lazy.ts). Every tool body runs through
- * `read`, `write`, `inTeam` or calls `loadPlanner` first, so `PlannerInt` is set wherever it is used.
+ * The planner integration, loaded when a planner tool first runs (./lazy.ts): `read` and `write` hand it to the tool's
+ * body, and the others load it where they use it (a loaded module's import answers at once).
  */
-let PlannerInt: Awaited<ReturnType<typeof plannerModule>>;
-const loadPlanner = async () => void (PlannerInt ??= await plannerModule());
+type PlannerModule = Awaited<ReturnType<typeof plannerModule>>;
 
 /** The selected team and the workspace's planner; provider failures stay ProviderErrors (the callers translate). */
 async function inTeam<T>(ctx: { workspaceId: string }, fn: (planner: Planner, teamId: string, teamName: string) => Promise<T>): Promise<T> {
-  await loadPlanner();
-  const team = await PlannerInt.selectedTeam(ctx.workspaceId);
-  return PlannerInt.withPlanner(ctx.workspaceId, (planner) => fn(planner, team.teamId, team.teamName), { raw: true });
+  const P = await plannerModule();
+  const team = await P.selectedTeam(ctx.workspaceId);
+  return P.withPlanner(ctx.workspaceId, (planner) => fn(planner, team.teamId, team.teamName), { raw: true });
 }
 
-/** Run a read tool's body, answering failures as the spec's tool errors. */
-async function read<T>(fn: () => Promise<T>): Promise<T | Failure> {
+/** Run a read tool's body with the planner integration, answering failures as the spec's tool errors. */
+async function read<T>(fn: (P: PlannerModule) => Promise<T>): Promise<T | Failure> {
   try {
-    await loadPlanner();
-    return await fn();
+    return await fn(await plannerModule());
   } catch (err) {
     return toolError(err);
   }
 }
 
-/** Run a gated tool's body: decided failures become AppErrors, provider failures their HTTP errors (429 defers). */
-async function write<T>(fn: () => Promise<T>): Promise<T> {
+/** Run a gated tool's body with the planner integration: decided failures become AppErrors, provider failures their HTTP errors (429 defers). */
+async function write<T>(fn: (P: PlannerModule) => Promise<T>): Promise<T> {
   try {
-    await loadPlanner();
-    return await fn();
+    return await fn(await plannerModule());
   } catch (err) {
     throw err instanceof PlannerToolError ? asAppError(err) : toAppError("planner", err);
   }
@@ -169,8 +166,7 @@ export const createPlannerIssue: GatedTool<CreateInput> = {
     .strict()
     .refine((i) => i.title || i.recommendation_id, { message: "title is required without a recommendation_id", path: ["title"] }) as unknown as z.ZodType<CreateInput>,
   async preview(ctx, input) {
-    await loadPlanner();
-    const team = await PlannerInt.selectedTeam(ctx.workspaceId);
+    const team = await (await plannerModule()).selectedTeam(ctx.workspaceId);
     return {
       summary: `Create a Linear issue${input.title ? ` '${input.title}'` : ""} in team ${team.teamName}`,
       target: "planner_issue", operation: "create",
@@ -178,19 +174,19 @@ export const createPlannerIssue: GatedTool<CreateInput> = {
     };
   },
   execute: (ctx, input) =>
-    write(async () => {
+    write(async (P) => {
       // Ids derived from the action: a replay finds the issue (and link) its first run created.
-      const issueId = PlannerInt.v4From(idFor(ctx.actionId, "planner-issue"));
+      const issueId = P.v4From(idFor(ctx.actionId, "planner-issue"));
       if (input.recommendation_id) {
-        const res = await PlannerInt.createIssue(ctx.userId, {
+        const res = await P.createIssue(ctx.userId, {
           workspace_id: ctx.workspaceId, recommendation_id: input.recommendation_id, title: input.title, body: input.description, label_ids: [],
           ...(input.priority !== undefined ? { priority: input.priority } : {}),
         }, { issueId, linkId: idFor(ctx.actionId, "planner-link"), pendingActionId: ctx.actionId });
         return { issue_id: res.issue.id, issue_identifier: res.issue_identifier, issue_url: res.issue_url, title: res.issue.title, linked_recommendation: input.recommendation_id };
       }
-      const team = await PlannerInt.selectedTeam(ctx.workspaceId);
-      const issue = await PlannerInt.withPlanner(ctx.workspaceId, (planner) =>
-        PlannerInt.createOrFind(planner, {
+      const team = await P.selectedTeam(ctx.workspaceId);
+      const issue = await P.withPlanner(ctx.workspaceId, (planner) =>
+        P.createOrFind(planner, {
           id: issueId, teamId: team.teamId, title: input.title!, description: input.description ?? "",
           ...(team.projectId ? { projectId: team.projectId } : {}), ...(input.priority !== undefined ? { priority: input.priority } : {}),
         }), { raw: true });
@@ -252,11 +248,11 @@ export const searchPlannerIssues: ReadTool<{ query: string; limit: number; team_
   gated: false,
   input: z.object({ query: z.string().trim().min(1).max(256), limit: clamp(1, 50, 10), team_scope: z.boolean().default(true) }).strict() as unknown as z.ZodType<{ query: string; limit: number; team_scope: boolean }>,
   run: (ctx, input) =>
-    read(async () => {
+    read(async (P) => {
       const search = (planner: Planner, teamId?: string) => planner.searchIssues(input.query, { first: input.limit, ...(teamId ? { teamId } : {}) });
       const found = input.team_scope
         ? await inTeam(ctx, (planner, teamId) => search(planner, teamId))
-        : await PlannerInt.withPlanner(ctx.workspaceId, (planner) => search(planner), { raw: true });
+        : await P.withPlanner(ctx.workspaceId, (planner) => search(planner), { raw: true });
       const results = found.slice(0, input.limit).map(issueView);
       return { results, count: results.length, query: input.query, team_scope: input.team_scope };
     }),
@@ -316,10 +312,10 @@ export const getPlannerIssue: ReadTool<{ identifier: string }> = {
   gated: false,
   input: z.object({ identifier: Identifier }).strict(),
   run: (ctx, input) =>
-    read(async () => {
-      const issue = await PlannerInt.withPlanner(ctx.workspaceId, (planner) => issueOf(planner, input.identifier), { raw: true });
-      const link = (await PlannerInt.allLinks(ctx.workspaceId)).find((l) => l.issue_id === issue.id);
-      if (link) await PlannerInt.applyIssue(ctx.userId, link, issue);
+    read(async (P) => {
+      const issue = await P.withPlanner(ctx.workspaceId, (planner) => issueOf(planner, input.identifier), { raw: true });
+      const link = (await P.allLinks(ctx.workspaceId)).find((l) => l.issue_id === issue.id);
+      if (link) await P.applyIssue(ctx.userId, link, issue);
       return { issue: issueView(issue), synced: Boolean(link), assignee: issue.assignee?.name ?? null, priority: issue.priority, labels: issue.labels.map((l) => l.name) };
     }),
 };
@@ -332,11 +328,11 @@ export const listPlannerIssues: ReadTool<{ status: "all" | "open" | "closed"; li
   input: z.object({ status: z.enum(["all", "open", "closed"]).default("all"), limit: clamp(1, 200, 50) }).strict() as unknown as z.ZodType<{ status: "all" | "open" | "closed"; limit: number }>,
   async run(ctx, input) {
     const closed = (t?: string | null) => Boolean(t && CLOSED_STATE_TYPES.includes(t));
-    await loadPlanner();
-    const links = (await PlannerInt.allLinks(ctx.workspaceId))
+    const P = await plannerModule();
+    const links = (await P.allLinks(ctx.workspaceId))
       .filter((l) => input.status === "all" || (input.status === "closed") === closed(l.state_type))
       .sort((a, b) => b.created_at.localeCompare(a.created_at));
-    const issues = links.slice(0, input.limit).map(PlannerInt.toLinkView);
+    const issues = links.slice(0, input.limit).map(P.toLinkView);
     return { issues, count: issues.length, total: links.length, filter: { status: input.status, limit: input.limit } };
   },
 };
@@ -392,12 +388,12 @@ export const updatePlannerIssue: GatedTool<UpdateInput> = {
       return { summary: `Update Linear issue ${issue.identifier} '${issue.title}'`, target: "planner_issue", operation: "update", changes };
     }),
   execute: (ctx, input) =>
-    write(async () => {
+    write(async (P) => {
       // Setting the same values again changes nothing: a replayed update is harmless.
       const { issue, update, changes } = await resolveUpdate(ctx, input);
-      const updated = await PlannerInt.withPlanner(ctx.workspaceId, (planner) => planner.updateIssue(issue.id, update), { raw: true });
-      const link = (await PlannerInt.allLinks(ctx.workspaceId)).find((l) => l.issue_id === updated.id);
-      if (link) await PlannerInt.applyIssue(ctx.userId, link, updated);
+      const updated = await P.withPlanner(ctx.workspaceId, (planner) => planner.updateIssue(issue.id, update), { raw: true });
+      const link = (await P.allLinks(ctx.workspaceId)).find((l) => l.issue_id === updated.id);
+      if (link) await P.applyIssue(ctx.userId, link, updated);
       return { issue: issueView(updated), message: `Updated ${updated.identifier}: ${changes.map((c) => `${c.field} → ${String(c.after ?? "none")}`).join(", ")}` };
     }),
 };
@@ -409,8 +405,8 @@ export const createPlannerComment: GatedTool<{ identifier: string; body: string 
   gated: true,
   input: z.object({ identifier: Identifier, body: z.string().trim().min(1).max(100_000) }).strict(),
   preview: (ctx, input) =>
-    write(async (): Promise<Preview> => {
-      const issue = await PlannerInt.withPlanner(ctx.workspaceId, (planner) => issueOf(planner, input.identifier), { raw: true });
+    write(async (P): Promise<Preview> => {
+      const issue = await P.withPlanner(ctx.workspaceId, (planner) => issueOf(planner, input.identifier), { raw: true });
       const cut = input.body.length > COMMENT_PREVIEW_CHARS;
       return {
         summary: `Comment on Linear issue ${issue.identifier} '${issue.title}'`, target: "planner_comment", operation: "create",
@@ -418,9 +414,9 @@ export const createPlannerComment: GatedTool<{ identifier: string; body: string 
       };
     }),
   execute: (ctx, input) =>
-    write(async () => {
-      const id = PlannerInt.v4From(idFor(ctx.actionId, "planner-comment"));
-      return PlannerInt.withPlanner(ctx.workspaceId, async (planner) => {
+    write(async (P) => {
+      const id = P.v4From(idFor(ctx.actionId, "planner-comment"));
+      return P.withPlanner(ctx.workspaceId, async (planner) => {
         const issue = await issueOf(planner, input.identifier);
         // The comment's id comes from the action: a replay finds it instead of commenting twice.
         const comment = (await planner.getComment(id)) ?? (await planner.createComment({ id, issueId: issue.id, body: input.body }));
