@@ -6,6 +6,7 @@
  *   COLD_GROUPS=workspaces,stream npm run bench -- cold
  *   COLD_PROFILE=workspaces npm run bench -- cold   # also one profiled cold start of that group
  *   COLD_KEEP=1 ...                            # keep the builds, events and the .cpuprofile (path printed)
+ *   COLD_COMPILE_CACHE=1 ...                   # every child with Node's compile cache (V8 code cache) of this run
  *
  * Each group is built with esbuild exactly as bench/bundle.ts builds the workspaces group with the stacks' settings
  * (stacks/defaults.ts FUNCTION_DEFAULTS.nodejs: minified, split, the SDK code a Lambda never runs left external).
@@ -17,6 +18,12 @@
  * service (what the mandated stack, Node 22 + the SDK's DynamoDB client + ElectroDB, costs before any code of ours).
  * Each group's p50 minus the stack floor's is what our code adds.
  * Target: process start to first response p50 < 120 ms for every group.
+ *
+ * With COLD_COMPILE_CACHE=1 every child runs with `NODE_COMPILE_CACHE` pointing at a directory of this run, which
+ * the unrecorded run of each bundle fills: the figures are what a function whose package ships the V8 code cache of
+ * its own bundle would start in. Node 22 keys that cache by the module's absolute path, so it cannot be built before
+ * deployment for /var/task (the portable cache, `NODE_COMPILE_CACHE_PORTABLE`, needs Node 24.12); see
+ * docs/decisions.md "Cold starts: the V8 compile cache, measured and not shipped".
  */
 import { build, type Metafile } from "esbuild";
 import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
@@ -286,6 +293,10 @@ export default async function cold(): Promise<void> {
     // The engines a deployed function runs (the stream group's copilot on Bedrock). No model call is measured: a
     // streaming group's child exits after its prelude, and Bedrock is a closed loopback port, so nothing leaves.
     Object.assign(env, AWS_ENGINES, { AWS_ENDPOINT_URL_BEDROCK_RUNTIME: "http://127.0.0.1:9" });
+    if (process.env.COLD_COMPILE_CACHE === "1") {
+      env.NODE_COMPILE_CACHE = join(dir, "node-compile-cache");
+      console.log(`COLD_COMPILE_CACHE=1: every child runs with Node's compile cache in ${env.NODE_COMPILE_CACHE}, filled by each bundle's unrecorded run`);
+    }
 
     /** The runs of a group; stops at the first answer with another status than expected (reported after the table). */
     const runGroup = async (name: string, built: Built, req: ColdRequest, streaming: boolean): Promise<{ runs: ColdRun[]; wrong?: string }> => {
