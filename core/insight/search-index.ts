@@ -44,6 +44,7 @@ import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from "@aw
 import { ConditionalCheckFailedException, TransactionCanceledException } from "@aws-sdk/client-dynamodb";
 import { Config } from "../config";
 import { dynamoClient } from "../db/client";
+import { requestScope } from "../context";
 import { consistentBatchGet } from "../db/batch-get";
 import { queryPrefix } from "../db/partition";
 import type { Embedder } from "../ai/ports";
@@ -271,11 +272,26 @@ export interface Change {
 }
 
 /**
+ * The request-scope key under which core/insight/search.ts keeps a head this request read, for its next reads of the
+ * snapshot (core/context.ts `recent`, `HEAD_REUSE_MS`).
+ */
+export const keptHeadKey = (workspaceId: string): string => `insight-search-head#${workspaceId}`;
+
+/**
+ * Forget the head this request kept: a request that changes an insight itself (a stream variant's operation creates
+ * insights before its agent searches) must not search as of a head read before its own change.
+ */
+function dropKeptHead(workspaceId: string): void {
+  requestScope()?.recent.delete(keptHeadKey(workspaceId));
+}
+
+/**
  * Step 1 of a change (see the module comment): record the insights about to be written as pending, so a writer that
  * dies before applying its change is noticed and its change applied by someone else.
  * @param ids insights the write creates, changes or deletes
  */
 export async function beginChange(workspaceId: string, ids: string[]): Promise<Change> {
+  dropKeptHead(workspaceId);
   const unique = [...new Set(ids)];
   const now = Date.now();
   const entries = unique.map((id) => `${id}@${now}`);
@@ -300,6 +316,7 @@ export async function beginChange(workspaceId: string, ids: string[]): Promise<C
  * @throws whatever DynamoDB throws; the pending entries then stay and are re-applied after `STALE_PENDING_MS`.
  */
 export async function finishChange(change: Change, embedder?: Embedder): Promise<void> {
+  dropKeptHead(change.workspaceId);
   if (change.ids.length === 0) return;
   await applyRows(change.workspaceId, change.ids, embedder);
   const { Attributes } = await dynamoClient().send(

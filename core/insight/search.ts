@@ -10,7 +10,7 @@ import { embedder } from "../ai/select";
 import { embedQuery } from "../ai/query-cache";
 import { toView, type InsightItem } from "./view";
 import type { Insight as InsightView } from "./schema";
-import { headKey, loadSnapshot, parseHead, readHead, rebuild, refreshRows, repairStale, saveLexical, type SearchRow, type SnapshotHead } from "./search-index";
+import { headKey, keptHeadKey, loadSnapshot, parseHead, readHead, rebuild, refreshRows, repairStale, saveLexical, type SearchRow, type SnapshotHead } from "./search-index";
 import { buildIndex, hasVectors, hybridRank, lexicalHits, serializeLexical, textRank, type RankIndex, type Ranked } from "./search-rank";
 import type { SearchInsightsInput } from "./schema";
 
@@ -106,20 +106,21 @@ async function snapshot(workspaceId: string, first: SnapshotHead, refreshed = fa
 /**
  * How long a head this request read stays good for its next reads of the snapshot: the copilot's stream reads the head
  * beside its membership check (`prefetchSearchHead`), moments before its pre-flight (`snapshotInsights`) and its
- * first search, which then read none. A search later in a long stream reads it again. Insights the same request
- * writes go through pending actions, executed elsewhere, so nothing the request does moves the head under it.
+ * first search, which then read none. A search later in a long stream reads it again. What the copilot writes goes
+ * through pending actions, executed elsewhere; a change of an insight this request makes itself (a stream variant's
+ * operation) drops the kept head (core/insight/search-index.ts `beginChange`, `finishChange`), so a search after it
+ * reads the head again.
  */
 export const HEAD_REUSE_MS = 5_000;
-const headScopeKey = (workspaceId: string) => `insight-search-head#${workspaceId}`;
 
 /** Keep a head just read for this request's next reads of the snapshot (core/context.ts `recent`). */
 function keepHead(workspaceId: string, head: SnapshotHead): void {
-  requestScope()?.recent.set(headScopeKey(workspaceId), { at: Date.now(), value: head });
+  requestScope()?.recent.set(keptHeadKey(workspaceId), { at: Date.now(), value: head });
 }
 
 /** A head this request read less than HEAD_REUSE_MS ago; else undefined. Says nothing of who may see it. */
 function keptHead(workspaceId: string): SnapshotHead | undefined {
-  const kept = requestScope()?.recent.get(headScopeKey(workspaceId));
+  const kept = requestScope()?.recent.get(keptHeadKey(workspaceId));
   return kept && Date.now() - kept.at <= HEAD_REUSE_MS ? (kept.value as SnapshotHead) : undefined;
 }
 

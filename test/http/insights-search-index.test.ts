@@ -19,6 +19,8 @@ import { db } from "../../core/db/service";
 import { clearSearchCache, HEAD_REUSE_MS, prefetchSearchHead, search as searchInsights, snapshotInsights } from "../../core/insight/search";
 import { withRequestScope } from "../../core/context";
 import { requireMember, requireMemberWithWorkspace } from "../../core/workspace";
+import { create as createInsight } from "../../core/insight";
+import { CreateInsightInput } from "../../core/insight/schema";
 import { decodeShard, encodeShard, headKey, loadSnapshot, readHead, STALE_PENDING_MS } from "../../core/insight/search-index";
 import { call, newUser, newWorkspace } from "../support/api";
 import { expectEnvelope } from "./_helpers";
@@ -367,4 +369,21 @@ describe("a request reads the search head once for its pre-flight and its first 
     }
   });
 });
+describe("a request that changes an insight reads the head again (a stream variant's operation writes before the agent searches)", () => {
+  it("finds an insight the same request created moments after its pre-flight kept the head", async () => {
+    const { owner, workspace } = await newWorkspace("Head after a write");
+    const before = await call("POST", "/api/insights", { token: owner.token, body: { workspace_id: workspace.id, insight_type: "pain_point", title: "Login takes forever", description: "Signing in on the phone takes a minute." } });
+    expect(before.status, before.text).toBe(201);
+    const query = { workspace_id: workspace.id, query: "export", limit: 5 };
+    await withRequestScope(async () => {
+      await requireMemberWithWorkspace(owner.id, workspace.id, { prefetch: [prefetchSearchHead(workspace.id)] });
+      expect((await snapshotInsights(workspace.id)).map((i) => i.id)).toEqual([before.body.id]); // the pre-flight
+      // The operation of a stream variant (synthesis, say) writes insights in the same request.
+      const made = await createInsight(owner.id, CreateInsightInput.parse({ workspace_id: workspace.id, insight_type: "pain_point", title: "Export to CSV is missing", description: "Teams cannot export their reports to a spreadsheet." }));
+      expect((await searchInsights(owner.id, query)).insights.map((i) => i.id)).toContain(made.id);
+      expect((await snapshotInsights(workspace.id)).map((i) => i.id).sort()).toEqual([before.body.id, made.id].sort());
+    });
+  });
+});
+
 
