@@ -11,8 +11,9 @@ export interface RequestScope {
   /** Membership items verified in this request, keyed `${userId}#${workspaceId}` (core/workspace owns the type). */
   memberships: Map<string, unknown>;
   /**
-   * Reads this request made that a later step of it may reuse for a short, stated time, keyed by their owner (the
-   * insights' search head, read by the copilot's pre-flight and again by its first search: core/insight/search.ts).
+   * Reads this request made that a later step of it may reuse for a short, stated time, keyed by their owner: the
+   * insights' search head and the user's memory head, read ahead with a copilot stream's membership check and used by
+   * its pre-flight, first search and memory hook (core/insight/search.ts, core/memory/store.ts).
    */
   recent: Map<string, { at: number; value: unknown }>;
   /**
@@ -31,6 +32,16 @@ export function withRequestScope<T>(fn: () => T): T {
 
 /** The current request scope, or undefined outside one. */
 export const requestScope = (): RequestScope | undefined => storage.getStore();
+
+/**
+ * Run `fn` outside any request scope. The embedded runtime's stand-ins for asynchronous AWS services (the SQS queues,
+ * the Step Functions runners) start their work with this: in AWS that work is an invocation of its own, which sees
+ * nothing of the request that caused it (its verified memberships, its kept reads, its abort signal), and neither
+ * must it here, although Node would carry the request's context into every callback it schedules.
+ */
+export function outsideRequestScope<T>(fn: () => T): T {
+  return storage.exit(fn);
+}
 
 /**
  * Run `fn` in a scope whose work stops on `signal` (DESIGN.md 6.1: the client's disconnect and the budget reach every

@@ -2,6 +2,7 @@ import { StateMachine } from "aws-local-stepfunctions";
 import pLimit, { type LimitFunction } from "p-limit";
 import { extractionDefinition, STEP_TASKS, type StepTaskName } from "../functions/steps/extraction.asl";
 import { executionName, type ExtractionInput, type WorkflowRunner } from "../core/pipeline";
+import { outsideRequestScope } from "../core/context";
 
 type TaskHandler = (input: unknown) => Promise<unknown>;
 
@@ -70,13 +71,16 @@ export function localWorkflowRunner(
     : undefined;
   return {
     async startExtraction(input: ExtractionInput) {
-      const execution = machine.run(input as never, {
-        overrides: {
-          taskResourceLocalHandlers: taskHandlers as never,
-          waitTimeOverrides: { WaitTextract: 0, WaitTranscribe: 0 },
-          ...(retryIntervalOverrides ? { retryIntervalOverrides } : {}),
-        },
-      });
+      // Outside the starting request's scope: a Step Functions execution is no part of the request that started it.
+      const execution = outsideRequestScope(() =>
+        machine.run(input as never, {
+          overrides: {
+            taskResourceLocalHandlers: taskHandlers as never,
+            waitTimeOverrides: { WaitTextract: 0, WaitTranscribe: 0 },
+            ...(retryIntervalOverrides ? { retryIntervalOverrides } : {}),
+          },
+        }),
+      );
       const run = execution.result.catch((err: unknown) => {
         // Every task failure is caught into MarkFailed; reaching here means MarkFailed itself failed.
         console.error(`extraction of source ${input.source_id} failed outside the state machine:`, err);

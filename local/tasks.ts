@@ -2,6 +2,7 @@ import { StateMachine } from "aws-local-stepfunctions";
 import { taskDefinition, TASK_STEPS, type TaskStepName } from "../functions/steps/task.asl";
 import { taskExecutionName, type TaskExecutionInput, type TaskRunner } from "../core/task/runner";
 import { abortWorker, TaskSuperseded } from "../core/task/workers";
+import { outsideRequestScope } from "../core/context";
 
 type StepHandler = (input: unknown) => Promise<unknown>;
 
@@ -28,7 +29,8 @@ export function localTaskRunner(opts: { handlers?: Partial<Record<TaskStepName, 
     async start(input) {
       const name = taskExecutionName(input);
       if (running.has(name)) return;
-      const execution = machine.run(input as never, { overrides: { taskResourceLocalHandlers: handlers as never }, noThrowOnAbort: true });
+      // Outside the starting request's scope: a Step Functions execution is no part of the request that started it.
+      const execution = outsideRequestScope(() => machine.run(input as never, { overrides: { taskResourceLocalHandlers: handlers as never }, noThrowOnAbort: true }));
       const run = execution.result.catch((err: unknown) => {
         // Failed executions end in the Fail state (the task is failed there); anything else is the runner's own.
         if ((err as { name?: string }).name !== "ExecutionError") console.error(`task execution ${name} failed outside the state machine:`, err);

@@ -10,6 +10,7 @@
 import { randomUUID } from "node:crypto";
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
 import type { Queue, QueueMessage } from "./index";
+import { outsideRequestScope } from "../context";
 
 export type SqsConsumer = (event: SQSEvent) => Promise<SQSBatchResponse | void>;
 
@@ -76,8 +77,9 @@ export class LocalFifoQueue implements Queue {
     // A delayed message (SQS DelaySeconds, standard queues) is not received before its delay has passed.
     group.push({ messageId: randomUUID(), message, sentAt: now, receiveCount: 0, availableAt: now + Math.max(0, message.delaySeconds ?? 0) * 1000 });
     this.groups.set(message.groupId, group);
-    // Delivered on a later tick, as SQS would: the sender's own work (its HTTP answer) is not held up.
-    setImmediate(() => this.pump());
+    // Delivered on a later tick, as SQS would: the sender's own work (its HTTP answer) is not held up. Outside the
+    // sender's request scope, as an SQS consumer is its own invocation.
+    setImmediate(() => outsideRequestScope(() => this.pump()));
   }
 
   /** Resolves when no message is waiting or being consumed (everything delivered or dead-lettered). */
