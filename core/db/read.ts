@@ -36,12 +36,14 @@ type GetParams = { TableName: string; Key: Record<string, unknown> };
 
 /**
  * Read `refs` strongly consistent, each parsed by its entity, in one round trip: a GetItem for one ref, a BatchGetItem
- * (ConsistentRead, core/db/batch-get.ts) for more (all must live in one table, at most 100).
+ * (ConsistentRead, core/db/batch-get.ts) for more (all must live in one table, at most 100 distinct keys; a key named
+ * by several refs is read once). No ref, no read.
  * @returns the items in the order of `refs`, null where there is none.
  * @throws AppError SERVICE_UNAVAILABLE (503, retryable) when keys stay unprocessed after 5 answers; whatever the
  *   DynamoDB client throws.
  */
 export async function consistentGet(refs: readonly ItemRef[]): Promise<(unknown | null)[]> {
+  if (refs.length === 0) return [];
   const params = refs.map((r) => r.entity.get(r.key).params({ consistent: true }) as GetParams);
   if (params.length === 1) {
     const { Item } = await dynamoClient().send(new GetCommand({ TableName: params[0]!.TableName, Key: params[0]!.Key, ConsistentRead: true }));
@@ -50,7 +52,9 @@ export async function consistentGet(refs: readonly ItemRef[]): Promise<(unknown 
   const table = params[0]!.TableName;
   if (params.some((p) => p.TableName !== table)) throw new AppError("INTERNAL", "consistentGet reads one table");
   const keyString = (key: Record<string, unknown>) => `${String(key.pk)}\u0000${String(key.sk)}`;
-  const found = new Map((await consistentBatchGet(table, params.map((p) => p.Key))).map((item) => [keyString(item), item]));
+  // BatchGetItem refuses a request that names a key twice: each key is asked once, and its item goes to every ref.
+  const keys = [...new Map(params.map((p) => [keyString(p.Key), p.Key])).values()];
+  const found = new Map((await consistentBatchGet(table, keys)).map((item) => [keyString(item), item]));
   return refs.map((ref, i) => {
     const Item = found.get(keyString(params[i]!.Key));
     return Item ? ref.entity.parse({ Item }).data : null;

@@ -113,9 +113,12 @@ async function snapshot(workspaceId: string, first: SnapshotHead, refreshed = fa
  */
 export const HEAD_REUSE_MS = 5_000;
 
-/** Keep a head just read for this request's next reads of the snapshot (core/context.ts `recent`). */
-function keepHead(workspaceId: string, head: SnapshotHead): void {
-  requestScope()?.recent.set(keptHeadKey(workspaceId), { at: Date.now(), value: head });
+/**
+ * Keep a head for this request's next reads of the snapshot (core/context.ts `recent`).
+ * @param readAt when the read began (ms since the epoch): the window counts from it, not from the snapshot's load
+ */
+function keepHead(workspaceId: string, head: SnapshotHead, readAt: number): void {
+  requestScope()?.recent.set(keptHeadKey(workspaceId), { at: readAt, value: head });
 }
 
 /** A head this request read less than HEAD_REUSE_MS ago; else undefined. Says nothing of who may see it. */
@@ -146,7 +149,8 @@ function headRef(workspaceId: string): ItemRef {
  * search (the copilot's stream).
  */
 export function prefetchSearchHead(workspaceId: string): Prefetch {
-  return { ref: headRef(workspaceId), keep: (item) => keepHead(workspaceId, parseHead((item ?? undefined) as Record<string, unknown> | undefined)) };
+  const readAt = Date.now();
+  return { ref: headRef(workspaceId), keep: (item) => keepHead(workspaceId, parseHead((item ?? undefined) as Record<string, unknown> | undefined), readAt) };
 }
 
 /**
@@ -277,10 +281,11 @@ async function resultsOf(
  * @returns the insights as `GET /api/insights/{id}` shows them, in no particular order
  */
 export async function snapshotInsights(workspaceId: string): Promise<InsightView[]> {
+  const readAt = Date.now();
   const kept = keptHead(workspaceId);
   const first = kept ?? (await readHead(workspaceId));
   const { index, head } = await snapshot(workspaceId, first);
-  if (!kept || head !== first) keepHead(workspaceId, head);
+  if (!kept || head !== first) keepHead(workspaceId, head, readAt);
   const pending = new Set([...first.pending, ...head.pending].map((p) => p.id));
   return [...(await viewsOfRows(workspaceId, index.rows, pending)).values()];
 }
@@ -302,10 +307,11 @@ export async function search(userId: string, input: SearchInsightsInput) {
   // used before the membership check has passed; a failed embedding only means the text fallback.
   const emb = await embedder().catch(() => null);
   const queryVector = emb ? embedQuery(emb, input.query).catch(() => null) : Promise.resolve(null);
+  const readAt = Date.now();
   const reused = recentHead(userId, input.workspace_id);
   const checked = reused ?? (await memberAndHead(userId, input.workspace_id));
   const { index, head } = await snapshot(input.workspace_id, checked);
-  if (!reused || head !== checked) keepHead(input.workspace_id, head);
+  if (!reused || head !== checked) keepHead(input.workspace_id, head, readAt);
   const filters = { insight_type: input.insight_type, severity: input.severity, min_frequency: input.min_frequency };
   // The BM25 list while the query's embedding is under way, then the vectors and the fusion.
   const lexical = lexicalHits(index, input.query, filters);

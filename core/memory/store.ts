@@ -48,8 +48,9 @@ const keyOf = (workspaceId: string, userId: string) => `${workspaceId}#${userId}
 /**
  * How long a memory head version this request read ahead (`prefetchMemoryHead`) stays good for its memory reads: the
  * copilot's stream reads it beside its membership check, moments before its memory hook loads the memory. What the
- * stream learns is written after its answer, by the memory job (./hook.ts), outside the request; a write this
- * container makes drops the kept version (`forgetCached`).
+ * stream learns is written after its answer by the memory job (./hook.ts), an invocation of its own (the embedded
+ * runtime's queue runs it outside the request scope too, core/context.ts `outsideRequestScope`); a memory write made
+ * within a request drops the kept version (`applyWrite`, `forgetCached`).
  */
 export const MEMORY_HEAD_REUSE_MS = 5_000;
 const headScopeKey = (workspaceId: string, userId: string) => `memory-head#${workspaceId}#${userId}`;
@@ -59,9 +60,10 @@ const headScopeKey = (workspaceId: string, userId: string) => `memory-head#${wor
  * `requireMemberWithWorkspace`, in its round trip) and kept for MEMORY_HEAD_REUSE_MS for the request's memory reads.
  */
 export function prefetchMemoryHead(workspaceId: string, userId: string): Prefetch {
+  const readAt = Date.now(); // the window counts from the read, not from when the membership check passed
   return {
     ref: { entity: db().entities.memoryHead, key: { workspace_id: workspaceId, user_id: userId } },
-    keep: (item) => requestScope()?.recent.set(headScopeKey(workspaceId, userId), { at: Date.now(), value: (item as { version?: number } | null)?.version ?? 0 }),
+    keep: (item) => requestScope()?.recent.set(headScopeKey(workspaceId, userId), { at: readAt, value: (item as { version?: number } | null)?.version ?? 0 }),
   };
 }
 
@@ -152,7 +154,7 @@ export function knownFacts(memory: LoadedMemory) {
 
 /**
  * A loaded memory with one committed write applied (the learner's own, conditioned on the version it read), cached
- * in place of the old one: the new fact appended (its vector as the matrix's last row), changed facts replaced,
+ * in place of the old one (and the head version this request kept, if any, dropped): the new fact appended (its vector as the matrix's last row), changed facts replaced,
  * superseded facts out of `current` and the matrix.
  * @param change the fact added (with its vector), the facts as rewritten, and the head version after the write
  */
@@ -191,6 +193,8 @@ export function applyWrite(memory: LoadedMemory, change: { added?: { item: FactI
   }
   const next: LoadedMemory = { ...memory, version: change.version, facts, current, matrix };
   const key = keyOf(memory.workspaceId, memory.userId);
+  // A head version this request read ahead is older than the write (the cache now holds the newer one).
+  requestScope()?.recent.delete(headScopeKey(memory.workspaceId, memory.userId));
   cache.delete(key);
   if (cache.size >= MAX_CACHED) cache.delete(cache.keys().next().value!);
   cache.set(key, next);

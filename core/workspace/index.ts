@@ -572,9 +572,9 @@ export async function productContext(workspaceId: string): Promise<ProductContex
 }
 
 /**
- * The caller's membership and the workspace item, in ONE round trip (`readAsMember`: a strongly consistent
- * BatchGetItem of both), for a request that needs the workspace itself after the check (the copilot: its owner pays,
- * its product fields go into the system prompt).
+ * The caller's membership and the workspace item, in ONE round trip (`readManyAsMember`: a strongly consistent
+ * BatchGetItem of both, and of the items read ahead), for a request that needs the workspace itself after the check
+ * (the copilot: its owner pays, its product fields go into the system prompt).
  * @param prefetch items of the workspace a later step of the request will read (core/db/read.ts `Prefetch`), read in
  *   the same round trip and handed to their `keep` once the membership check has passed (never to a non-member).
  * @throws AppError FORBIDDEN (403) when the caller is not a member (spec 01 Authorization) or lacks `roles`;

@@ -17,11 +17,11 @@ import { Config } from "../../core/config";
 import { dynamoClient } from "../../core/db/client";
 import { db } from "../../core/db/service";
 import { clearSearchCache, HEAD_REUSE_MS, prefetchSearchHead, search as searchInsights, snapshotInsights } from "../../core/insight/search";
-import { withRequestScope } from "../../core/context";
+import { requestScope, withRequestScope } from "../../core/context";
 import { requireMember, requireMemberWithWorkspace } from "../../core/workspace";
 import { create as createInsight } from "../../core/insight";
 import { CreateInsightInput } from "../../core/insight/schema";
-import { decodeShard, encodeShard, headKey, loadSnapshot, readHead, STALE_PENDING_MS } from "../../core/insight/search-index";
+import { decodeShard, encodeShard, headKey, keptHeadKey, loadSnapshot, readHead, STALE_PENDING_MS } from "../../core/insight/search-index";
 import { call, newUser, newWorkspace } from "../support/api";
 import { expectEnvelope } from "./_helpers";
 
@@ -375,14 +375,23 @@ describe("a request that changes an insight reads the head again (a stream varia
     const before = await call("POST", "/api/insights", { token: owner.token, body: { workspace_id: workspace.id, insight_type: "pain_point", title: "Login takes forever", description: "Signing in on the phone takes a minute." } });
     expect(before.status, before.text).toBe(201);
     const query = { workspace_id: workspace.id, query: "export", limit: 5 };
-    await withRequestScope(async () => {
-      await requireMemberWithWorkspace(owner.id, workspace.id, { prefetch: [prefetchSearchHead(workspace.id)] });
-      expect((await snapshotInsights(workspace.id)).map((i) => i.id)).toEqual([before.body.id]); // the pre-flight
-      // The operation of a stream variant (synthesis, say) writes insights in the same request.
-      const made = await createInsight(owner.id, CreateInsightInput.parse({ workspace_id: workspace.id, insight_type: "pain_point", title: "Export to CSV is missing", description: "Teams cannot export their reports to a spreadsheet." }));
-      expect((await searchInsights(owner.id, query)).insights.map((i) => i.id)).toContain(made.id);
-      expect((await snapshotInsights(workspace.id)).map((i) => i.id).sort()).toEqual([before.body.id, made.id].sort());
-    });
+    try {
+      await withRequestScope(async () => {
+        // The clock stands still at the read ahead: the kept head never expires here, so only the write can drop it.
+        const now = Date.now();
+        vi.spyOn(Date, "now").mockReturnValue(now);
+        await requireMemberWithWorkspace(owner.id, workspace.id, { prefetch: [prefetchSearchHead(workspace.id)] });
+        expect((await snapshotInsights(workspace.id)).map((i) => i.id)).toEqual([before.body.id]); // the pre-flight
+        expect(requestScope()!.recent.has(keptHeadKey(workspace.id))).toBe(true);
+        // The operation of a stream variant (synthesis, say) writes insights in the same request.
+        const made = await createInsight(owner.id, CreateInsightInput.parse({ workspace_id: workspace.id, insight_type: "pain_point", title: "Export to CSV is missing", description: "Teams cannot export their reports to a spreadsheet." }));
+        expect(requestScope()!.recent.has(keptHeadKey(workspace.id))).toBe(false);
+        expect((await searchInsights(owner.id, query)).insights.map((i) => i.id)).toContain(made.id);
+        expect((await snapshotInsights(workspace.id)).map((i) => i.id).sort()).toEqual([before.body.id, made.id].sort());
+      });
+    } finally {
+      vi.restoreAllMocks();
+    }
   });
 });
 
