@@ -295,7 +295,7 @@ export default async function cold(): Promise<void> {
     Object.assign(env, AWS_ENGINES, { AWS_ENDPOINT_URL_BEDROCK_RUNTIME: "http://127.0.0.1:9" });
     if (process.env.COLD_COMPILE_CACHE === "1") {
       env.NODE_COMPILE_CACHE = join(dir, "node-compile-cache");
-      console.log(`COLD_COMPILE_CACHE=1: every child runs with Node's compile cache in ${env.NODE_COMPILE_CACHE}, filled by each bundle's unrecorded run`);
+      console.log(`COLD_COMPILE_CACHE=1: every child runs with Node's compile cache in ${env.NODE_COMPILE_CACHE}, filled by each bundle's first run (${UNRECORDED_RUNS ? "the unrecorded one" : "at the smoke size, the one recorded run, which then measures a cold cache"})`);
     }
 
     /** The runs of a group; stops at the first answer with another status than expected (reported after the table). */

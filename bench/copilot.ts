@@ -50,6 +50,7 @@ import { fmtMs, printTable, Recorder, type Summary } from "./lib/stats";
 import { busyWarning, machineLine } from "./lib/machine";
 import { simulatePaidUpgrade } from "./lib/billing";
 import { sized, sizeNote } from "./lib/size";
+import { registeredQueue } from "../core/queue";
 
 const PROMPT = "What do users struggle with?";
 const DRAFT_PROMPT = "Draft a PRD for the sign-in fix";
@@ -241,6 +242,9 @@ function jvmPid(): number | undefined {
 
 /** Calls of each kind in the DynamoDB Local floor (`dynamoLane`), all at CONCURRENT in flight. */
 const LANE_CALLS = sized(500, 20);
+/** Before the floor: no call of the handlers' client for this long (ms), waited for at most QUIET_BOUND_MS. */
+const QUIET_MS = 300;
+const QUIET_BOUND_MS = 15_000;
 
 /** DynamoDB Local's cost of one kind of call at CONCURRENT in flight. */
 interface LaneFigure {
@@ -254,8 +258,9 @@ interface LaneFigure {
 
 /**
  * DynamoDB Local's own floor at the streams' concurrency: LANE_CALLS PutItems, TransactWriteItems shaped as the credit
- * reservation (two Puts and an Update in one partition) and GetItems of the accounts those updated, CONCURRENT at a time, each call on keys of its
- * own, through a client of its own (not the handlers', whose calls the rounds count). Its JVM does one call at a time
+ * reservation (two Puts and an Update in one partition) and GetItems of the accounts those updated, CONCURRENT at a time,
+ * each call on items of its own (no two calls contend), in CONCURRENT partitions, through a client of its own (not the
+ * handlers', whose calls the rounds count), once the rounds' background work is done (`Probe.quiet`). Its JVM does one call at a time
  * whatever the concurrency, so `wallPerCall` is what each call of that kind costs every other stream waiting on it.
  */
 async function dynamoLane(rt: BenchRuntime): Promise<LaneFigure[]> {
@@ -273,12 +278,12 @@ async function dynamoLane(rt: BenchRuntime): Promise<LaneFigure[]> {
             TransactItems: [
               { Put: { TableName, Item: { pk: pk(i), sk: { S: `ledger#${i}` }, n: { N: String(i) } }, ConditionExpression: "attribute_not_exists(pk)" } },
               { Put: { TableName, Item: { pk: pk(i), sk: { S: `hold#${i}` }, n: { N: String(i) } }, ConditionExpression: "attribute_not_exists(pk)" } },
-              { Update: { TableName, Key: { pk: pk(i), sk: { S: "account" } }, UpdateExpression: "ADD balance :one", ExpressionAttributeValues: { ":one": { N: "1" } } } },
+              { Update: { TableName, Key: { pk: pk(i), sk: { S: `account#${i}` } }, UpdateExpression: "ADD balance :one", ExpressionAttributeValues: { ":one": { N: "1" } } } },
             ],
           }),
         ),
     ],
-    ["GetItem", (i) => client.send(new GetItemCommand({ TableName, Key: { pk: pk(i), sk: { S: "account" } }, ConsistentRead: true }))],
+    ["GetItem", (i) => client.send(new GetItemCommand({ TableName, Key: { pk: pk(i), sk: { S: `account#${i}` } }, ConsistentRead: true }))],
   ];
   const jvm = jvmPid();
   const figures: LaneFigure[] = [];
@@ -309,10 +314,14 @@ async function dynamoLane(rt: BenchRuntime): Promise<LaneFigure[]> {
   return figures;
 }
 
-/** The lane's figures, and what the cold round's calls before its first token p50 held DynamoDB Local for. */
+/**
+ * The lane's figures, and an estimate of what the cold round's calls before its first token p50 held DynamoDB Local
+ * for: each transaction at the lane's transaction cost, every other call (GetItem, PutItem, but also BatchGetItem,
+ * Query, UpdateItem, which the lane does not measure) at the mean of its GetItem and PutItem.
+ */
 function printLane(lane: LaneFigure[], cold: RoundFigures): void {
   console.log(`
-   DynamoDB Local's own floor: ${LANE_CALLS} calls of each kind, ${CONCURRENT} in flight, on keys of their own (a client of its own):`);
+   DynamoDB Local's own floor: ${LANE_CALLS} calls of each kind, ${CONCURRENT} in flight, on items of their own (a client of its own):`);
   printTable(
     ["call", "wall ms per call", "JVM CPU ms per call", "p50 ms", "p90 ms"],
     lane.map((l) => [l.op === "TransactWriteItems" ? "TransactWriteItems (2 Puts + 1 Update, the reservation's shape)" : l.op, fmtMs(l.wallPerCall), l.jvmPerCall === undefined ? "?" : fmtMs(l.jvmPerCall), fmtMs(l.latency.p50), fmtMs(l.latency.p90)]),
@@ -323,7 +332,7 @@ function printLane(lane: LaneFigure[], cold: RoundFigures): void {
   const before = cold.dynamo.filter((c) => c.at - cold.start <= p50);
   const txs = before.filter((c) => c.name === "TransactWriteItems").length;
   console.log(
-    `   the cold round's ${before.length} calls before its first token p50 (${txs} TransactWriteItems, ${before.length - txs} others) hold DynamoDB Local for about ${txs} × ${fmtMs(tx)} + ${before.length - txs} × ${fmtMs(single)} = ${fmtMs(txs * tx + (before.length - txs) * single)} ms of the ${fmtMs(p50)} ms`,
+    `   the cold round's ${before.length} calls before its first token p50 (${txs} TransactWriteItems, ${before.length - txs} others) held DynamoDB Local for about ${txs} × ${fmtMs(tx)} + ${before.length - txs} × ${fmtMs(single)} = ${fmtMs(txs * tx + (before.length - txs) * single)} ms of the ${fmtMs(p50)} ms (an estimate: every call but the transactions at the mean of a GetItem and a PutItem)`,
   );
 }
 
@@ -373,6 +382,8 @@ interface RoundFigures {
  * Local's, and (warm round only) a sampling CPU profile at a 1 ms interval, whose own share of the main thread is printed.
  */
 class Probe {
+  /** Every call of the handlers' DynamoDB client since the probe started, rounds or not (`quiet`). */
+  private callCount = 0;
   private timings = new Map<string, StreamTiming>();
   private embeds: EmbedCall[] | undefined;
   private dynamo: { at: number; name: string }[] | undefined;
@@ -411,6 +422,7 @@ class Probe {
     const stack = dynamoClient().middlewareStack;
     stack.add(
       (next, context) => async (args) => {
+        if (probe) probe.callCount++;
         probe?.dynamo?.push({ at: performance.now(), name: String(context.commandName ?? "?").replace(/Command$/, "") });
         return next(args);
       },
@@ -438,6 +450,22 @@ class Probe {
       r.record(performance.now() - t);
     }
     return r.summary();
+  }
+
+  /**
+   * Wait until the rounds' background work is done: the memory jobs the streams queued (the embedded runtime's memory
+   * queue) and every other call of the handlers' client (the streams' slot and reservation releases), judged done
+   * when no call was made for QUIET_MS. At most QUIET_BOUND_MS.
+   */
+  async quiet(): Promise<void> {
+    const deadline = performance.now() + QUIET_BOUND_MS;
+    const queue = registeredQueue("memory") as { idle?: () => Promise<void> } | undefined;
+    await Promise.race([queue?.idle?.(), new Promise((r) => setTimeout(r, QUIET_BOUND_MS))]);
+    let last = -1;
+    while (last !== this.callCount && performance.now() < deadline) {
+      last = this.callCount;
+      await new Promise((r) => setTimeout(r, QUIET_MS));
+    }
   }
 
   /** The floor: the same users' requests, all at once, to the cheapest authenticated route (GET /api/auth/me). */
@@ -723,6 +751,7 @@ export default async function copilot(): Promise<void> {
       // so the cold round's figures, the target's, are not inflated by it.
       const cold = await probe.round(users, promptsOf(0), "a) cold workspaces (not searched before in this process)", false);
       const warm = await probe.round(users, promptsOf(1), `b) warm workspaces (the same ${CONCURRENT} again, new prompts; under the CPU profiler)`, true);
+      await probe.quiet();
       const lane = await dynamoLane(rt);
       printRound(cold, floor, embedAlone);
       printRound(warm, floor, embedAlone);
