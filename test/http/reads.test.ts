@@ -242,6 +242,18 @@ describe("items read ahead beside the membership (core/workspace requireMemberWi
     expect(kept[1]).toBeNull();
   });
 
+  it("an item asked for twice (two owners reading the same key) is read once and handed to both", async () => {
+    const { owner, workspace } = await newWorkspace("Ahead twice");
+    const kept: unknown[] = [];
+    const twice = [0, 1].map((): Prefetch => ({ ref: prefetchSearchHead(workspace.id).ref, keep: (item) => void kept.push(item) }));
+    const { calls } = await inScope(() => requireMemberWithWorkspace(owner.id, workspace.id, { prefetch: twice }));
+    // BatchGetItem refuses a request naming a key twice: the read would have failed.
+    expect(calls).toEqual(["BatchGetItem"]);
+    expect(kept).toHaveLength(2);
+    expect(kept[0]).toMatchObject({ sk: "searchix#head" });
+    expect(kept[1]).toEqual(kept[0]);
+  });
+
   it("a non-member gets 403 and none of them", async () => {
     const { workspace } = await newWorkspace("Ahead, not yours");
     const outsider = await newUser();
