@@ -154,8 +154,8 @@ export function knownFacts(memory: LoadedMemory) {
 
 /**
  * A loaded memory with one committed write applied (the learner's own, conditioned on the version it read), cached
- * in place of the old one (and the head version this request kept, if any, dropped): the new fact appended (its vector as the matrix's last row), changed facts replaced,
- * superseded facts out of `current` and the matrix.
+ * in place of the old one (and the head version this request kept, if any, dropped): the new fact appended (its
+ * vector as the matrix's last row), changed facts replaced, superseded facts out of `current` and the matrix.
  * @param change the fact added (with its vector), the facts as rewritten, and the head version after the write
  */
 export function applyWrite(memory: LoadedMemory, change: { added?: { item: FactItem; vector: Float32Array }; updated: FactItem[]; version: number }): LoadedMemory {

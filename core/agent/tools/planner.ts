@@ -89,7 +89,10 @@ async function read<T>(fn: (P: PlannerModule) => Promise<T>): Promise<T | Failur
   }
 }
 
-/** Run a gated tool's body with the planner integration: decided failures become AppErrors, provider failures their HTTP errors (429 defers). */
+/**
+ * Run a gated tool's body with the planner integration: decided failures become AppErrors, provider failures their
+ * HTTP errors (429 defers).
+ */
 async function write<T>(fn: (P: PlannerModule) => Promise<T>): Promise<T> {
   try {
     return await fn(await plannerModule());
