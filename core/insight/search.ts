@@ -132,6 +132,19 @@ function recentHead(userId: string, workspaceId: string): SnapshotHead | undefin
   return verifiedInThisRequest(userId, workspaceId) ? keptHead(workspaceId) : undefined;
 }
 
+/**
+ * The snapshot as of a head this request kept (`kept`), else as of one `read` now; a head read here, or read again by
+ * `snapshot`, is kept for the request's next reads, its window counting from the read.
+ * @returns the head the snapshot started from (`first`), the snapshot and the head it is as of
+ */
+async function keptSnapshot(workspaceId: string, kept: SnapshotHead | undefined, read: () => Promise<SnapshotHead>): Promise<{ first: SnapshotHead; index: RankIndex; head: SnapshotHead }> {
+  const readAt = Date.now();
+  const first = kept ?? (await read());
+  const { index, head } = await snapshot(workspaceId, first);
+  if (!kept || head !== first) keepHead(workspaceId, head, readAt);
+  return { first, index, head };
+}
+
 /** The head as an item of a member-checked read (core/workspace): a raw item, no entity. */
 function headRef(workspaceId: string): ItemRef {
   return {
@@ -281,11 +294,7 @@ async function resultsOf(
  * @returns the insights as `GET /api/insights/{id}` shows them, in no particular order
  */
 export async function snapshotInsights(workspaceId: string): Promise<InsightView[]> {
-  const readAt = Date.now();
-  const kept = keptHead(workspaceId);
-  const first = kept ?? (await readHead(workspaceId));
-  const { index, head } = await snapshot(workspaceId, first);
-  if (!kept || head !== first) keepHead(workspaceId, head, readAt);
+  const { first, index, head } = await keptSnapshot(workspaceId, keptHead(workspaceId), () => readHead(workspaceId));
   const pending = new Set([...first.pending, ...head.pending].map((p) => p.id));
   return [...(await viewsOfRows(workspaceId, index.rows, pending)).values()];
 }
@@ -307,11 +316,7 @@ export async function search(userId: string, input: SearchInsightsInput) {
   // used before the membership check has passed; a failed embedding only means the text fallback.
   const emb = await embedder().catch(() => null);
   const queryVector = emb ? embedQuery(emb, input.query).catch(() => null) : Promise.resolve(null);
-  const readAt = Date.now();
-  const reused = recentHead(userId, input.workspace_id);
-  const checked = reused ?? (await memberAndHead(userId, input.workspace_id));
-  const { index, head } = await snapshot(input.workspace_id, checked);
-  if (!reused || head !== checked) keepHead(input.workspace_id, head, readAt);
+  const { first, index, head } = await keptSnapshot(input.workspace_id, recentHead(userId, input.workspace_id), () => memberAndHead(userId, input.workspace_id));
   const filters = { insight_type: input.insight_type, severity: input.severity, min_frequency: input.min_frequency };
   // The BM25 list while the query's embedding is under way, then the vectors and the fusion.
   const lexical = lexicalHits(index, input.query, filters);
@@ -319,7 +324,7 @@ export async function search(userId: string, input: SearchInsightsInput) {
   // The best candidates, with room for a few whose insight turns out to be gone (fetchTop skips those).
   const semantic = emb && q && hasVectors(index, emb.id) ? hybridRank(index, input.query, q, emb.id, filters, 2 * input.limit + 20, lexical) : null;
   const ranked = semantic?.ranked ?? textRank(index.rows, input.query, filters);
-  const { found, gone } = await resultsOf(input.workspace_id, ranked, input.limit, new Set([...checked.pending, ...head.pending].map((p) => p.id)));
+  const { found, gone } = await resultsOf(input.workspace_id, ranked, input.limit, new Set([...first.pending, ...head.pending].map((p) => p.id)));
   return {
     insights: found.map(({ view, score }) => ({ ...view, score: Math.round(score * 1000) / 1000 })),
     total: (semantic?.total ?? ranked.length) - gone,
