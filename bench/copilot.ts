@@ -42,6 +42,7 @@ import type { Profiler } from "node:inspector";
 import { availableParallelism } from "node:os";
 import type { EventLoopUtilization } from "node:perf_hooks";
 import { createParser } from "eventsource-parser";
+import pLimit from "p-limit";
 import type { Embedder, ModelStreamEvent, StreamRequest, StreamingModel } from "../core/ai/ports";
 import { copilotTimings, type StreamMark, type StreamTiming } from "../core/agent/timings";
 import { categorize, cpuProfile } from "./lib/profile";
@@ -293,16 +294,13 @@ async function dynamoLane(rt: BenchRuntime): Promise<LaneFigure[]> {
       const latency = new Recorder();
       const jvm0 = jvm === undefined ? undefined : procCpuMs(jvm);
       const t0 = performance.now();
-      let next = 0;
-      await Promise.all(
-        Array.from({ length: CONCURRENT }, async () => {
-          while (next < LANE_CALLS) {
-            const i = next++;
-            const t = performance.now();
-            await call(i);
-            latency.record(performance.now() - t);
-          }
-        }),
+      await pLimit(CONCURRENT).map(
+        Array.from({ length: LANE_CALLS }, (_, i) => i),
+        async (i) => {
+          const t = performance.now();
+          await call(i);
+          latency.record(performance.now() - t);
+        },
       );
       const wall = performance.now() - t0;
       const jvm1 = jvm === undefined ? undefined : procCpuMs(jvm);
