@@ -29,7 +29,7 @@ export const buildConversationEntity = () => new Entity({
     title: { type: "string", required: true },
     /**
      * Who chose the title: `auto` (the default or the first prompt's opening), `user` (create or PATCH), `agent`
-     * (setInferred). The agent may replace only an `auto` title.
+     * (`appendMessage`'s `inferred` title). The agent may replace only an `auto` title.
      */
     title_source: { type: ["auto", "user", "agent"] as const, required: true, default: "auto" },
     purpose: { type: "string" },

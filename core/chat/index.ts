@@ -5,7 +5,6 @@ import { v5 as uuidv5 } from "uuid";
 import { AppError, Errors } from "../error";
 import { db } from "../db/service";
 import { deleteKeys, partitionKeys } from "../db/partition";
-import { isConditionalFailure } from "../db/errors";
 import { partitionOf, requireMember, requireResourceMember } from "../workspace";
 import { limitsOfWorkspace } from "../billing/counters";
 import type { PlanLimits } from "../billing/plans";
@@ -364,7 +363,7 @@ export const titleFromPrompt = (prompt: string): string => {
 
 /**
  * Load a conversation the user owns in the workspace, or create one (title from the prompt's first 60 chars) when
- * id is undefined. A created conversation's title is automatic: `setInferred` may replace it.
+ * id is undefined. A created conversation's title is automatic: an answer's append may replace it (`AppendOptions.inferred`).
  * @param userId the caller; must be a member of the workspace
  * @param conversationId an existing conversation of the caller in `workspaceId`, or undefined to start one
  * @param firstPrompt the user's prompt (used only for a new conversation's title)
@@ -456,9 +455,10 @@ export interface AppendOptions {
    */
   historyDays?: number;
   /**
-   * What the agent inferred of the conversation, set by the same transaction (`setInferred`'s fields, without a write
-   * of their own). `title` follows `setInferred`'s rule: it replaces only an automatic title (cut to 200 characters),
-   * by a condition of the transaction, so a rename racing the append wins; the append is then tried again without it.
+   * What the agent inferred of the conversation (its purpose, working state and title), set by the same transaction,
+   * without a write of their own. The title replaces only an automatic one ("New Conversation" or the opening of the
+   * first prompt; not a title the user gave, nor one the agent already set), cut to 200 characters, by a condition of
+   * the transaction, so a rename racing the append wins; the append is then tried again without it.
    */
   inferred?: { purpose?: string; working_state?: WorkingState; title?: string };
 }
@@ -548,48 +548,3 @@ export async function history(conversation: { id: string; workspace_id: string }
 /** An inferred title as stored: whitespace runs made one space, trimmed, at most 200 characters ("" for none). */
 const cleanTitle = (title: string): string => title.replace(/\s+/g, " ").trim().slice(0, 200);
 
-/**
- * Set what the agent inferred after its first answer; a title is only replaced while it is still the default.
- * "Default" means automatic (`New Conversation` or the opening of the first prompt): a title the user gave (create
- * or PATCH) or one the agent already set is kept. The title check is a conditional write, so a rename racing this
- * call wins. Titles are cut to 200 characters.
- * @throws AppError NOT_FOUND (404) when the conversation does not exist.
- */
-export async function setInferred(
-  conversation: { id: string; workspace_id: string },
-  fields: { purpose?: string; working_state?: WorkingState; title?: string },
-): Promise<void> {
-  const key = { workspace_id: conversation.workspace_id, id: conversation.id };
-  const entity = db().entities.conversation;
-  const other = fields.purpose !== undefined || fields.working_state !== undefined;
-  if (other) {
-    try {
-      await entity
-        .patch(key)
-        .set({
-          ...(fields.purpose !== undefined ? { purpose: fields.purpose } : {}),
-          ...(fields.working_state !== undefined ? { working_state: fields.working_state } : {}),
-        })
-        .go();
-    } catch (err) {
-      if (isConditionalFailure(err)) throw Errors.notFound("Conversation");
-      throw err;
-    }
-  }
-  const title = fields.title === undefined ? "" : cleanTitle(fields.title);
-  if (!title) {
-    if (!other && !(await conversationItem(key.workspace_id, key.id))) throw Errors.notFound("Conversation");
-    return;
-  }
-  try {
-    await entity
-      .patch(key)
-      .set({ title, title_source: "agent" })
-      .where((attr, op) => op.eq(attr.title_source, "auto"))
-      .go();
-  } catch (err) {
-    if (!isConditionalFailure(err)) throw err;
-    // A title that is not automatic is kept; a conversation that is not there is the caller's 404 (read only then).
-    if (!other && !(await conversationItem(key.workspace_id, key.id))) throw Errors.notFound("Conversation");
-  }
-}

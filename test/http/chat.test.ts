@@ -1,7 +1,7 @@
 /**
  * Chat conversations over HTTP (spec 01 Conversation, Message, Chat conversations, Limits; DESIGN.md section 5
  * message feedback) and the operations the copilot's agent loop calls (openConversation, appendMessage, history,
- * setInferred). Conversations are private to their creator: anyone else asking by id gets 404.
+ * inferred fields on append). Conversations are private to their creator: anyone else asking by id gets 404.
  */
 import { randomUUID } from "node:crypto";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
@@ -637,32 +637,6 @@ describe("agent operations", () => {
     expect((await call("GET", `/api/chat/conversations/${conv.id}`, { token: owner.token })).body.message_count).toBe(1);
   });
 
-  it("setInferred sets purpose and working_state; replaces the title only while it is automatic", async () => {
-    const auto = await Chat.openConversation(owner.id, wsId, undefined, "what about churn");
-    await Chat.setInferred(auto, { purpose: "Understand churn", working_state: "researching", title: "Churn drivers" });
-    const got = async (id: string) => (await call("GET", `/api/chat/conversations/${id}`, { token: owner.token })).body;
-    expect(await got(auto.id)).toMatchObject({ purpose: "Understand churn", working_state: "researching", title: "Churn drivers" });
-    // Once the agent has titled it, the title stays; the other fields still move.
-    await Chat.setInferred(auto, { working_state: "drafting", title: "Another title" });
-    expect(await got(auto.id)).toMatchObject({ working_state: "drafting", title: "Churn drivers", purpose: "Understand churn" });
-
-    const defaulted = await newConv(owner);
-    await Chat.setInferred(defaulted, { title: "Inferred" });
-    expect((await got(defaulted.id)).title).toBe("Inferred");
-
-    const named = await newConv(owner, { title: "Mine" });
-    await Chat.setInferred(named, { title: "Agent's", purpose: "p" });
-    expect(await got(named.id)).toMatchObject({ title: "Mine", purpose: "p" });
-
-    const renamed = await Chat.openConversation(owner.id, wsId, undefined, "prompt");
-    await call("PATCH", `/api/chat/conversations/${renamed.id}`, { token: owner.token, body: { title: "User's" } });
-    await Chat.setInferred(renamed, { title: "Agent's" });
-    expect((await got(renamed.id)).title).toBe("User's");
-
-    await rejectsWith(Chat.setInferred({ id: randomUUID(), workspace_id: wsId }, { purpose: "x" }), "NOT_FOUND");
-    await rejectsWith(Chat.setInferred({ id: randomUUID(), workspace_id: wsId }, { title: "x" }), "NOT_FOUND");
-  });
-
   it("appendMessage sets an inferred title in its own transaction, only over an automatic title: a user's title, or a rename racing the append, is kept", async () => {
     const got = async (id: string) => (await call("GET", `/api/chat/conversations/${id}`, { token: owner.token })).body;
     const patches = vi.spyOn(chatDb().entities.conversation, "patch");
@@ -690,8 +664,13 @@ describe("agent operations", () => {
       const unsaved = await Chat.openConversation(owner.id, wsId, undefined, "first words", { deferCreate: true });
       await Chat.appendMessage(unsaved, { role: "user", content: "first words" }, { historyDays: 30, inferred: { title: "Inferred at once" } });
       expect(await got(unsaved.id)).toMatchObject({ title: "Inferred at once", message_count: 1 });
-      await Chat.setInferred(unsaved, { title: "Too late" });
-      expect((await got(unsaved.id)).title).toBe("Inferred at once");
+      await Chat.appendMessage(unsaved, { role: "assistant", content: "answer" }, { inferred: { title: "Too late", working_state: "drafting" } });
+      expect(await got(unsaved.id)).toMatchObject({ title: "Inferred at once", working_state: "drafting", message_count: 2 });
+
+      // A title the user gave at creation is not automatic: the inferred one is dropped, the other fields land.
+      const named = await newConv(owner, { title: "Mine" });
+      await Chat.appendMessage(named, { role: "user", content: "hello" }, { inferred: { title: "Agent's", purpose: "Understand churn", working_state: "researching" } });
+      expect(await got(named.id)).toMatchObject({ title: "Mine", purpose: "Understand churn", working_state: "researching", message_count: 1 });
     } finally {
       patches.mockRestore();
     }
