@@ -318,17 +318,25 @@ export async function beginChange(workspaceId: string, ids: string[]): Promise<C
 export async function finishChange(change: Change, embedder?: Embedder): Promise<void> {
   dropKeptHead(change.workspaceId);
   if (change.ids.length === 0) return;
-  await applyRows(change.workspaceId, change.ids, embedder);
-  const { Attributes } = await dynamoClient().send(
-    new UpdateCommand({
-      TableName: Config.tableName(),
-      Key: { pk: pk(change.workspaceId), sk: HEAD_SK },
-      UpdateExpression: "ADD version :one DELETE pending :p",
-      ExpressionAttributeValues: { ":one": 1, ":p": new Set(change.entries) },
-      ReturnValues: "ALL_NEW",
-    }),
-  );
-  if (embedder && ((Attributes?.unembedded as number | undefined) ?? 0) > 0) await backfill(change.workspaceId, embedder);
+  let unembedded = 0;
+  try {
+    await applyRows(change.workspaceId, change.ids, embedder);
+    const { Attributes } = await dynamoClient().send(
+      new UpdateCommand({
+        TableName: Config.tableName(),
+        Key: { pk: pk(change.workspaceId), sk: HEAD_SK },
+        UpdateExpression: "ADD version :one DELETE pending :p",
+        ExpressionAttributeValues: { ":one": 1, ":p": new Set(change.entries) },
+        ReturnValues: "ALL_NEW",
+      }),
+    );
+    unembedded = (Attributes?.unembedded as number | undefined) ?? 0;
+  } finally {
+    // Again once the version moved (or did not): a read of this request that ran beside the change kept the head as it
+    // was before the bump, and would answer as of it for the rest of its window.
+    dropKeptHead(change.workspaceId);
+  }
+  if (embedder && unembedded > 0) await backfill(change.workspaceId, embedder);
 }
 
 /**

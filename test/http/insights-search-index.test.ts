@@ -7,7 +7,8 @@
  * head in one BatchGetItem and answers from the snapshot's rows, which follow every change (rating, notes, archive,
  * text); an insight whose change is under way is read from the table (its shown attributes only); rows stored before
  * rows carried their view are rewritten by the first search; a non-member gets 403 and no insight is read; a repeated
- * query is not embedded again (the container's query-embedding cache).
+ * query is not embedded again (the container's query-embedding cache). A head a request keeps never hides that
+ * request's own change, even when one of its reads ran beside the change, nor lets another caller skip the membership.
  */
 import { randomUUID } from "node:crypto";
 import { DeleteCommand, PutCommand, QueryCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
@@ -19,7 +20,7 @@ import { db } from "../../core/db/service";
 import { clearSearchCache, HEAD_REUSE_MS, prefetchSearchHead, search as searchInsights, snapshotInsights } from "../../core/insight/search";
 import { requestScope, withRequestScope } from "../../core/context";
 import { requireMember, requireMemberWithWorkspace } from "../../core/workspace";
-import { create as createInsight } from "../../core/insight";
+import { create as createInsight, remove as removeInsight } from "../../core/insight";
 import { CreateInsightInput } from "../../core/insight/schema";
 import { decodeShard, encodeShard, headKey, keptHeadKey, loadSnapshot, readHead, STALE_PENDING_MS } from "../../core/insight/search-index";
 import { call, newUser, newWorkspace } from "../support/api";
@@ -392,6 +393,57 @@ describe("a request that changes an insight reads the head again (a stream varia
     } finally {
       vi.restoreAllMocks();
     }
+  });
+
+  it("a read of the same request that ran beside the change (before the version moved) does not hide the change afterwards", async () => {
+    const { owner, workspace } = await newWorkspace("Read beside a write");
+    const before = await call("POST", "/api/insights", { token: owner.token, body: { workspace_id: workspace.id, insight_type: "pain_point", title: "Login takes forever", description: "Signing in on the phone takes a minute." } });
+    expect(before.status, before.text).toBe(201);
+    const query = { workspace_id: workspace.id, query: "export", limit: 5 };
+    // The pre-flight's read lands while the change is being applied: just before the head's version moves.
+    let beside = false;
+    const name = "readBesideChange";
+    dynamoClient().middlewareStack.add(
+      (next) => async (args) => {
+        if (beside && ((args.input as { UpdateExpression?: string }).UpdateExpression ?? "").startsWith("ADD version")) {
+          beside = false;
+          await snapshotInsights(workspace.id);
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    try {
+      await withRequestScope(async () => {
+        vi.spyOn(Date, "now").mockReturnValue(Date.now()); // the kept head never expires here
+        await requireMemberWithWorkspace(owner.id, workspace.id, { prefetch: [prefetchSearchHead(workspace.id)] });
+        expect((await snapshotInsights(workspace.id)).map((i) => i.id)).toEqual([before.body.id]); // the pre-flight
+        beside = true;
+        const made = await createInsight(owner.id, CreateInsightInput.parse({ workspace_id: workspace.id, insight_type: "pain_point", title: "Export to CSV is missing", description: "Teams cannot export their reports to a spreadsheet." }));
+        expect(beside).toBe(false); // the read ran
+        expect((await searchInsights(owner.id, query)).insights.map((i) => i.id)).toContain(made.id);
+        expect((await snapshotInsights(workspace.id)).map((i) => i.id).sort()).toEqual([before.body.id, made.id].sort());
+        beside = true;
+        await removeInsight(owner.id, made.id);
+        expect(beside).toBe(false);
+        expect((await searchInsights(owner.id, query)).insights.map((i) => i.id)).not.toContain(made.id);
+        expect((await snapshotInsights(workspace.id)).map((i) => i.id)).toEqual([before.body.id]);
+      });
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+      vi.restoreAllMocks();
+    }
+  });
+
+  it("a head kept by a member's read does not let another user of the same scope search without the membership check (403)", async () => {
+    const { owner, workspace } = await newWorkspace("Kept head, other caller");
+    const outsider = await newUser();
+    await withRequestScope(async () => {
+      await requireMemberWithWorkspace(owner.id, workspace.id, { prefetch: [prefetchSearchHead(workspace.id)] });
+      await snapshotInsights(workspace.id);
+      expect(requestScope()!.recent.has(keptHeadKey(workspace.id))).toBe(true);
+      await expect(searchInsights(outsider.id, { workspace_id: workspace.id, query: "login", limit: 5 })).rejects.toMatchObject({ code: "FORBIDDEN" });
+    });
   });
 });
 
