@@ -12,6 +12,7 @@
 import { DescribeTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DescribeStreamCommand, DynamoDBStreamsClient, GetRecordsCommand, GetShardIteratorCommand, type _Record as StreamRecord, type ShardIteratorType } from "@aws-sdk/client-dynamodb-streams";
 import { Config } from "../config";
+import { outsideRequestScope } from "../context";
 import { TaskSettings } from "./settings";
 
 /**
@@ -89,7 +90,9 @@ class TaskChangeFeed {
   private ensureStarted(): Promise<boolean> {
     if (this.running) return Promise.resolve(true);
     if (Date.now() < this.downUntil) return Promise.resolve(false);
-    this.starting ??= this.start().finally(() => (this.starting = null));
+    // Started by whichever progress stream subscribes first, but serving every later one: its polling must not run in
+    // that first request's scope (its verified memberships, kept reads, abort signal), as Node would carry it.
+    this.starting ??= outsideRequestScope(() => this.start()).finally(() => (this.starting = null));
     return this.starting;
   }
 

@@ -3,15 +3,18 @@
  * (core/context.ts `outsideRequestScope`): in AWS an SQS consumer or a Step Functions task is an invocation of its
  * own, which sees none of the request's verified memberships, kept reads or abort signal. Node carries the request's
  * async context into every callback it schedules, so without this a memory job queued by a copilot stream ran with
- * the stream's kept memory head and its abort signal.
+ * the stream's kept memory head and its abort signal. The same holds for the task change feed, which the first progress
+ * stream to subscribe starts and every later one shares.
  */
 import { randomUUID } from "node:crypto";
-import { describe, expect, it } from "vitest";
+import { DynamoDBStreamsClient, GetRecordsCommand } from "@aws-sdk/client-dynamodb-streams";
+import { describe, expect, it, vi } from "vitest";
 import { currentSignal, requestScope, withAbortSignal, withRequestScope } from "../../../core/context";
 import { LocalFifoQueue } from "../../../core/queue/local";
 import { drainLocalTasks, localTaskRunner } from "../../../local/tasks";
 import { drainLocalWorkflows, localWorkflowRunner } from "../../../local/pipeline";
 import { STEP_TASKS, type StepTaskName } from "../../../functions/steps/extraction.asl";
+import { taskChanges } from "../../../core/task/changes";
 
 /** What a piece of work saw of the request scope it ran in. */
 const seen = () => ({ scope: requestScope() !== undefined, signal: currentSignal() !== undefined });
@@ -65,5 +68,29 @@ describe("work started for a request runs outside its scope", () => {
     await drainLocalWorkflows();
     expect(ran.length).toBeGreaterThan(0);
     for (const [, view] of ran) expect(view).toEqual({ scope: false, signal: false });
+  });
+
+  it("the task change feed's polling, started by the first progress stream to subscribe", async () => {
+    const polled: ReturnType<typeof seen>[] = [];
+    const send = DynamoDBStreamsClient.prototype.send;
+    const spy = vi.spyOn(DynamoDBStreamsClient.prototype, "send").mockImplementation(function (this: DynamoDBStreamsClient, ...args: unknown[]) {
+      if (args[0] instanceof GetRecordsCommand) polled.push(seen());
+      return (send as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof send);
+    let unsubscribe: (() => void) | undefined;
+    try {
+      const sub = await withRequestScope(() =>
+        withAbortSignal(new AbortController().signal, () => taskChanges.subscribe(randomUUID(), { onChange: () => undefined, onUnavailable: () => undefined })),
+      );
+      unsubscribe = sub.unsubscribe;
+      expect(sub.live).toBe(true);
+      const deadline = Date.now() + 10_000;
+      while (polled.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(polled.length).toBeGreaterThan(0);
+      for (const view of polled) expect(view).toEqual({ scope: false, signal: false });
+    } finally {
+      unsubscribe?.();
+      spy.mockRestore();
+    }
   });
 });
