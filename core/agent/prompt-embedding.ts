@@ -15,6 +15,7 @@ import DataLoader from "dataloader";
 import type { EmbedOptions, Embedder } from "../ai/ports";
 import { embedder } from "../ai/select";
 import { embedQuery } from "../ai/query-cache";
+import { outsideRequestScope } from "../context";
 
 /** Prompts sent to the embedder in one batch at most (the local embedder cuts larger ones itself anyway). */
 const MAX_BATCH = 64;
@@ -38,9 +39,12 @@ export class Coalescing implements Embedder {
     this.loader = new DataLoader<string, Float32Array>((texts) => this.run(texts), {
       cache: false,
       maxBatchSize: MAX_BATCH,
+      // A batch is shared work of the requests whose prompts it holds: it runs in none of their scopes (their abort
+      // signals, kept reads), as Node would run it in the scope of whichever request's load scheduled it.
       batchScheduleFn: (dispatch) => {
-        if (this.running) void this.running.finally(dispatch);
-        else process.nextTick(dispatch);
+        const run = () => outsideRequestScope(dispatch);
+        if (this.running) void this.running.finally(run);
+        else process.nextTick(run);
       },
     });
   }

@@ -4,7 +4,7 @@
  * own, which sees none of the request's verified memberships, kept reads or abort signal. Node carries the request's
  * async context into every callback it schedules, so without this a memory job queued by a copilot stream ran with
  * the stream's kept memory head and its abort signal. The same holds for the task change feed, which the first progress
- * stream to subscribe starts and every later one shares.
+ * stream to subscribe starts and every later one shares, and for a batch of prompts embedded for several streams.
  */
 import { randomUUID } from "node:crypto";
 import { DynamoDBStreamsClient, GetRecordsCommand } from "@aws-sdk/client-dynamodb-streams";
@@ -15,6 +15,8 @@ import { drainLocalTasks, localTaskRunner } from "../../../local/tasks";
 import { drainLocalWorkflows, localWorkflowRunner } from "../../../local/pipeline";
 import { STEP_TASKS, type StepTaskName } from "../../../functions/steps/extraction.asl";
 import { taskChanges } from "../../../core/task/changes";
+import { Coalescing } from "../../../core/agent/prompt-embedding";
+import type { Embedder } from "../../../core/ai/ports";
 
 /** What a piece of work saw of the request scope it ran in. */
 const seen = () => ({ scope: requestScope() !== undefined, signal: currentSignal() !== undefined });
@@ -92,5 +94,19 @@ describe("work started for a request runs outside its scope", () => {
       unsubscribe?.();
       spy.mockRestore();
     }
+  });
+
+  it("a batch of prompts embedded for several streams at once", async () => {
+    const batches: [number, ReturnType<typeof seen>][] = [];
+    // The embedder is the port's stand-in here: what is tested is where the batch runs, not the vectors.
+    const inner: Embedder = {
+      id: "scope-test",
+      dimensions: 2,
+      embed: async (texts) => (batches.push([texts.length, seen()]), texts.map(() => Float32Array.of(1, 0))),
+    };
+    const shared = new Coalescing(inner);
+    const asked = (prompt: string) => withRequestScope(() => withAbortSignal(new AbortController().signal, () => shared.embed([prompt])));
+    await Promise.all([asked("first stream's prompt"), asked("second stream's prompt")]);
+    expect(batches).toEqual([[2, { scope: false, signal: false }]]);
   });
 });
