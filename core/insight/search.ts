@@ -45,6 +45,10 @@ export function clearSearchCache(): void {
 }
 
 function remember(workspaceId: string, entry: Cached): void {
+  // A request holding an older kept head loads the rows as they are now but labels them with its head's version:
+  // replacing a newer entry with it would make the next reader at the newer version load the snapshot again.
+  const held = cache.get(workspaceId);
+  if (held && held.version > entry.version) return;
   cache.delete(workspaceId);
   cache.set(workspaceId, entry);
   let rows = 0;

@@ -435,6 +435,47 @@ describe("a request that changes an insight reads the head again (a stream varia
     }
   });
 
+  it("a request searching as of an older kept head does not replace the container's newer snapshot", async () => {
+    const { owner, workspace } = await newWorkspace("Older kept head");
+    const post = (title: string) => call("POST", "/api/insights", { token: owner.token, body: { workspace_id: workspace.id, insight_type: "pain_point", title, description: `${title}, users say.` } });
+    expect((await post("Login takes forever")).status).toBe(201);
+    const searchNow = () => call("POST", "/api/insights/search", { token: owner.token, body: { workspace_id: workspace.id, query: "login", limit: 5 } });
+    // Loads of the snapshot's pages (a Query of the workspace's searchix# range) through the handlers' client.
+    let loads = 0;
+    const name = "snapshotLoadCounter";
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === "QueryCommand" && JSON.stringify(args.input).includes("searchix#")) loads++;
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    try {
+      let resume!: () => void;
+      const paused = new Promise<void>((r) => (resume = r));
+      let kept!: () => void;
+      const headKept = new Promise<void>((r) => (kept = r));
+      // A stream read the head beside its membership, then waits (its model, say) while the workspace changes.
+      const older = withRequestScope(async () => {
+        await requireMemberWithWorkspace(owner.id, workspace.id, { prefetch: [prefetchSearchHead(workspace.id)] });
+        kept();
+        await paused;
+        return (await snapshotInsights(workspace.id)).length;
+      });
+      await headKept;
+      expect((await post("Export to CSV is missing")).status).toBe(201);
+      expect((await searchNow()).status).toBe(200); // this container now holds the newer snapshot
+      resume();
+      expect(await older).toBeGreaterThanOrEqual(1);
+      loads = 0;
+      expect((await searchNow()).status).toBe(200);
+      expect(loads).toBe(0); // still the newer snapshot: nothing loaded again
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+      vi.restoreAllMocks();
+    }
+  });
+
   it("a head kept by a member's read does not let another user of the same scope search without the membership check (403)", async () => {
     const { owner, workspace } = await newWorkspace("Kept head, other caller");
     const outsider = await newUser();
