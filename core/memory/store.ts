@@ -121,6 +121,10 @@ export async function loadMemory(workspaceId: string, userId: string, emb: Embed
     matrix = toMatrix(current.map((f) => decodeVector(f.vector!, emb.dimensions)), emb.dimensions);
   }
   const loaded: LoadedMemory = { workspaceId, userId, version, facts, current, matrix, embedderId: emb?.id ?? null };
+  // A version this request kept may be older than the cached one (another request loaded since): the facts are as
+  // they are now, but labelled older, so they do not replace a newer entry of the same embedder.
+  const held = cache.get(key);
+  if (held && held.version > version && held.embedderId === loaded.embedderId) return loaded;
   cache.delete(key);
   if (cache.size >= MAX_CACHED) cache.delete(cache.keys().next().value!);
   cache.set(key, loaded);

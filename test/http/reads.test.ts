@@ -16,7 +16,7 @@ import { forgetLocations, requireMemberWithWorkspace } from "../../core/workspac
 import { withRequestScope } from "../../core/context";
 import type { Prefetch } from "../../core/db/read";
 import { prefetchSearchHead } from "../../core/insight/search";
-import { forgetCached, headVersion, MEMORY_HEAD_REUSE_MS, prefetchMemoryHead } from "../../core/memory/store";
+import { forgetCached, headVersion, loadMemory, MEMORY_HEAD_REUSE_MS, prefetchMemoryHead } from "../../core/memory/store";
 import { call, newUser, newWorkspace, type ApiResponse } from "../support/api";
 import { sourceWith } from "../support/sources";
 import { expectEnvelope } from "./_helpers";
@@ -293,5 +293,31 @@ describe("items read ahead beside the membership (core/workspace requireMemberWi
     } finally {
       vi.restoreAllMocks();
     }
+  });
+
+  it("a memory read as of an older kept head does not replace the container's newer cached memory", async () => {
+    const { owner, workspace } = await newWorkspace("Memory, older head");
+    // Another container's write of the user's memory: its head version moves.
+    const bump = () => db().entities.memoryHead.update({ workspace_id: workspace.id, user_id: owner.id }).add({ version: 1 }).go();
+    await bump();
+    let kept!: () => void;
+    const headKept = new Promise<void>((r) => (kept = r));
+    let resume!: () => void;
+    const paused = new Promise<void>((r) => (resume = r));
+    // A stream read the head beside its membership, then reads its memory after the head moved.
+    const older = withRequestScope(async () => {
+      await requireMemberWithWorkspace(owner.id, workspace.id, { prefetch: [prefetchMemoryHead(workspace.id, owner.id)] });
+      kept();
+      await paused;
+      return loadMemory(workspace.id, owner.id, null);
+    });
+    await headKept;
+    await bump();
+    expect((await inScope(() => loadMemory(workspace.id, owner.id, null))).result.version).toBe(2); // cached at 2
+    resume();
+    expect((await older).version).toBe(1);
+    const { result, calls } = await inScope(() => loadMemory(workspace.id, owner.id, null));
+    expect(result.version).toBe(2);
+    expect(calls).toEqual(["GetItem"]); // the head's version only: the memory at 2 is still cached
   });
 });
