@@ -17,6 +17,8 @@ import { withRequestScope } from "../../core/context";
 import type { Prefetch } from "../../core/db/read";
 import { prefetchSearchHead } from "../../core/insight/search";
 import { forgetCached, headVersion, loadMemory, MEMORY_HEAD_REUSE_MS, prefetchMemoryHead } from "../../core/memory/store";
+import { learnFromStatement } from "../../core/memory/learn";
+import { forgetAll } from "../../core/memory";
 import { call, newUser, newWorkspace, type ApiResponse } from "../support/api";
 import { sourceWith } from "../support/sources";
 import { expectEnvelope } from "./_helpers";
@@ -319,5 +321,26 @@ describe("items read ahead beside the membership (core/workspace requireMemberWi
     const { result, calls } = await inScope(() => loadMemory(workspace.id, owner.id, null));
     expect(result.version).toBe(2);
     expect(calls).toEqual(["GetItem"]); // the head's version only: the memory at 2 is still cached
+  });
+
+  it("a write of the user's memory in the request drops the head it kept: learning a fact, forgetting them all", async () => {
+    const { owner, workspace } = await newWorkspace("Memory written ahead");
+    const ahead = () => requireMemberWithWorkspace(owner.id, workspace.id, { prefetch: [prefetchMemoryHead(workspace.id, owner.id)] });
+    const version = () => headVersion(workspace.id, owner.id);
+    await withRequestScope(async () => {
+      vi.spyOn(Date, "now").mockReturnValue(Date.now()); // the kept head never expires here: only a write drops it
+      await ahead();
+      const before = await version();
+      const learned = await learnFromStatement(
+        { workspaceId: workspace.id, userId: owner.id, conversationId: randomUUID(), messageId: randomUUID(), text: "We use Mixpanel for product analytics.", at: new Date().toISOString() },
+        { model: null },
+      );
+      expect(learned.facts.length).toBeGreaterThan(0);
+      const afterLearning = await version();
+      expect(afterLearning).toBeGreaterThan(before);
+      await ahead(); // kept again, at the new version
+      expect((await forgetAll(owner.id, { workspace_id: workspace.id })).deleted).toBeGreaterThan(0);
+      expect(await version()).toBeGreaterThan(afterLearning);
+    });
   });
 });
