@@ -267,10 +267,11 @@ async function prepare(spec: RunSpec): Promise<PreparedStream> {
       release: async () => {
         await Promise.all([releaseSlot(), held.release()]);
       },
-      run: (sink) => execute(spec, { conversation, attachments, product: productContextOf(workspace) }, held, sink, clock),
+      run: (sink) => execute(spec, { conversation, attachments, product: productContextOf(workspace), releaseSlot }, held, sink, clock),
     };
   } catch (err) {
-    await Promise.all([releaseSlot(), charge?.release()]);
+    // The refusal (404, 402, ...) is what the caller hears; a release that fails too must not replace it.
+    await Promise.allSettled([releaseSlot(), charge?.release()]);
     throw err;
   }
 }
@@ -284,7 +285,7 @@ async function prepare(spec: RunSpec): Promise<PreparedStream> {
  */
 async function execute(
   spec: RunSpec,
-  opened: { conversation: Awaited<ReturnType<typeof Chat.openConversation>>; attachments: { id: string; title: string }[]; product: ProductContext },
+  opened: { conversation: Awaited<ReturnType<typeof Chat.openConversation>>; attachments: { id: string; title: string }[]; product: ProductContext; releaseSlot: () => Promise<void> },
   charge: Charge,
   out: EventSink,
   clock: StreamClock,
@@ -473,6 +474,9 @@ async function execute(
     clearTimeout(timer);
     // Spec 02: tool-result context consumption, just before done.
     if (harness) sink.send("context_metrics", harness.contextMetrics(result));
+    // The slot is free before `done`: a client that starts its next stream on `done` is not refused (429). A failed
+    // release is tried again, and logged, by the stream's own release when the run has ended (functions/http/stream.ts).
+    await opened.releaseSlot().catch(() => undefined);
     sink.send("done", {
       message_id: messageId,
       conversation_id: conversation.id,

@@ -215,7 +215,8 @@ const nowSeconds = () => Math.floor(Date.now() / 1000);
 /**
  * Try to take an exclusive lock named `name` in `scope` for `seconds`. The lock survives a crash only until it
  * expires: the condition treats an expired lock as free (DynamoDB's TTL deletes it later).
- * @returns a release function, or null when the lock is held.
+ * @returns a release function (idempotent: one delete however often it is called; a failed one is tried again by the
+ *   next call), or null when the lock is held.
  */
 export async function tryLock(scope: string, name: string, seconds: number): Promise<(() => Promise<void>) | null> {
   const owner: string = randomUUID();
@@ -228,13 +229,20 @@ export async function tryLock(scope: string, name: string, seconds: number): Pro
     if (isConditionalFailure(err)) return null;
     throw err;
   }
-  return async () => {
+  // Released once: a second call waits for the first (or tries again after a failure) instead of deleting again.
+  let released: Promise<void> | undefined;
+  const release = async () => {
     try {
       await db().entities.guard.delete({ scope, name }).where((attr, op) => op.eq(attr.owner, owner)).go();
     } catch (err) {
       if (!isConditionalFailure(err)) throw err; // already expired and taken by someone else: nothing to release
     }
   };
+  return () =>
+    (released ??= release().catch((err: unknown) => {
+      released = undefined;
+      throw err;
+    }));
 }
 
 /**

@@ -7,7 +7,9 @@ import * as Copilot from "../../core/agent/copilot";
 
 /**
  * Open the stream once the checks passed: the run writes events to the SSE body in the background, and its stream
- * slot is released when it ends, whatever happens.
+ * slot is released when it ends, whatever happens, before the body ends: a client that starts its next stream on
+ * the end of this one finds the slot free, and a Lambda whose response has ended may be frozen before a release
+ * sent after it. A release that fails is logged (the slot then expires by itself), never thrown into the void.
  */
 function open(prepared: Copilot.PreparedStream): Reply {
   const writer = new SseWriter();
@@ -17,10 +19,9 @@ function open(prepared: Copilot.PreparedStream): Reply {
       logger.error("stream failed", { error: err as Error });
       writer.send("error", { code: "INTERNAL", message: "The stream failed" });
     })
-    .finally(() => {
-      writer.end();
-      void prepared.release();
-    });
+    .then(() => prepared.release())
+    .catch((err: unknown) => logger.error("stream slot release failed", { error: err as Error }))
+    .finally(() => writer.end());
   return { status: 200, body: writer.body, contentType: "text/event-stream" };
 }
 

@@ -266,4 +266,29 @@ describe("stream errors before the stream opens", () => {
     expect(events.at(-1)!.event).toBe("done");
     await Promise.all(releases.slice(1).map((r) => r()));
   });
+
+  it("frees the stream's slot before done, so a client's next stream on done is never refused (429)", async () => {
+    const user = await newUser();
+    const w = await call("POST", "/api/workspaces", { token: user.token, body: { name: "One after another" } });
+    const others = await Promise.all(Array.from({ length: MAX_STREAMS_PER_USER - 1 }, () => acquireStreamSlot(user.id)));
+    // The slot's release is slow to reach DynamoDB (a busy table): done must still come only after it.
+    const name = "slowSlotRelease";
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === "DeleteItemCommand" && JSON.stringify(args.input).includes(`user#${user.id}`)) await new Promise((r) => setTimeout(r, 300));
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    try {
+      const first = await readStream(gw.base, "/api/stream/chat", user.token, { workspace_id: w.body.id, prompt: "Give me an overview of the workspace" });
+      expect(first.at(-1)!.event).toBe("done");
+      // The last free slot is free again at once: the next stream is accepted.
+      const next = await readStream(gw.base, "/api/stream/chat", user.token, { workspace_id: w.body.id, prompt: "What do users struggle with?" });
+      expect(next.at(-1)?.event).toBe("done");
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+      await Promise.all(others.map((r) => r()));
+    }
+  });
 });
