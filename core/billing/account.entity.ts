@@ -54,6 +54,11 @@ export const buildBillingAccountEntity = () => new Entity({
     shortfall: { type: "number", required: true, default: 0 },
     /** Lifetime credits lost: quota left at a period reset, boosts left at expiry, returns to a closed bucket. */
     forfeited: { type: "number", required: true, default: 0 },
+    /**
+     * `period_start` of the quota whose rest expired because the paid plan lapsed (`lapseQuota`, ledger
+     * `expire#lapse#<period>`): nothing may be returned to that quota any more, a condition of every settlement's return.
+     */
+    quota_lapsed_period: { type: "string" },
     /** Model tokens used in the current period (spec 02 Compute budget; reset with the period). */
     tokens_used: { type: "number", required: true, default: 0 },
     /** Model cost in USD in the current period (spec 02 Compute budget; reset with the period). */

@@ -335,7 +335,7 @@ function patchAccount(
   userId: string,
   deltas: Partial<Record<NumericField, number>>,
   where: AccountCondition = () => "",
-  set: Partial<Pick<BillingAccount, "plan" | "period_plan" | "status" | "period_start" | "period_end" | "quota_granted" | "quota_remaining" | "tokens_used" | "cost_usd">> = {},
+  set: Partial<Pick<BillingAccount, "plan" | "period_plan" | "status" | "period_start" | "period_end" | "quota_granted" | "quota_remaining" | "tokens_used" | "cost_usd" | "quota_lapsed_period">> = {},
 ) {
   const add: Partial<Record<NumericField, number>> = {};
   const subtract: Partial<Record<NumericField, number>> = {};
@@ -593,7 +593,8 @@ export async function lapseQuota(userId: string, now: Date = new Date()): Promis
           forfeited: left, period_start: period,
         })
         .commit(),
-      patchAccount(billingAccount, userId, { quota_remaining: -left, forfeited: left }, (a, op) => `${op.eq(a.period_start, period)} AND ${op.eq(a.quota_remaining, left)}`),
+      // The quota is closed for good: a settlement holding credits from it gives them no more back (`close`).
+      patchAccount(billingAccount, userId, { quota_remaining: -left, forfeited: left }, (a, op) => `${op.eq(a.period_start, period)} AND ${op.eq(a.quota_remaining, left)}`, { quota_lapsed_period: period }),
     ]).go();
     const end = outcome(result);
     if (end === "contended") throw new Contended();
@@ -896,7 +897,11 @@ async function close(userId: string, runId: string, kind: Closing["kind"], actua
       if (p.credits - charged > 0) heldBoostsLeft.push({ ...p, credits: p.credits - charged });
     }
     // The quota is closed to returns once its period turned, or once the paid plan lapsed (its rest expired: `lapseQuota`).
-    const quotaOpen = hold !== null && hold.quota_period === account.period_start && !("plan" in account && entitlementOf(account as BillingAccount).lapsed);
+    const quotaOpen =
+      hold !== null &&
+      hold.quota_period === account.period_start &&
+      (account as Partial<BillingAccount>).quota_lapsed_period !== hold.quota_period &&
+      !("plan" in account && entitlementOf(account as BillingAccount).lapsed);
     const quotaBack = quotaOpen ? heldQuotaLeft : 0;
     const boostsBack = heldBoostsLeft.filter((p) => p.expires_at > nowIso);
     const forfeited = heldQuotaLeft - quotaBack + sum(heldBoostsLeft.filter((p) => p.expires_at <= nowIso).map((p) => p.credits));
@@ -931,7 +936,8 @@ async function close(userId: string, runId: string, kind: Closing["kind"], actua
             extra.quota > 0
               ? `${op.gte(a.quota_remaining, extra.quota)} AND ${op.eq(a.period_start, account.period_start)}`
               : quotaBack > 0
-                ? op.eq(a.period_start, hold!.quota_period)
+                ? // Still the quota's period, and its rest not expired by a lapse since (the fast path did not read the account).
+                  `${op.eq(a.period_start, hold!.quota_period)} AND (${op.notExists(a.quota_lapsed_period)} OR ${op.ne(a.quota_lapsed_period, hold!.quota_period)})`
                 : "",
         ),
         ...boostsBack.map((p) =>

@@ -207,6 +207,22 @@ describe("issue #19: the trial cap, upgrades and lapsed plans", () => {
     expect(await release(u, "warm")).toMatchObject({ returned: 0, forfeited: 1 });
     await expectConsistent(u);
   });
+
+  it("a settle on the reservation's fast path after the plan lapsed gives nothing back to the lapsed quota", async () => {
+    const u = user();
+    await accountOf(u);
+    await grant(u, { source: "in_1", credits: 100, bucket: "monthly", period: { start: inDays(0.001), end: inDays(30) }, plan: "power" });
+    const run = await reserve(u, "run", 10);
+    expect(run.quota).toBe(10);
+    // The plan lapses while the run works (cancelled, its period over) and the sweeper expires what the quota had left.
+    await db().entities.billingAccount.patch({ user_id: u }).set({ status: "cancelled", period_end: inDays(-0.001) }).go();
+    expect(await lapseQuota(u)).toBe(90);
+    // The run settles with its reservation in hand (the fast path): the 9 it did not use are forfeited, not returned.
+    expect(await settle(u, "run", 1, {}, run)).toMatchObject({ charged: 1, returned: 0, forfeited: 9, applied: true });
+    const s = await expectConsistent(u);
+    expect(s.account.quota_remaining).toBe(0);
+    expect(await balanceOf(u)).toMatchObject({ monthly_remaining: 0 });
+  });
 });
 
 describe("reserve", () => {
