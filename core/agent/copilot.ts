@@ -342,7 +342,8 @@ async function execute(
     // on `budget` (core/context.ts), and a step abandoned midway writes nothing.
     const preflight = () =>
       withAbortSignal(budget, () =>
-        Harness.start({ userId: spec.userId, workspaceId: spec.workspaceId, prompt: spec.prompt, entry: spec.entry, plan: charge.plan, missionId: spec.missionId, maxTurns: spec.maxTurns, sink }),
+        // The plan in effect (a downgrade keeps the period's plan until its end; a lapsed plan is the trial's), not the stored one.
+        Harness.start({ userId: spec.userId, workspaceId: spec.workspaceId, prompt: spec.prompt, entry: spec.entry, plan: charge.entitlement?.plan ?? charge.plan, missionId: spec.missionId, maxTurns: spec.maxTurns, sink }),
       );
     const hooks = () => withAbortSignal(budget, () => runBefore(hookCtx, undefined, (name, ms) => clock.hook(name, ms))).then((a) => (clock.mark("hooks"), a));
     const prompt = (counts?: Promise<WorkspaceCounts>) => systemPrompt(spec.userId, spec.workspaceId, { product, language: spec.language, mode: spec.mode, attachments, counts }).then((p) => (clock.mark("system"), p));

@@ -2,11 +2,12 @@
  * The synthesis swarm (issue #21; spec 02 `harness_swarm_activated` / `harness_swarm_complete`,
  * `harness_iteration_complete`) over the wire, on the local engine: a synthesis of four small real research files (the
  * VA app's two interview notes and app-store reviews, the Jupyter notebook survey's README) on the Power plan (`has_synthesis_swarm`) reports through four specialist threads in parallel, in three passes; the
- * run is judged like any other. (A synthesis on the trial plan, or of fewer sources, reports as one run:
+ * run is judged like any other; the plan in effect decides (a downgrade within a period paid at Power keeps it). (A synthesis on the trial plan, or of fewer sources, reports as one run:
  * test/http/stream-variants.test.ts.)
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runsOf } from "../../core/agent";
+import { db } from "../../core/db/service";
 import { SPECIALISTS } from "../../core/harness/swarm";
 import { call, newWorkspace } from "../support/api";
 import { realFile, uploadResearch, waitFor } from "../support/multipart";
@@ -76,4 +77,19 @@ describe("a synthesis over many sources on the Power plan", () => {
     expect(run.quality).toMatchObject({ workflow_type: "synthesis", mission_id: activated.mission_id });
     expect(typeof run.rqs).toBe("number");
   }, 300_000);
+
+  it("follows the plan in effect: downgraded to Growth within a period paid at Power, the account keeps the swarm until the period ends", async () => {
+    const owner = (await call("GET", "/api/auth/me", { token })).body.id as string;
+    // A downgrade within the period: the stored plan is Growth, the period was paid at Power (spec 02 downgrades).
+    await db().entities.billingAccount.patch({ user_id: owner }).set({ plan: "growth", period_plan: "power" }).go();
+    try {
+      const events = await readStream(gw.base, "/api/stream/synthesis", token, { workspace_id: ws, prompt: "What does our research say now?", source_ids: sourceIds }, { timeoutMs: 240_000 });
+      expect(orderProblems(events)).toEqual([]);
+      expect(of(events, "error")).toEqual([]);
+      expect(of(events, "harness_swarm_activated")).toHaveLength(1);
+      expect(of(events, "agent_thread_start")).toHaveLength(SPECIALISTS.length);
+    } finally {
+      await db().entities.billingAccount.patch({ user_id: owner }).set({ plan: "power" }).go();
+    }
+  });
 });
