@@ -672,8 +672,9 @@ export async function reserve(userId: string, runId: string, credits: number, op
   const need = amount(credits, "credits", true);
   const key = `run#${runId}#reserve`;
   const seen = lastSeen.get(userId);
-  // The fast path only while the plan it saw still applies: a lapse is a matter of the clock, not of a write.
-  if (seen && seen.quota_remaining >= need && (seen.lapses_at === null || new Date().toISOString() < seen.lapses_at)) {
+  // The fast path only while the plan it saw still applies: a lapse, or a downgrade taking effect, is a matter of the
+  // clock, not of a write.
+  if (seen && seen.quota_remaining >= need && (seen.changes_at === null || new Date().toISOString() < seen.changes_at)) {
     const fast = await reserveFromQuota(userId, runId, key, need, seen, opts.computeBudget ?? false);
     if (fast) return fast;
   }
@@ -726,7 +727,11 @@ export function lastSeenEntitlement(userId: string): Entitlement | undefined {
  */
 interface Seen extends Pick<BillingAccount, "period_start" | "plan" | "status" | "quota_remaining" | "stripe_synced_at"> {
   effective: Plan;
-  lapses_at: string | null;
+  /**
+   * When the plan in effect changes by the clock alone (ISO 8601), so the fast path stops trusting `effective`: the
+   * paid plan lapses, or a plan downgraded within its period gives way to the lower one at the period's end. Null: never.
+   */
+  changes_at: string | null;
   /** The account's fields its entitlement depends on, for `lastSeenEntitlement` (the clock may have moved since). */
   terms: EntitlementInput;
 }
@@ -737,7 +742,8 @@ function remember(account: BillingAccount) {
   const e = entitlementOf(account);
   lastSeen.set(account.user_id, {
     period_start: account.period_start, plan: account.plan, status: account.status, quota_remaining: e.lapsed ? 0 : account.quota_remaining,
-    stripe_synced_at: account.stripe_synced_at, effective: e.plan, lapses_at: e.lapses_at,
+    stripe_synced_at: account.stripe_synced_at, effective: e.plan,
+    changes_at: [e.lapses_at, e.plan !== account.plan ? account.period_end : null].filter((t): t is string => t !== null).sort()[0] ?? null,
     terms: {
       plan: account.plan, status: account.status, period_end: account.period_end, period_plan: account.period_plan,
       cancel_at_period_end: account.cancel_at_period_end, subscription_start: account.subscription_start, subscription_end: account.subscription_end,

@@ -208,6 +208,23 @@ describe("issue #19: the trial cap, upgrades and lapsed plans", () => {
     await expectConsistent(u);
   });
 
+  it("a plan downgraded within its period: the fast path stops at the period's end, where the lower plan's compute budget applies", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(new Date("2026-11-20T00:00:00.000Z"));
+    const u = user();
+    await accountOf(u);
+    await grant(u, { source: "in_1", credits: 100, bucket: "monthly", period: { start: "2026-11-01T00:00:00.000Z", end: "2026-12-01T00:00:00.000Z" }, plan: "power" });
+    // Downgraded to Pro within the period paid at Power, 3M tokens used: under Power's budget, over Pro's.
+    expect(PLANS.pro.token_budget).toBeLessThan(3_000_000);
+    expect(PLANS.power.token_budget).toBeGreaterThan(3_000_000);
+    await db().entities.billingAccount.patch({ user_id: u }).set({ plan: "pro", period_plan: "power", status: "active", period_end: "2026-12-01T00:00:00.000Z", tokens_used: 3_000_000 }).go();
+    expect((await reserve(u, "in-period", 1, { computeBudget: true })).applied).toBe(true); // this process has seen it
+    expect((await reserve(u, "still", 1, { computeBudget: true })).applied).toBe(true);
+    // The period ends (its renewal not in yet): Pro's budget applies, as a read of the account would find.
+    vi.setSystemTime(new Date("2026-12-01T00:00:01.000Z"));
+    await expect(reserve(u, "after", 1, { computeBudget: true })).rejects.toMatchObject({ code: "USAGE_LIMIT_EXCEEDED", extra: { reason: "compute_budget" } });
+  });
+
   it("a settle on the reservation's fast path after the plan lapsed gives nothing back to the lapsed quota", async () => {
     const u = user();
     await accountOf(u);
