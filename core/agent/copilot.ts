@@ -16,7 +16,7 @@ import { allOf } from "../insight";
 import { recordRun, tryLock, type AgentType } from "./index";
 import { QUERY_BUDGET_MS, runAgent, type AgentRunResult } from "./loop";
 import { TOOLS, type Tool, type ToolContext } from "./tools";
-import { hookPrefetches, runAfter, runBefore, type RunHookContext } from "./hooks";
+import { agentLog, hookPrefetches, runAfter, runBefore, type RunHookContext } from "./hooks";
 import { prefetchSearchHead } from "../insight/search";
 import { StreamClock } from "./timings";
 import { Harness, isStreamEvent, type Entry, type StreamEventName, type VariantArtifacts } from "../harness";
@@ -427,19 +427,33 @@ async function execute(
             }),
           );
           usage.add({ modelId: r.usage.modelId ?? model.engine, tier: spec.choice.tier, inputTokens: r.usage.inputTokens, outputTokens: r.usage.outputTokens, costUsd: r.usage.costUsd, latencyMs: Date.now() - started, attempts: r.usage.calls });
+          // Kept before the run's bookkeeping (settlement, record): the answer the client has seen is stored even if that fails.
+          result = r;
           return r;
         },
         (r) => ({ status: r.status, stop_reason: r.stopReason, num_turns: r.numTurns, tools: r.steps.map((s) => s.name), pending_action_ids: r.pendingActionIds, mission_id: h.missionId }),
       );
     } catch (err) {
-      failure = budget.aborted ? stopFailure(sink.signal.aborted) : { code: err instanceof AppError ? err.code : "INTERNAL", message: err instanceof AppError ? err.message : "The agent failed; quote the message id when reporting it" };
+      if (result && !budget.aborted) {
+        // The run finished and its answer went out; only its bookkeeping failed. The settlement is tried again below
+        // (else the sweeper gives the reservation back); the record of the run is lost, and said so in the log.
+        agentLog().error("a finished copilot run could not be recorded", { workspace_id: spec.workspaceId, conversation_id: conversation.id, error: err as Error });
+      } else {
+        failure = budget.aborted ? stopFailure(sink.signal.aborted) : { code: err instanceof AppError ? err.code : "INTERNAL", message: err instanceof AppError ? err.message : "The agent failed; quote the message id when reporting it" };
+      }
     }
     clock.mark("answered");
     if (!failure && result?.stopReason === "aborted") failure = stopFailure(sink.signal.aborted);
     if (failure) sink.send("error", failure);
     // Work that failed before the agent loop (a stream variant's operation) settles the message without model cost
     // (the operation's own run was charged by itself): cancelled when the client left, else failed.
-    if (charge.charged === null) await charge.settle(sink.signal.aborted ? "cancelled" : "failed", { tokens: 0, costUsd: 0 });
+    if (charge.charged === null) {
+      // A run whose settlement failed in its bookkeeping is settled as it ended; work that failed before the loop, as failed.
+      const outcome = result && !failure ? (result.status === "success" ? "success" : sink.signal.aborted ? "cancelled" : "partial") : sink.signal.aborted ? "cancelled" : "failed";
+      await charge
+        .settle(outcome, { tokens: result ? result.usage.inputTokens + result.usage.outputTokens : 0, costUsd: result?.usage.costUsd ?? 0 })
+        .catch((err: unknown) => agentLog().error("settling a copilot run failed; the sweeper gives its reservation back", { workspace_id: spec.workspaceId, conversation_id: conversation.id, error: err as Error }));
+    }
     const intent = result ? inferIntent(result) : { intent: "error", working_state: "planning" as const };
     text = result?.text.trim() ? result.text : stoppedText(result, failure, spec.maxTurns);
     const afterPrompt = await storing.stored;

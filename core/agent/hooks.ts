@@ -57,7 +57,8 @@ export interface RunHook {
 }
 
 let logger: Logger | undefined;
-const log = () => (logger ??= new Logger({ serviceName: "research-to-delivery", logLevel: Config.logLevel() as "INFO" }));
+/** The copilot's log (CloudWatch in AWS, stdout locally), created on first use: what failed beside a run, not in it. */
+export const agentLog = () => (logger ??= new Logger({ serviceName: "research-to-delivery", logLevel: Config.logLevel() as "INFO" }));
 
 /**
  * The hooks every run goes through, in order. Registered here (not by side effect of an import) so the set is
@@ -95,7 +96,7 @@ export async function runBefore(ctx: RunHookContext, hooks: readonly RunHook[] =
       return { events, system: prep?.system };
     } catch (err) {
       ctx.signal.throwIfAborted();
-      log().warn("run hook failed before the model", { hook: hook.name, workspace_id: ctx.workspaceId, error: err as Error });
+      agentLog().warn("run hook failed before the model", { hook: hook.name, workspace_id: ctx.workspaceId, error: err as Error });
       return { events, system: undefined };
     } finally {
       onHook?.(hook.name, performance.now() - started);
@@ -116,7 +117,7 @@ export async function runAfter(ctx: RunHookContext, outcome: RunOutcome, hooks: 
     try {
       await hook.after(ctx, outcome);
     } catch (err) {
-      log().warn("run hook failed after the answer", { hook: hook.name, workspace_id: ctx.workspaceId, error: err as Error });
+      agentLog().warn("run hook failed after the answer", { hook: hook.name, workspace_id: ctx.workspaceId, error: err as Error });
     }
   }
 }

@@ -114,7 +114,7 @@ export interface Charge {
   charged: number | null;
   /**
    * Settle once: charge `creditsFor(costUsd, outcome)` and give the rest back (ledger `settle`); the compute counters
-   * get the run's tokens and cost. A second call returns the first figure.
+   * get the run's tokens and cost. A second call returns the first figure; after a failed call, the next one tries again.
    */
   settle(outcome: RunOutcome, usage: { tokens: number; costUsd: number }): Promise<number>;
   /** Give the held credits back if the run never settled (a stream that never ran). */
@@ -148,7 +148,11 @@ export async function startCharge(input: { workspaceId: string; runId: string; e
     chatMessage,
     charged: null,
     async settle(outcome, usage) {
-      settling ??= settle(payer, input.runId, creditsFor(usage.costUsd, outcome, { chatMessage }), { tokens: usage.tokens, costUsd: usage.costUsd }, reservation);
+      // One settlement; a failed one is forgotten, so the next call tries again (the ledger settles a run once).
+      settling ??= settle(payer, input.runId, creditsFor(usage.costUsd, outcome, { chatMessage }), { tokens: usage.tokens, costUsd: usage.costUsd }, reservation).catch((err: unknown) => {
+        settling = null;
+        throw err;
+      });
       const closing = await settling;
       charge.charged = closing.charged;
       return closing.charged;

@@ -267,6 +267,35 @@ describe("stream errors before the stream opens", () => {
     await Promise.all(releases.slice(1).map((r) => r()));
   });
 
+  it("keeps and charges an answer whose settlement failed once: the answer is stored, the settlement tried again", async () => {
+    // The run's settlement (its ledger transaction) fails once, after the answer went out.
+    let failed = 0;
+    const name = "failSettleOnce";
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (failed === 0 && context.commandName === "TransactWriteItemsCommand" && JSON.stringify(args.input).includes("#settle")) {
+          failed++;
+          throw new Error("injected: the table did not answer");
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    try {
+      const events = await readStream(gw.base, "/api/stream/chat", owner.token, { workspace_id: ws, prompt: "What do users struggle with when they sign in?" });
+      expect(failed).toBe(1);
+      expect(orderProblems(events)).toEqual([]);
+      expect(of(events, "error")).toEqual([]);
+      const done = events.at(-1)!.data;
+      expect(done.credits).toBe(0.5);
+      const conv = await call("GET", `/api/chat/conversations/${done.conversation_id}`, { token: owner.token });
+      const assistant = conv.body.messages.find((m: { role: string }) => m.role === "assistant");
+      expect(assistant).toMatchObject({ id: done.message_id, content: text(events) });
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+  });
+
   it("frees the stream's slot before done, so a client's next stream on done is never refused (429)", async () => {
     const user = await newUser();
     const w = await call("POST", "/api/workspaces", { token: user.token, body: { name: "One after another" } });
