@@ -85,7 +85,12 @@ async function handle(req: IncomingMessage, res: ServerResponse, continueAsked =
       onData: (chunk) => res.write(chunk),
       onEnd: () => res.end(),
     },
-    onStream: (destroy) => res.on("close", () => { if (!res.writableFinished) destroy(); }),
+    // A client that left while the handler was loading (a group's first request) left before this listener: its
+    // socket is gone already, and the run must stop as it would for a later disconnect.
+    onStream: (destroy) => {
+      if (res.destroyed || !res.socket || res.socket.destroyed) destroy();
+      else res.on("close", () => { if (!res.writableFinished) destroy(); });
+    },
   });
   if (!result) return;
   const out = result.body === undefined ? undefined : Buffer.from(result.body, result.isBase64Encoded ? "base64" : "utf8");
