@@ -459,14 +459,15 @@ async function execute(
     const afterPrompt = await storing.stored;
     const firstAnswer = (conversation.message_count ?? 0) === 0;
     // By the conversation's key: the prompt's append has stored a new conversation (`UnsavedConversation`).
-    const assistant = await Chat.appendMessage({ id: conversation.id, workspace_id: conversation.workspace_id, user_id: conversation.user_id }, {
+    // A long reasoning run's thinking is cut to fit the item rather than lose the answer (`fitMessage`).
+    const assistant = await Chat.appendMessage({ id: conversation.id, workspace_id: conversation.workspace_id, user_id: conversation.user_id }, Chat.fitMessage({
       role: "assistant",
       content: text,
       inferred_intent: intent.intent,
       ...thinkingOf(result),
       decision_context: { model: result?.usage.modelId ?? spec.choice.modelId ?? model.engine, engine: model.engine, tier: spec.choice.tier, thinking: !!spec.choice.thinking, max_turns: spec.maxTurns, intent: intent.intent, mode: spec.mode ?? null, language: spec.language ?? null },
       execution_metadata: { steps: (result?.steps ?? []).map(compactStep), num_turns: result?.numTurns ?? 0, stop_reason: result?.stopReason ?? "error", duration_ms: Date.now() - started, pending_action_ids: result?.pendingActionIds ?? [] },
-    }, {
+    }), {
       ...afterPrompt,
       // What the run looked like goes onto the conversation with the answer: after the first answer, its purpose and
       // the agent's title, which replaces only an automatic one (a title the user gave is kept; a rename during the

@@ -423,14 +423,54 @@ function checkMessage(message: NewMessage, contentLc: string): void {
       if (message[key] !== undefined) errors.push({ loc: ["message", key], msg: "Only assistant messages carry this", type: "unexpected" });
     }
   }
-  const bytes =
-    Buffer.byteLength(message.content) +
-    Buffer.byteLength(contentLc) +
-    extras.reduce((sum, key) => sum + (message[key] === undefined ? 0 : Buffer.byteLength(JSON.stringify(message[key]))), 0);
+  const bytes = messageBytes(message, contentLc);
   if (bytes > MAX_MESSAGE_BYTES) {
     errors.push({ loc: ["message"], msg: `The message takes ${bytes} bytes; at most ${MAX_MESSAGE_BYTES} fit in one item`, type: "too_big" });
   }
   if (errors.length) throw Errors.validation(errors, "Message rejected");
+}
+
+/** Bytes a message takes in its item, as `checkMessage` counts them: content, its lower-cased copy, the JSON fields. */
+function messageBytes(message: NewMessage, contentLc = message.content.toLowerCase()): number {
+  const extras = ["inferred_intent", "thinking_blocks", "decision_context", "execution_metadata"] as const;
+  return Buffer.byteLength(message.content) + Buffer.byteLength(contentLc) + extras.reduce((sum, key) => sum + (message[key] === undefined ? 0 : Buffer.byteLength(JSON.stringify(message[key]))), 0);
+}
+
+/** `text` cut to at most `bytes` bytes of UTF-8 (never inside a character). */
+function cutToBytes(text: string, bytes: number): string {
+  if (Buffer.byteLength(text) <= bytes) return text;
+  let cut = Buffer.from(text).subarray(0, Math.max(0, bytes)).toString("utf8");
+  if (cut.endsWith("\uFFFD")) cut = cut.slice(0, -1); // a character cut in two
+  return cut;
+}
+
+/**
+ * An assistant message made to fit its item (`MAX_MESSAGE_BYTES`): when its thinking blocks (spec 01 Message
+ * `thinking_blocks`, kept whole by the copilot) leave no room, each block's text is cut to an equal share of what
+ * the answer and the other fields leave, and marked so; a cut block loses its signature (it no longer verifies),
+ * a redacted block its opaque data. A long reasoning run then keeps its answer instead of failing to store it. A
+ * message that fits, or has no thinking, is returned as it is (what does not fit then is `appendMessage`'s 422).
+ */
+export function fitMessage(message: NewMessage): NewMessage {
+  const blocks = message.thinking_blocks as ({ type: string; content?: string; signature?: string; data?: string } | null)[] | undefined;
+  if (message.role !== "assistant" || !blocks?.length || messageBytes(message) <= MAX_MESSAGE_BYTES) return message;
+  const others = messageBytes({ ...message, thinking_blocks: undefined });
+  const fit = (share: number) =>
+    blocks.map((b) => {
+      if (!b || typeof b !== "object") return b;
+      if (b.type === "redacted_thinking") return Buffer.byteLength(b.data ?? "") <= share ? b : { type: "redacted_thinking", data: "", cut: true };
+      const text = b.content ?? "";
+      if (Buffer.byteLength(JSON.stringify(b)) <= share) return b;
+      const kept = cutToBytes(text, share);
+      return { type: b.type, content: `${kept}\n[cut to fit the message: ${text.length - kept.length} more characters]`, cut: true };
+    });
+  // An equal share of the room left, less the blocks' JSON and markers; JSON escapes can grow a text, so a share that
+  // still does not fit is halved.
+  for (let share = Math.floor((MAX_MESSAGE_BYTES - others - 2_000) / blocks.length) - 120; share > 0; share = Math.floor(share / 2)) {
+    const fitted = { ...message, thinking_blocks: fit(share) };
+    if (messageBytes(fitted) <= MAX_MESSAGE_BYTES) return fitted;
+  }
+  return { ...message, thinking_blocks: fit(0) };
 }
 
 /**

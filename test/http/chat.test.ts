@@ -637,6 +637,32 @@ describe("agent operations", () => {
     expect((await call("GET", `/api/chat/conversations/${conv.id}`, { token: owner.token })).body.message_count).toBe(1);
   });
 
+  it("fitMessage cuts a long reasoning run's thinking to fit the item, so its answer is stored", async () => {
+    const conv = await newConv(owner);
+    const answer = "Sign-in loops are the top complaint.";
+    // Two blocks of about 300 KB of thinking each (extended thinking over many tool turns), one redacted block.
+    const thinking = [
+      { type: "thinking", content: "Weighing the interviews. ".repeat(12_000), signature: "sig-1" },
+      { type: "thinking", content: "Checking the reviews é. ".repeat(12_000), signature: "sig-2" },
+      { type: "redacted_thinking", data: "x".repeat(200_000) },
+    ];
+    const message: Chat.NewMessage = { role: "assistant", content: answer, thinking_blocks: thinking, decision_context: { model: "m" } };
+    await rejectsWith(Chat.appendMessage(conv, message), "VALIDATION_ERROR"); // as it is: over DynamoDB's item limit
+    const stored = await Chat.appendMessage(conv, Chat.fitMessage(message));
+    expect(stored.content).toBe(answer);
+    const blocks = stored.thinking_blocks as { type: string; content?: string; signature?: string; data?: string; cut?: boolean }[];
+    expect(blocks.map((b) => [b.type, b.cut])).toEqual([["thinking", true], ["thinking", true], ["redacted_thinking", true]]);
+    expect(blocks[0]!.content!.startsWith("Weighing the interviews. ")).toBe(true);
+    expect(blocks[0]!.content).toMatch(/\[cut to fit the message: \d+ more characters\]$/);
+    expect(blocks[1]!.content).not.toContain("\uFFFD"); // never cut inside a character
+    expect(blocks[0]!.signature).toBeUndefined(); // a cut block no longer verifies
+    const got = await call("GET", `/api/chat/conversations/${conv.id}`, { token: owner.token });
+    expect(got.body.messages.at(-1)).toMatchObject({ id: stored.id, content: answer });
+    // A message that fits is left as it is.
+    const small: Chat.NewMessage = { role: "assistant", content: answer, thinking_blocks: [{ type: "thinking", content: "short", signature: "s" }] };
+    expect(Chat.fitMessage(small)).toBe(small);
+  });
+
   it("appendMessage sets an inferred title in its own transaction, only over an automatic title: a user's title, or a rename racing the append, is kept", async () => {
     const got = async (id: string) => (await call("GET", `/api/chat/conversations/${id}`, { token: owner.token })).body;
     const patches = vi.spyOn(chatDb().entities.conversation, "patch");
