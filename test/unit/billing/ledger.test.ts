@@ -242,6 +242,47 @@ describe("issue #19: the trial cap, upgrades and lapsed plans", () => {
   });
 });
 
+describe("reserve's fast path (this process's last view of the account) takes nothing a read would have refused", () => {
+  /** A Power account this process has reserved for once (its fast path is warm), with a 20-credit boost pack. */
+  async function warm() {
+    const u = user();
+    await accountOf(u);
+    await grant(u, { source: "pack", credits: 20, bucket: "boost", expiresAt: inDays(20) });
+    await grant(u, { source: "in_1", credits: 100, bucket: "monthly", period: { start: inDays(0.001), end: inDays(30) }, plan: "power" });
+    expect((await db().entities.billingAccount.get({ user_id: u }).go()).data).toMatchObject({ plan: "power", quota_remaining: 100 });
+    expect((await reserve(u, "warm", 1, { computeBudget: true })).quota).toBe(1);
+    return u;
+  }
+  const patch = (u: string, set: Record<string, unknown>) => db().entities.billingAccount.patch({ user_id: u }).set(set).go();
+
+  it("the quota spent by another container: the run is paid from the boost pack", async () => {
+    const u = await warm();
+    await patch(u, { quota_remaining: 1 });
+    const r = await reserve(u, "after", 5, { computeBudget: true });
+    expect([r.quota, r.boosts.map((b) => b.credits)]).toEqual([1, [4]]);
+  });
+
+  it("a new period started by another container: the reservation is of the new period", async () => {
+    const u = await warm();
+    const start = inDays(0.01);
+    await patch(u, { period_start: start, period_end: inDays(30.01), quota_remaining: 50 });
+    expect((await reserve(u, "after", 2, { computeBudget: true })).period_start).toBe(start);
+  });
+
+  it("a sync that scheduled the plan's end, now past: the lapsed quota is not spent", async () => {
+    const u = await warm();
+    await patch(u, { cancel_at_period_end: true, period_end: inDays(-0.001), subscription_end: inDays(-0.001), stripe_synced_at: new Date().toISOString() });
+    const r = await reserve(u, "after", 2, { computeBudget: true });
+    expect([r.quota, r.boosts.map((b) => b.credits)]).toEqual([0, [2]]);
+  });
+
+  it("the compute budget used up by other containers: 402 compute_budget", async () => {
+    const u = await warm();
+    await patch(u, { tokens_used: PLANS.power.token_budget });
+    await expect(reserve(u, "after", 1, { computeBudget: true })).rejects.toMatchObject({ status: 402, code: "USAGE_LIMIT_EXCEEDED", extra: { reason: "compute_budget" } });
+  });
+});
+
 describe("reserve", () => {
   it("uses the quota first, then boosts by earliest expiry, never an expired boost, and never part of a run", async () => {
     vi.useFakeTimers({ toFake: ["Date"] });
