@@ -226,8 +226,10 @@ export async function tryLock(scope: string, name: string, seconds: number): Pro
       .where((attr, op) => `${op.notExists(attr.owner)} OR ${op.lt(attr.ttl, nowSeconds())}`)
       .go();
   } catch (err) {
-    if (isConditionalFailure(err)) return null;
-    throw err;
+    if (!isConditionalFailure(err)) throw err;
+    // A put whose response was lost is sent again by the SDK, and the retry meets the lock the first one took: ours.
+    const { data } = await db().entities.guard.get({ scope, name }).go({ consistent: true, attributes: ["owner"] });
+    if (data?.owner !== owner) return null;
   }
   // Released once: a second call waits for the first (or tries again after a failure) instead of deleting again.
   let released: Promise<void> | undefined;

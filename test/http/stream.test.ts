@@ -296,6 +296,34 @@ describe("stream errors before the stream opens", () => {
     }
   });
 
+  it("a slot whose put the SDK sent again (its first response lost) is the stream's, not a 429", async () => {
+    const user = await newUser();
+    // The first put reaches the table, its answer is lost on the way back: the SDK's retry finds the lock taken.
+    let lost = 0;
+    const name = "loseFirstSlotAnswer";
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        const out = await next(args);
+        if (lost === 0 && context.commandName === "PutItemCommand" && JSON.stringify(args.input).includes(`user#${user.id}`)) {
+          lost++;
+          throw Object.assign(new Error("the answer was lost"), { name: "TimeoutError", $metadata: {} });
+        }
+        return out;
+      },
+      { step: "deserialize", name },
+    );
+    try {
+      const release = await acquireStreamSlot(user.id);
+      expect(lost).toBe(1);
+      // It holds slot 0: two more fit, a fourth does not.
+      const more = [await acquireStreamSlot(user.id), await acquireStreamSlot(user.id)];
+      await expect(acquireStreamSlot(user.id)).rejects.toMatchObject({ code: "RATE_LIMITED" });
+      await Promise.all([release(), ...more.map((r) => r())]);
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+  });
+
   it("frees the stream's slot before done, so a client's next stream on done is never refused (429)", async () => {
     const user = await newUser();
     const w = await call("POST", "/api/workspaces", { token: user.token, body: { name: "One after another" } });
