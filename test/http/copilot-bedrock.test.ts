@@ -13,7 +13,7 @@ import { expectEnvelope } from "./_helpers";
 import { topUp } from "../support/billing";
 import { DEFAULT_CATALOGUE, modelCostUsd } from "../../core/ai/catalogue";
 import { runsOf } from "../../core/agent";
-import { prepareChat, type EventSink } from "../../core/agent/copilot";
+import { acquireStreamSlot, MAX_STREAMS_PER_USER, prepareChat, type EventSink } from "../../core/agent/copilot";
 import { QUERY_BUDGET_MS } from "../../core/agent/loop";
 import * as Chat from "../../core/chat";
 
@@ -193,6 +193,18 @@ describe("a client that leaves, and the 300 s budget", () => {
       const runs = await runsOf(ws);
       const run = runs.find((r) => (r.input_data as { prompt?: string }).prompt === "Tell me a long story");
       expect(run).toMatchObject({ status: "partial", credits_charged: 0.25 });
+    }, { timeout: 10_000, interval: 100 });
+    // What the run left: the prompt and a readable answer in the conversation, and every stream slot free again.
+    await vi.waitFor(async () => {
+      const list = await call("GET", "/api/chat/conversations", { token: owner.token, query: { workspace_id: ws, limit: "100" } });
+      const found = (list.body.conversations as { id: string; title: string }[]).find((c) => c.title === "Tell me a long story")!;
+      const conv = await call("GET", `/api/chat/conversations/${found.id}`, { token: owner.token });
+      expect(conv.body.messages.map((m: { role: string }) => m.role)).toEqual(["user", "assistant"]);
+      expect(conv.body.messages[1].content.length).toBeGreaterThan(0);
+    }, { timeout: 10_000, interval: 100 });
+    await vi.waitFor(async () => {
+      const slots = await Promise.all(Array.from({ length: MAX_STREAMS_PER_USER }, () => acquireStreamSlot(owner.id)));
+      await Promise.all(slots.map((release) => release()));
     }, { timeout: 10_000, interval: 100 });
   });
 
