@@ -722,8 +722,8 @@ export function lastSeenEntitlement(userId: string): Entitlement | undefined {
 
 /**
  * What this process last saw of an account, for `reserve`'s fast path (bounded: past the bound it starts again): the
- * stored plan, the plan in effect and when it lapses, and `stripe_synced_at` (every sync changes it, so a fast path
- * conditioned on it sees no status, plan or period change it did not read).
+ * stored plan, the plan in effect and when it changes, `stripe_synced_at` and the terms the plan in effect is computed
+ * from (the fast path is conditioned on each, so it sees no status, plan, period or term change it did not read).
  */
 interface Seen extends Pick<BillingAccount, "period_start" | "plan" | "status" | "quota_remaining" | "stripe_synced_at"> {
   effective: Plan;
@@ -788,6 +788,12 @@ async function reserveFromQuota(
       op.eq(a.plan, seen.plan),
       op.eq(a.status, seen.status),
       seen.stripe_synced_at ? op.eq(a.stripe_synced_at, seen.stripe_synced_at) : op.notExists(a.stripe_synced_at),
+      // The terms the plan in effect is computed from, each as seen: two syncs within one second of each other can
+      // leave `stripe_synced_at` as it was while changing them (a cancellation scheduled, the paid period moved).
+      ...(["period_end", "period_plan", "cancel_at_period_end", "subscription_start", "subscription_end"] as const).map((field) => {
+        const value = seen.terms[field];
+        return value === undefined ? op.notExists(a[field]) : op.eq(a[field], value);
+      }),
       // The compute budget (spec 02): blocked from 100 % of either budget, as `requireComputeBudget` decides.
       ...(computeBudget ? [op.lt(a.tokens_used, limits.token_budget), op.lt(a.cost_usd, limits.cost_target_usd)] : []),
     ].join(" AND "),

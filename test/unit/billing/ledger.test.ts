@@ -276,6 +276,13 @@ describe("reserve's fast path (this process's last view of the account) takes no
     expect([r.quota, r.boosts.map((b) => b.credits)]).toEqual([0, [2]]);
   });
 
+  it("a second sync within the same second (stripe_synced_at unchanged) that ended the paid period: the lapsed quota is not spent", async () => {
+    const u = await warm();
+    await patch(u, { cancel_at_period_end: true, period_end: inDays(-0.001), subscription_end: inDays(-0.001) });
+    const r = await reserve(u, "after", 2, { computeBudget: true });
+    expect([r.quota, r.boosts.map((b) => b.credits)]).toEqual([0, [2]]);
+  });
+
   it("the compute budget used up by other containers: 402 compute_budget", async () => {
     const u = await warm();
     await patch(u, { tokens_used: PLANS.power.token_budget });
