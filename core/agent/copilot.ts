@@ -12,6 +12,7 @@ import * as Chat from "../chat";
 import { agentIntro, productContextOf, requireMemberWithWorkspace, type ProductContext } from "../workspace";
 import { EFFORT_TIER, startCharge, type Charge, type Effort } from "../billing/charge";
 import type { PlanLimits } from "../billing/plans";
+import type { RunOutcome } from "../billing/credits";
 import { allOf } from "../insight";
 import { recordRun, tryLock, type AgentType } from "./index";
 import { QUERY_BUDGET_MS, runAgent, type AgentRunResult } from "./loop";
@@ -299,6 +300,8 @@ async function execute(
   const timeout = new AbortController();
   const timer = setTimeout(() => timeout.abort(new Error(`The query ran past its ${QUERY_BUDGET_MS / 1000} s budget`)), QUERY_BUDGET_MS);
   const budget = AbortSignal.any([sink.signal, timeout.signal]);
+  /** How a run that ended is charged: a full answer as a success, one cut short as cancelled (client gone) or partial. */
+  const runOutcome = (r: AgentRunResult): RunOutcome => (r.status === "success" ? "success" : sink.signal.aborted ? "cancelled" : "partial");
   let result: AgentRunResult | undefined;
   let failure: { code: string; message: string } | undefined;
   let engine = "unknown";
@@ -396,7 +399,7 @@ async function execute(
           input: { prompt: spec.prompt.slice(0, 2000), conversation_id: conversation.id },
           charge,
           signal: sink.signal,
-          outcomeOf: (r) => (r.status === "success" ? "success" : sink.signal.aborted ? "cancelled" : "partial"),
+          outcomeOf: runOutcome,
           qualityOf: () => h.quality,
           onMilestone: (m) => sink.send("milestone_unlocked", m),
         },
@@ -449,7 +452,7 @@ async function execute(
     // (the operation's own run was charged by itself): cancelled when the client left, else failed.
     if (charge.charged === null) {
       // A run whose settlement failed in its bookkeeping is settled as it ended; work that failed before the loop, as failed.
-      const outcome = result && !failure ? (result.status === "success" ? "success" : sink.signal.aborted ? "cancelled" : "partial") : sink.signal.aborted ? "cancelled" : "failed";
+      const outcome = result && !failure ? runOutcome(result) : sink.signal.aborted ? "cancelled" : "failed";
       await charge
         .settle(outcome, { tokens: result ? result.usage.inputTokens + result.usage.outputTokens : 0, costUsd: result?.usage.costUsd ?? 0 })
         .catch((err: unknown) => agentLog().error("settling a copilot run failed; the sweeper gives its reservation back", { workspace_id: spec.workspaceId, conversation_id: conversation.id, error: err as Error }));

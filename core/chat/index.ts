@@ -42,6 +42,8 @@ const conversationPrefix = (conversationId: string) => `conversation#${conversat
  * DynamoDB refuses items over 400 KB and the keys and other attributes need the rest.
  */
 const MAX_MESSAGE_BYTES = 380_000;
+/** The fields only an assistant message carries (spec 01 Message), stored as JSON. */
+const ASSISTANT_FIELDS = ["inferred_intent", "thinking_blocks", "decision_context", "execution_metadata"] as const;
 /** How many characters of a matching message a search result carries. */
 const SNIPPET_CHARS = 1_000;
 /** Attempts of an append racing other appends to the same conversation. */
@@ -417,9 +419,8 @@ function checkMessage(message: NewMessage, contentLc: string): void {
   if (message.content.length > MAX_MESSAGE_CHARS) {
     errors.push({ loc: ["message", "content"], msg: `At most ${MAX_MESSAGE_CHARS} characters`, type: "too_big" });
   }
-  const extras = ["inferred_intent", "thinking_blocks", "decision_context", "execution_metadata"] as const;
   if (message.role === "user") {
-    for (const key of extras) {
+    for (const key of ASSISTANT_FIELDS) {
       if (message[key] !== undefined) errors.push({ loc: ["message", key], msg: "Only assistant messages carry this", type: "unexpected" });
     }
   }
@@ -432,8 +433,7 @@ function checkMessage(message: NewMessage, contentLc: string): void {
 
 /** Bytes a message takes in its item, as `checkMessage` counts them: content, its lower-cased copy, the JSON fields. */
 function messageBytes(message: NewMessage, contentLc = message.content.toLowerCase()): number {
-  const extras = ["inferred_intent", "thinking_blocks", "decision_context", "execution_metadata"] as const;
-  return Buffer.byteLength(message.content) + Buffer.byteLength(contentLc) + extras.reduce((sum, key) => sum + (message[key] === undefined ? 0 : Buffer.byteLength(JSON.stringify(message[key]))), 0);
+  return Buffer.byteLength(message.content) + Buffer.byteLength(contentLc) + ASSISTANT_FIELDS.reduce((sum, key) => sum + (message[key] === undefined ? 0 : Buffer.byteLength(JSON.stringify(message[key]))), 0);
 }
 
 /** `text` cut to at most `bytes` bytes of UTF-8 (never inside a character). */
