@@ -313,7 +313,7 @@ async function run(row: PendingActionItem, owner: string): Promise<Ended> {
     return settlement(row, owner, result);
   };
   try {
-    const result = await tool.execute({ userId: approver, workspaceId: row.workspace_id, actionId: row.id, settle }, parsed.data);
+    const result = await tool.execute({ userId: approver, workspaceId: row.workspace_id, actionId: row.id, approvedAt: row.resolved_at, settle }, parsed.data);
     return { status: "executed", result, settled };
   } catch (err) {
     return ended(err);

@@ -176,6 +176,20 @@ describe("issue tools", () => {
     expect(got).toMatchObject({ refreshed: true, issue: { state: "closed", state_reason: "completed" } });
     expect(await run(ctx, "list_codehost_issues", { state: "open" })).toMatchObject({ count: 0 });
   });
+
+  it("a replay that comes minutes after the first attempt (an expired lease) still finds the issue that attempt created", async () => {
+    const ctx = await context([REPO]);
+    const tool = gatedTool("create_codehost_issue")!;
+    const input = tool.input.parse({ title: "Retry uploads on flaky networks", body: "Uploads fail." });
+    // Approved ten minutes ago; the first attempt created the issue nine minutes ago and crashed before settling.
+    const exec = { userId: ctx.userId, workspaceId: ctx.workspaceId, actionId: randomUUID(), approvedAt: new Date(Date.now() - 10 * 60_000).toISOString() };
+    const before = github.creations();
+    const first = await tool.execute(exec, input);
+    github.age(REPO, first.issue_number as number, 9 * 60_000);
+    const replay = await tool.execute(exec, input);
+    expect(github.creations() - before).toBe(1);
+    expect(replay).toEqual(first);
+  });
 });
 
 /** A token for the tool context's user (the owner made by `context`). */

@@ -103,6 +103,12 @@ export class GitHubStandIn extends StandIn<Failure> {
     return number;
   }
 
+  /** Move an issue's last change `ms` into the past, as if it had not been touched since (time passing for `since`). */
+  age(repo: string, number: number, ms: number): void {
+    const issue = this.issue(repo, number);
+    issue.updated_at = new Date(Date.parse(issue.updated_at) - ms).toISOString();
+  }
+
   /** Close an issue in the tracker (a developer finishing the work), optionally by a pull request. */
   close_(repo: string, number: number, reason: "completed" | "not_planned" = "completed", pr?: number): void {
     const issue = this.issue(repo, number);

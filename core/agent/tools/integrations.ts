@@ -215,11 +215,11 @@ export const createCodehostIssue: GatedTool<CreateIssueInput> = {
     if (input.recommendation_id) {
       // The action id travels in the body as a marker: a replay finds the issue it created instead of a second one.
       const res = await Codehost.createIssue(ctx.userId, { workspace_id: ctx.workspaceId, recommendation_id: input.recommendation_id, repo, title: input.title, body: input.body, labels: input.labels }, {
-        linkId: idFor(ctx.actionId, "codehost-link"), marker: ctx.actionId, pendingActionId: ctx.actionId,
+        linkId: idFor(ctx.actionId, "codehost-link"), marker: ctx.actionId, pendingActionId: ctx.actionId, markerSince: ctx.approvedAt,
       });
       return { ...res, repo, linked_recommendation: input.recommendation_id };
     }
-    const issue = await Codehost.createUnlinkedIssue(ctx.userId, ctx.workspaceId, repo, { title: input.title!, body: input.body ?? "", labels: input.labels }, ctx.actionId);
+    const issue = await Codehost.createUnlinkedIssue(ctx.userId, ctx.workspaceId, repo, { title: input.title!, body: input.body ?? "", labels: input.labels }, ctx.actionId, ctx.approvedAt);
     return { issue_url: issue.url, issue_number: issue.number, repo };
   },
 };

@@ -29,6 +29,11 @@ export interface ExecutionContext {
   workspaceId: string;
   actionId: string;
   /**
+   * When the action was approved (ISO 8601): no attempt of its write can be older, so a search for a replay's earlier
+   * write (an issue found by its marker) starts here, however late the replay comes. Absent outside the executor.
+   */
+  approvedAt?: string;
+  /**
    * The action's flip to executed with `result` (what `execute` will return), as a write for the tool's own
    * transaction (DESIGN.md 6.2: an internal write and the flip are one transaction). Given by the executor; a tool
    * whose writes are internal hands it to its core operation (`AgentWrite.settle`), so a crash leaves either nothing

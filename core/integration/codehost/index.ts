@@ -144,6 +144,21 @@ export interface IssueWriteOptions {
   linkId?: string;
   marker?: string;
   pendingActionId?: string;
+  /**
+   * The earliest instant an earlier attempt could have created the issue (ISO 8601; an approved action's approval
+   * time). Default: this call's start. The marker search looks from a minute before it (clock skew with the host).
+   */
+  markerSince?: string;
+}
+
+/**
+ * Where a marker search starts: a minute before the first attempt could have written. GitHub's `since` filters on
+ * `updated_at`, so an issue a crashed attempt created stays findable only if the window reaches back to that attempt,
+ * not to this one: a replay that comes minutes later (a lease that expired) must still find it.
+ */
+function markerWindow(since?: string): string {
+  const from = since ? Date.parse(since) : Date.now();
+  return new Date((Number.isFinite(from) ? from : Date.now()) - 60_000).toISOString();
 }
 
 /**
@@ -163,7 +178,7 @@ export async function createIssue(userId: string, input: CreateIssueBody, opts: 
   const markerLine = opts.marker ? `\n\n<!-- r2d:${opts.marker} -->` : "";
   const title = input.title ?? rec.title;
   const body = `${input.body ?? rec.description}${markerLine}`;
-  const startedAt = new Date(Date.now() - 60_000).toISOString();
+  const startedAt = markerWindow(opts.markerSince);
   const issue = await withCodeHost(input.workspace_id, async (host, login) => {
     if (opts.marker && login) {
       const found = await host.findIssueByMarker(repo, `r2d:${opts.marker}`, { since: startedAt, creator: login });
@@ -182,10 +197,11 @@ export async function createIssue(userId: string, input: CreateIssueBody, opts: 
 /**
  * An issue without a recommendation (the copilot's create_codehost_issue without recommendation_id): no link. The
  * action id travels in the body as a marker, so a replay finds the issue its first run created.
+ * @param markerSince as `IssueWriteOptions.markerSince`
  */
-export async function createUnlinkedIssue(userId: string, workspaceId: string, repo: string, input: { title: string; body: string; labels: string[] }, marker: string) {
+export async function createUnlinkedIssue(userId: string, workspaceId: string, repo: string, input: { title: string; body: string; labels: string[] }, marker: string, markerSince?: string) {
   await requireMember(userId, workspaceId);
-  const startedAt = new Date(Date.now() - 60_000).toISOString();
+  const startedAt = markerWindow(markerSince);
   return withCodeHost(workspaceId, async (host, login) => {
     const found = login ? await host.findIssueByMarker(repo, `r2d:${marker}`, { since: startedAt, creator: login }) : null;
     return found ?? host.createIssue(repo, { ...input, body: `${input.body}\n\n<!-- r2d:${marker} -->` });
