@@ -33,17 +33,19 @@ export function pathToImplemented(from: RecommendationStatus): RecommendationSta
  * A linked issue closed as done (spec 01 "Status also moves to implemented when a linked external issue closes"):
  * move the recommendation to implemented through the existing status operation, one allowed step at a time (each a
  * conditional write), unless it is implemented or rejected. A concurrent change is re-read and walked again once.
+ * A recommendation deleted since its issue was linked (links outlive it) has nothing to move: the sync goes on.
  * @returns true when the recommendation moved
  */
 export async function markImplemented(userId: string, recommendationId: string): Promise<boolean> {
   for (let attempt = 0; attempt < 2; attempt++) {
-    const current = await Recommendation.get(userId, recommendationId);
-    const path = pathToImplemented(current.status);
-    if (path.length === 0) return false;
     try {
+      const current = await Recommendation.get(userId, recommendationId);
+      const path = pathToImplemented(current.status);
+      if (path.length === 0) return false;
       for (const status of path) await Recommendation.changeStatus(userId, recommendationId, { status });
       return true;
     } catch (err) {
+      if (err instanceof AppError && err.code === "NOT_FOUND") return false;
       if (!(err instanceof AppError) || (err.code !== "CONFLICT" && err.code !== "INVALID_TRANSITION")) throw err;
     }
   }

@@ -10,6 +10,7 @@ import { call, newWorkspace } from "../support/api";
 import { GitHubStandIn } from "../support/github-standin";
 import { connectGithub, useStandInSettings } from "../support/integrations";
 import { localIntegrationsQueue } from "../../local/events";
+import { dynamoClient } from "../../core/db/client";
 import { expectEnvelope, headersOf } from "./_helpers";
 
 const REPO = "octokit-fixture-org/hello-world";
@@ -157,6 +158,61 @@ describe("sync", () => {
     github.close_(REPO, issueNumber, "completed");
     await call("POST", "/api/integrations/codehost/sync", { token: owner.token, body: q(workspace.id) });
     expect(await statusOf(owner.token, rec.id)).toBe("rejected");
+  });
+
+  it("a deleted issue (410) keeps its link's last state and the other links still sync", async () => {
+    const ctx = await linked();
+    const other = await recommendation(ctx.owner.token, ctx.workspace.id, "Show upload progress");
+    const made = await call("POST", "/api/integrations/codehost/issues", { token: ctx.owner.token, body: { workspace_id: ctx.workspace.id, recommendation_id: other.id, repo: REPO } });
+    expect(made.status, made.text).toBe(200);
+    github.close_(REPO, made.body.issue_number, "completed");
+    // Links sync oldest first: the deleted one comes before the closed one.
+    github.fail({ match: new RegExp(`^GET /repos/${REPO}/issues/${ctx.issueNumber}$`), status: 410, message: "This issue was deleted" });
+    const res = await call("POST", "/api/integrations/codehost/sync", { token: ctx.owner.token, body: q(ctx.workspace.id) });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual({ synced_count: 1, updated_count: 1, queued_count: 0 });
+    expect(await statusOf(ctx.owner.token, other.id)).toBe("implemented");
+    expect(await statusOf(ctx.owner.token, ctx.rec.id)).toBe("suggested");
+  });
+
+  it("a recommendation deleted after its issue was linked does not break the sync", async () => {
+    const { owner, workspace, rec, issueNumber } = await linked();
+    expect((await call("DELETE", `/api/recommendations/${rec.id}`, { token: owner.token })).status).toBe(204);
+    github.close_(REPO, issueNumber, "completed");
+    for (let i = 0; i < 2; i++) {
+      const res = await call("POST", "/api/integrations/codehost/sync", { token: owner.token, body: q(workspace.id) });
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.synced_count).toBe(1);
+    }
+  });
+
+  it("a sync that fails while implementing the recommendation is caught up by the next one (the link does not record the issue first)", async () => {
+    const { owner, workspace, rec, issueNumber } = await linked();
+    github.close_(REPO, issueNumber, "completed");
+    // The recommendation's first step (suggested → accepted) fails once.
+    const name = "failRecommendationWriteOnce";
+    let failed = false;
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (!failed && /Update|TransactWrite/.test(String(context.commandName)) && JSON.stringify(args.input).includes(rec.id) && JSON.stringify(args.input).includes('"accepted"')) {
+          failed = true;
+          throw Object.assign(new Error("lost connection"), { name: "NetworkingError" });
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    try {
+      const first = await call("POST", "/api/integrations/codehost/sync", { token: owner.token, body: q(workspace.id) });
+      expect(failed).toBe(true);
+      expect(first.status).toBeGreaterThanOrEqual(500);
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(await statusOf(owner.token, rec.id)).toBe("suggested");
+    const second = await call("POST", "/api/integrations/codehost/sync", { token: owner.token, body: q(workspace.id) });
+    expect(second.status, second.text).toBe(200);
+    expect(await statusOf(owner.token, rec.id)).toBe("implemented");
   });
 
   it("GitHub rate-limiting part-way queues the rest with GitHub's retry-after instead of waiting in the request", async () => {

@@ -64,7 +64,8 @@ export function translate(err: unknown): unknown {
     return new ProviderError("rate_limited", message, retryAfterOf(headers));
   }
   if (e.status === 403) return new ProviderError("forbidden", message);
-  if (e.status === 404) return new ProviderError("not_found", message);
+  // 410: the issue was deleted.
+  if (e.status === 404 || e.status === 410) return new ProviderError("not_found", message);
   if (e.status === 422) return new ProviderError("validation", message);
   return new ProviderError("unknown", message);
 }

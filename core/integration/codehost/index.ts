@@ -223,8 +223,8 @@ export async function allLinks(workspaceId: string): Promise<LinkItem[]> {
 
 /**
  * Refresh one link from its issue with a conditional request (its ETag): a 304 changes nothing and costs no rate
- * limit. A closed issue moves the recommendation to implemented unless `state_reason` is not_planned; the pull
- * request URL is kept once known.
+ * limit. A closed issue moves the recommendation to implemented unless `state_reason` is not_planned (before the link
+ * is written); the pull request URL is kept once known.
  * @returns whether the link's state changed
  */
 export async function refreshLink(userId: string, host: CodeHost, link: LinkItem, now = new Date().toISOString()): Promise<boolean> {
@@ -238,19 +238,22 @@ export async function refreshLink(userId: string, host: CodeHost, link: LinkItem
   const changed = issue.state !== link.state || (issue.state_reason ?? undefined) !== (link.state_reason ?? undefined);
   let pr = issue.pull_request_url ?? link.pull_request_url ?? null;
   if (!pr && changed && issue.state === "closed") pr = await host.linkedPullRequest(link.repo_full_name!, link.issue_number!);
+  // The recommendation moves before the link records the issue and its ETag: after a crash or a failure in between,
+  // the next sync reads the issue again (its old ETag no longer matches) and catches up, where a 304 would not.
+  if (issue.state === "closed" && issue.state_reason !== "not_planned") await markImplemented(userId, link.recommendation_id);
   await db().entities.issueLink.patch(key).set({
     state: issue.state, title: issue.title, last_synced_at: now,
     ...(issue.state_reason ? { state_reason: issue.state_reason } : {}),
     ...(pr ? { pull_request_url: pr } : {}),
     ...(read.etag ? { etag: read.etag } : {}),
   }).go();
-  if (issue.state === "closed" && issue.state_reason !== "not_planned") await markImplemented(userId, link.recommendation_id);
   return changed;
 }
 
 /**
  * `POST /sync` (spec 02): refresh every code-host link of the workspace. When GitHub rate-limits part-way, the rest
- * is queued with GitHub's wait as the delay (the answer counts it in `queued_count`) instead of waiting here.
+ * is queued with GitHub's wait as the delay (the answer counts it in `queued_count`) instead of waiting here. A link whose
+ * issue GitHub no longer answers for (deleted, out of reach) keeps its last known state and is not counted.
  * @param startedAt links synced at or after this instant are skipped (a queued continuation of the same sync)
  * @returns `{synced_count, updated_count, queued_count}`
  */
@@ -267,6 +270,12 @@ export async function sync(userId: string, workspaceId: string, startedAt = new 
         if (await refreshLink(userId, host, pending[i]!)) updated++;
         synced++;
       } catch (err) {
+        // An issue GitHub no longer answers for (deleted: 410; its repository gone or out of the grant's reach: 404,
+        // 403) keeps its last known state, as a planner link does; the other links still sync.
+        if (err instanceof ProviderError && (err.failure === "not_found" || err.failure === "forbidden")) {
+          logProviderFailure("codehost", workspaceId, err);
+          continue;
+        }
         if (!(err instanceof ProviderError) || err.failure !== "rate_limited") throw err;
         queued = pending.length - i;
         await deferJob({ type: "codehost.sync", workspace_id: workspaceId, user_id: userId, started_at: startedAt }, err.retryAfterSeconds ?? 60);
