@@ -279,7 +279,12 @@ async function requireIntegration(userId: string, workspaceId: string, platform:
   return OAuth.activeIntegration(workspaceId, platform);
 }
 
-type Claim = { ticket: TicketItem; until: number; startedAt: string };
+/**
+ * A push attempt's lease on a ticket. `ticket` is the item as the claim left it: the issue is built from it, not from
+ * the list the push read at its start, since a review may have landed on a later ticket while earlier ones were
+ * pushed (once the lease is held, none can). `retry`: an earlier attempt began, so an issue may exist already.
+ */
+type Claim = { ticket: TicketItem; until: number; startedAt: string; retry: boolean };
 
 /** Take the push lease of a ticket in `from`: null when another push holds it or the status moved. */
 async function claim(t: TicketItem, platform: Platform, destination: string): Promise<Claim | null> {
@@ -288,11 +293,11 @@ async function claim(t: TicketItem, platform: Platform, destination: string): Pr
   // The first attempt's start stays: a retry must search back to it for an issue that attempt may have created.
   const startedAt = t.push_started_at ?? new Date(now).toISOString();
   try {
-    await db().entities.executionTicket.patch(keyOf(t))
+    const { data } = await db().entities.executionTicket.patch(keyOf(t))
       .set({ push_claim_until: until, push_started_at: startedAt, platform, destination })
       .where((a, op) => `${op.eq(a.status, t.status)} AND (${op.notExists(a.push_claim_until)} OR ${op.lt(a.push_claim_until, now)})`)
-      .go();
-    return { ticket: t, until, startedAt };
+      .go({ response: "all_new" });
+    return { ticket: data as TicketItem, until, startedAt, retry: !!t.push_started_at };
   } catch (err) {
     if (isConditionalFailure(err)) return null;
     throw err;
@@ -332,8 +337,8 @@ async function pushOne(tracker: Tracker, c: Claim): Promise<PushResult> {
   const t = c.ticket;
   try {
     // Only a ticket some attempt already began can have an issue: a first attempt spends no search.
-    const earlier = t.push_started_at
-      ? await tracker.findByMarker(markerOf(t.id), new Date(Date.parse(t.push_started_at) - MARKER_SEARCH_SLACK_MS).toISOString(), t.id)
+    const earlier = c.retry
+      ? await tracker.findByMarker(markerOf(t.id), new Date(Date.parse(c.startedAt) - MARKER_SEARCH_SLACK_MS).toISOString(), t.id)
       : null;
     const issue = earlier ?? (await tracker.create({ ticket_id: t.id, ticket_type: t.ticket_type, title: t.title, body: issueBody(t), labels: t.labels ?? [], priority: t.priority ?? null }));
     const done = await settle(c, "pushed", { external_id: issue.external_id, external_url: issue.external_url }, ["push_error"]);

@@ -14,6 +14,7 @@ import { sourceWith } from "../support/sources";
 import { setAccount } from "../support/billing";
 import { PLANS } from "../../core/billing/plans";
 import { localIntegrationsQueue } from "../../local/events";
+import { dynamoClient } from "../../core/db/client";
 import * as Tickets from "../../core/ticket";
 import { expectEnvelope } from "./_helpers";
 
@@ -203,6 +204,37 @@ describe("push", () => {
       expect.objectContaining({ ticket_id: story.id, status: "pushed", error: "invalid_transition: pushed -> pushed" }),
     ]);
     expect(issuesFor(tickets.map((t) => t.id))).toHaveLength(2);
+  });
+
+  it("a review that lands on a later ticket while an earlier one is pushed is what its issue carries", async () => {
+    const s = await setup({ connect: true });
+    const { tickets } = await generate(s, ["user_story", "risk"]);
+    const [first, second] = tickets;
+    await review(s, first.id);
+    await review(s, second.id);
+    // While the first ticket's lease is taken (the push has read both), the second is edited.
+    const name = "reviewDuringPush";
+    let edited = false;
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = JSON.stringify(args.input);
+        if (!edited && /Update/.test(String(context.commandName)) && input.includes(first.id) && input.includes("push_claim_until")) {
+          edited = true;
+          const res = await review(s, second.id, { title: "Expire partial uploads after a day" });
+          expect(res.status, res.text).toBe(200);
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    try {
+      const res = await push(s);
+      expect(res.body).toMatchObject({ pushed: 2, failed: 0 });
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(edited).toBe(true);
+    expect(issuesFor([second.id]).map((i) => i.title)).toEqual(["Expire partial uploads after a day"]);
   });
 
   it("a push retried after its answer was lost finds the issue by its marker: one issue", async () => {
