@@ -457,9 +457,11 @@ async function syncOne(tracker: Tracker, t: TicketItem, now: string, batched?: I
   }
   if (!read.category) return syncOutcome(t, false, `unmapped status category: ${read.remote_state}`);
   const changed = read.category !== t.synced_status;
+  // Only over the sync this one read: a concurrent sync that read the issue later and wrote first keeps its newer
+  // state (this write fails its condition: "the ticket changed meanwhile") instead of being moved back.
   const { data } = await db().entities.executionTicket.patch(keyOf(t))
     .set({ status: to, synced_status: read.category, remote_state: read.remote_state, external_url: read.external_url, last_synced_at: now, ...(read.etag ? { etag: read.etag } : {}) })
-    .where((a, op) => op.eq(a.status, t.status))
+    .where((a, op) => `${op.eq(a.status, t.status)} AND ${t.last_synced_at ? op.eq(a.last_synced_at, t.last_synced_at) : op.notExists(a.last_synced_at)}`)
     .go({ response: "all_new" });
   return syncOutcome(data as TicketItem, changed);
 }

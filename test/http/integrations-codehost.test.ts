@@ -215,6 +215,37 @@ describe("sync", () => {
     expect(await statusOf(owner.token, rec.id)).toBe("implemented");
   });
 
+  it("a sync that read the issue before another sync recorded it closed does not reopen the link", async () => {
+    const { owner, workspace, rec, issueNumber } = await linked();
+    expect((await call("POST", "/api/integrations/codehost/sync", { token: owner.token, body: q(workspace.id) })).status).toBe(200);
+    github.issue(REPO, issueNumber).version++; // edited, still open: the next read is not a 304
+    const name = "linkSyncRace";
+    let raced = false;
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = JSON.stringify(args.input);
+        if (!raced && /Update/.test(String(context.commandName)) && input.includes("etag") && input.includes('"open"')) {
+          raced = true;
+          github.close_(REPO, issueNumber, "completed");
+          const other = await call("POST", "/api/integrations/codehost/sync", { token: owner.token, body: q(workspace.id) });
+          expect(other.body).toMatchObject({ updated_count: 1 });
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    try {
+      const res = await call("POST", "/api/integrations/codehost/sync", { token: owner.token, body: q(workspace.id) });
+      expect(res.status, res.text).toBe(200);
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(raced).toBe(true);
+    const links = await call("GET", "/api/integrations/codehost/links", { token: owner.token, query: q(workspace.id, { recommendation_id: rec.id }) });
+    expect(links.body.links[0]).toMatchObject({ state: "closed", state_reason: "completed" });
+    expect(await statusOf(owner.token, rec.id)).toBe("implemented");
+  });
+
   it("GitHub rate-limiting part-way queues the rest with GitHub's retry-after instead of waiting in the request", async () => {
     const { owner, workspace, rec, issueNumber } = await linked();
     github.close_(REPO, issueNumber, "completed");

@@ -6,6 +6,7 @@
  * cancelled → implemented), Linear's rate limits (HTTP 400 RATELIMITED and 429) and a revoked grant.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { dynamoClient } from "../../core/db/client";
 import { call, newWorkspace } from "../support/api";
 import { connectLinear, LinearStandIn, useLinearSettings } from "../support/linear-standin";
 import { localIntegrationsQueue } from "../../local/events";
@@ -195,6 +196,35 @@ describe("sync", () => {
     expect(links.body.links[0]).toMatchObject({ state: "Canceled", state_type: "cancelled", last_synced_at: expect.any(String) });
     const status = await call("GET", "/api/integrations/planner/status", { token: owner.token, query: q(workspace.id) });
     expect(status.body.last_synced_at).toEqual(expect.any(String));
+  });
+
+  it("a sync that read the issue before another sync recorded it done does not move the link back", async () => {
+    const { owner, workspace, recs } = await linkedMany(1);
+    expect((await call("POST", "/api/integrations/planner/sync", { token: owner.token, body: q(workspace.id) })).status).toBe(200);
+    linear.moveTo(recs[0]!.issueId, "In Progress");
+    const name = "plannerSyncRace";
+    let raced = false;
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (!raced && /Update/.test(String(context.commandName)) && JSON.stringify(args.input).includes("In Progress")) {
+          raced = true;
+          linear.moveTo(recs[0]!.issueId, "Done");
+          const other = await call("POST", "/api/integrations/planner/sync", { token: owner.token, body: q(workspace.id) });
+          expect(other.body).toMatchObject({ updated_count: 1 });
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    try {
+      expect((await call("POST", "/api/integrations/planner/sync", { token: owner.token, body: q(workspace.id) })).status).toBe(200);
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(raced).toBe(true);
+    const links = await call("GET", "/api/integrations/planner/links", { token: owner.token, query: q(workspace.id, { recommendation_id: recs[0]!.id }) });
+    expect(links.body.links[0]).toMatchObject({ state: "Done", state_type: "completed" });
+    expect(await statusOf(owner.token, recs[0]!.id)).toBe("implemented");
   });
 
   it("Linear rate-limiting the batched read (HTTP 400 RATELIMITED) queues the sync with Linear's reset as the delay", async () => {

@@ -373,6 +373,42 @@ describe("sync", () => {
     expect(github.requests.slice(mark).every((r) => r.method === "GET")).toBe(true);
   });
 
+  it("a sync that read the issue before another sync recorded a newer state does not move the ticket back", async () => {
+    const s = await setup({ connect: true });
+    const { tickets } = await generate(s, ["user_story"]);
+    await review(s, tickets[0].id);
+    expect((await push(s)).body.pushed).toBe(1);
+    expect((await sync(s)).body).toMatchObject({ synced: 1 });
+    const [t] = await listed(s, "synced");
+    const number = Number(t.external_id.split("#")[1]);
+    github.issue(REPO, number).version++; // edited, still open: the next read is not a 304
+    // Sync A has read "open"; before it writes, the issue closes and sync B records "done".
+    const name = "syncRace";
+    let raced = false;
+    let later: any;
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (!raced && /Update/.test(String(context.commandName)) && JSON.stringify(args.input).includes("synced_status")) {
+          raced = true;
+          github.close_(REPO, number, "completed");
+          later = await sync(s);
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    let earlier: any;
+    try {
+      earlier = await sync(s);
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(raced).toBe(true);
+    expect(later.body.results[0]).toMatchObject({ synced_status: "done", changed: true });
+    expect(earlier.body.results[0]).toMatchObject({ error: "the ticket changed meanwhile" });
+    expect((await listed(s))[0]).toMatchObject({ status: "synced", synced_status: "done" });
+  });
+
   it("a rate limit part-way queues the rest; without the integration sync is 404; nothing pushed is an empty sync", async () => {
     const s = await setup({ connect: true });
     const { tickets } = await generate(s, ["user_story"]);
