@@ -454,8 +454,9 @@ export async function completeTask(workspaceId: string, taskId: string, attempt:
     await afterTerminal(done);
     return done;
   } catch (err) {
-    if (isConditionalFailure(err)) return null;
-    throw err;
+    if (!isConditionalFailure(err)) throw err;
+    await settleEndedCycle(workspaceId, taskId);
+    return null;
   }
 }
 
@@ -478,9 +479,21 @@ export async function failTask(workspaceId: string, taskId: string, error: strin
     await afterTerminal(failed);
     return failed;
   } catch (err) {
-    if (isConditionalFailure(err)) return null;
-    throw err;
+    if (!isConditionalFailure(err)) throw err;
+    await settleEndedCycle(workspaceId, taskId);
+    return null;
   }
+}
+
+/**
+ * A task that had ended already when its completion or failure was written again: if it is a research cycle's, its
+ * night record takes the outcome now, in case the first writer ended the task and then failed (or stopped) before the
+ * record did. That writer's error reaches Fail (Step Functions' Catch), whose write lands here, so the record is not
+ * left `running` with its retry never owed. Idempotent: `settleCycle` writes only a record still running this task.
+ */
+async function settleEndedCycle(workspaceId: string, taskId: string): Promise<void> {
+  const task = await readTask(workspaceId, taskId);
+  if (task?.cycle_date && isTerminal(task.status)) await settleCycle(task);
 }
 
 /**

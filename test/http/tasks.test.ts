@@ -503,3 +503,39 @@ describe("the sweeper: a dead worker's task does not stay running", () => {
     expect((await sweepTasks({ workspaceId: r.ws.workspace.id, now: Date.now() + 10 * TaskSettings.staleMs() })).due).toBe(0);
   });
 });
+
+describe("a research cycle's night record after its task ended", () => {
+  it("takes the outcome when the task's end was written but its record's was not (Fail's write lands on the ended task)", async () => {
+    const { dynamoClient } = await import("../../core/db/client");
+    const { failTask } = await import("../../core/task");
+    const { cycleOf } = await import("../../core/cycle");
+    const ws = await newWorkspace("Cycle record");
+    const date = "2026-11-20";
+    const taskId = randomUUID();
+    await db().entities.researchCycle.create({ workspace_id: ws.workspace.id, date, status: "running", attempts: 1, task_id: taskId, cutoff_at: new Date().toISOString() }).go();
+    await db().entities.task.create({ id: taskId, workspace_id: ws.workspace.id, task_type: "research_cycle", prompt: "Overnight research cycle", status: "running", timeout_seconds: 600, created_by: ws.owner.id, cycle_date: date, attempt: 1 }).go();
+    // The completion is written; the record's write then fails (after the SDK's own retries).
+    const name = "failCycleRecordWrite";
+    let failures = 0;
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (failures === 0 && /Update/.test(String(context.commandName)) && JSON.stringify(args.input).includes(`cycle#${date}`)) {
+          failures++;
+          throw Object.assign(new Error("lost connection"), { name: "NetworkingError" });
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    try {
+      await expect(completeTask(ws.workspace.id, taskId, 1, { summary: "Synthesized 3 new sources", data: { changes: { insights_created: [] } } })).rejects.toThrow("lost connection");
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(await cycleOf(ws.workspace.id, date)).toMatchObject({ status: "running" });
+    // Step Functions' Catch runs Fail for the Run's error: the task has ended, and the record catches up.
+    expect(await failTask(ws.workspace.id, taskId, "The task failed unexpectedly", 1)).toBeNull();
+    expect(await readTask(ws.workspace.id, taskId)).toMatchObject({ status: "completed" });
+    expect(await cycleOf(ws.workspace.id, date)).toMatchObject({ status: "completed", changes: { insights_created: [] } });
+  });
+});
