@@ -272,17 +272,25 @@ export async function spawn(userId: string, input: SpawnTaskInput): Promise<Task
 export const engineOf = (): string => TaskSettings.engine();
 
 /** Newest first, then id, so pages are stable. */
-const newestFirst = (a: TaskItem, b: TaskItem) => b.created_at.localeCompare(a.created_at) || b.id.localeCompare(a.id);
+const newestFirst = (a: Pick<TaskItem, "created_at" | "id">, b: Pick<TaskItem, "created_at" | "id">) => b.created_at.localeCompare(a.created_at) || b.id.localeCompare(a.id);
 
 /**
  * `GET /api/tasks` (spec 02): the workspace's tasks, newest first, optionally of one status; limit default 20, max 100.
+ * Counting and ordering need every matching task, but only its id, creation time and status: the Query returns those
+ * (the status filtered by DynamoDB), and the page's tasks are then read whole in one batch get, so a workspace with
+ * thousands of tasks (each up to 100 KB of result and checkpoint) is not loaded into memory to show twenty.
  * @returns `{tasks, total}`, total counting every match. @throws AppError FORBIDDEN (403) for a non-member.
  */
 export async function list(userId: string, q: ListTasksQuery): Promise<{ tasks: TaskView[]; total: number }> {
   await requireMember(userId, q.workspace_id);
-  const { data } = await db().entities.task.query.byWorkspace({ workspace_id: q.workspace_id }).go({ pages: "all", consistent: true });
-  const matching = (data as TaskItem[]).filter((t) => !q.status || t.status === q.status).sort(newestFirst);
-  return { tasks: matching.slice(q.offset, q.offset + q.limit).map(toView), total: matching.length };
+  const query = db().entities.task.query.byWorkspace({ workspace_id: q.workspace_id });
+  const { data: keys } = await (q.status ? query.where((a, op) => op.eq(a.status, q.status!)) : query).go({ pages: "all", consistent: true, attributes: ["id", "created_at"] });
+  const page = [...keys].sort(newestFirst).slice(q.offset, q.offset + q.limit);
+  if (!page.length) return { tasks: [], total: keys.length };
+  const { data } = await db().entities.task.get(page.map((k) => ({ workspace_id: q.workspace_id, id: k.id }))).go({ consistent: true, preserveBatchOrder: true });
+  // A task deleted between the two reads is left out of the page.
+  const tasks = data.filter((t): t is NonNullable<typeof t> => !!t) as TaskItem[];
+  return { tasks: tasks.map(toView), total: keys.length };
 }
 
 /** `GET /api/tasks/{task_id}`: the canonical record. @throws AppError NOT_FOUND (404). */

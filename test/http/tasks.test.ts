@@ -199,6 +199,31 @@ describe("GET /api/tasks, /api/tasks/{id}, /status", () => {
     expect((await list({ limit: 1 })).body.tasks).toHaveLength(1);
   });
 
+  it("reads the tasks of the page whole, and of the others only what orders and counts them", async () => {
+    const { dynamoClient } = await import("../../core/db/client");
+    const seen: { command: string; input: any }[] = [];
+    const name = "taskListReads";
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (JSON.stringify(args.input).includes(ws.workspace.id)) seen.push({ command: String(context.commandName), input: args.input });
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    try {
+      const res = await list({ limit: 2, offset: 1 });
+      expect(res.body.tasks.map((t: { id: string }) => t.id)).toEqual([ids[20], ids[19]]);
+      expect(res.body.tasks[0]).toMatchObject({ status: "completed", result_summary: expect.any(String) });
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    const queries = seen.filter((c) => /Query/.test(c.command));
+    expect(queries.length).toBeGreaterThan(0);
+    for (const q of queries) expect(q.input.ProjectionExpression).toEqual(expect.any(String));
+    const batch = seen.filter((c) => /BatchGet/.test(c.command) && !JSON.stringify(c.input).includes("member"));
+    expect(batch.flatMap((b) => Object.values(b.input.RequestItems as Record<string, { Keys: unknown[] }>).flatMap((r) => r.Keys))).toHaveLength(2);
+  });
+
   it("filters by status", async () => {
     const cancelled = await list({ status: "cancelled" });
     expect(cancelled.body).toMatchObject({ total: 1, tasks: [expect.objectContaining({ id: ids[0], status: "cancelled" })] });
