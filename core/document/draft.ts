@@ -11,7 +11,7 @@ import { allOf } from "../insight";
 import { loadInsights, toEngineInput } from "../insight/inputs";
 import { toView as recommendationView } from "../recommendation";
 import { documentEngine } from "./engine";
-import { create, type DocumentWritten } from "./index";
+import { create, view, type DocumentItem, type DocumentWritten } from "./index";
 import type { DraftInput } from "./schema";
 
 /** Insights a draft without a recommendation or explicit ids is grounded in: the most widespread, at most this many. */
@@ -29,6 +29,12 @@ const DEFAULT_DRAFT_INSIGHTS = 10;
 export async function draft(userId: string, input: DraftInput, opts: AgentWrite<DocumentWritten> = {}) {
   await requireMember(userId, input.workspace_id);
   await requireActiveSubscription(input.workspace_id);
+  if (opts.id) {
+    // Under a derived id (an approved action's, a background task's step), a replay finds the first run's draft
+    // before it drafts and charges again.
+    const { data } = await db().entities.document.get({ workspace_id: input.workspace_id, id: opts.id }).go({ consistent: true });
+    if (data) return view(data as DocumentItem);
+  }
   let recommendation: ReturnType<typeof recommendationView> | undefined;
   if (input.recommendation_id) {
     const { data } = await db().entities.recommendation.get({ workspace_id: input.workspace_id, id: input.recommendation_id }).go({ consistent: true });

@@ -40,6 +40,8 @@ async function readSet(workspaceId: string, ids: string[]) {
  * in the same transaction, so a crash leaves no recommendation of the run or the action executed. Should the set of
  * this action exist all the same (a run outside the executor), it is the answer: the model is not called again and
  * nothing is written (its `prioritization_summary` is then not known: "").
+ * With `opts.id` instead (a background task's step), the ids derive from it the same way and a set that exists is the
+ * answer likewise: an attempt resumed after a crash finds what the first wrote.
  * @throws AppError FORBIDDEN, SUBSCRIPTION_REQUIRED (402), USAGE_LIMIT_EXCEEDED (402), VALIDATION_ERROR (422) for
  *   unknown insight ids; SettlementRefused when the executor lost the action meanwhile (nothing written).
  */
@@ -47,8 +49,10 @@ export async function generate(userId: string, input: GenerateInput, opts: Agent
   await requireMember(userId, input.workspace_id);
   await requireActiveSubscription(input.workspace_id);
   const actionId = opts.pendingActionId;
-  const idOf = (i: number) => (actionId ? idFor(actionId, `recommendation#${i}`) : randomUUID());
-  if (actionId) {
+  // The set's ids derive from the pending action, or from `opts.id` (a background task's step): a replay finds them.
+  const seed = actionId ?? opts.id;
+  const idOf = (i: number) => (seed ? idFor(seed, `recommendation#${i}`) : randomUUID());
+  if (seed) {
     const earlier = await readSet(input.workspace_id, Array.from({ length: MAX_GENERATED }, (_, i) => idOf(i)));
     if (earlier.length) return { recommendations: earlier, count: earlier.length, prioritization_summary: "" };
   }

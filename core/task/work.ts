@@ -382,7 +382,8 @@ const recommendation: Work = async (ctx) => {
   await ctx.report({ progress_pct: 10, message: `Generating recommendations from ${insights.length} insights` });
   await releaseSpawnReservation(task);
   const res = await ctx.step("generate", async () => {
-    const r = await generate(task.created_by, { workspace_id: task.workspace_id, insight_ids: insights.map((i) => i.id), focus_areas: [task.prompt.slice(0, 200)] });
+    // Ids derived from the task: an attempt resumed after a crash that came after the write finds the first set.
+    const r = await generate(task.created_by, { workspace_id: task.workspace_id, insight_ids: insights.map((i) => i.id), focus_areas: [task.prompt.slice(0, 200)] }, { id: taskItemId(task.id, "generate") });
     return { recommendation_ids: r.recommendations.map((x) => x.id), titles: r.recommendations.map((x) => ({ id: x.id, title: x.title, priority_rank: x.priority_rank })), prioritization_summary: r.prioritization_summary };
   });
   await ctx.report({ progress_pct: 90, message: `${res.recommendation_ids.length} recommendations` });
@@ -452,7 +453,8 @@ const drafting: Work = async (ctx) => {
   const doc = await ctx.step("draft", async () => {
     if (task.target_document_id) return redraft(task);
     const rec = await topRecommendation(task.workspace_id);
-    const d = await draft(task.created_by, { workspace_id: task.workspace_id, document_type: type, ...(rec ? { recommendation_id: rec.id } : {}), user_instructions: task.prompt.slice(0, 5000) });
+    // Under an id derived from the task: an attempt resumed after a crash that came after the write finds the draft.
+    const d = await draft(task.created_by, { workspace_id: task.workspace_id, document_type: type, ...(rec ? { recommendation_id: rec.id } : {}), user_instructions: task.prompt.slice(0, 5000) }, { id: taskItemId(task.id, "draft") });
     return { id: d.id, title: d.title, version: d.version, redrafted: false };
   });
   await ctx.report({ progress_pct: 95, message: `Drafted "${doc.title}"` });

@@ -506,6 +506,72 @@ describe("the sweeper: a dead worker's task does not stay running", () => {
     expect(docs.body.documents.filter((d: { metadata: { task_id?: string } }) => d.metadata.task_id === id)).toHaveLength(3);
   });
 
+  it("a worker that dies after its draft was written but before the step was recorded: the resumed attempt finds the draft, one document", async () => {
+    const { dynamoClient } = await import("../../core/db/client");
+    const before = (await call("GET", "/api/documents", { token: r.ws.owner.token, query: { workspace_id: r.ws.workspace.id } })).body.total as number;
+    const drafts = async () => (await runsOf(r.ws.workspace.id)).filter((x) => x.tool_name === "draft_document").length;
+    const draftsBefore = await drafts();
+    let taskId = "";
+    // The first attempt's checkpoint of its draft step never lands (the worker dies at that moment, as kill -9 would).
+    const name = "dropDraftCheckpoint";
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = JSON.stringify(args.input);
+        if (taskId && /Update/.test(String(context.commandName)) && input.includes(taskId) && input.includes("checkpoint") && input.includes("draft") && (await readTask(r.ws.workspace.id, taskId))?.attempt === 1) {
+          throw Object.assign(new Error("the worker died"), { name: "WorkerDied" });
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    let first = true;
+    setTaskRunner(
+      localTaskRunner({
+        handlers: {
+          Run: async (input) => {
+            const i = input as TaskExecutionInput;
+            if (!first || i.attempt !== 1) return realRun(input);
+            first = false;
+            await realRun(input).catch(() => undefined);
+            dropLocalExecution(i);
+            return new Promise(() => undefined);
+          },
+        },
+      }),
+    );
+    try {
+      taskId = await spawned(r.ws, r.conv, { task_type: "drafting", prompt: "Draft a PRD for offline site visits" });
+      await waitFor(async () => !(await taskRunner().isRunning({ task_id: taskId, attempt: 1 })) || null);
+      const stuck = (await readTask(r.ws.workspace.id, taskId))!;
+      expect(stuck).toMatchObject({ status: "running", attempt: 1 });
+      expect((stuck.checkpoint as Record<string, unknown> | undefined)?.draft).toBeUndefined();
+      expect((await call("GET", "/api/documents", { token: r.ws.owner.token, query: { workspace_id: r.ws.workspace.id } })).body.total).toBe(before + 1);
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(await sweepTasks({ workspaceId: r.ws.workspace.id, now: Date.now() + TaskSettings.staleMs() + 1000 })).toMatchObject({ resumed: 1 });
+    const done = await settled(r.ws.owner.token, taskId);
+    expect(done, JSON.stringify(done)).toMatchObject({ status: "completed" });
+    expect((await readTask(r.ws.workspace.id, taskId))!.attempt).toBe(2);
+    expect((await call("GET", "/api/documents", { token: r.ws.owner.token, query: { workspace_id: r.ws.workspace.id } })).body.total).toBe(before + 1);
+    // Found, not drafted (nor charged) again.
+    expect(await drafts()).toBe(draftsBefore + 1);
+  });
+
+  it("a recommendation step run again under the task's id finds the set the first run wrote (no second set, no second run)", async () => {
+    const { generate } = await import("../../core/recommendation/generate");
+    const { taskItemId } = await import("../../core/task");
+    const id = taskItemId(randomUUID(), "generate");
+    const input = { workspace_id: r.ws.workspace.id, insight_ids: r.insights, focus_areas: ["uploads"] };
+    const runs = async () => (await runsOf(r.ws.workspace.id)).filter((x) => x.tool_name === "generate_recommendations").length;
+    const runsBefore = await runs();
+    const first = await generate(r.ws.owner.id, input, { id });
+    const again = await generate(r.ws.owner.id, input, { id });
+    expect(first.count).toBeGreaterThan(0);
+    expect(again.recommendations.map((x) => x.id).sort()).toEqual(first.recommendations.map((x) => x.id).sort());
+    expect(await runs()).toBe(runsBefore + 1);
+  });
+
   it("a task whose attempts are used up fails with the reason; a pending task whose execution never started is started", async () => {
     let starts = 0;
     const never = localTaskRunner({ handlers: { Run: () => new Promise(() => undefined) } });
