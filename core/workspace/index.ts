@@ -181,10 +181,30 @@ export function forgetLocations(): void {
   locations.clear();
 }
 
+/** How long an id the index does not know yet is looked for again, ms: the index's usual lag, well under a second. */
+export const LOCATE_RETRY_MS = [100, 300] as const;
+
+/**
+ * The id index's answer, asked again after `LOCATE_RETRY_MS` while it has none. The index (gsi1) is eventually
+ * consistent: an item created a moment ago by another container (a task spawned, then its progress stream opened) can
+ * be missing from it for a few hundred milliseconds, and a 404 for an id the caller was just given is wrong. An id
+ * that does not exist pays the wait (0.4 s) before its 404.
+ */
+async function locateFresh<L>(locate: () => Promise<L | undefined>): Promise<L | undefined> {
+  let found = await locate();
+  for (const ms of LOCATE_RETRY_MS) {
+    if (found) break;
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    found = await locate();
+  }
+  return found;
+}
+
 /**
  * A workspace item fetched by its id alone (`/api/<resource>/{id}` routes), for a member of its workspace, in one
  * round trip once this container knows where the id lives: the location comes from a per-container map (an item
- * never moves), else from `ref.locate` (the id index, gsi1: one Query); then `readAsMember` reads the membership and
+ * never moves), else from `ref.locate` (the id index, gsi1: one Query, asked again briefly while it does not know the
+ * id: `locateFresh`); then `readAsMember` reads the membership and
  * the item together, strongly consistent. A non-member gets the 404 of a missing id (docs/decisions.md "404 or 403").
  * @param ref.kind the entity's name (part of the map's key); `ref.id` the id asked for; `ref.what` the 404's noun;
  *   `ref.roles` the roles allowed (403 for a member without one); `ref.entity` the entity to read; `ref.locate` the
@@ -204,7 +224,7 @@ export async function requireResourceById<T>(
   },
 ): Promise<T> {
   const cacheKey = `${Config.tableName()}#${ref.kind}#${ref.id}`;
-  const location = locations.get(cacheKey) ?? (await ref.locate());
+  const location = locations.get(cacheKey) ?? (await locateFresh(ref.locate));
   if (!location) throw Errors.notFound(ref.what);
   const { item } = await readAsMember<T>(userId, location.workspace_id!, { entity: ref.entity, key: location }, { scope: "resource", what: ref.what, roles: ref.roles });
   if (!item) {

@@ -224,6 +224,32 @@ describe("GET /api/tasks, /api/tasks/{id}, /status", () => {
     expect(batch.flatMap((b) => Object.values(b.input.RequestItems as Record<string, { Keys: unknown[] }>).flatMap((r) => r.Keys))).toHaveLength(2);
   });
 
+  it("a task the id index does not know yet (it lags its table) is found a moment later, not answered 404", async () => {
+    const { dynamoClient } = await import("../../core/db/client");
+    const { forgetLocations } = await import("../../core/workspace");
+    forgetLocations();
+    let hidden = 0;
+    const name = "indexLag";
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = args.input as { IndexName?: string };
+        if (hidden < 1 && /Query/.test(String(context.commandName)) && input.IndexName === "gsi1" && JSON.stringify(input).includes(ids[5]!)) {
+          hidden++;
+          return { output: { Items: [], Count: 0, ScannedCount: 0, $metadata: {} }, response: {} } as never;
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    try {
+      const res = await call("GET", `/api/tasks/${ids[5]}/status`, { token: ws.owner.token });
+      expect(res.status, res.text).toBe(200);
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(hidden).toBe(1);
+  });
+
   it("filters by status", async () => {
     const cancelled = await list({ status: "cancelled" });
     expect(cancelled.body).toMatchObject({ total: 1, tasks: [expect.objectContaining({ id: ids[0], status: "cancelled" })] });
