@@ -150,6 +150,13 @@ export async function learnFromStatement(statement: Statement, opts: LearnOption
   for (let i = 0; i < extracted.length; i++) {
     const fact = extracted[i]!;
     const id = uuidv5(`${statement.messageId}#${i}`, FACT_NAMESPACE);
+    if (memory.facts.some((f) => f.id === id)) {
+      // An earlier run of this exchange wrote it (its transaction committed; a later one of the run was cancelled, and
+      // the exchange came again). It may be history by now (a later fact of the same message superseded it), where
+      // reconciling would call it new and its create would fail every time: kept as it is.
+      result.facts.push({ content: fact.content, subject: fact.subject, kind: fact.kind, action: "same", id, supersedes: [], contradicts: [] });
+      continue;
+    }
     const decision = reconcile({ ...fact, vector: vectors[i]!, source_message_id: statement.messageId }, knownFacts(memory));
     memory = await write(memory, statement, { id, fact, vector: vectors[i]!, embedderId: emb.id, extractor: result.extractor! }, decision);
     result.facts.push({

@@ -43,6 +43,18 @@ describe("learnFromStatement with the local rules", () => {
     expect(await allFacts(s.workspaceId, s.userId)).toHaveLength(2);
   });
 
+  it("an exchange that comes again after its facts were written finishes: what it wrote is found, even a fact that is history by now", async () => {
+    const s = scope();
+    const said = statement(s, "We use Mixpanel for product analytics. Actually, we switched to Amplitude for product analytics.");
+    const first = await learnFromStatement(said, { model: null });
+    expect(first.facts.map((f) => f.action)).toEqual(["new", "changed"]);
+    // The exchange is delivered again (its last write was cancelled, say): the Mixpanel fact is history by now.
+    forgetCached(s.workspaceId, s.userId);
+    const again = await learnFromStatement(said, { model: null });
+    expect(again.facts.map((f) => [f.action, f.id])).toEqual(first.facts.map((f) => ["same", f.id]));
+    expect(await allFacts(s.workspaceId, s.userId)).toHaveLength(2);
+  });
+
   it("a change supersedes the old fact: kept as history with the time it stopped being true and what replaced it", async () => {
     const s = scope();
     await say(s, "We use Mixpanel for product analytics.");
