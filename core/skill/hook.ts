@@ -35,14 +35,18 @@ export interface SkillRunContext {
 let logger: Logger | undefined;
 const log = () => (logger ??= new Logger({ serviceName: "research-to-delivery", logLevel: Config.logLevel() as "INFO" }));
 
-/** Matchers per workspace, reused while its set of enabled skills (slugs and versions) is the same. */
+/**
+ * Matchers per workspace, reused while its set of enabled skills is the same: each skill by id, version and last
+ * change, since a slug and version do not name one content (a custom skill deleted and created again under its slug
+ * starts at 1.0.0 again, with other words).
+ */
 const MATCHER_CACHE_SIZE = 256;
 const matchers = new Map<string, { key: string; matcher: SkillMatcher }>();
 let officialMatcher: SkillMatcher | undefined;
 
 /** The matcher over a workspace's active skills, built once per distinct set. */
 export function matcherFor(workspaceId: string, skills: readonly SkillRecord[]): SkillMatcher {
-  const key = skills.map((s) => `${s.slug}@${s.version}`).join(",");
+  const key = skills.map((s) => `${s.id}@${s.version}@${s.updated_at ?? ""}`).join(",");
   const hit = matchers.get(workspaceId);
   if (hit && hit.key === key) return hit.matcher;
   const matcher = new SkillMatcher(skills);

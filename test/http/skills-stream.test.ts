@@ -65,6 +65,19 @@ describe("activation", () => {
     expect(installed.activation_count).toBe(2);
   });
 
+  it("a custom skill deleted and created again under its slug is matched on its new words", async () => {
+    const w = await workspace("Recreated");
+    await setAccount(w.owner.id, { plan: "growth", status: "active" });
+    const make = (name: string, keyword: string, description: string) =>
+      call("POST", "/api/skills/custom", { token: w.token, body: { workspace_id: w.ws, slug: "weekly-brief", name, description, instructions_md: `Write the ${keyword}.`, trigger_keywords: [keyword] } });
+    expect((await make("Alpha report", "alpha report", "A report on alpha testers' sessions.")).status).toBe(200);
+    expect(of(await chat(w.token, w.ws, "Write the alpha report"), "skill_activated").map((a) => a.name)).toEqual(["Alpha report"]);
+    expect((await call("DELETE", "/api/skills/custom/weekly-brief", { token: w.token, query: { workspace_id: w.ws } })).status).toBe(200);
+    expect((await make("Beta summary", "beta summary", "A summary of beta feedback by theme.")).status).toBe(200);
+    expect(of(await chat(w.token, w.ws, "Write the beta summary"), "skill_activated").map((a) => a.name)).toEqual(["Beta summary"]);
+    expect(of(await chat(w.token, w.ws, "Write the alpha report"), "skill_activated")).toEqual([]);
+  });
+
   it("does not load a disabled skill, nor any skill for a request that calls for none", async () => {
     const w = await workspace("Disabled");
     await call("POST", "/api/skills/install/release-notes", { token: w.token, body: { workspace_id: w.ws } });
