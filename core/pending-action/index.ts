@@ -217,6 +217,32 @@ export async function reject(userId: string, id: string): Promise<PendingActionV
 export const MAX_TRANSACTION_ITEMS = 100;
 
 /**
+ * What one transaction's items may weigh together, bytes: DynamoDB refuses a TransactWriteItems whose items exceed 4 MB
+ * in all (a ValidationException, not a cancellation), so 100 rows with large edits go in several. The estimate (each
+ * row as read plus its edits, as JSON) leaves room for attribute names and DynamoDB's own encoding.
+ */
+export const MAX_TRANSACTION_BYTES = 3_000_000;
+
+/** `items` in order, cut into runs of at most MAX_TRANSACTION_ITEMS whose `bytesOf` add up to at most MAX_TRANSACTION_BYTES. */
+export function transactionChunks<T>(items: readonly T[], bytesOf: (item: T) => number): T[][] {
+  const chunks: T[][] = [];
+  let chunk: T[] = [];
+  let bytes = 0;
+  for (const item of items) {
+    const size = bytesOf(item);
+    if (chunk.length && (chunk.length >= MAX_TRANSACTION_ITEMS || bytes + size > MAX_TRANSACTION_BYTES)) {
+      chunks.push(chunk);
+      chunk = [];
+      bytes = 0;
+    }
+    chunk.push(item);
+    bytes += size;
+  }
+  if (chunk.length) chunks.push(chunk);
+  return chunks;
+}
+
+/**
  * `POST /api/pending-actions/batch/{batch_id}/approve` (spec 01 batch rules). The batch's rows come from the batch
  * index; the caller's membership is checked once, against the first (oldest) row. Each listed row that is pending is
  * approved (or rejected when `exclude`) in transactions of at most 100 rows, each row's write conditioned on it
@@ -259,8 +285,7 @@ export async function batchApprove(userId: string, batchId: string, input: Batch
   const count = (item: (typeof todo)[number]) => (item.exclude ? counts.rejected++ : counts.approved++);
   const keyOf = (item: (typeof todo)[number]) => ({ workspace_id: first.workspace_id, id: item.pendingActionId });
   const setOf = (item: (typeof todo)[number]) => resolution(item.exclude ? "reject" : "approve", userId, item.userEdits);
-  for (let i = 0; i < todo.length; i += MAX_TRANSACTION_ITEMS) {
-    const chunk = todo.slice(i, i + MAX_TRANSACTION_ITEMS);
+  for (const chunk of transactionChunks(todo, (item) => jsonBytes(current.get(item.pendingActionId)) + jsonBytes(item.userEdits))) {
     const tx = await createWriteTransaction(db().pick("pendingAction"), ({ pendingAction }) =>
       chunk.map((item) => pendingAction.patch(keyOf(item)).set(setOf(item)).where((attr, op) => op.eq(attr.status, "pending")).commit()),
     ).go();

@@ -468,6 +468,35 @@ describe("with the embedded stream reader", () => {
       expect(listed.data.filter((r) => r.status === "rejected")).toHaveLength(101);
     });
 
+    it("rows with large edits are approved in transactions under DynamoDB's 4 MB (80 rows of 60 KB edits: one chunk would be 4.8 MB)", async () => {
+      const { dynamoClient } = await import("../../core/db/client");
+      const missionId = randomUUID();
+      const ids = await Promise.all(Array.from({ length: 80 }, () => pend({ missionId }).then((r) => r.id)));
+      const edits = { description: "Sign-in fails after every app update. ".repeat(1600).slice(0, 60_000) };
+      // Each transaction's request is measured (one chunk of all 80 is refused: ValidationException, a 500).
+      const sizes: number[] = [];
+      const name = "transactionSizes";
+      dynamoClient().middlewareStack.add(
+        (next, context) => async (args) => {
+          const input = JSON.stringify(args.input);
+          if (/TransactWrite/.test(String(context.commandName)) && ids.some((id) => input.includes(id))) sizes.push(Buffer.byteLength(input));
+          return next(args);
+        },
+        { step: "initialize", name },
+      );
+      try {
+        const res = await batch(`${missionId}:create_insight`, ids.map((pendingActionId) => ({ pendingActionId, userEdits: edits })));
+        expect(res.status, res.text).toBe(200);
+        expect(res.body).toMatchObject({ approved: 80, rejected: 0, skipped: 0 });
+      } finally {
+        dynamoClient().middlewareStack.remove(name);
+      }
+      expect(sizes.length).toBeGreaterThan(1);
+      for (const size of sizes) expect(size).toBeLessThan(4 * 1024 * 1024);
+      const listed = await db().entities.pendingAction.query.byBatch({ batch_id: `${missionId}:create_insight` }).go({ pages: "all" });
+      expect(listed.data.filter((r) => r.status !== "pending")).toHaveLength(80);
+    }, 60_000);
+
     it("404 NOT_FOUND for an empty or unknown batch, and for a batch of a workspace the caller is not in", async () => {
       expectEnvelope(await batch(`${randomUUID()}:create_insight`, []), 404, "NOT_FOUND");
       const missionId = randomUUID();
