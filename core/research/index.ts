@@ -3,8 +3,9 @@ import { randomUUID } from "node:crypto";
 import type { EntityItem } from "electrodb";
 import { AppError, Errors } from "../error";
 import { Config } from "../config";
-import { createWriteTransaction } from "electrodb";
+import pRetry from "p-retry";
 import { db } from "../db/service";
+import { asWrite, commitWrites, type WriteItem } from "../db/agent-write";
 import { stateTable } from "../state-table";
 import { requireActiveSubscription } from "../billing";
 import { requireMember, requireResourceById } from "../workspace";
@@ -116,34 +117,60 @@ export async function requireSourcesIn(workspaceId: string, ids: string[], field
 }
 
 /**
+ * A counted transaction (`commitWrites`), tried again while it loses to a concurrent one on the workspace's usage
+ * item (parallel uploads all count there) or is throttled: only a refused condition is an answer.
+ * @returns as `commitWrites`: null when committed, else each item's cancellation reason
+ * @throws AppError SERVICE_UNAVAILABLE (503) when it stays busy through the tries
+ */
+function commitCounted(items: WriteItem[]): Promise<string[] | null> {
+  return pRetry(() => commitWrites(["researchSource", "usage"], items), {
+    retries: 6,
+    factor: 2,
+    minTimeout: 10,
+    maxTimeout: 200,
+    randomize: true,
+    shouldRetry: ({ error }) => error instanceof AppError && error.code === "SERVICE_UNAVAILABLE",
+  });
+}
+
+/**
  * Create the source item and count it against the plan's research-source limit in one transaction.
- * @throws AppError USAGE_LIMIT_EXCEEDED (402) when the limit is reached.
+ * @throws AppError USAGE_LIMIT_EXCEEDED (402) when the limit is reached (the counter's condition refused, not a
+ *   transaction that lost to a concurrent upload: that one is tried again); SERVICE_UNAVAILABLE (503) when busy.
  */
 async function createCounted(item: SourceItem, max: number | null) {
-  const result = await createWriteTransaction(db().pick("researchSource", "usage"), ({ researchSource, usage }) => [
-    researchSource.create(item).commit(),
-    usage
-      .update({ workspace_id: item.workspace_id })
-      .add({ research_sources: 1 })
-      .where((attr, op) => (max === null ? "" : `${op.notExists(attr.research_sources)} OR ${op.lt(attr.research_sources, max)}`))
-      .commit(),
-  ]).go();
-  if (result.canceled) {
+  const e = db().entities;
+  const refused = await commitCounted([
+    asWrite(e.researchSource.create(item)),
+    asWrite(
+      e.usage
+        .update({ workspace_id: item.workspace_id })
+        .add({ research_sources: 1 })
+        .where((attr, op) => (max === null ? "" : `${op.notExists(attr.research_sources)} OR ${op.lt(attr.research_sources, max)}`)),
+    ),
+  ]);
+  if (!refused) return;
+  if (refused[1] === "ConditionalCheckFailed") {
     throw new AppError("USAGE_LIMIT_EXCEEDED", `This plan allows ${max} research sources; delete some or upgrade the plan`, { limit: max });
   }
+  throw new AppError("CONFLICT", "The research source could not be created; try again", { reasons: refused });
 }
 
 /**
  * Delete the source item and give its slot back, in one transaction. The delete is conditional on the item
  * existing, so two deletes racing each other give the slot back once (the loser's transaction is cancelled).
- * @returns whether this call deleted the item.
+ * @returns whether this call deleted the item (false: it was gone already).
+ * @throws AppError SERVICE_UNAVAILABLE (503) when the transaction stays busy (the item is then still there).
  */
 async function uncount(workspaceId: string, sourceId: string): Promise<boolean> {
-  const result = await createWriteTransaction(db().pick("researchSource", "usage"), ({ researchSource, usage }) => [
-    researchSource.remove({ workspace_id: workspaceId, id: sourceId }).commit(),
-    usage.update({ workspace_id: workspaceId }).subtract({ research_sources: 1 }).commit(),
-  ]).go();
-  return !result.canceled;
+  const e = db().entities;
+  const refused = await commitCounted([
+    asWrite(e.researchSource.remove({ workspace_id: workspaceId, id: sourceId })),
+    asWrite(e.usage.update({ workspace_id: workspaceId }).subtract({ research_sources: 1 })),
+  ]);
+  if (!refused) return true;
+  if (refused[0] === "ConditionalCheckFailed") return false;
+  throw new AppError("CONFLICT", "The research source could not be deleted; try again", { reasons: refused });
 }
 
 /**

@@ -11,6 +11,8 @@ import { ListObjectsV2Command } from "@aws-sdk/client-s3";
 import { describe, expect, it } from "vitest";
 import { s3Client } from "../../core/storage/client";
 import { db } from "../../core/db/service";
+import { dynamoClient } from "../../core/db/client";
+import { TransactionCanceledException } from "@aws-sdk/client-dynamodb";
 import { Config } from "../../core/config";
 import { PLANS } from "../../core/billing/plans";
 import { call, newUser, newWorkspace } from "../support/api";
@@ -286,6 +288,41 @@ describe("plan limit and subscription gate", () => {
     expect(await usageCount(workspace.id)).toBe(TRIAL_MAX - 1);
     const again = await upload(owner.token, workspace.id, { name: "again.md", data: Buffer.from("# Again\n\nFits now.\n") }, "text/markdown");
     expect(again.status, again.text).toBe(201);
+  });
+
+  it("an upload whose transaction loses to a concurrent one on the usage counter is tried again, not refused 402; a delete likewise removes the item", async () => {
+    const { owner, workspace } = await newWorkspace();
+    // DynamoDB cancels a transaction that meets another on the same item (TransactionConflict); DynamoDB Local
+    // serializes instead, so the upload's and then the delete's next transaction is cancelled that way.
+    let left = 1;
+    const name = "usageConflict";
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = args.input as { TransactItems?: unknown[] };
+        if (left > 0 && /^TransactWriteItems/.test(context.commandName ?? "") && JSON.stringify(input).includes(workspace.id) && JSON.stringify(input).includes("research_sources")) {
+          left--;
+          throw new TransactionCanceledException({
+            message: "Transaction cancelled, please refer cancellation reasons for specific reasons [None, TransactionConflict]",
+            $metadata: {},
+            CancellationReasons: (input.TransactItems ?? []).map((_, i) => (i === 1 ? { Code: "TransactionConflict", Message: "Transaction is ongoing for the item" } : { Code: "None" })),
+          });
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    try {
+      const note = await uploadNote(owner.token, workspace.id);
+      expect(left).toBe(0);
+      await settled(owner.token, note.id);
+      left = 1;
+      expect((await call("DELETE", `/api/research/sources/${note.id}`, { token: owner.token })).status).toBe(204);
+      expect(left).toBe(0);
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(await sourceItems(workspace.id)).toHaveLength(0);
+    expect(await usageCount(workspace.id)).toBe(0);
   });
 
   it("concurrent uploads cannot overshoot the limit", async () => {
