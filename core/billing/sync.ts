@@ -158,11 +158,14 @@ const addMonths = (d: Date, months: number): Date => {
 
 /**
  * The month of a Stripe period (epoch seconds) that `now` falls in, for the monthly credits: the whole period for a
- * monthly subscription, the k-th month from its start for a yearly one (never past its end).
+ * monthly subscription (as Stripe gives it: a period anchored on the 29th to 31st is not a calendar step from its
+ * start, and cutting it would grant a second month inside one paid period), the k-th month from its start for a
+ * yearly one (never past its end).
  */
-export function creditMonth(startSec: number, endSec: number, now: Date): { start: Date; end: Date } {
+export function creditMonth(startSec: number, endSec: number, now: Date, interval: "monthly" | "yearly"): { start: Date; end: Date } {
   const start = new Date(startSec * 1000);
   const end = new Date(endSec * 1000);
+  if (interval === "monthly") return { start, end };
   let k = 0;
   while (addMonths(start, k + 1) <= now && addMonths(start, k + 1) < end) k++;
   const sliceEnd = addMonths(start, k + 1);
@@ -216,7 +219,7 @@ export async function syncAccount(userId: string, customer: string, source: Stri
   let renewAt: string | undefined;
   const before = await accountOf(userId);
   if (item && paid && (status === "active" || status === "trialing")) {
-    const period = creditMonth(item.current_period_start, item.current_period_end, new Date());
+    const period = creditMonth(item.current_period_start, item.current_period_end, new Date(), plan.interval);
     granted = await grant(userId, { bucket: "monthly", source: invoice.id, credits: PLANS[plan.plan].monthly_credits, period, periodPlan: plan.plan });
     if (plan.interval === "yearly" && period.end.getTime() < item.current_period_end * 1000) renewAt = period.end.toISOString();
     // An upgrade within the period (docs/decisions.md "Plan changes"): the period was paid at a lower plan, so its
@@ -435,7 +438,7 @@ export async function renewYearly(now: Date = new Date()): Promise<RenewalReport
         if (live && account.billing_interval === "yearly" && account.subscription_start && account.subscription_end) {
           const start = Date.parse(account.subscription_start) / 1000;
           const end = Date.parse(account.subscription_end) / 1000;
-          const month = creditMonth(start, end, now);
+          const month = creditMonth(start, end, now, "yearly");
           const result = await grant(account.user_id, {
             bucket: "monthly", source: `renewal#${month.start.toISOString()}`, credits: PLANS[account.plan].monthly_credits, period: month, periodPlan: account.plan,
           });

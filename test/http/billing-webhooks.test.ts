@@ -528,9 +528,18 @@ describe("creditMonth", () => {
     const start = Date.UTC(2026, 0, 15) / 1000;
     const monthEnd = Date.UTC(2026, 1, 15) / 1000;
     const yearEnd = Date.UTC(2027, 0, 15) / 1000;
-    expect(creditMonth(start, monthEnd, new Date(Date.UTC(2026, 0, 20)))).toEqual({ start: new Date(start * 1000), end: new Date(monthEnd * 1000) });
-    expect(creditMonth(start, yearEnd, new Date(Date.UTC(2026, 3, 20)))).toEqual({ start: new Date(Date.UTC(2026, 3, 15)), end: new Date(Date.UTC(2026, 4, 15)) });
-    expect(creditMonth(start, yearEnd, new Date(Date.UTC(2026, 11, 31)))).toEqual({ start: new Date(Date.UTC(2026, 11, 15)), end: new Date(yearEnd * 1000) });
+    expect(creditMonth(start, monthEnd, new Date(Date.UTC(2026, 0, 20)), "monthly")).toEqual({ start: new Date(start * 1000), end: new Date(monthEnd * 1000) });
+    expect(creditMonth(start, yearEnd, new Date(Date.UTC(2026, 3, 20)), "yearly")).toEqual({ start: new Date(Date.UTC(2026, 3, 15)), end: new Date(Date.UTC(2026, 4, 15)) });
+    expect(creditMonth(start, yearEnd, new Date(Date.UTC(2026, 11, 31)), "yearly")).toEqual({ start: new Date(Date.UTC(2026, 11, 15)), end: new Date(yearEnd * 1000) });
+  });
+
+  it("a monthly period anchored on the 31st that starts in a shorter month is one period, whenever it is synced", () => {
+    // Stripe's period Feb 28 → Mar 31 (anchor day 31): a calendar month from its start is Mar 28, inside the period.
+    const start = Date.UTC(2026, 1, 28, 14) / 1000;
+    const end = Date.UTC(2026, 2, 31, 14) / 1000;
+    for (const day of [1, 27, 29, 30]) {
+      expect(creditMonth(start, end, new Date(Date.UTC(2026, 2, day, 12)), "monthly")).toEqual({ start: new Date(start * 1000), end: new Date(end * 1000) });
+    }
   });
 });
 
