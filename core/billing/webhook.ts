@@ -50,7 +50,8 @@ export function customerOf(event: Stripe.Event): string | undefined {
  * and an error would make it retry for days.
  * @param event a Stripe event whose signature has been verified
  * @returns `ok` when recorded (or ignored), `already_processed` for an id seen before (spec 02 Webhooks)
- * @throws AppError SERVICE_UNAVAILABLE (503) when the event cannot be enqueued (Stripe retries the delivery).
+ * @throws AppError SERVICE_UNAVAILABLE (503) when the event cannot be enqueued, first time or on a repeat of one claimed
+ *   and not applied (Stripe retries the delivery).
  */
 export async function recordPaymentEvent(event: Stripe.Event): Promise<{ status: "ok" | "already_processed" }> {
   if (!(PAYMENT_EVENT_TYPES as readonly string[]).includes(event.type)) return { status: "ok" };
@@ -62,7 +63,13 @@ export async function recordPaymentEvent(event: Stripe.Event): Promise<{ status:
   } catch (err) {
     if (!isConditionalFailure(err)) throw err;
     const { data } = await receipt.get({ event_id: event.id }).go({ consistent: true });
-    if (data?.status === "received") await enqueue(event, customer).catch(() => undefined);
+    // Claimed and not applied (its enqueue was lost, or is still on its way): queued again (the queue deduplicates by
+    // event id). An enqueue that fails is Stripe's to retry: a 200 here would lose the event for good.
+    if (data?.status === "received") {
+      await enqueue(event, customer).catch((err: unknown) => {
+        throw err instanceof AppError ? err : new AppError("SERVICE_UNAVAILABLE", "The payment event could not be queued; it will be retried", { retryable: true });
+      });
+    }
     return { status: "already_processed" };
   }
   try {

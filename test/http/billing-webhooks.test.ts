@@ -445,13 +445,23 @@ describe("the queue failing", () => {
     expect(await accountRow(o.owner.id)).toMatchObject({ plan: "pro", status: "active" });
   });
 
-  it("a repeat of an event claimed but never enqueued (a crash in between) answers already_processed and applies it", async () => {
+  it("a repeat of an event claimed but never enqueued (a crash in between) answers already_processed and applies it; 503 while the queue still fails", async () => {
     const o = await payingOwner();
     const sub = stripeHas({ customer: o.customer, start: o.t0 });
     const event = eventObject("customer.subscription.created", sub);
     await db().entities.paymentEvent
       .create({ event_id: event.id, type: event.type, customer: o.customer, status: "received", ttl: Math.floor(Date.now() / 1000) + PAYMENT_EVENT_RETENTION_SECONDS })
       .go();
+    // A repeat while the queue still fails is Stripe's to retry: not a 200 that would lose the event.
+    setQueue("payments", { send: async () => { throw new Error("queue down"); } });
+    let failed;
+    try {
+      failed = await post(JSON.stringify(event));
+    } finally {
+      setQueue("payments", localPaymentsQueue());
+    }
+    expectEnvelope(failed, 503, "SERVICE_UNAVAILABLE");
+    expect(await receipt(event.id)).toMatchObject({ status: "received" });
     expect((await deliver(event)).body).toEqual({ status: "already_processed" });
     expect(await receipt(event.id)).toMatchObject({ status: "applied" });
     expect(await accountRow(o.owner.id)).toMatchObject({ plan: "pro", status: "active" });
