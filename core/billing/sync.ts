@@ -231,11 +231,16 @@ export async function syncAccount(userId: string, customer: string, source: Stri
       upgraded = await grantUpgrade(userId, { periodStart: now.period_start, from: paidAt, to: plan.plan });
     }
   }
+  // The subscription's period as paid: a subscription cancelled while its renewal was unpaid (Stripe's dunning, or a
+  // cancel within the past-due grace) was paid up to the start of its current period only, not to its end.
+  const subscriptionPeriod = item
+    ? {
+        subscription_start: new Date(item.current_period_start * 1000).toISOString(),
+        subscription_end: new Date((status === "cancelled" && !paid ? item.current_period_start : item.current_period_end) * 1000).toISOString(),
+      }
+    : {};
   // When the paid plan stops applying (cancelled, cancelling, past due): the sweeper expires the quota then.
-  const lapseAt = paidUntil({
-    plan: plan.plan, status, period_end: before.period_end, cancel_at_period_end: sub.cancel_at_period_end,
-    ...(item ? { subscription_start: new Date(item.current_period_start * 1000).toISOString(), subscription_end: new Date(item.current_period_end * 1000).toISOString() } : {}),
-  });
+  const lapseAt = paidUntil({ plan: plan.plan, status, period_end: before.period_end, cancel_at_period_end: sub.cancel_at_period_end, ...subscriptionPeriod });
   const dueAt = [renewAt, lapseAt ?? undefined].filter((x): x is string => !!x).sort()[0];
   let written = true;
   try {
@@ -249,9 +254,7 @@ export async function syncAccount(userId: string, customer: string, source: Stri
         ...(item ? { stripe_price_id: item.price.id } : {}),
         billing_interval: plan.interval,
         stripe_synced_at: readAt,
-        ...(item
-          ? { subscription_start: new Date(item.current_period_start * 1000).toISOString(), subscription_end: new Date(item.current_period_end * 1000).toISOString() }
-          : {}),
+        ...subscriptionPeriod,
         ...(dueAt ? { renewal: RENEWAL_DUE, renew_at: dueAt } : {}),
       });
     // A monthly plan that renews, the last month of a year, an unpaid renewal: nothing for the sweeper to do.

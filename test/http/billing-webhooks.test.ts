@@ -243,6 +243,15 @@ describe("the six events, each applied once", () => {
     expect((await deliver(event)).body).toEqual({ status: "already_processed" });
   });
 
+  it("a subscription cancelled while its renewal is unpaid lapses at once, not at the end of the unpaid period", async () => {
+    const o = await payingOwner();
+    // Ten days into a renewal that was never paid, Stripe's dunning (or the user, in the portal) cancels it.
+    const cancelled = stripeHas({ customer: o.customer, start: o.t0 - 10 * DAY, status: "canceled", invoice: "open" });
+    expect((await deliver(eventObject("customer.subscription.deleted", cancelled))).body).toEqual({ status: "ok" });
+    expect(await accountRow(o.owner.id)).toMatchObject({ status: "cancelled", subscription_end: new Date((o.t0 - 10 * DAY) * 1000).toISOString() });
+    expect((await get("subscription", o.owner.token, o.workspace.id)).limits).toEqual(PLANS.trial);
+  });
+
   it("checkout.session.completed (subscription): links the customer, records the plan and grants the period; its invoice grants nothing more", async () => {
     const w = await newWorkspace("Linked by checkout");
     const customer = `cus_${stripeId("new")}`;
