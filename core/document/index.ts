@@ -380,8 +380,12 @@ export async function update(userId: string, documentId: string, input: UpdateDo
   };
   if (Object.keys(changes).length === 0) return view(doc); // the same text again: nothing to write
   const patch = db().entities.document.patch({ workspace_id: doc.workspace_id, id: doc.id }).set(changes);
-  // A text that now fits inline drops the old pointer.
-  const write = (stored && !stored.content_ref && doc.content_ref ? patch.remove(["content_ref"]) : patch).where((attr, op) => op.eq(attr.version, doc.version));
+  // A text that now fits inline drops the old pointer. The metadata stored is a merge with what was read: it is
+  // written only over that (its `updated_at`), since a metadata change does not move `version` and two at once would
+  // each drop the other's keys; the loser gets 409.
+  const write = (stored && !stored.content_ref && doc.content_ref ? patch.remove(["content_ref"]) : patch).where((attr, op) =>
+    metadata ? `${op.eq(attr.version, doc.version)} AND ${op.eq(attr.updated_at, doc.updated_at)}` : op.eq(attr.version, doc.version),
+  );
   let data: DocumentItem;
   try {
     if (opts.settle) {

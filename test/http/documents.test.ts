@@ -8,6 +8,7 @@
 import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import { db } from "../../core/db/service";
+import { dynamoClient } from "../../core/db/client";
 import { runsOf } from "../../core/agent";
 import { call, newUser, newWorkspace } from "../support/api";
 import { sourceWith } from "../support/sources";
@@ -105,6 +106,38 @@ describe("GET /api/documents", () => {
 });
 
 describe("GET / PATCH / DELETE /api/documents/{id}", () => {
+  it("two metadata patches at once: one is merged over the other or refused 409, never lost while answered 200", async () => {
+    const doc = await made();
+    const name = "metadataRace";
+    let raced = false;
+    let second: Awaited<ReturnType<typeof patch>> | undefined;
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = JSON.stringify(args.input);
+        if (!raced && /Update/.test(String(context.commandName)) && input.includes(doc.id) && input.includes("alpha")) {
+          raced = true;
+          second = await patch(doc.id, { metadata: { beta: 2 } });
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    let first;
+    try {
+      first = await patch(doc.id, { metadata: { alpha: 1 } });
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(raced).toBe(true);
+    expect(second!.status, second!.text).toBe(200);
+    const stored = (await call("GET", `/api/documents/${doc.id}`, { token: ws.token })).body.metadata;
+    if (first.status === 200) expect(stored).toMatchObject({ alpha: 1, beta: 2 });
+    else {
+      expectEnvelope(first, 409, "CONFLICT");
+      expect(stored).toMatchObject({ beta: 2 });
+    }
+  });
+
   it("patches title and content (version +1 each edit) and shallow-merges metadata (null removes a key)", async () => {
     const doc = await made();
     const edited = await patch(doc.id, { content: "# Remember me\n\nNew body.\n" });
