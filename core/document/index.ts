@@ -35,7 +35,6 @@ import {
   type StatusInput,
   type UpdateDocumentInput,
 } from "./schema";
-import pLimit from "p-limit";
 
 export * from "./schema";
 
@@ -303,20 +302,43 @@ export async function create(
 }
 
 /**
+ * What a listing's documents may weigh together, bytes as JSON: a Lambda answers at most 6 MB (API Gateway's proxy
+ * integration refuses more, a 500 outside the envelope), and one document's text alone may take 3 MB.
+ */
+export const LIST_RESPONSE_BYTES = 5 * 1024 * 1024;
+
+/**
  * `GET /api/documents`: filtered, most recently updated first, paginated (limit 200, max 500). The documents come
  * from their sparse index (./listing.ts): a document written a moment ago may be missing or show its previous state.
+ * A page ends early, after at least one document, where the next would take it past LIST_RESPONSE_BYTES: fewer than
+ * `limit` documents with more to come (`total`) means the next page starts at `offset` + the documents given.
  */
 export async function list(userId: string, q: ListDocumentsQuery): Promise<{ documents: DocumentView[]; total: number }> {
   await requireMember(userId, q.workspace_id);
   const matching = listed(await documentsOf(q.workspace_id), q);
-  // Only the page's stored texts are read, 8 at a time; a document deleted meanwhile is left out.
-  const page = await pLimit(8).map(matching.slice(q.offset, q.offset + q.limit), (d) =>
-    view(d).catch((err: unknown) => {
-      if (err instanceof AppError && err.code === "NOT_FOUND") return null;
-      throw err;
-    }),
-  );
-  return { documents: page.filter((d): d is DocumentView => d !== null), total: matching.length };
+  const page = matching.slice(q.offset, q.offset + q.limit);
+  const documents: DocumentView[] = [];
+  let bytes = 0;
+  // Only the page's stored texts are read, 8 at a time, until the response is full; a document deleted meanwhile is
+  // left out.
+  for (let i = 0; i < page.length; i += 8) {
+    const views = await Promise.all(
+      page.slice(i, i + 8).map((d) =>
+        view(d).catch((err: unknown) => {
+          if (err instanceof AppError && err.code === "NOT_FOUND") return null;
+          throw err;
+        }),
+      ),
+    );
+    for (const v of views) {
+      if (!v) continue;
+      const size = Buffer.byteLength(JSON.stringify(v));
+      if (documents.length && bytes + size > LIST_RESPONSE_BYTES) return { documents, total: matching.length };
+      documents.push(v);
+      bytes += size;
+    }
+  }
+  return { documents, total: matching.length };
 }
 
 /** What a document listing shows of a document without its text. */

@@ -274,11 +274,37 @@ export async function readExtraction(workspaceId: string, sourceId: string): Pro
   return raw ? (JSON.parse(raw.toString("utf8")) as Extraction) : null;
 }
 
-/** `GET /api/research/sources/{id}`: the source with extracted_text and transcript. */
+/**
+ * What each of a source's texts may take of the single-source read, bytes as JSON: the two together stay well under
+ * the 6 MB a Lambda may answer (API Gateway's proxy integration refuses more, a 500 outside the envelope).
+ */
+export const SOURCE_TEXT_RESPONSE_BYTES = 2_500_000;
+
+/** `text` cut to at most `maxBytes` as a JSON string (escapes counted), at a character boundary. */
+export function fitText(text: string, maxBytes: number): { text: string; cut: boolean } {
+  const bytes = (t: string) => Buffer.byteLength(JSON.stringify(t));
+  if (bytes(text) <= maxBytes) return { text, cut: false };
+  let chars = Math.min(text.length, maxBytes);
+  let out = text.slice(0, chars);
+  while (bytes(out) > maxBytes) {
+    chars = Math.floor((chars * maxBytes) / bytes(out) * 0.98);
+    out = text.slice(0, chars);
+  }
+  // Not half of a surrogate pair.
+  if (/[\uD800-\uDBFF]$/.test(out)) out = out.slice(0, -1);
+  return { text: out, cut: true };
+}
+
+/**
+ * `GET /api/research/sources/{id}`: the source with extracted_text and transcript, each cut to
+ * SOURCE_TEXT_RESPONSE_BYTES (`text_truncated` says so).
+ */
 export async function get(userId: string, sourceId: string): Promise<ResearchSourceDetail> {
   const item = await requireSource(userId, sourceId);
   const extraction = item.processing_status === "completed" ? await readExtraction(item.workspace_id, item.id) : null;
-  return { ...toView(item), extracted_text: extraction?.extracted_text ?? null, transcript: extraction?.transcript ?? null };
+  const text = extraction?.extracted_text == null ? null : fitText(extraction.extracted_text, SOURCE_TEXT_RESPONSE_BYTES);
+  const transcript = extraction?.transcript == null ? null : fitText(extraction.transcript, SOURCE_TEXT_RESPONSE_BYTES);
+  return { ...toView(item), extracted_text: text?.text ?? null, transcript: transcript?.text ?? null, text_truncated: !!(text?.cut || transcript?.cut) };
 }
 
 /** `DELETE /api/research/sources/{id}`: the stored file and derived files first, then the item and its count. */

@@ -33,6 +33,9 @@ export type ResearchSource = z.infer<typeof ResearchSource>;
 export const ResearchSourceDetail = ResearchSource.extend({
   extracted_text: z.string().nullable(),
   transcript: z.string().nullable(),
+  text_truncated: z
+    .boolean()
+    .describe("extracted_text or transcript was cut to fit the response (a Lambda answers at most 6 MB; texts go up to 32,000,000 characters): each keeps its beginning, and the copilot's read_source_text reads any range of the whole"),
 }).meta({ id: "ResearchSourceDetail" });
 export type ResearchSourceDetail = z.infer<typeof ResearchSourceDetail>;
 

@@ -105,6 +105,24 @@ describe("GET /api/documents", () => {
   });
 });
 
+describe("a listing of large documents", () => {
+  it("ends a page early rather than pass Lambda's 6 MB answer; the next page starts after what it gave", async () => {
+    const { owner, workspace } = await newWorkspace("Large documents");
+    const text = `# Research log\n\n${"Participants kept asking for an offline mode. ".repeat(21_700)}`.slice(0, 999_000);
+    for (let i = 0; i < 7; i++) await made({ title: `Log ${i}`, content: text }, owner.token, workspace.id);
+    const first = await call("GET", "/api/documents", { token: owner.token, query: { workspace_id: workspace.id } });
+    expect(first.status).toBe(200);
+    expect(Buffer.byteLength(first.text)).toBeLessThan(6 * 1024 * 1024);
+    expect(first.body.total).toBe(7);
+    const given = first.body.documents.length;
+    expect(given).toBeGreaterThan(0);
+    expect(given).toBeLessThan(7);
+    const next = await call("GET", "/api/documents", { token: owner.token, query: { workspace_id: workspace.id, offset: given } });
+    const ids = [...first.body.documents, ...next.body.documents].map((d: { id: string }) => d.id);
+    expect(new Set(ids).size).toBe(7);
+  }, 120_000);
+});
+
 describe("GET / PATCH / DELETE /api/documents/{id}", () => {
   it("two metadata patches at once: one is merged over the other or refused 409, never lost while answered 200", async () => {
     const doc = await made();

@@ -14,6 +14,8 @@ import { db } from "../../core/db/service";
 import { dynamoClient } from "../../core/db/client";
 import { TransactionCanceledException } from "@aws-sdk/client-dynamodb";
 import { Config } from "../../core/config";
+import { extractionKey } from "../../core/research";
+import { getObject, putObject } from "../../core/storage";
 import { PLANS } from "../../core/billing/plans";
 import { call, newUser, newWorkspace } from "../support/api";
 import { setAccount } from "../support/billing";
@@ -162,6 +164,24 @@ describe("GET /api/research/sources/{id}", () => {
     const noteDone = await settled(owner.token, note.id);
     expect(noteDone.extracted_text).toContain("The onboarding checklist is confusing.");
     expect(noteDone.transcript).toBeNull();
+  });
+
+  it("a text too large for one response is cut at its beginning's end, with text_truncated; the response stays under Lambda's 6 MB", async () => {
+    const { owner, workspace } = await newWorkspace();
+    const note = await uploadNote(owner.token, workspace.id);
+    const done = await settled(owner.token, note.id);
+    expect(done.text_truncated).toBe(false);
+    // A 32,000,000-character text is allowed; 7,400,000 with quotes and line breaks (escaped in JSON) makes the point.
+    const huge = 'He said "the export never finishes"\n'.repeat(200_000);
+    const key = extractionKey(workspace.id, note.id);
+    const extraction = JSON.parse((await getObject(key))!.toString("utf8"));
+    await putObject(key, JSON.stringify({ ...extraction, extracted_text: huge }), "application/json");
+    const res = await call("GET", `/api/research/sources/${note.id}`, { token: owner.token });
+    expect(res.status).toBe(200);
+    expect(Buffer.byteLength(res.text)).toBeLessThan(6 * 1024 * 1024);
+    expect(res.body.text_truncated).toBe(true);
+    expect(res.body.extracted_text.length).toBeGreaterThan(1_000_000);
+    expect(huge.startsWith(res.body.extracted_text)).toBe(true);
   });
 
   it("an unknown id is 404, a malformed id 422, and a non-member gets the same 404 on get, delete and reprocess (403 on the workspace's list)", async () => {
