@@ -206,12 +206,31 @@ export async function reorderBlocks(userId: string, documentId: string, blockIds
 /**
  * `POST /api/blocks/extract`: replace the document's blocks with typed blocks extracted from the Markdown sections
  * of its content (content is the source of truth; see docs/decisions.md).
+ * @throws AppError CONFLICT (409) while another extraction of the document runs.
  */
 export async function extractFromContent(userId: string, workspaceId: string, documentId: string) {
   // The route names its workspace in the body: a non-member gets that workspace's 403 (spec 01 Authorization 4).
   await requireMember(userId, workspaceId);
   const found = await requireDocument(userId, documentId);
   if (found.workspace_id !== workspaceId) throw Errors.notFound("Document");
+  // One extraction of a document at a time: two at once (a double click, a client's retry) each read the old blocks,
+  // deleted them and put their own, and the document ended with every block twice. The second is refused (409).
+  // The lock (core/agent) loads with this route only.
+  const { tryLock } = await import("../agent");
+  const release = await tryLock(`ws#${found.workspace_id}`, `extract#${found.id}`, EXTRACT_LOCK_SECONDS);
+  if (!release) throw new AppError("CONFLICT", "Blocks are being extracted from this document already; reload when it is done");
+  try {
+    return await extractLocked(found);
+  } finally {
+    await release();
+  }
+}
+
+/** The longest an extraction holds its document's lock, s (a crash frees it then; an extraction takes well under 1 s). */
+const EXTRACT_LOCK_SECONDS = 60;
+
+/** `extractFromContent` once it holds the document's extraction lock. */
+async function extractLocked(found: DocumentItem) {
   const { doc, content } = await withContent(found);
   // The Markdown parser loads with the two routes that parse, not with every block route (bench/cold.ts).
   const { extractBlocks } = await import("./markdown");

@@ -239,6 +239,12 @@ describe("POST /api/blocks/extract", () => {
     const notes = (await partitionItems(`ws#${ws.workspaceId}`)).filter((i) => String(i.sk).startsWith(`document#${doc.id}#note#`));
     expect(notes).toEqual([]);
 
+    // Two extractions at once (a double click): the blocks are replaced once, never doubled; a refused one is 409.
+    const both = await Promise.all([0, 1].map(() => call("POST", "/api/blocks/extract", { token: ws.token, body: { workspace_id: ws.workspaceId, document_id: doc.id } })));
+    expect(both.map((r) => r.status).sort()).toEqual(both.some((r) => r.status === 409) ? [200, 409] : [200, 200]);
+    for (const r of both.filter((x) => x.status === 409)) expectEnvelope(r, 409, "CONFLICT");
+    expect(await listed(doc.id)).toHaveLength(blocks.length);
+
     // The document must belong to the workspace named.
     const other = await newWorkspace("Other");
     expectEnvelope(await call("POST", "/api/blocks/extract", { token: other.owner.token, body: { workspace_id: other.workspace.id, document_id: doc.id } }), 404, "NOT_FOUND");
