@@ -8,6 +8,7 @@ import { agentModel, prefetchPrompt } from "./engine";
 import { currentSignal, withAbortSignal } from "../context";
 import { AppError, Errors } from "../error";
 import { db } from "../db/service";
+import { getAll } from "../db/bulk";
 import * as Chat from "../chat";
 import { agentIntro, productContextOf, requireMemberWithWorkspace, type ProductContext } from "../workspace";
 import { EFFORT_TIER, startCharge, type Charge, type Effort } from "../billing/charge";
@@ -165,7 +166,7 @@ async function systemPrompt(
 async function checkAttachments(workspaceId: string, ids: string[]) {
   if (ids.length === 0) return [];
   const unique = [...new Set(ids)];
-  const { data } = await db().entities.researchSource.get(unique.map((id) => ({ workspace_id: workspaceId, id }))).go();
+  const data = await getAll(unique.map((id) => ({ workspace_id: workspaceId, id })), (keys) => db().entities.researchSource.get(keys).go());
   const unknown = unique.filter((id) => !data.some((s) => s.id === id));
   if (unknown.length) throw Errors.unknownIds("research source", "attachment_ids", unknown);
   return data.map((s) => ({ id: s.id, title: s.title }));

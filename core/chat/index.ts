@@ -4,6 +4,7 @@ import { createWriteTransaction } from "electrodb";
 import { v5 as uuidv5 } from "uuid";
 import { AppError, Errors } from "../error";
 import { db } from "../db/service";
+import { getAll } from "../db/bulk";
 import { deleteKeys, partitionKeys } from "../db/partition";
 import { partitionOf, requireMember, requireResourceMember } from "../workspace";
 import { limitsOfWorkspace } from "../billing/counters";
@@ -227,9 +228,7 @@ export async function search(userId: string, q: SearchConversationsQuery): Promi
   const ids = [...new Set(hits.map((m) => m.conversation_id))];
   const titles = new Map<string, string>();
   if (ids.length) {
-    const { data: convs } = await db()
-      .entities.conversation.get(ids.map((id) => ({ workspace_id: q.workspace_id, id })))
-      .go();
+    const convs = await getAll(ids.map((id) => ({ workspace_id: q.workspace_id, id })), (keys) => db().entities.conversation.get(keys).go());
     for (const c of convs) titles.set(c.id, c.title);
   }
   return {

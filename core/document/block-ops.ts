@@ -3,6 +3,7 @@ import type { EntityItem } from "electrodb";
 import { AppError, Errors, type FieldError } from "../error";
 import { createWriteTransaction } from "electrodb";
 import { db } from "../db/service";
+import { writeAll } from "../db/bulk";
 import { partitionOf, requireMember, requireResourceMember } from "../workspace";
 import { deleteKeys, partitionKeys } from "../db/partition";
 import { emptyBlockContent, validateBlockContent, DEFAULT_TITLES, type BlockContent, type BlockType } from "./blocks";
@@ -172,7 +173,11 @@ export async function deleteBlock(userId: string, documentId: string, blockId: s
   await requireBlockOf(doc, blockId);
   const notes = await annotationsOf(doc, blockId);
   await db().entities.block.delete({ workspace_id: doc.workspace_id, document_id: doc.id, id: blockId }).go();
-  if (notes.length) await db().entities.annotation.delete(notes.map((n) => ({ workspace_id: n.workspace_id, document_id: n.document_id, block_id: n.block_id, id: n.id }))).go();
+  await writeAll(
+    notes.map((n) => ({ workspace_id: n.workspace_id, document_id: n.document_id, block_id: n.block_id, id: n.id })),
+    (keys) => db().entities.annotation.delete(keys).go(),
+    (k: { id: string }) => k.id,
+  );
   const rest = (await blocksOf(doc)).filter((b) => b.id !== blockId);
   await writePositions(rest, rest.map((b) => b.id));
 }
@@ -237,25 +242,27 @@ async function extractLocked(found: DocumentItem) {
   const drafts = extractBlocks(content);
   const old = await blocksOf(doc);
   if (old.length) {
-    await db().entities.block.delete(old.map((b) => ({ workspace_id: b.workspace_id, document_id: b.document_id, id: b.id }))).go();
+    await writeAll(
+      old.map((b) => ({ workspace_id: b.workspace_id, document_id: b.document_id, id: b.id })),
+      (keys) => db().entities.block.delete(keys).go(),
+      (k: { id: string }) => k.id,
+    );
     // The replaced blocks' annotations go with them (as on DELETE of a block), rather than being left orphaned.
     await deleteKeys(await partitionKeys(partitionOf(doc.workspace_id), `document#${doc.id}#note#`));
   }
-  if (drafts.length) {
-    await db()
-      .entities.block.put(
-        drafts.map((d, i) => ({
-          id: randomUUID(),
-          workspace_id: doc.workspace_id,
-          document_id: doc.id,
-          block_type: d.block_type,
-          title: d.title ?? DEFAULT_TITLES[d.block_type],
-          content: d.content as Record<string, unknown>,
-          position: i,
-        })),
-      )
-      .go();
-  }
+  await writeAll(
+    drafts.map((d, i) => ({
+      id: randomUUID(),
+      workspace_id: doc.workspace_id,
+      document_id: doc.id,
+      block_type: d.block_type,
+      title: d.title ?? DEFAULT_TITLES[d.block_type],
+      content: d.content as Record<string, unknown>,
+      position: i,
+    })),
+    (items) => db().entities.block.put(items).go(),
+    (k: { id: string }) => k.id,
+  );
   const blocks = (await blocksOf(doc)).map(blockView);
   return { document_id: doc.id, blocks, count: blocks.length, replaced: old.length };
 }

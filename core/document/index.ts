@@ -5,6 +5,7 @@ import { AppError, Errors } from "../error";
 import { createWriteTransaction } from "electrodb";
 import { COUNTED_TRIES, documentCounter } from "../billing/counters";
 import { db } from "../db/service";
+import { getAll } from "../db/bulk";
 import { asWrite, commitWrites, tagOf, type AgentWrite } from "../db/agent-write";
 import { deleteKeys, partitionKeys } from "../db/partition";
 import { requireMember, requireResourceById, partitionOf } from "../workspace";
@@ -207,9 +208,10 @@ async function requireReferences(workspaceId: string, recommendationId: string |
   }
   const unique = [...new Set(insightIds)];
   if (unique.length === 0) return;
-  const { data } = await db()
-    .entities.insight.get(unique.map((id) => ({ workspace_id: workspaceId, id })))
-    .go({ consistent: true, attributes: ["id"] });
+  const data = await getAll(
+    unique.map((id) => ({ workspace_id: workspaceId, id })),
+    (keys) => db().entities.insight.get(keys).go({ consistent: true, attributes: ["id"] }),
+  );
   const known = new Set(data.map((i) => i.id));
   const unknown = unique.filter((id) => !known.has(id));
   if (unknown.length) throw Errors.unknownIds("insight", "related_insight_ids", unknown);

@@ -9,6 +9,7 @@ import { v5 as uuidv5 } from "uuid";
 import type { EntityItem } from "electrodb";
 import { AppError } from "../error";
 import { db } from "../db/service";
+import { writeAll } from "../db/bulk";
 import { embedder as defaultEmbedder } from "../ai/select";
 import { decodeVector } from "../ai/vectors";
 import type { Embedder } from "../ai/ports";
@@ -113,16 +114,9 @@ async function vectorsOf(insights: { title: string; description: string; vector?
   return out as Float32Array[];
 }
 
-/** Put items in batches, retrying what DynamoDB leaves unprocessed (throttling) a few times. */
-async function putAll(items: IssueItem[]): Promise<void> {
-  let left: IssueItem[] = items;
-  for (let attempt = 0; left.length > 0; attempt++) {
-    if (attempt === 5) throw new AppError("SERVICE_UNAVAILABLE", "Storing the entropy scan's issues was throttled; retry the scan", { retry_after_seconds: 5 });
-    if (attempt > 0) await new Promise((r) => setTimeout(r, 100 * 2 ** attempt));
-    const { unprocessed } = await db().entities.entropyIssue.put(left).go();
-    const keys = new Set(unprocessed.map((u) => `${(u as { scan_id: string }).scan_id}#${(u as { id: string }).id}`));
-    left = left.filter((i) => keys.has(`${i.scan_id}#${i.id}`));
-  }
+/** Put items in batches, retrying what DynamoDB leaves unprocessed (throttling) a few times (core/db/bulk.ts). */
+function putAll(items: IssueItem[]): Promise<void> {
+  return writeAll(items, (left) => db().entities.entropyIssue.put(left).go(), (k: { scan_id: string; id: string }) => `${k.scan_id}#${k.id}`);
 }
 
 /**

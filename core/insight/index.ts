@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { Errors, type FieldError } from "../error";
 import { db } from "../db/service";
+import { getAll } from "../db/bulk";
 import { groundQuotes } from "../ai/synthesis/quotes";
 import * as Research from "../research";
 import { requireMember, requireResourceById } from "../workspace";
@@ -227,9 +228,7 @@ export async function batch(userId: string, input: BatchInsightsInput): Promise<
   await requireMember(userId, input.workspace_id);
   const archive = input.action === "archive";
   const unique = [...new Set(input.insight_ids)];
-  const { data } = await db()
-    .entities.insight.get(unique.map((id) => ({ workspace_id: input.workspace_id, id })))
-    .go({ consistent: true });
+  const data = await getAll(unique.map((id) => ({ workspace_id: input.workspace_id, id })), (keys) => db().entities.insight.get(keys).go({ consistent: true }));
   const targets = data.filter((i) => i.is_archived !== archive);
   // One change of the search snapshot: its rows carry is_archived, which search results show (nothing to embed).
   await asChange(input.workspace_id, targets.map((i) => i.id), () =>

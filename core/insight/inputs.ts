@@ -1,5 +1,6 @@
 import { Errors } from "../error";
 import { db } from "../db/service";
+import { getAll } from "../db/bulk";
 import type { InsightInput } from "../recommendation/engine/types";
 import type { InsightItem } from "./index";
 
@@ -28,7 +29,7 @@ export async function loadInsights(
 ): Promise<InsightItem[]> {
   const unique = [...new Set(ids)];
   if (unique.length === 0) return [];
-  const { data } = await db().entities.insight.get(unique.map((id) => ({ workspace_id: workspaceId, id }))).go({ consistent: true });
+  const data = await getAll(unique.map((id) => ({ workspace_id: workspaceId, id })), (keys) => db().entities.insight.get(keys).go({ consistent: true }));
   const byId = new Map(data.map((i) => [i.id, i]));
   const unknown = unique.filter((id) => !byId.has(id));
   if (opts.skipMissing) return unique.filter((id) => byId.has(id)).map((id) => byId.get(id)!);

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { AppError } from "../error";
 import { db } from "../db/service";
+import { getAll } from "../db/bulk";
 import { asWrite, commitWrites, createOnce, idFor, MAX_WRITE_ITEMS, runIdFor, tagOf, type AgentWrite, type WriteItem } from "../db/agent-write";
 import { isConditionalFailure } from "../db/errors";
 import { requireActiveSubscription } from "../billing";
@@ -129,9 +130,7 @@ export async function synthesize(userId: string, input: SynthesizeInput, opts: A
   await requireActiveSubscription(input.workspace_id);
   await rateLimit(`user#${userId}`, SYNTHESIS_RATE_PER_MINUTE, 60);
   const ids = [...new Set(input.source_ids)];
-  const { data: items } = await db()
-    .entities.researchSource.get(ids.map((id) => ({ workspace_id: input.workspace_id, id })))
-    .go({ consistent: true });
+  const items = await getAll(ids.map((id) => ({ workspace_id: input.workspace_id, id })), (keys) => db().entities.researchSource.get(keys).go({ consistent: true }));
   const missing = ids.filter((id) => !items.some((s) => s.id === id));
   if (missing.length) throw new AppError("NOT_FOUND", `Sources not found in this workspace: ${missing.join(", ")}`, { source_ids: missing });
   const notReady = items.filter((s) => s.processing_status !== "completed");

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { db } from "../db/service";
+import { getAll } from "../db/bulk";
 import { asWrite, commitWrites, idFor, runIdFor, tagOf, type AgentWrite } from "../db/agent-write";
 import { requireActiveSubscription } from "../billing";
 import { productContext, requireMember } from "../workspace";
@@ -23,9 +24,7 @@ export interface GenerationWritten {
 
 /** The recommendations of a generation, by rank (strongly consistent). */
 async function readSet(workspaceId: string, ids: string[]) {
-  const { data } = await db()
-    .entities.recommendation.get(ids.map((id) => ({ workspace_id: workspaceId, id })))
-    .go({ consistent: true });
+  const data = await getAll(ids.map((id) => ({ workspace_id: workspaceId, id })), (keys) => db().entities.recommendation.get(keys).go({ consistent: true }));
   return (data as RecommendationItem[]).sort((a, b) => (a.priority_rank ?? 0) - (b.priority_rank ?? 0)).map(toView);
 }
 

@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto";
 import type { EntityItem } from "electrodb";
 import { AppError, Errors } from "../error";
 import { db } from "../db/service";
+import { getAll } from "../db/bulk";
 import { requireMember, requireResourceById } from "../workspace";
 import { loadInsights } from "../insight/inputs";
 import { asWrite, commitWrites, createOnce, tagOf, type AgentWrite } from "../db/agent-write";
@@ -193,9 +194,7 @@ export async function changeStatus(userId: string, id: string, input: StatusChan
 export async function batchStatus(userId: string, input: BatchStatusInput) {
   await requireMember(userId, input.workspace_id);
   const ids = [...new Set(input.recommendation_ids)];
-  const { data } = await db()
-    .entities.recommendation.get(ids.map((id) => ({ workspace_id: input.workspace_id, id })))
-    .go({ consistent: true });
+  const data = await getAll(ids.map((id) => ({ workspace_id: input.workspace_id, id })), (keys) => db().entities.recommendation.get(keys).go({ consistent: true }));
   const byId = new Map(data.map((r) => [r.id, r]));
   const errors: { recommendation_id: string; error: string; valid_transitions: RecommendationItem["status"][] }[] = [];
   let updated = 0;

@@ -5,6 +5,7 @@ import { AppError, Errors } from "../error";
 import { Config } from "../config";
 import pRetry from "p-retry";
 import { db } from "../db/service";
+import { getAll } from "../db/bulk";
 import { asWrite, commitWrites, type WriteItem } from "../db/agent-write";
 import { stateTable } from "../state-table";
 import { requireActiveSubscription } from "../billing";
@@ -109,7 +110,7 @@ export async function requireSource(userId: string, sourceId: string): Promise<S
 export async function requireSourcesIn(workspaceId: string, ids: string[], field: string): Promise<SourceItem[]> {
   const unique = [...new Set(ids)];
   if (unique.length === 0) return [];
-  const { data } = await db().entities.researchSource.get(unique.map((id) => ({ workspace_id: workspaceId, id }))).go({ consistent: true });
+  const data = await getAll(unique.map((id) => ({ workspace_id: workspaceId, id })), (keys) => db().entities.researchSource.get(keys).go({ consistent: true }));
   const byId = new Map(data.map((s) => [s.id, s]));
   const unknown = unique.filter((id) => !byId.has(id));
   if (unknown.length) throw Errors.unknownIds("research source", field, unknown);

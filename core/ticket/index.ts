@@ -16,6 +16,7 @@
 import type { EntityItem } from "electrodb";
 import { AppError, Errors } from "../error";
 import { db } from "../db/service";
+import { getAll } from "../db/bulk";
 import { isConditionalFailure } from "../db/errors";
 import { requireMember, requireResourceById } from "../workspace";
 import { requireFeature } from "../billing/gates";
@@ -125,7 +126,7 @@ async function documentIn(userId: string, workspaceId: string, documentId: strin
 async function evidenceOf(workspaceId: string, ids: string[]): Promise<Map<string, EvidenceInsight>> {
   const out = new Map<string, EvidenceInsight>();
   if (!ids.length) return out;
-  const { data: insights } = await db().entities.insight.get(ids.map((id) => ({ workspace_id: workspaceId, id }))).go();
+  const insights = await getAll(ids.map((id) => ({ workspace_id: workspaceId, id })), (keys) => db().entities.insight.get(keys).go());
   const sourceIds = [...new Set(insights.flatMap((i) => (i.quotes ?? []).map((q) => q.source_id)))];
   const names = new Map<string, string>();
   if (sourceIds.length) {

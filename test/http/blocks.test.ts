@@ -8,6 +8,7 @@
 import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import { runsOf } from "../../core/agent";
+import { dynamoClient } from "../../core/db/client";
 import { call, newUser, newWorkspace } from "../support/api";
 import { sourceWith } from "../support/sources";
 import { expectEnvelope, partitionItems } from "./_helpers";
@@ -244,6 +245,37 @@ describe("POST /api/blocks/extract", () => {
     expect(both.map((r) => r.status).sort()).toEqual(both.some((r) => r.status === 409) ? [200, 409] : [200, 200]);
     for (const r of both.filter((x) => x.status === 409)) expectEnvelope(r, 409, "CONFLICT");
     expect(await listed(doc.id)).toHaveLength(blocks.length);
+
+    // DynamoDB leaving part of a batch write unprocessed (throttling): it is sent again, nothing is missing.
+    const previous = new Set((await listed(doc.id)).map((b) => b.id));
+    const name = "unprocessedOnce";
+    let withheld = 0;
+    dynamoClient().middlewareStack.add(
+      (next) => async (args) => {
+        const input = args.input as { RequestItems?: Record<string, { PutRequest?: unknown; DeleteRequest?: unknown }[]> };
+        const [table, requests] = Object.entries(input.RequestItems ?? {})[0] ?? [];
+        if (withheld < 2 && table && requests && requests.length > 1 && requests.every((r) => r.PutRequest || r.DeleteRequest) && JSON.stringify(requests).includes(doc.id)) {
+          withheld++;
+          const kept = requests.slice(0, -1);
+          const out = (await next({ ...args, input: { ...input, RequestItems: { [table]: kept } } })) as { output: Record<string, unknown> };
+          return { ...out, output: { ...out.output, UnprocessedItems: { [table]: requests.slice(-1) } } } as never;
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    let replaced;
+    try {
+      replaced = await call("POST", "/api/blocks/extract", { token: ws.token, body: { workspace_id: ws.workspaceId, document_id: doc.id } });
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(withheld).toBe(2);
+    expect(replaced.status, replaced.text).toBe(200);
+    const now = await listed(doc.id);
+    expect(now).toHaveLength(blocks.length);
+    expect(now.filter((b) => previous.has(b.id))).toEqual([]);
+    expect(replaced.body.blocks.map((b: Block) => b.id)).toEqual(now.map((b) => b.id));
 
     // The document must belong to the workspace named.
     const other = await newWorkspace("Other");
