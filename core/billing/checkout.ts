@@ -134,6 +134,24 @@ async function requireNoLiveSubscription(stripe: Stripe, account: BillingAccount
 }
 
 /**
+ * Expire the customer's subscription checkouts still open (a tab left on Stripe's page, another admin's checkout): a
+ * session stays payable for 24 hours, and paying two would make two subscriptions, both billed. A session completed
+ * meanwhile cannot be expired (Stripe answers 400): its subscription is then the live one that the next checkout's
+ * `requireNoLiveSubscription` refuses.
+ * @throws AppError SERVICE_UNAVAILABLE (503) when Stripe fails
+ */
+async function expireOpenCheckouts(stripe: Stripe, customer: string): Promise<void> {
+  const { data } = await callStripe(() => stripe.checkout.sessions.list({ customer, status: "open", limit: 20 }));
+  for (const session of data.filter((s) => s.mode === "subscription")) {
+    try {
+      await stripe.checkout.sessions.expire(session.id);
+    } catch (err) {
+      if ((err as { type?: string }).type !== "StripeInvalidRequestError") await callStripe(() => Promise.reject(err));
+    }
+  }
+}
+
+/**
  * `POST /api/billing/checkout`: a Stripe Checkout Session in `subscription` mode for the owner's customer at the
  * plan's price for the interval (`STRIPE_PRICE_<PLAN>_<INTERVAL>`). The session and its subscription carry metadata
  * user_id (the owner, whose account the subscription is), workspace_id, plan, interval, initiated_by (the caller) and,
@@ -141,7 +159,8 @@ async function requireNoLiveSubscription(stripe: Stripe, account: BillingAccount
  * @throws AppError SERVICE_UNAVAILABLE (503) without STRIPE_SECRET_KEY or the price setting, or when Stripe fails;
  *   FORBIDDEN (403) for a non-member or a member who is not owner or admin; VALIDATION_ERROR (422) for a return URL
  *   on a foreign origin or a referral code that is unknown or the owner's or caller's own; CONFLICT (409, with
- *   `portal`) while the owner's subscription is live (`requireNoLiveSubscription`).
+ *   `portal`) while the owner's subscription is live (`requireNoLiveSubscription`). The customer's subscription
+ *   checkouts still open are expired first (`expireOpenCheckouts`): one payable checkout at a time.
  */
 export async function startCheckout(userId: string, body: CheckoutBody): Promise<{ checkout_url: string; session_id: string }> {
   const stripe = requireStripe();
@@ -157,6 +176,7 @@ export async function startCheckout(userId: string, body: CheckoutBody): Promise
   const account = await accountOf(ownerId);
   await requireNoLiveSubscription(stripe, account);
   const customer = await customerOf(stripe, ownerId, account);
+  await expireOpenCheckouts(stripe, customer);
   const metadata = {
     user_id: ownerId, workspace_id: body.workspace_id, plan: body.plan, interval: body.interval, initiated_by: userId,
     ...(referral ? { referral_code: referral } : {}),

@@ -72,7 +72,7 @@ describe("POST /api/billing/checkout", () => {
     const customerId = await customerIdOf(owner.id);
     expect(customerId).toMatch(/^cus_fake/);
 
-    const sessions = stripe.to("/v1/checkout/sessions");
+    const sessions = stripe.posted("/v1/checkout/sessions");
     expect(sessions).toHaveLength(1);
     const form = sessions[0]!.form;
     expect(Object.fromEntries(form)).toMatchObject({
@@ -105,7 +105,7 @@ describe("POST /api/billing/checkout", () => {
     expect(res.status, res.text).toBe(200);
     expect(stripe.to("/v1/customers")).toHaveLength(0);
     expect(await customerIdOf(owner.id)).toBe(before);
-    const form = stripe.to("/v1/checkout/sessions")[0]!.form;
+    const form = stripe.posted("/v1/checkout/sessions")[0]!.form;
     expect(form.get("customer")).toBe(before);
     expect(form.get("line_items[0][price]")).toBe("price_growth_yearly");
     expect(form.get("metadata[user_id]")).toBe(owner.id);
@@ -124,7 +124,7 @@ describe("POST /api/billing/checkout", () => {
     expect([a.status, b.status], a.text + b.text).toEqual([200, 200]);
     const stored = await customerIdOf(w.owner.id);
     expect(stored).toBeTruthy();
-    expect(stripe.to("/v1/checkout/sessions").map((r) => r.form.get("customer"))).toEqual([stored, stored]);
+    expect(stripe.posted("/v1/checkout/sessions").map((r) => r.form.get("customer"))).toEqual([stored, stored]);
     expect(new Set(stripe.to("/v1/customers").map((r) => r.headers["idempotency-key"]))).toEqual(new Set([`r2d-customer-${w.owner.id}`]));
   });
 
@@ -162,7 +162,7 @@ describe("POST /api/billing/checkout", () => {
       post("checkout", { workspace_id: workspaceId, plan: "pro", interval: "monthly", success_url: "https://evil.example.net/x" }));
     expectEnvelope(res, 422, "VALIDATION_ERROR");
     expect(res.body.errors[0].loc).toEqual(["body", "success_url"]);
-    expect(stripe.to("/v1/checkout/sessions")).toEqual([]);
+    expect(stripe.posted("/v1/checkout/sessions")).toEqual([]);
   });
 
   it("Stripe refusing the request is 503 with Stripe's error type, not a 500", async () => {
@@ -184,7 +184,7 @@ describe("POST /api/billing/boost/checkout", () => {
     const res = await post("boost/checkout", { workspace_id: workspaceId, pack_type: pack, success_url: "https://app.example.com/ok" }, admin.token);
     expect(res.status, res.text).toBe(200);
     expect(stripe.to("/v1/customers")).toHaveLength(0); // the owner's customer from the checkouts above
-    const sessions = stripe.to("/v1/checkout/sessions");
+    const sessions = stripe.posted("/v1/checkout/sessions");
     expect(sessions).toHaveLength(1);
     const form = sessions[0]!.form;
     expect(Object.fromEntries(form)).toMatchObject({

@@ -126,7 +126,18 @@ describe("plan changes within a period (deliverable 1)", () => {
     const res = await call("POST", "/api/billing/checkout", { token: o.owner.token, body: { workspace_id: o.workspace.id, plan: "growth", interval: "monthly" } });
     expectEnvelope(res, 409, "CONFLICT");
     expect(res.body).toMatchObject({ portal: "/api/billing/portal", subscription_id: sub.id });
-    expect(stripe.to("/v1/checkout/sessions")).toEqual([]);
+    expect(stripe.posted("/v1/checkout/sessions")).toEqual([]);
+  });
+
+  it("a new checkout expires the customer's subscription checkout still open, so two cannot both be paid", async () => {
+    const w = await newWorkspace("Two tabs");
+    const checkout = (plan: string) => call("POST", "/api/billing/checkout", { token: w.owner.token, body: { workspace_id: w.workspace.id, plan, interval: "monthly" } });
+    const first = await checkout("pro");
+    expect(first.status, first.text).toBe(200);
+    const second = await checkout("growth");
+    expect(second.status, second.text).toBe(200);
+    expect(stripe.to(`/v1/checkout/sessions/${first.body.session_id}/expire`).map((r) => r.method)).toEqual(["POST"]);
+    expect(stripe.to(`/v1/checkout/sessions/${second.body.session_id}/expire`)).toEqual([]);
   });
 
   it("a subscription paid on Stripe whose webhook has not arrived yet also answers 409", async () => {

@@ -319,7 +319,7 @@ describe("referral credits", () => {
     const o = await payingOwner();
     const res = await call("POST", "/api/billing/checkout", { token: o.owner.token, body: { workspace_id: o.workspace.id, plan: "pro", interval: "monthly", referral_code: code } });
     expect(res.status, res.text).toBe(200);
-    const form = stripe.to("/v1/checkout/sessions")[0]!.form;
+    const form = stripe.posted("/v1/checkout/sessions")[0]!.form;
     expect(form.get("metadata[referral_code]")).toBe(code);
     expect(form.get("subscription_data[metadata][referral_code]")).toBe(code);
 
@@ -344,7 +344,7 @@ describe("referral credits", () => {
       expectEnvelope(res, 422, "VALIDATION_ERROR");
       expect(res.body.errors[0].loc).toEqual(["body", "referral_code"]);
     }
-    expect(stripe.to("/v1/checkout/sessions")).toEqual([]);
+    expect(stripe.posted("/v1/checkout/sessions")).toEqual([]);
   });
 
   it("a session whose metadata names the payer's own code credits nobody", async () => {

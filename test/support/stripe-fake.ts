@@ -28,6 +28,8 @@ export interface StripeFake {
   requests: StripeRequest[];
   /** The recorded requests to one path (`/v1/checkout/sessions`). */
   to(path: string): StripeRequest[];
+  /** The recorded POSTs to one path (`/v1/checkout/sessions`: the sessions created, not the listings). */
+  posted(path: string): StripeRequest[];
   /** Make this subscription (its `latest_invoice` as an id or an invoice) part of Stripe's state, replacing one of its id. */
   putSubscription(sub: Stripe.Subscription): void;
   putInvoice(invoice: Stripe.Invoice): void;
@@ -217,7 +219,11 @@ export async function startStripeFake(): Promise<StripeFake> {
       if (req.method === "GET" && path === "/v1/checkout/sessions") {
         // Stripe's list filtered by payment_intent (the session that created it), as the refund handler asks.
         const pi = form.get("payment_intent");
-        const data = [...sessions.values()].filter((x) => !pi || idOf(x.payment_intent as string | { id: string } | null) === pi);
+        const customer = form.get("customer");
+        const status = form.get("status");
+        const data = [...sessions.values()].filter(
+          (x) => (!pi || idOf(x.payment_intent as string | { id: string } | null) === pi) && (!customer || idOf(x.customer as string | { id: string } | null) === customer) && (!status || x.status === status),
+        );
         const list: Stripe.ApiList<Stripe.Checkout.Session> = { object: "list", data, has_more: false, url: "/v1/checkout/sessions" };
         return send(200, list);
       }
@@ -225,7 +231,22 @@ export async function startStripeFake(): Promise<StripeFake> {
         const sessionId = path.slice("/v1/checkout/sessions/".length);
         return sessions.has(sessionId) ? send(200, sessions.get(sessionId)) : notFound("checkout.session", sessionId);
       }
-      if (route === "POST /v1/checkout/sessions") return send(200, checkoutSessionBody(`cs_test_fake${run}${++seq}`, form));
+      if (route === "POST /v1/checkout/sessions") {
+        // Kept, open, as Stripe keeps a session until it completes or expires (24 h).
+        const session = checkoutSessionBody(`cs_test_fake${run}${++seq}`, form);
+        sessions.set(session.id, session);
+        return send(200, session);
+      }
+      if (req.method === "POST" && kind === "checkout" && extra === "sessions" && path.endsWith("/expire")) {
+        // POST /v1/checkout/sessions/{id}/expire: only an open session can be expired (Stripe answers 400 otherwise).
+        const sessionId = path.split("/")[4]!;
+        const session = sessions.get(sessionId);
+        if (!session) return notFound("checkout.session", sessionId);
+        if (session.status !== "open") return send(400, { error: { type: "invalid_request_error", message: "Only Checkout Sessions with a status of open can be expired." } });
+        const expired = { ...session, status: "expired" as const, url: null };
+        sessions.set(sessionId, expired);
+        return send(200, expired);
+      }
       if (route === "POST /v1/billing_portal/sessions") return send(200, portalSessionBody(`bps_fake${run}${++seq}`, form));
       return send(404, { error: { type: "invalid_request_error", message: `Unrecognized request URL (${req.method}: ${path})` } });
     });
@@ -236,6 +257,7 @@ export async function startStripeFake(): Promise<StripeFake> {
     base: `http://127.0.0.1:${port}`,
     requests,
     to: (path) => requests.filter((r) => r.path === path),
+    posted: (path) => requests.filter((r) => r.path === path && r.method === "POST"),
     putSubscription: (sub) => {
       subscriptions.set(sub.id, { ...sub, latest_invoice: idOf(sub.latest_invoice) ?? null });
       if (sub.latest_invoice && typeof sub.latest_invoice === "object") invoices.set(sub.latest_invoice.id, sub.latest_invoice);
