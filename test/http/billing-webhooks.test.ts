@@ -437,18 +437,21 @@ describe("the consumer failing", () => {
 });
 
 describe("the queue failing", () => {
+  /** Deliver a signed body while the payments queue refuses every message. */
+  async function postWhileQueueDown(body: string) {
+    setQueue("payments", { send: async () => { throw new Error("queue down"); } });
+    try {
+      return await post(body);
+    } finally {
+      setQueue("payments", localPaymentsQueue());
+    }
+  }
+
   it("an enqueue that fails answers 503 and drops the claim, so Stripe's retry is applied", async () => {
     const o = await payingOwner();
     const sub = stripeHas({ customer: o.customer, start: o.t0 });
     const event = eventObject("customer.subscription.created", sub);
-    setQueue("payments", { send: async () => { throw new Error("queue down"); } });
-    let res;
-    try {
-      res = await post(JSON.stringify(event));
-    } finally {
-      setQueue("payments", localPaymentsQueue());
-    }
-    expectEnvelope(res, 503, "SERVICE_UNAVAILABLE");
+    expectEnvelope(await postWhileQueueDown(JSON.stringify(event)), 503, "SERVICE_UNAVAILABLE");
     expect(await receipt(event.id)).toBeNull();
     expect((await deliver(event)).body).toEqual({ status: "ok" });
     expect(await accountRow(o.owner.id)).toMatchObject({ plan: "pro", status: "active" });
@@ -462,14 +465,7 @@ describe("the queue failing", () => {
       .create({ event_id: event.id, type: event.type, customer: o.customer, status: "received", ttl: Math.floor(Date.now() / 1000) + PAYMENT_EVENT_RETENTION_SECONDS })
       .go();
     // A repeat while the queue still fails is Stripe's to retry: not a 200 that would lose the event.
-    setQueue("payments", { send: async () => { throw new Error("queue down"); } });
-    let failed;
-    try {
-      failed = await post(JSON.stringify(event));
-    } finally {
-      setQueue("payments", localPaymentsQueue());
-    }
-    expectEnvelope(failed, 503, "SERVICE_UNAVAILABLE");
+    expectEnvelope(await postWhileQueueDown(JSON.stringify(event)), 503, "SERVICE_UNAVAILABLE");
     expect(await receipt(event.id)).toMatchObject({ status: "received" });
     expect((await deliver(event)).body).toEqual({ status: "already_processed" });
     expect(await receipt(event.id)).toMatchObject({ status: "applied" });

@@ -487,6 +487,28 @@ describe("fs_research (Power plan)", () => {
   });
 });
 
+/**
+ * The next task's first attempt runs, and its worker dies once `until` resolves: its execution and worker are dropped
+ * (as kill -9 would) and its Run never answers. Later attempts run as usual.
+ */
+function firstAttemptDies(until: (input: TaskExecutionInput, run: Promise<unknown>) => Promise<void>) {
+  let first = true;
+  setTaskRunner(
+    localTaskRunner({
+      handlers: {
+        Run: async (input) => {
+          const i = input as TaskExecutionInput;
+          if (!first || i.attempt !== 1) return realRun(input);
+          first = false;
+          await until(i, realRun(input));
+          dropLocalExecution(i);
+          return new Promise(() => undefined);
+        },
+      },
+    }),
+  );
+}
+
 describe("the sweeper: a dead worker's task does not stay running", () => {
   let r: Awaited<ReturnType<typeof researchedWorkspace>>;
   beforeAll(async () => {
@@ -495,22 +517,10 @@ describe("the sweeper: a dead worker's task does not stay running", () => {
 
   it("a worker that dies after a step: the task is resumed by a new attempt, which skips the finished step", async () => {
     // The first attempt's worker dies (its execution and worker dropped, as kill -9 would) once its evidence step is on the task.
-    let first = true;
-    setTaskRunner(
-      localTaskRunner({
-        handlers: {
-          Run: async (input) => {
-            const i = input as TaskExecutionInput;
-            if (!first || i.attempt !== 1) return realRun(input);
-            first = false;
-            void realRun(input).catch(() => undefined);
-            await waitFor(async () => ((await readTask(i.workspace_id, i.task_id))?.checkpoint as Record<string, unknown> | undefined)?.evidence);
-            dropLocalExecution(i);
-            return new Promise(() => undefined);
-          },
-        },
-      }),
-    );
+    firstAttemptDies(async (i, run) => {
+      void run.catch(() => undefined);
+      await waitFor(async () => ((await readTask(i.workspace_id, i.task_id))?.checkpoint as Record<string, unknown> | undefined)?.evidence);
+    });
     const id = await spawned(r.ws, r.conv, { task_type: "validation_kit", prompt: "Validate exports" });
     // Its record says running, with the finished step on it; no execution of it runs any more.
     const stuck = await waitFor(async () => {
@@ -550,21 +560,9 @@ describe("the sweeper: a dead worker's task does not stay running", () => {
       },
       { step: "initialize", name },
     );
-    let first = true;
-    setTaskRunner(
-      localTaskRunner({
-        handlers: {
-          Run: async (input) => {
-            const i = input as TaskExecutionInput;
-            if (!first || i.attempt !== 1) return realRun(input);
-            first = false;
-            await realRun(input).catch(() => undefined);
-            dropLocalExecution(i);
-            return new Promise(() => undefined);
-          },
-        },
-      }),
-    );
+    firstAttemptDies(async (_, run) => {
+      await run.catch(() => undefined);
+    });
     try {
       taskId = await spawned(r.ws, r.conv, { task_type: "drafting", prompt: "Draft a PRD for offline site visits" });
       await waitFor(async () => !(await taskRunner().isRunning({ task_id: taskId, attempt: 1 })) || null);
