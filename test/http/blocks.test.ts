@@ -87,6 +87,35 @@ describe("blocks CRUD", () => {
     expect(await order(doc)).toEqual(["Intro", "Logouts", "Third", "Persona", "Solution", "Success metrics", "User story", "Edge case", "Risk", "Timeline", "Notes", "Tail"]);
   });
 
+  it("two inserts at the top at once: one lands, the other is 409 and leaves no block behind; positions stay 0..n-1", async () => {
+    const doc = await newDoc();
+    for (const title of ["A", "B", "C"]) await added(doc, { block_type: "free_text", title });
+    // While the first insert's position shift is on its way, a second insert at the top runs from start to end.
+    const name = "insertRace";
+    let raced = false;
+    let second: Awaited<ReturnType<typeof addBlock>> | undefined;
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (!raced && /TransactWrite/.test(String(context.commandName)) && JSON.stringify(args.input).includes(doc)) {
+          raced = true;
+          second = await addBlock(doc, { block_type: "free_text", title: "Second", position: 0 });
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    let first;
+    try {
+      first = await addBlock(doc, { block_type: "free_text", title: "First", position: 0 });
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(raced).toBe(true);
+    expect(second!.status, second!.text).toBe(201);
+    expectEnvelope(first, 409, "CONFLICT");
+    expect(await order(doc)).toEqual(["Second", "A", "B", "C"]);
+  });
+
   it("rejects content that does not fit the block type (422 naming the fields)", async () => {
     const doc = await newDoc();
     const cases: [Record<string, unknown>, string][] = [
