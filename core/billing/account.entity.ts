@@ -137,6 +137,8 @@ export const buildCreditBoostEntity = () => new Entity({
     remaining: { type: "number", required: true },
     /** Set once by `expireBoosts`: the remainder was forfeited and nothing may be returned to the pack any more. */
     expired_at: { type: "string" },
+    /** Credits refunds have revoked so far (`revokeBoost`): a later partial refund revokes only its own share. */
+    refund_revoked: { type: "number" },
     /**
      * `BOOST_EXPIRY_DUE` until the pack is closed (expired or revoked): puts it in the `expiring` index the credit
      * sweeper reads; removed when it closes, so the index holds only packs still to close.

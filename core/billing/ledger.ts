@@ -603,14 +603,16 @@ export async function lapseQuota(userId: string, now: Date = new Date()): Promis
 }
 
 /**
- * Revoke the unused credits of a refunded boost pack (spec 02 "Boost pack"; Stripe `charge.refunded`): up to
- * `credits` of what the pack has left are forfeited and the pack is closed (`expired_at`, out of the expiry index),
- * once: ledger item `expire#refund#<boost id>`. Credits already charged or held stay charged or held (a hold's return
- * to the closed pack is forfeited, as for an expired one).
+ * Revoke the unused credits of a refunded boost pack (spec 02 "Boost pack"; Stripe `charge.refunded`). A full refund
+ * forfeits everything the pack has left and closes it (`expired_at`, out of the expiry index): ledger item
+ * `expire#refund#<boost id>`. A partial one forfeits its share less what earlier refunds revoked (the pack's
+ * `refund_revoked`), at most what is left: ledger item `expire#refund#<boost id>#<share>`, so a second partial refund
+ * (a larger cumulative share) revokes its own part and a repeat of the same one nothing. Credits already charged or
+ * held stay charged or held (a hold's return to a closed pack is forfeited, as for an expired one).
  * @param userId the account's user
  * @param boostId the pack (its grant's source: the checkout session id)
- * @param credits the most to revoke (default: everything left)
- * @returns the credits revoked (0 when the pack is unknown, closed already, or revoked before)
+ * @param credits the refunds' cumulative share of the pack's credits (default: a full refund, everything left)
+ * @returns the credits revoked (0 when the pack is unknown, closed already, or this refund was applied before)
  */
 export async function revokeBoost(userId: string, boostId: string, credits?: number): Promise<number> {
   const granted = await readLedger(userId, `grant#${boostId}`);
@@ -620,18 +622,22 @@ export async function revokeBoost(userId: string, boostId: string, credits?: num
     const b = (await bill().creditBoost.get({ user_id: userId, expires_at: expiresAt, boost_id: boostId }).go(CONSISTENT)).data;
     if (!b || b.expired_at) return 0;
     const left = b.remaining;
-    const revoked = Math.min(left, credits === undefined ? left : quarterUp(credits));
+    const before = b.refund_revoked ?? 0;
+    const share = credits === undefined ? undefined : quarterUp(credits);
+    const revoked = Math.min(left, share === undefined ? left : Math.max(0, share - before));
+    if (share !== undefined && revoked === 0) return 0;
+    const key = share === undefined ? `expire#refund#${boostId}` : `expire#refund#${boostId}#${share}`;
     const nowIso = new Date().toISOString();
     const result = await createWriteTransaction(db().pick("creditLedger", "creditBoost", "billingAccount"), ({ creditLedger, creditBoost, billingAccount }) => [
       creditLedger
         .create({
-          user_id: userId, key: `expire#refund#${boostId}`, kind: "expire", source: `refund#${boostId}`, credits: revoked, delta: neg(revoked),
+          user_id: userId, key, kind: "expire", source: `refund#${boostId}`, credits: revoked, delta: neg(revoked),
           boosts: [{ boost_id: boostId, expires_at: expiresAt, credits: neg(revoked) }], forfeited: revoked,
         })
         .commit(),
       creditBoost
         .patch({ user_id: userId, expires_at: expiresAt, boost_id: boostId })
-        .set({ remaining: left - revoked, ...(revoked === left ? { expired_at: nowIso } : {}) })
+        .set({ remaining: left - revoked, refund_revoked: before + revoked, ...(revoked === left ? { expired_at: nowIso } : {}) })
         .remove(revoked === left ? ["expiry"] : [])
         .where((a, op) => `${op.eq(a.remaining, left)} AND ${op.notExists(a.expired_at)}`)
         .commit(),

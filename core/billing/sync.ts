@@ -336,11 +336,11 @@ async function applyCheckoutCompleted(event: Stripe.Event, source: StripeSource)
 }
 
 /**
- * charge.refunded: a refunded boost pack's unused credits are revoked, once (`revokeBoost`, ledger
- * `expire#refund#<session id>`). The charge is re-read; its payment intent names the pack's Checkout Session (our
- * boost checkout's metadata: user_id, pack_type). A full refund revokes everything the pack has left; a partial one
- * the refunded share of the pack's credits (rounded up to 0.25), at most what is left. Credits already spent stay
- * spent. A refund of anything else (a subscription invoice) changes no credits.
+ * charge.refunded: a refunded boost pack's unused credits are revoked, once per refund (`revokeBoost`). The charge is
+ * re-read; its payment intent names the pack's Checkout Session (our boost checkout's metadata: user_id, pack_type).
+ * A full refund revokes everything the pack has left; a partial one the refunded share of the pack's credits (Stripe's
+ * `amount_refunded` is cumulative: the share less what earlier refunds revoked, rounded up to 0.25), at most what is
+ * left. Credits already spent stay spent. A refund of anything else (a subscription invoice) changes no credits.
  */
 async function applyRefund(event: Stripe.Event, source: StripeSource): Promise<void> {
   const given = event.data.object as Stripe.Charge;

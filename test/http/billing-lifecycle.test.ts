@@ -254,6 +254,29 @@ describe("payments not covered before (deliverable 7)", () => {
   });
 });
 
+describe("refunds in parts", () => {
+  it("a second partial refund of a pack revokes its own share; the rest of the refund revokes what is left", async () => {
+    const o = await customerOwner();
+    const pi = `pi_${stripeId("x")}`;
+    const session = stripe.completedSession({ mode: "payment", customer: o.customer, payment_intent: pi, metadata: { user_id: o.owner.id, pack_type: "starter", credits: "40" } });
+    await deliver(eventObject("checkout.session.completed", session));
+    const refund = async (refunded: number) => {
+      const charge = chargeObject({ id: `ch_${stripeId("r")}`, customer: o.customer, paymentIntent: pi, amount: 1200, refunded });
+      stripe.putCharge(charge);
+      await deliver(eventObject("charge.refunded", charge));
+    };
+    const left = async () => (await get("boosts", o.owner.token, o.workspace.id)).boosts[0];
+    await refund(300); // a quarter: 10 of the 40 credits
+    expect(await left()).toMatchObject({ credits_remaining: 30, is_active: true });
+    await refund(600); // half in all: 10 more
+    expect(await left()).toMatchObject({ credits_remaining: 20, is_active: true });
+    await refund(600); // the same refund again: nothing more
+    expect(await left()).toMatchObject({ credits_remaining: 20 });
+    await refund(1200); // refunded in full: everything left
+    expect(await left()).toMatchObject({ credits_remaining: 0, is_active: false });
+  });
+});
+
 describe("every count limit holds under 20 concurrent creates (deliverable 5)", () => {
   const settled = async (ps: Promise<{ status: number }>[]) => {
     const all = await Promise.all(ps);
