@@ -276,10 +276,10 @@ export async function readExtraction(workspaceId: string, sourceId: string): Pro
 }
 
 /**
- * What each of a source's texts may take of the single-source read, bytes as JSON: the two together stay well under
- * the 6 MB a Lambda may answer (API Gateway's proxy integration refuses more, a 500 outside the envelope).
+ * What a source's two texts may take of the single-source read together, bytes as JSON: under the 6 MB a Lambda may
+ * answer (API Gateway's proxy integration refuses more, a 500 outside the envelope), with room for the other fields.
  */
-export const SOURCE_TEXT_RESPONSE_BYTES = 2_500_000;
+export const SOURCE_TEXT_RESPONSE_BYTES = 5_000_000;
 
 /** `text` cut to at most `maxBytes` as a JSON string (escapes counted), at a character boundary. */
 export function fitText(text: string, maxBytes: number): { text: string; cut: boolean } {
@@ -297,14 +297,15 @@ export function fitText(text: string, maxBytes: number): { text: string; cut: bo
 }
 
 /**
- * `GET /api/research/sources/{id}`: the source with extracted_text and transcript, each cut to
- * SOURCE_TEXT_RESPONSE_BYTES (`text_truncated` says so).
+ * `GET /api/research/sources/{id}`: the source with extracted_text and transcript, cut together to
+ * SOURCE_TEXT_RESPONSE_BYTES (`text_truncated` says so): the transcript keeps at most half, the extracted text the rest.
  */
 export async function get(userId: string, sourceId: string): Promise<ResearchSourceDetail> {
   const item = await requireSource(userId, sourceId);
   const extraction = item.processing_status === "completed" ? await readExtraction(item.workspace_id, item.id) : null;
-  const text = extraction?.extracted_text == null ? null : fitText(extraction.extracted_text, SOURCE_TEXT_RESPONSE_BYTES);
-  const transcript = extraction?.transcript == null ? null : fitText(extraction.transcript, SOURCE_TEXT_RESPONSE_BYTES);
+  const transcript = extraction?.transcript == null ? null : fitText(extraction.transcript, SOURCE_TEXT_RESPONSE_BYTES / 2);
+  const room = SOURCE_TEXT_RESPONSE_BYTES - (transcript ? Buffer.byteLength(JSON.stringify(transcript.text)) : 0);
+  const text = extraction?.extracted_text == null ? null : fitText(extraction.extracted_text, room);
   return { ...toView(item), extracted_text: text?.text ?? null, transcript: transcript?.text ?? null, text_truncated: !!(text?.cut || transcript?.cut) };
 }
 

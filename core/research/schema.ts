@@ -35,7 +35,7 @@ export const ResearchSourceDetail = ResearchSource.extend({
   transcript: z.string().nullable(),
   text_truncated: z
     .boolean()
-    .describe("extracted_text or transcript was cut to fit the response (a Lambda answers at most 6 MB; texts go up to 32,000,000 characters): each keeps its beginning, and the copilot's read_source_text reads any range of the whole"),
+    .describe("extracted_text or transcript was cut to fit the response (a Lambda answers at most 6 MB, so the two texts share 5 MB; they go up to 32,000,000 characters): each keeps its beginning, and the copilot's read_source_text reads any range of the whole"),
 }).meta({ id: "ResearchSourceDetail" });
 export type ResearchSourceDetail = z.infer<typeof ResearchSourceDetail>;
 
