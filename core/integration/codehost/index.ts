@@ -6,7 +6,6 @@ import { randomUUID } from "node:crypto";
 import type { EntityItem } from "electrodb";
 import { AppError } from "../../error";
 import { db } from "../../db/service";
-import { isConditionalFailure } from "../../db/errors";
 import { requireMember } from "../../workspace";
 import * as Recommendation from "../../recommendation";
 import * as OAuth from "../oauth";
@@ -14,6 +13,7 @@ import { ProviderError, toAppError, tokenError } from "../errors";
 import { logProviderFailure } from "../log";
 import { deferJob } from "../jobs";
 import { markImplemented } from "../implemented";
+import { recordSyncedLink } from "../links";
 import type { IssueLinkEntity } from "../integration.entity";
 import type {
   CallbackQuery,
@@ -242,21 +242,13 @@ export async function refreshLink(userId: string, host: CodeHost, link: LinkItem
   // The recommendation moves before the link records the issue and its ETag: after a crash or a failure in between,
   // the next sync reads the issue again (its old ETag no longer matches) and catches up, where a 304 would not.
   if (issue.state === "closed" && issue.state_reason !== "not_planned") await markImplemented(userId, link.recommendation_id);
-  try {
-    // Only over the sync this one read: a concurrent sync that read the issue later and wrote first keeps its state.
-    await db().entities.issueLink.patch(key).set({
-      state: issue.state, title: issue.title, last_synced_at: now,
-      ...(issue.state_reason ? { state_reason: issue.state_reason } : {}),
-      ...(pr ? { pull_request_url: pr } : {}),
-      ...(read.etag ? { etag: read.etag } : {}),
-    })
-      .where((a, op) => (link.last_synced_at ? op.eq(a.last_synced_at, link.last_synced_at) : op.notExists(a.last_synced_at)))
-      .go();
-  } catch (err) {
-    if (isConditionalFailure(err)) return false;
-    throw err;
-  }
-  return changed;
+  const written = await recordSyncedLink(link, {
+    state: issue.state, title: issue.title, last_synced_at: now,
+    ...(issue.state_reason ? { state_reason: issue.state_reason } : {}),
+    ...(pr ? { pull_request_url: pr } : {}),
+    ...(read.etag ? { etag: read.etag } : {}),
+  });
+  return written && changed;
 }
 
 /**

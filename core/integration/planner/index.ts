@@ -6,7 +6,6 @@ import { randomUUID } from "node:crypto";
 import type { EntityItem } from "electrodb";
 import { AppError } from "../../error";
 import { db } from "../../db/service";
-import { isConditionalFailure } from "../../db/errors";
 import { requireMember } from "../../workspace";
 import * as Recommendation from "../../recommendation";
 import * as OAuth from "../oauth";
@@ -14,6 +13,7 @@ import { ProviderError, toAppError, tokenError } from "../errors";
 import { logProviderFailure } from "../log";
 import { deferJob } from "../jobs";
 import { markImplemented } from "../implemented";
+import { recordSyncedLink } from "../links";
 import type { IssueLinkEntity } from "../integration.entity";
 import type { CallbackQuery, ConnectResult, SyncResult, WorkspaceQuery, LinksQuery } from "../schema";
 import type { CreatePlannerIssueBody, PlannerLinkView, PlannerStatus, PlannerTeamList, SelectTeamBody } from "./schema";
@@ -221,19 +221,11 @@ export async function applyIssue(userId: string, link: LinkItem, issue: PlannerI
   const stateType = issue.state?.type;
   const changed = (issue.state?.name ?? link.state) !== link.state || (stateType ?? undefined) !== (link.state_type ?? undefined);
   if (changed && stateType && CLOSED_STATE_TYPES.includes(stateType)) await markImplemented(userId, link.recommendation_id);
-  try {
-    // Only over the sync this one read: a concurrent sync that read the issue later and wrote first keeps its state.
-    await db().entities.issueLink.patch({ workspace_id: link.workspace_id, kind: link.kind, recommendation_id: link.recommendation_id, id: link.id }).set({
-      title: issue.title, issue_url: issue.url, identifier: issue.identifier, last_synced_at: now,
-      ...(issue.state ? { state: issue.state.name, state_type: issue.state.type } : {}),
-    })
-      .where((a, op) => (link.last_synced_at ? op.eq(a.last_synced_at, link.last_synced_at) : op.notExists(a.last_synced_at)))
-      .go();
-  } catch (err) {
-    if (isConditionalFailure(err)) return false;
-    throw err;
-  }
-  return changed;
+  const written = await recordSyncedLink(link, {
+    title: issue.title, issue_url: issue.url, identifier: issue.identifier, last_synced_at: now,
+    ...(issue.state ? { state: issue.state.name, state_type: issue.state.type } : {}),
+  });
+  return written && changed;
 }
 
 /**

@@ -1,0 +1,30 @@
+/**
+ * What the code-host and planner syncs share on a link (the `issueLink` item between a recommendation and its issue).
+ */
+import type { EntityItem } from "electrodb";
+import { db } from "../db/service";
+import { isConditionalFailure } from "../db/errors";
+import type { IssueLinkEntity } from "./integration.entity";
+
+type LinkItem = EntityItem<IssueLinkEntity>;
+type LinkSet = Parameters<ReturnType<ReturnType<typeof db>["entities"]["issueLink"]["patch"]>["set"]>[0];
+
+/**
+ * Record on a link what a sync read of its issue, only over the link as that sync read it (its `last_synced_at`): a
+ * concurrent sync that read the issue later and wrote first keeps its newer state (closed is not moved back to open).
+ * @param set the fields to write (`last_synced_at` among them)
+ * @returns false when another sync wrote first (nothing was written)
+ */
+export async function recordSyncedLink(link: LinkItem, set: LinkSet): Promise<boolean> {
+  try {
+    await db()
+      .entities.issueLink.patch({ workspace_id: link.workspace_id, kind: link.kind, recommendation_id: link.recommendation_id, id: link.id })
+      .set(set)
+      .where((a, op) => (link.last_synced_at ? op.eq(a.last_synced_at, link.last_synced_at) : op.notExists(a.last_synced_at)))
+      .go();
+    return true;
+  } catch (err) {
+    if (isConditionalFailure(err)) return false;
+    throw err;
+  }
+}
