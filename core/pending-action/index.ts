@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { createWriteTransaction, type EntityItem } from "electrodb";
 import { AppError, Errors, type FieldError } from "../error";
 import { db } from "../db/service";
+import { getAll } from "../db/bulk";
 import { Config } from "../config";
 import { isConditionalFailure } from "../db/errors";
 import { requireMember, requireResourceMember, requireResourceById } from "../workspace";
@@ -308,15 +309,9 @@ export async function batchApprove(userId: string, batchId: string, input: Batch
   return { batchId, ...counts };
 }
 
-/** The named rows of one workspace, read strongly consistent (BatchGetItem), by id. */
+/** The named rows of one workspace, read strongly consistent (BatchGetItem, unprocessed keys asked again), by id. */
 async function consistentRows(workspaceId: string, ids: string[]): Promise<Map<string, PendingActionItem>> {
-  const out = new Map<string, PendingActionItem>();
-  let keys = [...new Set(ids)].map((id) => ({ workspace_id: workspaceId, id }));
-  for (let attempt = 0; keys.length > 0; attempt++) {
-    if (attempt >= 5) throw new AppError("SERVICE_UNAVAILABLE", "The table kept refusing reads; try again");
-    const { data, unprocessed } = await db().entities.pendingAction.get(keys).go({ consistent: true });
-    for (const row of data) out.set(row.id, row);
-    keys = unprocessed as typeof keys;
-  }
-  return out;
+  const keys = [...new Set(ids)].map((id) => ({ workspace_id: workspaceId, id }));
+  const rows = await getAll(keys, (k) => db().entities.pendingAction.get(k).go({ consistent: true }));
+  return new Map(rows.map((row) => [row.id, row]));
 }

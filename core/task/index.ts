@@ -13,6 +13,7 @@ import { Logger } from "@aws-lambda-powertools/logger";
 import { Config } from "../config";
 import { AppError, Errors } from "../error";
 import { db, type EntityName } from "../db/service";
+import { getAll } from "../db/bulk";
 import { asWrite, commitWrites, type WriteItem } from "../db/agent-write";
 import { isConditionalFailure } from "../db/errors";
 import { requireMember, requireResourceById } from "../workspace";
@@ -287,10 +288,9 @@ export async function list(userId: string, q: ListTasksQuery): Promise<{ tasks: 
   const { data: keys } = await (q.status ? query.where((a, op) => op.eq(a.status, q.status!)) : query).go({ pages: "all", consistent: true, attributes: ["id", "created_at"] });
   const page = [...keys].sort(newestFirst).slice(q.offset, q.offset + q.limit);
   if (!page.length) return { tasks: [], total: keys.length };
-  const { data } = await db().entities.task.get(page.map((k) => ({ workspace_id: q.workspace_id, id: k.id }))).go({ consistent: true, preserveBatchOrder: true });
   // A task deleted between the two reads is left out of the page.
-  const tasks = data.filter((t): t is NonNullable<typeof t> => !!t) as TaskItem[];
-  return { tasks: tasks.map(toView), total: keys.length };
+  const tasks = (await getAll(page.map((k) => ({ workspace_id: q.workspace_id, id: k.id })), (k) => db().entities.task.get(k).go({ consistent: true }))) as TaskItem[];
+  return { tasks: tasks.sort(newestFirst).map(toView), total: keys.length };
 }
 
 /** `GET /api/tasks/{task_id}`: the canonical record. @throws AppError NOT_FOUND (404). */
