@@ -2,6 +2,12 @@ import { Entity } from "electrodb";
 
 /** Value of `retry` while a failed cycle is owed its one retry: its partition in the sparse index is `cycle#retry`. */
 export const CYCLE_RETRY = "retry" as const;
+/**
+ * Value of `retry` while a cycle runs: its partition in the sparse index is `cycle#watch`, and at `retry_at` the
+ * sweeper checks the record against its task, so a record whose task ended without it (the writer stopped between
+ * the two writes) takes the outcome without a person.
+ */
+export const CYCLE_WATCH = "watch" as const;
 
 /**
  * One night's research cycle of a workspace (docs/decisions.md "Overnight research cycles"): created once per
@@ -12,7 +18,8 @@ export const CYCLE_RETRY = "retry" as const;
  *
  * Indexes:
  * - byWorkspace: the workspace partition (`ws#<id>`, sk `cycle#<date>`): the night's marker, and the last cycle.
- * - retries (gsi3, SPARSE): only failed cycles owed their retry, in one partition `cycle#retry`, by `retry_at`.
+ * - retries (gsi3, SPARSE): failed cycles owed their retry, in one partition `cycle#retry`, and running cycles, in
+ *   `cycle#watch`, each by `retry_at` (when the sweeper looks at it).
  */
 export const buildCycleEntity = () => new Entity({
   model: { entity: "research_cycle", version: "1", service: "r2d" },
@@ -33,8 +40,12 @@ export const buildCycleEntity = () => new Entity({
     /** What the cycle changed (core/cycle `CycleChanges`), for the digest. */
     changes: { type: "any" },
     digest_sent_at: { type: "string" },
-    /** `CYCLE_RETRY` while a failed cycle is owed its retry (the sparse index's partition), absent otherwise. */
-    retry: { type: [CYCLE_RETRY] as const },
+    /**
+     * Why the sweeper looks at the record (the sparse index's partition): `CYCLE_RETRY` while a failed cycle is owed
+     * its retry, `CYCLE_WATCH` while it runs; absent otherwise.
+     */
+    retry: { type: [CYCLE_RETRY, CYCLE_WATCH] as const },
+    /** When the sweeper looks at the record (ISO): the retry's time, or the next check of a running cycle's task. */
     retry_at: { type: "string" },
   },
   indexes: {
@@ -44,7 +55,8 @@ export const buildCycleEntity = () => new Entity({
     },
     retries: {
       index: "gsi3",
-      condition: (attr) => attr.status === "failed" && attr.retry === CYCLE_RETRY && typeof attr.retry_at === "string",
+      condition: (attr) =>
+        ((attr.status === "failed" && attr.retry === CYCLE_RETRY) || (attr.status === "running" && attr.retry === CYCLE_WATCH)) && typeof attr.retry_at === "string",
       pk: { field: "gsi3pk", composite: ["retry"], template: "cycle#${retry}", casing: "none" },
       sk: { field: "gsi3sk", composite: ["retry_at"], template: "due#${retry_at}", casing: "none" },
     },

@@ -16,9 +16,10 @@ import { isConditionalFailure } from "../db/errors";
 import { settingsOf, workspacesWithCycles } from "../workspace";
 import { planOf } from "../billing/gates";
 import { payerOf } from "../billing/charge";
-import { createTask } from "../task";
-import { CYCLE_RETRY } from "./cycle.entity";
-import { cycleOf, MAX_CYCLE_ATTEMPTS, type CycleItem } from "./marker";
+import { createTask, isTerminal, readTask } from "../task";
+import { TaskSettings } from "../task/settings";
+import { CYCLE_RETRY, CYCLE_WATCH } from "./cycle.entity";
+import { cycleOf, MAX_CYCLE_ATTEMPTS, settleCycle, type CycleItem } from "./marker";
 
 export { cycleOf, type CycleItem } from "./marker";
 export type { CycleChanges } from "./digest";
@@ -36,6 +37,12 @@ export const utcDate = (at: Date): string => at.toISOString().slice(0, 10);
 const CYCLE_NAMESPACE = "a3f6c2d8-91b4-4e57-8c0a-6d2e1f9b7c45";
 /** The task of a night's cycle attempt: the same for every writer, so a second creation is refused, never doubled. */
 export const cycleTaskId = (workspaceId: string, date: string, attempt: number): string => uuidv5(`${workspaceId}:${date}:${attempt}`, CYCLE_NAMESPACE);
+
+/**
+ * A running record's place in the sweeper's watch: looked at once its task's heartbeat window has passed
+ * (TaskSettings.staleMs, the window after which the task sweeper looks at the task itself).
+ */
+const watchFrom = (now: number) => ({ retry: CYCLE_WATCH, retry_at: new Date(now + TaskSettings.staleMs()).toISOString() });
 
 /** What one nightly run did, by workspace outcome. */
 export interface CycleRunReport {
@@ -66,7 +73,7 @@ export async function startCycle(workspaceId: string, now: Date): Promise<"start
   if (await cycleOf(workspaceId, date)) return "already";
   const taskId = cycleTaskId(workspaceId, date, 1);
   // The night is the schedule's; the cutoff is the moment the sources are read (the same instant when the schedule fires).
-  const record = db().entities.researchCycle.create({ workspace_id: workspaceId, date, status: "running", attempts: 1, task_id: taskId, cutoff_at: new Date().toISOString() });
+  const record = db().entities.researchCycle.create({ workspace_id: workspaceId, date, status: "running", attempts: 1, task_id: taskId, cutoff_at: new Date().toISOString(), ...watchFrom(Date.now()) });
   const task = await createTask(
     { id: taskId, workspaceId, userId: owner, taskType: "research_cycle", prompt: promptOf(date, settings.researchProgram?.goals ?? []), cycleDate: date },
     { entities: ["researchCycle"], writes: [asWrite(record)] },
@@ -107,6 +114,8 @@ export interface CycleRetryReport {
   retried: number;
   /** Retries dropped: the night is over, or the record changed meanwhile. */
   dropped: number;
+  /** Running records whose task had ended without them: they took its outcome now. */
+  settled: number;
   errors: unknown[];
 }
 
@@ -114,16 +123,17 @@ export interface CycleRetryReport {
  * Retry the failed cycles owed their one retry (the records' sparse index, `retry_at` passed), run with the task
  * sweeper. The retry's task is created with the record's move to attempt 2 in one transaction conditioned on the
  * record as read, so two sweepers retry once. A retry due after its night ended is dropped (a cycle is a night's).
+ * The same pass watches the running cycles (`watchRunningCycles`; with `all`, every one whatever its time).
  * @param opts.workspaceId limits the pass to one workspace (tests share a table)
  */
-export async function retryFailedCycles(opts: { now?: Date; workspaceId?: string } = {}): Promise<CycleRetryReport> {
+export async function retryFailedCycles(opts: { now?: Date; workspaceId?: string; all?: boolean } = {}): Promise<CycleRetryReport> {
   const now = opts.now ?? new Date();
   const { data } = await db()
     .entities.researchCycle.query.retries({ retry: CYCLE_RETRY })
     .lte({ retry_at: now.toISOString() })
     .where((attr, op) => (opts.workspaceId ? op.eq(attr.workspace_id, opts.workspaceId) : ""))
     .go({ limit: 100 });
-  const report: CycleRetryReport = { due: data.length, retried: 0, dropped: 0, errors: [] };
+  const report: CycleRetryReport = { due: data.length, retried: 0, dropped: 0, settled: 0, errors: [] };
   for (const seen of data as CycleItem[]) {
     try {
       report[(await retryOne(seen, now)) ? "retried" : "dropped"]++;
@@ -131,7 +141,53 @@ export async function retryFailedCycles(opts: { now?: Date; workspaceId?: string
       report.errors.push(err);
     }
   }
+  const watched = await watchRunningCycles({ now, workspaceId: opts.workspaceId, all: opts.all });
+  report.settled = watched.settled;
+  report.errors.push(...watched.errors);
   return report;
+}
+
+/**
+ * The running cycles due a look (the sparse index's `cycle#watch` partition, `retry_at` passed; every one with `all`,
+ * the embedded runtime at start-up): a record whose task has ended takes the task's outcome (`settleCycle`), as the
+ * task's end would have written it had its writer not stopped between the two writes; one whose task still runs is
+ * looked at again a heartbeat window later. The task sweeper ends every task (a dead worker's is resumed or failed),
+ * so no record stays running.
+ * @param opts.workspaceId limits the pass to one workspace (tests share a table)
+ * @returns the records settled now, and the errors of the ones that could not be looked at (tried on the next pass)
+ */
+export async function watchRunningCycles(opts: { now?: Date; workspaceId?: string; all?: boolean } = {}): Promise<{ settled: number; errors: unknown[] }> {
+  const now = opts.now ?? new Date();
+  const query = db().entities.researchCycle.query.retries({ retry: CYCLE_WATCH });
+  const { data } = await (opts.all ? query : query.lte({ retry_at: now.toISOString() }))
+    .where((attr, op) => (opts.workspaceId ? op.eq(attr.workspace_id, opts.workspaceId) : ""))
+    .go({ limit: 100 });
+  const out = { settled: 0, errors: [] as unknown[] };
+  for (const seen of data as CycleItem[]) {
+    try {
+      // The index entry may be stale (eventually consistent GSI): decide on the record and the task themselves.
+      const record = await cycleOf(seen.workspace_id, seen.date);
+      if (!record || record.status !== "running" || record.retry !== CYCLE_WATCH) continue;
+      const task = await readTask(record.workspace_id, record.task_id);
+      if (task && isTerminal(task.status)) {
+        await settleCycle(task);
+        out.settled++;
+        continue;
+      }
+      await db()
+        .entities.researchCycle.patch({ workspace_id: record.workspace_id, date: record.date })
+        // The status goes with the index's keys: ElectroDB evaluates the sparse index's condition on what the write sets.
+        .set({ status: "running", ...watchFrom(now.getTime()) })
+        .where((attr, op) => `${op.eq(attr.status, "running")} AND ${op.eq(attr.task_id, record.task_id)}`)
+        .go()
+        .catch((err: unknown) => {
+          if (!isConditionalFailure(err)) throw err;
+        });
+    } catch (err) {
+      out.errors.push(err);
+    }
+  }
+  return out;
 }
 
 async function retryOne(seen: CycleItem, now: Date): Promise<boolean> {
@@ -153,8 +209,8 @@ async function retryOne(seen: CycleItem, now: Date): Promise<boolean> {
   const settings = await settingsOf(record.workspace_id);
   const moved = db()
     .entities.researchCycle.patch(key)
-    .set({ status: "running", attempts: attempt, task_id: taskId })
-    .remove(["retry", "retry_at", "error", "finished_at"])
+    .set({ status: "running", attempts: attempt, task_id: taskId, ...watchFrom(now.getTime()) })
+    .remove(["error", "finished_at"])
     .where((attr, op) => `${op.eq(attr.status, "failed")} AND ${op.eq(attr.attempts, record.attempts)}`);
   const task = await createTask(
     { id: taskId, workspaceId: record.workspace_id, userId: await payerOf(record.workspace_id), taskType: "research_cycle", prompt: `${promptOf(record.date, settings.researchProgram?.goals ?? [])} (retry)`, cycleDate: record.date },

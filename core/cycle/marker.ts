@@ -29,7 +29,8 @@ export async function cycleOf(workspaceId: string, date: string): Promise<CycleI
  * A cycle's task ended: its night's record takes the outcome, if the record still names this task (a retry's task
  * replaced an earlier one). Completed: the changes are kept for the digest. Failed: the record is owed one retry
  * (`retry_at`, the sparse index) while it has had fewer than MAX_CYCLE_ATTEMPTS runs. Cancelled by a member: failed,
- * and not retried (a person decided).
+ * and not retried (a person decided). Either way the record leaves the sweeper's watch of running cycles. Called by
+ * the task's end (core/task) and, should that writer have stopped before it, by the sweeper (`watchRunningCycles`).
  */
 export async function settleCycle(task: { id: string; workspace_id: string; cycle_date?: string; status: string; error?: string; result_data?: unknown }): Promise<void> {
   if (!task.cycle_date) return;
@@ -49,6 +50,8 @@ export async function settleCycle(task: { id: string; workspace_id: string; cycl
         ...(!completed ? { error: (task.status === "cancelled" ? "Cancelled by a member of the workspace" : task.error ?? "The cycle failed").slice(0, 2000) } : {}),
         ...(retry ? { retry: CYCLE_RETRY, retry_at: new Date(now.getTime() + cycleRetryDelayMs()).toISOString() } : {}),
       })
+      // Out of the sweeper's watch (the index's keys go with the attributes); a retry's set moves it to `cycle#retry`.
+      .remove(retry ? [] : ["retry", "retry_at"])
       .where((attr, op) => `${op.eq(attr.task_id, task.id)} AND ${op.eq(attr.status, "running")}`)
       .go();
   } catch (err) {

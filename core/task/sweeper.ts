@@ -54,7 +54,7 @@ export async function sweepTasks(opts: { now?: number; all?: boolean; workspaceI
   const { data } = await (opts.all ? query : query.lte({ due_at: new Date(now).toISOString() }))
     .where((attr, op) => (opts.workspaceId ? op.eq(attr.workspace_id, opts.workspaceId) : ""))
     .go({ limit: opts.limit ?? 200 });
-  const report: TaskSweepReport = { due: data.length, running: 0, resumed: 0, failed: 0, skipped: 0, cycles: { due: 0, retried: 0, dropped: 0 }, errors: [] };
+  const report: TaskSweepReport = { due: data.length, running: 0, resumed: 0, failed: 0, skipped: 0, cycles: { due: 0, retried: 0, dropped: 0, settled: 0 }, errors: [] };
   for (const seen of data as TaskItem[]) {
     try {
       report[await recover(seen, now, opts.all ?? false)]++;
@@ -62,7 +62,7 @@ export async function sweepTasks(opts: { now?: number; all?: boolean; workspaceI
       report.errors.push(err);
     }
   }
-  const { errors, ...cycles } = await retryFailedCycles({ now: new Date(now), workspaceId: opts.workspaceId });
+  const { errors, ...cycles } = await retryFailedCycles({ now: new Date(now), workspaceId: opts.workspaceId, all: opts.all });
   report.cycles = cycles;
   report.errors.push(...errors);
   return report;

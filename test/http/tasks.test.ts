@@ -654,3 +654,54 @@ describe("a research cycle's night record after its task ended", () => {
     expect(await cycleOf(ws.workspace.id, date)).toMatchObject({ status: "completed", changes: { insights_created: [] } });
   });
 });
+
+describe("a research cycle's night record whose task ended without it (the writer stopped between the two writes)", () => {
+  it("is settled by the sweeper's watch of running cycles, once its task has ended; looked at again while the task runs", async () => {
+    const { dynamoClient } = await import("../../core/db/client");
+    const { cycleOf } = await import("../../core/cycle");
+    const { Config } = await import("../../core/config");
+    const { GetItemCommand } = await import("@aws-sdk/client-dynamodb");
+    const ws = await newWorkspace("Cycle record watch");
+    const date = "2026-11-21";
+    const taskId = randomUUID();
+    const watchAt = new Date(Date.now() + TaskSettings.staleMs()).toISOString();
+    await db().entities.researchCycle.create({ workspace_id: ws.workspace.id, date, status: "running", attempts: 1, task_id: taskId, cutoff_at: new Date().toISOString(), retry: "watch", retry_at: watchAt }).go();
+    await db().entities.task.create({ id: taskId, workspace_id: ws.workspace.id, task_type: "research_cycle", prompt: "Overnight research cycle", status: "running", timeout_seconds: 600, created_by: ws.owner.id, cycle_date: date, attempt: 1 }).go();
+    const later = Date.parse(watchAt) + 1000;
+
+    // Due while its task still runs: nothing settled, the look moved a heartbeat window on.
+    const running = await sweepTasks({ workspaceId: ws.workspace.id, now: later });
+    expect(running.cycles.settled).toBe(0);
+    const postponed = (await cycleOf(ws.workspace.id, date))!;
+    expect(postponed).toMatchObject({ status: "running", retry: "watch" });
+    expect(Date.parse(postponed.retry_at!)).toBe(later + TaskSettings.staleMs());
+
+    // The completion is written; the process stops before the record's write (no Fail follows it).
+    const name = "dieBeforeCycleRecordWrite";
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (/Update/.test(String(context.commandName)) && JSON.stringify(args.input).includes(`cycle#${date}`)) throw Object.assign(new Error("process stopped"), { name: "NetworkingError" });
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    try {
+      await expect(completeTask(ws.workspace.id, taskId, 1, { summary: "Synthesized 2 new sources", data: { changes: { insights_created: [] } } })).rejects.toThrow("process stopped");
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(await cycleOf(ws.workspace.id, date)).toMatchObject({ status: "running" });
+
+    // Not before its time; then the record takes the task's outcome and leaves the watch (its index keys gone).
+    expect((await sweepTasks({ workspaceId: ws.workspace.id, now: later })).cycles.settled).toBe(0);
+    const swept = await sweepTasks({ workspaceId: ws.workspace.id, now: Date.parse(postponed.retry_at!) + 1000 });
+    expect(swept.cycles.settled).toBe(1);
+    const settled = (await cycleOf(ws.workspace.id, date))!;
+    expect(settled).toMatchObject({ status: "completed", changes: { insights_created: [] } });
+    expect(settled.retry).toBeUndefined();
+    const raw = await dynamoClient().send(new GetItemCommand({ TableName: Config.tableName(), Key: { pk: { S: `ws#${ws.workspace.id}` }, sk: { S: `cycle#${date}` } }, ConsistentRead: true }));
+    expect(raw.Item).toBeDefined();
+    expect(raw.Item!.gsi3pk).toBeUndefined();
+    expect((await sweepTasks({ workspaceId: ws.workspace.id, now: Date.parse(postponed.retry_at!) + 10 * TaskSettings.staleMs() })).cycles.settled).toBe(0);
+  });
+});
