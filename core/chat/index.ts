@@ -271,14 +271,18 @@ export async function setArchived(userId: string, conversationId: string, archiv
 /**
  * `DELETE /api/chat/conversations/{id}`: owner only; removes the conversation, its messages and their feedback
  * (one begins_with Query on the conversation's prefix, batch deletes, the conversation item last so a failure
- * part-way can be retried).
+ * part-way can be retried). Then the prefix is listed once more: a message appended between the first listing and
+ * the conversation's delete (a stream's answer) would be left behind, searchable; none can be appended after it,
+ * since an append is conditioned on the conversation item.
  */
 export async function remove(userId: string, conversationId: string): Promise<void> {
   const item = await requireConversation(userId, conversationId);
   const own = conversationPrefix(item.id);
-  const keys = await partitionKeys(partitionOf(item.workspace_id), own);
+  const pk = partitionOf(item.workspace_id);
+  const keys = await partitionKeys(pk, own);
   await deleteKeys(keys.filter((k) => k.sk !== own));
-  await deleteKeys(keys.filter((k) => k.sk === own));
+  await deleteKeys([{ pk, sk: own }]);
+  await deleteKeys(await partitionKeys(pk, own));
 }
 
 /**

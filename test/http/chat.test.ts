@@ -391,6 +391,40 @@ describe("DELETE /api/chat/conversations/{id}", () => {
     expect(search.body.total).toBe(0);
   });
 
+  it("an answer appended while the delete runs (after it listed the messages) is deleted too, and never found by search", async () => {
+    const { dynamoClient } = await import("../../core/db/client");
+    const { owner: o, workspace } = await newWorkspace("Deleting mid-answer");
+    const doomed = await newConv(o, {}, workspace.id);
+    await say(doomed, "question");
+    const prefix = `conversation#${doomed.id}`;
+    // The stream's answer lands just after the delete's Query of the conversation's items came back.
+    const name = "appendAfterListing";
+    let appended = false;
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        const out = await next(args);
+        const input = args.input as { ExpressionAttributeValues?: Record<string, unknown> };
+        if (!appended && context.commandName === "QueryCommand" && input.ExpressionAttributeValues?.[":sk"] === prefix) {
+          appended = true;
+          await say(doomed, "late answer about exports", "assistant");
+        }
+        return out;
+      },
+      { step: "initialize", name },
+    );
+    try {
+      const res = await call("DELETE", `/api/chat/conversations/${doomed.id}`, { token: o.token });
+      expect(res.status, res.text).toBe(204);
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(appended).toBe(true);
+    expect((await partitionItems(`ws#${workspace.id}`)).filter((i) => String(i.sk).startsWith(prefix))).toEqual([]);
+    const found = await call("GET", "/api/chat/conversations/search", { token: o.token, query: { workspace_id: workspace.id, q: "late answer" } });
+    expect(found.status, found.text).toBe(200);
+    expect(found.body).toEqual({ results: [], total: 0 });
+  });
+
   it("deleting the workspace purges its conversations, messages and feedback", async () => {
     const { owner: o, workspace } = await newWorkspace("Purged");
     const conv = await newConv(o, {}, workspace.id);
