@@ -15,6 +15,7 @@
  * It also returns the synchronous trust checks of `validation_sync` (citations, cross-source support, severity).
  */
 import { db } from "../db/service";
+import { getAll } from "../db/bulk";
 import { documentsOf } from "../document/listing";
 import { readExtraction } from "../research";
 import { withContent } from "../document";
@@ -77,20 +78,16 @@ type SourceRow = { id: string; source_type: string; processing_status: string; u
 /** Parallel S3 reads of source texts at most. */
 const TEXT_READS = 8;
 
-/** Items by id, in batches of 100 (BatchGetItem), strongly consistent; missing ids are simply absent. */
+/**
+ * Items by id (BatchGetItem through `getAll`), strongly consistent; missing ids are simply absent. Keys DynamoDB leaves
+ * unprocessed are asked again until read: counted as missing, they would fail a citation that is right.
+ * @throws AppError SERVICE_UNAVAILABLE (503) when keys stay unprocessed through `getAll`'s tries
+ */
 async function getMany<T>(entity: "insight" | "recommendation" | "document" | "researchSource" | "pendingAction", workspaceId: string, ids: string[], attributes?: string[]): Promise<Map<string, T>> {
-  const out = new Map<string, T>();
-  const unique = [...new Set(ids)];
-  for (let i = 0; i < unique.length; i += 100) {
-    let keys = unique.slice(i, i + 100).map((id) => ({ workspace_id: workspaceId, id }));
-    for (let attempt = 0; keys.length && attempt < 5; attempt++) {
-      const e = db().entities[entity] as unknown as { get(k: unknown[]): { go(o: unknown): Promise<{ data: (T & { id: string })[]; unprocessed: unknown[] }> } };
-      const { data, unprocessed } = await e.get(keys).go({ consistent: true, ...(attributes ? { attributes } : {}) });
-      for (const row of data) out.set(row.id, row);
-      keys = unprocessed as typeof keys;
-    }
-  }
-  return out;
+  const e = db().entities[entity] as unknown as { get(k: unknown[]): { go(o: unknown): Promise<{ data: (T & { id: string })[]; unprocessed: unknown[] }> } };
+  const keys = [...new Set(ids)].map((id) => ({ workspace_id: workspaceId, id }));
+  const rows = await getAll(keys, (k) => e.get(k).go({ consistent: true, ...(attributes ? { attributes } : {}) }));
+  return new Map(rows.map((row) => [row.id, row]));
 }
 
 const INSIGHT_ATTRS = ["id", "title", "quotes", "source_ids", "frequency", "mention_count", "severity", "origin"];

@@ -9,6 +9,7 @@
  */
 import type { EntityItem } from "electrodb";
 import { db } from "../db/service";
+import { getAll } from "../db/bulk";
 import { requireMember } from "../workspace";
 import { feedbackOf } from "../chat";
 import { recentScans } from "../entropy/scans";
@@ -105,8 +106,10 @@ export async function listRuns(userId: string, q: AgentRunsQuery): Promise<Agent
   const page = keys.slice(q.offset, q.offset + q.limit);
   let runs: AgentRunView[] = [];
   if (page.length) {
-    const { data } = await db().entities.agentRun.get(page.map((k) => ({ workspace_id: q.workspace_id, executed_at: k.executed_at, id: k.id }))).go({ preserveBatchOrder: true });
-    runs = data.filter((r): r is RunItem => r !== null && r !== undefined).map(toRunView);
+    // Every key read (unprocessed ones asked again), then put back in the listing's order.
+    const rows = await getAll(page.map((k) => ({ workspace_id: q.workspace_id, executed_at: k.executed_at, id: k.id })), (k) => db().entities.agentRun.get(k).go());
+    const byId = new Map(rows.map((r) => [r.id, r as RunItem]));
+    runs = page.map((k) => byId.get(k.id)).filter((r): r is RunItem => r !== undefined).map(toRunView);
   }
   return { runs, total: keys.length, limit: q.limit, offset: q.offset };
 }

@@ -14,6 +14,7 @@ import { scanWorkspace } from "../../core/entropy";
 import { tryLock } from "../../core/agent";
 import { call, newUser } from "../support/api";
 import { expectEnvelope, headersOf, withEnv } from "./_helpers";
+import { withholdBatchKeys } from "../support/throttle";
 import { PLANTED, REAL } from "../unit/entropy/realdata-insights";
 
 type User = Awaited<ReturnType<typeof newUser>>;
@@ -143,6 +144,19 @@ describe("GET /api/admin/agent-runs", () => {
     expect(res.status, res.text).toBe(200);
     expect(res.body.runs.map((r: { id: string }) => r.id)).toEqual(expected.map((k) => run[k]));
     expect(res.body.total).toBe(expected.length);
+  });
+
+  it("a page read by DynamoDB under throttling (a key left unprocessed) still lists every run, in order", async () => {
+    const throttled = withholdBatchKeys(alpha, 1);
+    let res;
+    try {
+      res = await runs({});
+    } finally {
+      throttled.remove();
+    }
+    expect(throttled.withheld()).toBe(1);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.runs.map((r: { id: string }) => r.id)).toEqual([run.r1, run.r5, run.r2, run.r3, run.r4]);
   });
 
   it("pages with limit and offset; total counts every match", async () => {

@@ -10,6 +10,7 @@ import { db } from "../../../core/db/service";
 import { snapshotOf } from "../../../core/harness/profile";
 import { call, newWorkspace } from "../../support/api";
 import { uploadResearch, waitFor } from "../../support/multipart";
+import { withholdBatchKeys } from "../../support/throttle";
 
 const TEXT = "# Interview\n\nI keep getting sent back to the login screen after every update.\n\nThe export button is impossible to find.\n";
 let ws: string;
@@ -46,6 +47,26 @@ describe("verify", () => {
     expect(v).toMatchObject({ passed: true, score: 1, statements: 5, grounded: [0, 1, 2, 3, 4] });
     expect(v.claims).toBe(14); // 3 ids, 2 quotes (the answer's, the insight's own), 9 counts
     expect(v.validation).toMatchObject({ citations: { total: 2, resolved: 2, unresolved: [] }, severity: { unsupported: [{ insight_id: insight, severity: "high" }] } });
+  });
+
+  it("under throttling (keys left unprocessed) an id that exists is never judged unknown: asked again, or an error", async () => {
+    const text = `See [insight ${insight}] and [source ${source}].`;
+    // Left unprocessed twice: asked again after a backoff, and it resolves.
+    const twice = withholdBatchKeys(insight, 2);
+    try {
+      const v = await verify({ workspaceId: ws, text });
+      expect(twice.withheld()).toBe(2);
+      expect(v.issues).toEqual([]);
+    } finally {
+      twice.remove();
+    }
+    // Left unprocessed on every try: the verifier fails (503), rather than fail a citation that is right.
+    const always = withholdBatchKeys(insight, 100);
+    try {
+      await expect(verify({ workspaceId: ws, text })).rejects.toMatchObject({ code: "SERVICE_UNAVAILABLE" });
+    } finally {
+      always.remove();
+    }
   });
 
   it("fails an unknown id, an altered quote, a false count, and an insight whose stored quote was altered", async () => {
