@@ -1,5 +1,4 @@
-import { Logger } from "@aws-lambda-powertools/logger";
-import { Config } from "../config";
+import { serviceLog } from "../log";
 import type { AgentType } from "./index";
 import { memoryHook } from "../memory/hook";
 import { skillsHook } from "../skill/hook";
@@ -56,9 +55,8 @@ export interface RunHook {
   after?(ctx: RunHookContext, outcome: RunOutcome): Promise<void>;
 }
 
-let logger: Logger | undefined;
 /** The copilot's log (CloudWatch in AWS, stdout locally), created on first use: what failed beside a run, not in it. */
-export const agentLog = () => (logger ??= new Logger({ serviceName: "research-to-delivery", logLevel: Config.logLevel() as "INFO" }));
+export const agentLog = () => serviceLog();
 
 /**
  * The hooks every run goes through, in order. Registered here (not by side effect of an import) so the set is

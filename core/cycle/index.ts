@@ -8,8 +8,7 @@
  * failed cycle is retried once the same night, CYCLE_RETRY_DELAY_MINUTES later, by the task sweeper.
  */
 import { v5 as uuidv5 } from "uuid";
-import { Config } from "../config";
-import { Logger } from "@aws-lambda-powertools/logger";
+import { serviceLog } from "../log";
 import { db } from "../db/service";
 import { asWrite } from "../db/agent-write";
 import { isConditionalFailure } from "../db/errors";
@@ -24,8 +23,7 @@ import { cycleOf, MAX_CYCLE_ATTEMPTS, settleCycle, type CycleItem } from "./mark
 export { cycleOf, type CycleItem } from "./marker";
 export type { CycleChanges } from "./digest";
 
-let logger: Logger | undefined;
-const log = () => (logger ??= new Logger({ serviceName: "research-to-delivery", logLevel: Config.logLevel() as "INFO" }));
+const log = () => serviceLog();
 
 /** The cron expression of the nightly run, UTC (EventBridge Scheduler form; croner gets the 5-field form). */
 export const CYCLE_SCHEDULE = "cron(0 2 * * ? *)";

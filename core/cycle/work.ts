@@ -8,8 +8,7 @@
  * (the time the night's run started); before a workspace's first completed cycle, the completed sources no insight
  * cites yet (never synthesized).
  */
-import { Config } from "../config";
-import { Logger } from "@aws-lambda-powertools/logger";
+import { serviceLog } from "../log";
 import { db } from "../db/service";
 import { isConditionalFailure } from "../db/errors";
 import { synthesize } from "../insight/synthesis";
@@ -21,8 +20,7 @@ import type { WorkContext, WorkResult } from "../task/context";
 import { cycleOf, type CycleItem } from "./marker";
 import { changedAnything, digestSubject, digestText, type CycleChanges } from "./digest";
 
-let logger: Logger | undefined;
-const log = () => (logger ??= new Logger({ serviceName: "research-to-delivery", logLevel: Config.logLevel() as "INFO" }));
+const log = () => serviceLog();
 
 /** Issues a cycle keeps and its digest lists (the scan keeps them all: GET /api/admin/quality/entropy/issues). */
 const MAX_DIGEST_ISSUES = 20;

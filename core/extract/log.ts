@@ -2,10 +2,7 @@
  * The extraction log. Failure reasons are written for users and never carry a parser's own words; those words,
  * with the figures behind a refusal, go here for whoever investigates (CloudWatch in AWS, stdout locally).
  */
-import { Logger } from "@aws-lambda-powertools/logger";
-import { Config } from "../config";
-
-let logger: Logger | undefined;
+import { serviceLog } from "../log";
 
 /**
  * Log why an extraction failed, at warn level: `message` says what happened, `details` the figures or the part of
@@ -13,7 +10,6 @@ let logger: Logger | undefined;
  * for validation alone costs nothing.
  */
 export function logExtractionFailure(message: string, details: Record<string, unknown> = {}, cause?: unknown): void {
-  logger ??= new Logger({ serviceName: "research-to-delivery", logLevel: Config.logLevel() as "INFO" });
   const error = cause === undefined ? undefined : cause instanceof Error ? cause : new Error(String(cause));
-  logger.warn(message, error ? { ...details, error } : details);
+  serviceLog().warn(message, error ? { ...details, error } : details);
 }

@@ -6,8 +6,8 @@
 import { randomUUID } from "node:crypto";
 import { createWriteTransaction, type EntityItem } from "electrodb";
 import { v5 as uuidv5 } from "uuid";
-import { Logger } from "@aws-lambda-powertools/logger";
 import { Config } from "../config";
+import { serviceLog } from "../log";
 import { db } from "../db/service";
 import { isConditionalFailure } from "../db/errors";
 import { AppError } from "../error";
@@ -32,8 +32,7 @@ export * from "./schema";
 
 type Entry = EntityItem<WaitlistEntryEntity>;
 
-let logger: Logger | undefined;
-const log = () => (logger ??= new Logger({ serviceName: "research-to-delivery", logLevel: Config.logLevel() as "INFO" }));
+const log = () => serviceLog();
 
 /** Namespace of access code ids (UUID v5 of the code). */
 const ACCESS_CODE_ID_NAMESPACE = "0b6c3f1e-7d2a-4f59-9a47-3c1e5b8d2f60";

@@ -5,16 +5,14 @@
  * a PKCE verifier, a client secret or a provider's response body (test/http/integrations-logs.test.ts reads the log
  * lines of every kind's flows for them).
  */
-import { Logger } from "@aws-lambda-powertools/logger";
+import type { Logger } from "@aws-lambda-powertools/logger";
 import * as oauth from "oauth4webapi";
-import { Config } from "../config";
+import { serviceLog } from "../log";
 import { ProviderError } from "./errors";
 import type { IntegrationKind } from "./schema";
 
-let logger: Logger | undefined;
-
 /** The integrations' logger, created on first use at LOG_LEVEL (tests raise its level to read what it writes). */
-export const integrationLog = (): Logger => (logger ??= new Logger({ serviceName: "research-to-delivery", logLevel: Config.logLevel() as "INFO" }));
+export const integrationLog = (): Logger => serviceLog();
 
 /**
  * What an OAuth failure may say in the log: the provider's error code (RFC 6749 `error`, e.g. invalid_grant) and the

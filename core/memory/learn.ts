@@ -7,13 +7,12 @@
  */
 import { createWriteTransaction } from "electrodb";
 import { v5 as uuidv5 } from "uuid";
-import { Logger } from "@aws-lambda-powertools/logger";
 import { db } from "../db/service";
 import { embedder as defaultEmbedder, isModelEngine, model as defaultModel } from "../ai/select";
 import type { Embedder, Model } from "../ai/ports";
 import { encodeVector, topK } from "../ai/vectors";
 import { queue } from "../queue";
-import { Config } from "../config";
+import { serviceLog } from "../log";
 import { extractByRules } from "./rules";
 import { extractWithModel } from "./model-extract";
 import { reconcile, type Decision } from "./reconcile";
@@ -21,8 +20,7 @@ import { applyWrite, forgetCached, knownFacts, loadMemory, type FactItem, type L
 import { memoryAvailable } from "./settings";
 import type { ExtractedFact } from "./types";
 
-let logger: Logger | undefined;
-const log = () => (logger ??= new Logger({ serviceName: "memory", logLevel: Config.logLevel() as "INFO" }));
+const log = () => serviceLog("memory");
 
 /** One exchange to learn from: the message the queue carries (ids and the answer's time; the texts are read from the table). */
 export interface ExchangeJob {

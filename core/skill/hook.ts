@@ -16,8 +16,7 @@
  * This file does not import core/agent (which lists this hook): the context it needs is declared here, and TypeScript
  * checks it against the agent's RunHook where RUN_HOOKS lists it.
  */
-import { Logger } from "@aws-lambda-powertools/logger";
-import { Config } from "../config";
+import { serviceLog } from "../log";
 import { activeSkills, canInstallSkills, claimSuggestion, recordActivation, type ActiveSkill, type SkillRecord } from "./index";
 import { officialSkills } from "./library";
 import { reasonOf, SkillMatcher, type SkillMatch } from "./match";
@@ -32,8 +31,7 @@ export interface SkillRunContext {
   signal: AbortSignal;
 }
 
-let logger: Logger | undefined;
-const log = () => (logger ??= new Logger({ serviceName: "research-to-delivery", logLevel: Config.logLevel() as "INFO" }));
+const log = () => serviceLog();
 
 /**
  * Matchers per workspace, reused while its set of enabled skills is the same: each skill by id, version and last

@@ -11,9 +11,9 @@
 import { randomUUID } from "node:crypto";
 import { createWriteTransaction, type EntityItem } from "electrodb";
 import { QueryCommand } from "@aws-sdk/lib-dynamodb";
-import { Logger } from "@aws-lambda-powertools/logger";
 import { AppError, Errors, type FieldError } from "../error";
 import { Config } from "../config";
+import { serviceLog } from "../log";
 import { db } from "../db/service";
 import { dynamoClient } from "../db/client";
 import { isConditionalFailure } from "../db/errors";
@@ -43,8 +43,7 @@ export * from "./schema";
 type CustomItem = EntityItem<CustomSkillEntity>;
 type InstallItem = EntityItem<SkillInstallEntity>;
 
-let logger: Logger | undefined;
-const log = () => (logger ??= new Logger({ serviceName: "research-to-delivery", logLevel: Config.logLevel() as "INFO" }));
+const log = () => serviceLog();
 
 /** A skill as the operations see it: its content, and where it comes from. */
 export interface SkillRecord extends SkillContent {

@@ -9,8 +9,7 @@
 import { randomUUID } from "node:crypto";
 import type { EntityItem } from "electrodb";
 import { v5 as uuidv5 } from "uuid";
-import { Logger } from "@aws-lambda-powertools/logger";
-import { Config } from "../config";
+import { serviceLog } from "../log";
 import { AppError, Errors } from "../error";
 import { db, type EntityName } from "../db/service";
 import { getAll } from "../db/bulk";
@@ -42,8 +41,7 @@ export { setTaskRunner, taskRunner, type TaskExecutionInput, type TaskRunner } f
 
 export type TaskItem = EntityItem<TaskEntity>;
 
-let logger: Logger | undefined;
-const log = () => (logger ??= new Logger({ serviceName: "research-to-delivery", logLevel: Config.logLevel() as "INFO" }));
+const log = () => serviceLog();
 
 /** Namespace of ids derived from a task (its agent run: reserved at spawn, settled by the worker, charged once). */
 const TASK_NAMESPACE = "5d1c7b0e-3f4a-4e8b-9c2d-7a6b5e4f3d21";

@@ -9,8 +9,7 @@
  * A task that was cancelled, failed or taken over by another attempt meanwhile refuses the worker's next write; the
  * worker then stops and writes nothing (`TaskSuperseded`, which the Fail state ignores).
  */
-import { Config } from "../config";
-import { Logger } from "@aws-lambda-powertools/logger";
+import { serviceLog } from "../log";
 import { withAbortSignal } from "../context";
 import { claimAttempt, completeTask, writeProgress, type ProgressUpdate, type TaskItem } from "./index";
 import { timedOutError } from "./schema";
@@ -22,8 +21,7 @@ import { registerWorker, TaskSuperseded } from "./workers";
 
 export { abortWorker, TaskSuperseded } from "./workers";
 
-let logger: Logger | undefined;
-const log = () => (logger ??= new Logger({ serviceName: "research-to-delivery", logLevel: Config.logLevel() as "INFO" }));
+const log = () => serviceLog();
 
 /** The task ran past its timeout (the worker's own deadline; Step Functions' is States.Timeout). */
 export class TaskTimedOut extends Error {
