@@ -619,9 +619,29 @@ describe("the sweeper: a dead worker's task does not stay running", () => {
   });
 });
 
+/**
+ * Complete a research cycle's task while the write of its night record fails (the SDK's own retries spent, or the
+ * process stopped there): the task ends, the record does not.
+ */
+async function completeWithoutRecord(workspaceId: string, taskId: string, date: string, why: string, summary: string): Promise<void> {
+  const { dynamoClient } = await import("../../core/db/client");
+  const name = "failCycleRecordWrite";
+  dynamoClient().middlewareStack.add(
+    (next, context) => async (args) => {
+      if (/Update/.test(String(context.commandName)) && JSON.stringify(args.input).includes(`cycle#${date}`)) throw Object.assign(new Error(why), { name: "NetworkingError" });
+      return next(args);
+    },
+    { step: "initialize", name },
+  );
+  try {
+    await expect(completeTask(workspaceId, taskId, 1, { summary, data: { changes: { insights_created: [] } } })).rejects.toThrow(why);
+  } finally {
+    dynamoClient().middlewareStack.remove(name);
+  }
+}
+
 describe("a research cycle's night record after its task ended", () => {
   it("takes the outcome when the task's end was written but its record's was not (Fail's write lands on the ended task)", async () => {
-    const { dynamoClient } = await import("../../core/db/client");
     const { failTask } = await import("../../core/task");
     const { cycleOf } = await import("../../core/cycle");
     const ws = await newWorkspace("Cycle record");
@@ -630,23 +650,7 @@ describe("a research cycle's night record after its task ended", () => {
     await db().entities.researchCycle.create({ workspace_id: ws.workspace.id, date, status: "running", attempts: 1, task_id: taskId, cutoff_at: new Date().toISOString() }).go();
     await db().entities.task.create({ id: taskId, workspace_id: ws.workspace.id, task_type: "research_cycle", prompt: "Overnight research cycle", status: "running", timeout_seconds: 600, created_by: ws.owner.id, cycle_date: date, attempt: 1 }).go();
     // The completion is written; the record's write then fails (after the SDK's own retries).
-    const name = "failCycleRecordWrite";
-    let failures = 0;
-    dynamoClient().middlewareStack.add(
-      (next, context) => async (args) => {
-        if (failures === 0 && /Update/.test(String(context.commandName)) && JSON.stringify(args.input).includes(`cycle#${date}`)) {
-          failures++;
-          throw Object.assign(new Error("lost connection"), { name: "NetworkingError" });
-        }
-        return next(args);
-      },
-      { step: "initialize", name },
-    );
-    try {
-      await expect(completeTask(ws.workspace.id, taskId, 1, { summary: "Synthesized 3 new sources", data: { changes: { insights_created: [] } } })).rejects.toThrow("lost connection");
-    } finally {
-      dynamoClient().middlewareStack.remove(name);
-    }
+    await completeWithoutRecord(ws.workspace.id, taskId, date, "lost connection", "Synthesized 3 new sources");
     expect(await cycleOf(ws.workspace.id, date)).toMatchObject({ status: "running" });
     // Step Functions' Catch runs Fail for the Run's error: the task has ended, and the record catches up.
     expect(await failTask(ws.workspace.id, taskId, "The task failed unexpectedly", 1)).toBeNull();
@@ -677,19 +681,7 @@ describe("a research cycle's night record whose task ended without it (the write
     expect(Date.parse(postponed.retry_at!)).toBe(later + TaskSettings.staleMs());
 
     // The completion is written; the process stops before the record's write (no Fail follows it).
-    const name = "dieBeforeCycleRecordWrite";
-    dynamoClient().middlewareStack.add(
-      (next, context) => async (args) => {
-        if (/Update/.test(String(context.commandName)) && JSON.stringify(args.input).includes(`cycle#${date}`)) throw Object.assign(new Error("process stopped"), { name: "NetworkingError" });
-        return next(args);
-      },
-      { step: "initialize", name },
-    );
-    try {
-      await expect(completeTask(ws.workspace.id, taskId, 1, { summary: "Synthesized 2 new sources", data: { changes: { insights_created: [] } } })).rejects.toThrow("process stopped");
-    } finally {
-      dynamoClient().middlewareStack.remove(name);
-    }
+    await completeWithoutRecord(ws.workspace.id, taskId, date, "process stopped", "Synthesized 2 new sources");
     expect(await cycleOf(ws.workspace.id, date)).toMatchObject({ status: "running" });
 
     // Not before its time; then the record takes the task's outcome and leaves the watch (its index keys gone).
