@@ -80,15 +80,3 @@ export async function deleteKeys(keys: Key[]): Promise<void> {
   }
 }
 
-/**
- * Delete every item of a partition. Items whose sort key equals `lastSk` go last, so a failure part-way
- * leaves the parent in place and the delete can be retried.
- */
-export async function purgePartition(pk: string, lastSk?: string): Promise<number> {
-  const keys = await partitionKeys(pk);
-  const rest = keys.filter((k) => k.sk !== lastSk);
-  await deleteKeys(rest);
-  const last = keys.filter((k) => k.sk === lastSk);
-  await deleteKeys(last);
-  return keys.length;
-}

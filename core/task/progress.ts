@@ -16,7 +16,7 @@
  */
 import { AppError, Errors } from "../error";
 import { db } from "../db/service";
-import { requireResourceMember } from "../workspace";
+import { live, requireResourceMember } from "../workspace";
 import { isTerminal } from "./status";
 import { locateTask, readTask, toProgress, type TaskItem } from "./index";
 import { taskChanges } from "./changes";
@@ -71,7 +71,7 @@ const newsKey = (p: TaskProgress) => JSON.stringify({ ...p, heartbeat_at: null }
 /** Still a member? Read from the table every time (the request's scope holds the membership it checked first). */
 async function stillMember(userId: string, workspaceId: string): Promise<boolean> {
   const { data } = await db().entities.membership.get({ workspace_id: workspaceId, user_id: userId }).go({ consistent: true });
-  return data !== null;
+  return live(data) !== undefined;
 }
 
 type Wake = "change" | "silence" | "poll" | "down" | "deadline" | "abort";

@@ -7,14 +7,16 @@ import { createWriteTransaction } from "electrodb";
 import { db } from "../db/service";
 import { documentsOf } from "../document/listing";
 import { requestScope } from "../context";
-import { countByPrefix, purgePartition } from "../db/partition";
+import { countByPrefix } from "../db/partition";
 import { HIGHEST_PLAN, subscriptionOf } from "../billing";
 import { COUNTED_TRIES, limitsOfUser, limitsOfWorkspace, usageLimitError } from "../billing/counters";
 import { accountOf } from "../billing/ledger";
 import * as User from "../user";
 import { LRUCache } from "lru-cache";
 import { consistentGet, type ItemRef, type Prefetch } from "../db/read";
+import { getAll } from "../db/bulk";
 import { CYCLES_ON, type MembershipEntity, type WorkspaceEntity } from "./workspace.entity";
+import { deleteWorkspace, dropMembership, requireDropMembership } from "./deletion";
 import { entitlementOf } from "../billing/entitlement";
 import type {
   AddMemberInput,
@@ -68,12 +70,18 @@ async function getItem(workspaceId: string): Promise<WorkspaceItem | null> {
 const scopeKeyOf = (userId: string, workspaceId: string) => `${userId}#${workspaceId}`;
 
 /** The caller's membership of a workspace, resolved once per request (core/context.ts); undefined for a non-member. */
+/**
+ * A membership that lets its user in: not one of a workspace under deletion (the owner's, marked `deleting_at`,
+ * core/workspace/deletion.ts), which every check treats as absent.
+ */
+export const live = (m: MembershipItem | null | undefined): MembershipItem | undefined => (m && !m.deleting_at ? m : undefined);
+
 async function membershipOf(userId: string, workspaceId: string): Promise<MembershipItem | undefined> {
   const scope = requestScope();
   const key = scopeKeyOf(userId, workspaceId);
   let data = scope?.memberships.get(key) as MembershipItem | undefined;
   if (!data) {
-    data = (await db().entities.membership.get({ workspace_id: workspaceId, user_id: userId }).go({ consistent: true })).data ?? undefined;
+    data = live((await db().entities.membership.get({ workspace_id: workspaceId, user_id: userId }).go({ consistent: true })).data);
     // Resolved once per request (DESIGN.md 6.1): the agent's tools call core operations that check again.
     if (data) scope?.memberships.set(key, data);
   }
@@ -161,7 +169,7 @@ async function readManyAsMember(
   } else {
     const memberRef: ItemRef = { entity: db().entities.membership, key: { workspace_id: workspaceId, user_id: userId } };
     const [m, ...rest] = await consistentGet([memberRef, ...refs]);
-    membership = (m as MembershipItem | null) ?? undefined;
+    membership = live(m as MembershipItem | null);
     items = rest;
     if (membership) scope?.memberships.set(scopeKey, membership);
   }
@@ -301,9 +309,7 @@ export async function list(userId: string): Promise<{ workspaces: WorkspaceView[
   const { data: memberships } = await db().entities.membership.query.byUser({ user_id: userId }).go({ pages: "all" });
   if (memberships.length === 0) return { workspaces: [], total: 0 };
   const roles = new Map(memberships.map((m) => [m.workspace_id, m.role]));
-  const { data } = await db()
-    .entities.workspace.get(memberships.map((m) => ({ id: m.workspace_id })))
-    .go();
+  const data = await getAll(memberships.map((m) => ({ id: m.workspace_id })), (keys) => db().entities.workspace.get(keys).go());
   const workspaces = data
     .map((w) => toView(w, roles.get(w.id)!))
     .sort((a, b) => b.updated_at.localeCompare(a.updated_at));
@@ -329,26 +335,16 @@ export async function update(userId: string, workspaceId: string, input: UpdateW
 }
 
 /**
- * Delete a workspace and everything in it: stored files first, then every table item of its partition, the
- * workspace item last, so a failure part-way leaves a workspace that can be deleted again.
+ * Delete a workspace; owner only (spec 01 `DELETE /api/workspaces/{id}`): core/workspace/deletion.ts
+ * `deleteWorkspace`. A deletion that stopped part-way is run again by the owner's next DELETE (the owner's membership,
+ * marked, is still there and passes here only).
+ * @throws AppError FORBIDDEN (403) for anyone but the owner (a workspace already gone included)
  */
-export async function purge(workspaceId: string): Promise<void> {
-  // Loaded here, not at import: only deletion needs S3, and the S3 client is a tenth of a workspaces cold start.
-  const { deletePrefix, workspacePrefix } = await import("../storage");
-  await deletePrefix(workspacePrefix(workspaceId));
-  await purgePartition(partitionOf(workspaceId), "workspace");
-}
-
-/** Delete a workspace; owner only (spec 01 `DELETE /api/workspaces/{id}`). */
 export async function remove(userId: string, workspaceId: string): Promise<void> {
-  await requireMember(userId, workspaceId, ["owner"]);
-  await purge(workspaceId);
-  // The owner's workspace counter gives the slot back (never below 0; an account older than it has none to change).
-  try {
-    await db().entities.billingAccount.patch({ user_id: userId }).subtract({ workspaces_owned: 1 }).where((a, op) => op.gt(a.workspaces_owned, 0)).go();
-  } catch (err) {
-    if (!isConditionalFailure(err)) throw err;
-  }
+  const { data } = await db().entities.membership.get({ workspace_id: workspaceId, user_id: userId }).go({ consistent: true });
+  if (!data) throw Errors.forbidden();
+  requireRole(data, ["owner"]);
+  await deleteWorkspace(userId, workspaceId);
 }
 
 async function settingsItem(workspaceId: string) {
@@ -466,9 +462,7 @@ export async function agentIntro(userId: string, workspaceId: string): Promise<A
 
 async function toMembers(memberships: MembershipItem[]): Promise<Member[]> {
   if (memberships.length === 0) return [];
-  const { data: users } = await db()
-    .entities.user.get(memberships.map((m) => ({ id: m.user_id })))
-    .go();
+  const users = await getAll(memberships.map((m) => ({ id: m.user_id })), (keys) => db().entities.user.get(keys).go());
   const byId = new Map(users.map((u) => [u.id, u]));
   return memberships.map((m) => ({
     user_id: m.user_id,
@@ -528,43 +522,42 @@ export async function updateMember(userId: string, workspaceId: string, memberId
   const { data: target } = await db().entities.membership.get({ workspace_id: workspaceId, user_id: memberId }).go({ consistent: true });
   if (!target) throw Errors.notFound("Member");
   if (target.role === "owner") throw new AppError("FORBIDDEN", "The owner's role cannot be changed");
-  const { data } = await db()
-    .entities.membership.patch({ workspace_id: workspaceId, user_id: memberId })
-    .set({ role: input.role })
-    .where((attr, op) => op.ne(attr.role, "owner"))
-    .go({ response: "all_new" });
-  return (await toMembers([data as MembershipItem]))[0]!;
-}
-
-/** Remove a member; owner or admin, or any member removing themselves. The owner cannot be removed. */
-export async function removeMember(userId: string, workspaceId: string, memberId: string): Promise<void> {
-  if (userId === memberId) await requireMember(userId, workspaceId);
-  else await requireMember(userId, workspaceId, ["owner", "admin"]);
-  const { data: target } = await db().entities.membership.get({ workspace_id: workspaceId, user_id: memberId }).go({ consistent: true });
-  if (!target) throw Errors.notFound("Member");
-  if (target.role === "owner") throw new AppError("FORBIDDEN", "The owner cannot be removed from the workspace");
-  // The seat goes back with the membership, once: the delete is conditional on the membership, so two removes racing
-  // free one seat (the loser's transaction is cancelled). A workspace older than the counter has none to change.
-  const { data: counter } = await db().entities.usage.get({ workspace_id: workspaceId }).go({ consistent: true });
-  if (counter?.members === undefined) {
-    await db().entities.membership.delete({ workspace_id: workspaceId, user_id: memberId }).where((attr, op) => op.ne(attr.role, "owner")).go();
-    return;
+  try {
+    const { data } = await db()
+      .entities.membership.patch({ workspace_id: workspaceId, user_id: memberId })
+      .set({ role: input.role })
+      .where((attr, op) => op.ne(attr.role, "owner"))
+      .go({ response: "all_new" });
+    return (await toMembers([data as MembershipItem]))[0]!;
+  } catch (err) {
+    // Removed between the read and the write (the patch is conditioned on the item being there).
+    if (isConditionalFailure(err)) throw Errors.notFound("Member");
+    throw err;
   }
-  await createWriteTransaction(db().pick("membership", "usage"), ({ membership, usage }) => [
-    membership.remove({ workspace_id: workspaceId, user_id: memberId }).where((attr, op) => op.ne(attr.role, "owner")).commit(),
-    usage.update({ workspace_id: workspaceId }).subtract({ members: 1 }).where((a, op) => op.gt(a.members, 0)).commit(),
-  ]).go();
 }
 
 /**
- * Everything a deleted user owns (spec 02 user.deleted): workspaces they own are purged whole; their
- * memberships elsewhere are removed.
+ * Remove a member; owner or admin, or any member removing themselves. The owner cannot be removed. The seat goes back
+ * with the membership, once (core/workspace/deletion.ts `dropMembership`).
+ * @throws AppError FORBIDDEN (403) without the role, or for the owner; NOT_FOUND (404) no such member (or removed
+ *   meanwhile); SERVICE_UNAVAILABLE (503) when the seat counter stays contended.
+ */
+export async function removeMember(userId: string, workspaceId: string, memberId: string): Promise<void> {
+  if (userId === memberId) await requireMember(userId, workspaceId);
+  else await requireMember(userId, workspaceId, ["owner", "admin"]);
+  await requireDropMembership(workspaceId, memberId);
+}
+
+/**
+ * Everything a deleted user owns (spec 02 user.deleted): workspaces they own are deleted whole (`deleteWorkspace`; a
+ * redelivery finds the owner's membership, marked, and goes on); their memberships elsewhere are removed with their
+ * seats given back.
  */
 export async function removeAllOf(user: User.User): Promise<void> {
   const { data: memberships } = await db().entities.membership.query.byUser({ user_id: user.id }).go({ pages: "all" });
   for (const m of memberships) {
-    if (m.role === "owner") await purge(m.workspace_id);
-    else await db().entities.membership.delete({ workspace_id: m.workspace_id, user_id: user.id }).go();
+    if (m.role === "owner") await deleteWorkspace(user.id, m.workspace_id);
+    else await dropMembership(m.workspace_id, user.id);
   }
 }
 

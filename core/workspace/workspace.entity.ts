@@ -32,6 +32,11 @@ export const buildMembershipEntity = () => new Entity({
     role: { type: ["owner", "admin", "member"] as const, required: true },
     added_by: { type: "string" },
     created_at: { type: "string", required: true, readOnly: true, default: () => new Date().toISOString() },
+    /**
+     * Set on the owner's membership when the workspace's deletion starts (core/workspace/deletion.ts): every membership
+     * check refuses it from then on; the deletion, run again, goes on.
+     */
+    deleting_at: { type: "string" },
   },
   indexes: {
     byWorkspace: {

@@ -185,3 +185,101 @@ describe("workspace members", () => {
     expect((await call("GET", members(workspace.id), { token: owner.token })).body.total).toBe(seats);
   });
 });
+
+describe("removing a member under contention", () => {
+  it("a removal whose transaction lost a race on the seat counter (parallel uploads count there) is tried again, not answered 204 undone", async () => {
+    const { dynamoClient } = await import("../../core/db/client");
+    const { TransactionCanceledException } = await import("@aws-sdk/client-dynamodb");
+    const { owner, workspace } = await newWorkspace("Contended removal");
+    const u = await newUser();
+    expect((await add(workspace.id, owner.token, u.email)).status).toBe(201);
+    const name = "removalConflictsOnce";
+    let left = 1;
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = args.input as { TransactItems?: unknown[] };
+        if (left > 0 && /^TransactWrite/.test(context.commandName ?? "") && JSON.stringify(input).includes(`member#${u.id}`)) {
+          left--;
+          throw new TransactionCanceledException({
+            message: "Transaction cancelled, please refer cancellation reasons for specific reasons [None, TransactionConflict]",
+            $metadata: {},
+            CancellationReasons: (input.TransactItems ?? []).map((_, i) => (i === 1 ? { Code: "TransactionConflict", Message: "Transaction is ongoing for the item" } : { Code: "None" })),
+          });
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    let res;
+    try {
+      res = await call("DELETE", members(workspace.id, u.id), { token: owner.token });
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(left).toBe(0);
+    expect(res.status, res.text).toBe(204);
+    expectEnvelope(await call("GET", `/api/workspaces/${workspace.id}`, { token: u.token }), 403, "FORBIDDEN");
+    const listed = await call("GET", members(workspace.id), { token: owner.token });
+    expect(listed.body.members.map((m: { user_id: string }) => m.user_id)).toEqual([owner.id]);
+    // Removed once more (a second click): 404, and the seat was given back once.
+    expectEnvelope(await call("DELETE", members(workspace.id, u.id), { token: owner.token }), 404, "NOT_FOUND");
+    const { db } = await import("../../core/db/service");
+    expect((await db().entities.usage.get({ workspace_id: workspace.id }).go({ consistent: true })).data?.members).toBe(1);
+  });
+});
+
+describe("reads under throttling (DynamoDB leaves part of a batch unprocessed)", () => {
+  it("the members list and the workspaces list still show everyone and everything", async () => {
+    const { withholdBatchKeys } = await import("../support/throttle");
+    const { owner, workspace } = await newWorkspace("Throttled lists");
+    const u = await newUser();
+    expect((await add(workspace.id, owner.token, u.email)).status).toBe(201);
+    const second = await call("POST", "/api/workspaces", { token: owner.token, body: { name: "Second" } });
+    expect(second.status).toBe(201);
+    const users = withholdBatchKeys(`user#${u.id}`, 1);
+    let listed;
+    try {
+      listed = await call("GET", members(workspace.id), { token: owner.token });
+    } finally {
+      users.remove();
+    }
+    expect(users.withheld()).toBe(1);
+    expect(listed.body.members.map((m: { email: string }) => m.email).sort()).toEqual([owner.email, u.email].sort());
+    const spaces = withholdBatchKeys(`ws#${second.body.id}`, 1);
+    let mine;
+    try {
+      mine = await call("GET", "/api/workspaces", { token: owner.token });
+    } finally {
+      spaces.remove();
+    }
+    expect(spaces.withheld()).toBe(1);
+    expect(mine.body.total).toBe(2);
+  });
+
+  it("a role change racing the member's removal is 404, not 500", async () => {
+    const { dynamoClient } = await import("../../core/db/client");
+    const { owner, workspace } = await newWorkspace("Role change race");
+    const u = await newUser();
+    expect((await add(workspace.id, owner.token, u.email)).status).toBe(201);
+    const name = "removeBeforeRoleWrite";
+    let removed = false;
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (!removed && /^Update/.test(context.commandName ?? "") && JSON.stringify(args.input).includes(`member#${u.id}`)) {
+          removed = true;
+          expect((await call("DELETE", members(workspace.id, u.id), { token: u.token })).status).toBe(204);
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    let res;
+    try {
+      res = await call("PATCH", members(workspace.id, u.id), { token: owner.token, body: { role: "admin" } });
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(removed).toBe(true);
+    expectEnvelope(res, 404, "NOT_FOUND");
+  });
+});

@@ -147,6 +147,8 @@ describe("user.deleted", () => {
     expect((await db().entities.referralCode.get({ code: referral }).go()).data).toBeNull();
     expect((await call("GET", "/api/workspaces", { token: colleague.token })).body.total).toBe(0);
     expect((await call("GET", `/api/workspaces/${elsewhere.id}`, { token: other.token })).status).toBe(200);
+    // The leaver's seat elsewhere is given back with the membership.
+    expect((await db().entities.usage.get({ workspace_id: elsewhere.id }).go({ consistent: true })).data?.members).toBe(1);
   });
 
   it("a replay (or a delete of an unknown user) is 200 and changes nothing", async () => {

@@ -8,6 +8,7 @@ import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from "@aws-s
 import { s3Client } from "../../core/storage/client";
 import { Config } from "../../core/config";
 import { db } from "../../core/db/service";
+import { dynamoClient } from "../../core/db/client";
 import { subscriptionOf } from "../../core/billing";
 import * as User from "../../core/user";
 import { call, newUser, newWorkspace } from "../support/api";
@@ -225,6 +226,78 @@ describe("DELETE /api/workspaces/{id}", () => {
     expect(await keptObject.Body!.transformToString()).toBe("keep");
   });
 
+  it("writes that land while it runs are deleted too, and a member added meanwhile is not let in", async () => {
+    const { owner, admin, workspace } = await teamWorkspace("Deleted while in use");
+    const late = await newUser();
+    const during: number[] = [];
+    const name = "writeDuringDelete";
+    let fired = false;
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (!fired && /BatchWrite/.test(String(context.commandName)) && JSON.stringify(args.input).includes(`ws#${workspace.id}`)) {
+          fired = true;
+          // An admin's requests, sent before the delete began, land now.
+          during.push((await call("POST", "/api/insights", { token: admin.token, body: { workspace_id: workspace.id, insight_type: "pain_point", title: "Written during the delete", description: "x" } })).status);
+          during.push((await call("POST", ws(workspace.id, "/members"), { token: admin.token, body: { email: late.email, role: "member" } })).status);
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    let res;
+    try {
+      res = await call("DELETE", ws(workspace.id), { token: owner.token });
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(fired).toBe(true);
+    expect(res.status, res.text).toBe(204);
+    expect(await partitionItems(`ws#${workspace.id}`)).toEqual([]);
+    for (const who of [owner, admin, late]) expectEnvelope(await call("GET", "/api/insights", { token: who.token, query: { workspace_id: workspace.id } }), 403, "FORBIDDEN");
+    expect(during.every((status) => [201, 402, 403].includes(status)), JSON.stringify(during)).toBe(true);
+  });
+
+  it("a delete that failed part-way is finished by the owner's next DELETE; meanwhile the workspace refuses every request", async () => {
+    const { owner, member, workspace } = await teamWorkspace("Half deleted");
+    const before = (await db().entities.billingAccount.get({ user_id: owner.id }).go({ consistent: true })).data!.workspaces_owned!;
+    const name = "lastStepFails";
+    let failed = false;
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (!failed && /TransactWrite/.test(String(context.commandName)) && JSON.stringify(args.input).includes(`ws#${workspace.id}`)) {
+          failed = true;
+          throw Object.assign(new Error("connection reset"), { name: "NetworkingError" });
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    try {
+      expect((await call("DELETE", ws(workspace.id), { token: owner.token })).status).toBeGreaterThanOrEqual(500);
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(failed).toBe(true);
+    // Half deleted: no one gets in, the owner included; the owner's next DELETE finishes it.
+    for (const who of [owner, member]) expectEnvelope(await call("GET", ws(workspace.id), { token: who.token }), 403, "FORBIDDEN");
+    expectEnvelope(await call("DELETE", ws(workspace.id), { token: member.token }), 403, "FORBIDDEN");
+    const again = await call("DELETE", ws(workspace.id), { token: owner.token });
+    expect(again.status, again.text).toBe(204);
+    expect(await partitionItems(`ws#${workspace.id}`)).toEqual([]);
+    expect((await db().entities.billingAccount.get({ user_id: owner.id }).go({ consistent: true })).data!.workspaces_owned).toBe(before - 1);
+    expectEnvelope(await call("DELETE", ws(workspace.id), { token: owner.token }), 403, "FORBIDDEN");
+  });
+
+  it("two deletes at once give the owner's workspace slot back once", async () => {
+    const { owner, workspace } = await newWorkspace("Deleted twice");
+    const { workspace: second } = { workspace: (await call("POST", "/api/workspaces", { token: owner.token, body: { name: "Kept" } })).body as { id: string } };
+    const before = (await db().entities.billingAccount.get({ user_id: owner.id }).go({ consistent: true })).data!.workspaces_owned!;
+    const both = await Promise.all([0, 1].map(() => call("DELETE", ws(workspace.id), { token: owner.token })));
+    for (const r of both) expect([204, 403], r.text).toContain(r.status);
+    expect(both.some((r) => r.status === 204)).toBe(true);
+    expect((await db().entities.billingAccount.get({ user_id: owner.id }).go({ consistent: true })).data!.workspaces_owned).toBe(before - 1);
+    expect((await call("GET", ws(second.id), { token: owner.token })).status).toBe(200);
+  });
   it("is 403, as for a workspace of others, for a workspace that does not exist (issue #10 item 7)", async () => {
     const u = await newUser();
     expectEnvelope(await call("DELETE", ws(randomUUID()), { token: u.token }), 403, "FORBIDDEN");
