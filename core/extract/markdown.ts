@@ -82,6 +82,28 @@ function walk(node: RootContent, out: Block[], inList: boolean, inQuote = false)
 
 const GENERIC_ALT = /^(image|img|picture|photo|screenshot|screen ?shot\b.*|untitled|[\w.-]+\.(png|jpe?g|gif|svg|webp))$/i;
 
+/** Whether a UTF-16 code unit is a space or a tab. */
+const isBlank = (c: number) => c === 32 || c === 9;
+
+/**
+ * A paragraph's soft line breaks as single spaces, with the spaces and tabs around each break dropped (what
+ * `/[ \t]*\n[ \t]*\/g` replaced), in linear time: that regex retries a long run of spaces from each of its characters,
+ * quadratic in the run's length (seconds for 50,000 spaces in an upload).
+ */
+export function softBreaks(value: string): string {
+  if (!value.includes("\n")) return value;
+  const lines = value.split("\n");
+  return lines
+    .map((line, i) => {
+      let start = 0;
+      let end = line.length;
+      if (i > 0) while (start < end && isBlank(line.charCodeAt(start))) start++;
+      if (i < lines.length - 1) while (end > start && isBlank(line.charCodeAt(end - 1))) end--;
+      return line.slice(start, end);
+    })
+    .join(" ");
+}
+
 /** Inline content as plain text: emphasis and links reduced to their words, images to their alt text. */
 function inline(nodes: PhrasingContent[] | Nodes[]): string {
   let s = "";
@@ -89,7 +111,7 @@ function inline(nodes: PhrasingContent[] | Nodes[]): string {
     switch (n.type) {
       case "text":
         // A soft line break inside a paragraph renders as a space.
-        s += n.value.replace(/[ \t]*\n[ \t]*/g, " ");
+        s += softBreaks(n.value);
         break;
       case "inlineCode":
         s += n.value;

@@ -417,3 +417,27 @@ describe("every real document-type file", () => {
     expectVerbatim(x);
   });
 });
+
+describe("long runs of whitespace inside a text", () => {
+  // Each format's text went through /\s+$/ (and Markdown's paragraphs through /[ \t]*\n[ \t]*/g): quadratic in a
+  // whitespace run's length, about 8 minutes for a megabyte of spaces, with the embedded runtime's main thread stuck.
+  const run1m = " ".repeat(1_000_000);
+  it.each<[FileKind, string, string]>([
+    ["text", "text/plain", `Hello${run1m}world\n`],
+    ["markdown", "text/markdown", `# Notes\n\nHello${run1m}world\nand  \n  more${run1m}\n`],
+  ])("a %s upload holding a megabyte of spaces is extracted whole", async (kind, contentType, text) => {
+    const out = await run(Buffer.from(text), kind, contentType);
+    expect(out.extracted_text.startsWith(kind === "text" ? "Hello" : "Notes")).toBe(true);
+    expect(out.extracted_text).toContain(`Hello${run1m}world`);
+    expect(out.extracted_text.endsWith("world") || out.extracted_text.endsWith("more")).toBe(true);
+  });
+});
+
+describe("softBreaks (Markdown soft line breaks as spaces)", () => {
+  it("gives what /[ \\t]*\\n[ \\t]*/g gave, on breaks with and without spaces and tabs around them", async () => {
+    const { softBreaks } = await import("../../../core/extract/markdown");
+    for (const v of ["plain", "a\nb", "a \t\n \tb", "\n", " \n ", "a\n\nb", "a  \n\n  b\t", "\tlead\ntrail\t", "x \u00a0\ny", "a\r\nb"]) {
+      expect(softBreaks(v), JSON.stringify(v)).toBe(v.replace(/[ \t]*\n[ \t]*/g, " "));
+    }
+  });
+});
