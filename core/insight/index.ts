@@ -1,3 +1,4 @@
+import { isConditionalFailure } from "../db/errors";
 import { randomUUID } from "node:crypto";
 import { Errors, type FieldError } from "../error";
 import { db } from "../db/service";
@@ -207,7 +208,13 @@ export async function update(userId: string, insightId: string, input: UpdateIns
         if (codes) throw Errors.notFound("Insight"); // the patch's only condition: the insight still exists
         return requireInsight(userId, insightId);
       }
-      return (await patch.go({ response: "all_new" })).data as InsightItem;
+      try {
+        return (await patch.go({ response: "all_new" })).data as InsightItem;
+      } catch (err) {
+        // Deleted between the read and the write (the patch is conditioned on the item being there).
+        if (isConditionalFailure(err)) throw Errors.notFound("Insight");
+        throw err;
+      }
     },
     writeEmbedder,
   );
@@ -231,12 +238,20 @@ export async function batch(userId: string, input: BatchInsightsInput): Promise<
   const data = await getAll(unique.map((id) => ({ workspace_id: input.workspace_id, id })), (keys) => db().entities.insight.get(keys).go({ consistent: true }));
   const targets = data.filter((i) => i.is_archived !== archive);
   // One change of the search snapshot: its rows carry is_archived, which search results show (nothing to embed).
-  await asChange(input.workspace_id, targets.map((i) => i.id), () =>
+  const done = await asChange(input.workspace_id, targets.map((i) => i.id), () =>
     Promise.all(
-      targets.map((i) =>
-        db().entities.insight.patch({ workspace_id: i.workspace_id, id: i.id }).set({ is_archived: archive }).go(),
-      ),
+      targets.map(async (i) => {
+        try {
+          await db().entities.insight.patch({ workspace_id: i.workspace_id, id: i.id }).set({ is_archived: archive }).go();
+          return i.id;
+        } catch (err) {
+          // Deleted meanwhile: not touched, not counted (as an id that is not the workspace's).
+          if (isConditionalFailure(err)) return null;
+          throw err;
+        }
+      }),
     ),
   );
-  return { updated_count: targets.length, insight_ids: targets.map((i) => i.id) };
+  const updated = done.filter((id): id is string => id !== null);
+  return { updated_count: updated.length, insight_ids: updated };
 }

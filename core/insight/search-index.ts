@@ -363,7 +363,8 @@ async function backfill(workspaceId: string, embedder: Embedder): Promise<void> 
 
 /**
  * Run `write` as one change of the given insights: `beginChange`, the write, `finishChange` (also when the write
- * throws, whose error is then rethrown).
+ * throws, whose error is then rethrown). A `finishChange` that fails after the write succeeded is logged, not thrown:
+ * the change stays pending and a later read repairs it.
  */
 export async function asChange<T>(workspaceId: string, ids: string[], write: () => Promise<T>, embedder?: () => Promise<Embedder | undefined>): Promise<T> {
   const change = await beginChange(workspaceId, ids);
@@ -374,7 +375,9 @@ export async function asChange<T>(workspaceId: string, ids: string[], write: () 
     await finishChange(change).catch(() => undefined); // the entries stay pending and are re-applied later
     throw err;
   }
-  await finishChange(change, await embedder?.().catch(() => undefined));
+  // The write is committed: the snapshot's bookkeeping failing must not answer it as failed (a retry would write it
+  // twice). Its entries stay pending, and the next reader re-applies them after STALE_PENDING_MS (`repairStale`).
+  await finishChange(change, await embedder?.().catch(() => undefined)).catch((err: unknown) => warn("search snapshot not updated after a write; a later read repairs it", err));
   return result;
 }
 
@@ -443,13 +446,16 @@ const queryAll = (workspaceId: string, skPrefix: string) => queryPrefix(pk(works
 async function applyRows(workspaceId: string, ids: string[], embedder?: Embedder): Promise<void> {
   const byShard = new Map<number, string[]>();
   for (const id of ids) byShard.set(shardOf(id), [...(byShard.get(shardOf(id)) ?? []), id]);
-  const insights = await readInsights(workspaceId, ids);
   let backfillLeft = embedder ? BACKFILL_PER_CHANGE : 0;
   await Promise.all(
     [...byShard].map(async ([shard, shardIds]) => {
       for (let attempt = 0; ; attempt++) {
         try {
           const { rows, rev, pages } = await readShard(workspaceId, shard);
+          // The insights are read after the shard's rev, on every attempt: a write conditioned on that rev then carries
+          // what they were after every change whose rows landed before it (read once, before the loop, a retry wrote
+          // the rows of an insight as they were before a change, or a delete, that had landed meanwhile).
+          const insights = await readInsights(workspaceId, shardIds);
           const touched = new Set(shardIds);
           const next = rows.filter((r) => !touched.has(r.id));
           for (const id of shardIds) {

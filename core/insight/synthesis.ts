@@ -238,9 +238,7 @@ export async function synthesize(userId: string, input: SynthesizeInput, opts: A
       },
       async () => emb,
     );
-    const { data: fresh } = insightIds.length
-      ? await db().entities.insight.get(insightIds.map((id) => ({ workspace_id: input.workspace_id, id }))).go({ consistent: true })
-      : { data: [] as InsightItem[] };
+    const fresh = await getAll(insightIds.map((id) => ({ workspace_id: input.workspace_id, id })), (keys) => db().entities.insight.get(keys).go({ consistent: true }));
     const order = new Map(insightIds.map((id, i) => [id, i]));
     const insights = fresh.sort((a, b) => order.get(a.id)! - order.get(b.id)!).map(toView);
     return { insights, insight_ids: insightIds, summary: output.summary, created_ids: createdIds, merged, engine };

@@ -129,12 +129,18 @@ export async function update(userId: string, id: string, input: UpdateRecommenda
     if (v === null) removals.push(k);
     else if (v !== undefined) set[k] = v;
   }
-  const { data } = await db()
-    .entities.recommendation.patch({ workspace_id: item.workspace_id, id })
-    .set(set)
-    .remove(removals as never)
-    .go({ response: "all_new" });
-  return toView(data as RecommendationItem);
+  try {
+    const { data } = await db()
+      .entities.recommendation.patch({ workspace_id: item.workspace_id, id })
+      .set(set)
+      .remove(removals as never)
+      .go({ response: "all_new" });
+    return toView(data as RecommendationItem);
+  } catch (err) {
+    // Deleted between the read and the write (the patch is conditioned on the item being there).
+    if (isConditionalFailure(err)) throw Errors.notFound("Recommendation");
+    throw err;
+  }
 }
 
 export async function remove(userId: string, id: string): Promise<void> {

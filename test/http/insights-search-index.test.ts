@@ -116,6 +116,101 @@ describe("insight search over the workspace's search snapshot", () => {
     expect((await search("duplicate notifications")).body.insights.find((i: { id: string }) => i.id === fresh)).toMatchObject({ is_archived: true });
   });
 
+  it("a change whose shard write lands after a delete of the same insight does not bring its row back", async () => {
+    const id = await create("Zebra checkout freezes", "The zebra checkout screen freezes on the last step.");
+    expect(found(await search("zebra checkout"))).toContain(id);
+    const name = "deleteBeforeShardRead";
+    let deleted = false;
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        const values = (args.input as { ExpressionAttributeValues?: Record<string, unknown> }).ExpressionAttributeValues;
+        if (!deleted && /^Query/.test(context.commandName ?? "") && String(values?.[":sk"] ?? "").startsWith("searchix#s#")) {
+          deleted = true;
+          // A DELETE of the insight runs to its end while the PATCH's change reads the shard it will rewrite.
+          expect((await call("DELETE", `/api/insights/${id}`, { token: ws.token })).status).toBe(204);
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    let patched;
+    try {
+      patched = await call("PATCH", `/api/insights/${id}`, { token: ws.token, body: { severity: "high" } });
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(deleted).toBe(true);
+    expect(patched.status, patched.text).toBe(200);
+    expectEnvelope(await call("GET", `/api/insights/${id}`, { token: ws.token }), 404, "NOT_FOUND");
+    expect(found(await search("zebra checkout"))).not.toContain(id);
+    expect((await loadSnapshot(ws.workspaceId)).rows.map((r) => r.id)).not.toContain(id);
+  });
+
+  it("a PATCH or archive racing a DELETE of the same item is 404 or leaves it out, never a 500 (insights, recommendations)", async () => {
+    /** Run `send`; when its first UpdateItem of `sk` is about to go, `remove` the item first. */
+    const racing = async (sk: string, remove: () => Promise<{ status: number }>, send: () => Promise<{ status: number; text: string; body: Record<string, unknown> }>) => {
+      const name = `deleteBeforeUpdate-${sk}`;
+      let removed = false;
+      dynamoClient().middlewareStack.add(
+        (next, context) => async (args) => {
+          if (!removed && /^Update/.test(context.commandName ?? "") && JSON.stringify(args.input).includes(sk)) {
+            removed = true;
+            expect((await remove()).status).toBe(204);
+          }
+          return next(args);
+        },
+        { step: "initialize", name },
+      );
+      try {
+        return await send();
+      } finally {
+        dynamoClient().middlewareStack.remove(name);
+        expect(removed).toBe(true);
+      }
+    };
+    const a = await create("Raced patch", "Deleted while patched.");
+    expectEnvelope(await racing(`insight#${a}`, () => call("DELETE", `/api/insights/${a}`, { token: ws.token }), () => call("PATCH", `/api/insights/${a}`, { token: ws.token, body: { notes: "late" } })), 404, "NOT_FOUND");
+    const [b, c] = [await create("Raced archive one", "x"), await create("Raced archive two", "y")];
+    const archived = await racing(`insight#${b}`, () => call("DELETE", `/api/insights/${b}`, { token: ws.token }), () =>
+      call("POST", "/api/insights/batch", { token: ws.token, body: { workspace_id: ws.workspaceId, insight_ids: [b, c], action: "archive" } }),
+    );
+    expect(archived.status, archived.text).toBe(200);
+    expect(archived.body).toEqual({ updated_count: 1, insight_ids: [c] });
+    const rec = await call("POST", "/api/recommendations", { token: ws.token, body: { workspace_id: ws.workspaceId, title: "Raced recommendation", description: "D" } });
+    expect(rec.status, rec.text).toBe(201);
+    expectEnvelope(
+      await racing(`recommendation#${rec.body.id}`, () => call("DELETE", `/api/recommendations/${rec.body.id}`, { token: ws.token }), () => call("PATCH", `/api/recommendations/${rec.body.id}`, { token: ws.token, body: { title: "Late" } })),
+      404,
+      "NOT_FOUND",
+    );
+  });
+
+  it("a write whose snapshot bookkeeping fails afterwards is still answered as done (the change stays pending for a reader to repair)", async () => {
+    const name = "headBumpFails";
+    let failed = false;
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = args.input as { UpdateExpression?: string; Key?: { sk?: unknown } };
+        if (!failed && /^Update/.test(context.commandName ?? "") && input.Key?.sk === "searchix#head" && /ADD version/.test(input.UpdateExpression ?? "")) {
+          failed = true;
+          throw Object.assign(new Error("connection reset"), { name: "NetworkingError" });
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    let res;
+    try {
+      res = await call("POST", "/api/insights", { token: ws.token, body: { workspace_id: ws.workspaceId, insight_type: "pain_point", title: "Receipts never arrive by e-mail", description: "No receipt after paying." } });
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(failed).toBe(true);
+    expect(res.status, res.text).toBe(201);
+    expect((await call("GET", `/api/insights/${res.body.id}`, { token: ws.token })).status).toBe(200);
+    expect((await readHead(ws.workspaceId)).pending.map((p) => p.id)).toContain(res.body.id);
+  });
+
   it("applies a change whose writer died once it is stale: the next search finds the insight", async () => {
     const id = randomUUID();
     // What a writer that died after its insight write leaves: the insight, and its change pending for over the bound.

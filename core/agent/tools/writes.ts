@@ -1,5 +1,6 @@
 import * as z from "zod";
 import { Errors } from "../../error";
+import { getAll } from "../../db/bulk";
 import { db } from "../../db/service";
 import { idFor, type AgentWrite } from "../../db/agent-write";
 import * as Insight from "../../insight";
@@ -231,7 +232,7 @@ export const generateRecommendations: GatedTool<z.infer<typeof GenerateToolInput
   gated: true,
   input: GenerateToolInput,
   async preview(ctx, input) {
-    const { data } = await db().entities.insight.get(input.insight_ids.map((id) => ({ workspace_id: ctx.workspaceId, id }))).go();
+    const data = await getAll(input.insight_ids.map((id) => ({ workspace_id: ctx.workspaceId, id })), (keys) => db().entities.insight.get(keys).go({ consistent: true }));
     return {
       summary: `Generate recommendations from ${input.insight_ids.length} insight${input.insight_ids.length === 1 ? "" : "s"}`,
       target: "recommendation",
