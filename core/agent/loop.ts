@@ -1,6 +1,7 @@
 import type { CallUsage, ConversationTurn, ModelTier, StopReason, StreamingModel, ThinkingContent, TurnContent } from "../ai/ports";
 import { createPending } from "../pending-action";
 import { AppError } from "../error";
+import { serviceLog } from "../log";
 import { parseToolInput, toolSpec, type Tool, type ToolContext } from "./tools";
 
 /** The spec's bounds on one query (spec 02 Limits): turns and seconds. */
@@ -226,7 +227,9 @@ async function runTool(
     return finish("success", await tool.run(input.ctx, parsed.data));
   } catch (err) {
     if (input.signal.aborted) throw err;
-    // The model sees what went wrong and may try otherwise; internal details stay out of it.
+    // The model sees what went wrong and may try otherwise; internal details stay out of it, and go to the log (a
+    // refusal of ours, an AppError, is the tool's answer, not a failure to investigate).
+    if (!(err instanceof AppError)) serviceLog().error("agent tool failed", { tool: call.name, workspace_id: input.ctx.workspaceId, error: err instanceof Error ? err : new Error(String(err)) });
     const message = err instanceof AppError ? err.message : "The tool failed";
     return finish("error", { error: message }, { error: message });
   }

@@ -1,8 +1,11 @@
 import * as z from "zod";
 import { DocumentType } from "../document/schema";
 
-/** Stream prompt: 1 to 10,000 characters (spec 02 Limits). */
-const prompt = z.string().min(1).max(10_000);
+/**
+ * Stream prompt: 1 to 10,000 characters (spec 02 Limits), not all whitespace: a blank prompt after a history was
+ * dropped from the model's turns, and the model answered the previous question again (and was charged for it).
+ */
+const prompt = z.string().min(1).max(10_000).refine((s) => s.trim().length > 0, { message: "The prompt is blank" });
 /** 1 to 30 model calls per query (spec 02 Limits). */
 const maxTurns = z.int().min(1).max(30);
 

@@ -8,8 +8,8 @@
  * - `BedrockEmbedder` (Embedder port): Titan Text Embeddings v2 through InvokeModel, `normalize: true`,
  *   one text per call (the model takes one input), calls run with bounded concurrency.
  *
- * Retries of transient service errors (ThrottlingException, ServiceUnavailableException, ModelNotReadyException,
- * InternalServerException) use `p-retry`: exponential backoff (factor 2) with jitter (each delay multiplied by a
+ * Retries of transient errors (ThrottlingException, ServiceUnavailableException, ModelNotReadyException,
+ * InternalServerException, ModelTimeoutException, dropped connections, any 5xx: `isTransient`) use `p-retry`: exponential backoff (factor 2) with jitter (each delay multiplied by a
  * random factor in [1, 2)), capped per delay. The SDK's own retry is switched off on clients we create
  * (`maxAttempts: 1`) so there is exactly one retry layer: attempts are then counted in `CallUsage.attempts`
  * (spec 02 Agent run), delays are bounded by our settings rather than multiplied by two nested layers, and the
@@ -25,6 +25,7 @@ import {
   InternalServerException,
   InvokeModelCommand,
   ModelNotReadyException,
+  ModelTimeoutException,
   ServiceUnavailableException,
   ThrottlingException,
   type ContentBlock,
@@ -32,6 +33,7 @@ import {
   type Message,
 } from "@aws-sdk/client-bedrock-runtime";
 import pLimit from "p-limit";
+import { isServerError, isThrottlingError, isTransientError } from "@smithy/service-error-classification";
 import { describeIssues, retryTransient, type RetrySettings } from "./retry";
 import * as z from "zod";
 import { AppError } from "../error";
@@ -60,14 +62,23 @@ export function modelIdsFromEnv(env: NodeJS.ProcessEnv = process.env): Record<Mo
 export type { RetrySettings } from "./retry";
 export const DEFAULT_RETRY: RetrySettings = { retries: 5, minTimeoutMs: 500, maxTimeoutMs: 8_000 };
 
-/** True for the Bedrock errors worth retrying with backoff (throttling and transient unavailability). */
+/**
+ * True for the Bedrock errors worth retrying with backoff: throttling, transient unavailability, a model that timed
+ * out (408 `ModelTimeoutException`), and what the SDK's own retry strategy (switched off here: `maxAttempts: 1`)
+ * would retry: dropped connections and socket timeouts (ECONNRESET, ETIMEDOUT, "socket hang up"), any 5xx, any
+ * throttling code (`@smithy/service-error-classification`).
+ */
 export function isTransient(err: unknown): boolean {
-  return (
+  if (
     err instanceof ThrottlingException ||
     err instanceof ServiceUnavailableException ||
     err instanceof ModelNotReadyException ||
-    err instanceof InternalServerException
-  );
+    err instanceof InternalServerException ||
+    err instanceof ModelTimeoutException
+  ) return true;
+  if (!(err instanceof Error)) return false;
+  const sdkError = err as Parameters<typeof isTransientError>[0];
+  return isTransientError(sdkError) || isServerError(sdkError) || isThrottlingError(sdkError);
 }
 
 /** Run `fn` with backoff on transient errors (`retryTransient`); still transient at the end, the model is busy (503). */

@@ -148,7 +148,7 @@ describe("insight search over the workspace's search snapshot", () => {
 
   it("a PATCH or archive racing a DELETE of the same item is 404 or leaves it out, never a 500 (insights, recommendations)", async () => {
     /** Run `send`; when its first UpdateItem of `sk` is about to go, `remove` the item first. */
-    const racing = async (sk: string, remove: () => Promise<{ status: number }>, send: () => Promise<{ status: number; text: string; body: Record<string, unknown> }>) => {
+    const racing = async (sk: string, remove: () => ReturnType<typeof call>, send: () => ReturnType<typeof call>) => {
       const name = `deleteBeforeUpdate-${sk}`;
       let removed = false;
       dynamoClient().middlewareStack.add(

@@ -224,6 +224,8 @@ describe("stream errors before the stream opens", () => {
   it("answers a bad body with the 422 envelope, not a stream", async () => {
     for (const body of [
       { workspace_id: ws, prompt: "" },
+      // Blank: after a history the model would have answered the previous question again.
+      { workspace_id: ws, prompt: "   \n\t" },
       { workspace_id: ws, prompt: "x".repeat(10_001) },
       { workspace_id: ws, prompt: "hi", max_turns: 31 },
       { workspace_id: ws, prompt: "hi", attachment_ids: Array.from({ length: 11 }, () => randomUUID()) },

@@ -24,7 +24,9 @@ export type Reply =
   /** 200 with these frames; with `holdAfter`, the body stays open after that many frames until the call aborts. */
   | { frames: Frame[]; holdAfter?: number }
   /** An HTTP error status with a JSON error body, as Bedrock sends before any stream opens. */
-  | { status: number; errorType: string; message: string };
+  | { status: number; errorType: string; message: string }
+  /** The connection dropped before any answer (the error Node's HTTP handler raises, e.g. code ECONNRESET). */
+  | { dropped: string };
 
 const FIXTURE_DIR = join(import.meta.dirname, "../fixtures/bedrock-stream");
 export const stream = (name: string): Frame[] => JSON.parse(readFileSync(join(FIXTURE_DIR, name), "utf8")) as Frame[];
@@ -91,6 +93,7 @@ export class RecordedBedrock implements HttpHandler {
     // smithy types its own minimal AbortSignal; the SDK hands over the caller's DOM one.
     const signal = opts?.abortSignal as AbortSignal | undefined;
     if (signal?.aborted) throw abortError();
+    if ("dropped" in reply) throw Object.assign(new Error(reply.dropped === "ECONNRESET" ? "socket hang up" : reply.dropped), { code: reply.dropped });
     if ("status" in reply) {
       return {
         response: new HttpResponse({

@@ -2,7 +2,10 @@
  * The agent loop (core/agent/loop.ts) with both engines: Bedrock over recorded-shaped ConverseStream output fed at the
  * HTTP layer (the SDK's decoder runs), and the local engine; the tools run for real against DynamoDB Local.
  */
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
+import * as z from "zod";
+import { serviceLog } from "../../../core/log";
+import type { ReadTool } from "../../../core/agent/tools/types";
 import { runAgent, type AgentEvent } from "../../../core/agent/loop";
 import { LocalAgentModel } from "../../../core/agent/local-engine";
 import { TOOLS, type ToolContext } from "../../../core/agent/tools";
@@ -155,5 +158,26 @@ describe("runAgent with the local engine", () => {
     expect(result.steps.length).toBeGreaterThan(0);
     expect(result.steps.every((s) => s.status === "success")).toBe(true);
     expect(result.pendingActionIds).toEqual([]);
+  });
+});
+
+describe("a tool that fails unexpectedly", () => {
+  it("tells the model only that it failed, and logs the error with the tool's name for whoever investigates", async () => {
+    const broken: ReadTool = {
+      name: "count_widgets", description: "Count widgets.", cues: [], gated: false, input: z.object({}),
+      run: async () => {
+        throw new TypeError("Cannot read properties of undefined (reading 'widgets')");
+      },
+    };
+    const { model } = setup([{ frames: toolCall("tooluse_9", "count_widgets", {}) }, { frames: stream("text-only.json") }]);
+    const logged = vi.spyOn(serviceLog(), "error").mockImplementation(() => undefined);
+    try {
+      const events: AgentEvent[] = [];
+      await runAgent({ model, ctx, system: "You are the copilot.", messages: prompt("How many widgets?"), tools: [...TOOLS, broken], tier: "small", maxTurns: 3, signal: new AbortController().signal, emit: (e) => events.push(e) });
+      expect(events.find((e) => e.event === "tool_result")!.data).toMatchObject({ name: "count_widgets", status: "error" });
+      expect(logged).toHaveBeenCalledWith("agent tool failed", expect.objectContaining({ tool: "count_widgets", error: expect.objectContaining({ message: expect.stringContaining("reading 'widgets'") }) }));
+    } finally {
+      logged.mockRestore();
+    }
   });
 });

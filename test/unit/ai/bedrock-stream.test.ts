@@ -305,6 +305,29 @@ describe("BedrockStreamingModel: transient failures", () => {
     expect(ofType(events, "stop")[0].usage.attempts).toBe(3);
   });
 
+  it("retries what the SDK's own retry would have: a dropped connection, a 408 model timeout, a bare 502", async () => {
+    const { model, http } = setup([
+      { dropped: "ECONNRESET" },
+      { status: 408, errorType: "ModelTimeoutException", message: "Model has timed out in processing the request." },
+      { status: 502, errorType: "", message: "Bad Gateway" },
+      { frames: stream("text-only.json") },
+    ], { retries: 4, minTimeoutMs: 1, maxTimeoutMs: 5 });
+
+    const events = await collect(model.stream(request()));
+
+    expect(http.requests).toHaveLength(4);
+    expect(ofType(events, "retry")).toHaveLength(3);
+    expect(texts(events).join("")).toMatch(/^The most common complaint/);
+    expect(ofType(events, "stop")[0].usage.attempts).toBe(4);
+  });
+
+  it("does not retry a refusal (400 ValidationException)", async () => {
+    const { model, http } = setup([{ status: 400, errorType: "ValidationException", message: "Malformed input request" }, { frames: stream("text-only.json") }]);
+    const { error } = await collectUntilError(model.stream(request()));
+    expect(error).toBeDefined();
+    expect(http.requests).toHaveLength(1);
+  });
+
   it("does not retry once output was yielded: it fails with SERVICE_UNAVAILABLE", async () => {
     const frames = [
       ...stream("text-only.json").slice(0, 3),
