@@ -309,11 +309,18 @@ export async function get(userId: string, sourceId: string): Promise<ResearchSou
   return { ...toView(item), extracted_text: text?.text ?? null, transcript: transcript?.text ?? null, text_truncated: !!(text?.cut || transcript?.cut) };
 }
 
-/** `DELETE /api/research/sources/{id}`: the stored file and derived files first, then the item and its count. */
+/**
+ * `DELETE /api/research/sources/{id}`: the stored file and derived files first, then the item and its count, then
+ * the files once more: a pipeline step (or a presigned upload's event) that found the item before it went can still
+ * write a derived file (extraction.json, mentions.json) after the first pass; once the item is gone, every later
+ * step finds it absent and writes nothing.
+ */
 export async function remove(userId: string, sourceId: string): Promise<void> {
   const item = await requireSource(userId, sourceId);
-  await deletePrefix(sourcePrefix(item.workspace_id, item.id));
+  const prefix = sourcePrefix(item.workspace_id, item.id);
+  await deletePrefix(prefix);
   await uncount(item.workspace_id, item.id);
+  await deletePrefix(prefix);
 }
 
 /**

@@ -230,6 +230,33 @@ describe("DELETE /api/research/sources/{id}", () => {
     expect((await bucketKeys(`workspaces/${workspace.id}/sources/${keep.id}/`)).length).toBeGreaterThanOrEqual(2);
   });
 
+  it("a derived file a pipeline step writes while the delete runs (after its first pass over the files) is deleted too", async () => {
+    const { owner, workspace } = await newWorkspace();
+    const gone = await uploadNote(owner.token, workspace.id, "late.md");
+    await settled(owner.token, gone.id);
+    const prefix = `workspaces/${workspace.id}/sources/${gone.id}/`;
+    const name = "lateExtractionWrite";
+    let wrote = false;
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (!wrote && /^TransactWrite/.test(context.commandName ?? "") && JSON.stringify(args.input).includes(gone.id)) {
+          wrote = true;
+          // A Parse that passed its check before the delete began writes its extraction now.
+          await putObject(extractionKey(workspace.id, gone.id), Buffer.from("{}"), "application/json");
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    try {
+      expect((await call("DELETE", `/api/research/sources/${gone.id}`, { token: owner.token })).status).toBe(204);
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(wrote).toBe(true);
+    expect(await bucketKeys(prefix)).toEqual([]);
+  });
+
   it("two deletes racing each other give the slot back once", async () => {
     const { owner, workspace } = await newWorkspace();
     const a = await uploadNote(owner.token, workspace.id);
