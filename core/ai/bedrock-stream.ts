@@ -158,6 +158,7 @@ export class BedrockStreamingModel implements StreamingModel {
         const tools = new Map<number, { id: string; name: string; parts: string[] }>();
         const reasoning = new Map<number, { parts: string[]; signature?: string; redacted?: Uint8Array[] }>();
         let reason: StopReason | undefined;
+        const unparsed: AppError[] = [];
         let inputTokens = 0;
         let outputTokens = 0;
         for await (const ev of res.stream) {
@@ -207,9 +208,14 @@ export class BedrockStreamingModel implements StreamingModel {
             const tool = tools.get(index);
             if (tool) {
               tools.delete(index);
-              const call = { type: "tool_call" as const, id: tool.id, name: tool.name, input: parseToolInput(tool) };
-              yielded = true;
-              yield call;
+              // Input that does not parse is kept aside until the stop reason is known: a call the output cap cut off
+              // (max_tokens) is dropped, and the turn ends as cut; any other is the model's error.
+              const input = parsedToolInput(tool);
+              if (input instanceof AppError) unparsed.push(input);
+              else {
+                yielded = true;
+                yield { type: "tool_call" as const, id: tool.id, name: tool.name, input };
+              }
             }
           } else if (ev.messageStop) {
             reason = stopReason(ev.messageStop.stopReason);
@@ -220,9 +226,13 @@ export class BedrockStreamingModel implements StreamingModel {
         }
         if (req.signal?.aborted) throw abortError(req.signal);
         if (!reason) throw new AppError("INTERNAL", "The Bedrock stream ended without a stop reason (no messageStop event)");
-        // A tool block that never stopped would be a call silently lost.
-        for (const tool of tools.values()) {
-          throw new AppError("INTERNAL", `The Bedrock stream ended inside the ${tool.name} tool call (${tool.id})`);
+        // A tool call cut by the output cap is dropped: the loop ends the run as cut (partial), keeping what came before.
+        if (reason !== "max_tokens") {
+          if (unparsed.length) throw unparsed[0];
+          // A tool block that never stopped would be a call silently lost.
+          for (const tool of tools.values()) {
+            throw new AppError("INTERNAL", `The Bedrock stream ended inside the ${tool.name} tool call (${tool.id})`);
+          }
         }
         // A reasoning block the stream never closed still belongs to the turn (Anthropic wants it back whole).
         for (const thought of reasoning.values()) yield { type: "thinking_block", block: thinkingBlock(thought) };
@@ -330,6 +340,16 @@ function throwIfException(ev: ConverseStreamOutput): void {
 }
 
 /** The joined input fragments of a finished tool block, parsed; no fragments (a tool without parameters) is `{}`. */
+/** `parseToolInput`, its refusal returned instead of thrown. */
+function parsedToolInput(tool: { id: string; name: string; parts: string[] }): Record<string, unknown> | AppError {
+  try {
+    return parseToolInput(tool);
+  } catch (err) {
+    if (err instanceof AppError) return err;
+    throw err;
+  }
+}
+
 function parseToolInput(tool: { id: string; name: string; parts: string[] }): Record<string, unknown> {
   const raw = tool.parts.join("");
   if (raw.trim() === "") return {};

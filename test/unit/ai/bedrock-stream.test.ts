@@ -178,6 +178,30 @@ describe("BedrockStreamingModel: decoding the stream", () => {
     expect(events).toEqual([]);
     expect(http.requests).toHaveLength(1); // malformed output is not a transient error
   });
+
+  it("drops a tool call the output cap cut off (max_tokens) and stops as cut, keeping the text before it", async () => {
+    const { model } = setup([
+      {
+        frames: [
+          { type: "messageStart", body: { role: "assistant" } },
+          { type: "contentBlockStart", body: { contentBlockIndex: 0, start: {} } },
+          { type: "contentBlockDelta", body: { contentBlockIndex: 0, delta: { text: "Here is the rewritten PRD." } } },
+          { type: "contentBlockStop", body: { contentBlockIndex: 0 } },
+          { type: "contentBlockStart", body: { contentBlockIndex: 1, start: { toolUse: { toolUseId: "tooluse_cut", name: "update_document" } } } },
+          { type: "contentBlockDelta", body: { contentBlockIndex: 1, delta: { toolUse: { input: "{\"document_id\":\"d1\",\"content\":\"# PRD\\n\\n## Problem\\nUsers are signed out" } } } },
+          { type: "contentBlockStop", body: { contentBlockIndex: 1 } },
+          { type: "messageStop", body: { stopReason: "max_tokens" } },
+          { type: "metadata", body: { usage: { inputTokens: 5000, outputTokens: 4096, totalTokens: 9096 }, metrics: { latencyMs: 30000 } } },
+        ],
+      },
+    ]);
+
+    const events = await collect(model.stream(request({ tools: TOOLS })));
+
+    expect(texts(events)).toEqual(["Here is the rewritten PRD."]);
+    expect(ofType(events, "tool_call")).toEqual([]);
+    expect(ofType(events, "stop")[0]).toMatchObject({ reason: "max_tokens", usage: { inputTokens: 5000, outputTokens: 4096 } });
+  });
 });
 
 describe("BedrockStreamingModel: the request", () => {
