@@ -1,5 +1,6 @@
 import { isConditionalFailure } from "../db/errors";
 import { randomUUID } from "node:crypto";
+import { LIST_RESPONSE_BYTES } from "../response-size";
 import type { EntityItem } from "electrodb";
 import { AppError, Errors } from "../error";
 import { createWriteTransaction } from "electrodb";
@@ -303,11 +304,8 @@ export async function create(
   return viewAfterWrite(await reload(input.workspace_id, doc.id), 1, input.content);
 }
 
-/**
- * What a listing's documents may weigh together, bytes as JSON: a Lambda answers at most 6 MB (API Gateway's proxy
- * integration refuses more, a 500 outside the envelope), and one document's text alone may take 3 MB.
- */
-export const LIST_RESPONSE_BYTES = 5 * 1024 * 1024;
+/** What a listing's documents may weigh together (core/response-size.ts; one document's text alone may take 3 MB). */
+export { LIST_RESPONSE_BYTES };
 
 /**
  * `GET /api/documents`: filtered, most recently updated first, paginated (limit 200, max 500). The documents come

@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto";
 import { Errors, type FieldError } from "../error";
 import { db } from "../db/service";
 import { getAll } from "../db/bulk";
+import { fitResponse } from "../response-size";
 import { groundQuotes } from "../ai/synthesis/quotes";
 import * as Research from "../research";
 import { requireMember, requireResourceById } from "../workspace";
@@ -167,7 +168,8 @@ export async function list(userId: string, q: ListInsightsQuery): Promise<{ insi
         (!q.min_frequency || i.frequency >= q.min_frequency),
     )
     .sort(newestFirst);
-  return { insights: matching.slice(q.offset, q.offset + q.limit).map(toView), total: matching.length };
+  // At most LIST_RESPONSE_BYTES: a page of big insights ends early (the next starts at offset + those given).
+  return { insights: fitResponse(matching.slice(q.offset, q.offset + q.limit).map(toView)), total: matching.length };
 }
 
 export async function get(userId: string, insightId: string): Promise<InsightView> {

@@ -1,5 +1,6 @@
 import { Errors } from "../error";
 import { Config } from "../config";
+import { fitResponse } from "../response-size";
 import { consistentBatchGet } from "../db/batch-get";
 import { readAsMember, verifiedInThisRequest, type ItemRef } from "../workspace";
 import type { Prefetch } from "../db/read";
@@ -330,7 +331,8 @@ export async function search(userId: string, input: SearchInsightsInput) {
   const ranked = semantic?.ranked ?? textRank(index.rows, input.query, filters);
   const { found, gone } = await resultsOf(input.workspace_id, ranked, input.limit, new Set([...first.pending, ...head.pending].map((p) => p.id)));
   return {
-    insights: found.map(({ view, score }) => ({ ...view, score: Math.round(score * 1000) / 1000 })),
+    // At most LIST_RESPONSE_BYTES: the best results that fit (100 insights at their fields' limits would not).
+    insights: fitResponse(found.map(({ view, score }) => ({ ...view, score: Math.round(score * 1000) / 1000 }))),
     total: (semantic?.total ?? ranked.length) - gone,
     query: input.query,
     mode: semantic ? ("semantic" as const) : ("text" as const),

@@ -4,6 +4,7 @@ import type { EntityItem } from "electrodb";
 import { AppError, Errors } from "../error";
 import { db } from "../db/service";
 import { getAll } from "../db/bulk";
+import { fitResponse } from "../response-size";
 import { requireMember, requireResourceById } from "../workspace";
 import { loadInsights } from "../insight/inputs";
 import { asWrite, commitWrites, createOnce, tagOf, type AgentWrite } from "../db/agent-write";
@@ -112,7 +113,8 @@ export async function list(userId: string, q: ListRecommendationsQuery): Promise
         (!q.effort_estimate || r.effort_estimate === q.effort_estimate),
     )
     .sort((a, b) => b.created_at.localeCompare(a.created_at) || (a.priority_rank ?? 99) - (b.priority_rank ?? 99) || a.id.localeCompare(b.id));
-  return { recommendations: matching.slice(q.offset, q.offset + q.limit).map(toView), total: matching.length };
+  // At most LIST_RESPONSE_BYTES: a page of big recommendations ends early (the next starts at offset + those given).
+  return { recommendations: fitResponse(matching.slice(q.offset, q.offset + q.limit).map(toView)), total: matching.length };
 }
 
 export async function get(userId: string, id: string): Promise<RecommendationView> {

@@ -360,3 +360,39 @@ describe("POST /api/insights/search", () => {
     expect(after.body.insights[0]?.id).not.toBe(fresh.id);
   });
 });
+
+describe("list pages stay under Lambda's 6 MB answer", () => {
+  it("a page of insights and of recommendations at their fields' limits ends early; the next page starts where it ended", async () => {
+    const { owner, workspace } = await newWorkspace("Big pages");
+    const big = (c: string, n: number) => c.repeat(n);
+    const now = Date.now();
+    const insights = Array.from({ length: 240 }, (_, i) => ({
+      id: randomUUID(), workspace_id: workspace.id, insight_type: "pain_point" as const, title: `Long insight ${i}`,
+      description: big("d", 10_000), impact: big("i", 5_000), notes: big("n", 10_000), created_at: new Date(now - i * 1000).toISOString(),
+    }));
+    const recs = Array.from({ length: 140 }, (_, i) => ({
+      id: randomUUID(), workspace_id: workspace.id, title: `Long recommendation ${i}`, description: big("d", 20_000), rationale: big("r", 20_000),
+      created_at: new Date(now - i * 1000).toISOString(),
+    }));
+    await db().entities.insight.put(insights).go();
+    await db().entities.recommendation.put(recs).go();
+
+    for (const [path, key, n] of [["/api/insights", "insights", 240], ["/api/recommendations", "recommendations", 140]] as const) {
+      const first = await call("GET", path, { token: owner.token, query: { workspace_id: workspace.id, limit: 500 } });
+      expect(first.status, first.text.slice(0, 300)).toBe(200);
+      expect(Buffer.byteLength(first.text)).toBeLessThan(6 * 1024 * 1024);
+      const given = first.body[key].length as number;
+      expect(given).toBeGreaterThan(0);
+      expect(given).toBeLessThan(n);
+      expect(first.body.total).toBe(n);
+      const seen = new Set<string>(first.body[key].map((x: { id: string }) => x.id));
+      for (let offset = given; offset < n; ) {
+        const next = await call("GET", path, { token: owner.token, query: { workspace_id: workspace.id, limit: 500, offset } });
+        expect(Buffer.byteLength(next.text)).toBeLessThan(6 * 1024 * 1024);
+        for (const x of next.body[key]) seen.add(x.id);
+        offset += next.body[key].length;
+      }
+      expect(seen.size).toBe(n);
+    }
+  }, 120_000);
+});
