@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { ConversationTurn, ModelTier } from "../ai/ports";
+import type { CallUsage, ConversationTurn, ModelTier } from "../ai/ports";
 import { catalogue, outputTokens, type CatalogueModel } from "../ai/catalogue";
 import { validTurns } from "../ai/turns";
 import { aiEngine } from "../ai/select";
@@ -405,31 +405,47 @@ async function execute(
           onMilestone: (m) => sink.send("milestone_unlocked", m),
         },
         async (usage) => {
-          // The harness runs the loop (once, as a mission's threads, or as a swarm), judges and repairs it.
-          const r = await withAbortSignal(budget, () =>
-            h.run({
-              system,
-              messages,
-              loop: (run) => {
-                clock.mark("loop");
-                return runAgent({
-                  model,
-                  ctx: { ...ctx, missionId: run.missionId },
-                  system: run.system,
-                  messages: run.messages,
-                  tools: spec.tools,
-                  tier: spec.choice.tier,
-                  modelId: spec.choice.modelId,
-                  maxTurns: spec.maxTurns,
-                  thinking: spec.choice.thinking,
-                  maxTokens: spec.choice.maxTokens,
-                  signal: budget,
-                  emit: run.emit,
-                  onToolResult: run.onToolResult,
-                });
-              },
-            }),
-          );
+          // What the model calls cost as they end: a run that fails after some calls is charged and recorded with
+          // them (the harness's result, which sums every call, never comes then).
+          const spent = { inputTokens: 0, outputTokens: 0, costUsd: 0, calls: 0, modelId: undefined as string | undefined };
+          const onUsage = (u: CallUsage) => {
+            spent.inputTokens += u.inputTokens;
+            spent.outputTokens += u.outputTokens;
+            spent.costUsd += u.costUsd;
+            spent.calls += u.attempts;
+            spent.modelId = u.modelId;
+          };
+          let r: AgentRunResult;
+          try {
+            r = await withAbortSignal(budget, () =>
+              h.run({
+                system,
+                messages,
+                loop: (run) => {
+                  clock.mark("loop");
+                  return runAgent({
+                    model,
+                    ctx: { ...ctx, missionId: run.missionId },
+                    system: run.system,
+                    messages: run.messages,
+                    tools: spec.tools,
+                    tier: spec.choice.tier,
+                    modelId: spec.choice.modelId,
+                    maxTurns: spec.maxTurns,
+                    thinking: spec.choice.thinking,
+                    maxTokens: spec.choice.maxTokens,
+                    signal: budget,
+                    emit: run.emit,
+                    onToolResult: run.onToolResult,
+                    onUsage,
+                  });
+                },
+              }),
+            );
+          } catch (err) {
+            if (spent.calls > 0) usage.add({ modelId: spent.modelId ?? model.engine, tier: spec.choice.tier, inputTokens: spent.inputTokens, outputTokens: spent.outputTokens, costUsd: spent.costUsd, latencyMs: Date.now() - started, attempts: spent.calls });
+            throw err;
+          }
           usage.add({ modelId: r.usage.modelId ?? model.engine, tier: spec.choice.tier, inputTokens: r.usage.inputTokens, outputTokens: r.usage.outputTokens, costUsd: r.usage.costUsd, latencyMs: Date.now() - started, attempts: r.usage.calls });
           // Kept before the run's bookkeeping (settlement, record): the answer the client has seen is stored even if that fails.
           result = r;

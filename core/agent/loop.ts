@@ -60,6 +60,11 @@ export interface AgentRunInput {
   emit(event: AgentEvent): void;
   /** Each tool result, whole (before it is clipped for the model): the harness's mid-stream checks read what the run may quote. */
   onToolResult?(name: string, content: unknown): void;
+  /**
+   * Each model call's usage as it ends (also summed in the result): a caller whose run then fails still knows what
+   * the calls before the failure cost (the result, with its sum, never comes).
+   */
+  onUsage?(usage: CallUsage): void;
 }
 
 export interface AgentRunResult {
@@ -121,6 +126,7 @@ export async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
     usage.costUsd += u.costUsd;
     usage.modelId = u.modelId;
     usage.calls += u.attempts;
+    input.onUsage?.(u);
   };
 
   try {

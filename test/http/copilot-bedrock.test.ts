@@ -16,6 +16,7 @@ import { runsOf } from "../../core/agent";
 import { acquireStreamSlot, MAX_STREAMS_PER_USER, prepareChat, type EventSink } from "../../core/agent/copilot";
 import { QUERY_BUDGET_MS } from "../../core/agent/loop";
 import * as Chat from "../../core/chat";
+import { creditsFor } from "../../core/billing/credits";
 
 process.env.AI_ENGINE = "bedrock";
 process.env.AWS_ACCESS_KEY_ID = "AKIDEXAMPLE";
@@ -232,5 +233,33 @@ describe("a client that leaves, and the 300 s budget", () => {
     const conv = await call("GET", `/api/chat/conversations/${done.conversation_id}`, { token: owner.token });
     const answer = conv.body.messages.find((m: { id: string }) => m.id === done.message_id);
     expect(answer.content).toBe("Stopped before answering: the query ran past its 300 s budget.");
+  });
+});
+
+describe("a run that fails after some model calls", () => {
+  it("is recorded and charged with the calls it made (it was recorded at 0 tokens, 0 cost, 0 credits)", async () => {
+    const toolTurn: Frame[] = [
+      { type: "messageStart", body: { role: "assistant" } },
+      { type: "contentBlockStart", body: { contentBlockIndex: 0, start: { toolUse: { toolUseId: "tooluse_fail_1", name: "search_insights" } } } },
+      { type: "contentBlockDelta", body: { contentBlockIndex: 0, delta: { toolUse: { input: JSON.stringify({ query: "sign-in", limit: 3 }) } } } },
+      { type: "contentBlockStop", body: { contentBlockIndex: 0 } },
+      { type: "messageStop", body: { stopReason: "tool_use" } },
+      { type: "metadata", body: { usage: { inputTokens: 3800, outputTokens: 70, totalTokens: 3870 }, metrics: { latencyMs: 800 } } },
+    ];
+    // The second call is refused in its stream (not a transient error: no retry), and the run fails.
+    const refused: Frame[] = [
+      { type: "messageStart", body: { role: "assistant" } },
+      { type: "validationException", messageType: "exception", body: { message: "Input is too long for requested model." } },
+    ];
+    bedrock.reply({ frames: toolTurn }, { frames: refused });
+    const events = await readStream(gw.base, "/api/stream/chat", owner.token, { workspace_id: ws, prompt: "Search sign-in problems", model: haiku.id, effort: "low" });
+    expect(of(events, "error")).toHaveLength(1);
+    const done = events.at(-1)!.data;
+    const run = (await runsOf(ws)).find((r) => (r.input_data as { conversation_id?: string }).conversation_id === done.conversation_id)!;
+    expect(run).toMatchObject({ status: "failed", tokens_used: 3870 });
+    expect(run.cost_usd).toBeCloseTo(modelCostUsd(haiku, 3800, 70), 6);
+    // Spec 02: failed with cost, at least 0.25, and the metered cost (0.5-credit steps).
+    expect(run.credits_charged).toBe(creditsFor(modelCostUsd(haiku, 3800, 70), "failed"));
+    expect(run.credits_charged).toBeGreaterThan(0);
   });
 });
