@@ -116,7 +116,8 @@ export async function ensure(input: { idpId: string; email: string; name?: strin
  * the claims if the identity provider's user.created webhook has not arrived yet. An active or suspended user is
  * served from this container's memory for up to USER_CACHE_TTL_MS (30 s) after it was read: no DynamoDB call on most
  * requests; a pending user is read every time (DESIGN.md 6; docs/decisions.md "Reads in one round trip").
- * @throws AppError UNAUTHORIZED when the token carries no e-mail and the user is unknown.
+ * @throws AppError UNAUTHORIZED when the token carries no e-mail and the user is unknown, or the user was deleted
+ *   (within a token's lifetime of the deletion).
  */
 export async function fromClaims(claims: TokenClaims): Promise<User> {
   const id = userIdFor(claims.sub);
@@ -124,11 +125,12 @@ export async function fromClaims(claims: TokenClaims): Promise<User> {
   const hit = recentUsers.get(key);
   // A copy: no caller may change the item the next request of this container is served.
   if (hit) return { ...hit };
-  const user =
-    (await get(id)) ??
-    (claims.email
-      ? await ensure({ idpId: claims.sub, email: claims.email, name: claims.name, avatarUrl: claims.picture })
-      : undefined);
+  let user = await get(id);
+  if (!user) {
+    // Unknown: a first request, or a deleted user's token that is still valid (refused, never re-created).
+    if (await isDeleted(id)) throw Errors.unauthorized("This account was deleted");
+    if (claims.email) user = await ensure({ idpId: claims.sub, email: claims.email, name: claims.name, avatarUrl: claims.picture });
+  }
   if (!user) throw Errors.unauthorized("Token has no email claim and the user is not known yet");
   remember(key, user);
   return user;
@@ -275,6 +277,8 @@ export async function applyIdpEvent(event: IdpWebhookEvent, removeOwned: (user: 
   if (type === "user.created" || type === "user.updated") {
     const existing = await get(id);
     if (!existing) {
+      // A creation or change delivered after the user's deletion (webhooks arrive in any order) creates nothing.
+      if (await isDeleted(id)) return;
       if (!data.email) throw new AppError("BAD_REQUEST", `${type} without an email for an unknown user`);
       await ensure({ idpId: data.id, email: data.email, name: data.name, avatarUrl: data.avatar_url });
       return;
@@ -295,10 +299,31 @@ export async function applyIdpEvent(event: IdpWebhookEvent, removeOwned: (user: 
   forget(id);
   const existing = await get(id);
   if (!existing) return;
+  // First the tombstone: from here a token of the user's that is still valid cannot bring the account back.
+  await markDeleted(id);
   await removeOwned(existing);
   await db().entities.referralCode.delete({ code: existing.referral_code }).go();
   await db().entities.user.delete({ id }).go();
   forget(id);
+}
+
+/** The tombstone of a deleted user: a guard item in the user's own partition, kept as long as a token can live. */
+const tombstone = (id: string) => ({ scope: `user#${id}`, name: "deleted" });
+
+/**
+ * Mark a user deleted (spec 02 `user.deleted`) for the longest lifetime a token is accepted (`JWT_MAX_LIFETIME_SECONDS`)
+ * plus a minute of clock skew: a token issued before the deletion would otherwise create the user again on its next
+ * request (`fromClaims` creates unknown users from their claims), with the same derived id and none of its history.
+ */
+async function markDeleted(id: string): Promise<void> {
+  const ttl = Math.floor(Date.now() / 1000) + Config.jwtMaxLifetimeSeconds() + 60;
+  await db().entities.guard.put({ ...tombstone(id), ttl }).go();
+}
+
+/** Whether the user was deleted within a token's lifetime (its tombstone holds). */
+async function isDeleted(id: string): Promise<boolean> {
+  const { data } = await db().entities.guard.get(tombstone(id)).go({ consistent: true });
+  return !!data && data.ttl > Date.now() / 1000;
 }
 
 /** How long a delivery holds its webhook id while applying the event: above the webhooks Lambda's 29 s timeout. */

@@ -151,6 +151,18 @@ describe("user.deleted", () => {
     expect((await db().entities.usage.get({ workspace_id: elsewhere.id }).go({ consistent: true })).data?.members).toBe(1);
   });
 
+  it("a token of the deleted user that is still valid cannot bring the account back, nor a user.created delivered late", async () => {
+    const u = idpUser();
+    const token = await idp().sign({ email: u.email, sub: u.idpId });
+    expect((await call("GET", "/api/auth/me", { token })).status).toBe(200);
+    expect((await send({ type: "user.deleted", data: { id: u.idpId } })).status).toBe(200);
+    User.forgetAll(); // another container, or this one after its 30 s
+    expectEnvelope(await call("GET", "/api/auth/me", { token }), 401, "UNAUTHORIZED");
+    expectEnvelope(await call("POST", "/api/workspaces", { token, body: { name: "Back from the dead" } }), 401, "UNAUTHORIZED");
+    expect((await send({ type: "user.created", data: { id: u.idpId, email: u.email } })).status).toBe(200);
+    expect(await User.get(u.id)).toBeNull();
+  });
+
   it("a replay (or a delete of an unknown user) is 200 and changes nothing", async () => {
     const u = idpUser();
     await send({ type: "user.created", data: { id: u.idpId, email: u.email } });
