@@ -1,6 +1,6 @@
 import { isConditionalFailure } from "../db/errors";
 import { randomUUID } from "node:crypto";
-import { Errors, type FieldError } from "../error";
+import { AppError, Errors, type FieldError } from "../error";
 import { db } from "../db/service";
 import { getAll } from "../db/bulk";
 import { fitResponse } from "../response-size";
@@ -181,7 +181,8 @@ export async function get(userId: string, insightId: string): Promise<InsightVie
  * centroid and writes the new text's search vector (both with the change, in one write).
  * For an approved pending action (`opts`, DESIGN.md 6.2) the change carries the action's id in the same write and
  * commits together with `opts.settle`.
- * @throws AppError NOT_FOUND (404); SettlementRefused when the executor lost the action meanwhile (nothing written).
+ * @throws AppError NOT_FOUND (404); CONFLICT (409) when its title or description changed between the read and the write
+ *   (the search vector is of the text read); SettlementRefused when the executor lost the action meanwhile (nothing written).
  */
 export async function update(userId: string, insightId: string, input: UpdateInsightInput, opts: AgentWrite<InsightWritten> = {}): Promise<InsightView> {
   const item = await requireInsight(userId, insightId);
@@ -200,21 +201,29 @@ export async function update(userId: string, insightId: string, input: UpdateIns
   const patch = db()
     .entities.insight.patch({ workspace_id: item.workspace_id, id: item.id })
     .set({ ...rest, ...(notes ? { notes } : {}), ...(rating ? { rating } : {}), ...vectorFields, ...tagOf(opts) })
-    .remove(removals);
+    .remove(removals)
+    // The search vector is of the text read above: written only over that text (two text edits at once would leave
+    // the vector of a text the insight no longer has).
+    .where((a, op) => (textChanged ? `${op.eq(a.title, item.title)} AND ${op.eq(a.description, item.description)}` : ""));
+  /** A refused condition: the insight is gone (404), or its text changed meanwhile (409). */
+  const refused = async (): Promise<AppError> => {
+    const { data: now } = await db().entities.insight.get({ workspace_id: item.workspace_id, id: item.id }).go({ consistent: true });
+    return now ? new AppError("CONFLICT", "The insight's text changed meanwhile; read it again and retry") : Errors.notFound("Insight");
+  };
   const data = await asChange(
     item.workspace_id,
     [item.id],
     async () => {
       if (opts.settle) {
         const codes = await commitWrites(["insight"], [asWrite(patch)], opts.settle({ id: item.id, title: rest.title ?? item.title }));
-        if (codes) throw Errors.notFound("Insight"); // the patch's only condition: the insight still exists
+        if (codes) throw await refused(); // the patch's conditions: the insight exists, with the text read
         return requireInsight(userId, insightId);
       }
       try {
         return (await patch.go({ response: "all_new" })).data as InsightItem;
       } catch (err) {
-        // Deleted between the read and the write (the patch is conditioned on the item being there).
-        if (isConditionalFailure(err)) throw Errors.notFound("Insight");
+        // Deleted between the read and the write (the patch is conditioned on the item being there), or re-texted.
+        if (isConditionalFailure(err)) throw await refused();
         throw err;
       }
     },

@@ -185,7 +185,45 @@ describe("insight search over the workspace's search snapshot", () => {
     );
   });
 
+  it("two text edits at once: the one whose text changed under it is 409, so the search vector is always of the stored text", async () => {
+    const { searchText, searchVectorFields } = await import("../../core/insight/search-index");
+    const id = await create("Invoices are wrong", "Totals are off.");
+    const name = "secondEditFirst";
+    let fired = false;
+    let second: Awaited<ReturnType<typeof call>> | undefined;
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (!fired && /^Update/.test(context.commandName ?? "") && JSON.stringify(args.input).includes("Billing totals are wrong")) {
+          fired = true;
+          // The title edit's write is about to go: the description edit runs to its end first.
+          second = await call("PATCH", `/api/insights/${id}`, { token: ws.token, body: { description: "Billing totals double count taxes on invoices" } });
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    let first;
+    try {
+      first = await call("PATCH", `/api/insights/${id}`, { token: ws.token, body: { title: "Billing totals are wrong" } });
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(second?.status, second?.text).toBe(200);
+    expectEnvelope(first, 409, "CONFLICT");
+    const stored = async () => (await db().entities.insight.get({ workspace_id: ws.workspaceId, id }).go({ consistent: true })).data!;
+    const vectorOf = async (t: { title: string; description: string }) => (await searchVectorFields([searchText(t)], embedder))[0]!.search_vector;
+    const now = await stored();
+    expect(now).toMatchObject({ title: "Invoices are wrong", description: "Billing totals double count taxes on invoices" });
+    expect(now.search_vector).toBe(await vectorOf(now));
+    // Its retry, on the text as it is now, goes through, with the vector of the text it leaves.
+    expect((await call("PATCH", `/api/insights/${id}`, { token: ws.token, body: { title: "Billing totals are wrong" } })).status).toBe(200);
+    const after = await stored();
+    expect(after.search_vector).toBe(await vectorOf({ title: "Billing totals are wrong", description: "Billing totals double count taxes on invoices" }));
+  });
+
   it("a write whose snapshot bookkeeping fails afterwards is still answered as done (the change stays pending for a reader to repair)", async () => {
+    // A workspace of its own: the change it leaves pending would show in the shared workspace's later tests.
+    const { owner, workspace } = await newWorkspace("Bookkeeping fails");
     const name = "headBumpFails";
     let failed = false;
     dynamoClient().middlewareStack.add(
@@ -201,14 +239,14 @@ describe("insight search over the workspace's search snapshot", () => {
     );
     let res;
     try {
-      res = await call("POST", "/api/insights", { token: ws.token, body: { workspace_id: ws.workspaceId, insight_type: "pain_point", title: "Receipts never arrive by e-mail", description: "No receipt after paying." } });
+      res = await call("POST", "/api/insights", { token: owner.token, body: { workspace_id: workspace.id, insight_type: "pain_point", title: "Receipts never arrive by e-mail", description: "No receipt after paying." } });
     } finally {
       dynamoClient().middlewareStack.remove(name);
     }
     expect(failed).toBe(true);
     expect(res.status, res.text).toBe(201);
-    expect((await call("GET", `/api/insights/${res.body.id}`, { token: ws.token })).status).toBe(200);
-    expect((await readHead(ws.workspaceId)).pending.map((p) => p.id)).toContain(res.body.id);
+    expect((await call("GET", `/api/insights/${res.body.id}`, { token: owner.token })).status).toBe(200);
+    expect((await readHead(workspace.id)).pending.map((p) => p.id)).toContain(res.body.id);
   });
 
   it("applies a change whose writer died once it is stale: the next search finds the insight", async () => {

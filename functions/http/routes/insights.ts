@@ -52,6 +52,8 @@ export const insightsRoutes = defineRoutes({
     params: InsightIdParam,
     body: UpdateInsightInput,
     responses: { 200: Insight },
+    // A text change whose title or description changed meanwhile (the search vector is of the text read).
+    errors: ["CONFLICT"],
   },
   "insights.delete": {
     method: "DELETE", path: "/api/insights/{insight_id}", group: "insights", access: "user", workspaceScope: "resource",
