@@ -188,35 +188,18 @@ describe("workspace members", () => {
 
 describe("removing a member under contention", () => {
   it("a removal whose transaction lost a race on the seat counter (parallel uploads count there) is tried again, not answered 204 undone", async () => {
-    const { dynamoClient } = await import("../../core/db/client");
-    const { TransactionCanceledException } = await import("@aws-sdk/client-dynamodb");
+    const { conflictTransactions } = await import("../support/throttle");
     const { owner, workspace } = await newWorkspace("Contended removal");
     const u = await newUser();
     expect((await add(workspace.id, owner.token, u.email)).status).toBe(201);
-    const name = "removalConflictsOnce";
-    let left = 1;
-    dynamoClient().middlewareStack.add(
-      (next, context) => async (args) => {
-        const input = args.input as { TransactItems?: unknown[] };
-        if (left > 0 && /^TransactWrite/.test(context.commandName ?? "") && JSON.stringify(input).includes(`member#${u.id}`)) {
-          left--;
-          throw new TransactionCanceledException({
-            message: "Transaction cancelled, please refer cancellation reasons for specific reasons [None, TransactionConflict]",
-            $metadata: {},
-            CancellationReasons: (input.TransactItems ?? []).map((_, i) => (i === 1 ? { Code: "TransactionConflict", Message: "Transaction is ongoing for the item" } : { Code: "None" })),
-          });
-        }
-        return next(args);
-      },
-      { step: "initialize", name },
-    );
+    const conflict = conflictTransactions([`member#${u.id}`]);
     let res;
     try {
       res = await call("DELETE", members(workspace.id, u.id), { token: owner.token });
     } finally {
-      dynamoClient().middlewareStack.remove(name);
+      conflict.remove();
     }
-    expect(left).toBe(0);
+    expect(conflict.left).toBe(0);
     expect(res.status, res.text).toBe(204);
     expectEnvelope(await call("GET", `/api/workspaces/${workspace.id}`, { token: u.token }), 403, "FORBIDDEN");
     const listed = await call("GET", members(workspace.id), { token: owner.token });

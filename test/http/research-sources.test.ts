@@ -12,7 +12,6 @@ import { describe, expect, it } from "vitest";
 import { s3Client } from "../../core/storage/client";
 import { db } from "../../core/db/service";
 import { dynamoClient } from "../../core/db/client";
-import { TransactionCanceledException } from "@aws-sdk/client-dynamodb";
 import { Config } from "../../core/config";
 import { extractionKey } from "../../core/research";
 import { getObject, putObject } from "../../core/storage";
@@ -21,6 +20,7 @@ import { call, newUser, newWorkspace } from "../support/api";
 import { setAccount } from "../support/billing";
 import { realFile, uploadResearch, waitFor } from "../support/multipart";
 import { expectEnvelope, partitionItems } from "./_helpers";
+import { conflictTransactions } from "../support/throttle";
 
 // ---- helpers ----
 
@@ -341,32 +341,16 @@ describe("plan limit and subscription gate", () => {
     const { owner, workspace } = await newWorkspace();
     // DynamoDB cancels a transaction that meets another on the same item (TransactionConflict); DynamoDB Local
     // serializes instead, so the upload's and then the delete's next transaction is cancelled that way.
-    let left = 1;
-    const name = "usageConflict";
-    dynamoClient().middlewareStack.add(
-      (next, context) => async (args) => {
-        const input = args.input as { TransactItems?: unknown[] };
-        if (left > 0 && /^TransactWriteItems/.test(context.commandName ?? "") && JSON.stringify(input).includes(workspace.id) && JSON.stringify(input).includes("research_sources")) {
-          left--;
-          throw new TransactionCanceledException({
-            message: "Transaction cancelled, please refer cancellation reasons for specific reasons [None, TransactionConflict]",
-            $metadata: {},
-            CancellationReasons: (input.TransactItems ?? []).map((_, i) => (i === 1 ? { Code: "TransactionConflict", Message: "Transaction is ongoing for the item" } : { Code: "None" })),
-          });
-        }
-        return next(args);
-      },
-      { step: "initialize", name },
-    );
+    const conflict = conflictTransactions([workspace.id, "research_sources"]);
     try {
       const note = await uploadNote(owner.token, workspace.id);
-      expect(left).toBe(0);
+      expect(conflict.left).toBe(0);
       await settled(owner.token, note.id);
-      left = 1;
+      conflict.left = 1;
       expect((await call("DELETE", `/api/research/sources/${note.id}`, { token: owner.token })).status).toBe(204);
-      expect(left).toBe(0);
+      expect(conflict.left).toBe(0);
     } finally {
-      dynamoClient().middlewareStack.remove(name);
+      conflict.remove();
     }
     expect(await sourceItems(workspace.id)).toHaveLength(0);
     expect(await usageCount(workspace.id)).toBe(0);

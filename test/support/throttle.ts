@@ -1,8 +1,9 @@
 /**
- * DynamoDB throttling, as the table answers it, for tests: a BatchGetItem that leaves part of its keys unprocessed
- * (`UnprocessedKeys`), injected in the project's DynamoDB client's middleware (step "initialize"), so the code under
- * test sees exactly what DynamoDB sends under load.
+ * DynamoDB under load, as the table answers it, for tests: a BatchGetItem that leaves part of its keys unprocessed
+ * (`UnprocessedKeys`), a transaction cancelled by a conflict, injected in the project's DynamoDB client's middleware
+ * (step "initialize"), so the code under test sees exactly what DynamoDB sends.
  */
+import * as awsErrors from "@aws-sdk/client-dynamodb";
 import { dynamoClient } from "../../core/db/client";
 
 type BatchGetInput = { RequestItems?: Record<string, { Keys: Record<string, unknown>[] } & Record<string, unknown>> };
@@ -33,4 +34,34 @@ export function withholdBatchKeys(match: string, times: number): { withheld: () 
     { step: "initialize", name },
   );
   return { withheld: () => withheld, remove: () => dynamoClient().middlewareStack.remove(name) };
+}
+
+/**
+ * DynamoDB cancelling a transaction that met another on the same item (`TransactionCanceledException`, reason
+ * `TransactionConflict` on item `conflictAt`): DynamoDB Local serializes transactions instead, so this is how a test
+ * sees the real service's answer. The next `times` TransactWriteItems calls whose input mentions every string of
+ * `match` are cancelled that way, before they reach the table.
+ * @returns how many are still to cancel (`left`, settable to arm it again) and `remove` (call it in `finally`)
+ */
+export function conflictTransactions(match: string[], times = 1, conflictAt = 1): { left: number; remove: () => void } {
+  const { TransactionCanceledException } = awsErrors;
+  const name = `conflictTransactions-${Math.random().toString(36).slice(2)}`;
+  const state = { left: times, remove: () => dynamoClient().middlewareStack.remove(name) };
+  dynamoClient().middlewareStack.add(
+    (next, context) => async (args) => {
+      const input = args.input as { TransactItems?: unknown[] };
+      const text = JSON.stringify(input);
+      if (state.left > 0 && /^TransactWrite/.test(context.commandName ?? "") && match.every((m) => text.includes(m))) {
+        state.left--;
+        throw new TransactionCanceledException({
+          message: "Transaction cancelled, please refer cancellation reasons for specific reasons [None, TransactionConflict]",
+          $metadata: {},
+          CancellationReasons: (input.TransactItems ?? []).map((_, i) => (i === conflictAt ? { Code: "TransactionConflict", Message: "Transaction is ongoing for the item" } : { Code: "None" })),
+        });
+      }
+      return next(args);
+    },
+    { step: "initialize", name },
+  );
+  return state;
 }
