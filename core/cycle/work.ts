@@ -82,7 +82,7 @@ export async function runCycle(ctx: WorkContext): Promise<WorkResult> {
   for (let k = 0; k * CHUNK < sources.length; k++) {
     const chunk = sources.slice(k * CHUNK, (k + 1) * CHUNK);
     const res = await ctx.step(`synthesis#${k}`, async () => {
-      const r = await synthesize(task.created_by, { workspace_id: task.workspace_id, source_ids: chunk.map((s) => s.id), synthesis_type: "comprehensive" });
+      const r = await synthesize(task.created_by, { workspace_id: task.workspace_id, source_ids: chunk.map((s) => s.id), synthesis_type: "comprehensive" }, { rateLimited: false });
       const byId = new Map(r.insights.map((i) => [i.id, i]));
       return {
         created: r.created_ids.map((id) => ({ id, title: byId.get(id)?.title ?? id, severity: byId.get(id)?.severity ?? "medium" })),

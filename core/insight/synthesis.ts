@@ -122,13 +122,17 @@ export interface SynthesisWritten {
  * written (created or merged into) carries the action's id in that same write; and `opts.settle` commits in the same
  * transaction, so a replay finds nothing written or the action executed. Beyond one transaction (more than 99
  * writes, more than any engine produces) the writes go one by one, idempotent per derived id, without the settlement.
+ * @param opts.rateLimited false for the service's own runs (research cycles, tasks, approved actions): the per-user
+ *   limit is not spent (default true: a person's request)
  * @returns the insights (created, then merged), their ids, the engine's summary, `created_ids`, `merged` and `engine`.
  * @throws AppError as listed above; SettlementRefused when the executor lost the action meanwhile (nothing written).
  */
-export async function synthesize(userId: string, input: SynthesizeInput, opts: AgentWrite<SynthesisWritten> = {}) {
+export async function synthesize(userId: string, input: SynthesizeInput, opts: AgentWrite<SynthesisWritten> & { rateLimited?: boolean } = {}) {
   await requireMember(userId, input.workspace_id);
   await requireActiveSubscription(input.workspace_id);
-  await rateLimit(`user#${userId}`, SYNTHESIS_RATE_PER_MINUTE, 60);
+  // Spec 01's limit is a person's requests (the route, the copilot's synthesis stream); the service's own runs (a
+  // research cycle's chunks, a task's, an approved action's) are not the user's requests and do not spend it.
+  if (opts.rateLimited !== false) await rateLimit(`user#${userId}`, SYNTHESIS_RATE_PER_MINUTE, 60);
   const ids = [...new Set(input.source_ids)];
   const items = await getAll(ids.map((id) => ({ workspace_id: input.workspace_id, id })), (keys) => db().entities.researchSource.get(keys).go({ consistent: true }));
   const missing = ids.filter((id) => !items.some((s) => s.id === id));

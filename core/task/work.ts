@@ -364,7 +364,7 @@ const synthesis: Work = async (ctx) => {
   await ctx.report({ progress_pct: 10, message: `Synthesizing ${chosen.length} source${chosen.length === 1 ? "" : "s"}` });
   await releaseSpawnReservation(task);
   const res = await ctx.step("synthesis", async () => {
-    const r = await synthesize(task.created_by, { workspace_id: task.workspace_id, source_ids: chosen.map((s) => s.id), synthesis_type: "comprehensive" });
+    const r = await synthesize(task.created_by, { workspace_id: task.workspace_id, source_ids: chosen.map((s) => s.id), synthesis_type: "comprehensive" }, { rateLimited: false });
     return { insight_ids: r.insight_ids, created_ids: r.created_ids, merged: r.merged, summary: r.summary, titles: r.insights.map((i) => ({ id: i.id, title: i.title, severity: i.severity })) };
   });
   await ctx.report({ progress_pct: 90, message: `${res.created_ids.length} new insights, ${res.merged.length} merged` });

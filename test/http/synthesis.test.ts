@@ -9,6 +9,7 @@ import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import { db } from "../../core/db/service";
 import { acquireLock, rateLimit, runsOf } from "../../core/agent";
+import * as Synthesis from "../../core/insight/synthesis";
 import { SYNTHESIS_RATE_PER_MINUTE } from "../../core/insight/synthesis";
 import { call, newUser, newWorkspace } from "../support/api";
 import { realFile, uploadResearch, waitFor } from "../support/multipart";
@@ -176,7 +177,11 @@ describe("POST /api/research/synthesize", () => {
       const window = windowNow();
       for (let k = 0; k < SYNTHESIS_RATE_PER_MINUTE; k++) await rateLimit(key, SYNTHESIS_RATE_PER_MINUTE, 60);
       const res = await synthesize(owner.token, workspace.id, [randomUUID()]);
+      // The service's own run for the same user (a research cycle's chunk, a task's, an approved action's) does not
+      // spend the person's limit: it gets past it (to the unknown source's 404).
+      const own = await Synthesis.synthesize(owner.id, { workspace_id: workspace.id, source_ids: [randomUUID()], synthesis_type: "comprehensive" }, { rateLimited: false }).then(() => null, (err: unknown) => err);
       if (windowNow() !== window) continue;
+      expect(own).toMatchObject({ code: "NOT_FOUND" });
       expectEnvelope(res, 429, "RATE_LIMITED");
       expect(res.body.retry_after_seconds).toBeGreaterThan(0);
       expect(res.body.retry_after_seconds).toBeLessThanOrEqual(60);

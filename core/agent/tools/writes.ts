@@ -220,7 +220,7 @@ export const runSynthesis: GatedTool<z.infer<typeof SynthesisToolInput>> = {
   async execute(ctx, input) {
     const result = (w: { insight_ids: string[]; created_ids: string[]; summary: string }) => ({ insight_ids: w.insight_ids, created_ids: w.created_ids, summary: w.summary });
     const { synthesize } = await import("../../insight/synthesis");
-    return result(await synthesize(ctx.userId, { ...input, workspace_id: ctx.workspaceId }, agentWrite(ctx, result)));
+    return result(await synthesize(ctx.userId, { ...input, workspace_id: ctx.workspaceId }, { ...agentWrite(ctx, result), rateLimited: false }));
   },
 };
 
