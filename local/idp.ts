@@ -15,7 +15,8 @@ export interface DevIdp {
    * Sign an RS256 access token. `expiresIn` in seconds (default 8 h; negative for an already expired token).
    * `sub` defaults to a stable id derived from the e-mail, so the same e-mail is the same user.
    */
-  sign(claims: { email: string; name?: string; sub?: string; groups?: string[]; expiresIn?: number; issuer?: string; audience?: string }): Promise<string>;
+  /** `email_verified` as the provider would send it (boolean, or Cognito's string form); left out when not given. */
+  sign(claims: { email: string; name?: string; sub?: string; groups?: string[]; email_verified?: boolean | "true" | "false"; expiresIn?: number; issuer?: string; audience?: string }): Promise<string>;
 }
 
 export async function fromPrivateJwk(jwk: JWK): Promise<DevIdp> {
@@ -24,9 +25,9 @@ export async function fromPrivateJwk(jwk: JWK): Promise<DevIdp> {
   void d; void p; void q; void dp; void dq; void qi;
   return {
     jwks: { keys: [{ ...publicJwk, kid: KID, alg: "RS256", use: "sig" }] },
-    async sign({ email, name, sub, groups, expiresIn = 8 * 3600, issuer = DEV_ISSUER, audience = DEV_AUDIENCE }) {
+    async sign({ email, name, sub, groups, email_verified, expiresIn = 8 * 3600, issuer = DEV_ISSUER, audience = DEV_AUDIENCE }) {
       const now = Math.floor(Date.now() / 1000);
-      return new SignJWT({ email: email.toLowerCase(), ...(name ? { name } : {}), ...(groups ? { groups } : {}) })
+      return new SignJWT({ email: email.toLowerCase(), ...(name ? { name } : {}), ...(groups ? { groups } : {}), ...(email_verified !== undefined ? { email_verified } : {}) })
         .setProtectedHeader({ alg: "RS256", kid: KID, typ: "JWT" })
         .setSubject(sub ?? `dev|${email.toLowerCase()}`)
         .setIssuer(issuer)

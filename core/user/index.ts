@@ -77,12 +77,13 @@ export async function findByEmail(email: string): Promise<User | null> {
  * The user item and its referral-code guard are written in one transaction; concurrent first requests
  * resolve to the same user because the id is derived from the idp id.
  */
-export async function ensure(input: { idpId: string; email: string; name?: string; avatarUrl?: string }): Promise<User> {
+export async function ensure(input: { idpId: string; email: string; name?: string; avatarUrl?: string; emailVerified?: boolean }): Promise<User> {
   const id = userIdFor(input.idpId);
   const existing = await get(id);
   if (existing) return existing;
   const email = input.email.toLowerCase();
-  const isFounder = Config.founderEmails().includes(email);
+  // An address the provider says it has not verified makes no founder: anyone could claim it.
+  const isFounder = input.emailVerified !== false && Config.founderEmails().includes(email);
   const active = isFounder || !Config.accessGating();
   const now = new Date().toISOString();
   for (let attempt = 0; attempt < 5; attempt++) {
@@ -129,7 +130,7 @@ export async function fromClaims(claims: TokenClaims): Promise<User> {
   if (!user) {
     // Unknown: a first request, or a deleted user's token that is still valid (refused, never re-created).
     if (await isDeleted(id)) throw Errors.unauthorized("This account was deleted");
-    if (claims.email) user = await ensure({ idpId: claims.sub, email: claims.email, name: claims.name, avatarUrl: claims.picture });
+    if (claims.email) user = await ensure({ idpId: claims.sub, email: claims.email, name: claims.name, avatarUrl: claims.picture, emailVerified: claims.email_verified });
   }
   if (!user) throw Errors.unauthorized("Token has no email claim and the user is not known yet");
   remember(key, user);

@@ -38,6 +38,11 @@ export type RedeemCodeInput = z.infer<typeof RedeemCodeInput>;
 export interface TokenClaims {
   sub: string;
   email?: string;
+  /**
+   * The provider's `email_verified` (OIDC standard claim): false when it says the address was not verified, and then
+   * the address grants nothing (ADMIN_EMAILS, FOUNDER_EMAILS); undefined when the token does not say.
+   */
+  email_verified?: boolean;
   name?: string;
   picture?: string;
   groups: string[];

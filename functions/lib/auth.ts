@@ -141,12 +141,17 @@ export async function verifyBearer(authorization: string | undefined): Promise<T
   return {
     sub: payload.sub,
     email: typeof payload.email === "string" ? payload.email : undefined,
+    // Some providers send the claim as a string ("true"/"false": Cognito's ID tokens did for a time).
+    email_verified: payload.email_verified === true || payload.email_verified === "true" ? true : payload.email_verified === false || payload.email_verified === "false" ? false : undefined,
     name: typeof payload.name === "string" ? payload.name : undefined,
     picture: typeof payload.picture === "string" ? payload.picture : undefined,
     groups: Array.isArray(groups) ? groups.map(String) : [],
   };
 }
 
-/** Admins of the growth endpoints: the token carries the group `admin`, or the e-mail is in ADMIN_EMAILS (DESIGN.md section 5). */
+/**
+ * Admins of the growth endpoints: the token carries the group `admin`, or the e-mail is in ADMIN_EMAILS (DESIGN.md
+ * section 5) and the token does not say the address is unverified (`email_verified: false`: anyone could claim it).
+ */
 export const isAdminClaims = (claims: TokenClaims, email: string): boolean =>
-  claims.groups.includes("admin") || Config.adminEmails().includes(email.toLowerCase());
+  claims.groups.includes("admin") || (claims.email_verified !== false && Config.adminEmails().includes(email.toLowerCase()));

@@ -119,6 +119,19 @@ describe("access gating (spec 01 Access status)", () => {
     expect(ws.status).toBe(201);
   });
 
+  it("an address the provider says is unverified (email_verified false) makes no founder; verified or unsaid, it does", async () => {
+    const addresses = ["f", "t", "s"].map((k) => `founder-${k}-${randomUUID().slice(0, 6)}@example.com`);
+    process.env.FOUNDER_EMAILS = addresses.join(", ");
+    const [unverified, verified, unsaid] = await Promise.all([
+      idp().sign({ email: addresses[0]!, sub: `idp|${randomUUID()}`, email_verified: false }),
+      idp().sign({ email: addresses[1]!, sub: `idp|${randomUUID()}`, email_verified: "true" }),
+      idp().sign({ email: addresses[2]!, sub: `idp|${randomUUID()}` }),
+    ]);
+    expect((await call("GET", "/api/auth/me", { token: unverified })).body).toMatchObject({ is_founder: false, access_status: "pending" });
+    expect((await call("GET", "/api/auth/me", { token: verified })).body).toMatchObject({ is_founder: true, access_status: "active" });
+    expect((await call("GET", "/api/auth/me", { token: unsaid })).body).toMatchObject({ is_founder: true, access_status: "active" });
+  });
+
   it("pending -> active by a valid code: activated_at set, product access, workspace creation allowed", async () => {
     const u = await newUser();
     const [generated] = await User.generateAccessCodes(1, { batch: "test" });

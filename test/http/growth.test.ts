@@ -94,6 +94,14 @@ describe("who may call", () => {
     expectEnvelope(await call("GET", "/api/admin/plg/stats", { token }), 403, "FORBIDDEN");
   });
 
+  it("an address in ADMIN_EMAILS that the provider says is unverified (email_verified false) is no admin", async () => {
+    const address = email();
+    const token = await idp().sign({ email: address, name: "Claimed admin", email_verified: false });
+    await withEnv({ ADMIN_EMAILS: address }, async () => {
+      expectEnvelope(await call("GET", "/api/admin/plg/stats", { token }), 403, "FORBIDDEN");
+    });
+  });
+
   it("admin routes share one window per admin (RATE_LIMIT_ADMIN_PLG; 60 a minute by default): 429 with Retry-After past it", async () => {
     const { token } = await admin();
     await withEnv({ RATE_LIMIT_ADMIN_PLG: "3/86400" }, async () => {
