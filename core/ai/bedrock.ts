@@ -66,7 +66,7 @@ export const DEFAULT_RETRY: RetrySettings = { retries: 5, minTimeoutMs: 500, max
  * True for the Bedrock errors worth retrying with backoff: throttling, transient unavailability, a model that timed
  * out (408 `ModelTimeoutException`), and what the SDK's own retry strategy (switched off here: `maxAttempts: 1`)
  * would retry: dropped connections and socket timeouts (ECONNRESET, ETIMEDOUT, "socket hang up"), any 5xx, any
- * throttling code (`@smithy/service-error-classification`).
+ * throttling code (`@smithy/service-error-classification`). Not a refused connection (ECONNREFUSED): nothing listens.
  */
 export function isTransient(err: unknown): boolean {
   if (
@@ -77,6 +77,12 @@ export function isTransient(err: unknown): boolean {
     err instanceof ModelTimeoutException
   ) return true;
   if (!(err instanceof Error)) return false;
+  // Nothing listens at the endpoint (a wrong or unreachable address): not a passing state; the callers' fallbacks
+  // (text search without embeddings) must take over at once, not after the backoff's half minute.
+  // Over HTTP/2 the refusal comes as ERR_HTTP2_STREAM_CANCEL with the ECONNREFUSED as its cause.
+  for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if ((e as { code?: unknown }).code === "ECONNREFUSED") return false;
+  }
   const sdkError = err as Parameters<typeof isTransientError>[0];
   return isTransientError(sdkError) || isServerError(sdkError) || isThrottlingError(sdkError);
 }

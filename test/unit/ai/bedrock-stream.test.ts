@@ -345,6 +345,13 @@ describe("BedrockStreamingModel: transient failures", () => {
     expect(ofType(events, "stop")[0].usage.attempts).toBe(4);
   });
 
+  it("does not retry a refused connection (nothing listens): the callers' fallbacks take over at once", async () => {
+    const { model, http } = setup([{ dropped: "ECONNREFUSED" }, { frames: stream("text-only.json") }]);
+    const { error } = await collectUntilError(model.stream(request()));
+    expect(error).toMatchObject({ code: "ECONNREFUSED" });
+    expect(http.requests).toHaveLength(1);
+  });
+
   it("does not retry a refusal (400 ValidationException)", async () => {
     const { model, http } = setup([{ status: 400, errorType: "ValidationException", message: "Malformed input request" }, { frames: stream("text-only.json") }]);
     const { error } = await collectUntilError(model.stream(request()));
