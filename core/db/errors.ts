@@ -6,3 +6,7 @@ import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
  */
 export const isConditionalFailure = (err: unknown): boolean =>
   err instanceof ConditionalCheckFailedException || (err as { cause?: unknown } | null)?.cause instanceof ConditionalCheckFailedException;
+
+/** An ElectroDB transaction's cancellation code per item ("None" for the items that did not cause it); [] when it committed. */
+export const cancelCodes = (result: { canceled: boolean; data: unknown }): string[] =>
+  result.canceled ? (result.data as { code?: string }[]).map((d) => d?.code ?? "None") : [];

@@ -16,7 +16,7 @@ import { Config } from "../config";
 import { serviceLog } from "../log";
 import { db } from "../db/service";
 import { dynamoClient } from "../db/client";
-import { isConditionalFailure } from "../db/errors";
+import { cancelCodes, isConditionalFailure } from "../db/errors";
 import { deleteKeys, partitionKeys, queryPrefix } from "../db/partition";
 import { requireMember, partitionOf } from "../workspace";
 import { requireFeature } from "../billing/gates";
@@ -328,10 +328,6 @@ export async function updateInstall(userId: string, slug: string, input: UpdateI
 
 // ---------------------------------------------------------------------------------------------------------------
 // Custom skills.
-
-/** A cancelled transaction's reason per item ("None" for items that did not cause it). */
-const cancelCodes = (result: { canceled: boolean; data: unknown }): string[] =>
-  result.canceled ? (result.data as { code?: string }[]).map((d) => d?.code ?? "None") : [];
 
 const slugTaken = (slug: string) =>
   new AppError("CONFLICT", `The slug ${slug} is taken (slugs are unique across the official library and every workspace); choose another`, { slug });

@@ -5,19 +5,14 @@
  */
 import { createWriteTransaction } from "electrodb";
 import { db } from "../db/service";
-import { isConditionalFailure } from "../db/errors";
+import { cancelCodes, isConditionalFailure } from "../db/errors";
 import { deleteKeys, partitionKeys } from "../db/partition";
 import { AppError, Errors } from "../error";
 import { COUNTED_TRIES } from "../billing/counters";
+import { partitionOf } from "./index";
 
-/** The workspace's partition key. */
-const partitionOf = (workspaceId: string) => `ws#${workspaceId}`;
 const memberSk = (userId: string) => `member#${userId}`;
 const WORKSPACE_SK = "workspace";
-
-/** A transaction's cancellation code per item ("None" for the items that did not cause it). */
-const cancelCodes = (result: { canceled: boolean; data: unknown }): string[] =>
-  result.canceled ? (result.data as { code?: string }[]).map((d) => d?.code ?? "None") : [];
 
 /**
  * Delete a workspace and everything in it, in an order that no write outlives and that can be run again after a

@@ -1,4 +1,4 @@
-import { isConditionalFailure } from "../db/errors";
+import { cancelCodes, isConditionalFailure } from "../db/errors";
 import { randomUUID } from "node:crypto";
 import type { EntityItem } from "electrodb";
 import { AppError, Errors } from "../error";
@@ -242,10 +242,6 @@ export async function requireResourceById<T>(
   locations.set(cacheKey, location);
   return item;
 }
-
-/** A transaction's cancellation code per item ("None" for the items that did not cause it). */
-const cancelCodes = (result: { canceled: boolean; data: unknown }): string[] =>
-  result.canceled ? (result.data as { code?: string }[]).map((d) => d?.code ?? "None") : [];
 
 /**
  * Create a workspace (spec 01 `POST /api/workspaces`). The workspace, the owner's membership, default settings, the
