@@ -9,7 +9,7 @@ import { cancelCodes, isConditionalFailure } from "../db/errors";
 import { deleteKeys, partitionKeys } from "../db/partition";
 import { AppError, Errors } from "../error";
 import { COUNTED_TRIES } from "../billing/counters";
-import { partitionOf } from "./index";
+import { partitionOf } from "./keys";
 
 const memberSk = (userId: string) => `member#${userId}`;
 const WORKSPACE_SK = "workspace";

@@ -16,6 +16,7 @@ import { LRUCache } from "lru-cache";
 import { consistentGet, type ItemRef, type Prefetch } from "../db/read";
 import { getAll } from "../db/bulk";
 import { CYCLES_ON, type MembershipEntity, type WorkspaceEntity } from "./workspace.entity";
+import { partitionOf } from "./keys";
 import { deleteWorkspace, dropMembership, requireDropMembership } from "./deletion";
 import { entitlementOf } from "../billing/entitlement";
 import type {
@@ -32,13 +33,11 @@ import type {
 } from "./schema";
 
 export * from "./schema";
+export { partitionOf } from "./keys";
 export type { ItemRef } from "../db/read";
 
 type WorkspaceItem = EntityItem<WorkspaceEntity>;
 type MembershipItem = EntityItem<MembershipEntity>;
-
-/** Partition key of a workspace: every item of the workspace lives under it. */
-export const partitionOf = (workspaceId: string) => `ws#${workspaceId}`;
 
 /** Sort-key prefixes of the workspace's child resources, used for counts (agent-intro) and listings. */
 export const CHILD_PREFIX = {
