@@ -65,10 +65,20 @@ export async function get(id: string): Promise<User | null> {
   return data;
 }
 
-/** Find a user by e-mail (case-insensitive), or null. */
+/** Users that one address may name at most: one person's sign-in identities, with room to spare. */
+const USERS_PER_EMAIL = 25;
+
+/**
+ * The user an e-mail address names (case-insensitive), or null. Addresses are not unique among users: one person may
+ * sign in through several identities (a password and a Google account, each its own user), and a provider that does
+ * not verify addresses lets anyone claim one. So only users whose provider did not say the address was unverified
+ * (`email_verified` true or unsaid) count, and of those the earliest to sign up: the same user for every caller,
+ * never one who merely claimed the address (docs/decisions.md "Adding a member by e-mail").
+ */
 export async function findByEmail(email: string): Promise<User | null> {
-  const { data } = await db().entities.user.query.byEmail({ email: email.toLowerCase() }).go({ limit: 1 });
-  return data[0] ?? null;
+  const { data } = await db().entities.user.query.byEmail({ email: email.toLowerCase() }).go({ limit: USERS_PER_EMAIL });
+  const owners = data.filter((u) => u.email_verified !== false).sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
+  return owners[0] ?? null;
 }
 
 /**
@@ -94,6 +104,7 @@ export async function ensure(input: { idpId: string; email: string; name?: strin
           id,
           idp_id: input.idpId,
           email,
+          ...(input.emailVerified !== undefined ? { email_verified: input.emailVerified } : {}),
           name: input.name ?? "",
           avatar_url: input.avatarUrl,
           access_status: active ? "active" : "pending",
@@ -125,8 +136,18 @@ export async function fromClaims(claims: TokenClaims): Promise<User> {
   const key = cacheKey(id);
   const hit = recentUsers.get(key);
   // A copy: no caller may change the item the next request of this container is served.
-  if (hit) return { ...hit };
+  // (A token that now verifies an address the cached user had unverified goes on to record it.)
+  if (hit && !(hit.email_verified === false && claims.email_verified === true)) return { ...hit };
   let user = await get(id);
+  if (user?.email_verified === false && claims.email_verified === true) {
+    // Verified since the first sign-in: the address now names this user too (one write, on that change only).
+    try {
+      user = (await db().entities.user.patch({ id }).set({ email_verified: true }).go({ response: "all_new" })).data as User;
+    } catch (err) {
+      if (!isConditionalFailure(err)) throw err;
+      user = null; // deleted meanwhile: refused below
+    }
+  }
   if (!user) {
     // Unknown: a first request, or a deleted user's token that is still valid (refused, never re-created).
     if (await isDeleted(id)) throw Errors.unauthorized("This account was deleted");

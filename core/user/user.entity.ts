@@ -7,6 +7,11 @@ export const buildUserEntity = () => new Entity({
     id: { type: "string", required: true },
     idp_id: { type: "string", required: true },
     email: { type: "string", required: true },
+    /**
+     * The identity provider's `email_verified` when its token said it (absent: it did not say, as the local identity
+     * provider and the user.created webhook). A false one names no one when members are added by e-mail.
+     */
+    email_verified: { type: "boolean" },
     name: { type: "string", default: "" },
     avatar_url: { type: "string" },
     access_status: { type: ["pending", "active", "suspended"] as const, required: true },

@@ -478,7 +478,8 @@ export async function listMembers(userId: string, workspaceId: string): Promise<
 }
 
 /**
- * Add a known user by e-mail with a role; owner or admin. The membership and the workspace's seats counter are one
+ * Add a known user by e-mail with a role; owner or admin. The address names its earliest user whose provider did not
+ * call it unverified (core/user `findByEmail`). The membership and the workspace's seats counter are one
  * transaction, the counter conditioned on the plan's `max_seats_per_workspace` (core/billing/counters.ts), so
  * concurrent adds cannot pass it; the route's plan gate (`usage: "seats"`) answers first with the figures.
  * @throws AppError USER_NOT_FOUND (404) when nobody with that e-mail has signed in yet; ALREADY_MEMBER (409);
@@ -487,7 +488,7 @@ export async function listMembers(userId: string, workspaceId: string): Promise<
 export async function addMember(userId: string, workspaceId: string, input: AddMemberInput): Promise<Member> {
   await requireMember(userId, workspaceId, ["owner", "admin"]);
   const target = await User.findByEmail(input.email);
-  if (!target) throw new AppError("USER_NOT_FOUND", `No user with e-mail ${input.email} has signed in yet; ask them to sign in once, then add them`);
+  if (!target) throw new AppError("USER_NOT_FOUND", `No user with the verified e-mail ${input.email} has signed in yet; ask them to sign in once, then add them`);
   for (let attempt = 0; ; attempt++) {
     if (attempt >= COUNTED_TRIES) throw new AppError("SERVICE_UNAVAILABLE", "Too many members are being added at once; try again", { retryable: true });
     const { plan, limits } = await limitsOfWorkspace(workspaceId);

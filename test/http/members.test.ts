@@ -4,11 +4,15 @@
  */
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { call, newUser, newWorkspace } from "../support/api";
+import { call, idp, newUser, newWorkspace } from "../support/api";
+import { db } from "../../core/db/service";
 import { expectEnvelope, userWithEmail } from "./_helpers";
 import { PLANS } from "../../core/billing/plans";
 
 const members = (id: string, userId?: string) => `/api/workspaces/${id}/members${userId ? `/${userId}` : ""}`;
+
+/** The identity-provider subject of a user (to sign a token for the same identity again). */
+const userSub = async (id: string) => (await db().entities.user.get({ id }).go()).data?.idp_id;
 
 async function add(workspaceId: string, token: string, email: string, role?: string) {
   return call("POST", members(workspaceId), { token, body: role ? { email, role } : { email } });
@@ -53,6 +57,36 @@ describe("workspace members", () => {
     const res = await add(workspace.id, owner.token, `nobody-${randomUUID().slice(0, 8)}@example.com`);
     expectEnvelope(res, 404, "USER_NOT_FOUND");
     expect((await call("GET", members(workspace.id), { token: owner.token })).body.total).toBe(1);
+  });
+
+  it("an address names its earliest user whose provider did not call it unverified, never one who merely claimed it", async () => {
+    const { owner, workspace } = await newWorkspace();
+    const email = `shared-${randomUUID().slice(0, 8)}@example.com`;
+    const signIn = async (verified: boolean | undefined) => {
+      const token = await idp().sign({ email, name: "Same address", sub: `idp|${randomUUID()}`, ...(verified === undefined ? {} : { email_verified: verified }) });
+      const me = await call("GET", "/api/auth/me", { token });
+      expect(me.status, me.text).toBe(200);
+      return { token, id: me.body.id as string };
+    };
+    // First to sign up: an identity whose provider says the address is not verified (anyone could claim it).
+    const claimer = await signIn(false);
+    expectEnvelope(await add(workspace.id, owner.token, email), 404, "USER_NOT_FOUND");
+    // The mailbox's owner signs in through two identities: the earlier of them is the one added, on every try.
+    const verified = await signIn(true);
+    const later = await signIn(undefined);
+    const added = await add(workspace.id, owner.token, email);
+    expect(added.status, added.text).toBe(201);
+    expect(added.body.user_id).toBe(verified.id);
+    expect([claimer.id, later.id]).not.toContain(added.body.user_id);
+
+    // Once its provider verifies the address, the first identity is the earliest owner of it.
+    const { owner: owner2, workspace: other } = await newWorkspace();
+    await signIn(true); // another identity, still later
+    const meAgain = await call("GET", "/api/auth/me", { token: await idp().sign({ email, sub: (await userSub(claimer.id)) ?? "", email_verified: true }) });
+    expect(meAgain.body.id).toBe(claimer.id);
+    const then = await add(other.id, owner2.token, email);
+    expect(then.status, then.text).toBe(201);
+    expect(then.body.user_id).toBe(claimer.id);
   });
 
   it("adding someone twice (or the owner) is 409 ALREADY_MEMBER and keeps the first role", async () => {
