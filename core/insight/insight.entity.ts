@@ -24,6 +24,14 @@ export const buildInsightEntity = () => new Entity({
     },
     frequency: { type: "number", required: true, default: 1 },
     mention_count: { type: "number", required: true, default: 1 },
+    /**
+     * Distinct mentions per source, written by synthesis (their sum is `mention_count`): a later synthesis of a known
+     * source replaces its count instead of adding it again. Absent on manual insights and on those stored before it.
+     */
+    mentions_by_source: {
+      type: "list",
+      items: { type: "map", properties: { source_id: { type: "string", required: true }, count: { type: "number", required: true } } },
+    },
     severity: { type: ["low", "medium", "high", "critical"] as const, required: true, default: "medium" },
     impact: { type: "string" },
     is_archived: { type: "boolean", required: true, default: false },

@@ -46,21 +46,50 @@ async function loadSource(item: Research.SourceItem): Promise<SynthesisSource> {
   };
 }
 
-/** Merge a draft into an existing insight: union of sources and quotes; counts recomputed (docs/decisions.md). */
-function mergedFields(existing: InsightItem, draft: InsightDraft) {
-  const sourceIds = [...new Set([...(existing.source_ids ?? []), ...draft.source_ids])];
-  const seen = new Set((existing.quotes ?? []).map((q) => q.text));
-  const quotes = [...(existing.quotes ?? [])];
+type MentionCounts = NonNullable<InsightItem["mentions_by_source"]>;
+
+/**
+ * The mention counts of an insight after a run's drafts merge into it (docs/decisions.md, "Mentions per source").
+ * Drafts of one run count different mentions, so their counts add up per source; a source the stored insight already
+ * counts was synthesized before, and the run counts its mentions again, so the larger of the two counts stands (not
+ * their sum). An insight stored without per-source counts (manual, or older) keeps its total for its known sources and
+ * adds only the new sources' mentions.
+ * @param stored the insight as read when the run began
+ * @param run the run's mentions per source id into this insight (summed over its drafts)
+ */
+export function mergedMentions(stored: Pick<InsightItem, "mention_count" | "mentions_by_source" | "source_ids">, run: ReadonlyMap<string, number>): { mention_count: number; mentions_by_source?: MentionCounts } {
+  if (!stored.mentions_by_source) {
+    const known = new Set(stored.source_ids ?? []);
+    let added = 0;
+    let knownAgain = 0;
+    for (const [id, n] of run) {
+      if (known.has(id)) knownAgain += n;
+      else added += n;
+    }
+    return { mention_count: Math.max(stored.mention_count, knownAgain) + added };
+  }
+  const counts = new Map(stored.mentions_by_source.map((m) => [m.source_id, m.count]));
+  for (const [id, n] of run) counts.set(id, Math.max(counts.get(id) ?? 0, n));
+  const mentions_by_source = [...counts].map(([source_id, count]) => ({ source_id, count }));
+  return { mention_count: mentions_by_source.reduce((a, m) => a + m.count, 0), mentions_by_source };
+}
+
+/**
+ * Merge a draft into an existing insight: union of sources and quotes (at most 12), frequency recomputed; the mention
+ * counts are `mergedMentions` of the run's drafts into it so far.
+ */
+function mergedFields(stored: InsightItem, current: InsightItem, draft: InsightDraft, run: Map<string, number>) {
+  const sourceIds = [...new Set([...(current.source_ids ?? []), ...draft.source_ids])];
+  const seen = new Set((current.quotes ?? []).map((q) => q.text));
+  const quotes = [...(current.quotes ?? [])];
   for (const q of draft.quotes) {
     if (!seen.has(q.text) && quotes.length < 12) {
       quotes.push({ text: q.text, source_id: q.source_id, ...(q.speaker ? { speaker: q.speaker } : {}) });
       seen.add(q.text);
     }
   }
-  // Re-synthesising sources already counted must not double their mentions.
-  const onlyKnownSources = draft.source_ids.every((id) => (existing.source_ids ?? []).includes(id));
-  const mention_count = onlyKnownSources ? Math.max(existing.mention_count, draft.mention_count) : existing.mention_count + draft.mention_count;
-  return { source_ids: sourceIds, quotes, frequency: sourceIds.length, mention_count };
+  for (const [id, n] of Object.entries(draft.mentions_by_source)) run.set(id, (run.get(id) ?? 0) + n);
+  return { source_ids: sourceIds, quotes, frequency: sourceIds.length, ...mergedMentions(stored, run) };
 }
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
@@ -170,17 +199,21 @@ export async function synthesize(userId: string, input: SynthesizeInput, opts: A
       (r) => ({ insights: r.insights.map((i) => i.title), stats: r.stats }),
     );
     const texts = new Map(sources.map((s) => [s.id, { extracted_text: s.extracted_text }]));
-    const byId = new Map(existingItems.map((i) => [i.id, i]));
+    const stored = new Map(existingItems.map((i) => [i.id, i]));
+    const byId = new Map(stored);
     const tag = tagOf(opts);
     const creates: Parameters<ReturnType<typeof db>["entities"]["insight"]["create"]>[0][] = [];
     const merged: { insight_id: string; title: string }[] = [];
     const mergedFieldsOf = new Map<string, ReturnType<typeof mergedFields>>();
+    const runMentions = new Map<string, Map<string, number>>(); // per merged insight: its run's mentions per source
     for (const draft of output.insights) {
       // Belt and braces: the engines ground their quotes; storage checks again.
       const quotes = groundQuotes(draft.quotes, texts);
       const target = draft.merge_into ? byId.get(draft.merge_into) : undefined;
       if (target) {
-        const fields = mergedFields(target, { ...draft, quotes });
+        const run = runMentions.get(target.id) ?? new Map<string, number>();
+        runMentions.set(target.id, run);
+        const fields = mergedFields(stored.get(target.id)!, target, { ...draft, quotes }, run);
         // Two drafts may match the same insight: the next one merges into this result (not the stale item, which
         // would drop this merge), and the insight is written once, with every merge (a transaction writes an item
         // at most once).
@@ -199,6 +232,7 @@ export async function synthesize(userId: string, input: SynthesizeInput, opts: A
         quotes: quotes.map((q) => ({ text: q.text, source_id: q.source_id, ...(q.speaker ? { speaker: q.speaker } : {}) })),
         frequency: draft.frequency,
         mention_count: draft.mention_count,
+        mentions_by_source: Object.entries(draft.mentions_by_source).map(([source_id, count]) => ({ source_id, count })),
         severity: draft.severity,
         origin: "synthesis",
         vector: encodeVector(draft.vector),

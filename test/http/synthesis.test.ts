@@ -82,6 +82,12 @@ describe("POST /api/research/synthesize", () => {
       for (const s of insight.source_ids) expect(ctx.sourceIds).toContain(s);
     }
     first = res.body;
+    // Mentions are stored per source too (a later run over a known source replaces its count, never adds it again).
+    for (const id of res.body.insight_ids as string[]) {
+      const item = (await db().entities.insight.get({ workspace_id: ctx.workspaceId, id }).go()).data!;
+      expect(item.mentions_by_source!.reduce((n, m) => n + m.count, 0)).toBe(item.mention_count);
+      expect(new Set(item.mentions_by_source!.map((m) => m.source_id))).toEqual(new Set(item.source_ids));
+    }
 
     const listed = await call("GET", "/api/insights", { token: ctx.token, query: { workspace_id: ctx.workspaceId } });
     expect(new Set(listed.body.insights.map((i: Insight) => i.id))).toEqual(new Set(res.body.insight_ids));

@@ -15,7 +15,7 @@ import { dot, toMatrix, type Matrix } from "../vectors";
 import { centroidOf, sphericalKMeans } from "./cluster";
 import type { InsightType, Severity } from "./classify";
 import { markDuplicates } from "./dedup";
-import { collectMentions, DEFAULT_OPTIONS, type Mention } from "./index";
+import { collectMentions, DEFAULT_OPTIONS, unitsBySource, type Mention } from "./index";
 import { groundQuotes, pickQuotes } from "./quotes";
 import { surveyInsights } from "./survey";
 import type { ExistingInsight, InsightDraft, SynthesisOptions, SynthesisOutput, SynthesisSource } from "./types";
@@ -180,6 +180,7 @@ export async function synthesizeWithModel(input: ModelSynthesisInput): Promise<S
       source_ids,
       frequency: source_ids.length,
       mention_count: new Set(members.map((i) => `${corpus.mentions[i].sourceIndex}:${corpus.mentions[i].unitIndex}`)).size,
+      mentions_by_source: unitsBySource(members, (i) => corpus.mentions[i], sources.map((s) => s.id)),
       vector: centroid,
       embedder_id: embedder.id,
       cohesion: Math.round((cohesion / members.length) * 1000) / 1000,
@@ -204,6 +205,7 @@ export async function synthesizeWithModel(input: ModelSynthesisInput): Promise<S
     twin.source_ids = [...new Set([...twin.source_ids, ...d.source_ids])];
     twin.frequency = twin.source_ids.length;
     twin.mention_count = new Set(twin.members.map((i) => `${corpus.mentions[i].sourceIndex}:${corpus.mentions[i].unitIndex}`)).size;
+    twin.mentions_by_source = unitsBySource(twin.members, (i) => corpus.mentions[i], sources.map((s) => s.id));
     twin.quotes = groundQuotes([...twin.quotes, ...d.quotes], sourcesById).slice(0, 5);
   }
   // Closed survey questions: the same figures as the local engine, counted from the answers, never by the model.

@@ -284,6 +284,21 @@ function distinctUnits(mentions: Mention[], members: number[]): number {
   return new Set(members.map((i) => unitKey(mentions[i]))).size;
 }
 
+/**
+ * Distinct units per source id of a cluster's members (their sum is `distinctUnits`): a draft's `mentions_by_source`.
+ * @param sourceIds the run's source ids, by source index
+ */
+export function unitsBySource(members: readonly number[], at: (i: number) => { sourceIndex: number; unitIndex: number }, sourceIds: readonly string[]): Record<string, number> {
+  const units = new Map<number, Set<number>>();
+  for (const i of members) {
+    const m = at(i);
+    const set = units.get(m.sourceIndex) ?? new Set<number>();
+    set.add(m.unitIndex);
+    units.set(m.sourceIndex, set);
+  }
+  return Object.fromEntries([...units].map(([s, set]) => [sourceIds[s], set.size]));
+}
+
 function listJoin(items: string[]): string {
   if (items.length <= 1) return items.join("");
   return `${items.slice(0, -1).join(", ")} and ${items[items.length - 1]}`;
@@ -627,6 +642,7 @@ function themeDrafts(
       source_ids,
       frequency,
       mention_count,
+      mentions_by_source: unitsBySource(members, (i) => mentions[i], sources.map((s) => s.id)),
       vector: centroid,
       embedder_id: embedder.id,
       keyphrases: top.map((t) => t.surface),

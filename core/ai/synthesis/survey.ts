@@ -430,6 +430,7 @@ export async function surveyInsights(sources: SynthesisSource[], corpus: SurveyC
       source_ids: [sources[si].id],
       frequency: 1,
       mention_count: f.n,
+      mentions_by_source: { [sources[si].id]: f.n },
       vector: anchor,
       embedder_id: embedder.id,
       cohesion: Math.round((sims.reduce((a, b) => a + b, 0) / Math.max(1, sims.length)) * 1000) / 1000,

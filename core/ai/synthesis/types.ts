@@ -78,6 +78,11 @@ export interface InsightDraft {
   frequency: number;
   /** Distinct mentions (units: survey answers, transcript turns, comments). */
   mention_count: number;
+  /**
+   * Distinct mentions per source id (their sum is `mention_count`). A later synthesis of the same sources merging into
+   * the stored insight replaces a source's count instead of adding it again (core/insight/synthesis.ts).
+   */
+  mentions_by_source: Record<string, number>;
   /** Unit-length centroid of its mentions (embedder `embedder_id`), for search and later merges. */
   vector: Float32Array;
   embedder_id: string;
