@@ -440,6 +440,7 @@ async function execute(
                     onUsage,
                   });
                 },
+                onUsage,
               }),
             );
           } catch (err) {

@@ -16,7 +16,7 @@
  *
  * Runs that stop early (turns used up, cut, aborted) are not judged: there is no finished answer to judge.
  */
-import type { ConversationTurn } from "../ai/ports";
+import type { CallUsage, ConversationTurn } from "../ai/ports";
 import type { AgentEvent, AgentRunResult } from "../agent/loop";
 import type { RunQuality } from "../agent/index";
 import { PLANS, type Plan as BillingPlan } from "../billing/plans";
@@ -182,8 +182,9 @@ export class Harness {
    * Run the agent (one loop, a mission's threads, or a synthesis swarm), then judge and repair it (see the file's
    * header). The result is the run as a whole: the final answer, every attempt's steps, turns and usage summed.
    * @param o.messages the conversation handed to the loop (history, then the user's prompt)
+   * @param o.onUsage told of each repair's model usage as it is spent (the loop's own calls report through the loop)
    */
-  async run(o: { loop: LoopRunner; messages: ConversationTurn[]; system: string }): Promise<AgentRunResult> {
+  async run(o: { loop: LoopRunner; messages: ConversationTurn[]; system: string; onUsage?: (u: CallUsage) => void }): Promise<AgentRunResult> {
     const swarm = (this.o.entry === "synthesis" || this.o.entry === "pipeline") && swarmApplies(!!(this.o.plan && PLANS[this.o.plan]?.has_synthesis_swarm), this.artifacts.sourceCount);
     let result: AgentRunResult;
     if (this.selection && this.missionId) {
@@ -248,7 +249,7 @@ export class Harness {
   }
 
   /** Judge; below the threshold repair and judge again; record the quality; close with validation_sync. */
-  private async judgeAndRepair(first: AgentRunResult, o: { loop: LoopRunner; system: string }): Promise<AgentRunResult> {
+  private async judgeAndRepair(first: AgentRunResult, o: { loop: LoopRunner; system: string; onUsage?: (u: CallUsage) => void }): Promise<AgentRunResult> {
     let current = first;
     let verdict = await this.judge(current, 1);
     let retries = 0;
@@ -283,6 +284,7 @@ export class Harness {
         rewrites_answer: !!turn,
       });
       for (const u of fixed?.usage ?? []) {
+        o.onUsage?.(u); // counted as it is spent: a run that fails after its repairs is charged for them too
         current.usage.inputTokens += u.inputTokens;
         current.usage.outputTokens += u.outputTokens;
         current.usage.costUsd += u.costUsd;

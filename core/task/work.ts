@@ -95,6 +95,8 @@ async function agentResearch(ctx: WorkContext, prompt: string, agentType: AgentT
         tier: "mid",
         maxTurns: TASK_MAX_TURNS,
         signal: ctx.signal,
+        // Each model call counts as it ends: a run that fails after some calls is charged and recorded with them.
+        onUsage: (u) => usage.add(u),
         emit: (e) => {
           if (e.event === "tool_use") {
             turns++;
@@ -103,7 +105,6 @@ async function agentResearch(ctx: WorkContext, prompt: string, agentType: AgentT
           }
         },
       });
-      usage.add({ modelId: r.usage.modelId ?? model.engine, tier: "mid", inputTokens: r.usage.inputTokens, outputTokens: r.usage.outputTokens, costUsd: r.usage.costUsd, latencyMs: 0, attempts: r.usage.calls });
       return r;
     },
     (r) => ({ status: r.status, stop_reason: r.stopReason, num_turns: r.numTurns, tools: r.steps.map((s) => s.name) }),

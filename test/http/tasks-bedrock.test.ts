@@ -9,10 +9,12 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { call, newWorkspace } from "../support/api";
 import { waitFor } from "../support/multipart";
 import { topUp } from "../support/billing";
-import { recorded } from "../support/bedrock-stream";
+import { recorded, type Frame } from "../support/bedrock-stream";
 import { startBedrockServer, type BedrockServer } from "../support/bedrock-server";
 import { runsOf } from "../../core/agent";
 import { readTask, runIdOf, TASK_TIMEOUT_SECONDS } from "../../core/task";
+import { DEFAULT_CATALOGUE, modelCostUsd } from "../../core/ai/catalogue";
+import { creditsFor } from "../../core/billing/credits";
 
 process.env.AI_ENGINE = "bedrock";
 process.env.AWS_ACCESS_KEY_ID = "AKIDEXAMPLE";
@@ -96,5 +98,32 @@ describe("cancel of a running task", () => {
     expect(after.status).toBe("cancelled");
     expect(after.error).toBeUndefined();
     expect(after.completed_at).toBe(res.body.completed_at);
+  });
+});
+
+describe("a task whose agent run fails after some model calls", () => {
+  it("is recorded and charged with the calls it made (it was recorded at 0 tokens, 0 cost)", async () => {
+    const toolTurn: Frame[] = [
+      { type: "messageStart", body: { role: "assistant" } },
+      { type: "contentBlockStart", body: { contentBlockIndex: 0, start: { toolUse: { toolUseId: "tooluse_task_1", name: "search_insights" } } } },
+      { type: "contentBlockDelta", body: { contentBlockIndex: 0, delta: { toolUse: { input: JSON.stringify({ query: "sign-in", limit: 3 }) } } } },
+      { type: "contentBlockStop", body: { contentBlockIndex: 0 } },
+      { type: "messageStop", body: { stopReason: "tool_use" } },
+      { type: "metadata", body: { usage: { inputTokens: 3800, outputTokens: 70, totalTokens: 3870 }, metrics: { latencyMs: 800 } } },
+    ];
+    // The second call is refused in its stream (not transient: no retry of the call), and the run fails.
+    const refused: Frame[] = [
+      { type: "messageStart", body: { role: "assistant" } },
+      { type: "validationException", messageType: "exception", body: { message: "Input is too long for requested model." } },
+    ];
+    bedrock.reply({ frames: toolTurn }, { frames: refused });
+    const res = await call("POST", "/api/tasks/spawn", { token: owner.token, body: { workspace_id: ws, conversation_id: conv, task_type: "research", prompt: "What do users say about sign-in?" } });
+    expect(res.status, res.text).toBe(201);
+    const run = await waitFor(async () => (await runsOf(ws)).find((r) => r.id === runIdOf(res.body.id)), 30_000, 20);
+    const mid = DEFAULT_CATALOGUE.find((m) => m.tier === "mid")!;
+    expect(run).toMatchObject({ status: "failed", tokens_used: 3870 });
+    expect(run.cost_usd).toBeCloseTo(modelCostUsd(mid, 3800, 70), 6);
+    expect(run.credits_charged).toBe(creditsFor(modelCostUsd(mid, 3800, 70), "failed"));
+    expect(run.credits_charged).toBeGreaterThan(0.25);
   });
 });
