@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { CallUsage, ConversationTurn, ModelTier } from "../ai/ports";
 import { catalogue, outputTokens, type CatalogueModel } from "../ai/catalogue";
-import { validTurns } from "../ai/turns";
+import { recentHistory, validTurns } from "../ai/turns";
 import { aiEngine } from "../ai/select";
 import { Config } from "../config";
 import { agentModel, prefetchPrompt } from "./engine";
@@ -385,7 +385,8 @@ async function execute(
       // handed on alternate and hold no blank block.
       const messages: ConversationTurn[] = validTurns(
         [
-          ...history.map((m) => ({ role: m.role, content: [{ type: "text" as const, text: m.content }] })),
+          // The newest messages that fit the history's share of the model's context window (HISTORY_MAX_CHARS).
+          ...recentHistory(history).map((m) => ({ role: m.role, content: [{ type: "text" as const, text: m.content }] })),
           { role: "user", content: [{ type: "text", text: preface ? `${spec.prompt}\n\n${preface}` : spec.prompt }] },
         ],
         { tools: true, thinking: !!spec.choice.thinking },

@@ -89,3 +89,35 @@ function orderThinkingFirst(turn: ConversationTurn): ConversationTurn {
   if (thinking.length === 0 || turn.content.slice(0, thinking.length).every(isThinking)) return turn;
   return { role: turn.role, content: [...thinking, ...turn.content.filter((p) => !isThinking(p))] };
 }
+
+/**
+ * Characters of earlier conversation a run is handed at most: about 30,000–40,000 tokens of English. Claude's
+ * context window is 200,000 tokens and holds the request's `max_tokens` too (up to 64,000 on Sonnet 4), the system
+ * prompt, the tools and the run's own tool results (24,000 characters each), so a long conversation is cut here
+ * rather than refused by the model on every later message ("Input is too long").
+ */
+export const HISTORY_MAX_CHARS = 120_000;
+
+/** Put before the kept end of a message cut to fit the history. */
+const CUT_MARK = "[…the start of this message is cut]\n";
+
+/**
+ * The newest of `messages` (oldest first) whose text fits in `maxChars` together, oldest first. A newest message
+ * longer than the budget on its own is kept by its end (the part a reply follows on from), marked as cut.
+ * @param maxChars a budget of characters (default HISTORY_MAX_CHARS)
+ */
+export function recentHistory<T extends { content: string }>(messages: readonly T[], maxChars = HISTORY_MAX_CHARS): T[] {
+  const kept: T[] = [];
+  let left = maxChars;
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i]!;
+    if (m.content.length <= left) {
+      kept.push(m);
+      left -= m.content.length;
+      continue;
+    }
+    if (kept.length === 0) kept.push({ ...m, content: `${CUT_MARK}${m.content.slice(m.content.length - Math.max(0, maxChars - CUT_MARK.length))}` });
+    break;
+  }
+  return kept.reverse();
+}

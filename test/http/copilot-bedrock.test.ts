@@ -17,6 +17,7 @@ import { acquireStreamSlot, MAX_STREAMS_PER_USER, prepareChat, type EventSink } 
 import { QUERY_BUDGET_MS } from "../../core/agent/loop";
 import * as Chat from "../../core/chat";
 import { creditsFor } from "../../core/billing/credits";
+import { HISTORY_MAX_CHARS } from "../../core/ai/turns";
 
 process.env.AI_ENGINE = "bedrock";
 process.env.AWS_ACCESS_KEY_ID = "AKIDEXAMPLE";
@@ -261,5 +262,27 @@ describe("a run that fails after some model calls", () => {
     // Spec 02: failed with cost, at least 0.25, and the metered cost (0.5-credit steps).
     expect(run.credits_charged).toBe(creditsFor(modelCostUsd(haiku, 3800, 70), "failed"));
     expect(run.credits_charged).toBeGreaterThan(0);
+  });
+});
+
+describe("a conversation longer than the model's context window allows", () => {
+  it("hands the model only its newest messages within the history budget (it sent all 20, up to 2,000,000 characters)", async () => {
+    const conv = (await call("POST", "/api/chat/conversations", { token: owner.token, body: { workspace_id: ws } })).body;
+    const key = { id: conv.id as string, workspace_id: ws, user_id: owner.id };
+    // 12 stored messages of 40,000 characters each: 480,000 characters, past any Claude model's window with the rest.
+    for (let i = 0; i < 12; i++) await Chat.appendMessage(key, { role: i % 2 ? "assistant" : "user", content: `message ${i}: ${"words of research ".repeat(2_222)}`.slice(0, 40_000) });
+    bedrock.reply({ frames: recorded("claude-v2-text.json").frames });
+    const before = bedrock.requests.length;
+    const events = await readStream(gw.base, "/api/stream/chat", owner.token, { workspace_id: ws, conversation_id: conv.id, prompt: "And what next?", model: haiku.id, effort: "low" });
+    expect(events.at(-1)!.event).toBe("done");
+    expect(of(events, "error")).toEqual([]);
+    const sent = bedrock.requests[before]!.body.messages as { role: string; content: { text?: string }[] }[];
+    const texts = sent.flatMap((m) => m.content.flatMap((c) => (c.text ? [c.text] : [])));
+    expect(texts.join("").length).toBeLessThanOrEqual(HISTORY_MAX_CHARS + 10_000);
+    // The newest stored messages and the prompt are there; the oldest are not.
+    expect(texts.some((t) => t.startsWith("message 11:"))).toBe(true);
+    expect(texts.some((t) => t.startsWith("message 0:"))).toBe(false);
+    expect(texts.at(-1)).toContain("And what next?");
+    expect(sent[0]!.role).toBe("user");
   });
 });
