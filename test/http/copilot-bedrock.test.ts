@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { call, newWorkspace } from "../support/api";
 import { liveGateway, readStream, type WireEvent } from "../support/sse";
-import { recorded, type Frame } from "../support/bedrock-stream";
+import { recorded, refusedTurn, toolCallTurn, type Frame } from "../support/bedrock-stream";
 import { startBedrockServer, type BedrockServer } from "../support/bedrock-server";
 import { expectEnvelope } from "./_helpers";
 import { topUp } from "../support/billing";
@@ -239,20 +239,9 @@ describe("a client that leaves, and the 300 s budget", () => {
 
 describe("a run that fails after some model calls", () => {
   it("is recorded and charged with the calls it made (it was recorded at 0 tokens, 0 cost, 0 credits)", async () => {
-    const toolTurn: Frame[] = [
-      { type: "messageStart", body: { role: "assistant" } },
-      { type: "contentBlockStart", body: { contentBlockIndex: 0, start: { toolUse: { toolUseId: "tooluse_fail_1", name: "search_insights" } } } },
-      { type: "contentBlockDelta", body: { contentBlockIndex: 0, delta: { toolUse: { input: JSON.stringify({ query: "sign-in", limit: 3 }) } } } },
-      { type: "contentBlockStop", body: { contentBlockIndex: 0 } },
-      { type: "messageStop", body: { stopReason: "tool_use" } },
-      { type: "metadata", body: { usage: { inputTokens: 3800, outputTokens: 70, totalTokens: 3870 }, metrics: { latencyMs: 800 } } },
-    ];
-    // The second call is refused in its stream (not a transient error: no retry), and the run fails.
-    const refused: Frame[] = [
-      { type: "messageStart", body: { role: "assistant" } },
-      { type: "validationException", messageType: "exception", body: { message: "Input is too long for requested model." } },
-    ];
-    bedrock.reply({ frames: toolTurn }, { frames: refused });
+    // A tool call, then the second call refused in its stream (not transient: no retry), and the run fails.
+    const toolTurn = toolCallTurn("tooluse_fail_1", "search_insights", { query: "sign-in", limit: 3 }, { inputTokens: 3800, outputTokens: 70 });
+    bedrock.reply({ frames: toolTurn }, { frames: refusedTurn() });
     const events = await readStream(gw.base, "/api/stream/chat", owner.token, { workspace_id: ws, prompt: "Search sign-in problems", model: haiku.id, effort: "low" });
     expect(of(events, "error")).toHaveLength(1);
     const done = events.at(-1)!.data;

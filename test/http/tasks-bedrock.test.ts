@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { call, newWorkspace } from "../support/api";
 import { waitFor } from "../support/multipart";
 import { topUp } from "../support/billing";
-import { recorded, type Frame } from "../support/bedrock-stream";
+import { recorded, refusedTurn, toolCallTurn, type Frame } from "../support/bedrock-stream";
 import { startBedrockServer, type BedrockServer } from "../support/bedrock-server";
 import { runsOf } from "../../core/agent";
 import { readTask, runIdOf, TASK_TIMEOUT_SECONDS } from "../../core/task";
@@ -103,20 +103,9 @@ describe("cancel of a running task", () => {
 
 describe("a task whose agent run fails after some model calls", () => {
   it("is recorded and charged with the calls it made (it was recorded at 0 tokens, 0 cost)", async () => {
-    const toolTurn: Frame[] = [
-      { type: "messageStart", body: { role: "assistant" } },
-      { type: "contentBlockStart", body: { contentBlockIndex: 0, start: { toolUse: { toolUseId: "tooluse_task_1", name: "search_insights" } } } },
-      { type: "contentBlockDelta", body: { contentBlockIndex: 0, delta: { toolUse: { input: JSON.stringify({ query: "sign-in", limit: 3 }) } } } },
-      { type: "contentBlockStop", body: { contentBlockIndex: 0 } },
-      { type: "messageStop", body: { stopReason: "tool_use" } },
-      { type: "metadata", body: { usage: { inputTokens: 3800, outputTokens: 70, totalTokens: 3870 }, metrics: { latencyMs: 800 } } },
-    ];
-    // The second call is refused in its stream (not transient: no retry of the call), and the run fails.
-    const refused: Frame[] = [
-      { type: "messageStart", body: { role: "assistant" } },
-      { type: "validationException", messageType: "exception", body: { message: "Input is too long for requested model." } },
-    ];
-    bedrock.reply({ frames: toolTurn }, { frames: refused });
+    // A tool call, then the second call refused in its stream (not transient: no retry), and the run fails.
+    const toolTurn = toolCallTurn("tooluse_task_1", "search_insights", { query: "sign-in", limit: 3 }, { inputTokens: 3800, outputTokens: 70 });
+    bedrock.reply({ frames: toolTurn }, { frames: refusedTurn() });
     const res = await call("POST", "/api/tasks/spawn", { token: owner.token, body: { workspace_id: ws, conversation_id: conv, task_type: "research", prompt: "What do users say about sign-in?" } });
     expect(res.status, res.text).toBe(201);
     const run = await waitFor(async () => (await runsOf(ws)).find((r) => r.id === runIdOf(res.body.id)), 30_000, 20);

@@ -54,6 +54,27 @@ export function recorded(name: string): Recording {
 
 const codec = new EventStreamCodec(toUtf8, fromUtf8);
 
+/**
+ * A ConverseStream turn that calls one tool and stops for its result, framed as the recorded Claude tool turns are
+ * (test/fixtures/bedrock-recorded), with the given usage in its metadata frame.
+ */
+export function toolCallTurn(toolUseId: string, name: string, input: Record<string, unknown>, usage: { inputTokens: number; outputTokens: number }): Frame[] {
+  return [
+    { type: "messageStart", body: { role: "assistant" } },
+    { type: "contentBlockStart", body: { contentBlockIndex: 0, start: { toolUse: { toolUseId, name } } } },
+    { type: "contentBlockDelta", body: { contentBlockIndex: 0, delta: { toolUse: { input: JSON.stringify(input) } } } },
+    { type: "contentBlockStop", body: { contentBlockIndex: 0 } },
+    { type: "messageStop", body: { stopReason: "tool_use" } },
+    { type: "metadata", body: { usage: { ...usage, totalTokens: usage.inputTokens + usage.outputTokens }, metrics: { latencyMs: 800 } } },
+  ];
+}
+
+/** A ConverseStream refused in its stream by a ValidationException (not transient: the SDK does not retry it). */
+export const refusedTurn = (message = "Input is too long for requested model."): Frame[] => [
+  { type: "messageStart", body: { role: "assistant" } },
+  { type: "validationException", messageType: "exception", body: { message } },
+];
+
 export function encode(frame: Frame): Uint8Array {
   const messageType = frame.messageType ?? "event";
   return codec.encode({
