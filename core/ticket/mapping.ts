@@ -81,6 +81,7 @@ export function linearCategory(state: { type: string; name?: string }): TicketCa
       return "done";
     case "canceled":
     case "cancelled":
+    case "duplicate": // Linear's Duplicate state: closed without being done, as GitHub's state_reason duplicate
       return "cancelled";
     default:
       return null;

@@ -89,8 +89,10 @@ describe("teams", () => {
     const eng = res.body.teams[0];
     expect(eng.selected).toBe(true);
     expect(res.body.teams[1].selected).toBe(false);
-    expect(eng.states.map((s: { name: string }) => s.name)).toEqual(["Triage", "Backlog", "Todo", "In Progress", "In Review", "Done", "Canceled"]);
+    expect(eng.states.map((s: { name: string }) => s.name)).toEqual(["Triage", "Backlog", "Todo", "In Progress", "In Review", "Done", "Canceled", "Duplicate"]);
     expect(eng.states[5]).toMatchObject({ type: "completed", position: 4 });
+    // Linear's `canceled` and `duplicate` in the spec's word.
+    expect(eng.states.slice(6).map((s: { type: string }) => s.type)).toEqual(["cancelled", "cancelled"]);
     expect(eng.projects.map((p: { name: string }) => p.name)).toEqual(["Mobile onboarding", "Mobile payments"]);
     expect(eng.labels.map((l: { name: string }) => l.name)).toEqual(["Bug", "Feature", "Research"]);
   });
@@ -186,12 +188,14 @@ describe("sync", () => {
     linear.moveTo(recs[1]!.issueId, "Canceled");
     linear.moveTo(recs[2]!.issueId, "In Progress");
     linear.moveTo(recs[3]!.issueId, "Done");
+    // Linear's own types: Canceled is `canceled`, Duplicate is `duplicate`; both close the issue (spec 02: cancelled).
+    linear.moveTo(recs[4]!.issueId, "Duplicate");
     const mark2 = linear.requests.length;
     const res = await call("POST", "/api/integrations/planner/sync", { token: owner.token, body: q(workspace.id) });
-    expect(res.body).toEqual({ synced_count: 5, updated_count: 4, queued_count: 0 });
+    expect(res.body).toEqual({ synced_count: 5, updated_count: 5, queued_count: 0 });
     expect(linear.count("PlannerIssues", mark2)).toBe(1);
     expect(linear.requests.length - mark2).toBe(1);
-    expect(await Promise.all(recs.map((r) => statusOf(owner.token, r.id)))).toEqual(["implemented", "implemented", "suggested", "rejected", "suggested"]);
+    expect(await Promise.all(recs.map((r) => statusOf(owner.token, r.id)))).toEqual(["implemented", "implemented", "suggested", "rejected", "implemented"]);
     const links = await call("GET", "/api/integrations/planner/links", { token: owner.token, query: q(workspace.id, { recommendation_id: recs[1]!.id }) });
     expect(links.body.links[0]).toMatchObject({ state: "Canceled", state_type: "cancelled", last_synced_at: expect.any(String) });
     const status = await call("GET", "/api/integrations/planner/status", { token: owner.token, query: q(workspace.id) });

@@ -134,7 +134,7 @@ export class LinearStandIn extends StandIn<LinearFailure> {
     const cycles = opts.cycles ? [cycle(1, -20), cycle(2, -6), cycle(3, 8)] : [];
     const team: StoredTeam = {
       id, key, name,
-      states: [state("Done", "completed", 4), state("Backlog", "backlog", 0), state("In Progress", "started", 2), state("Todo", "unstarted", 1), state("In Review", "started", 3), state("Canceled", "cancelled", 5), state("Triage", "triage", -1)],
+      states: [state("Done", "completed", 4), state("Backlog", "backlog", 0), state("In Progress", "started", 2), state("Todo", "unstarted", 1), state("In Review", "started", 3), state("Canceled", "canceled", 5), state("Duplicate", "duplicate", 6), state("Triage", "triage", -1)],
       labels: [{ id: randomUUID(), name: "Bug", color: "#eb5757" }, { id: randomUUID(), name: "Feature", color: "#bb87fc" }, { id: randomUUID(), name: "Research", color: "#4ea7fc" }],
       projects: ["Mobile onboarding", "Mobile payments"].map((p) => ({
         id: randomUUID(), name: `${p}`, state: "started", description: `${p} for ${name}`, url: `${LINEAR_WEB}/acme/project/${p.toLowerCase().replace(/ /g, "-")}`,

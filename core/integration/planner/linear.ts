@@ -162,7 +162,7 @@ const toIssue = (i: IssueNode): PlannerIssue => ({
   url: i.url,
   priority: i.priority,
   priority_label: i.priorityLabel,
-  state: i.state ? { id: i.state.id, name: i.state.name, type: i.state.type } : null,
+  state: i.state ? { id: i.state.id, name: i.state.name, type: stateTypeOf(i.state.type) } : null,
   assignee: i.assignee ? { id: i.assignee.id, name: i.assignee.displayName || i.assignee.name } : null,
   project: i.project ? { id: i.project.id, name: i.project.name } : null,
   cycle: i.cycle ? { id: i.cycle.id, number: i.cycle.number, name: i.cycle.name ?? null } : null,
@@ -173,12 +173,24 @@ const toIssue = (i: IssueNode): PlannerIssue => ({
   updated_at: i.updatedAt,
 });
 
+/**
+ * A workflow state's type in the spec's words (spec 02: "completed or cancelled"): Linear spells it `canceled`, and
+ * its Duplicate state has the type `duplicate`; both close an issue without doing it, so both are `cancelled` here.
+ */
+export const stateTypeOf = (type: string): string => (type === "canceled" || type === "duplicate" ? "cancelled" : type);
+
+/** A state-type filter in the spec's words as Linear's: `cancelled` asks for both of Linear's types that mean it. */
+function linearTypeFilter(f: NonNullable<IssueQuery["stateTypes"]>): L.StringComparator {
+  const own = (types: readonly string[]) => [...new Set(types.flatMap((t) => (t === "cancelled" ? ["canceled", "duplicate"] : [t])))];
+  return { ...(f.in ? { in: own(f.in) } : {}), ...(f.nin ? { nin: own(f.nin) } : {}) };
+}
+
 const toTeam = (t: TeamNode): PlannerTeam => ({
   id: t.id,
   key: t.key,
   name: t.name,
   projects: t.projects.nodes.map((p) => ({ id: p.id, name: p.name, state: p.state })),
-  states: [...t.states.nodes].sort((a, b) => a.position - b.position).map((s) => ({ id: s.id, name: s.name, type: s.type, position: s.position, color: s.color })),
+  states: [...t.states.nodes].sort((a, b) => a.position - b.position).map((s) => ({ id: s.id, name: s.name, type: stateTypeOf(s.type), position: s.position, color: s.color })),
   labels: t.labels.nodes.map((l) => ({ id: l.id, name: l.name, color: l.color })),
 });
 
@@ -268,7 +280,7 @@ export function linear(accessToken: string): Planner {
     async queryIssues(q: IssueQuery, first) {
       const filter: L.IssueFilter = {
         team: { id: { eq: q.teamId } },
-        ...(q.stateTypes ? { state: { type: q.stateTypes } } : {}),
+        ...(q.stateTypes ? { state: { type: linearTypeFilter(q.stateTypes) } } : {}),
         ...(q.assigneeId ? { assignee: { id: { eq: q.assigneeId } } } : {}),
         ...(q.projectId ? { project: { id: { eq: q.projectId } } } : {}),
         ...(q.labelId ? { labels: { some: { id: { eq: q.labelId } } } } : {}),

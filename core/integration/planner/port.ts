@@ -6,7 +6,10 @@
 /** A workflow state's category: what sync maps, never the state's name (DESIGN.md 6.4). */
 export type StateType = "triage" | "backlog" | "unstarted" | "started" | "completed" | "cancelled";
 
-/** State types that close an issue: sync moves its recommendation to implemented (spec 02). */
+/**
+ * State types that close an issue: sync moves its recommendation to implemented (spec 02). Adapters give types in
+ * these words (Linear's `canceled` and `duplicate` arrive as `cancelled`, core/integration/planner/linear.ts).
+ */
 export const CLOSED_STATE_TYPES: readonly string[] = ["completed", "cancelled"];
 
 export interface PlannerState {
