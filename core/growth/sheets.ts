@@ -1,7 +1,8 @@
 /**
  * Where `POST /api/admin/plg/sync-sheets` writes the waitlist (spec 02: "syncs waitlist data to a spreadsheet
  * service"). One port, two targets: the Google Sheets API in deployed stages (`@googleapis/sheets`, a service account),
- * a CSV file under `.data/` on the local stage with exactly the rows the sheet gets (header first).
+ * a CSV file under `.data/` on the local stage with the rows the sheet gets (header first; formula-like cells marked
+ * as text, see `CsvSheet`).
  */
 import { mkdir, rename, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
@@ -16,13 +17,18 @@ export interface SheetTarget {
   replaceRows(rows: string[][]): Promise<void>;
 }
 
-/** The local stand-in: the rows as one RFC 4180 CSV file, written to a temporary name and renamed. */
+/**
+ * The local stand-in: the rows as one RFC 4180 CSV file, written to a temporary name and renamed. A cell a
+ * spreadsheet would run as a formula (starting with =, +, -, @, tab or carriage return: OWASP's CSV injection list) is
+ * written with a leading `'`, which spreadsheets read as "text": anyone may join the waitlist, so a name or a source
+ * is someone else's text. (The Sheets API target writes RAW values, which are never formulas.)
+ */
 export class CsvSheet implements SheetTarget {
   constructor(readonly path: string) {}
 
   async replaceRows(rows: string[][]): Promise<void> {
     await mkdir(dirname(this.path), { recursive: true });
-    await writeFile(`${this.path}.tmp`, `${Papa.unparse(rows, { newline: "\r\n" })}\r\n`, "utf8");
+    await writeFile(`${this.path}.tmp`, `${Papa.unparse(rows, { newline: "\r\n", escapeFormulae: true })}\r\n`, "utf8");
     await rename(`${this.path}.tmp`, this.path);
   }
 }

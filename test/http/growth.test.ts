@@ -463,11 +463,12 @@ describe("POST /api/admin/plg/sync-sheets in a deployed stage (Google Sheets)", 
     expect(rows.some((r) => r.includes("stale 0"))).toBe(false);
     // RAW: a name that looks like a formula is written as the text it is.
     expect(rows.some((r) => r[2] === "=HYPERLINK(\"https://evil.test\")")).toBe(true);
-    // The same rows the local CSV gets.
+    // The same rows the local CSV gets, where a formula-like cell is marked as text (a leading ').
     const local = await call("POST", "/api/admin/plg/sync-sheets", { token });
     expect(local.status).toBe(200);
     const csv = Papa.parse<string[]>((await readFile(process.env.WAITLIST_CSV_PATH!, "utf8")).trim()).data;
-    expect(rows).toEqual(csv);
+    expect(csv).toEqual(rows.map((r) => r.map((cell) => (/^[=+\-@\t\r]/.test(cell) ? `'${cell}` : cell))));
+    expect(csv.some((r) => r[2] === "'=HYPERLINK(\"https://evil.test\")")).toBe(true);
     // The other sheet is left alone; the calls were: a token, the spreadsheet's sheets, clear, update.
     expect(google.sheets[1]!.values).toEqual([["keep me"]]);
     expect(google.requests.slice(mark).map((r) => `${r.method} ${r.path.replace(google.spreadsheetId, "ID")} ${r.status}`)).toEqual([
