@@ -3,6 +3,7 @@ import type { EntityItem } from "electrodb";
 import { createWriteTransaction } from "electrodb";
 import { v5 as uuidv5 } from "uuid";
 import { AppError, Errors } from "../error";
+import { isConditionalFailure } from "../db/errors";
 import { db } from "../db/service";
 import { getAll } from "../db/bulk";
 import { deleteKeys, partitionKeys } from "../db/partition";
@@ -253,14 +254,20 @@ export async function get(userId: string, conversationId: string): Promise<Conve
 /** `PATCH /api/chat/conversations/{id}`: title and/or is_archived; owner only. A title set here is the user's. */
 export async function update(userId: string, conversationId: string, input: UpdateConversationInput): Promise<ConversationView> {
   const item = await requireConversation(userId, conversationId);
-  const { data } = await db()
-    .entities.conversation.patch({ workspace_id: item.workspace_id, id: item.id })
-    .set({
-      ...(input.title !== undefined ? { title: input.title, title_source: "user" as const } : {}),
-      ...(input.is_archived !== undefined ? { is_archived: input.is_archived } : {}),
-    })
-    .go({ response: "all_new" });
-  return toConversationView(data as ConversationItem);
+  try {
+    const { data } = await db()
+      .entities.conversation.patch({ workspace_id: item.workspace_id, id: item.id })
+      .set({
+        ...(input.title !== undefined ? { title: input.title, title_source: "user" as const } : {}),
+        ...(input.is_archived !== undefined ? { is_archived: input.is_archived } : {}),
+      })
+      .go({ response: "all_new" });
+    return toConversationView(data as ConversationItem);
+  } catch (err) {
+    // The patch's existence condition: the conversation was deleted since it was read.
+    if (isConditionalFailure(err)) throw Errors.notFound("Conversation");
+    throw err;
+  }
 }
 
 /** `POST .../archive` (true) and `POST .../restore` (false); owner only; idempotent. */

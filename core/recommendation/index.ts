@@ -155,7 +155,7 @@ export async function remove(userId: string, id: string): Promise<void> {
  * Move one recommendation's status by the transition table, guarded by a conditional write on the status it was
  * read with (spec 01 Recommendation status). For a pending action the write carries its id, and commits together
  * with `opts.settle`.
- * @throws AppError INVALID_TRANSITION (422, with valid_transitions); CONFLICT (409) when it changed meanwhile;
+ * @throws AppError INVALID_TRANSITION (422, with valid_transitions); CONFLICT (409) when it changed meanwhile; NOT_FOUND (404) when deleted meanwhile;
  *   SettlementRefused when the executor lost the action meanwhile (nothing written).
  */
 async function transition(
@@ -165,14 +165,18 @@ async function transition(
   opts: AgentWrite<RecommendationWritten> = {},
 ): Promise<RecommendationItem> {
   assertTransition(item.status, to);
-  const conflict = () => new AppError("CONFLICT", "The recommendation's status changed meanwhile; reload and retry");
   const key = { workspace_id: item.workspace_id, id: item.id };
+  // A refused condition: the status moved (409), or the recommendation was deleted meanwhile (404, as a read now says).
+  const conflict = async () => {
+    const { data } = await db().entities.recommendation.get(key).go({ consistent: true });
+    return data ? new AppError("CONFLICT", "The recommendation's status changed meanwhile; reload and retry") : Errors.notFound("Recommendation");
+  };
   const write = db()
     .entities.recommendation.patch(key)
     .set({ status: to, status_changed_at: new Date().toISOString(), ...(notes !== undefined ? { user_notes: notes } : {}), ...tagOf(opts) })
     .where((attr, op) => op.eq(attr.status, item.status));
   if (opts.settle) {
-    if (await commitWrites(["recommendation"], [asWrite(write)], opts.settle({ id: item.id, title: item.title, status: to }))) throw conflict();
+    if (await commitWrites(["recommendation"], [asWrite(write)], opts.settle({ id: item.id, title: item.title, status: to }))) throw await conflict();
     const { data } = await db().entities.recommendation.get(key).go({ consistent: true });
     if (!data) throw Errors.notFound("Recommendation");
     return data;
@@ -181,7 +185,7 @@ async function transition(
     const { data } = await write.go({ response: "all_new" });
     return data as RecommendationItem;
   } catch (err) {
-    if (isConditionalFailure(err)) throw conflict();
+    if (isConditionalFailure(err)) throw await conflict();
     throw err;
   }
 }
@@ -222,7 +226,7 @@ export async function batchStatus(userId: string, input: BatchStatusInput) {
       updated++;
     } catch (err) {
       if (!(err instanceof AppError)) throw err;
-      errors.push({ recommendation_id: id, error: "conflict: status changed meanwhile", valid_transitions: [] });
+      errors.push({ recommendation_id: id, error: err.code === "NOT_FOUND" ? "not_found" : "conflict: status changed meanwhile", valid_transitions: [] });
     }
   }
   return { updated_count: updated, failed_count: errors.length, errors };

@@ -11,6 +11,7 @@ import { routesOf } from "../../functions/http/routes";
 import { call, newUser, newWorkspace } from "../support/api";
 import { expectEnvelope, fillPath, partitionItems } from "./_helpers";
 import { setAccount } from "../support/billing";
+import { deletedBeforeUpdate } from "../support/races";
 import { db as chatDb } from "../../core/db/service";
 
 type Token = string;
@@ -359,6 +360,21 @@ describe("PATCH, archive and restore", () => {
     expectEnvelope(await call("POST", `/api/chat/conversations/${conv.id}/archive`, { token: member.token }), 404, "NOT_FOUND");
     expectEnvelope(await call("POST", `/api/chat/conversations/${conv.id}/restore`, { token: outsider.token }), 404, "NOT_FOUND");
     expectEnvelope(await call("POST", `/api/chat/conversations/${conv.id}/archive`, { token: owner.token, body: { now: true } }), 422, "VALIDATION_ERROR");
+  });
+});
+
+describe("PATCH and archive racing a DELETE", () => {
+  it("answer 404 when the conversation is deleted between their read and their write (it was a 500)", async () => {
+    for (const send of [
+      (id: string) => call("PATCH", `/api/chat/conversations/${id}`, { token: owner.token, body: { title: "Late" } }),
+      (id: string) => call("POST", `/api/chat/conversations/${id}/archive`, { token: owner.token }),
+    ]) {
+      const conv = await newConv(owner);
+      const res = await deletedBeforeUpdate(`conversation#${conv.id}`, () => call("DELETE", `/api/chat/conversations/${conv.id}`, { token: owner.token }), () => send(conv.id));
+      expectEnvelope(res, 404, "NOT_FOUND");
+      // Nothing was brought back by the late write.
+      expect((await partitionItems(`ws#${wsId}`)).filter((i) => String(i.sk).startsWith(`conversation#${conv.id}`))).toEqual([]);
+    }
   });
 });
 

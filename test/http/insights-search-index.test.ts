@@ -25,6 +25,7 @@ import { CreateInsightInput } from "../../core/insight/schema";
 import { decodeShard, encodeShard, headKey, keptHeadKey, loadSnapshot, readHead, STALE_PENDING_MS } from "../../core/insight/search-index";
 import { call, newUser, newWorkspace } from "../support/api";
 import { expectEnvelope } from "./_helpers";
+import { deletedBeforeUpdate } from "../support/races";
 
 /**
  * Make a new workspace look like one created before search snapshots: no snapshot head (a workspace created now gets
@@ -147,27 +148,7 @@ describe("insight search over the workspace's search snapshot", () => {
   });
 
   it("a PATCH or archive racing a DELETE of the same item is 404 or leaves it out, never a 500 (insights, recommendations)", async () => {
-    /** Run `send`; when its first UpdateItem of `sk` is about to go, `remove` the item first. */
-    const racing = async (sk: string, remove: () => ReturnType<typeof call>, send: () => ReturnType<typeof call>) => {
-      const name = `deleteBeforeUpdate-${sk}`;
-      let removed = false;
-      dynamoClient().middlewareStack.add(
-        (next, context) => async (args) => {
-          if (!removed && /^Update/.test(context.commandName ?? "") && JSON.stringify(args.input).includes(sk)) {
-            removed = true;
-            expect((await remove()).status).toBe(204);
-          }
-          return next(args);
-        },
-        { step: "initialize", name },
-      );
-      try {
-        return await send();
-      } finally {
-        dynamoClient().middlewareStack.remove(name);
-        expect(removed).toBe(true);
-      }
-    };
+    const racing = deletedBeforeUpdate;
     const a = await create("Raced patch", "Deleted while patched.");
     expectEnvelope(await racing(`insight#${a}`, () => call("DELETE", `/api/insights/${a}`, { token: ws.token }), () => call("PATCH", `/api/insights/${a}`, { token: ws.token, body: { notes: "late" } })), 404, "NOT_FOUND");
     const [b, c] = [await create("Raced archive one", "x"), await create("Raced archive two", "y")];

@@ -10,6 +10,7 @@ import { runsOf } from "../../core/agent";
 import { call, newUser, newWorkspace } from "../support/api";
 import { sourceWith } from "../support/sources";
 import { expectEnvelope, withEnv } from "./_helpers";
+import { deletedBeforeUpdate } from "../support/races";
 
 type Rec = { id: string; status: string } & Record<string, any>;
 
@@ -222,6 +223,20 @@ describe("PATCH /api/recommendations/{id}/status", () => {
     expectEnvelope(await setStatus(rec.id, "done"), 422, "VALIDATION_ERROR");
     expectEnvelope(await call("PATCH", `/api/recommendations/${rec.id}/status`, { token: outsider, body: { status: "accepted" } }), 404, "NOT_FOUND");
     expectEnvelope(await setStatus(randomUUID(), "accepted"), 404, "NOT_FOUND");
+  });
+});
+
+describe("a status change racing a DELETE", () => {
+  it("is 404, and not_found in a batch, when the recommendation is deleted between the read and the write (it was 409)", async () => {
+    const one = await made();
+    const res = await deletedBeforeUpdate(`recommendation#${one.id}`, () => call("DELETE", `/api/recommendations/${one.id}`, { token: ws.token }), () => setStatus(one.id, "accepted"));
+    expectEnvelope(res, 404, "NOT_FOUND");
+    const [gone, kept] = [await made(), await made()];
+    const batch = await deletedBeforeUpdate(`recommendation#${gone.id}`, () => call("DELETE", `/api/recommendations/${gone.id}`, { token: ws.token }), () =>
+      call("PATCH", "/api/recommendations/batch/status", { token: ws.token, body: { workspace_id: ws.workspaceId, recommendation_ids: [gone.id, kept.id], status: "accepted" } }),
+    );
+    expect(batch.status, batch.text).toBe(200);
+    expect(batch.body).toEqual({ updated_count: 1, failed_count: 1, errors: [{ recommendation_id: gone.id, error: "not_found", valid_transitions: [] }] });
   });
 });
 

@@ -1,0 +1,31 @@
+/**
+ * A DELETE that lands between a request's read and its write: the request is sent, and just before its first
+ * UpdateItem of the item (`sk`) goes to DynamoDB, `remove` runs to its end (middleware on the shared client).
+ */
+import { expect } from "vitest";
+import { dynamoClient } from "../../core/db/client";
+
+/**
+ * Run `send`; when its first UpdateItem naming `sk` is about to go, await `remove` first (it must answer 204).
+ * @returns what `send` returns
+ */
+export async function deletedBeforeUpdate<T>(sk: string, remove: () => Promise<{ status: number }>, send: () => Promise<T>): Promise<T> {
+  const name = `deleteBeforeUpdate-${sk}`;
+  let removed = false;
+  dynamoClient().middlewareStack.add(
+    (next, context) => async (args) => {
+      if (!removed && /^Update/.test(context.commandName ?? "") && JSON.stringify(args.input).includes(sk)) {
+        removed = true;
+        expect((await remove()).status).toBe(204);
+      }
+      return next(args);
+    },
+    { step: "initialize", name },
+  );
+  try {
+    return await send();
+  } finally {
+    dynamoClient().middlewareStack.remove(name);
+    expect(removed, "the DELETE ran before the update").toBe(true);
+  }
+}
