@@ -123,7 +123,8 @@ async function allMessages(workspaceId: string, conversationId: string): Promise
 }
 
 /**
- * Write a new conversation.
+ * Write a new conversation. It expires with the plan's history window like one whose last message is now (an empty
+ * conversation is otherwise never removed, and once outside the window no one can see or delete it).
  * @param title the user's title (`title_source: user`), or undefined for an automatic one (`auto`, replaceable by
  *   the agent) from `autoTitle`.
  */
@@ -140,6 +141,7 @@ async function insert(
       title: fields.title ?? fields.autoTitle ?? DEFAULT_TITLE,
       title_source: fields.title ? "user" : "auto",
       ...(fields.resumed_from ? { resumed_from: fields.resumed_from } : {}),
+      ttl: (await historyWindow(workspaceId)).ttl,
     })
     .go();
   return toConversationView(data as ConversationItem);
@@ -293,6 +295,16 @@ export async function remove(userId: string, conversationId: string): Promise<vo
 }
 
 /**
+ * A `before` cursor as a stored `created_at` compares: ISO text of a four-digit year. An instant from year 10000 on
+ * (an offset reaches it from 9999-12-31) is written "+010000-..." and would sort before every message; it is after
+ * every message, so it becomes a key above them all. (One before year 0 is written "-00...", below them all: right.)
+ */
+function cursorKey(before: string): string {
+  const at = new Date(before).getTime();
+  return at >= Date.UTC(10_000, 0, 1) ? "9999-12-31T23:59:59.999Z~" : new Date(at).toISOString();
+}
+
+/**
  * The newest `n` messages created strictly before `before` (an ISO instant; none means now), oldest first.
  * Created-at values are unique and increasing within a conversation, so a page's first `created_at` is the exact
  * cursor of the next (older) page.
@@ -302,7 +314,7 @@ async function newest(workspaceId: string, conversationId: string, n: number, be
   const query = db().entities.message.query.byConversation({ workspace_id: workspaceId, conversation_id: conversationId });
   // `between` from the conversation's first message key to the cursor: a plain `lt` would also reach the
   // conversation item and other conversations' messages. No stored key ends at the cursor, so the bound is strict.
-  const ranged = before ? query.between({ created_at: "" }, { created_at: new Date(before).toISOString() }) : query;
+  const ranged = before ? query.between({ created_at: "" }, { created_at: cursorKey(before) }) : query;
   const { data } = await ranged.go({ order: "desc", count: n, consistent: true });
   return data.reverse();
 }

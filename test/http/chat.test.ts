@@ -82,6 +82,11 @@ describe("POST /api/chat/conversations", () => {
       message_count: 0,
     });
     expect(res.body.id).toMatch(/^[0-9a-f-]{36}$/);
+    // It expires with the plan's history window even if no message is ever written (else it is kept for ever).
+    const stored = (await chatDb().entities.conversation.get({ workspace_id: wsId, id: res.body.id }).go()).data!;
+    const days = (await Chat.historyWindow(wsId)).days;
+    expect(stored.ttl).toBeGreaterThanOrEqual(Math.floor(Date.now() / 1000) + days * 86_400 - 60);
+    expect(stored.ttl).toBeLessThanOrEqual(Math.floor(Date.now() / 1000) + days * 86_400);
     expect(res.body.updated_at >= res.body.created_at).toBe(true);
     const named = await newConv(owner, { title: "  Pricing research  " });
     expect(named.title).toBe("Pricing research");
@@ -462,6 +467,14 @@ describe("GET /api/chat/conversations/{id}/messages", () => {
     conv = await newConv(owner, { title: "Paging" });
     made = [];
     for (let k = 0; k < 7; k++) made.push(await say(conv, `message ${k}`, k % 2 ? "assistant" : "user"));
+  });
+
+  it("a cursor past year 9999 (an offset reaches it from 9999-12-31) is after every message, not before them all", async () => {
+    for (const before of ["9999-12-31T00:00:00Z", "9999-12-31T23:59:59-05:00"]) {
+      const res = await page({ before });
+      expect(res.status, res.text).toBe(200);
+      expect(ids(res.body)).toEqual(ids(made));
+    }
   });
 
   it("returns every message oldest first by default (limit 100)", async () => {
