@@ -8,6 +8,8 @@
  * failed cycle is retried once the same night, CYCLE_RETRY_DELAY_MINUTES later, by the task sweeper.
  */
 import { v5 as uuidv5 } from "uuid";
+import pRetry from "p-retry";
+import { AppError } from "../error";
 import { serviceLog } from "../log";
 import { db } from "../db/service";
 import { asWrite } from "../db/agent-write";
@@ -79,6 +81,9 @@ export async function startCycle(workspaceId: string, now: Date): Promise<"start
   return task ? "started" : "already";
 }
 
+/** How many times the nightly run tries a workspace's start again after a failure (backoff 0.2 s to 2 s). */
+export const START_RETRIES = 3;
+
 /**
  * The nightly run (02:00 UTC): a cycle for every workspace with research cycles enabled (the settings' sparse index)
  * whose plan in effect has overnight cycles. Run twice the same night, it starts nothing the second time.
@@ -92,7 +97,16 @@ export async function runNightlyCycles(opts: { now?: Date; workspaceIds?: string
   const worker = async () => {
     for (let ws = queue.shift(); ws; ws = queue.shift()) {
       try {
-        const outcome = await startCycle(ws, now);
+        // A failure to start (a throttled or refused write) is tried again at once, a few times: the night's record
+        // does not exist yet, so nothing else would start it (the handler's own retry is the last resort).
+        const outcome = await pRetry(() => startCycle(ws, now), {
+          retries: START_RETRIES,
+          factor: 2,
+          minTimeout: 200,
+          maxTimeout: 2_000,
+          randomize: true,
+          shouldRetry: ({ error }) => !(error instanceof AppError && error.status < 500),
+        });
         if (outcome === "started") report.started.push(ws);
         else if (outcome === "already") report.already.push(ws);
         else report.skipped.push({ workspace_id: ws, reason: outcome.skip });

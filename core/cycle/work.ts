@@ -4,9 +4,10 @@
  * insight into it, core/insight/synthesis.ts), contradictions and stale sources are flagged by the entropy scanner
  * (core/entropy `scanWorkspace`), and, with `overnightCycleNotifyEmail`, every member gets the morning digest.
  *
- * "New since the last cycle": completed sources created after the last completed cycle's cutoff and up to this one's
- * (the time the night's run started); before a workspace's first completed cycle, the completed sources no insight
- * cites yet (never synthesized).
+ * "New since the last cycle": sources whose processing completed after the last completed cycle's cutoff and up to
+ * this one's (the time the night's run started), by `processed_at`: a source still processing at a cutoff is the next
+ * night's, and a reprocessed one is synthesized again (its mentions replace its earlier count, not add to it). Before
+ * a workspace's first completed cycle: the completed sources no insight cites yet (never synthesized).
  */
 import { serviceLog } from "../log";
 import { db } from "../db/service";
@@ -38,9 +39,11 @@ async function lastCutoff(workspaceId: string, date: string): Promise<string | n
 /** The research sources this night's cycle takes in (see the module comment), oldest first. */
 async function newSources(workspaceId: string, cutoff: string, since: string | null) {
   const { data } = await db().entities.researchSource.query.byWorkspace({ workspace_id: workspaceId }).go({ pages: "all", consistent: true });
-  const completed = data.filter((s) => s.processing_status === "completed" && s.created_at <= cutoff);
+  // When processing last completed (older items without it: when created).
+  const doneAt = (s: (typeof data)[number]) => s.processed_at ?? s.created_at;
+  const completed = data.filter((s) => s.processing_status === "completed" && doneAt(s) <= cutoff);
   const cited = since ? null : new Set((await allOf(workspaceId)).flatMap((i) => i.source_ids ?? []));
-  return completed.filter((s) => (since ? s.created_at > since : !cited!.has(s.id))).sort((a, b) => a.created_at.localeCompare(b.created_at));
+  return completed.filter((s) => (since ? doneAt(s) > since : !cited!.has(s.id))).sort((a, b) => a.created_at.localeCompare(b.created_at));
 }
 
 /** Send the digest once per night (the record's `digest_sent_at`, set before sending: at most once). @returns recipients. */
