@@ -72,9 +72,13 @@ export async function generate(userId: string, input: GenerateInput, opts: Agent
     },
     (out) => ({ titles: out.result.recommendations.map((r) => r.title) }),
   );
+  // One creation time for the whole set: the list orders newest first, then by priority_rank within a time, so a
+  // set written over two milliseconds would list its lowest priority first.
+  const createdAt = new Date().toISOString();
   const items = result.recommendations.slice(0, MAX_GENERATED).map((r, i) => ({
     ...r,
     id: idOf(i),
+    created_at: createdAt,
     workspace_id: input.workspace_id,
     status: "suggested" as const,
     priority_rank: i + 1,

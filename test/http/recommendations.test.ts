@@ -328,6 +328,9 @@ describe("POST /api/recommendations/generate", () => {
     expect(new Set(recs.flatMap((r) => r.addresses_insight_ids))).toEqual(new Set(ids));
     const listed = await call("GET", "/api/recommendations", { token: owner.token, query: { workspace_id: workspace.id } });
     expect(new Set(listed.body.recommendations.map((r: Rec) => r.id))).toEqual(new Set(recs.map((r) => r.id)));
+    // One generation is one creation time, so the list gives it in priority order (it could list rank 4 first).
+    expect(new Set(recs.map((r) => r.created_at)).size).toBe(1);
+    expect(listed.body.recommendations.map((r: Rec) => r.priority_rank)).toEqual(recs.map((_, k) => k + 1));
     const runs = (await runsOf(workspace.id)).filter((r) => r.agent_type === "recommendation");
     expect(runs).toHaveLength(1);
     expect(runs[0]).toMatchObject({ status: "success", tool_name: "generate_recommendations" });
