@@ -23,3 +23,12 @@ export function fitResponse<T>(items: readonly T[], maxBytes = LIST_RESPONSE_BYT
   }
   return out;
 }
+
+/**
+ * The longest end of `items` (oldest first) whose JSON fits in `maxBytes` together, at least one item: the newest
+ * of a page read backwards in time (messages), whose first item's cursor then fetches the older ones.
+ * @param items the page's views, oldest first
+ */
+export function fitNewest<T>(items: readonly T[], maxBytes = LIST_RESPONSE_BYTES): T[] {
+  return fitResponse([...items].reverse(), maxBytes).reverse();
+}

@@ -10,6 +10,7 @@ import { deleteKeys, partitionKeys } from "../db/partition";
 import { partitionOf, requireMember, requireResourceMember } from "../workspace";
 import { limitsOfWorkspace } from "../billing/counters";
 import type { PlanLimits } from "../billing/plans";
+import { fitNewest } from "../response-size";
 import type { ConversationEntity, MessageEntity, MessageFeedbackEntity } from "./conversation.entity";
 import {
   DEFAULT_TITLE,
@@ -245,12 +246,17 @@ export async function search(userId: string, q: SearchConversationsQuery): Promi
   };
 }
 
-/** `GET /api/chat/conversations/{id}`: owner only; the conversation with every message, oldest first. */
+/**
+ * `GET /api/chat/conversations/{id}`: owner only; the conversation with its messages, oldest first: every message
+ * in the history window, or, when they weigh more than one answer may (LIST_RESPONSE_BYTES; a message with its
+ * thinking can weigh 400 KB), the newest that fit; the older ones come from `GET .../messages` with `before` set to
+ * the first one's `created_at` (`message_count` says how many there are).
+ */
 export async function get(userId: string, conversationId: string): Promise<ConversationDetail> {
   const item = await requireConversation(userId, conversationId);
   const { since } = await historyWindow(item.workspace_id);
   const messages = (await allMessages(item.workspace_id, item.id)).filter((m) => m.created_at >= since);
-  return { ...toConversationView(item), messages: messages.map(toMessageView) };
+  return { ...toConversationView(item), messages: fitNewest(messages.map(toMessageView)) };
 }
 
 /** `PATCH /api/chat/conversations/{id}`: title and/or is_archived; owner only. A title set here is the user's. */
@@ -321,12 +327,13 @@ async function newest(workspaceId: string, conversationId: string, n: number, be
 
 /**
  * `GET /api/chat/conversations/{id}/messages`: owner only; the `limit` newest messages before the `before` cursor,
- * returned oldest first.
+ * returned oldest first; fewer when they weigh more than one answer may (the newest that fit, `fitNewest`): the next
+ * page is before the first one given.
  */
 export async function messages(userId: string, conversationId: string, q: ListMessagesQuery): Promise<MessageView[]> {
   const item = await requireConversation(userId, conversationId);
   const { since } = await historyWindow(item.workspace_id);
-  return (await newest(item.workspace_id, item.id, q.limit, q.before)).filter((m) => m.created_at >= since).map(toMessageView);
+  return fitNewest((await newest(item.workspace_id, item.id, q.limit, q.before)).filter((m) => m.created_at >= since).map(toMessageView));
 }
 
 /**

@@ -12,6 +12,7 @@ import { call, newUser, newWorkspace } from "../support/api";
 import { expectEnvelope, fillPath, partitionItems } from "./_helpers";
 import { setAccount } from "../support/billing";
 import { deletedBeforeUpdate } from "../support/races";
+import { LIST_RESPONSE_BYTES } from "../../core/response-size";
 import { db as chatDb } from "../../core/db/service";
 
 type Token = string;
@@ -366,6 +367,34 @@ describe("PATCH, archive and restore", () => {
     expectEnvelope(await call("POST", `/api/chat/conversations/${conv.id}/restore`, { token: outsider.token }), 404, "NOT_FOUND");
     expectEnvelope(await call("POST", `/api/chat/conversations/${conv.id}/archive`, { token: owner.token, body: { now: true } }), 422, "VALIDATION_ERROR");
   });
+});
+
+describe("a conversation heavier than one answer may be (Lambda: 6 MB)", () => {
+  it("GET conversation and GET messages give the newest messages that fit; the cursor pages back to the oldest", async () => {
+    // A workspace of its own: the other tests' searches read every message of their user.
+    const { owner: heavy, workspace } = await newWorkspace("Heavy chat");
+    const conv = await newConv(heavy, {}, workspace.id);
+    const long = "words ".repeat(16_500); // 99,000 characters: 65 of them are 6.4 MB
+    for (let k = 0; k < 65; k++) await say(conv, `${k} ${long}`, k % 2 ? "assistant" : "user");
+    const detail = await call("GET", `/api/chat/conversations/${conv.id}`, { token: heavy.token });
+    expect(detail.status).toBe(200);
+    expect(Buffer.byteLength(detail.text)).toBeLessThan(LIST_RESPONSE_BYTES + 10_000);
+    expect(detail.body.message_count).toBe(65);
+    const newestGiven = detail.body.messages as { content: string; created_at: string }[];
+    expect(newestGiven.at(-1)!.content.startsWith("64 ")).toBe(true);
+    expect(newestGiven.length).toBeLessThan(65);
+
+    const seen: string[] = [];
+    let before: string | undefined;
+    for (let pages = 0; pages < 5 && seen.length < 65; pages++) {
+      const page = await call("GET", `/api/chat/conversations/${conv.id}/messages`, { token: heavy.token, query: before ? { before } : {} });
+      expect(page.status).toBe(200);
+      expect(Buffer.byteLength(page.text)).toBeLessThan(LIST_RESPONSE_BYTES + 10_000);
+      seen.unshift(...(page.body as { content: string }[]).map((m) => m.content.split(" ")[0]!));
+      before = page.body[0].created_at;
+    }
+    expect(seen).toEqual(Array.from({ length: 65 }, (_, k) => String(k)));
+  }, 120_000);
 });
 
 describe("PATCH and archive racing a DELETE", () => {
