@@ -32,6 +32,7 @@ import { TERMINAL_CATEGORIES, type Platform, type TicketCategory } from "./mappi
 import { assertTransition, canTransition, checkBatchTransition, type TicketStatus } from "./status";
 import { trackerOf, type IssueRead, type Tracker } from "./trackers";
 import type { ExecutionTicketEntity } from "./ticket.entity";
+import { fitResponse } from "../response-size";
 import {
   DEFAULT_TICKET_BLOCK_TYPES,
   type ExecutionTicket,
@@ -215,14 +216,16 @@ export async function generate(userId: string, input: GenerateTicketsInput): Pro
 }
 
 /**
- * `GET /api/execution/{document_id}/tickets` (spec 02): the document's tickets, filtered by `status`.
+ * `GET /api/execution/{document_id}/tickets` (spec 02): the document's tickets, filtered by `status`, paged by `limit`
+ * and `offset`; a page ends early when it would weigh more than 5 MB (`fitResponse`): `total` counts every match, and
+ * the next page starts at `offset` plus the tickets given.
  * @throws AppError NOT_FOUND (404: unknown document, or one the caller is not a member of)
  */
 export async function list(userId: string, documentId: string, q: ListTicketsQuery): Promise<{ tickets: ExecutionTicket[]; total: number }> {
   const doc = await requireDocument(userId, documentId);
   const [all, present] = await Promise.all([ticketsOf(doc), blockIdsOf(doc)]);
-  const tickets = all.filter((t) => !q.status || t.status === q.status).map((t) => toView(t, present));
-  return { tickets, total: tickets.length };
+  const matching = all.filter((t) => !q.status || t.status === q.status);
+  return { tickets: fitResponse(matching.slice(q.offset, q.offset + q.limit).map((t) => toView(t, present))), total: matching.length };
 }
 
 /** A ticket fetched by id alone, with the caller's membership checked. @throws NOT_FOUND (404, also for non-members) */

@@ -82,7 +82,15 @@ export const DocumentTicketsParams = z.object({ document_id: z.uuid() });
 export const TicketParams = z.object({ ticket_id: z.uuid() });
 
 /** `GET /api/execution/{document_id}/tickets` query: the status filter. */
-export const ListTicketsQuery = z.object({ status: TicketStatus.optional() });
+/**
+ * Spec 02 names `status`; `limit` and `offset` page a document whose tickets weigh more than one answer may (a
+ * reviewed body may hold 50,000 characters): by default every ticket, up to 500 and 5 MB (core/response-size.ts).
+ */
+export const ListTicketsQuery = z.object({
+  status: TicketStatus.optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(500),
+  offset: z.coerce.number().int().min(0).default(0),
+});
 export type ListTicketsQuery = z.infer<typeof ListTicketsQuery>;
 
 export const TicketList = z.object({ tickets: z.array(ExecutionTicket), total: z.int() }).meta({ id: "ExecutionTicketList" });

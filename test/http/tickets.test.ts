@@ -173,6 +173,35 @@ describe("list and review", () => {
   });
 });
 
+describe("a ticket list heavier than one answer may be (Lambda: 6 MB)", () => {
+  it("is paged by limit and offset; a page ends early past 5 MB and total counts every ticket", async () => {
+    const { owner, workspace } = await newWorkspace("Heavy tickets");
+    const token = owner.token;
+    const doc = await call("POST", "/api/documents", { token, body: { workspace_id: workspace.id, document_type: "prd", title: "Big", content: "# Big\n" } });
+    expect(doc.status, doc.text).toBe(201);
+    for (let i = 0; i < 45; i++) {
+      const r = await call("POST", `/api/documents/${doc.body.id}/blocks`, { token, body: { block_type: "risk", title: `Risk ${i}`, content: { risk: `Risk number ${i} happens.`, likelihood: "medium", impact: "low", mitigation: "Mitigate it" } } });
+      expect(r.status, r.text).toBe(201);
+    }
+    const gen = await call("POST", "/api/execution/generate", { token, body: { workspace_id: workspace.id, document_id: doc.body.id } });
+    expect(gen.body.total).toBe(45);
+    // 50,000 characters is within a review's body; CJK text is 3 bytes a character: 45 of them are 6.8 MB.
+    for (const t of gen.body.tickets) expect((await call("PATCH", `/api/execution/tickets/${t.id}`, { token, body: { body: "漢".repeat(50_000) } })).status).toBe(200);
+    const seen = new Set<string>();
+    for (let offset = 0, pages = 0; offset < 45 && pages < 4; pages++) {
+      const page = await call("GET", `/api/execution/${doc.body.id}/tickets`, { token, query: { offset } });
+      expect(page.status, page.text.slice(0, 200)).toBe(200);
+      expect(Buffer.byteLength(page.text)).toBeLessThan(5 * 1024 * 1024 + 10_000);
+      expect(page.body.total).toBe(45);
+      for (const t of page.body.tickets) seen.add(t.id);
+      offset += page.body.tickets.length;
+    }
+    expect(seen.size).toBe(45);
+    expect((await call("GET", `/api/execution/${doc.body.id}/tickets`, { token, query: { limit: 2, offset: 44 } })).body.tickets).toHaveLength(1);
+    expectEnvelope(await call("GET", `/api/execution/${doc.body.id}/tickets`, { token, query: { limit: 0 } }), 422, "VALIDATION_ERROR");
+  }, 120_000);
+});
+
 describe("push", () => {
   it("pushes every reviewed ticket by default, one issue each, with the spec's priority label, the criteria and the marker", async () => {
     const s = await setup({ connect: true });
