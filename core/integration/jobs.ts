@@ -6,6 +6,13 @@
 import { randomUUID } from "node:crypto";
 import { queue } from "../queue";
 
+/**
+ * How long a request (or a queued job) works through a provider's items before it queues the rest, ms. A provider
+ * paces its answers (GitHub: 3 s between issue creations; slow reads under load), so a request does what fits well
+ * inside API Gateway's 29 s and answers with the rest queued (execution-ticket push and sync, code-host sync).
+ */
+export const WORK_BUDGET_MS = 12_000;
+
 /** SQS's largest message delay, seconds: a longer provider wait is waited out in steps (the job re-defers itself). */
 export const MAX_DELAY_SECONDS = 900;
 

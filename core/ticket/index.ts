@@ -25,7 +25,7 @@ import { blocksOf } from "../document/block-ops";
 import { FEATURE_OF } from "../integration/oauth";
 import * as OAuth from "../integration/oauth";
 import { ProviderError } from "../integration/errors";
-import { deferJob } from "../integration/jobs";
+import { deferJob, WORK_BUDGET_MS } from "../integration/jobs";
 import { markImplemented } from "../integration/implemented";
 import { citedInsightIds, draftTicket, insightRefs, ticketIdOf, type EvidenceInsight } from "./draft";
 import { TERMINAL_CATEGORIES, type Platform, type TicketCategory } from "./mapping";
@@ -53,12 +53,8 @@ export type TicketItem = EntityItem<ExecutionTicketEntity>;
 
 /** How long one pusher holds a ticket while it talks to the tracker, ms: longer than one create takes. */
 export const PUSH_LEASE_MS = 60_000;
-/**
- * How long a request (or a queued job) works through tickets before it queues the rest, ms. GitHub paces content
- * creation (Octokit's throttling waits 3 s between issue creations, GitHub's own advice), so a push of 50 tickets takes
- * minutes: a request does what fits well inside the API's 29 s and answers with the rest queued.
- */
-export const WORK_BUDGET_MS = 12_000;
+/** How long a request works through tickets before it queues the rest (core/integration/jobs.ts). */
+export { WORK_BUDGET_MS };
 /** A retry looks for the marker among issues created from this long before the first attempt began (clock skew). */
 const MARKER_SEARCH_SLACK_MS = 60_000;
 

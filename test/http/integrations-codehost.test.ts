@@ -12,6 +12,7 @@ import { connectGithub, useStandInSettings } from "../support/integrations";
 import { localIntegrationsQueue } from "../../local/events";
 import { dynamoClient } from "../../core/db/client";
 import { expectEnvelope, headersOf } from "./_helpers";
+import * as Codehost from "../../core/integration/codehost";
 
 const REPO = "octokit-fixture-org/hello-world";
 const OTHER = "octokit-fixture-org/other";
@@ -121,6 +122,24 @@ describe("sync", () => {
     return { ...ctx, rec, issueNumber: res.body.issue_number as number };
   }
   const statusOf = async (token: string, id: string) => (await call("GET", `/api/recommendations/${id}`, { token })).body.status as string;
+
+  it("past its time budget a sync answers with the rest queued, and the queue syncs them (it ran past the API's 29 s)", async () => {
+    const { owner, workspace, rec: first } = await linked();
+    const recs = [first.id];
+    for (const title of ["Second", "Third"]) {
+      const rec = await recommendation(owner.token, workspace.id, title);
+      recs.push(rec.id);
+      expect((await call("POST", "/api/integrations/codehost/issues", { token: owner.token, body: { workspace_id: workspace.id, recommendation_id: rec.id, repo: REPO } })).status).toBe(200);
+    }
+    const me = (await call("GET", "/api/auth/me", { token: owner.token })).body.id as string;
+    const res = await Codehost.sync(me, workspace.id, undefined, { budgetMs: 1 });
+    expect(res).toEqual({ synced_count: 1, updated_count: 0, queued_count: 2 });
+    await localIntegrationsQueue().idle();
+    for (const id of recs) {
+      const links = await call("GET", "/api/integrations/codehost/links", { token: owner.token, query: q(workspace.id, { recommendation_id: id }) });
+      expect(links.body.links[0].last_synced_at).toEqual(expect.any(String));
+    }
+  });
 
   it("a closed issue moves its recommendation to implemented and keeps the pull request URL; an unchanged issue is a 304", async () => {
     const { owner, workspace, rec, issueNumber } = await linked();

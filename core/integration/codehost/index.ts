@@ -11,7 +11,7 @@ import * as Recommendation from "../../recommendation";
 import * as OAuth from "../oauth";
 import { ProviderError, toAppError, tokenError } from "../errors";
 import { logProviderFailure } from "../log";
-import { deferJob } from "../jobs";
+import { deferJob, WORK_BUDGET_MS } from "../jobs";
 import { markImplemented } from "../implemented";
 import { recordSyncedLink } from "../links";
 import type { IssueLinkEntity } from "../integration.entity";
@@ -253,12 +253,14 @@ export async function refreshLink(userId: string, host: CodeHost, link: LinkItem
 
 /**
  * `POST /sync` (spec 02): refresh every code-host link of the workspace. When GitHub rate-limits part-way, the rest
- * is queued with GitHub's wait as the delay (the answer counts it in `queued_count`) instead of waiting here. A link whose
+ * is queued with GitHub's wait as the delay (the answer counts it in `queued_count`) instead of waiting here; past
+ * `WORK_BUDGET_MS` (12 s) the rest is queued at once, so a request stays well inside API Gateway's 29 s. A link whose
  * issue GitHub no longer answers for (deleted, out of reach) keeps its last known state and is not counted.
  * @param startedAt links synced at or after this instant are skipped (a queued continuation of the same sync)
  * @returns `{synced_count, updated_count, queued_count}`
  */
-export async function sync(userId: string, workspaceId: string, startedAt = new Date().toISOString()): Promise<SyncResult> {
+export async function sync(userId: string, workspaceId: string, startedAt = new Date().toISOString(), opts: { budgetMs?: number } = {}): Promise<SyncResult> {
+  const deadline = Date.now() + (opts.budgetMs ?? WORK_BUDGET_MS);
   await requireMember(userId, workspaceId);
   await OAuth.activeIntegration(workspaceId, "codehost");
   const pending = (await allLinks(workspaceId)).filter((l) => !l.last_synced_at || l.last_synced_at < startedAt);
@@ -267,6 +269,12 @@ export async function sync(userId: string, workspaceId: string, startedAt = new 
   let queued = 0;
   await withCodeHost(workspaceId, async (host) => {
     for (let i = 0; i < pending.length; i++) {
+      if (i > 0 && Date.now() > deadline) {
+        // Past the budget: the queue's consumer goes on with the links not synced since `startedAt`.
+        queued = pending.length - i;
+        await deferJob({ type: "codehost.sync", workspace_id: workspaceId, user_id: userId, started_at: startedAt }, 1);
+        return;
+      }
       try {
         if (await refreshLink(userId, host, pending[i]!)) updated++;
         synced++;
