@@ -3,7 +3,7 @@ import type { EntityItem } from "electrodb";
 import { createWriteTransaction } from "electrodb";
 import { v5 as uuidv5 } from "uuid";
 import { AppError, Errors } from "../error";
-import { isConditionalFailure } from "../db/errors";
+import { cancelCodes, isConditionalFailure } from "../db/errors";
 import { db } from "../db/service";
 import { getAll } from "../db/bulk";
 import { deleteKeys, partitionKeys } from "../db/partition";
@@ -353,20 +353,28 @@ export async function giveFeedback(userId: string, messageId: string, input: Mes
       "Feedback can only be given on assistant messages",
     );
   }
-  const { data: stored } = await db()
-    .entities.messageFeedback.put({
-      id: uuidv5(`${messageId}:${userId}`, FEEDBACK_NAMESPACE),
-      workspace_id: message.workspace_id,
-      conversation_id: message.conversation_id,
-      message_id: messageId,
-      user_id: userId,
-      rating: input.rating,
-      tags: [...new Set(input.tags)],
-      ...(input.comment ? { comment: input.comment } : {}),
-      created_at: new Date().toISOString(),
-    })
-    .go();
-  return toFeedbackView(stored as FeedbackItem);
+  const feedback = {
+    id: uuidv5(`${messageId}:${userId}`, FEEDBACK_NAMESPACE),
+    workspace_id: message.workspace_id,
+    conversation_id: message.conversation_id,
+    message_id: messageId,
+    user_id: userId,
+    rating: input.rating,
+    tags: [...new Set(input.tags)],
+    ...(input.comment ? { comment: input.comment } : {}),
+    created_at: new Date().toISOString(),
+  };
+  // Conditioned on the conversation still being there: a deletion removes its items, then the conversation, then
+  // what was written meanwhile, so feedback written after the deletion would be left behind for good.
+  const result = await createWriteTransaction(db().pick("conversation", "messageFeedback"), ({ conversation, messageFeedback }) => [
+    conversation.check({ workspace_id: message.workspace_id, id: message.conversation_id }).where((a, op) => op.exists(a.id)).commit(),
+    messageFeedback.put(feedback).commit(),
+  ]).go();
+  if (result.canceled) {
+    if (cancelCodes(result)[0] === "ConditionalCheckFailed") throw Errors.notFound("Message");
+    throw new AppError("CONFLICT", "The feedback could not be stored while the conversation changed; try again", { retryable: true });
+  }
+  return toFeedbackView(feedback as FeedbackItem);
 }
 
 /**

@@ -397,6 +397,22 @@ describe("a conversation heavier than one answer may be (Lambda: 6 MB)", () => {
   }, 120_000);
 });
 
+describe("feedback racing a DELETE", () => {
+  it("is 404 when the conversation is deleted before the feedback is written, and leaves nothing behind", async () => {
+    const conv = await newConv(owner);
+    await say(conv, "Why do people leave?");
+    const answer = await say(conv, "Because sign-in fails.", "assistant");
+    const res = await deletedBeforeUpdate(
+      `conversation#${conv.id}`,
+      () => call("DELETE", `/api/chat/conversations/${conv.id}`, { token: owner.token }),
+      () => call("POST", `/api/chat/messages/${answer.id}/feedback`, { token: owner.token, body: { rating: "positive" } }),
+      /^(TransactWrite|Put)/,
+    );
+    expectEnvelope(res, 404, "NOT_FOUND");
+    expect((await partitionItems(`ws#${wsId}`)).filter((i) => String(i.sk).startsWith(`conversation#${conv.id}`))).toEqual([]);
+  });
+});
+
 describe("PATCH and archive racing a DELETE", () => {
   it("answer 404 when the conversation is deleted between their read and their write (it was a 500)", async () => {
     for (const send of [

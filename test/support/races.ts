@@ -7,14 +7,15 @@ import { dynamoClient } from "../../core/db/client";
 
 /**
  * Run `send`; when its first UpdateItem naming `sk` is about to go, await `remove` first (it must answer 204).
+ * @param command which write to wait for, by command name (default UpdateItem; e.g. /^TransactWrite/)
  * @returns what `send` returns
  */
-export async function deletedBeforeUpdate<T>(sk: string, remove: () => Promise<{ status: number }>, send: () => Promise<T>): Promise<T> {
+export async function deletedBeforeUpdate<T>(sk: string, remove: () => Promise<{ status: number }>, send: () => Promise<T>, command = /^Update/): Promise<T> {
   const name = `deleteBeforeUpdate-${sk}`;
   let removed = false;
   dynamoClient().middlewareStack.add(
     (next, context) => async (args) => {
-      if (!removed && /^Update/.test(context.commandName ?? "") && JSON.stringify(args.input).includes(sk)) {
+      if (!removed && command.test(context.commandName ?? "") && JSON.stringify(args.input).includes(sk)) {
         removed = true;
         expect((await remove()).status).toBe(204);
       }

@@ -87,5 +87,7 @@ export const chatRoutes = defineRoutes({
     params: MessageIdParam,
     body: MessageFeedbackInput,
     responses: { 200: MessageFeedback },
+    // A transaction conflict with a concurrent write of the conversation (retryable).
+    errors: ["CONFLICT"],
   },
 } satisfies Record<string, RouteSpec>);
