@@ -28,3 +28,15 @@ export async function recordSyncedLink(link: LinkItem, set: LinkSet): Promise<bo
     throw err;
   }
 }
+
+/**
+ * Note the end of a sync on the integration (`last_synced_at`). An integration disconnected while the sync ran is not
+ * written back (the patch's existence condition): the sync answers what it did.
+ */
+export async function markSynced(workspaceId: string, kind: "codehost" | "planner"): Promise<void> {
+  try {
+    await db().entities.integration.patch({ workspace_id: workspaceId, kind }).set({ last_synced_at: new Date().toISOString() }).go();
+  } catch (err) {
+    if (!isConditionalFailure(err)) throw err;
+  }
+}

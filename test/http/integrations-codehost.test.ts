@@ -11,7 +11,8 @@ import { GitHubStandIn } from "../support/github-standin";
 import { connectGithub, useStandInSettings } from "../support/integrations";
 import { localIntegrationsQueue } from "../../local/events";
 import { dynamoClient } from "../../core/db/client";
-import { expectEnvelope, headersOf } from "./_helpers";
+import { expectEnvelope, headersOf, partitionItems } from "./_helpers";
+import { deletedBeforeUpdate } from "../support/races";
 import * as Codehost from "../../core/integration/codehost";
 
 const REPO = "octokit-fixture-org/hello-world";
@@ -139,6 +140,20 @@ describe("sync", () => {
       const links = await call("GET", "/api/integrations/codehost/links", { token: owner.token, query: q(workspace.id, { recommendation_id: id }) });
       expect(links.body.links[0].last_synced_at).toEqual(expect.any(String));
     }
+  });
+
+  it("a disconnect while a sync runs: the sync answers what it did, and writes nothing back (it was a 500)", async () => {
+    const { owner, workspace } = await linked();
+    expect((await call("POST", "/api/integrations/codehost/sync", { token: owner.token, body: q(workspace.id) })).status).toBe(200);
+    // The issue is unchanged (304): the sync notes the link synced, just after the disconnect removed it.
+    const res = await deletedBeforeUpdate(
+      "issue_link#codehost",
+      () => call("DELETE", "/api/integrations/codehost/disconnect", { token: owner.token, query: q(workspace.id) }),
+      () => call("POST", "/api/integrations/codehost/sync", { token: owner.token, body: q(workspace.id) }),
+    );
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual({ synced_count: 1, updated_count: 0, queued_count: 0 });
+    expect((await partitionItems(`ws#${workspace.id}`)).filter((i) => /^(integration#codehost|issue_link#codehost)/.test(String(i.sk)))).toEqual([]);
   });
 
   it("a closed issue moves its recommendation to implemented and keeps the pull request URL; an unchanged issue is a 304", async () => {

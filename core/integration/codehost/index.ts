@@ -10,10 +10,11 @@ import { requireMember } from "../../workspace";
 import * as Recommendation from "../../recommendation";
 import * as OAuth from "../oauth";
 import { ProviderError, toAppError, tokenError } from "../errors";
+import { isConditionalFailure } from "../../db/errors";
 import { logProviderFailure } from "../log";
 import { deferJob, WORK_BUDGET_MS } from "../jobs";
 import { markImplemented } from "../implemented";
-import { recordSyncedLink } from "../links";
+import { markSynced, recordSyncedLink } from "../links";
 import type { IssueLinkEntity } from "../integration.entity";
 import type {
   CallbackQuery,
@@ -232,7 +233,11 @@ export async function refreshLink(userId: string, host: CodeHost, link: LinkItem
   const key = { workspace_id: link.workspace_id, kind: link.kind, recommendation_id: link.recommendation_id, id: link.id };
   const read = await host.getIssue(link.repo_full_name!, link.issue_number!, link.etag);
   if (!read.modified) {
-    await db().entities.issueLink.patch(key).set({ last_synced_at: now }).go();
+    try {
+      await db().entities.issueLink.patch(key).set({ last_synced_at: now }).go();
+    } catch (err) {
+      if (!isConditionalFailure(err)) throw err; // the link went with a disconnect (or its recommendation) meanwhile
+    }
     return false;
   }
   const { issue } = read;
@@ -292,6 +297,6 @@ export async function sync(userId: string, workspaceId: string, startedAt = new 
       }
     }
   });
-  await db().entities.integration.patch({ workspace_id: workspaceId, kind: "codehost" }).set({ last_synced_at: new Date().toISOString() }).go();
+  await markSynced(workspaceId, "codehost");
   return { synced_count: synced, updated_count: updated, queued_count: queued };
 }

@@ -13,7 +13,7 @@ import { ProviderError, toAppError, tokenError } from "../errors";
 import { logProviderFailure } from "../log";
 import { deferJob } from "../jobs";
 import { markImplemented } from "../implemented";
-import { recordSyncedLink } from "../links";
+import { markSynced, recordSyncedLink } from "../links";
 import type { IssueLinkEntity } from "../integration.entity";
 import type { CallbackQuery, ConnectResult, SyncResult, WorkspaceQuery, LinksQuery } from "../schema";
 import type { CreatePlannerIssueBody, PlannerLinkView, PlannerStatus, PlannerTeamList, SelectTeamBody } from "./schema";
@@ -264,6 +264,6 @@ export async function sync(userId: string, workspaceId: string, startedAt = new 
       }
     }
   });
-  await db().entities.integration.patch({ workspace_id: workspaceId, kind: "planner" }).set({ last_synced_at: new Date().toISOString() }).go();
+  await markSynced(workspaceId, "planner");
   return { synced_count: synced, updated_count: updated, queued_count: queued };
 }
