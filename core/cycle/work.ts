@@ -46,7 +46,12 @@ async function newSources(workspaceId: string, cutoff: string, since: string | n
   return completed.filter((s) => (since ? doneAt(s) > since : !cited!.has(s.id))).sort((a, b) => a.created_at.localeCompare(b.created_at));
 }
 
-/** Send the digest once per night (the record's `digest_sent_at`, set before sending: at most once). @returns recipients. */
+/**
+ * Send the digest once per night (the record's `digest_sent_at`, set before sending: at most once). A member whose
+ * message cannot be sent is logged and skipped: the night's synthesis is done, and failing the cycle for a mail would
+ * run it again (charged again) while the digest, already marked, would not go out anyway.
+ * @returns the recipients it was sent to
+ */
 async function sendDigest(task: WorkContext["task"], record: CycleItem, changes: CycleChanges, goals: string[]): Promise<string[]> {
   try {
     await db()
@@ -65,8 +70,12 @@ async function sendDigest(task: WorkContext["task"], record: CycleItem, changes:
   const sent: string[] = [];
   for (const m of members) {
     if (!m.email) continue;
-    await sendMail({ to: m.email, subject, text });
-    sent.push(m.email);
+    try {
+      await sendMail({ to: m.email, subject, text });
+      sent.push(m.email);
+    } catch (err) {
+      log().error("a research cycle's digest could not be sent to a member", { workspace_id: task.workspace_id, date: record.date, user_id: m.user_id, error: err as Error });
+    }
   }
   return sent;
 }

@@ -4,9 +4,13 @@
  *   completed; it was skipped by every night, being created before their cutoffs);
  * - a workspace whose cycle fails to start (DynamoDB refusing a read) is tried again by the run itself, and the
  *   scheduled handler fails when a start still failed, so its retry starts it (it was logged and lost for the night).
+ * - a digest that cannot be sent leaves the night's cycle completed (it failed it, and the retry synthesized again);
  * The handler runs every enabled workspace of its table, so that part runs in a table of its own.
  */
 import { randomUUID } from "node:crypto";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, inject, it } from "vitest";
 import { call, newWorkspace } from "../support/api";
 import { uploadResearch, waitFor } from "../support/multipart";
@@ -96,6 +100,34 @@ describe("a source still processing at a night's cutoff", () => {
     const second = await ended(wsId, d2);
     expect(second.status).toBe("completed");
     expect((second.result_data as { changes: CycleChanges }).changes.new_sources.map((s) => s.id)).toEqual([late]);
+  }, 240_000);
+});
+
+describe("a digest that cannot be sent", () => {
+  it("does not fail the night's cycle: its synthesis stands, and no retry runs it again", async () => {
+    const ws = await enabled("Digest fails");
+    const wsId = ws.workspace.id;
+    expect((await call("PATCH", `/api/workspaces/${wsId}/settings`, { token: ws.owner.token, body: { overnightCycleNotifyEmail: true } })).status).toBe(200);
+    // The outbox is a file, not a directory: every message of the digest fails to be written.
+    const dir = await mkdtemp(join(tmpdir(), "r2d-outbox-"));
+    const blocked = join(dir, "not-a-directory");
+    await writeFile(blocked, "x");
+    const saved = process.env.MAIL_OUTBOX_DIR;
+    process.env.MAIL_OUTBOX_DIR = blocked;
+    try {
+      const d = utcDate(night(1));
+      expect((await runNightlyCycles({ now: night(1), workspaceIds: [wsId] })).started).toEqual([wsId]);
+      const task = await ended(wsId, d);
+      expect(task.status, task.error).toBe("completed");
+      const data = task.result_data as { changes: CycleChanges; digest: { sent_to: string[] } };
+      expect(data.changes.new_sources).toHaveLength(3);
+      expect(data.digest.sent_to).toEqual([]);
+      expect(await cycleOf(wsId, d)).toMatchObject({ status: "completed", attempts: 1, digest_sent_at: expect.any(String) });
+    } finally {
+      if (saved === undefined) delete process.env.MAIL_OUTBOX_DIR;
+      else process.env.MAIL_OUTBOX_DIR = saved;
+      await rm(dir, { recursive: true, force: true });
+    }
   }, 240_000);
 });
 
