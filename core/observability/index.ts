@@ -51,7 +51,8 @@ const mapLimited = <T, R>(items: T[], fn: (t: T) => Promise<R>): Promise<R[]> =>
 async function memberWorkspaces(userId: string): Promise<{ id: string; name: string }[]> {
   const { data: memberships } = await db().entities.membership.query.byUser({ user_id: userId }).go({ pages: "all", attributes: ["workspace_id"] });
   if (memberships.length === 0) return [];
-  const { data } = await db().entities.workspace.get(memberships.map((m) => ({ id: m.workspace_id }))).go({ attributes: ["id", "name"] });
+  // Through getAll: keys DynamoDB leaves unprocessed are read again, so no workspace drops out under throttling.
+  const data = await getAll(memberships.map((m) => ({ id: m.workspace_id })), (keys) => db().entities.workspace.get(keys).go({ attributes: ["id", "name"] }));
   return data.map((w) => ({ id: w.id, name: w.name })).sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
 }
 

@@ -237,6 +237,18 @@ describe("GET /api/admin/quality/rqs", () => {
     expect(asMember.body.avg_rqs).toBe(60);
   });
 
+  it("ranks every workspace when DynamoDB leaves a workspace's key unprocessed (one dropped out of the ranking)", async () => {
+    const throttled = withholdBatchKeys(beta, 1);
+    let res;
+    try {
+      res = await get("/api/admin/quality/rqs", owner.token, { workspace_id: alpha });
+    } finally {
+      throttled.remove();
+    }
+    expect(throttled.withheld()).toBe(1);
+    expect(res.body.worst_workspaces.map((w: { workspace_name: string }) => w.workspace_name)).toEqual(["Beta", "Alpha"]);
+  });
+
   it("takes 7 and 90 days", async () => {
     const week = await get("/api/admin/quality/rqs", owner.token, { workspace_id: alpha, days: 7 });
     expect(week.body).toMatchObject({ avg_rqs: 70, contract_pass_rate: 0.5, verifier_pass_rate: 1 });
