@@ -511,39 +511,50 @@ export async function sync(userId: string, input: SyncTicketsInput, startedAt = 
       continue;
     }
     const now = new Date().toISOString();
-    await trackerOf(platform).open(doc.workspace_id, dest, async (tracker) => {
-      const queueRest = async (i: number, delaySeconds: number) => {
-        if (!deferred) {
-          await deferJob({ type: "tickets.sync", workspace_id: doc.workspace_id, user_id: userId, document_id: doc.id, started_at: startedAt }, delaySeconds);
-          deferred = true;
+    const before = results.length;
+    try {
+      await trackerOf(platform).open(doc.workspace_id, dest, async (tracker) => {
+        const queueRest = async (i: number, delaySeconds: number) => {
+          if (!deferred) {
+            await deferJob({ type: "tickets.sync", workspace_id: doc.workspace_id, user_id: userId, document_id: doc.id, started_at: startedAt }, delaySeconds);
+            deferred = true;
+          }
+          for (const t of tickets.slice(i)) results.push(syncOutcome(t, false, null, "queued"));
+        };
+        // Batched reads (Linear, Jira): one request per page of the tracker's (its `readBatch`), taken as the loop reaches them.
+        const reads = new Map<string, IssueRead | ProviderError>();
+        for (let i = 0; i < tickets.length; i++) {
+          if (i > 0 && Date.now() > deadline) return queueRest(i, 1);
+          try {
+            if (tracker.readMany && !reads.has(tickets[i]!.external_id!)) {
+              const ids = tickets.slice(i, i + (tracker.readBatch ?? 1)).map((t) => t.external_id!);
+              const got = await tracker.readMany(ids);
+              for (const id of ids) reads.set(id, got.get(id) ?? new ProviderError("not_found", `issue ${id} is gone or out of the grant's reach`));
+            }
+            results.push(await syncOne(tracker, tickets[i]!, now, reads.get(tickets[i]!.external_id!)));
+          } catch (err) {
+            if (err instanceof ProviderError && err.failure === "rate_limited") return queueRest(i, err.retryAfterSeconds ?? 60);
+            if (err instanceof ProviderError && err.failure !== "auth_expired") {
+              results.push(syncOutcome(tickets[i]!, false, `${err.failure}: ${err.message}`));
+              continue;
+            }
+            if (isConditionalFailure(err)) {
+              results.push(syncOutcome(tickets[i]!, false, "the ticket changed meanwhile"));
+              continue;
+            }
+            throw err;
+          }
         }
-        for (const t of tickets.slice(i)) results.push(syncOutcome(t, false, null, "queued"));
-      };
-      // Batched reads (Linear, Jira): one request per page of the tracker's (its `readBatch`), taken as the loop reaches them.
-      const reads = new Map<string, IssueRead | ProviderError>();
-      for (let i = 0; i < tickets.length; i++) {
-        if (i > 0 && Date.now() > deadline) return queueRest(i, 1);
-        try {
-          if (tracker.readMany && !reads.has(tickets[i]!.external_id!)) {
-            const ids = tickets.slice(i, i + (tracker.readBatch ?? 1)).map((t) => t.external_id!);
-            const got = await tracker.readMany(ids);
-            for (const id of ids) reads.set(id, got.get(id) ?? new ProviderError("not_found", `issue ${id} is gone or out of the grant's reach`));
-          }
-          results.push(await syncOne(tracker, tickets[i]!, now, reads.get(tickets[i]!.external_id!)));
-        } catch (err) {
-          if (err instanceof ProviderError && err.failure === "rate_limited") return queueRest(i, err.retryAfterSeconds ?? 60);
-          if (err instanceof ProviderError && err.failure !== "auth_expired") {
-            results.push(syncOutcome(tickets[i]!, false, `${err.failure}: ${err.message}`));
-            continue;
-          }
-          if (isConditionalFailure(err)) {
-            results.push(syncOutcome(tickets[i]!, false, "the ticket changed meanwhile"));
-            continue;
-          }
-          throw err;
-        }
-      }
-    });
+      });
+    } catch (err) {
+      // A grant that expired or was revoked (424, reconnect): this platform's tickets say so, the other platforms'
+      // results stand; only when no platform could be read is the sync itself refused.
+      if (!(err instanceof AppError) || err.status !== 424) throw err;
+      usable--;
+      unusable ??= err;
+      const done = new Set(results.slice(before).map((r) => r.ticket_id));
+      for (const t of tickets) if (!done.has(t.id)) results.push(syncOutcome(t, false, `${err.code}: ${err.message}`));
+    }
   }
   if (groups.size && !usable && unusable) throw unusable;
   const implemented = await settleRecommendation(userId, doc);

@@ -294,3 +294,26 @@ describe("ticket tool (Jira)", () => {
     expectEnvelope(await push(s, { platform: "tickets", project_key: "P001", ticket_ids: [story.id] }), 424, "TICKETS_TOKEN_ERROR");
   });
 });
+
+describe("a document pushed to two platforms", () => {
+  it("syncs the platform it can read when the other's grant was revoked: those tickets name the reconnect error (it was a 424 for all)", async () => {
+    const s = await setup();
+    await connectLinear(linear, s.token, s.workspaceId);
+    const team = linear.team("ENG");
+    expect((await call("POST", "/api/integrations/planner/teams/select", { token: s.token, body: { workspace_id: s.workspaceId, team_id: team.id, team_name: team.name } })).status).toBe(200);
+    await connectJira(jira, s.token, s.workspaceId);
+    const { story, solution, risk } = await reviewed(s);
+    expect((await push(s, { platform: "planner", ticket_ids: [story.id] })).body).toMatchObject({ pushed: 1 });
+    expect((await push(s, { platform: "tickets", project_key: "P001", ticket_ids: [solution.id, risk.id] })).body).toMatchObject({ pushed: 2 });
+    linear.revokeAll();
+    const res = await sync(s);
+    expect(res.status, res.text).toBe(200);
+    const by = new Map((res.body.results as { ticket_id: string; error: string | null }[]).map((r) => [r.ticket_id, r]));
+    expect(by.get(story.id)!.error).toMatch(/^PLANNER_TOKEN_ERROR: /);
+    expect(by.get(solution.id)!.error).toBeNull();
+    expect(by.get(risk.id)!.error).toBeNull();
+    expect(res.body.errors).toBe(1);
+    // Read from Jira, as a sync records it.
+    expect((await listed(s)).filter((t) => t.platform === "tickets").map((t) => t.status)).toEqual(["synced", "synced"]);
+  });
+});
