@@ -321,6 +321,20 @@ async function settle(c: Claim, to: TicketStatus | null, set: Record<string, unk
   }
 }
 
+/** How a push_failed ticket's `push_error` begins when its issue may exist (a lost answer to a create). */
+const OUTCOME_UNKNOWN = "outcome unknown";
+
+/**
+ * Why a ticket may not be pushed to `platform`/`destination` now, or null: a push whose outcome is unknown may have
+ * created an issue there, and only a push to the same place looks for it (by its marker) before creating one; a push
+ * elsewhere would leave that issue behind as a duplicate.
+ */
+function elsewhereAfterUnknown(t: TicketItem, platform: Platform, destination: string): string | null {
+  if (t.status !== "push_failed" || !t.push_error?.startsWith(OUTCOME_UNKNOWN)) return null;
+  if (t.platform === platform && (t.destination ?? "") === destination) return null;
+  return `its last push (to ${t.platform}${t.destination ? ` ${t.destination}` : ""}) may have created an issue there (${OUTCOME_UNKNOWN}): push it there again, which finds that issue before creating one`;
+}
+
 /** A push result before the answer adds `block_removed` (push reads the document's blocks once for all). */
 type PushResult = Omit<PushOutcome, "block_removed">;
 type SyncResult = Omit<SyncOutcome, "block_removed">;
@@ -358,7 +372,7 @@ async function pushOne(tracker: Tracker, c: Claim): Promise<PushResult> {
     // retry searches for the marker first, so an issue created behind a lost answer is found, not duplicated.
     const known = err instanceof ProviderError && ["validation", "forbidden", "not_found"].includes(err.failure);
     const why = err instanceof Error ? err.message : String(err);
-    const message = known ? why : `outcome unknown (${why}); a retry looks for the issue before creating one`;
+    const message = known ? why : `${OUTCOME_UNKNOWN} (${why}); a retry looks for the issue before creating one`;
     const failed = await settle(c, "push_failed", { push_error: message.slice(0, 1000) });
     return outcome(failed ?? t, failed ? "push_failed" : t.status, message);
   }
@@ -415,6 +429,11 @@ export async function push(userId: string, input: PushTicketsInput, destination?
       for (let i = 0; i < pushable.length; i++) {
         // Past the budget, the rest goes to the queue at once (its consumer works on with a budget of its own).
         if (i > 0 && Date.now() > deadline) return queueRest(i, 1);
+        const elsewhere = elsewhereAfterUnknown(pushable[i]!, input.platform, dest);
+        if (elsewhere) {
+          results.push(outcome(pushable[i]!, pushable[i]!.status, elsewhere));
+          continue;
+        }
         const c = await claim(pushable[i]!, input.platform, dest);
         if (!c) {
           results.push(outcome(pushable[i]!, pushable[i]!.status, "another push holds this ticket"));

@@ -248,6 +248,12 @@ describe("ticket tool (Jira)", () => {
     expect(creates()).toHaveLength(1);
     expect(issuesFor([story.id])).toHaveLength(1);
 
+    // Pushed elsewhere (another project, or platform) it would leave that issue behind as a duplicate: refused.
+    const elsewhere = await push(s, { platform: "tickets", project_key: "P001", ticket_ids: [story.id] });
+    expect(elsewhere.body).toMatchObject({ pushed: 0, failed: 1 });
+    expect(elsewhere.body.results[0]).toMatchObject({ status: "push_failed", error: expect.stringMatching(/may have created an issue there.*push it there again/) });
+    expect(creates()).toHaveLength(1);
+
     // The retried push searches for the marker label first and records the issue Jira made: no second create.
     const retry = await push(s, { platform: "tickets", project_key: "P002", ticket_ids: [story.id] });
     expect(retry.body).toMatchObject({ pushed: 1, failed: 0 });
