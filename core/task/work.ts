@@ -215,8 +215,10 @@ async function filestoreMaterial(task: TaskItem): Promise<{ passages: Passage[];
         read.push({ id: f.id, name: f.name });
         for (const p of passagesOf(text.content)) passages.push({ text: p, origin: { kind: "file", id: f.id, name: f.name, link: f.web_view_link } });
       } catch (err) {
-        // A file without a text form (an image, a PDF) or too large is noted and skipped: the others still count.
-        if (err instanceof UnsupportedType || (err instanceof ProviderError && (err.failure === "too_large" || err.failure === "validation"))) skipped.push({ name: f.name, reason: err.message });
+        // A file without a text form (an image, a PDF), too large, gone since the search (404) or whose download is
+        // refused (403) is noted and skipped: the others still count. (A rate limit or a refused grant stops the task.)
+        const skip = err instanceof UnsupportedType || (err instanceof ProviderError && ["too_large", "validation", "not_found", "forbidden"].includes(err.failure));
+        if (skip) skipped.push({ name: f.name, reason: (err as Error).message });
         else throw err;
       }
     }

@@ -475,13 +475,17 @@ describe("fs_research (Power plan)", () => {
     drive.put({ name: "Site visit notes", mimeType: "application/vnd.google-apps.document", content: "Offline mode matters on site visits.\n\nThe tablet loses signal in the basement, so notes are retyped later." });
     drive.put({ name: "Budget", mimeType: "application/vnd.google-apps.spreadsheet", content: "item,cost\nhosting,120\n" });
     drive.put({ name: "offline photo.png", mimeType: "image/png", content: "\u0089PNG" });
+    // Found by the search, then deleted before it is read (Drive answers 404): skipped, not the task's failure.
+    const gone = drive.put({ name: "Old offline site notes", mimeType: "text/plain", content: "Offline site visits were discussed at length in this old note." });
+    drive.fail({ match: new RegExp(`GET /drive/v3/files/${gone}$`), status: 404, reason: "notFound", times: 5 });
     await connectDrive(drive, r.ws.owner.token, r.ws.workspace.id);
     const id = await spawned(r.ws, r.conv, { task_type: "fs_research", prompt: "offline site visits" });
     const done = await settled(r.ws.owner.token, id);
     expect(done, JSON.stringify(done)).toMatchObject({ status: "completed" });
     expect(done.result_data.origin).toBe("filestore");
     expect(done.result_data.read.map((f: { name: string }) => f.name)).toContain("Site visit notes");
-    expect(done.result_data.skipped).toEqual([expect.objectContaining({ name: "offline photo.png" })]);
+    expect(done.result_data.skipped).toEqual(expect.arrayContaining([expect.objectContaining({ name: "offline photo.png" }), expect.objectContaining({ name: "Old offline site notes" })]));
+    expect(done.result_data.skipped).toHaveLength(2);
     expect(done.result_data.findings[0]).toMatchObject({ origin: { kind: "file", name: "Site visit notes" } });
     expect(done.result_data.report).toContain("File: Site visit notes");
   });
