@@ -25,8 +25,13 @@ export const OAUTH_STATE_TTL_SECONDS = 600;
 const REFRESH_MARGIN_MS = 60_000;
 /** The token endpoint's answers that mean the refresh token will never work again: the user must reconnect. */
 const REFUSED_GRANT = ["invalid_grant", "unauthorized_client", "bad_refresh_token"];
-/** How long one writer holds the refresh claim, ms: longer than a token request takes. */
+/** How long one writer holds the refresh claim, ms: longer than a token request may take (REFRESH_TIMEOUT_MS). */
 const REFRESH_CLAIM_MS = 15_000;
+/**
+ * A token request is given up after this long, ms, well inside the claim: a request still running when the claim
+ * lapsed would let a second writer send the same rotating refresh token, which Atlassian answers by revoking the grant.
+ */
+export const REFRESH_TIMEOUT_MS = 10_000;
 
 /** The plan flag of each kind (spec 02 Authentication 5). */
 export const FEATURE_OF: Record<IntegrationKind, PlanFeature> = {
@@ -101,7 +106,7 @@ export interface AccountDetails {
 }
 
 /** Why a callback failed, as the `reason` of the redirect (`<kind>=error&reason=...`). */
-export type CallbackFailure = "invalid_state" | "expired_state" | "access_denied" | "exchange_failed" | "account_failed";
+export type CallbackFailure = "invalid_state" | "expired_state" | "access_denied" | "exchange_failed" | "account_failed" | "not_a_member";
 
 const redirectTo = (kind: IntegrationKind, outcome: "connected" | "error", reason?: CallbackFailure, details: Record<string, unknown> = {}): string => {
   if (reason) integrationLog().warn("integration callback refused", { kind, reason, ...details });
@@ -130,6 +135,13 @@ export async function callback(
   const { data: row } = await db().entities.oauthState.get(stateKey).go({ consistent: true });
   // Forged, reused or meant for another kind: refused alike, and another kind's state is left for its own callback.
   if (!row || row.kind !== kind) return { location: redirectTo(kind, "error", "invalid_state") };
+  // Who started the flow may have left the workspace since (the state lives 10 minutes): no grant of theirs is stored.
+  try {
+    await requireMember(row.user_id, row.workspace_id);
+  } catch (err) {
+    if (!(err instanceof AppError) || err.status >= 500) throw err;
+    return { location: redirectTo(kind, "error", "not_a_member") };
+  }
   await requireFeature({ userId: row.user_id, workspaceId: row.workspace_id }, FEATURE_OF[kind]);
   let consumed: typeof row | null = null;
   try {
@@ -304,7 +316,7 @@ async function refresh(row: IntegrationItem, tokens: TokenSet): Promise<Grant> {
   const { as, client, auth, options } = clientOf(PROVIDERS[kind]);
   let next: TokenSet;
   try {
-    const response = await oauth.refreshTokenGrantRequest(as, client, auth, tokens.refresh_token!, options);
+    const response = await oauth.refreshTokenGrantRequest(as, client, auth, tokens.refresh_token!, { ...options, signal: AbortSignal.timeout(REFRESH_TIMEOUT_MS) });
     const result = await oauth.processRefreshTokenResponse(as, client, response);
     next = {
       access_token: result.access_token,

@@ -22,10 +22,12 @@ export type ConnectResult = z.infer<typeof ConnectResult>;
  */
 export const CallbackQuery = z
   .object({
-    code: z.string().max(2048).optional(),
-    state: z.string().max(512).optional(),
-    error: z.string().max(200).optional(),
-    error_description: z.string().max(2000).optional(),
+    // Too long to be ours: as good as absent (the callback then redirects with invalid_state or exchange_failed).
+    code: z.string().optional().transform((s) => (s && s.length <= 2048 ? s : undefined)),
+    state: z.string().optional().transform((s) => (s && s.length <= 512 ? s : undefined)),
+    // Only whether it is there matters (access_denied); its text is never shown.
+    error: z.string().optional().transform((s) => s?.slice(0, 200)),
+    error_description: z.string().optional().transform((s) => s?.slice(0, 2000)),
   })
   .loose();
 export type CallbackQuery = z.infer<typeof CallbackQuery>;

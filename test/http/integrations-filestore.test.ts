@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { db } from "../../core/db/service";
 import { openTokens, sealTokens } from "../../core/integration/crypto";
 import * as OAuth from "../../core/integration/oauth";
-import { call, newWorkspace } from "../support/api";
+import { call, newUser, newWorkspace } from "../support/api";
 import { DriveStandIn, GOOGLE_AUTH } from "../support/drive-standin";
 import { APP_URL, connectDrive, useDriveSettings } from "../support/drive-standin";
 import { expectEnvelope, partitionItems, withEnv } from "./_helpers";
@@ -79,6 +79,29 @@ describe("connect and callback", () => {
     const tickets = await withEnv({ ATLASSIAN_CLIENT_ID: "a", ATLASSIAN_CLIENT_SECRET: "b" }, () => OAuth.connect(owner.id, "tickets", workspace.id));
     expect((await call("GET", "/api/integrations/filestore/callback", { query: { code: "c", state: tickets.state } })).headers.location).toBe(settings("error", "invalid_state"));
     expect((await db().entities.oauthState.get({ state: tickets.state }).go()).data).toMatchObject({ kind: "tickets" });
+  });
+
+  it("a member removed between connect and callback connects nothing (redirect not_a_member)", async () => {
+    const { owner, workspace } = await newWorkspace("Removed member");
+    const m = await newUser();
+    expect((await call("POST", `/api/workspaces/${workspace.id}/members`, { token: owner.token, body: { email: m.email, role: "member" } })).status).toBe(201);
+    const c = await call("POST", "/api/integrations/filestore/connect", { token: m.token, body: { workspace_id: workspace.id } });
+    expect(c.status, c.text).toBe(200);
+    expect((await call("DELETE", `/api/workspaces/${workspace.id}/members/${m.id}`, { token: owner.token })).status).toBe(204);
+    const cb = await call("GET", "/api/integrations/filestore/callback", { query: drive.authorize(c.body.auth_url) });
+    expect(cb.headers.location).toBe(settings("error", "not_a_member"));
+    expect(await OAuth.findIntegration(workspace.id, "filestore")).toBeNull();
+  });
+
+  it("an over-long state, code or error description is still a redirect naming the reason, never a JSON 422", async () => {
+    const long = await call("GET", "/api/integrations/filestore/callback", { query: { code: "c", state: "x".repeat(600) } });
+    expect(long.status).toBe(302);
+    expect(long.headers.location).toBe(settings("error", "invalid_state"));
+    const { auth_url, state } = await startConnect();
+    drive.authorize(auth_url);
+    const declined = await call("GET", "/api/integrations/filestore/callback", { query: { error: "access_denied", error_description: "d".repeat(2100), state } });
+    expect(declined.status).toBe(302);
+    expect(declined.headers.location).toBe(settings("error", "access_denied"));
   });
 
   it("answers 503 naming the Google settings without client credentials", async () => {
