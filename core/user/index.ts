@@ -65,9 +65,6 @@ export async function get(id: string): Promise<User | null> {
   return data;
 }
 
-/** Users that one address may name at most: one person's sign-in identities, with room to spare. */
-const USERS_PER_EMAIL = 25;
-
 /**
  * The user an e-mail address names (case-insensitive), or null. Addresses are not unique among users: one person may
  * sign in through several identities (a password and a Google account, each its own user), and a provider that does
@@ -76,7 +73,8 @@ const USERS_PER_EMAIL = 25;
  * never one who merely claimed the address (docs/decisions.md "Adding a member by e-mail").
  */
 export async function findByEmail(email: string): Promise<User | null> {
-  const { data } = await db().entities.user.query.byEmail({ email: email.toLowerCase() }).go({ limit: USERS_PER_EMAIL });
+  // Every user of the address (pages): many who merely claim it must not hide its owner.
+  const { data } = await db().entities.user.query.byEmail({ email: email.toLowerCase() }).go({ pages: "all" });
   const owners = data.filter((u) => u.email_verified !== false).sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
   return owners[0] ?? null;
 }
@@ -124,6 +122,13 @@ export async function ensure(input: { idpId: string; email: string; name?: strin
 }
 
 /**
+ * Whether a token vouches for the stored address of a user whose address is marked unverified: it carries that same
+ * address, and its provider does not say it is unverified (true, or unsaid: what a new user's token is taken at).
+ */
+const verifiesStored = (user: Pick<User, "email" | "email_verified">, claims: TokenClaims): boolean =>
+  user.email_verified === false && claims.email_verified !== false && claims.email?.toLowerCase() === user.email;
+
+/**
  * Resolve the caller from verified token claims (the auth middleware, functions/lib/http.ts), creating the user from
  * the claims if the identity provider's user.created webhook has not arrived yet. An active or suspended user is
  * served from this container's memory for up to USER_CACHE_TTL_MS (30 s) after it was read: no DynamoDB call on most
@@ -137,12 +142,15 @@ export async function fromClaims(claims: TokenClaims): Promise<User> {
   const hit = recentUsers.get(key);
   // A copy: no caller may change the item the next request of this container is served.
   // (A token that now verifies an address the cached user had unverified goes on to record it.)
-  if (hit && !(hit.email_verified === false && claims.email_verified === true)) return { ...hit };
+  if (hit && !verifiesStored(hit, claims)) return { ...hit };
   let user = await get(id);
-  if (user?.email_verified === false && claims.email_verified === true) {
-    // Verified since the first sign-in: the address now names this user too (one write, on that change only).
+  if (user && verifiesStored(user, claims)) {
+    // Verified since (or a token of the provider's that does not say, as for a new user): the address now names this
+    // user too (one write, on that change only).
     try {
-      user = (await db().entities.user.patch({ id }).set({ email_verified: true }).go({ response: "all_new" })).data as User;
+      const patch = db().entities.user.patch({ id });
+      const write = claims.email_verified === true ? patch.set({ email_verified: true }) : patch.remove(["email_verified"]);
+      user = (await write.go({ response: "all_new" })).data as User;
     } catch (err) {
       if (!isConditionalFailure(err)) throw err;
       user = null; // deleted meanwhile: refused below
@@ -306,10 +314,14 @@ export async function applyIdpEvent(event: IdpWebhookEvent, removeOwned: (user: 
       return;
     }
     if (type === "user.updated") {
+      // A new address is not known to be verified: its `email_verified` is the provider's word on the old one. Until a
+      // token of that address says otherwise it names no one (findByEmail) and grants nothing (ADMIN_EMAILS).
+      const changed = data.email !== undefined && data.email.toLowerCase() !== existing.email;
       await db()
         .entities.user.patch({ id })
         .set({
           ...(data.email ? { email: data.email.toLowerCase() } : {}),
+          ...(changed ? { email_verified: false } : {}),
           ...(data.name !== undefined ? { name: data.name } : {}),
           ...(data.avatar_url !== undefined ? { avatar_url: data.avatar_url } : {}),
         })
@@ -319,10 +331,11 @@ export async function applyIdpEvent(event: IdpWebhookEvent, removeOwned: (user: 
     return;
   }
   forget(id);
+  // First the tombstone, even for a user never stored here (a deletion delivered before the creation, or before the
+  // user's first request): from here neither a token still valid nor a late user.created brings the account back.
+  await markDeleted(id);
   const existing = await get(id);
   if (!existing) return;
-  // First the tombstone: from here a token of the user's that is still valid cannot bring the account back.
-  await markDeleted(id);
   await removeOwned(existing);
   await db().entities.referralCode.delete({ code: existing.referral_code }).go();
   await db().entities.user.delete({ id }).go();

@@ -140,7 +140,8 @@ export async function verifyBearer(authorization: string | undefined): Promise<T
   const groups = payload["cognito:groups"] ?? payload.groups ?? [];
   return {
     sub: payload.sub,
-    email: typeof payload.email === "string" ? payload.email : undefined,
+    // An address as RFC 5321 bounds it (254 characters), trimmed; anything else is no address (it keys an index).
+    email: typeof payload.email === "string" && payload.email.trim().length <= 254 && payload.email.includes("@") ? payload.email.trim() : undefined,
     // Some providers send the claim as a string ("true"/"false": Cognito's ID tokens did for a time).
     email_verified: payload.email_verified === true || payload.email_verified === "true" ? true : payload.email_verified === false || payload.email_verified === "false" ? false : undefined,
     name: typeof payload.name === "string" ? payload.name : undefined,
@@ -150,8 +151,14 @@ export async function verifyBearer(authorization: string | undefined): Promise<T
 }
 
 /**
- * Admins of the growth endpoints: the token carries the group `admin`, or the e-mail is in ADMIN_EMAILS (DESIGN.md
- * section 5) and the token does not say the address is unverified (`email_verified: false`: anyone could claim it).
+ * Admins of the growth endpoints: the token carries the group `admin`, or the user's address is in ADMIN_EMAILS
+ * (DESIGN.md section 5) and is not known to be unverified (`email_verified: false`: anyone could claim it). What says
+ * so: the token's claim when the token carries that same address, else what is stored for it (an address changed by
+ * the provider's user.updated is unverified until a token of it says otherwise).
+ * @param user the caller as stored: `email` (lower case) and its `email_verified`, if known
  */
-export const isAdminClaims = (claims: TokenClaims, email: string): boolean =>
-  claims.groups.includes("admin") || (claims.email_verified !== false && Config.adminEmails().includes(email.toLowerCase()));
+export const isAdminClaims = (claims: TokenClaims, user: { email: string; email_verified?: boolean }): boolean => {
+  if (claims.groups.includes("admin")) return true;
+  const verified = claims.email?.toLowerCase() === user.email ? claims.email_verified : user.email_verified;
+  return verified !== false && Config.adminEmails().includes(user.email.toLowerCase());
+};

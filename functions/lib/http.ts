@@ -284,7 +284,7 @@ function bind(spec: RouteSpec, impl: RouteImpl<RouteSpec>) {
       const [{ isAdminClaims, verifyBearer }, { fromClaims }] = await authentication();
       claims = await verifyBearer(event.headers?.authorization);
       user = await fromClaims(claims);
-      isAdmin = isAdminClaims(claims, user.email);
+      isAdmin = isAdminClaims(claims, user);
       if (spec.access === "admin" && !isAdmin) throw new AppError("FORBIDDEN", "Admins only");
       if (user.access_status === "suspended" && !spec.allowSuspended) {
         throw new AppError("FORBIDDEN", "This account is suspended");

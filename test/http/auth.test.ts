@@ -74,6 +74,17 @@ describe("GET /api/auth/me", () => {
   });
 });
 
+describe("an e-mail claim that is no address", () => {
+  it("over 254 characters, a new user's token is 401 (it was a 500: the address keys an index); one with spaces is trimmed", async () => {
+    const long = `${"a".repeat(2_000)}@example.com`;
+    expectEnvelope(await call("GET", "/api/auth/me", { token: await idp().sign({ email: long, sub: `idp|${randomUUID()}` }) }), 401, "UNAUTHORIZED");
+    const spaced = `  spaced-${randomUUID().slice(0, 8)}@example.com `;
+    const me = await call("GET", "/api/auth/me", { token: await idp().sign({ email: spaced, sub: `idp|${randomUUID()}` }) });
+    expect(me.status, me.text).toBe(200);
+    expect(me.body.email).toBe(spaced.trim());
+  });
+});
+
 describe("access gating (spec 01 Access status)", () => {
   let saved: Record<string, string | undefined>;
   beforeEach(() => {

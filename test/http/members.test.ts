@@ -6,6 +6,7 @@ import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { call, idp, newUser, newWorkspace } from "../support/api";
 import { db } from "../../core/db/service";
+import * as User from "../../core/user";
 import { expectEnvelope, userWithEmail } from "./_helpers";
 import { PLANS } from "../../core/billing/plans";
 
@@ -87,6 +88,20 @@ describe("workspace members", () => {
     const then = await add(other.id, owner2.token, email);
     expect(then.status, then.text).toBe(201);
     expect(then.body.user_id).toBe(claimer.id);
+  });
+
+  it("many users merely claiming an address do not hide its owner (every user of the address is read)", async () => {
+    const email = `crowded-${randomUUID().slice(0, 8)}@example.com`;
+    // The owner's id sorts after every claimer's (the index orders by user id), so a first page of claimers hid it.
+    let ownerIdp = `owner_${randomUUID()}`;
+    while (!User.userIdFor(ownerIdp).startsWith("f")) ownerIdp = `owner_${randomUUID()}`;
+    const owner = await User.ensure({ idpId: ownerIdp, email, emailVerified: true });
+    for (let i = 0; i < 30; i++) {
+      let claimer = `claimer_${randomUUID()}`;
+      while (User.userIdFor(claimer).startsWith("f")) claimer = `claimer_${randomUUID()}`;
+      await User.ensure({ idpId: claimer, email, emailVerified: false });
+    }
+    expect((await User.findByEmail(email))?.id).toBe(owner.id);
   });
 
   it("adding someone twice (or the owner) is 409 ALREADY_MEMBER and keeps the first role", async () => {

@@ -116,6 +116,28 @@ describe("user.updated", () => {
     expect(await User.findByEmail(u.email)).toBeNull();
   });
 
+  it("a changed address is unverified until a token of it: no admin by ADMIN_EMAILS, not found by e-mail", async () => {
+    const u = idpUser();
+    const oldToken = await idp().sign({ email: u.email, sub: u.idpId, email_verified: true });
+    expect((await call("GET", "/api/auth/me", { token: oldToken })).status).toBe(200);
+    const boss = `boss-${randomUUID().slice(0, 8)}@example.com`;
+    const saved = process.env.ADMIN_EMAILS;
+    process.env.ADMIN_EMAILS = boss;
+    try {
+      expect((await send({ type: "user.updated", data: { id: u.idpId, email: boss } })).status).toBe(200);
+      // The old token vouches for the old address only: the new one, named by the provider, grants nothing yet.
+      expect((await call("GET", "/api/admin/plg/stats", { token: oldToken })).status).toBe(403);
+      expect(await User.findByEmail(boss)).toBeNull();
+      // A token of the new address that its provider verified: it names the user, who is an admin by it.
+      const newToken = await idp().sign({ email: boss, sub: u.idpId, email_verified: true });
+      expect((await call("GET", "/api/admin/plg/stats", { token: newToken })).status).toBe(200);
+      expect((await User.findByEmail(boss))?.id).toBe(u.id);
+    } finally {
+      if (saved === undefined) delete process.env.ADMIN_EMAILS;
+      else process.env.ADMIN_EMAILS = saved;
+    }
+  });
+
   it("a partial update leaves the other fields alone", async () => {
     const u = idpUser();
     await send({ type: "user.created", data: { id: u.idpId, email: u.email, name: "Keep Email" } });
@@ -125,6 +147,17 @@ describe("user.updated", () => {
 });
 
 describe("user.deleted", () => {
+  it("a deletion delivered before the creation (or the user's first request) keeps the identity deleted", async () => {
+    const u = idpUser();
+    expect((await send({ type: "user.deleted", data: { id: u.idpId } })).status).toBe(200);
+    expect((await send({ type: "user.created", data: { id: u.idpId, email: u.email, name: "Late" } })).status).toBe(200);
+    expect(await User.get(u.id)).toBeNull();
+    // Its token, still valid, does not create the account either.
+    const token = await idp().sign({ email: u.email, sub: u.idpId });
+    expectEnvelope(await call("GET", "/api/auth/me", { token }), 401, "UNAUTHORIZED");
+    expect(await User.get(u.id)).toBeNull();
+  });
+
   it("cascades: owned workspaces are purged, memberships elsewhere removed, the user is gone", async () => {
     const u = idpUser();
     const token = await idp().sign({ email: u.email, sub: u.idpId });
