@@ -522,7 +522,6 @@ export async function sync(userId: string, input: SyncTicketsInput, startedAt = 
     const [platform, dest] = key.split("\u0000") as [Platform, string];
     try {
       await requireIntegration(userId, doc.workspace_id, platform);
-      usable++;
     } catch (err) {
       if (!(err instanceof AppError) || !["NO_ACTIVE_INTEGRATION", "PLAN_FEATURE_REQUIRED"].includes(err.code)) throw err;
       unusable ??= err;
@@ -565,11 +564,11 @@ export async function sync(userId: string, input: SyncTicketsInput, startedAt = 
           }
         }
       });
+      usable++;
     } catch (err) {
       // A grant that expired or was revoked (424, reconnect): this platform's tickets say so, the other platforms'
       // results stand; only when no platform could be read is the sync itself refused.
       if (!(err instanceof AppError) || err.status !== 424) throw err;
-      usable--;
       unusable ??= err;
       const done = new Set(results.slice(before).map((r) => r.ticket_id));
       for (const t of tickets) if (!done.has(t.id)) results.push(syncOutcome(t, false, `${err.code}: ${err.message}`));

@@ -15,7 +15,7 @@ import { dot, toMatrix, type Matrix } from "../vectors";
 import { centroidOf, sphericalKMeans } from "./cluster";
 import type { InsightType, Severity } from "./classify";
 import { markDuplicates } from "./dedup";
-import { collectMentions, DEFAULT_OPTIONS, unitsBySource, type Mention } from "./index";
+import { collectMentions, DEFAULT_OPTIONS, totalMentions, unitsBySource, type Mention } from "./index";
 import { groundQuotes, pickQuotes } from "./quotes";
 import { surveyInsights } from "./survey";
 import type { ExistingInsight, InsightDraft, SynthesisOptions, SynthesisOutput, SynthesisSource } from "./types";
@@ -169,6 +169,7 @@ export async function synthesizeWithModel(input: ModelSynthesisInput): Promise<S
     const bySource = new Map<number, number>();
     for (const i of members) bySource.set(corpus.mentions[i].sourceIndex, (bySource.get(corpus.mentions[i].sourceIndex) ?? 0) + 1);
     const source_ids = [...bySource.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0]).map(([s]) => sources[s].id);
+    const bySourceUnits = unitsBySource(members, (i) => corpus.mentions[i], sources);
     let cohesion = 0;
     for (const c of candidates) cohesion += c.sim;
     drafts.push({
@@ -179,8 +180,8 @@ export async function synthesizeWithModel(input: ModelSynthesisInput): Promise<S
       quotes,
       source_ids,
       frequency: source_ids.length,
-      mention_count: new Set(members.map((i) => `${corpus.mentions[i].sourceIndex}:${corpus.mentions[i].unitIndex}`)).size,
-      mentions_by_source: unitsBySource(members, (i) => corpus.mentions[i], sources.map((s) => s.id)),
+      mention_count: totalMentions(bySourceUnits),
+      mentions_by_source: bySourceUnits,
       vector: centroid,
       embedder_id: embedder.id,
       cohesion: Math.round((cohesion / members.length) * 1000) / 1000,
@@ -204,8 +205,8 @@ export async function synthesizeWithModel(input: ModelSynthesisInput): Promise<S
     twin.vector = centroidOf(x, twin.members);
     twin.source_ids = [...new Set([...twin.source_ids, ...d.source_ids])];
     twin.frequency = twin.source_ids.length;
-    twin.mention_count = new Set(twin.members.map((i) => `${corpus.mentions[i].sourceIndex}:${corpus.mentions[i].unitIndex}`)).size;
-    twin.mentions_by_source = unitsBySource(twin.members, (i) => corpus.mentions[i], sources.map((s) => s.id));
+    twin.mentions_by_source = unitsBySource(twin.members, (i) => corpus.mentions[i], sources);
+    twin.mention_count = totalMentions(twin.mentions_by_source);
     twin.quotes = groundQuotes([...twin.quotes, ...d.quotes], sourcesById).slice(0, 5);
   }
   // Closed survey questions: the same figures as the local engine, counted from the answers, never by the model.

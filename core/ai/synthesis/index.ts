@@ -286,9 +286,9 @@ function distinctUnits(mentions: Mention[], members: number[]): number {
 
 /**
  * Distinct units per source id of a cluster's members (their sum is `distinctUnits`): a draft's `mentions_by_source`.
- * @param sourceIds the run's source ids, by source index
+ * @param sources the run's sources, by source index
  */
-export function unitsBySource(members: readonly number[], at: (i: number) => { sourceIndex: number; unitIndex: number }, sourceIds: readonly string[]): Record<string, number> {
+export function unitsBySource(members: readonly number[], at: (i: number) => { sourceIndex: number; unitIndex: number }, sources: readonly { id: string }[]): Record<string, number> {
   const units = new Map<number, Set<number>>();
   for (const i of members) {
     const m = at(i);
@@ -296,8 +296,11 @@ export function unitsBySource(members: readonly number[], at: (i: number) => { s
     set.add(m.unitIndex);
     units.set(m.sourceIndex, set);
   }
-  return Object.fromEntries([...units].map(([s, set]) => [sourceIds[s], set.size]));
+  return Object.fromEntries([...units].map(([s, set]) => [sources[s]!.id, set.size]));
 }
+
+/** A draft's `mention_count`: the sum of its mentions per source. */
+export const totalMentions = (bySource: Record<string, number>): number => Object.values(bySource).reduce((a, n) => a + n, 0);
 
 function listJoin(items: string[]): string {
   if (items.length <= 1) return items.join("");
@@ -592,7 +595,8 @@ function themeDrafts(
     const sourceOrder = [...bySource.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0]).map(([s]) => s);
     const source_ids = sourceOrder.map((s) => sources[s].id);
     const frequency = source_ids.length;
-    const mention_count = distinctUnits(mentions, members);
+    const mentions_by_source = unitsBySource(members, (i) => mentions[i], sources);
+    const mention_count = totalMentions(mentions_by_source);
     const severity = severityOf(type, frequency / Math.max(1, sources.length), sources.length, mention_count / avgMentions, shares);
     const topKeys = new Set(top.map((t) => t.key));
 
@@ -642,7 +646,7 @@ function themeDrafts(
       source_ids,
       frequency,
       mention_count,
-      mentions_by_source: unitsBySource(members, (i) => mentions[i], sources.map((s) => s.id)),
+      mentions_by_source,
       vector: centroid,
       embedder_id: embedder.id,
       keyphrases: top.map((t) => t.surface),

@@ -49,7 +49,7 @@ describe("unitsBySource", () => {
       { sourceIndex: 0, unitIndex: 2 },
       { sourceIndex: 1, unitIndex: 1 },
     ];
-    expect(unitsBySource([0, 1, 2, 3], (i) => mentions[i], ["s0", "s1"])).toEqual({ s0: 2, s1: 1 });
-    expect(unitsBySource([1, 3], (i) => mentions[i], ["s0", "s1"])).toEqual({ s0: 1, s1: 1 });
+    expect(unitsBySource([0, 1, 2, 3], (i) => mentions[i], [{ id: "s0" }, { id: "s1" }])).toEqual({ s0: 2, s1: 1 });
+    expect(unitsBySource([1, 3], (i) => mentions[i], [{ id: "s0" }, { id: "s1" }])).toEqual({ s0: 1, s1: 1 });
   });
 });
