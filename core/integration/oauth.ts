@@ -182,13 +182,15 @@ export async function callback(
   const { data: existing } = await db().entities.integration.get(ctx).go({ consistent: true });
   const now = new Date().toISOString();
   // A reconnect keeps the workspace's selections (repos, team) and replaces the grant; the version moves on so a
-  // refresh racing the reconnect cannot overwrite the new grant.
+  // refresh racing the reconnect cannot overwrite the new grant. It is never reused, even after a hard disconnect
+  // deleted the row: a request still holding the old grant's version must not mark or overwrite the new one.
+  const token_version = grantVersion(existing?.token_version);
   await db().entities.integration.put({
     ...ctx,
     is_active: true,
     needs_reconnect: false,
     token_ciphertext,
-    token_version: (existing?.token_version ?? 0) + 1,
+    token_version,
     ...(tokens.expires_at ? { token_expires_at: new Date(tokens.expires_at).toISOString() } : {}),
     ...(tokens.scope ? { scope: tokens.scope } : {}),
     account: details.account,
@@ -201,9 +203,18 @@ export async function callback(
     ...(existing?.last_synced_at ? { last_synced_at: existing.last_synced_at } : {}),
   }).go();
   integrationLog().info("integration connected", {
-    kind, workspace_id: consumed.workspace_id, token_version: (existing?.token_version ?? 0) + 1, reconnect: Boolean(existing), expires: Boolean(tokens.expires_at), refreshable: Boolean(tokens.refresh_token),
+    kind, workspace_id: consumed.workspace_id, token_version, reconnect: Boolean(existing), expires: Boolean(tokens.expires_at), refreshable: Boolean(tokens.refresh_token),
   });
   return { location: redirectTo(kind, "connected") };
+}
+
+/**
+ * The `token_version` of a new grant: above the stored one and at least the current time in milliseconds, so a
+ * version is not given again after a hard disconnect deleted the row (refreshes add 1 per refresh, far fewer than the
+ * milliseconds between two grants).
+ */
+export function grantVersion(stored: number | undefined, nowMs = Date.now()): number {
+  return Math.max((stored ?? 0) + 1, nowMs);
 }
 
 /** The workspace's integration of a kind, active or not, or null. */

@@ -106,11 +106,15 @@ describe("callback", () => {
   it("two callbacks racing with one state: exactly one connects", async () => {
     const { workspace, auth_url } = await startConnect();
     const { code, state } = github.authorize(auth_url);
+    const started = Date.now();
     const results = await Promise.all([0, 1, 2].map(() => call("GET", "/api/integrations/codehost/callback", { query: { code, state } })));
     const outcomes = results.map((r) => r.headers.location).sort();
     expect(outcomes.filter((l) => l === settings("connected"))).toHaveLength(1);
     expect(outcomes.filter((l) => l === settings("error", "invalid_state"))).toHaveLength(2);
-    expect((await OAuth.findIntegration(workspace.id, "codehost"))!.token_version).toBe(1);
+    // One grant written, with a version of its time (never a version an earlier grant had).
+    const version = (await OAuth.findIntegration(workspace.id, "codehost"))!.token_version;
+    expect(version).toBeGreaterThanOrEqual(started);
+    expect(version).toBeLessThanOrEqual(Date.now());
   });
 
   it("an expired state (over 600 s) is refused even though its TTL has not removed it, and is consumed", async () => {
@@ -184,6 +188,24 @@ describe("status and disconnect", () => {
     expect(await OAuth.findIntegration(workspace.id, "codehost")).toBeNull();
     const items = await partitionItems(`ws#${workspace.id}`);
     expect(items.filter((i) => String(i.sk).startsWith("integration#") || String(i.sk).startsWith("issue_link#"))).toEqual([]);
+  });
+
+  it("a reconnect after a disconnect gets a version never given before: a request holding the old grant cannot mark the new one", async () => {
+    const { owner, workspace } = await newWorkspace("Reconnect");
+    await connectGithub(github, owner.token, workspace.id);
+    const old = (await OAuth.findIntegration(workspace.id, "codehost"))!;
+    await OAuth.disconnect(owner.id, "codehost", workspace.id);
+    await connectGithub(github, owner.token, workspace.id);
+    const fresh = (await OAuth.findIntegration(workspace.id, "codehost"))!;
+    expect(fresh.token_version).toBeGreaterThan(old.token_version);
+    // A request that read the old grant and saw it refused marks only that grant.
+    await OAuth.markNeedsReconnect(old);
+    expect((await OAuth.findIntegration(workspace.id, "codehost"))!).toMatchObject({ needs_reconnect: false, token_version: fresh.token_version });
+  });
+
+  it("a grant's version is above the stored one and at least the time in milliseconds", () => {
+    expect(OAuth.grantVersion(undefined, 1_000)).toBe(1_000);
+    expect(OAuth.grantVersion(5_000, 1_000)).toBe(5_001);
   });
 
   it("the ticket tool's disconnect is soft: is_active false, token cleared, row kept", async () => {
