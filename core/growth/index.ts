@@ -248,17 +248,34 @@ export async function listCodes(query: z.output<typeof CodesQuery>) {
  * the redemption itself is core/user `redeemCode` (pending → active, once per code); then `trial_credits` are granted
  * to the user's credits (a trial grant keyed by the code, so it is granted once) and `trial_days` sets the trial's end
  * to that many days after the redemption, while the account is on the trial plan (a paid plan has no trial to set).
+ * The grant comes after the redemption's transaction: when it fails, the code is taken and the request fails, and the
+ * redeemer's retry (then refused with ALREADY_ACTIVE or ACCESS_CODE_REDEEMED) honours the metadata again before the
+ * refusal, so the credits are not lost.
  * @throws whatever `User.redeemCode` throws.
  */
 export async function redeemAccessCode(user: User.User, rawCode: string): Promise<User.User> {
-  const active = await User.redeemCode(user, rawCode);
-  const code = await User.getAccessCode(rawCode);
-  const metadata = (code?.metadata ?? {}) as CodeMetadata;
-  if (code && typeof metadata.trial_credits === "number" && metadata.trial_credits > 0) {
-    await grant(user.id, { source: `access-code#${code.code}`, credits: metadata.trial_credits, bucket: "trial" });
+  let active: User.User;
+  try {
+    active = await User.redeemCode(user, rawCode);
+  } catch (err) {
+    if (err instanceof AppError && (err.code === "ALREADY_ACTIVE" || err.code === "ACCESS_CODE_REDEEMED")) {
+      const code = await User.getAccessCode(rawCode);
+      if (code?.status === "redeemed" && code.redeemed_by === user.id) await honourMetadata(user.id, code);
+    }
+    throw err;
   }
-  if (code && typeof metadata.trial_days === "number") await setTrialEnd(user.id, code.redeemed_at ?? new Date().toISOString(), metadata.trial_days);
+  const code = await User.getAccessCode(rawCode);
+  if (code) await honourMetadata(user.id, code);
   return active;
+}
+
+/** Grant a redeemed code's `trial_credits` (keyed by the code: once) and set its `trial_days` (from the redemption). */
+async function honourMetadata(userId: string, code: { code: string; metadata?: unknown; redeemed_at?: string }): Promise<void> {
+  const metadata = (code.metadata ?? {}) as CodeMetadata;
+  if (typeof metadata.trial_credits === "number" && metadata.trial_credits > 0) {
+    await grant(userId, { source: `access-code#${code.code}`, credits: metadata.trial_credits, bucket: "trial" });
+  }
+  if (typeof metadata.trial_days === "number") await setTrialEnd(userId, code.redeemed_at ?? new Date().toISOString(), metadata.trial_days);
 }
 
 /**

@@ -19,6 +19,7 @@ import { ensureTable } from "../../local/dynamodb";
 import { routes } from "../../functions/http/routes";
 import type { RouteSpec } from "../../functions/lib/route";
 import { accountOf } from "../../core/billing/ledger";
+import { dynamoClient } from "../../core/db/client";
 import { call, idp, newUser } from "../support/api";
 import { expectEnvelope, fillPath, headersOf, withEnv } from "./_helpers";
 
@@ -279,6 +280,35 @@ describe("access codes", () => {
     const sub = await call("GET", "/api/billing/subscription", { token: user.token, query: { workspace_id: (await call("POST", "/api/workspaces", { token: user.token, body: { name: "Trial" } })).body.id } });
     expect(sub.status, sub.text).toBe(200);
     expect(sub.body.trial_ends_at).toBe(account.period_end);
+  });
+
+  it("a redemption whose credit grant failed after the code was taken: the redeemer's retry is refused but grants the credits, once", async () => {
+    const { token } = await admin();
+    const code = (await call("POST", "/api/admin/plg/codes/generate", { token, body: { count: 1, metadata: { trial_credits: 10 } } })).body.codes[0].code as string;
+    const user = await pendingUser();
+    const name = "grantFails";
+    let failed = false;
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (!failed && /TransactWrite/.test(String(context.commandName)) && JSON.stringify(args.input).includes(`access-code#${code}`)) {
+          failed = true;
+          throw Object.assign(new Error("throttled"), { name: "ThrottlingException", $metadata: { httpStatusCode: 400 } });
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    try {
+      expect((await call("POST", "/api/auth/redeem-code", { token: user.token, body: { code } })).status).toBe(500);
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(failed).toBe(true);
+    expect((await accountOf(user.id)).quota_granted).toBe(5);
+    expectEnvelope(await call("POST", "/api/auth/redeem-code", { token: user.token, body: { code } }), 409, "ALREADY_ACTIVE");
+    expect((await accountOf(user.id)).quota_granted).toBe(15);
+    expectEnvelope(await call("POST", "/api/auth/redeem-code", { token: user.token, body: { code } }), 409, "ALREADY_ACTIVE");
+    expect((await accountOf(user.id)).quota_granted).toBe(15);
   });
 
   it("a code without metadata leaves the default trial (TRIAL_DAYS) and credits", async () => {
