@@ -7,7 +7,6 @@
  * the night's record and the cycle's task are created in one transaction, conditioned on the record being absent. A
  * failed cycle is retried once the same night, CYCLE_RETRY_DELAY_MINUTES later, by the task sweeper.
  */
-import { v5 as uuidv5 } from "uuid";
 import pRetry from "p-retry";
 import { AppError } from "../error";
 import { serviceLog } from "../log";
@@ -20,9 +19,9 @@ import { payerOf } from "../billing/charge";
 import { createTask, isTerminal, readTask } from "../task";
 import { TaskSettings } from "../task/settings";
 import { CYCLE_RETRY, CYCLE_WATCH } from "./cycle.entity";
-import { cycleOf, MAX_CYCLE_ATTEMPTS, settleCycle, type CycleItem } from "./marker";
+import { cycleOf, cycleTaskId, MAX_CYCLE_ATTEMPTS, settleCycle, type CycleItem } from "./marker";
 
-export { cycleOf, type CycleItem } from "./marker";
+export { cycleOf, cycleTaskId, type CycleItem } from "./marker";
 export type { CycleChanges } from "./digest";
 
 const log = () => serviceLog();
@@ -34,9 +33,6 @@ export const CYCLE_CRON = "0 2 * * *";
 /** The UTC night of a time, YYYY-MM-DD (a cycle started at 02:00 UTC belongs to that date). */
 export const utcDate = (at: Date): string => at.toISOString().slice(0, 10);
 
-const CYCLE_NAMESPACE = "a3f6c2d8-91b4-4e57-8c0a-6d2e1f9b7c45";
-/** The task of a night's cycle attempt: the same for every writer, so a second creation is refused, never doubled. */
-export const cycleTaskId = (workspaceId: string, date: string, attempt: number): string => uuidv5(`${workspaceId}:${date}:${attempt}`, CYCLE_NAMESPACE);
 
 /**
  * A running record's place in the sweeper's watch: looked at once its task's heartbeat window has passed

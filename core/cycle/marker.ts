@@ -4,11 +4,16 @@
  * this half imports nothing of core/task and no import runs in a circle).
  */
 import type { EntityItem } from "electrodb";
+import { v5 as uuidv5 } from "uuid";
 import { db } from "../db/service";
 import { isConditionalFailure } from "../db/errors";
 import { CYCLE_RETRY, type CycleEntity } from "./cycle.entity";
 
 export type CycleItem = EntityItem<CycleEntity>;
+
+const CYCLE_NAMESPACE = "a3f6c2d8-91b4-4e57-8c0a-6d2e1f9b7c45";
+/** The task of a night's cycle attempt: the same for every writer, so a second creation is refused, never doubled. */
+export const cycleTaskId = (workspaceId: string, date: string, attempt: number): string => uuidv5(`${workspaceId}:${date}:${attempt}`, CYCLE_NAMESPACE);
 
 /** How long after a failed cycle its one retry runs, ms (`CYCLE_RETRY_DELAY_MINUTES`, default 15; the same night). */
 export const cycleRetryDelayMs = (): number => {

@@ -18,7 +18,7 @@ import { listMembers, settingsOf } from "../workspace";
 import { sendMail } from "../mail";
 import { scanWorkspace } from "../entropy";
 import type { WorkContext, WorkResult } from "../task/context";
-import { cycleOf, type CycleItem } from "./marker";
+import { cycleOf, cycleTaskId, type CycleItem } from "./marker";
 import { changedAnything, digestSubject, digestText, type CycleChanges } from "./digest";
 
 const log = () => serviceLog();
@@ -44,6 +44,29 @@ async function newSources(workspaceId: string, cutoff: string, since: string | n
   const completed = data.filter((s) => s.processing_status === "completed" && doneAt(s) <= cutoff);
   const cited = since ? null : new Set((await allOf(workspaceId)).flatMap((i) => i.source_ids ?? []));
   return completed.filter((s) => (since ? doneAt(s) > since : !cited!.has(s.id))).sort((a, b) => a.created_at.localeCompare(b.created_at));
+}
+
+/** What one chunk's synthesis step keeps on the task (its checkpoint), with the sources it took. */
+type ChunkResult = {
+  source_ids?: string[];
+  created: CycleChanges["insights_created"];
+  merged: { id: string; title: string }[];
+};
+
+/**
+ * The chunks an earlier attempt of this night synthesized, by their sources (ids joined in order): a retry takes
+ * them as done instead of synthesizing (and charging) them again. A chunk of other sources is not reused.
+ */
+async function earlierChunks(record: CycleItem): Promise<Map<string, ChunkResult>> {
+  const done = new Map<string, ChunkResult>();
+  for (let attempt = 1; attempt < record.attempts; attempt++) {
+    const { data } = await db().entities.task.get({ workspace_id: record.workspace_id, id: cycleTaskId(record.workspace_id, record.date, attempt) }).go({ consistent: true, attributes: ["checkpoint"] });
+    for (const [name, value] of Object.entries((data?.checkpoint ?? {}) as Record<string, unknown>)) {
+      const chunk = value as ChunkResult | null;
+      if (name.startsWith("synthesis#") && Array.isArray(chunk?.source_ids)) done.set(chunk.source_ids.join(","), chunk);
+    }
+  }
+  return done;
 }
 
 /**
@@ -91,12 +114,17 @@ export async function runCycle(ctx: WorkContext): Promise<WorkResult> {
   await ctx.report({ progress_pct: 5, message: sources.length ? `Synthesizing ${sources.length} new source${sources.length === 1 ? "" : "s"}` : "No new research sources since the last cycle" });
   const created: CycleChanges["insights_created"] = [];
   const merged = new Map<string, { id: string; title: string }>();
+  const earlier = record.attempts > 1 && sources.length ? await earlierChunks(record) : new Map<string, ChunkResult>();
   for (let k = 0; k * CHUNK < sources.length; k++) {
     const chunk = sources.slice(k * CHUNK, (k + 1) * CHUNK);
-    const res = await ctx.step(`synthesis#${k}`, async () => {
-      const r = await synthesize(task.created_by, { workspace_id: task.workspace_id, source_ids: chunk.map((s) => s.id), synthesis_type: "comprehensive" }, { rateLimited: false });
+    const source_ids = chunk.map((s) => s.id);
+    const res = await ctx.step(`synthesis#${k}`, async (): Promise<ChunkResult> => {
+      const before = earlier.get(source_ids.join(","));
+      if (before) return before;
+      const r = await synthesize(task.created_by, { workspace_id: task.workspace_id, source_ids, synthesis_type: "comprehensive" }, { rateLimited: false });
       const byId = new Map(r.insights.map((i) => [i.id, i]));
       return {
+        source_ids,
         created: r.created_ids.map((id) => ({ id, title: byId.get(id)?.title ?? id, severity: byId.get(id)?.severity ?? "medium" })),
         merged: r.merged.map((m) => ({ id: m.insight_id, title: m.title })),
       };

@@ -19,6 +19,8 @@ import { tryLock } from "../../core/agent";
 import { workspacesWithCycles } from "../../core/workspace";
 import { cycleOf, cycleTaskId, runNightlyCycles, utcDate } from "../../core/cycle";
 import { readTask } from "../../core/task";
+import { allOf } from "../../core/insight";
+import { db } from "../../core/db/service";
 import { sweepTasks } from "../../core/task/sweeper";
 import type { CycleChanges } from "../../core/cycle/digest";
 
@@ -190,6 +192,31 @@ describe("the nightly run", () => {
     expect(late.cycles).toMatchObject({ retried: 0, dropped: 1 });
     expect(await cycleOf(ws.workspace.id, d5)).toMatchObject({ status: "failed", attempts: 1 });
   }, 240_000);
+
+  it("a cycle's retry takes the chunk its first attempt synthesized as done: not synthesized (or charged) again", async () => {
+    await sourceWith(ws.owner.token, ws.workspace.id, ["Searching my medication history shows nothing older than a year."], "history.md");
+    const date = utcDate(night(6));
+    const hold = await tryLock(`ws#${ws.workspace.id}`, "synthesis", 600);
+    await runNightlyCycles({ now: night(6), workspaceIds: [ws.workspace.id] });
+    const first = await cycleTask(date);
+    await hold!();
+    // As if the first attempt had synthesized its one chunk and failed after it: its checkpoint keeps the chunk.
+    const since = (await cycleOf(ws.workspace.id, utcDate(night(3))))!.cutoff_at;
+    const { data: all } = await db().entities.researchSource.query.byWorkspace({ workspace_id: ws.workspace.id }).go({ pages: "all" });
+    const source_ids = all.filter((s) => s.processing_status === "completed" && (s.processed_at ?? s.created_at) > since).sort((a, b) => a.created_at.localeCompare(b.created_at)).map((s) => s.id);
+    expect(source_ids).toHaveLength(3);
+    const seeded = { id: "insight-of-the-first-attempt", title: "Medication history is cut at a year", severity: "high" };
+    await db().entities.task.patch({ workspace_id: ws.workspace.id, id: first.id }).set({ checkpoint: { "synthesis#0": { source_ids, created: [seeded], merged: [] } } }).go();
+    const insightsBefore = (await allOf(ws.workspace.id)).map((i) => i.id).sort();
+    const record = (await cycleOf(ws.workspace.id, date))!;
+    await sweepTasks({ workspaceId: ws.workspace.id, now: Date.parse(record.retry_at!) + 1000 });
+    const retried = await cycleTask(date, 2);
+    expect(retried).toMatchObject({ status: "completed" });
+    const changes = (retried.result_data as { changes: CycleChanges }).changes;
+    expect(changes.new_sources.map((s) => s.id)).toEqual(source_ids);
+    expect(changes.insights_created).toEqual([seeded]);
+    expect((await allOf(ws.workspace.id)).map((i) => i.id).sort()).toEqual(insightsBefore);
+  }, 180_000);
 
   it("a plan that lapsed has no cycle; cycles disabled leave the schedule's index", async () => {
     await setAccount(ws.owner.id, { plan: "power", status: "cancelled", period_end: new Date(Date.now() - DAY).toISOString() });
