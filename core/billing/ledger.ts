@@ -607,8 +607,9 @@ export async function lapseQuota(userId: string, now: Date = new Date()): Promis
  * forfeits everything the pack has left and closes it (`expired_at`, out of the expiry index): ledger item
  * `expire#refund#<boost id>`. A partial one forfeits its share less what earlier refunds revoked (the pack's
  * `refund_revoked`), at most what is left: ledger item `expire#refund#<boost id>#<share>`, so a second partial refund
- * (a larger cumulative share) revokes its own part and a repeat of the same one nothing. Credits already charged or
- * held stay charged or held (a hold's return to a closed pack is forfeited, as for an expired one).
+ * (a larger cumulative share) revokes its own part and a repeat of the same one nothing; it leaves the pack open.
+ * Credits already charged or held stay charged or held; a hold's return to a pack a full refund closed is forfeited,
+ * as for an expired one (`close` reads the packs), and to a partially refunded one comes back.
  * @param userId the account's user
  * @param boostId the pack (its grant's source: the checkout session id)
  * @param credits the refunds' cumulative share of the pack's credits (default: a full refund, everything left)
@@ -627,6 +628,9 @@ export async function revokeBoost(userId: string, boostId: string, credits?: num
     const revoked = Math.min(left, share === undefined ? left : Math.max(0, share - before));
     if (share !== undefined && revoked === 0) return 0;
     const key = share === undefined ? `expire#refund#${boostId}` : `expire#refund#${boostId}#${share}`;
+    // Only a full refund closes the pack: after a partial one, credits a run still holds come back to it when the run
+    // ends (the refund revoked its share of what was left; it does not take the holds).
+    const closes = share === undefined;
     const nowIso = new Date().toISOString();
     const result = await createWriteTransaction(db().pick("creditLedger", "creditBoost", "billingAccount"), ({ creditLedger, creditBoost, billingAccount }) => [
       creditLedger
@@ -637,8 +641,8 @@ export async function revokeBoost(userId: string, boostId: string, credits?: num
         .commit(),
       creditBoost
         .patch({ user_id: userId, expires_at: expiresAt, boost_id: boostId })
-        .set({ remaining: left - revoked, refund_revoked: before + revoked, ...(revoked === left ? { expired_at: nowIso } : {}) })
-        .remove(revoked === left ? ["expiry"] : [])
+        .set({ remaining: left - revoked, refund_revoked: before + revoked, ...(closes ? { expired_at: nowIso } : {}) })
+        .remove(closes ? ["expiry"] : [])
         .where((a, op) => `${op.eq(a.remaining, left)} AND ${op.notExists(a.expired_at)}`)
         .commit(),
       patchAccount(billingAccount, userId, { forfeited: revoked }),
@@ -886,14 +890,21 @@ function closingOf(item: LedgerItem, kind: Closing["kind"]): Closing {
 
 type KnownHold = Pick<CreditHold, "credits" | "quota" | "quota_period" | "boosts">;
 
+/** The ids of the packs among `portions` that are closed (`expired_at` set: expired or refunded), read consistently. */
+async function closedPacks(userId: string, portions: BoostPortion[]): Promise<Set<string>> {
+  const packs = await Promise.all(portions.map((p) => bill().creditBoost.get({ user_id: userId, expires_at: p.expires_at, boost_id: p.boost_id }).go(CONSISTENT)));
+  return new Set(packs.flatMap(({ data }) => (data?.expired_at ? [data.boost_id] : [])));
+}
+
 async function close(userId: string, runId: string, kind: Closing["kind"], actual: number, usage: RunUsage, known?: Reservation): Promise<Closing> {
   const key = `run#${runId}#${kind}`;
   let fast = known !== undefined;
   return retrying(kind, async () => {
     const nowIso = new Date().toISOString();
     // The fast first attempt trusts the reservation; the transaction's conditions refuse it if that was stale.
+    const trusting = fast && known !== undefined;
     const [prior, hold, found]: [LedgerItem | null, KnownHold | null, Pick<BillingAccount, "period_start" | "quota_remaining"> | null] =
-      fast && known
+      trusting && known
         ? [null, { credits: known.credits, quota: known.quota, quota_period: known.period_start!, boosts: known.boosts }, { period_start: known.period_start!, quota_remaining: 0 }]
         : await Promise.all([readLedger(userId, key), readHold(userId, runId), readAccount(userId)]);
     fast = false;
@@ -921,8 +932,12 @@ async function close(userId: string, runId: string, kind: Closing["kind"], actua
       (account as Partial<BillingAccount>).quota_lapsed_period !== hold.quota_period &&
       !("plan" in account && entitlementOf(account as BillingAccount).lapsed);
     const quotaBack = quotaOpen ? heldQuotaLeft : 0;
-    const boostsBack = heldBoostsLeft.filter((p) => p.expires_at > nowIso);
-    const forfeited = heldQuotaLeft - quotaBack + sum(heldBoostsLeft.filter((p) => p.expires_at <= nowIso).map((p) => p.credits));
+    // A pack closed before its expiry (refunded in full: `revokeBoost`) takes no returns either. The fast attempt does
+    // not read the packs: its return's condition (pack not closed) refuses it, and this read follows.
+    const closed = trusting ? new Set<string>() : await closedPacks(userId, heldBoostsLeft);
+    const open = (p: BoostPortion) => p.expires_at > nowIso && !closed.has(p.boost_id);
+    const boostsBack = heldBoostsLeft.filter(open);
+    const forfeited = heldQuotaLeft - quotaBack + sum(heldBoostsLeft.filter((p) => !open(p)).map((p) => p.credits));
     const returned = quotaBack + sum(boostsBack.map((p) => p.credits));
 
     // Beyond the hold: charge the extra from the spendable balance, as far as it goes.

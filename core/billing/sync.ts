@@ -323,9 +323,7 @@ async function applyCheckoutCompleted(event: Stripe.Event, source: StripeSource)
   const paid = session.payment_status === "paid";
   const expiresAt = new Date((event.created + BOOST_VALIDITY_DAYS * 86_400) * 1000);
   const pack = session.metadata?.pack_type;
-  if (session.mode === "payment" && paid && pack && Object.hasOwn(BOOST_PACKS, pack)) {
-    await grant(userId, { bucket: "boost", source: session.id, credits: BOOST_PACKS[pack as keyof typeof BOOST_PACKS].credits, expiresAt });
-  }
+  if (session.mode === "payment" && paid && pack && Object.hasOwn(BOOST_PACKS, pack)) await grantPack(userId, session.id, pack, expiresAt);
   if (session.mode !== "subscription") return;
   if (customer) await syncAccount(userId, customer, source);
   const code = session.metadata?.referral_code;
@@ -353,7 +351,16 @@ async function applyRefund(event: Stripe.Event, source: StripeSource): Promise<v
   if (!session || session.mode !== "payment" || !pack || !userId || !Object.hasOwn(BOOST_PACKS, pack)) return;
   const credits = BOOST_PACKS[pack as keyof typeof BOOST_PACKS].credits;
   const share = charge.refunded || charge.amount <= 0 ? undefined : (credits * charge.amount_refunded) / charge.amount;
+  // Stripe does not order deliveries: a refund applied before its checkout.session.completed would revoke nothing and
+  // the pack would then be granted whole. The charge proves the session paid, so the pack is granted here (the grant
+  // is keyed by the session: the checkout event's later grant finds it made) and then revoked.
+  await grantPack(userId, session.id, pack, new Date(((session.created ?? charge.created) + BOOST_VALIDITY_DAYS * 86_400) * 1000));
   await revokeBoost(userId, session.id, share);
+}
+
+/** Grant a paid boost pack's credits, once per Checkout Session (`grant#<session id>`), valid until `expiresAt`. */
+async function grantPack(userId: string, sessionId: string, pack: string, expiresAt: Date): Promise<void> {
+  await grant(userId, { bucket: "boost", source: sessionId, credits: BOOST_PACKS[pack as keyof typeof BOOST_PACKS].credits, expiresAt });
 }
 
 /**

@@ -11,7 +11,7 @@ import { PLANS } from "../../core/billing/plans";
 import { renewYearly } from "../../core/billing/sync";
 import { sweepExpiredBoosts } from "../../core/billing/sweeper";
 import { countDocument } from "../../core/billing/counters";
-import { balanceOf, reserve } from "../../core/billing/ledger";
+import { balanceOf, release, reserve, settle } from "../../core/billing/ledger";
 import { Config } from "../../core/config";
 import { localPaymentsQueue } from "../../local/events";
 import { eventObject, invoiceObject, stripeId, subscriptionObject, type PriceInput } from "../../local/stripe-objects";
@@ -274,6 +274,55 @@ describe("refunds in parts", () => {
     expect(await left()).toMatchObject({ credits_remaining: 20 });
     await refund(1200); // refunded in full: everything left
     expect(await left()).toMatchObject({ credits_remaining: 0, is_active: false });
+  });
+});
+
+describe("refunds and runs holding the pack's credits", () => {
+  async function packHeld(held: number) {
+    const o = await customerOwner();
+    const pi = `pi_${stripeId("x")}`;
+    const session = stripe.completedSession({ mode: "payment", customer: o.customer, payment_intent: pi, metadata: { user_id: o.owner.id, pack_type: "starter", credits: "40" } });
+    await deliver(eventObject("checkout.session.completed", session));
+    await db().entities.billingAccount.patch({ user_id: o.owner.id }).set({ quota_remaining: 0 }).go();
+    const run = `held-${pi}`;
+    const reservation = await reserve(o.owner.id, run, held);
+    const refund = async (refunded: number) => {
+      const charge = chargeObject({ id: `ch_${stripeId("r")}`, customer: o.customer, paymentIntent: pi, amount: 1200, refunded });
+      stripe.putCharge(charge);
+      await deliver(eventObject("charge.refunded", charge));
+    };
+    return { ...o, session, run, reservation, refund };
+  }
+
+  it("a full refund while a run holds 15 of the pack: the run still settles (its 13 unused forfeited) and the hold closes", async () => {
+    const o = await packHeld(15);
+    await o.refund(1200);
+    const closing = await settle(o.owner.id, o.run, 2, {}, o.reservation);
+    expect(closing).toMatchObject({ applied: true, charged: 2, returned: 0, forfeited: 13 });
+    expect(await accountRow(o.owner.id)).toMatchObject({ reserved: 0 });
+    expect((await get("boosts", o.owner.token, o.workspace.id)).boosts[0]).toMatchObject({ credits_remaining: 0, is_active: false });
+    expect((await balanceOf(o.owner.id)).total_remaining).toBe(0);
+  });
+
+  it("a partial refund that takes all the pack has left: a run's unused hold comes back to the pack when it ends", async () => {
+    const o = await packHeld(30);
+    await o.refund(600); // half: 20 credits, but only 10 are left (30 are held)
+    expect((await get("boosts", o.owner.token, o.workspace.id)).boosts[0]).toMatchObject({ credits_remaining: 0, is_active: true });
+    expect(await release(o.owner.id, o.run)).toMatchObject({ applied: true, returned: 30, forfeited: 0 });
+    expect((await get("boosts", o.owner.token, o.workspace.id)).boosts[0]).toMatchObject({ credits_remaining: 30, is_active: true });
+  });
+
+  it("a refund delivered before its checkout.session.completed: the pack is granted and revoked; the late checkout grants nothing", async () => {
+    const o = await customerOwner();
+    const pi = `pi_${stripeId("x")}`;
+    const session = stripe.completedSession({ mode: "payment", customer: o.customer, payment_intent: pi, metadata: { user_id: o.owner.id, pack_type: "starter", credits: "40" } });
+    const charge = chargeObject({ customer: o.customer, paymentIntent: pi, amount: 1200, refunded: 1200 });
+    stripe.putCharge(charge);
+    await deliver(eventObject("charge.refunded", charge));
+    await deliver(eventObject("checkout.session.completed", session));
+    const items = (await ledger(o.owner.id)).filter((l) => l.key.includes(session.id));
+    expect(items.map((l) => [l.key, l.delta]).sort()).toEqual([[`expire#refund#${session.id}`, -40], [`grant#${session.id}`, 40]]);
+    expect((await get("boosts", o.owner.token, o.workspace.id)).boosts[0]).toMatchObject({ credits_remaining: 0, is_active: false });
   });
 });
 
