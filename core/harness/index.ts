@@ -21,6 +21,7 @@ import type { AgentEvent, AgentRunResult } from "../agent/loop";
 import type { RunQuality } from "../agent/index";
 import { PLANS, type Plan as BillingPlan } from "../billing/plans";
 import { db } from "../db/service";
+import { getAll } from "../db/bulk";
 import * as Document from "../document";
 import { randomUUID } from "node:crypto";
 import { StreamMonitor } from "./alerts";
@@ -346,18 +347,17 @@ export class Harness {
     return { contract, verifier, grounding, rqs };
   }
 
-  /** The artifacts as stored now (the variant's), plus the writes the run queued, for the contract. */
+  /**
+   * The artifacts as stored now (the variant's), plus the writes the run queued, for the contract. Every key is read
+   * through `getAll`: a key DynamoDB leaves unprocessed, dropped, would pass an artifact the contract never saw; one
+   * left unprocessed through its tries makes the judgement an error (503), as the verifier's reads do, never a pass.
+   */
   private async loadArtifacts(r: AgentRunResult): Promise<RunArtifacts> {
     const ws = this.o.workspaceId;
     const e = db().entities;
     const get = async <T>(entity: "insight" | "recommendation" | "document", ids: string[]) => {
-      if (!ids.length) return [] as T[];
-      const out: T[] = [];
-      for (let i = 0; i < ids.length; i += 100) {
-        const { data } = await (e[entity] as unknown as { get(k: unknown[]): { go(o: unknown): Promise<{ data: T[] }> } }).get(ids.slice(i, i + 100).map((id) => ({ workspace_id: ws, id }))).go({ consistent: true });
-        out.push(...data);
-      }
-      return out;
+      const batch = e[entity] as unknown as { get(k: unknown[]): { go(o: unknown): Promise<{ data: T[]; unprocessed: unknown[] }> } };
+      return getAll([...new Set(ids)].map((id) => ({ workspace_id: ws, id })), (keys) => batch.get(keys).go({ consistent: true }));
     };
     const [insights, recs, docs] = await Promise.all([
       get<InsightArtifact & { id: string }>("insight", this.artifacts.insightIds),

@@ -278,15 +278,21 @@ export async function install(userId: string, slug: string, input: InstallInput)
   await requireMember(userId, ws);
   const record = await resolve(slug, ws);
   if (!record) throw notFound(slug);
+  let item: InstallItem | null;
   try {
-    await db()
-      .entities.skillInstall.create({ workspace_id: ws, slug, id: randomUUID(), is_official: record.is_official, is_enabled: true, config: input.config ?? {}, installed_by: userId })
-      .go();
+    // The installation as written: a re-read could miss it, uninstalled or its skill deleted since.
+    item = (
+      await db()
+        .entities.skillInstall.create({ workspace_id: ws, slug, id: randomUUID(), is_official: record.is_official, is_enabled: true, config: input.config ?? {}, installed_by: userId })
+        .go()
+    ).data as InstallItem;
   } catch (err) {
     if (!isConditionalFailure(err)) throw err;
+    item = await installItem(ws, slug);
   }
   forgetUsage(slug);
-  const item = (await installItem(ws, slug))!;
+  // Installed already, and removed between the create and the read (an uninstall, a deletion of the custom skill).
+  if (!item) throw notFound(slug);
   return installedView(item, record, await usageOf(record));
 }
 
@@ -380,30 +386,29 @@ async function author(userId: string, workspaceId: string, s: NewCustom): Promis
     const current = counter.data?.custom_skills ?? 0;
     if (limit !== null && current >= limit) throw customLimitError(current, limit, plan);
     const now = new Date().toISOString();
+    const created: CustomItem = {
+      workspace_id: workspaceId,
+      slug: s.slug,
+      id: randomUUID(),
+      name: s.name,
+      description: s.description,
+      ...(s.category ? { category: s.category } : {}),
+      ...(s.icon ? { icon: s.icon } : {}),
+      trigger_keywords: s.trigger_keywords,
+      version: s.version,
+      instructions_md: s.instructions_md,
+      sample_output_md: s.sample_output_md,
+      output_template_md: s.output_template_md,
+      ...(s.license ? { license: s.license } : {}),
+      ...(s.compatibility ? { compatibility: s.compatibility } : {}),
+      ...(s.allowed_tools ? { allowed_tools: JSON.stringify(s.allowed_tools) } : {}),
+      extra_metadata: s.extra_metadata,
+      created_by: userId,
+      created_at: now,
+      updated_at: now,
+    };
     const result = await createWriteTransaction(db().pick("customSkill", "skillInstall", "skillSlug", "skillCounter"), ({ customSkill, skillInstall, skillSlug, skillCounter }) => [
-      customSkill
-        .create({
-          workspace_id: workspaceId,
-          slug: s.slug,
-          id: randomUUID(),
-          name: s.name,
-          description: s.description,
-          ...(s.category ? { category: s.category } : {}),
-          ...(s.icon ? { icon: s.icon } : {}),
-          trigger_keywords: s.trigger_keywords,
-          version: s.version,
-          instructions_md: s.instructions_md,
-          sample_output_md: s.sample_output_md,
-          output_template_md: s.output_template_md,
-          ...(s.license ? { license: s.license } : {}),
-          ...(s.compatibility ? { compatibility: s.compatibility } : {}),
-          ...(s.allowed_tools ? { allowed_tools: JSON.stringify(s.allowed_tools) } : {}),
-          extra_metadata: s.extra_metadata,
-          created_by: userId,
-          created_at: now,
-          updated_at: now,
-        })
-        .commit(),
+      customSkill.create(created).commit(),
       skillInstall.put({ workspace_id: workspaceId, slug: s.slug, id: randomUUID(), is_official: false, is_enabled: true, config: {}, installed_by: userId, installed_at: now, activation_count: 0 }).commit(),
       claim.stale
         ? skillSlug.put({ slug: s.slug, workspace_id: workspaceId, created_at: now }).where((a, op) => op.eq(a.workspace_id, claim.stale!)).commit()
@@ -416,7 +421,8 @@ async function author(userId: string, workspaceId: string, s: NewCustom): Promis
     ]).go();
     if (!result.canceled) {
       forgetUsage(s.slug);
-      return detailOf(fromCustom((await customItem(workspaceId, s.slug))!), 1, true);
+      // The skill as written, not re-read: a deletion right after the commit must not turn the create into a 500.
+      return detailOf(fromCustom(created), 1, true);
     }
     const codes = cancelCodes(result);
     if (codes[0] === "ConditionalCheckFailed" || codes[2] === "ConditionalCheckFailed") throw slugTaken(s.slug);
@@ -511,15 +517,17 @@ export async function updateCustom(userId: string, slug: string, input: UpdateCu
       if (value === null) remove.push(key as "category" | "icon");
       else if (value !== undefined) set[key] = value;
     }
+    let written: CustomItem;
     try {
       let update = db().entities.customSkill.patch({ workspace_id: ws, slug }).set(set);
       if (remove.length) update = update.remove(remove);
-      await update.where((a, op) => op.eq(a.version, item.version)).go();
+      // The item as this write left it: a re-read could find it deleted since (a DELETE right after the edit).
+      written = (await update.where((a, op) => op.eq(a.version, item.version)).go({ response: "all_new" })).data as CustomItem;
     } catch (err) {
       if (isConditionalFailure(err)) continue;
       throw err;
     }
-    const fresh = fromCustom((await customItem(ws, slug))!);
+    const fresh = fromCustom(written);
     return detailOf(fresh, await usageOf(fresh), !!(await installItem(ws, slug)));
   }
   throw new AppError("CONFLICT", `Skill ${slug} is being edited by someone else; read it again and retry`);
@@ -563,12 +571,15 @@ export async function deleteCustom(userId: string, slug: string, workspaceId: st
 /**
  * Rate a skill (spec 01 `POST /api/skills/{slug}/feedback`): one rating per user, workspace and skill; a second one
  * replaces the first, keeps its id, and `created_at` becomes the time of the new rating.
- * @throws AppError NOT_FOUND (404) when the slug names no skill visible to the workspace; FORBIDDEN (403).
+ * A rating of a custom skill is written only while that skill exists, so it cannot outlive its deletion.
+ * @throws AppError NOT_FOUND (404) when the slug names no skill visible to the workspace, or the custom skill was
+ *   deleted or replaced meanwhile; FORBIDDEN (403); CONFLICT (409, retryable) when the write met another on the skill.
  */
 export async function rate(userId: string, slug: string, input: FeedbackInput): Promise<SkillFeedback> {
   const ws = input.workspace_id;
   await requireMember(userId, ws);
-  if (!(await resolve(slug, ws))) throw notFound(slug);
+  const record = await resolve(slug, ws);
+  if (!record) throw notFound(slug);
   const { data: before } = await db().entities.skillFeedback.get({ workspace_id: ws, slug, user_id: userId }).go({ consistent: true });
   const item = {
     workspace_id: ws,
@@ -579,7 +590,20 @@ export async function rate(userId: string, slug: string, input: FeedbackInput): 
     ...(input.feedback_text ? { feedback_text: input.feedback_text } : {}),
     created_at: new Date().toISOString(),
   };
-  await db().entities.skillFeedback.put(item).go();
+  if (record.is_official) {
+    await db().entities.skillFeedback.put(item).go();
+  } else {
+    // Only while the skill rated is there: deleteCustom clears the feedback after deleting the skill, so a rating
+    // written after that would outlive it and go to a later skill of the same slug (the id tells that one apart).
+    const result = await createWriteTransaction(db().pick("customSkill", "skillFeedback"), ({ customSkill, skillFeedback }) => [
+      customSkill.check({ workspace_id: ws, slug }).where((a, op) => op.eq(a.id, record.id)).commit(),
+      skillFeedback.put(item).commit(),
+    ]).go();
+    if (result.canceled) {
+      if (cancelCodes(result)[0] === "ConditionalCheckFailed") throw notFound(slug);
+      throw new AppError("CONFLICT", `The feedback on ${slug} could not be stored while the skill changed; try again`, { retryable: true });
+    }
+  }
   return { id: item.id, skill_slug: slug, rating: item.rating, feedback_text: input.feedback_text || null, created_at: item.created_at };
 }
 

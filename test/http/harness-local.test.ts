@@ -7,7 +7,8 @@
  *   the mission's batch, approved with the batch;
  * - a draft that breaks its contract (a PRD told to leave out its Solution) is repaired by the engine and reported;
  * - a run whose quote was altered in the table fails the independent verifier, is repaired, and passes;
- * - what the engine cannot repair ends degraded; every judged run stores its RQS.
+ * - what the engine cannot repair ends degraded; every judged run stores its RQS;
+ * - a document DynamoDB leaves unprocessed in the contract's batch read is read again, or the run is an error.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { db } from "../../core/db/service";
@@ -16,6 +17,7 @@ import { runsOf } from "../../core/agent";
 import { call, newWorkspace } from "../support/api";
 import { insightQuoting, notesAsSources } from "../support/sources";
 import { liveGateway, orderProblems, readStream, type WireEvent } from "../support/sse";
+import { withholdBatchKeys } from "../support/throttle";
 
 let gw: Awaited<ReturnType<typeof liveGateway>>;
 
@@ -207,5 +209,40 @@ describe("post-flight repairs (local engine)", () => {
     const run = (await runsOf(s.ws)).find((r) => (r.input_data as { conversation_id?: string }).conversation_id === events.at(-1)!.data.conversation_id)!;
     expect(run).toMatchObject({ contract_passed: false, verifier_passed: true, quality: { degraded: true, retries: 2 } });
     expect(run.rqs).toBeLessThanOrEqual(69);
+  }, 120_000);
+});
+
+describe("the contract's read of the stored artifacts under throttling (local engine)", () => {
+  let s: Awaited<ReturnType<typeof seeded>>;
+  beforeAll(async () => {
+    s = await seeded("Throttled contract");
+  }, 120_000);
+  const draft = () =>
+    readStream(gw.base, "/api/stream/draft", s.token, { workspace_id: s.ws, prompt: "Draft a PRD", recommendation_id: s.recommendation, user_instructions: "Keep it short, without a solution section." });
+
+  it("a document DynamoDB leaves unprocessed is read again and judged, never passed unseen; unread through every try, the run is an error", async () => {
+    // The drafted document's key (its id is not known before the run), in the batch reads of this workspace.
+    const documentKey = `ws#${s.ws}","sk":"document#`;
+    // Left unprocessed once: the contract's read asks again and judges the document (it lacks its Solution).
+    const once = withholdBatchKeys(documentKey, 1);
+    let events: WireEvent[];
+    try {
+      events = await draft();
+    } finally {
+      once.remove();
+    }
+    expect(once.withheld()).toBe(1);
+    const docId = of(events, "creation")[0].ids[0];
+    expect(of(events, "harness_contract")[0]).toMatchObject({ passed: false, issues: [`Document (${docId}) lacks the required section "Solution"`] });
+
+    // Left unprocessed on every try: no verdict, so no pass: the run ends in a 503 error.
+    const always = withholdBatchKeys(documentKey, 100);
+    try {
+      events = await draft();
+    } finally {
+      always.remove();
+    }
+    expect(of(events, "harness_contract")).toEqual([]);
+    expect(of(events, "error")).toEqual([expect.objectContaining({ code: "SERVICE_UNAVAILABLE" })]);
   }, 120_000);
 });

@@ -6,9 +6,11 @@
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { call, newUser, newWorkspace } from "../support/api";
 import { setAccount } from "../support/billing";
-import { expectEnvelope } from "./_helpers";
+import { expectEnvelope, partitionItems } from "./_helpers";
 import { PLANS } from "../../core/billing/plans";
 import { officialSkills } from "../../core/skill/library";
+import { dynamoClient } from "../../core/db/client";
+import { deletedBeforeUpdate } from "../support/races";
 
 const OFFICIAL = officialSkills();
 
@@ -35,6 +37,34 @@ const customBody = (ws: string, s = slug(), extra: Record<string, unknown> = {})
   output_template_md: "# Churn debrief: {{period}}\n\n## Reasons",
   ...extra,
 });
+
+/**
+ * A DELETE that lands right after a request's write (the other half of test/support/races.ts): the first `command`
+ * naming `sk` goes to DynamoDB, then `remove` runs to its end (it must answer 2xx) before the request goes on, whether
+ * the write succeeded or was refused.
+ */
+async function deletedAfterWrite<T>(sk: string, remove: () => Promise<{ status: number }>, send: () => Promise<T>, command: RegExp): Promise<T> {
+  const name = `deletedAfterWrite-${sk}`;
+  let removed = false;
+  dynamoClient().middlewareStack.add(
+    (next, context) => async (args) => {
+      if (removed || !command.test(context.commandName ?? "") || !JSON.stringify(args.input).includes(sk)) return next(args);
+      removed = true;
+      try {
+        return await next(args);
+      } finally {
+        expect((await remove()).status).toBeLessThan(300);
+      }
+    },
+    { step: "initialize", name },
+  );
+  try {
+    return await send();
+  } finally {
+    dynamoClient().middlewareStack.remove(name);
+    expect(removed, "the DELETE ran after the write").toBe(true);
+  }
+}
 
 const restore: (() => void)[] = [];
 afterEach(() => {
@@ -302,6 +332,61 @@ describe("custom skills (POST /api/skills/custom; PUT, DELETE /api/skills/custom
   });
 });
 
+describe("writes racing a DELETE of the same skill (it was a 500)", () => {
+  it("PUT /api/skills/custom/{slug} answers the edit it made when the skill is deleted right after it", async () => {
+    const p = await paidWorkspace();
+    const s = slug();
+    expect((await call("POST", "/api/skills/custom", { token: p.token, body: customBody(p.ws, s) })).status).toBe(200);
+    const res = await deletedAfterWrite(
+      `skill#custom#${s}`,
+      () => call("DELETE", `/api/skills/custom/${s}`, { token: p.token, query: { workspace_id: p.ws } }),
+      () => call("PUT", `/api/skills/custom/${s}`, { token: p.token, body: { workspace_id: p.ws, name: "Renamed" } }),
+      /^Update/,
+    );
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({ slug: s, name: "Renamed", version: "1.0.1" });
+    expectEnvelope(await call("GET", `/api/skills/library/${s}`, { token: p.token, query: { workspace_id: p.ws } }), 404, "NOT_FOUND");
+  });
+
+  it("POST /api/skills/custom answers the skill it created when it is deleted right after the commit", async () => {
+    const p = await paidWorkspace();
+    const s = slug();
+    const res = await deletedAfterWrite(
+      `skill#custom#${s}`,
+      () => call("DELETE", `/api/skills/custom/${s}`, { token: p.token, query: { workspace_id: p.ws } }),
+      () => call("POST", "/api/skills/custom", { token: p.token, body: customBody(p.ws, s) }),
+      /^TransactWrite/,
+    );
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({ slug: s, version: "1.0.0", usage_count: 1, is_installed: true, workspace_id: p.ws });
+    expect((await call("GET", "/api/skills/workspace", { token: p.token, query: { workspace_id: p.ws } })).body).toEqual([]);
+  });
+
+  it("POST /api/skills/install/{slug}: the installation it wrote when it is removed right after; 404 when what it found installed is gone", async () => {
+    const p = await paidWorkspace();
+    const uninstall = () => call("DELETE", "/api/skills/install/prd-review", { token: p.token, query: { workspace_id: p.ws } });
+    const install = () => call("POST", "/api/skills/install/prd-review", { token: p.token, body: { workspace_id: p.ws } });
+    const first = await deletedAfterWrite("skill#install#prd-review", uninstall, install, /^Put/);
+    expect(first.status, first.text).toBe(200);
+    expect(first.body).toMatchObject({ skill: { slug: "prd-review" }, is_enabled: true });
+    // Installed already (the create is refused), then uninstalled before the installation is read.
+    expect((await install()).status).toBe(200);
+    expectEnvelope(await deletedAfterWrite("skill#install#prd-review", uninstall, install, /^Put/), 404, "NOT_FOUND");
+    // A custom skill installed again, and deleted right after.
+    const s = slug();
+    await call("POST", "/api/skills/custom", { token: p.token, body: customBody(p.ws, s) });
+    expect((await call("DELETE", `/api/skills/install/${s}`, { token: p.token, query: { workspace_id: p.ws } })).status).toBe(200);
+    const again = await deletedAfterWrite(
+      `skill#install#${s}`,
+      () => call("DELETE", `/api/skills/custom/${s}`, { token: p.token, query: { workspace_id: p.ws } }),
+      () => call("POST", `/api/skills/install/${s}`, { token: p.token, body: { workspace_id: p.ws } }),
+      /^Put/,
+    );
+    expect(again.status, again.text).toBe(200);
+    expect(again.body).toMatchObject({ skill: { slug: s, is_official: false } });
+  });
+});
+
 describe("POST /api/skills/{slug}/feedback", () => {
   let owner: { token: string; id: string; email: string };
   let ws: string;
@@ -327,6 +412,22 @@ describe("POST /api/skills/{slug}/feedback", () => {
 
   it.each([0, 6, 2.5, "5"])("refuses rating %j with 422", async (rating) => {
     expectEnvelope(await call("POST", "/api/skills/research-plan/feedback", { token: owner.token, body: { workspace_id: ws, rating } }), 422, "VALIDATION_ERROR");
+  });
+
+  it("a rating landing after the custom skill's deletion answers 404 and leaves no feedback for a later skill of the slug", async () => {
+    const p = await paidWorkspace();
+    const s = slug();
+    await call("POST", "/api/skills/custom", { token: p.token, body: customBody(p.ws, s) });
+    // The skill is resolved, then deleted (with its feedback) before the rating is written.
+    const res = await deletedBeforeUpdate(
+      `skillfb#${s}#`,
+      () => call("DELETE", `/api/skills/custom/${s}`, { token: p.token, query: { workspace_id: p.ws } }),
+      () => call("POST", `/api/skills/${s}/feedback`, { token: p.token, body: { workspace_id: p.ws, rating: 1 } }),
+      /^(TransactWrite|Put)/,
+    );
+    expectEnvelope(res, 404, "NOT_FOUND");
+    expect((await call("POST", "/api/skills/custom", { token: p.token, body: customBody(p.ws, s) })).status).toBe(200);
+    expect((await partitionItems(`ws#${p.ws}`)).filter((i) => String(i.sk).startsWith(`skillfb#${s}#`))).toEqual([]);
   });
 
   it("refuses an unknown skill (404) and a non-member (403)", async () => {

@@ -92,6 +92,7 @@ export const skillsRoutes = defineRoutes({
     summary: "Rate a skill 1 to 5, once per user and workspace (a second rating replaces the first)",
     params: SkillSlugParams, body: FeedbackInput,
     responses: { 200: SkillFeedback },
+    errors: ["CONFLICT"],
   },
   "skills.export": {
     method: "GET", path: "/api/skills/{slug}/export", group: "skills", access: "user", workspaceScope: "query",
