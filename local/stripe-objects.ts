@@ -78,6 +78,8 @@ export interface InvoiceInput {
   periodStart: number;
   periodEnd: number;
   billingReason?: Stripe.Invoice.BillingReason;
+  /** Unix seconds the invoice was created (default: its period's start, as a renewal's). */
+  created?: number;
   /** The subscription's metadata at invoicing (Stripe copies it to `parent.subscription_details.metadata`). */
   subscriptionMetadata?: Stripe.Metadata;
 }
@@ -130,7 +132,7 @@ export function invoiceObject(i: InvoiceInput): Stripe.Invoice {
     automatically_finalizes_at: null,
     billing_reason: i.billingReason ?? "subscription_create",
     collection_method: "charge_automatically",
-    created: i.periodStart,
+    created: i.created ?? i.periodStart,
     currency: "usd",
     custom_fields: null,
     customer: i.customer,

@@ -84,6 +84,11 @@ export const buildBillingAccountEntity = () => new Entity({
     subscription_start: { type: "string" },
     subscription_end: { type: "string" },
     /**
+     * ISO 8601 time the subscription's payment became overdue, while it is `past_due`: the open invoice's creation
+     * (a renewal's is its period's start; a mid-period invoice's, its own), kept across syncs. The grace runs from it.
+     */
+    past_due_since: { type: "string" },
+    /**
      * Set (to `RENEWAL_DUE`) while billing's sweeper has something to do for the account at `renew_at`: a yearly
      * subscription's next month to credit (Stripe sends no event between yearly invoices), or the end of a paid plan
      * that is cancelled, cancelling or past due (its remaining quota then expires), whichever comes first.

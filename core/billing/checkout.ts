@@ -20,6 +20,7 @@ import { requireMember } from "../workspace";
 import * as Users from "../user";
 import type { Role } from "../workspace/schema";
 import { accountOf, type BillingAccount } from "./ledger";
+import { requireActiveSubscription } from "./index";
 import { callStripe, requireStripe } from "./stripe";
 import type { BoostCheckoutBody, BoostPackType, CheckoutBody, PortalBody } from "./schema";
 
@@ -200,11 +201,15 @@ export async function startCheckout(userId: string, body: CheckoutBody): Promise
  * `POST /api/billing/boost/checkout`: a one-time `payment` mode Checkout Session for a boost pack at the spec's price
  * (`price_data`, USD), for the owner's customer, with metadata user_id, workspace_id, pack_type, credits and
  * initiated_by (on the session and its payment intent).
- * @throws as `startCheckout`, without the price setting.
+ * @throws as `startCheckout`, without the price setting; SUBSCRIPTION_REQUIRED (402) when the owner's account has no
+ *   active subscription (`requireActiveSubscription`).
  */
 export async function startBoostCheckout(userId: string, body: BoostCheckoutBody): Promise<{ checkout_url: string; session_id: string }> {
   const stripe = requireStripe();
   const ownerId = await ownerFor(userId, body.workspace_id, CHECKOUT_ROLES);
+  // Boost credits are spent by the operations that need an active subscription: none is sold to an account that
+  // could not spend it (a trial that ended, a paid plan that lapsed).
+  await requireActiveSubscription(body.workspace_id);
   const pack = BOOST_PACKS[body.pack_type];
   const success_url = returnUrl("success_url", body.success_url, `${billingPage()}?boost=success&session_id={CHECKOUT_SESSION_ID}`);
   const cancel_url = returnUrl("cancel_url", body.cancel_url, `${billingPage()}?boost=cancelled`);

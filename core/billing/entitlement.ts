@@ -7,7 +7,7 @@
  * | status | paid plan kept until | then |
  * |---|---|---|
  * | active, trialing | the period's end if `cancel_at_period_end`, else for good | trial-level limits |
- * | past_due | `PAST_DUE_GRACE_DAYS` (default 7) after the unpaid period started | trial-level limits |
+ * | past_due | `PAST_DUE_GRACE_DAYS` (default 7) after the payment became overdue (`past_due_since`) | trial-level limits |
  * | cancelled | the end of the paid period | trial-level limits |
  *
  * Within a credit period the higher of the plan paid for the period (`period_plan`) and Stripe's plan applies: an
@@ -23,7 +23,7 @@ type BillingAccount = EntityItem<BillingAccountEntity>;
 
 /** The fields of an account the entitlement depends on. */
 export type EntitlementInput = Pick<BillingAccount, "plan" | "status" | "period_end"> &
-  Partial<Pick<BillingAccount, "period_plan" | "cancel_at_period_end" | "subscription_start" | "subscription_end">>;
+  Partial<Pick<BillingAccount, "period_plan" | "cancel_at_period_end" | "subscription_start" | "subscription_end" | "past_due_since">>;
 
 export interface Entitlement {
   /** The plan whose limits apply now (`trial` once a paid plan has lapsed). */
@@ -46,7 +46,8 @@ export function paidUntil(a: EntitlementInput): string | null {
   const periodEnd = a.subscription_end ?? a.period_end;
   if (a.status === "cancelled") return periodEnd;
   if (a.status === "past_due") {
-    const unpaidSince = a.subscription_start ?? a.period_end;
+    // From when the payment became overdue: a failed mid-period invoice must not take back a period already paid.
+    const unpaidSince = a.past_due_since ?? a.subscription_start ?? a.period_end;
     return new Date(Date.parse(unpaidSince) + Config.pastDueGraceDays() * DAY_MS).toISOString();
   }
   return a.cancel_at_period_end ? periodEnd : null;

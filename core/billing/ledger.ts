@@ -757,6 +757,7 @@ function remember(account: BillingAccount) {
     terms: {
       plan: account.plan, status: account.status, period_end: account.period_end, period_plan: account.period_plan,
       cancel_at_period_end: account.cancel_at_period_end, subscription_start: account.subscription_start, subscription_end: account.subscription_end,
+      past_due_since: account.past_due_since,
     },
   });
 }
@@ -800,7 +801,7 @@ async function reserveFromQuota(
       seen.stripe_synced_at ? op.eq(a.stripe_synced_at, seen.stripe_synced_at) : op.notExists(a.stripe_synced_at),
       // The terms the plan in effect is computed from, each as seen: two syncs within one second of each other can
       // leave `stripe_synced_at` as it was while changing them (a cancellation scheduled, the paid period moved).
-      ...(["period_end", "period_plan", "cancel_at_period_end", "subscription_start", "subscription_end"] as const).map((field) => {
+      ...(["period_end", "period_plan", "cancel_at_period_end", "subscription_start", "subscription_end", "past_due_since"] as const).map((field) => {
         const value = seen.terms[field];
         return value === undefined ? op.notExists(a[field]) : op.eq(a[field], value);
       }),

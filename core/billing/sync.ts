@@ -239,8 +239,13 @@ export async function syncAccount(userId: string, customer: string, source: Stri
         subscription_end: new Date((status === "cancelled" && !paid ? item.current_period_start : item.current_period_end) * 1000).toISOString(),
       }
     : {};
+  // When the payment became overdue: kept while past_due, else the open invoice's creation (a renewal's is its
+  // period's start; a failed mid-period invoice's is its own, so the period already paid keeps its grace from then).
+  const open = typeof invoice === "object" && invoice !== null && invoice.status === "open" ? invoice : undefined;
+  const past_due_since =
+    status !== "past_due" ? undefined : before.status === "past_due" && before.past_due_since ? before.past_due_since : open ? new Date(open.created * 1000).toISOString() : readAt;
   // When the paid plan stops applying (cancelled, cancelling, past due): the sweeper expires the quota then.
-  const lapseAt = paidUntil({ plan: plan.plan, status, period_end: before.period_end, cancel_at_period_end: sub.cancel_at_period_end, ...subscriptionPeriod });
+  const lapseAt = paidUntil({ plan: plan.plan, status, period_end: before.period_end, cancel_at_period_end: sub.cancel_at_period_end, ...subscriptionPeriod, past_due_since });
   const dueAt = [renewAt, lapseAt ?? undefined].filter((x): x is string => !!x).sort()[0];
   let written = true;
   try {
@@ -255,10 +260,12 @@ export async function syncAccount(userId: string, customer: string, source: Stri
         billing_interval: plan.interval,
         stripe_synced_at: readAt,
         ...subscriptionPeriod,
+        ...(past_due_since ? { past_due_since } : {}),
         ...(dueAt ? { renewal: RENEWAL_DUE, renew_at: dueAt } : {}),
       });
     // A monthly plan that renews, the last month of a year, an unpaid renewal: nothing for the sweeper to do.
-    await (dueAt ? patch : patch.remove(["renewal", "renew_at"]))
+    await patch
+      .remove([...(dueAt ? [] : (["renewal", "renew_at"] as const)), ...(past_due_since ? [] : (["past_due_since"] as const))])
       .where((a, op) => `${op.notExists(a.stripe_synced_at)} OR ${op.lte(a.stripe_synced_at, readAt)}`)
       .go();
   } catch (err) {

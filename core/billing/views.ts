@@ -111,14 +111,16 @@ export async function subscription(userId: string, q: BillingWorkspaceQuery): Pr
 export async function subscriptionView(workspaceId: string, account: BillingAccount): Promise<Out<typeof SubscriptionView>> {
   const trialing = account.status === "trialing" || account.plan === "trial";
   const entitled = entitlementOf(account);
+  const paidPeriod = account.plan !== "trial" && account.billing_interval === "yearly" && Boolean(account.subscription_start && account.subscription_end);
   return {
     id: account.stripe_subscription_id ?? accountSubscriptionId(account.user_id),
     workspace_id: workspaceId,
     plan: entitled.plan,
     status: account.status,
     trial_ends_at: trialing ? account.period_end : null,
-    current_period_start: account.period_start,
-    current_period_end: account.period_end,
+    // The subscription's period as Stripe bills it: a yearly plan's paid year, not its credit month (`period_*`).
+    current_period_start: paidPeriod ? account.subscription_start! : account.period_start,
+    current_period_end: paidPeriod ? account.subscription_end! : account.period_end,
     cancel_at_period_end: account.cancel_at_period_end ?? false,
     limits: entitled.limits,
   };

@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { db } from "../../core/db/service";
 import { call, newUser, newWorkspace } from "../support/api";
+import { setAccount } from "../support/billing";
 import { startStripeFake, type StripeFake } from "../support/stripe-fake";
 import { expectEnvelope, withEnv } from "./_helpers";
 
@@ -213,6 +214,13 @@ describe("POST /api/billing/boost/checkout", () => {
     const bad = await post("boost/checkout", { workspace_id: workspaceId, pack_type: "mega" });
     expectEnvelope(bad, 422, "VALIDATION_ERROR");
     expect(bad.body.errors[0].loc).toEqual(["body", "pack_type"]);
+    expect(stripe.requests).toEqual([]);
+  });
+
+  it("402 SUBSCRIPTION_REQUIRED for an account whose trial ended: no pack is sold that could not be spent", async () => {
+    const w = await newWorkspace("Trial over");
+    await setAccount(w.owner.id, { status: "trialing", period_end: new Date(Date.now() - 60_000).toISOString() });
+    expectEnvelope(await post("boost/checkout", { workspace_id: w.workspace.id, pack_type: "plus" }, w.owner.token), 402, "SUBSCRIPTION_REQUIRED");
     expect(stripe.requests).toEqual([]);
   });
 });

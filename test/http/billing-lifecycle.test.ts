@@ -185,10 +185,15 @@ describe("status drives entitlements (deliverable 2)", () => {
     const { owner, workspace } = await newWorkspace("Past due");
     await setAccount(owner.id, { plan: "power", status: "past_due" });
     const started = (days: number) => db().entities.billingAccount.patch({ user_id: owner.id }).set({ subscription_start: new Date(Date.now() - days * DAY * 1000).toISOString() }).go();
+    // An operation that needs an active subscription follows the same rule: allowed within the grace, 402 after it.
+    const newDocument = () => call("POST", "/api/documents", { token: owner.token, body: { workspace_id: workspace.id, document_type: "memo", title: "Grace", content: "Within the grace" } });
     await started(1);
     expect((await get("subscription", owner.token, workspace.id)).plan).toBe("power");
+    const within = await newDocument();
+    expect(within.status, within.text).toBe(201);
     await started(Config.pastDueGraceDays() + 1);
     expect((await get("subscription", owner.token, workspace.id)).plan).toBe("trial");
+    expectEnvelope(await newDocument(), 402, "SUBSCRIPTION_REQUIRED");
     const settings = await call("PATCH", `/api/workspaces/${workspace.id}/settings`, { token: owner.token, body: { researchCycleEnabled: true } });
     expectEnvelope(settings, 403, "PLAN_FEATURE_REQUIRED");
     // The 5 signup credits sit in the lapsed quota: a run cannot use them.

@@ -243,6 +243,32 @@ describe("the six events, each applied once", () => {
     expect((await deliver(event)).body).toEqual({ status: "already_processed" });
   });
 
+  it("a failed mid-period invoice: past_due keeps the paid period's credits through the grace from that invoice; paying it restores active", async () => {
+    const o = await payingOwner();
+    const start = o.t0 - 20 * DAY;
+    const end = start + 30 * DAY;
+    // The account's trial began before the paid period (as it would have, 20 days ago).
+    await db().entities.billingAccount.patch({ user_id: o.owner.id }).set({ period_start: new Date((start - DAY) * 1000).toISOString(), period_end: new Date((start + 13 * DAY) * 1000).toISOString() }).go();
+    const sub = stripeHas({ customer: o.customer, start });
+    await deliver(eventObject("customer.subscription.created", sub));
+    expect(await get("credits", o.owner.token, o.workspace.id)).toMatchObject({ monthly_remaining: 100 });
+    // A mid-period invoice (an update's proration), created now, fails: Stripe marks the subscription past_due.
+    const now = Math.floor(Date.now() / 1000);
+    const proration = invoiceObject({ customer: o.customer, subscription: sub.id, status: "open", price: PRICE.pro!, periodStart: start, periodEnd: end, billingReason: "subscription_update", created: now });
+    stripe.putSubscription(subscriptionObject({ id: sub.id, customer: o.customer, status: "past_due", price: PRICE.pro!, periodStart: start, periodEnd: end, latestInvoice: proration }));
+    await deliver(eventObject("invoice.payment_failed", proration));
+    expect(await get("subscription", o.owner.token, o.workspace.id)).toMatchObject({ plan: "pro", status: "past_due" });
+    expect(await get("credits", o.owner.token, o.workspace.id)).toMatchObject({ monthly_remaining: 100 });
+    expect(await accountRow(o.owner.id)).toMatchObject({ past_due_since: new Date(now * 1000).toISOString() });
+    // Paid: active again, the period's credits kept, the overdue mark gone.
+    const paid = { ...proration, status: "paid" as const, amount_paid: proration.amount_due, amount_remaining: 0 };
+    stripe.putSubscription(subscriptionObject({ id: sub.id, customer: o.customer, status: "active", price: PRICE.pro!, periodStart: start, periodEnd: end, latestInvoice: paid }));
+    await deliver(eventObject("invoice.payment_succeeded", paid));
+    expect(await get("credits", o.owner.token, o.workspace.id)).toMatchObject({ monthly_remaining: 100 });
+    expect(await get("subscription", o.owner.token, o.workspace.id)).toMatchObject({ plan: "pro", status: "active" });
+    expect((await accountRow(o.owner.id))!.past_due_since).toBeUndefined();
+  });
+
   it("a subscription cancelled while its renewal is unpaid lapses at once, not at the end of the unpaid period", async () => {
     const o = await payingOwner();
     // Ten days into a renewal that was never paid, Stripe's dunning (or the user, in the portal) cancels it.
@@ -571,6 +597,8 @@ describe("yearly subscriptions: each month's credits without an event from Strip
     };
     expect(await accountRow(o.owner.id)).toMatchObject({ billing_interval: "yearly", renewal: "due", renew_at: month(1).toISOString(), plan: "growth" });
     expect((await get("credits", o.owner.token, o.workspace.id)).monthly_quota).toBe(300);
+    // The subscription's period is the paid year, as Stripe bills it; the credit month is the credits' own.
+    expect(await get("subscription", o.owner.token, o.workspace.id)).toMatchObject({ current_period_start: start.toISOString(), current_period_end: new Date((o.t0 + 365 * 86_400) * 1000).toISOString() });
 
     // Nothing is due before the month ends.
     expect((await renewYearly(new Date(month(1).getTime() - 60_000))).granted).toBe(0);

@@ -106,6 +106,6 @@ export const billingRoutes = defineRoutes({
     summary: "Start a one-time Stripe Checkout for a boost pack (starter, plus, max) for the owner's account; owner or admin",
     body: BoostCheckoutBody,
     responses: { 200: CheckoutSessionView },
-    errors: ["SERVICE_UNAVAILABLE"],
+    errors: ["SUBSCRIPTION_REQUIRED", "SERVICE_UNAVAILABLE"],
   },
 } satisfies Record<string, RouteSpec>);
