@@ -106,7 +106,30 @@ export async function dropMembership(workspaceId: string, memberId: string): Pro
   throw new AppError("SERVICE_UNAVAILABLE", "Too many changes to the workspace at once; try again", { retryable: true });
 }
 
+/**
+ * Delete what a member keeps for themselves in a workspace: their memory (facts `memory#<user>#…` and head
+ * `memhead#<user>`, DESIGN.md 6.6: "the person the fact was learned from and who alone sees it") and their skill
+ * suggestions; with `feedback`, also their skill ratings (`skillfb#<slug>#<user>`, the user's deletion). Once they
+ * are no longer a member no route can reach these, so they go with the membership. Can be run again.
+ */
+export async function purgeMemberItems(workspaceId: string, memberId: string, opts: { feedback?: boolean } = {}): Promise<void> {
+  const pk = partitionOf(workspaceId);
+  const [facts, heads, suggestions, ratings] = await Promise.all([
+    partitionKeys(pk, `memory#${memberId}#`),
+    partitionKeys(pk, `memhead#${memberId}`),
+    partitionKeys(pk, `skillsug#${memberId}#`),
+    opts.feedback ? partitionKeys(pk, "skillfb#") : Promise.resolve([]),
+  ]);
+  await deleteKeys([
+    ...facts,
+    ...heads.filter((k) => k.sk === `memhead#${memberId}`),
+    ...suggestions,
+    ...ratings.filter((k) => k.sk.endsWith(`#${memberId}`)),
+  ]);
+}
+
 /** `dropMembership` for a route: a membership that is not there is 404. */
 export async function requireDropMembership(workspaceId: string, memberId: string): Promise<void> {
   if (!(await dropMembership(workspaceId, memberId))) throw Errors.notFound("Member");
+  await purgeMemberItems(workspaceId, memberId);
 }

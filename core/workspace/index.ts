@@ -17,7 +17,7 @@ import { consistentGet, type ItemRef, type Prefetch } from "../db/read";
 import { getAll } from "../db/bulk";
 import { CYCLES_ON, type MembershipEntity, type WorkspaceEntity } from "./workspace.entity";
 import { partitionOf } from "./keys";
-import { deleteWorkspace, dropMembership, requireDropMembership } from "./deletion";
+import { deleteWorkspace, dropMembership, purgeMemberItems, requireDropMembership } from "./deletion";
 import { entitlementOf } from "../billing/entitlement";
 import type {
   AddMemberInput,
@@ -547,13 +547,20 @@ export async function removeMember(userId: string, workspaceId: string, memberId
 /**
  * Everything a deleted user owns (spec 02 user.deleted): workspaces they own are deleted whole (`deleteWorkspace`; a
  * redelivery finds the owner's membership, marked, and goes on); their memberships elsewhere are removed with their
- * seats given back.
+ * seats given back, and their memory, skill suggestions and ratings there deleted (`purgeMemberItems`).
  */
 export async function removeAllOf(user: User.User): Promise<void> {
   const { data: memberships } = await db().entities.membership.query.byUser({ user_id: user.id }).go({ pages: "all" });
   for (const m of memberships) {
-    if (m.role === "owner") await deleteWorkspace(user.id, m.workspace_id);
-    else await dropMembership(m.workspace_id, user.id);
+    if (m.role === "owner") {
+      await deleteWorkspace(user.id, m.workspace_id);
+      continue;
+    }
+    // Purged before the membership goes (a redelivery after a crash finds the membership, so the purge runs again)
+    // and after (what a request already past its membership check wrote meanwhile).
+    await purgeMemberItems(m.workspace_id, user.id, { feedback: true });
+    await dropMembership(m.workspace_id, user.id);
+    await purgeMemberItems(m.workspace_id, user.id, { feedback: true });
   }
 }
 

@@ -7,7 +7,8 @@ import { describe, expect, it } from "vitest";
 import { call, idp, newUser, newWorkspace } from "../support/api";
 import { db } from "../../core/db/service";
 import * as User from "../../core/user";
-import { expectEnvelope, userWithEmail } from "./_helpers";
+import { expectEnvelope, partitionItems, userWithEmail } from "./_helpers";
+import { learnFromStatement } from "../../core/memory/learn";
 import { PLANS } from "../../core/billing/plans";
 
 const members = (id: string, userId?: string) => `/api/workspaces/${id}/members${userId ? `/${userId}` : ""}`;
@@ -199,11 +200,19 @@ describe("workspace members", () => {
     const m = await newUser();
     await add(workspace.id, owner.token, m.email, "member");
 
+    // Their memory there, which only they could see or delete: it leaves with them.
+    const learned = await learnFromStatement(
+      { workspaceId: workspace.id, userId: m.id, conversationId: randomUUID(), messageId: randomUUID(), text: "We use Mixpanel for product analytics.", at: new Date().toISOString() },
+      { model: null },
+    );
+    expect(learned.facts.length).toBeGreaterThan(0);
+
     const res = await call("DELETE", members(workspace.id, m.id), { token: m.token });
 
     expect(res.status, res.text).toBe(204);
     expect((await call("GET", "/api/workspaces", { token: m.token })).body.total).toBe(0);
     expect((await call("GET", members(workspace.id), { token: owner.token })).body.total).toBe(1);
+    expect((await partitionItems(`ws#${workspace.id}`)).map((i) => String(i.sk)).filter((sk) => sk.includes(m.id))).toEqual([]);
   });
 
   it("changing or removing someone who is not a member is 404", async () => {

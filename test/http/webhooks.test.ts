@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Webhook } from "standardwebhooks";
 import * as User from "../../core/user";
 import { db } from "../../core/db/service";
+import { learnFromStatement } from "../../core/memory/learn";
 import { call, idp, newUser, newWorkspace } from "../support/api";
 import { expectEnvelope, partitionItems } from "./_helpers";
 
@@ -169,6 +170,15 @@ describe("user.deleted", () => {
     const { owner: other, workspace: elsewhere } = await newWorkspace("Elsewhere");
     await call("POST", `/api/workspaces/${elsewhere.id}/members`, { token: other.token, body: { email: u.email, role: "admin" } });
     const referral = (await User.get(u.id))!.referral_code;
+    // What the leaver keeps for themselves elsewhere: learned facts (with their head) and a skill rating.
+    const learned = await learnFromStatement(
+      { workspaceId: elsewhere.id, userId: u.id, conversationId: randomUUID(), messageId: randomUUID(), text: "I'm the PM of the mobile app. We use Mixpanel for product analytics.", at: new Date().toISOString() },
+      { model: null },
+    );
+    expect(learned.facts.length).toBeGreaterThan(0);
+    expect((await call("POST", "/api/skills/research-plan/feedback", { token, body: { workspace_id: elsewhere.id, rating: 2, feedback_text: "by the leaver" } })).status).toBe(200);
+    const theirs = async () => (await partitionItems(`ws#${elsewhere.id}`)).map((i) => String(i.sk)).filter((sk) => sk.includes(u.id));
+    expect((await theirs()).length).toBeGreaterThan(2);
 
     const res = await send({ type: "user.deleted", data: { id: u.idpId } });
 
@@ -180,8 +190,9 @@ describe("user.deleted", () => {
     expect((await db().entities.referralCode.get({ code: referral }).go()).data).toBeNull();
     expect((await call("GET", "/api/workspaces", { token: colleague.token })).body.total).toBe(0);
     expect((await call("GET", `/api/workspaces/${elsewhere.id}`, { token: other.token })).status).toBe(200);
-    // The leaver's seat elsewhere is given back with the membership.
+    // The leaver's seat elsewhere is given back with the membership, and what they kept there goes with them.
     expect((await db().entities.usage.get({ workspace_id: elsewhere.id }).go({ consistent: true })).data?.members).toBe(1);
+    expect(await theirs()).toEqual([]);
   });
 
   it("a token of the deleted user that is still valid cannot bring the account back, nor a user.created delivered late", async () => {
