@@ -15,10 +15,11 @@ import { db, type EntityName } from "../db/service";
 import { getAll } from "../db/bulk";
 import { asWrite, commitWrites, type WriteItem } from "../db/agent-write";
 import { isConditionalFailure } from "../db/errors";
-import { requireMember, requireResourceById } from "../workspace";
+import { LOCATE_RETRY_MS, requireMember, requireResourceById } from "../workspace";
 import { requireActiveSubscription } from "../billing";
 import { planOf } from "../billing/gates";
-import { startCharge } from "../billing/charge";
+import { payerOf, startCharge } from "../billing/charge";
+import { release } from "../billing/ledger";
 import * as Chat from "../chat";
 import { settleCycle } from "../cycle/marker";
 import { TASK_DUE, type TaskEntity } from "./task.entity";
@@ -119,6 +120,21 @@ export async function readTask(workspaceId: string, taskId: string): Promise<Tas
 export async function locateTask(taskId: string): Promise<{ workspace_id: string; created_by: string } | null> {
   const { data } = await db().entities.task.query.byId({ id: taskId }).go({ limit: 1, attributes: ["workspace_id", "created_by"] });
   return data[0] ? { workspace_id: data[0].workspace_id, created_by: data[0].created_by } : null;
+}
+
+/**
+ * `locateTask`, asked again after `LOCATE_RETRY_MS` while the id index does not know the id yet (as
+ * `requireResourceById` does for `/status` and `/{id}`): gsi1 lags its table, and a progress stream opened right
+ * after the spawn must not answer 404 for the id the spawn just gave. An unknown id pays the wait before its 404.
+ */
+export async function locateTaskFresh(taskId: string): Promise<{ workspace_id: string; created_by: string } | null> {
+  let found = await locateTask(taskId);
+  for (const ms of LOCATE_RETRY_MS) {
+    if (found) break;
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    found = await locateTask(taskId);
+  }
+  return found;
 }
 
 /**
@@ -319,6 +335,7 @@ export async function cancel(userId: string, taskId: string): Promise<TaskView> 
       throw new AppError("INVALID_STATE", `The task is ${task.status}; only pending or running tasks can be cancelled`, { status: task.status });
     }
     const seen = task.status;
+    let cancelled: TaskItem;
     try {
       const { data } = await db()
         .entities.task.patch(key(task))
@@ -327,16 +344,25 @@ export async function cancel(userId: string, taskId: string): Promise<TaskView> 
         .add({ revision: 1 })
         .where((attr, op) => op.eq(attr.status, seen))
         .go({ response: "all_new" });
-      const cancelled = data as TaskItem;
-      await stopExecution(cancelled, "Cancelled by a member of the workspace");
-      await afterTerminal(cancelled);
-      return toView(cancelled);
+      cancelled = data as TaskItem;
     } catch (err) {
       if (!isConditionalFailure(err)) throw err;
       const again = await readTask(task.workspace_id, task.id);
       if (!again) throw Errors.notFound("Task");
       task = again;
+      continue;
     }
+    // The task is cancelled: the answer says so whatever follows (a 500 here would send the client's retry to a 409).
+    // What follows is logged when it fails and caught up later: a research cycle's night record by the sweeper's
+    // watch of running cycles (core/cycle `watchRunningCycles`, which settles a record whose task has ended) or by
+    // `settleEndedCycle` when the stopped worker's late write lands; the spawn's hold by the credit sweeper.
+    await stopExecution(cancelled, "Cancelled by a member of the workspace");
+    try {
+      await afterTerminal(cancelled, { working: seen === "running" });
+    } catch (err) {
+      log().error("after the task's cancel, its outcome could not be recorded everywhere; the sweepers catch up", { task_id: cancelled.id, error: err as Error });
+    }
+    return toView(cancelled);
   }
   throw new AppError("CONFLICT", "The task kept changing while it was cancelled; try again");
 }
@@ -355,12 +381,13 @@ async function stopExecution(task: TaskItem, cause: string): Promise<void> {
 
 /**
  * The runner starts an attempt: pending → running (first start: started_at, the type's first phase), or running →
- * running for a resumed attempt (the sweeper moved `attempt` on; started_at is kept). Conditioned on the attempt and
- * the status read, so a duplicate or superseded execution gets null and writes nothing.
+ * running for a resumed attempt (the sweeper moved `attempt` on; started_at is kept). Conditioned on the attempt, the
+ * status read and the attempt not claimed already (`claimed_attempt`), so a duplicate, retried or superseded
+ * execution gets null and writes nothing: a Run retried after a Lambda fault never runs a second worker of the attempt.
  */
 export async function claimAttempt(workspaceId: string, taskId: string, attempt: number): Promise<TaskItem | null> {
   const task = await readTask(workspaceId, taskId);
-  if (!task || task.attempt !== attempt || !canTransition(task.status, "running")) return null;
+  if (!task || task.attempt !== attempt || task.claimed_attempt === attempt || !canTransition(task.status, "running")) return null;
   const now = Date.now();
   const iso = new Date(now).toISOString();
   const first = task.status === "pending";
@@ -369,13 +396,14 @@ export async function claimAttempt(workspaceId: string, taskId: string, attempt:
       .entities.task.patch(key(task))
       .set({
         status: "running",
+        claimed_attempt: attempt,
         heartbeat_at: iso,
         due_at: dueFrom(now),
         sweep: TASK_DUE,
         ...(first ? { started_at: iso, ...firstPhase(task.task_type) } : { message: `Resumed (attempt ${attempt})` }),
       })
       .add({ revision: 1 })
-      .where((attr, op) => `${op.eq(attr.status, task.status)} AND ${op.eq(attr.attempt, attempt)}`)
+      .where((attr, op) => `${op.eq(attr.status, task.status)} AND ${op.eq(attr.attempt, attempt)} AND (${op.notExists(attr.claimed_attempt)} OR ${op.ne(attr.claimed_attempt, attempt)})`)
       .go({ response: "all_new" });
     return data as TaskItem;
   } catch (err) {
@@ -469,10 +497,12 @@ export async function completeTask(workspaceId: string, taskId: string, attempt:
 /**
  * The task failed (an error, its timeout, a runner that never started it, a worker that stopped): pending or running
  * → failed with `error`. With `attempt`, only that attempt's failure is written (a superseded execution's is not).
- * @returns the failed task, or null when it had already ended (or moved to another attempt).
+ * @param opts.onlyRunning fail it only if running (the Fail state: a pending task was never claimed by the attempt, and
+ *   is left to the sweeper, which fails it only after TASK_MAX_ATTEMPTS attempts)
+ * @returns the failed task, or null when it had already ended (or moved to another attempt, or was left pending).
  */
-export async function failTask(workspaceId: string, taskId: string, error: string, attempt?: number): Promise<TaskItem | null> {
-  const from = fromStatusesOf("failed");
+export async function failTask(workspaceId: string, taskId: string, error: string, attempt?: number, opts: { onlyRunning?: boolean } = {}): Promise<TaskItem | null> {
+  const from = opts.onlyRunning ? (["running"] as TaskStatus[]) : fromStatusesOf("failed");
   try {
     const { data } = await db()
       .entities.task.patch({ workspace_id: workspaceId, id: taskId })
@@ -536,10 +566,41 @@ export async function postpone(task: TaskItem): Promise<void> {
 }
 
 /**
- * What follows a task's end, once: a research cycle's night record learns its outcome (core/cycle), and the task's
- * conversation gets a message saying how it ended. Neither undoes the end; a failure of either is logged.
+ * Give back the spawn's reservation of a task's run (`runIdOf`, core/billing ledger `release`), if it is still held:
+ * the ledger releases a run once, and a run that settled (its worker's recorded run) has no hold left, so this is a
+ * no-op then and never charges twice. A settle that arrives after it charges the run from the spendable balance.
+ * Nothing for a type whose spawn reserves nothing (a research cycle).
  */
-async function afterTerminal(task: TaskItem): Promise<void> {
+export async function releaseSpawnReservation(task: Pick<TaskItem, "id" | "workspace_id" | "task_type">): Promise<void> {
+  if (CHARGED_AS[task.task_type] === "none") return;
+  await release(await payerOf(task.workspace_id), runIdOf(task.id));
+}
+
+/**
+ * The spawn's reservation of a task that ended goes back (`releaseSpawnReservation`): a task cancelled or failed
+ * before its run started, or whose operation refused to start, would otherwise hold it until the credit sweeper's
+ * stale-hold bound. Except while a worker of the first attempt may still be inside the task's own run (a running
+ * `task`-type task just cancelled): that run settles the hold itself (a cancelled run's minimum charge, spec 02
+ * Credits), and the worker gives back what is left once it stops (core/task/worker.ts). A failure is logged: the
+ * credit sweeper releases a stale hold.
+ */
+async function releaseAtEnd(task: TaskItem, working: boolean): Promise<void> {
+  if (working && CHARGED_AS[task.task_type] === "task" && task.attempt === 1) return;
+  try {
+    await releaseSpawnReservation(task);
+  } catch (err) {
+    log().warn("the task's spawn reservation could not be given back; the credit sweeper releases it", { task_id: task.id, error: err as Error });
+  }
+}
+
+/**
+ * What follows a task's end, once: the spawn's reservation goes back if its run never took it (`releaseAtEnd`), a
+ * research cycle's night record learns its outcome (core/cycle), and the task's conversation gets a message saying
+ * how it ended. None undoes the end; a failure of the reservation's release or of the message is logged.
+ * @param opts.working the task was running when it ended by another writer than its worker (a cancel)
+ */
+async function afterTerminal(task: TaskItem, opts: { working?: boolean } = {}): Promise<void> {
+  await releaseAtEnd(task, opts.working ?? false);
   if (task.cycle_date) await settleCycle(task);
   if (task.conversation_id) {
     try {

@@ -18,7 +18,7 @@ import { AppError, Errors } from "../error";
 import { db } from "../db/service";
 import { live, requireResourceMember } from "../workspace";
 import { isTerminal } from "./status";
-import { locateTask, readTask, toProgress, type TaskItem } from "./index";
+import { locateTaskFresh, readTask, toProgress, type TaskItem } from "./index";
 import { taskChanges } from "./changes";
 import { MAX_POLLS, POLL_INTERVAL_MS, SILENCE_MS } from "./settings";
 import type { TaskProgress } from "./schema";
@@ -49,7 +49,8 @@ export interface PreparedProgress {
  *   this task as a member and is no longer one.
  */
 export async function openProgress(userId: string, taskId: string): Promise<PreparedProgress> {
-  const found = await locateTask(taskId);
+  // Asked again briefly while the id index lags: a stream opened right after the spawn must find its task.
+  const found = await locateTaskFresh(taskId);
   if (!found) throw Errors.notFound("Task");
   try {
     await requireResourceMember(userId, found.workspace_id, "Task");

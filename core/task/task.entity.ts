@@ -52,6 +52,11 @@ export const buildTaskEntity = () => new Entity({
     revision: { type: "number", required: true, default: 0 },
     /** The current execution's attempt (1 at spawn; the sweeper's resumption adds one). Worker writes are conditioned on it. */
     attempt: { type: "number", required: true, default: 1 },
+    /**
+     * The last attempt whose worker claimed the task (`claimAttempt`): an attempt is claimed once, so a Run state
+     * retried after its worker started (a Lambda fault whose invocation may have run) never runs a second worker of it.
+     */
+    claimed_attempt: { type: "number" },
     /** Steps an earlier attempt finished, by name, with what they produced: a resumed task does not do them twice. */
     checkpoint: { type: "any" },
     /** The night (UTC date, YYYY-MM-DD) of a research cycle task (core/cycle). */

@@ -35,10 +35,8 @@ import { readText, UnsupportedType, withFileStore } from "../integration/filesto
 import { ProviderError } from "../integration/errors";
 import { embedder, model } from "../ai/select";
 import { cosine } from "../ai/vectors";
-import { release } from "../billing/ledger";
-import { payerOf } from "../billing/charge";
 import { runCycle } from "../cycle/work";
-import { runIdOf, taskItemId, type TaskItem } from "./index";
+import { releaseSpawnReservation, runIdOf, taskItemId, type TaskItem } from "./index";
 import type { WorkContext, WorkResult } from "./context";
 
 export type { WorkContext, WorkResult } from "./context";
@@ -115,10 +113,13 @@ async function agentResearch(ctx: WorkContext, prompt: string, agentType: AgentT
   return { text: result.text.slice(0, MAX_ANSWER_CHARS), tools: result.steps.map((s) => s.name), insight_ids: citedInsights(result.text), status: result.status };
 }
 
-/** The spawn's reservation, given back when an operation that charges its own run starts (core/task CHARGED_AS). */
-async function releaseSpawnReservation(task: TaskItem): Promise<void> {
+/**
+ * The spawn's reservation, given back when an operation that charges its own run starts (core/task CHARGED_AS); a
+ * task that ends before (its operation refused to start) gets it back at its end (core/task `releaseAtEnd`).
+ */
+async function releaseOperationReservation(task: TaskItem): Promise<void> {
   if (task.attempt !== 1) return;
-  await release(await payerOf(task.workspace_id), runIdOf(task.id));
+  await releaseSpawnReservation(task);
 }
 
 /**
@@ -365,7 +366,7 @@ const synthesis: Work = async (ctx) => {
   const cited = new Set((await allOf(task.workspace_id)).flatMap((i) => i.source_ids ?? []));
   const chosen = completed.sort((a, b) => Number(cited.has(a.id)) - Number(cited.has(b.id)) || b.created_at.localeCompare(a.created_at)).slice(0, MAX_SYNTHESIS_SOURCES);
   await ctx.report({ progress_pct: 10, message: `Synthesizing ${chosen.length} source${chosen.length === 1 ? "" : "s"}` });
-  await releaseSpawnReservation(task);
+  await releaseOperationReservation(task);
   const res = await ctx.step("synthesis", async () => {
     const r = await synthesize(task.created_by, { workspace_id: task.workspace_id, source_ids: chosen.map((s) => s.id), synthesis_type: "comprehensive" }, { rateLimited: false });
     return { insight_ids: r.insight_ids, created_ids: r.created_ids, merged: r.merged, summary: r.summary, titles: r.insights.map((i) => ({ id: i.id, title: i.title, severity: i.severity })) };
@@ -383,7 +384,7 @@ const recommendation: Work = async (ctx) => {
   const insights = await topInsights(task.workspace_id, 20);
   if (insights.length === 0) throw new AppError("VALIDATION_ERROR", "The workspace has no insights to recommend from; synthesize its research first");
   await ctx.report({ progress_pct: 10, message: `Generating recommendations from ${insights.length} insights` });
-  await releaseSpawnReservation(task);
+  await releaseOperationReservation(task);
   const res = await ctx.step("generate", async () => {
     // Ids derived from the task: an attempt resumed after a crash that came after the write finds the first set.
     const r = await generate(task.created_by, { workspace_id: task.workspace_id, insight_ids: insights.map((i) => i.id), focus_areas: [task.prompt.slice(0, 200)] }, { id: taskItemId(task.id, "generate") });
@@ -452,7 +453,7 @@ const drafting: Work = async (ctx) => {
   const { task } = ctx;
   const type = documentTypeOf(task.prompt);
   await ctx.report({ progress_pct: 10, message: task.target_document_id ? "Redrafting the target document" : `Drafting a ${type.replace(/_/g, " ")}` });
-  await releaseSpawnReservation(task);
+  await releaseOperationReservation(task);
   const doc = await ctx.step("draft", async () => {
     if (task.target_document_id) return redraft(task);
     const rec = await topRecommendation(task.workspace_id);

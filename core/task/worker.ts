@@ -11,7 +11,7 @@
  */
 import { serviceLog } from "../log";
 import { withAbortSignal } from "../context";
-import { claimAttempt, completeTask, writeProgress, type ProgressUpdate, type TaskItem } from "./index";
+import { CHARGED_AS, claimAttempt, completeTask, releaseSpawnReservation, writeProgress, type ProgressUpdate, type TaskItem } from "./index";
 import { timedOutError } from "./schema";
 import { TaskSettings } from "./settings";
 import type { TaskExecutionInput } from "./runner";
@@ -86,15 +86,35 @@ export async function runTask(input: TaskExecutionInput): Promise<RunOutcome> {
     signal.throwIfAborted();
     await writing;
     const completed = await completeTask(claimed.workspace_id, claimed.id, input.attempt, result, result.phase);
+    if (!completed) await releaseAfterStop(claimed);
     return done(completed ? "completed" : "superseded");
   } catch (err) {
     const reason: unknown = signal.aborted ? signal.reason : err;
-    if (reason instanceof TaskSuperseded) return done("superseded");
+    if (reason instanceof TaskSuperseded) {
+      await releaseAfterStop(claimed);
+      return done("superseded");
+    }
     throw reason;
   } finally {
     clearTimeout(deadline);
     clearInterval(beat);
     unregister();
+  }
+}
+
+/**
+ * A first attempt's worker that stopped because its task ended (or moved on) under it: the task's own run has settled
+ * by now if it started (`recordRun` settles before it rethrows), and no other attempt uses the spawn's run id, so the
+ * spawn's reservation goes back if nothing took it (a cancel of a running task leaves that to the worker, core/task
+ * `releaseAtEnd`, so the cancelled run's minimum charge comes from its hold). Logged on failure: the credit sweeper
+ * releases a stale hold.
+ */
+async function releaseAfterStop(task: TaskItem): Promise<void> {
+  if (task.attempt !== 1 || CHARGED_AS[task.task_type] !== "task") return;
+  try {
+    await releaseSpawnReservation(task);
+  } catch (err) {
+    log().warn("the task's spawn reservation could not be given back; the credit sweeper releases it", { task_id: task.id, error: err as Error });
   }
 }
 

@@ -31,8 +31,13 @@ export function reasonOf(state: Pick<FailedTaskState, "error" | "timeout_seconds
   return `The task failed unexpectedly (${error.Error}); spawn it again, and report it if it happens again`;
 }
 
-/** Fail state: pending or running -> failed with the reason, for this execution's attempt only (a superseded one writes nothing). */
+/**
+ * Fail state: running -> failed with the reason, for this execution's attempt only (a superseded one writes nothing).
+ * A task still pending was never claimed by this attempt (Lambda's faults outlasted the Run state's retries, or the
+ * worker failed before its claim, e.g. a throttled read): it is left pending, and the sweeper starts it again and fails
+ * it only once TASK_MAX_ATTEMPTS attempts never started it (docs/decisions.md "Background tasks": pending → failed).
+ */
 export async function handler(state: FailedTaskState): Promise<{ failed: boolean }> {
-  const failed = await failTask(state.workspace_id, state.task_id, reasonOf(state), state.attempt);
+  const failed = await failTask(state.workspace_id, state.task_id, reasonOf(state), state.attempt, { onlyRunning: true });
   return { failed: failed !== null };
 }

@@ -24,10 +24,17 @@ export const taskArnPlaceholder = (step: TaskStepName) => `\${Task${step}Arn}`;
 export const LONGEST_TASK_SECONDS = 600;
 
 /**
- * The worker is retried only when Lambda refused to start it (throttled): a fault after it started could run a second
- * worker of the same attempt. Fail is idempotent (a conditional write) and retried on every transient fault.
+ * The worker is retried on Lambda's own transient faults (AWS's recommended set for a Lambda task, plus Lambda.Unknown:
+ * a runtime that died), with backoff and jitter: a fault before the worker claimed its attempt must not fail a task
+ * that never started. A retry of a worker that had claimed it cannot run a second worker of the same attempt (an
+ * attempt is claimed once, core/task `claimAttempt`): it ends superseded and the sweeper resumes the task. The worker's
+ * own errors are not retried here; one thrown before its claim leaves the task pending (functions/steps/task-fail.ts).
+ * Fail is idempotent (a conditional write) and retried on every transient fault.
  */
-const RUN_RETRY = [{ ErrorEquals: ["Lambda.TooManyRequestsException"], IntervalSeconds: 2, MaxAttempts: 5, BackoffRate: 2 }];
+const RUN_RETRY = [
+  { ErrorEquals: ["Lambda.TooManyRequestsException"], IntervalSeconds: 2, MaxAttempts: 5, BackoffRate: 2 },
+  { ErrorEquals: ["Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException", "Lambda.Unknown"], IntervalSeconds: 1, MaxAttempts: 3, BackoffRate: 2, JitterStrategy: "FULL" },
+];
 const FAIL_RETRY = [
   {
     ErrorEquals: ["Lambda.TooManyRequestsException", "Lambda.ServiceException", "Lambda.SdkClientException", "Lambda.AWSLambdaException", "ProvisionedThroughputExceededException", "ThrottlingException"],

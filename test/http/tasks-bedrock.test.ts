@@ -12,6 +12,7 @@ import { topUp } from "../support/billing";
 import { recorded, refusedTurn, toolCallTurn, type Frame } from "../support/bedrock-stream";
 import { startBedrockServer, type BedrockServer } from "../support/bedrock-server";
 import { runsOf } from "../../core/agent";
+import { db } from "../../core/db/service";
 import { readTask, runIdOf, TASK_TIMEOUT_SECONDS } from "../../core/task";
 import { DEFAULT_CATALOGUE, modelCostUsd } from "../../core/ai/catalogue";
 import { creditsFor } from "../../core/billing/credits";
@@ -98,6 +99,16 @@ describe("cancel of a running task", () => {
     expect(after.status).toBe("cancelled");
     expect(after.error).toBeUndefined();
     expect(after.completed_at).toBe(res.body.completed_at);
+    // Charged its cancelled minimum (spec 02) from the spawn's hold, once: the cancel left the hold to the run that
+    // was using it (nothing released first, then charged again from the balance), and no hold is left.
+    const run = (await runsOf(ws)).find((r) => r.id === runIdOf(id))!;
+    expect(run.credits_charged).toBe(0.25);
+    const ledger = (key: string) => db().entities.creditLedger.get({ user_id: owner.id, key }).go({ consistent: true }).then((r) => r.data);
+    const settlement = await waitFor(() => ledger(`run#${runIdOf(id)}#settle`), 10_000, 20);
+    expect(settlement).toMatchObject({ charged: 0.25, shortfall: 0 });
+    expect(settlement.held).toBeGreaterThan(0.25);
+    expect(await ledger(`run#${runIdOf(id)}#release`)).toBeNull();
+    expect((await db().entities.creditHold.get({ user_id: owner.id, run_id: runIdOf(id) }).go({ consistent: true })).data).toBeNull();
   });
 });
 

@@ -60,6 +60,11 @@ function gate() {
   return { opened, open };
 }
 
+/** The spawn's hold of a task's run while the account still has it (core/billing: one `creditHold` per run id). */
+const holdOf = async (userId: string, taskId: string) => (await db().entities.creditHold.get({ user_id: userId, run_id: runIdOf(taskId) }).go({ consistent: true })).data;
+/** Credits the account holds for runs that have not ended. */
+const reservedOf = async (userId: string) => (await db().entities.billingAccount.get({ user_id: userId }).go({ consistent: true })).data!.reserved;
+
 const LINES = [
   "I lose my work when the app crashes during an upload.",
   "Exports to CSV take forever, I gave up after ten minutes.",
@@ -329,6 +334,72 @@ describe("POST /api/tasks/{id}/cancel", () => {
     const outsider = await newUser();
     expectEnvelope(await cancel(done, outsider.token), 404, "NOT_FOUND");
     expectEnvelope(await cancel(randomUUID()), 404, "NOT_FOUND");
+  });
+
+  it("a pending task cancelled gives its spawn's reservation back: ten cancelled on a trial account (5 credits), the eleventh is spawned", async () => {
+    const trial = await newWorkspace("Trial cancels");
+    const tconv = await conversation(trial.owner.token, trial.workspace.id);
+    const held = gate();
+    setTaskRunner(localTaskRunner({ handlers: { Run: async (input) => (await held.opened, realRun(input)) } }));
+    const ids: string[] = [];
+    try {
+      for (let i = 0; i < 10; i++) {
+        ids.push(await spawned(trial, tconv, { task_type: "research", prompt: `Cancel me ${i}` }));
+        expect((await cancel(ids.at(-1)!, trial.owner.token)).status).toBe(200);
+      }
+      // Each held 0.5 credits until it was cancelled: without their return the trial's 5 are all held (402).
+      const eleventh = await spawn(trial, tconv, { task_type: "research", prompt: "The eleventh" });
+      expect(eleventh.status, eleventh.text).toBe(201);
+      ids.push(eleventh.body.id);
+      expect((await cancel(eleventh.body.id, trial.owner.token)).status).toBe(200);
+    } finally {
+      held.open();
+    }
+    for (const id of ids) expect(await holdOf(trial.owner.id, id)).toBeNull();
+    expect(await reservedOf(trial.owner.id)).toBe(0);
+  });
+
+  it("a task whose operation refuses to start (no insights, no completed source) gives its spawn's reservation back when it fails", async () => {
+    const bare = await newWorkspace("Nothing to work on");
+    const bconv = await conversation(bare.owner.token, bare.workspace.id);
+    for (const task_type of ["recommendation", "synthesis"]) {
+      const id = await spawned(bare, bconv, { task_type, prompt: "Nothing here" });
+      expect(await settled(bare.owner.token, id)).toMatchObject({ status: "failed" });
+      expect(await holdOf(bare.owner.id, id)).toBeNull();
+    }
+    expect(await reservedOf(bare.owner.id)).toBe(0);
+  });
+
+  it("a research cycle's task cancelled while its night record's write fails: 200 cancelled (not a 500 a retry turns into 409); the sweeper settles the record", async () => {
+    const { dynamoClient } = await import("../../core/db/client");
+    const { cycleOf } = await import("../../core/cycle");
+    const mine = await newWorkspace("Cycle cancel");
+    const date = "2026-11-22";
+    const taskId = randomUUID();
+    const watchAt = new Date(Date.now() + TaskSettings.staleMs()).toISOString();
+    await db().entities.researchCycle.create({ workspace_id: mine.workspace.id, date, status: "running", attempts: 1, task_id: taskId, cutoff_at: new Date().toISOString(), retry: "watch", retry_at: watchAt }).go();
+    await db().entities.task.create({ id: taskId, workspace_id: mine.workspace.id, task_type: "research_cycle", prompt: "Overnight research cycle", status: "pending", timeout_seconds: 600, created_by: mine.owner.id, cycle_date: date, attempt: 1 }).go();
+    const name = "failCycleRecordOnCancel";
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (/Update/.test(String(context.commandName)) && JSON.stringify(args.input).includes(`cycle#${date}`)) throw Object.assign(new Error("lost connection"), { name: "NetworkingError" });
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    let res: Awaited<ReturnType<typeof cancel>>;
+    try {
+      res = await cancel(taskId, mine.owner.token);
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({ id: taskId, status: "cancelled" });
+    expect(await cycleOf(mine.workspace.id, date)).toMatchObject({ status: "running" });
+    // The sweeper's watch of running cycles gives the record its task's outcome once its time comes.
+    const swept = await sweepTasks({ workspaceId: mine.workspace.id, now: Date.parse(watchAt) + 1000 });
+    expect(swept.cycles.settled).toBe(1);
+    expect(await cycleOf(mine.workspace.id, date)).toMatchObject({ status: "failed", error: "Cancelled by a member of the workspace" });
   });
 
   it("a cancel racing the completion: exactly one of them wins, each time", async () => {
@@ -618,8 +689,75 @@ describe("the sweeper: a dead worker's task does not stay running", () => {
     const task = (await readTask(r.ws.workspace.id, id))!;
     expect(task).toMatchObject({ status: "failed", attempt: TaskSettings.maxAttempts(), error: exhaustedError({ status: "pending", attempt: TaskSettings.maxAttempts() }, TaskSettings.staleMs() / 1000) });
     expect(starts).toBe(TaskSettings.maxAttempts());
+    // It never ran: the spawn's reservation went back with its end.
+    expect(await holdOf(r.ws.owner.id, id)).toBeNull();
     // Failed, it left the sweeper's index.
     expect((await sweepTasks({ workspaceId: r.ws.workspace.id, now: Date.now() + 10 * TaskSettings.staleMs() })).due).toBe(0);
+  });
+});
+
+describe("a fault before the task is claimed does not fail a task that never started", () => {
+  let ws: Ws;
+  let conv: string;
+  beforeAll(async () => {
+    ws = await newWorkspace("Faults before the claim");
+    await topUp(ws.owner.id, 20);
+    conv = await conversation(ws.owner.token, ws.workspace.id);
+  });
+  const executionEnded = (id: string, attempt = 1) => waitFor(async () => !(await taskRunner().isRunning({ task_id: id, attempt })) || null);
+  /** A runner whose Run step runs `first` on its first call, the real step after. */
+  const firstCall = (first: (input: TaskExecutionInput) => Promise<unknown>) => {
+    let calls = 0;
+    const outcomes: unknown[] = [];
+    setTaskRunner(localTaskRunner({ handlers: { Run: async (input) => (++calls === 1 ? first(input as TaskExecutionInput) : (outcomes.push(await realRun(input)), outcomes.at(-1))) } }));
+    return { calls: () => calls, outcomes };
+  };
+
+  it("a worker that fails before its claim (a throttled read) leaves the task pending; the sweeper starts it again", async () => {
+    const run = firstCall(async () => {
+      throw Object.assign(new Error("Rate of requests exceeds the allowed throughput."), { name: "ThrottlingException" });
+    });
+    const id = await spawned(ws, conv, { task_type: "research", prompt: "Throttled at the claim" });
+    await executionEnded(id);
+    const left = (await readTask(ws.workspace.id, id))!;
+    expect(left).toMatchObject({ status: "pending", attempt: 1 });
+    expect(left.error).toBeUndefined();
+    expect(left.started_at).toBeUndefined();
+    expect(await holdOf(ws.owner.id, id)).not.toBeNull();
+    const report = await sweepTasks({ workspaceId: ws.workspace.id, now: Date.now() + TaskSettings.staleMs() + 1000 });
+    expect(report, JSON.stringify(report)).toMatchObject({ resumed: 1, errors: [] });
+    expect(await settled(ws.owner.token, id)).toMatchObject({ status: "completed" });
+    expect((await readTask(ws.workspace.id, id))!.attempt).toBe(2);
+    expect(run.calls()).toBe(2);
+  });
+
+  it("Lambda's transient faults are retried by the Run state: the task runs at its first attempt", async () => {
+    const run = firstCall(async () => {
+      throw Object.assign(new Error("Lambda could not run the function"), { name: "Lambda.ServiceException" });
+    });
+    const id = await spawned(ws, conv, { task_type: "research", prompt: "Lambda faulted once" });
+    await executionEnded(id);
+    const done = (await readTask(ws.workspace.id, id))!;
+    expect(done).toMatchObject({ status: "completed", attempt: 1 });
+    expect(done.error).toBeUndefined();
+    expect(run.calls()).toBe(2);
+    expect(run.outcomes).toEqual([{ task_id: id, attempt: 1, outcome: "completed" }]);
+  });
+
+  it("a Run retried after its worker claimed the attempt runs no second worker of it (an attempt is claimed once); the sweeper resumes it", async () => {
+    // The first invocation claims the attempt, then its runtime dies (Lambda.Unknown); the Run state retries it.
+    const run = firstCall(async (input) => {
+      expect(await claimAttempt(input.workspace_id, input.task_id, input.attempt)).toMatchObject({ status: "running" });
+      throw Object.assign(new Error("The runtime exited"), { name: "Lambda.Unknown" });
+    });
+    const id = await spawned(ws, conv, { task_type: "research", prompt: "Claimed, then the runtime died" });
+    await executionEnded(id);
+    expect(run.outcomes).toEqual([{ task_id: id, attempt: 1, outcome: "superseded" }]);
+    expect(await readTask(ws.workspace.id, id)).toMatchObject({ status: "running", attempt: 1 });
+    expect(await claimAttempt(ws.workspace.id, id, 1)).toBeNull();
+    expect(await sweepTasks({ workspaceId: ws.workspace.id, now: Date.now() + TaskSettings.staleMs() + 1000 })).toMatchObject({ resumed: 1 });
+    expect(await settled(ws.owner.token, id)).toMatchObject({ status: "completed" });
+    expect((await readTask(ws.workspace.id, id))!.attempt).toBe(2);
   });
 });
 

@@ -119,6 +119,13 @@ describe("Tasks stack", () => {
     expect(taskDefinition.TimeoutSeconds).toBeGreaterThan(Math.max(...Object.values(TASK_TIMEOUT_SECONDS)));
   });
 
+  it("retries the Run state on Lambda's transient faults (AWS's recommended set and Lambda.Unknown) with backoff, never on the worker's own errors", () => {
+    const retry = JSON.parse(machine().DefinitionString).States.Run.Retry as { ErrorEquals: string[]; IntervalSeconds: number; MaxAttempts: number; BackoffRate: number }[];
+    const errors = retry.flatMap((r) => r.ErrorEquals);
+    expect(errors.sort()).toEqual(["Lambda.AWSLambdaException", "Lambda.SdkClientException", "Lambda.ServiceException", "Lambda.TooManyRequestsException", "Lambda.Unknown"]);
+    for (const r of retry) expect(r).toMatchObject({ IntervalSeconds: expect.any(Number), MaxAttempts: expect.any(Number), BackoffRate: 2 });
+  });
+
   it("logs every execution event without execution data, traces, and invokes only its two functions", () => {
     const sm = machine();
     expect(sm.LoggingConfiguration).toMatchObject({ Level: "ALL", IncludeExecutionData: false });
