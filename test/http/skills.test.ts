@@ -9,8 +9,7 @@ import { setAccount } from "../support/billing";
 import { expectEnvelope, partitionItems } from "./_helpers";
 import { PLANS } from "../../core/billing/plans";
 import { officialSkills } from "../../core/skill/library";
-import { dynamoClient } from "../../core/db/client";
-import { deletedBeforeUpdate } from "../support/races";
+import { deletedAfterWrite, deletedBeforeUpdate } from "../support/races";
 
 const OFFICIAL = officialSkills();
 
@@ -38,33 +37,6 @@ const customBody = (ws: string, s = slug(), extra: Record<string, unknown> = {})
   ...extra,
 });
 
-/**
- * A DELETE that lands right after a request's write (the other half of test/support/races.ts): the first `command`
- * naming `sk` goes to DynamoDB, then `remove` runs to its end (it must answer 2xx) before the request goes on, whether
- * the write succeeded or was refused.
- */
-async function deletedAfterWrite<T>(sk: string, remove: () => Promise<{ status: number }>, send: () => Promise<T>, command: RegExp): Promise<T> {
-  const name = `deletedAfterWrite-${sk}`;
-  let removed = false;
-  dynamoClient().middlewareStack.add(
-    (next, context) => async (args) => {
-      if (removed || !command.test(context.commandName ?? "") || !JSON.stringify(args.input).includes(sk)) return next(args);
-      removed = true;
-      try {
-        return await next(args);
-      } finally {
-        expect((await remove()).status).toBeLessThan(300);
-      }
-    },
-    { step: "initialize", name },
-  );
-  try {
-    return await send();
-  } finally {
-    dynamoClient().middlewareStack.remove(name);
-    expect(removed, "the DELETE ran after the write").toBe(true);
-  }
-}
 
 const restore: (() => void)[] = [];
 afterEach(() => {

@@ -30,3 +30,31 @@ export async function deletedBeforeUpdate<T>(sk: string, remove: () => Promise<{
     expect(removed, "the DELETE ran before the update").toBe(true);
   }
 }
+
+/**
+ * A DELETE that lands right after a request's write (the other half of `deletedBeforeUpdate`): the first `command`
+ * naming `sk` goes to DynamoDB, then `remove` runs to its end (it must answer 2xx) before the request goes on, whether
+ * the write succeeded or was refused.
+ */
+export async function deletedAfterWrite<T>(sk: string, remove: () => Promise<{ status: number }>, send: () => Promise<T>, command: RegExp): Promise<T> {
+  const name = `deletedAfterWrite-${sk}`;
+  let removed = false;
+  dynamoClient().middlewareStack.add(
+    (next, context) => async (args) => {
+      if (removed || !command.test(context.commandName ?? "") || !JSON.stringify(args.input).includes(sk)) return next(args);
+      removed = true;
+      try {
+        return await next(args);
+      } finally {
+        expect((await remove()).status).toBeLessThan(300);
+      }
+    },
+    { step: "initialize", name },
+  );
+  try {
+    return await send();
+  } finally {
+    dynamoClient().middlewareStack.remove(name);
+    expect(removed, "the DELETE ran after the write").toBe(true);
+  }
+}
