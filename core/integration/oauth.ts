@@ -340,8 +340,17 @@ async function refresh(row: IntegrationItem, tokens: TokenSet): Promise<Grant> {
     // Refused for good: invalid_grant (RFC 6749), Atlassian's 403 unauthorized_client for a refresh token that was
     // replaced or revoked, GitHub's bad_refresh_token (in a 200). Retrying would only spend the grant further (a
     // replaced token reused later revokes it all).
-    const refused =
-      (err instanceof oauth.ResponseBodyError && (REFUSED_GRANT.includes(err.error) || err.status === 401)) || REFUSED_GRANT.includes(oauthErrorInBody(err) ?? "");
+    const refused = (err instanceof oauth.ResponseBodyError && REFUSED_GRANT.includes(err.error)) || REFUSED_GRANT.includes(oauthErrorInBody(err) ?? "");
+    // Our client refused (RFC 6749 5.2 invalid_client, a 401; GitHub's incorrect_client_credentials in a 200): a
+    // wrong or rotated client secret in the settings. The grant is fine; marking it would send every workspace to
+    // reconnect, which cannot help. An operator's fix, so it is logged as an error and the request answers 503.
+    const clientRefused =
+      (err instanceof oauth.ResponseBodyError && (err.status === 401 || err.error === "invalid_client")) || oauthErrorInBody(err) === "incorrect_client_credentials";
+    if (clientRefused) {
+      integrationLog().error("the provider refused our OAuth client credentials at refresh; check the client id and secret settings", { kind, workspace_id: row.workspace_id, ...oauthFailure(err) });
+      await db().entities.integration.patch({ workspace_id: row.workspace_id, kind }).remove(["refresh_claimed_until"]).where((a, op) => op.eq(a.token_version, row.token_version)).go().catch(() => undefined);
+      throw new AppError("SERVICE_UNAVAILABLE", `${PROVIDERS[kind].name} refused this service's credentials; an operator must fix them`);
+    }
     if (refused) {
       integrationLog().warn("integration grant refused at refresh; it needs reconnecting", { kind, workspace_id: row.workspace_id, token_version: row.token_version, ...oauthFailure(err) });
       await markNeedsReconnect(row);

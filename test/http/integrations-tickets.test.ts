@@ -290,6 +290,17 @@ describe("refresh (Jira rotates the refresh token on every refresh)", () => {
     expect(grants[0]!.accessToken).toBe(stored.access_token);
   });
 
+  it("a refresh refused for our client credentials (a wrong secret in the settings): 503, the grant not marked, fine once they are fixed", async () => {
+    const { owner, workspace } = await connected();
+    await expireStoredToken(workspace.id);
+    const refused = await withEnv({ ATLASSIAN_CLIENT_SECRET: "a-rotated-secret" }, () => projects(owner.token, workspace.id));
+    expectEnvelope(refused, 503, "SERVICE_UNAVAILABLE");
+    const row = (await OAuth.findIntegration(workspace.id, "tickets"))!;
+    expect(row.needs_reconnect).toBeFalsy();
+    expect(row.refresh_claimed_until).toBeUndefined();
+    expect((await projects(owner.token, workspace.id)).status).toBe(200);
+  });
+
   it("a refresh refused (a replaced refresh token: the provider revokes the grant) marks the integration: 424, needs_reconnect", async () => {
     const { owner, workspace } = await connected();
     const stale = await expireStoredToken(workspace.id);

@@ -190,6 +190,8 @@ export function jira(accessToken: string, cloudId: string): TicketTool {
       if (!ids.length) return [];
       if (ids.length > STATUS_PAGE) throw new Error(`statuses: at most ${STATUS_PAGE} ids a call`);
       const numeric = ids.map(Number).filter((n) => Number.isInteger(n) && n > 0);
+      // No id Jira could have given (a link written by hand or damaged): `id in ()` is a JQL error, not an empty answer.
+      if (!numeric.length) return [];
       // reconcileIssues: the search index lags behind writes; naming the ids makes Jira answer them as they are now.
       const page = await call(async () =>
         (await clients()).client.issueSearch.searchAndReconsileIssuesUsingJqlPost({ jql: `id in (${numeric.join(", ")})`, fields: ["status"], maxResults: STATUS_PAGE, reconcileIssues: numeric }),
