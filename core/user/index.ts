@@ -144,6 +144,7 @@ export async function fromClaims(claims: TokenClaims): Promise<User> {
   // (A token that now verifies an address the cached user had unverified goes on to record it.)
   if (hit && !verifiesStored(hit, claims)) return { ...hit };
   let user = await get(id);
+  if (user?.deleting_at) throw Errors.unauthorized("This account is being deleted");
   if (user && verifiesStored(user, claims)) {
     // Verified since (or a token of the provider's that does not say, as for a new user): the address now names this
     // user too (one write, on that change only).
@@ -336,6 +337,14 @@ export async function applyIdpEvent(event: IdpWebhookEvent, removeOwned: (user: 
   await markDeleted(id);
   const existing = await get(id);
   if (!existing) return;
+  // Refused from here on, not only once the cascade ends: a workspace created meanwhile would outlive it. (Another
+  // container's cached user is served up to USER_CACHE_TTL_MS longer.)
+  try {
+    await db().entities.user.patch({ id }).set({ deleting_at: new Date().toISOString() }).go();
+  } catch (err) {
+    if (!isConditionalFailure(err)) throw err;
+    return; // deleted meanwhile by another delivery
+  }
   await removeOwned(existing);
   await db().entities.referralCode.delete({ code: existing.referral_code }).go();
   await db().entities.user.delete({ id }).go();

@@ -15,6 +15,8 @@ export const buildUserEntity = () => new Entity({
     name: { type: "string", default: "" },
     avatar_url: { type: "string" },
     access_status: { type: ["pending", "active", "suspended"] as const, required: true },
+    /** ISO 8601 time its deletion (`user.deleted`) started: from then the user is refused, as if deleted already. */
+    deleting_at: { type: "string" },
     is_founder: { type: "boolean", default: false },
     referral_code: { type: "string", required: true },
     activated_at: { type: "string" },

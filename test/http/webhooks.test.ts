@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Webhook } from "standardwebhooks";
 import * as User from "../../core/user";
 import { db } from "../../core/db/service";
+import { dynamoClient } from "../../core/db/client";
 import { learnFromStatement } from "../../core/memory/learn";
 import { call, idp, newUser, newWorkspace } from "../support/api";
 import { expectEnvelope, partitionItems } from "./_helpers";
@@ -193,6 +194,33 @@ describe("user.deleted", () => {
     // The leaver's seat elsewhere is given back with the membership, and what they kept there goes with them.
     expect((await db().entities.usage.get({ workspace_id: elsewhere.id }).go({ consistent: true })).data?.members).toBe(1);
     expect(await theirs()).toEqual([]);
+  });
+
+  it("a user whose deletion is under way is refused (401) before the cascade ends: no workspace can be created to outlive it", async () => {
+    const u = idpUser();
+    const token = await idp().sign({ email: u.email, sub: u.idpId });
+    expect((await call("GET", "/api/auth/me", { token })).status).toBe(200);
+    const name = "duringDeletion";
+    let during: Awaited<ReturnType<typeof call>> | undefined;
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (!during && /^Query/.test(String(context.commandName)) && JSON.stringify(args.input).includes(u.id)) {
+          User.forgetAll(); // another container, whose cached user has expired
+          during = await call("POST", "/api/workspaces", { token, body: { name: "Created while being deleted" } });
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    try {
+      expect((await send({ type: "user.deleted", data: { id: u.idpId } })).status).toBe(200);
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expectEnvelope(during!, 401, "UNAUTHORIZED");
+    expect(await User.get(u.id)).toBeNull();
+    const { data } = await db().entities.membership.query.byUser({ user_id: u.id }).go({ pages: "all" });
+    expect(data).toEqual([]);
   });
 
   it("a token of the deleted user that is still valid cannot bring the account back, nor a user.created delivered late", async () => {
