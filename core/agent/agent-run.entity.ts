@@ -31,7 +31,7 @@ export const buildAgentRunEntity = () => new Entity({
     contract_passed: { type: "boolean" },
     /** Whether the independent verifier passed the run's output (`harness_verifier`). */
     verifier_passed: { type: "boolean" },
-    /** The harness's findings: {workflow_type, contract: {score, issues}, verifier: {score, issues}, grounding, retries, degraded, mission_id}. */
+    /** The harness's findings: {workflow_type, contract: {score, issues}, verifier: {score, issues}, grounding, retries, degraded, mission_id, abandoned_repairs?, turn_budget_spent?}. */
     quality: { type: "any" },
   },
   indexes: {

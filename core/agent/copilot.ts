@@ -432,7 +432,9 @@ async function execute(
                     tools: spec.tools,
                     tier: spec.choice.tier,
                     modelId: spec.choice.modelId,
-                    maxTurns: spec.maxTurns,
+                    // The query's one budget (max_turns), shared by the harness's runs: this run's share, numbered on.
+                    maxTurns: run.maxTurns ?? spec.maxTurns,
+                    nextTurn: run.nextTurn,
                     thinking: spec.choice.thinking,
                     maxTokens: spec.choice.maxTokens,
                     signal: budget,

@@ -35,6 +35,10 @@ export interface RunQuality {
     retries: number;
     degraded: boolean;
     mission_id: string | null;
+    /** Repairs dropped because a member changed or deleted the artifact meanwhile (their change stands); absent when none. */
+    abandoned_repairs?: string[];
+    /** True when a repair of the answer was left out because the query's turn budget (max_turns) was used up. */
+    turn_budget_spent?: true;
   };
 }
 

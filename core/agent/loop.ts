@@ -50,8 +50,14 @@ export interface AgentRunInput {
   tools: readonly Tool[];
   tier: ModelTier;
   modelId?: string;
-  /** 1 to 30 model calls (spec 02 max_turns). */
+  /** 1 to 30 model calls (spec 02 max_turns): at most this many for this run. */
   maxTurns: number;
+  /**
+   * The query's turn budget when several runs share it (core/harness: the first run, its repairs, a mission's
+   * threads): asked before each model call, it answers the turn's number across the query, or undefined when the
+   * budget is used up (the run then stops as at `maxTurns`). Unset: this run counts its own turns from 1.
+   */
+  nextTurn?(): number | undefined;
   thinking?: { budgetTokens: number };
   /** Output token cap per model call (above the thinking budget when thinking is on). */
   maxTokens?: number;
@@ -100,10 +106,10 @@ function resultForModel(value: unknown): { value: unknown; chars: number; trunca
 /**
  * The agent loop (DESIGN.md 6.1), the same for every engine and entry point: call the model with the tools, stream
  * its text, run each tool call it makes, hand the results back, until it answers without calling a tool, `maxTurns`
- * model calls are made, or `signal` aborts. Read tools run at once. A gated tool never runs here: its call becomes a
- * pending action (core/pending-action) and the model gets `{status: "queued", pending_action_id}`. An unknown tool or
- * invalid input goes back to the model as an error result, so it can correct itself. Tool results are data: nothing
- * in them is executed or widens what the run may do.
+ * model calls are made (or the query's shared budget, `nextTurn`, is used up), or `signal` aborts. Read tools run at
+ * once. A gated tool never runs here: its call becomes a pending action (core/pending-action) and the model gets
+ * `{status: "queued", pending_action_id}`. An unknown tool or invalid input goes back to the model as an error
+ * result, so it can correct itself. Tool results are data: nothing in them is executed or widens what the run may do.
  * @returns the answer text, tool steps, usage summed over all model calls, and the pending actions created
  * @throws the model's errors (AppError SERVICE_UNAVAILABLE after retries); an abort ends the run as partial instead
  */
@@ -118,6 +124,7 @@ export async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
   const pendingActionIds: string[] = [];
   const usage = { inputTokens: 0, outputTokens: 0, costUsd: 0, modelId: undefined as string | undefined, calls: 0 };
   let text = "";
+  /** Model calls of this run; `n` below is the turn's number across the query (the same without `nextTurn`). */
   let turn = 0;
   let stopReason: AgentRunResult["stopReason"] = "end_turn";
   const addUsage = (u: CallUsage) => {
@@ -131,6 +138,11 @@ export async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
 
   try {
     while (turn < input.maxTurns) {
+      const n = input.nextTurn ? input.nextTurn() : turn + 1;
+      if (n === undefined) {
+        stopReason = "max_turns";
+        break;
+      }
       turn++;
       const calls: { id: string; name: string; input: Record<string, unknown> }[] = [];
       // The assistant turn as the model wrote it, block by block: thinking (signed, sent back unchanged), text, and
@@ -174,16 +186,16 @@ export async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
       messages.push({ role: "assistant", content: assistant });
       if (calls.length === 0 || reason !== "tool_use") {
         stopReason = reason;
-        input.emit({ event: "turn", data: { turn, total_tools: steps.length } });
+        input.emit({ event: "turn", data: { turn: n, total_tools: steps.length } });
         break;
       }
       const results: TurnContent[] = [];
       for (const call of calls) {
         input.signal.throwIfAborted();
-        results.push(await runTool(input, byName.get(call.name), call, turn, steps, pendingActionIds));
+        results.push(await runTool(input, byName.get(call.name), call, n, steps, pendingActionIds));
       }
       messages.push({ role: "user", content: results });
-      input.emit({ event: "turn", data: { turn, total_tools: steps.length } });
+      input.emit({ event: "turn", data: { turn: n, total_tools: steps.length } });
       if (turn === input.maxTurns) stopReason = "max_turns";
     }
   } catch (err) {

@@ -36,7 +36,8 @@ export const SynthesisStreamInput = z
     source_ids: z.array(z.uuid()).min(1).max(20),
     synthesis_type: z.enum(["comprehensive", "quick"]).default("comprehensive"),
     conversation_id: z.uuid().optional(),
-    max_turns: maxTurns.default(5),
+    // One budget for the whole query (core/harness/turns.ts): by default it holds a swarm's four specialists.
+    max_turns: maxTurns.default(10),
   })
   .strict()
   .meta({ id: "SynthesisStreamInput" });
@@ -73,7 +74,8 @@ export type DraftStreamInput = z.infer<typeof DraftStreamInput>;
 
 /** `POST /api/stream/pipeline` body: synthesis, then recommendations, then drafting. */
 export const PipelineStreamInput = z
-  .object({ workspace_id: z.uuid(), prompt, conversation_id: z.uuid().optional(), max_turns: maxTurns.default(5) })
+  // max_turns: one budget for the whole query (core/harness/turns.ts); by default it holds a swarm's four specialists.
+  .object({ workspace_id: z.uuid(), prompt, conversation_id: z.uuid().optional(), max_turns: maxTurns.default(10) })
   .strict()
   .meta({ id: "PipelineStreamInput" });
 export type PipelineStreamInput = z.infer<typeof PipelineStreamInput>;

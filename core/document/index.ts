@@ -378,11 +378,22 @@ export async function get(userId: string, documentId: string): Promise<DocumentV
  * published included, stays editable (spec 01). `version` goes up when title or content change. A new large text
  * is uploaded before the item changes; the replaced one is deleted after. For an approved pending action (`opts`,
  * DESIGN.md 6.2) the change carries the action's id in the same write, and commits together with `opts.settle`.
- * @throws AppError VALIDATION_ERROR (422) when the merged metadata exceeds METADATA_BOUNDS; CONFLICT (409);
- *   SettlementRefused when the executor lost the action meanwhile (nothing written).
+ * @param opts.expectedVersion write only over this version (a writer that read the document earlier, such as the
+ *   harness's quality repair, must not replace an edit made since; the write is conditioned on it)
+ * @throws AppError VALIDATION_ERROR (422) when the merged metadata exceeds METADATA_BOUNDS; CONFLICT (409), also when
+ *   the document is no longer at `opts.expectedVersion`; SettlementRefused when the executor lost the action meanwhile
+ *   (nothing written).
  */
-export async function update(userId: string, documentId: string, input: UpdateDocumentInput, opts: AgentWrite<DocumentWritten> = {}): Promise<DocumentView> {
+export async function update(
+  userId: string,
+  documentId: string,
+  input: UpdateDocumentInput,
+  opts: AgentWrite<DocumentWritten> & { expectedVersion?: number } = {},
+): Promise<DocumentView> {
   const doc = await requireDocument(userId, documentId);
+  // The write below is conditioned on the version read here, so checking it against the caller's makes the write
+  // conditional on the caller's version.
+  if (opts.expectedVersion !== undefined && doc.version !== opts.expectedVersion) throw canceledConflict();
   const contentChanged = input.content !== undefined && !sameContent(doc, input.content);
   const textChanged = (input.title !== undefined && input.title !== doc.title) || contentChanged;
   const metadata = input.metadata
@@ -452,17 +463,21 @@ export async function remove(userId: string, documentId: string): Promise<void> 
  * Save the current title and content as the next immutable revision (spec 01 `POST .../versions`).
  * The document's `last_revision` moves in the same transaction, guarded by its old value, so two concurrent
  * saves cannot take the same number.
- * @throws AppError CONFLICT (409).
+ * @param opts.expectedVersion save only while the document is at this version (a writer's revision of its own text,
+ *   not of an edit made since its write)
+ * @throws AppError CONFLICT (409), also when the document is no longer at `opts.expectedVersion`.
  */
-export async function saveRevision(userId: string, documentId: string, summary: string | undefined, changeType: ChangeType = "manual_save") {
+export async function saveRevision(userId: string, documentId: string, summary: string | undefined, changeType: ChangeType = "manual_save", opts: { expectedVersion?: number } = {}) {
   const { doc, content } = await withContent(await requireDocument(userId, documentId));
+  const expected = opts.expectedVersion;
+  if (expected !== undefined && doc.version !== expected) throw canceledConflict();
   const n = doc.last_revision + 1;
   const rev = await revisionItem(doc, n, changeType, userId, summary, { title: doc.title, content });
   const result = await createWriteTransaction(db().pick("document", "revision"), ({ document, revision }) => [
     document
       .patch({ workspace_id: doc.workspace_id, id: doc.id })
       .set({ last_revision: n })
-      .where((attr, op) => op.eq(attr.last_revision, doc.last_revision))
+      .where((attr, op) => (expected === undefined ? op.eq(attr.last_revision, doc.last_revision) : `${op.eq(attr.last_revision, doc.last_revision)} AND ${op.eq(attr.version, expected)}`))
       .commit(),
     revision.create(rev).commit(),
   ]).go();

@@ -14,6 +14,10 @@
  *    (./repair.ts) and judged again (`harness_retry` with `kind: "quality"`), at most MAX_QUALITY_RETRIES times, then
  *    `harness_degraded`; `validation_sync` closes it. `context_metrics` (./metrics.ts) goes out just before `done`.
  *
+ * One turn budget per query (./turns.ts, spec 02 max_turns): the first run, a mission's threads and the repairs draw
+ * on it; a repair gets what is left, and with nothing left the answer is not rewritten (the run ends degraded, and
+ * its quality record says the budget stopped it).
+ *
  * Runs that stop early (turns used up, cut, aborted) are not judged: there is no finished answer to judge.
  */
 import type { CallUsage, ConversationTurn } from "../ai/ports";
@@ -30,11 +34,12 @@ import { checkContract, type ContractResult, type InsightArtifact, type JudgedWo
 import type { Send } from "./events";
 import { contextMetrics, type ContextMetrics } from "./metrics";
 import { composeMissionAnswer, runMission, type ThreadOutcome } from "./mission";
-import { selectPlan, type Selection } from "./plan";
+import { selectPlan, TURNS, type Selection } from "./plan";
 import { profileOf, snapshotOf, type WorkspaceProfile, type WorkspaceSnapshot } from "./profile";
 import { repairArtifacts, repairTurn } from "./repair";
 import { groundingOf, rqsOf, RQS_THRESHOLD } from "./rqs";
 import { SPECIALISTS, SWARM_PASSES, swarmApplies, swarmPlan } from "./swarm";
+import { TurnBudget } from "./turns";
 import { verify, type VerifierResult } from "./verifier";
 
 export { STREAM_EVENTS, isStreamEvent, type StreamEventName, type Send } from "./events";
@@ -52,6 +57,13 @@ export type LoopRunner = (run: {
   system: string;
   /** The mission the run belongs to (its pending actions batch as `{missionId}:{toolName}`), or null. */
   missionId: string | null;
+  /**
+   * Model calls this run may make at most (1 to 30): within what the query's budget has left. The harness always
+   * sets it and `nextTurn`; optional only for callers that run a loop outside a query (bench/harness.ts).
+   */
+  maxTurns?: number;
+  /** Takes a turn of the query's budget before each model call (the loop's `nextTurn`). */
+  nextTurn?(): number | undefined;
   emit(event: AgentEvent): void;
   onToolResult(name: string, content: unknown): void;
 }) => Promise<AgentRunResult>;
@@ -113,6 +125,12 @@ export class Harness {
   private artifacts: VariantArtifacts = { insightIds: [], recommendationIds: [], documentIds: [], sourceCount: 0 };
   private readonly monitor: StreamMonitor;
   private evidenceUsed = false;
+  /** The query's turns (max_turns), shared by every run of the loop the harness makes. */
+  private readonly turns: TurnBudget;
+  /** Artifacts a member changed or deleted while a repair rewrote them: not repaired again; and why. */
+  private readonly abandoned = new Map<string, string>();
+  /** Whether a repair of the answer was left out because the turn budget was used up. */
+  private budgetSpent = false;
 
   private constructor(
     private readonly o: { userId: string; workspaceId: string; prompt: string; entry: Entry; plan?: BillingPlan; maxTurns: number; sink: HarnessSink },
@@ -125,6 +143,7 @@ export class Harness {
   ) {
     // The sink's methods are called through it (the SSE writer's `send` is a method of its own).
     this.monitor = new StreamMonitor(snapshot, (event, data) => o.sink.send(event, data), [o.prompt, ...(selection?.plan.subtasks.map((s) => s.title) ?? [])]);
+    this.turns = new TurnBudget(o.maxTurns);
   }
 
   /**
@@ -186,7 +205,7 @@ export class Harness {
    * @param o.onUsage told of each repair's model usage as it is spent (the loop's own calls report through the loop)
    */
   async run(o: { loop: LoopRunner; messages: ConversationTurn[]; system: string; onUsage?: (u: CallUsage) => void }): Promise<AgentRunResult> {
-    const swarm = (this.o.entry === "synthesis" || this.o.entry === "pipeline") && swarmApplies(!!(this.o.plan && PLANS[this.o.plan]?.has_synthesis_swarm), this.artifacts.sourceCount);
+    const swarm = (this.o.entry === "synthesis" || this.o.entry === "pipeline") && swarmApplies(!!(this.o.plan && PLANS[this.o.plan]?.has_synthesis_swarm), this.artifacts.sourceCount, this.o.maxTurns);
     let result: AgentRunResult;
     if (this.selection && this.missionId) {
       result = await this.threads(o, this.missionId, this.selection.plan);
@@ -204,7 +223,7 @@ export class Harness {
       this.o.sink.send("harness_swarm_complete", { mission_id: this.missionId, specialists: SPECIALISTS.length, status: result.status, duration_ms: Math.round(performance.now() - started) });
       this.iteration(2, { specialists: SPECIALISTS.length });
     } else {
-      result = await o.loop({ messages: o.messages, system: o.system, missionId: this.missionId, emit: this.emit, onToolResult: this.onToolResult });
+      result = await o.loop({ messages: o.messages, system: o.system, missionId: this.missionId, maxTurns: this.turns.left, nextTurn: this.turns.take, emit: this.emit, onToolResult: this.onToolResult });
     }
     if (result.status !== "success") return result;
     const judged = await this.judgeAndRepair(result, o);
@@ -216,20 +235,29 @@ export class Harness {
     this.o.sink.send("harness_iteration_complete", { iteration: n, total_iterations: SWARM_PASSES.length, phase: SWARM_PASSES[n - 1], ...extra });
   }
 
-  /** A plan's subtasks as threads of the loop; the answer composed from theirs and streamed once all are done. */
+  /**
+   * A plan's subtasks as threads of the loop; the answer composed from theirs and streamed once all are done. The
+   * threads draw on the query's one turn budget, each at most its share of it by the plan's estimated turns (rounded
+   * up), so a thread that loops cannot starve the others.
+   */
   private async threads(o: { loop: LoopRunner; messages: ConversationTurn[]; system: string }, missionId: string, plan: Selection["plan"], agentNames?: readonly string[]): Promise<AgentRunResult> {
     // Each thread sees the conversation before the prompt, then its own objective as the user's turn.
     const history = o.messages.slice(0, -1);
+    const left = this.turns.left;
+    const estimated = plan.subtasks.reduce((sum, s) => sum + TURNS[s.workflow_type], 0);
+    const share = (s: Selection["plan"]["subtasks"][number]) => Math.max(1, Math.min(left, Math.ceil((left * TURNS[s.workflow_type]) / estimated)));
     const outcomes: ThreadOutcome<AgentRunResult>[] = await runMission<AgentRunResult>(
       missionId,
       plan,
       (event, data) => this.o.sink.send(event, data),
-      ({ prompt, system, emit }) =>
+      ({ subtask, prompt, system, emit }) =>
         o.loop({
           messages: [...history, { role: "user", content: [{ type: "text", text: prompt }] }],
           // The user's statements about themselves are no subtask, but every thread answers that user.
           system: `${o.system}\n${system}${this.complexity.context.length ? `\nWhat the user told about themselves: ${this.complexity.context.join(" ")}` : ""}`,
           missionId,
+          maxTurns: share(subtask),
+          nextTurn: this.turns.take,
           emit: (e) => emit(e.event, e.data as Record<string, unknown>),
           onToolResult: this.onToolResult,
         }),
@@ -249,26 +277,54 @@ export class Harness {
     };
   }
 
-  /** Judge; below the threshold repair and judge again; record the quality; close with validation_sync. */
+  /**
+   * Judge; below the threshold repair and judge again; record the quality; close with validation_sync. A rewrite of
+   * the answer runs on what the query's turn budget has left, and is left out when nothing is left. A repair a
+   * member's change overtook is dropped (their change stands), and that artifact is not repaired again.
+   */
   private async judgeAndRepair(first: AgentRunResult, o: { loop: LoopRunner; system: string; onUsage?: (u: CallUsage) => void }): Promise<AgentRunResult> {
     let current = first;
     let verdict = await this.judge(current, 1);
     let retries = 0;
     let degraded = false;
     while (verdict.rqs < RQS_THRESHOLD) {
+      const canRetry = retries < MAX_QUALITY_RETRIES;
       const stored = new Set([...this.artifacts.insightIds, ...this.artifacts.recommendationIds, ...this.artifacts.documentIds]);
-      const turn = retries < MAX_QUALITY_RETRIES ? repairTurn(verdict.contract, verdict.verifier, current.text, stored) : undefined;
-      const storedFailures = verdict.contract.failures.filter((f) => "target" in f && stored.has(f.target));
-      const fixed = retries < MAX_QUALITY_RETRIES && storedFailures.length ? await repairArtifacts(this.o.userId, this.o.workspaceId, { ...verdict.contract, failures: storedFailures }, verdict.verifier) : undefined;
-      if (retries >= MAX_QUALITY_RETRIES || (!turn && !fixed?.fixed.length)) {
+      const wanted = canRetry ? repairTurn(verdict.contract, verdict.verifier, current.text, stored) : undefined;
+      const outOfTurns = !!wanted && this.turns.left === 0;
+      if (outOfTurns) this.budgetSpent = true;
+      const turn = outOfTurns ? undefined : wanted;
+      const storedFailures = verdict.contract.failures.filter((f) => "target" in f && stored.has(f.target) && !this.abandoned.has(f.target));
+      const fixed = canRetry && storedFailures.length ? await repairArtifacts(this.o.userId, this.o.workspaceId, { ...verdict.contract, failures: storedFailures }, verdict.verifier) : undefined;
+      // Counted as it is spent, before anything else is decided: an abandoned redraft's model call was made too, and a
+      // run that fails after its repairs is charged for them as well.
+      for (const u of fixed?.usage ?? []) {
+        o.onUsage?.(u);
+        current.usage.inputTokens += u.inputTokens;
+        current.usage.outputTokens += u.outputTokens;
+        current.usage.costUsd += u.costUsd;
+        current.usage.calls += u.attempts;
+      }
+      for (const a of fixed?.abandoned ?? []) this.abandoned.set(a.target, a.note);
+      const abandoned = fixed?.abandoned.length ? { abandoned: fixed.abandoned.map((a) => a.note) } : {};
+      const budget = outOfTurns ? { turn_budget_spent: true } : {};
+      if (!canRetry || (!turn && !fixed?.fixed.length)) {
         degraded = true;
         this.o.sink.send("harness_degraded", {
           rqs: verdict.rqs,
           threshold: RQS_THRESHOLD,
           attempts: retries + 1,
           issues: [...verdict.contract.issues, ...verdict.verifier.issues],
-          reason: retries >= MAX_QUALITY_RETRIES ? `${MAX_QUALITY_RETRIES} repairs did not reach the quality threshold` : "Nothing that failed can be repaired",
+          reason: !canRetry
+            ? `${MAX_QUALITY_RETRIES} repairs did not reach the quality threshold`
+            : outOfTurns
+              ? `The query's ${this.o.maxTurns} turns (max_turns) are used up: none is left to rewrite the answer`
+              : fixed?.abandoned.length
+                ? "A member changed what the repair was rewriting; their change stands"
+                : "Nothing that failed can be repaired",
           ...(fixed?.unfixable.length ? { unfixable: fixed.unfixable } : {}),
+          ...abandoned,
+          ...budget,
         });
         break;
       }
@@ -282,21 +338,19 @@ export class Harness {
         issues: turn?.issues ?? [],
         repairs: fixed?.fixed ?? [],
         ...(fixed?.unfixable.length ? { unfixable: fixed.unfixable } : {}),
+        ...abandoned,
+        ...budget,
         rewrites_answer: !!turn,
       });
-      for (const u of fixed?.usage ?? []) {
-        o.onUsage?.(u); // counted as it is spent: a run that fails after its repairs is charged for them too
-        current.usage.inputTokens += u.inputTokens;
-        current.usage.outputTokens += u.outputTokens;
-        current.usage.costUsd += u.costUsd;
-        current.usage.calls += u.attempts;
-      }
       if (turn) {
         this.monitor.reset();
         const next = await o.loop({
           messages: [...current.messages, { role: "user", content: [{ type: "text", text: turn.text }] }],
           system: o.system,
           missionId: this.missionId,
+          // What the query's budget has left (at least 1 here), numbered on from the turns before.
+          maxTurns: this.turns.left,
+          nextTurn: this.turns.take,
           emit: this.emit,
           onToolResult: this.onToolResult,
         });
@@ -318,6 +372,8 @@ export class Harness {
         retries,
         degraded,
         mission_id: this.missionId,
+        ...(this.abandoned.size ? { abandoned_repairs: [...this.abandoned.values()] } : {}),
+        ...(this.budgetSpent ? { turn_budget_spent: true } : {}),
       },
     };
     return current;

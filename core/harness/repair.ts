@@ -11,12 +11,15 @@
  * - a recommendation that names no insight: linked to the insights its words share most with;
  * - a document that lacks a required section or cites no insight: drafted again by the document engine from the same
  *   recommendation and insights, with the instruction to include the section (a user's "without X" does not remove a
- *   section its type's contract requires), saved with an `ai_draft` revision that says why.
+ *   section its type's contract requires), saved with an `ai_draft` revision that says why. The save is conditioned
+ *   on the version the redraft started from: a document edited or deleted meanwhile keeps the member's change, and
+ *   the repair is abandoned (reported, never an error of the run).
  */
 import { REDACTION_RE } from "../ai/synthesis/markers";
 import { model } from "../ai/select";
 import type { CallUsage } from "../ai/ports";
 import { db } from "../db/service";
+import { AppError } from "../error";
 import * as Insight from "../insight";
 import * as Recommendation from "../recommendation";
 import * as Document from "../document";
@@ -89,6 +92,12 @@ const contentWords = (s: string) => new Set(s.toLowerCase().split(/[^a-z0-9]+/).
 export interface ArtifactRepair {
   fixed: string[];
   unfixable: string[];
+  /**
+   * Repairs given up because a member changed or deleted the artifact while it was being repaired: their change
+   * stands, and the artifact (`target`) is not repaired again in this run.
+   */
+  abandoned: { target: string; note: string }[];
+  /** Every model call the repairs made, abandoned ones included (spent, so charged). */
   usage: CallUsage[];
 }
 
@@ -98,7 +107,7 @@ export interface ArtifactRepair {
  * variants' operations).
  */
 export async function repairArtifacts(userId: string, workspaceId: string, contract: ContractResult, _verifier: VerifierResult): Promise<ArtifactRepair> {
-  const out: ArtifactRepair = { fixed: [], unfixable: [], usage: [] };
+  const out: ArtifactRepair = { fixed: [], unfixable: [], abandoned: [], usage: [] };
   const titles = contract.failures.filter((f): f is Extract<ContractFailure, { kind: "stock_title" | "redacted_title" | "title_not_from_evidence" }> =>
     f.kind === "stock_title" || f.kind === "redacted_title" || f.kind === "title_not_from_evidence",
   );
@@ -140,7 +149,8 @@ export async function repairArtifacts(userId: string, workspaceId: string, contr
   for (const [docId, fails] of groupBy(docFailures, (f) => f.target)) {
     const res = await redraft(userId, workspaceId, docId, fails);
     if (res.usage) out.usage.push(res.usage);
-    (res.fixed ? out.fixed : out.unfixable).push(res.note);
+    if (res.abandoned) out.abandoned.push({ target: docId, note: res.note });
+    else (res.fixed ? out.fixed : out.unfixable).push(res.note);
   }
   return out;
 }
@@ -152,13 +162,23 @@ function groupBy<T>(items: T[], key: (t: T) => string): Map<string, T[]> {
   return m;
 }
 
+/** A document write refused because the document changed (CONFLICT) or is gone (NOT_FOUND) since it was read. */
+const changedOrGone = (err: unknown) => err instanceof AppError && (err.code === "CONFLICT" || err.code === "NOT_FOUND");
+
 /**
  * Draft a document again with the engine that drafted it, from its recommendation and insights, told to include the
- * sections it lacks and to cite insights; store the new text with an `ai_draft` revision saying why.
+ * sections it lacks and to cite insights; store the new text with an `ai_draft` revision saying why. Both writes are
+ * conditioned on the version read before the (slow) redraft: when a member edited or deleted the document meanwhile,
+ * their change stands and the repair is `abandoned` (its model usage is still returned: it was spent).
  */
-async function redraft(userId: string, workspaceId: string, docId: string, fails: Extract<ContractFailure, { kind: "missing_section" | "cites_no_insight" }>[]): Promise<{ fixed: boolean; note: string; usage?: CallUsage }> {
+async function redraft(
+  userId: string,
+  workspaceId: string,
+  docId: string,
+  fails: Extract<ContractFailure, { kind: "missing_section" | "cites_no_insight" }>[],
+): Promise<{ fixed: boolean; abandoned?: boolean; note: string; usage?: CallUsage }> {
   const { data: doc } = await db().entities.document.get({ workspace_id: workspaceId, id: docId }).go({ consistent: true });
-  if (!doc) return { fixed: false, note: `document ${docId} no longer exists` };
+  if (!doc) return { fixed: false, abandoned: true, note: `document ${docId} no longer exists` };
   const missing = fails.filter((f) => f.kind === "missing_section").map((f) => (f as { section: string }).section);
   const recId = doc.related_recommendation_id;
   const { data: rec } = recId ? await db().entities.recommendation.get({ workspace_id: workspaceId, id: recId }).go({ consistent: true }) : { data: null };
@@ -193,10 +213,29 @@ async function redraft(userId: string, workspaceId: string, docId: string, fails
     user_instructions: instructions,
     product,
   });
-  await Document.update(userId, docId, { content: out.result.content, metadata: { harness_repair: { reason: fails.map((f) => f.kind === "missing_section" ? `missing section ${f.section}` : "no cited insight"), instructions } } });
+  const usage = out.usage ? { usage: out.usage } : {};
   const why = [...missing.map((s) => `the required section "${s}"`), ...(fails.some((f) => f.kind === "cites_no_insight") ? ["citations of its insights"] : [])].join(" and ");
-  await Document.saveRevision(userId, docId, `Quality repair: drafted again with ${why}`, "ai_draft");
-  return { fixed: true, note: `drafted document ${docId} again with ${why}`, ...(out.usage ? { usage: out.usage } : {}) };
+  let written: number;
+  try {
+    const saved = await Document.update(
+      userId,
+      docId,
+      { content: out.result.content, metadata: { harness_repair: { reason: fails.map((f) => (f.kind === "missing_section" ? `missing section ${f.section}` : "no cited insight")), instructions } } },
+      { expectedVersion: doc.version },
+    );
+    written = saved.version;
+  } catch (err) {
+    if (!changedOrGone(err)) throw err;
+    return { fixed: false, abandoned: true, note: `document ${docId} was ${err instanceof AppError && err.code === "NOT_FOUND" ? "deleted" : "edited"} while it was drafted again; the member's change stands and the repair was dropped`, ...usage };
+  }
+  try {
+    // Of the text just written: an edit landing between the two writes would be saved as the repair's revision.
+    await Document.saveRevision(userId, docId, `Quality repair: drafted again with ${why}`, "ai_draft", { expectedVersion: written });
+  } catch (err) {
+    if (!changedOrGone(err)) throw err;
+    return { fixed: false, abandoned: true, note: `document ${docId} was changed right after it was drafted again; the member's change stands and the repair has no revision`, ...usage };
+  }
+  return { fixed: true, note: `drafted document ${docId} again with ${why}`, ...usage };
 }
 
 /**

@@ -7,7 +7,7 @@
  * with `harness_iteration_complete`: 1 extraction (the synthesis itself), 2 specialists, 3 verification (the
  * post-flight contract, verifier and repairs).
  */
-import type { Plan } from "./plan";
+import { TURNS, type Plan } from "./plan";
 
 /** Synthesized sources from which a synthesis runs as a swarm (when the plan allows it). */
 export const SWARM_MIN_SOURCES = 4;
@@ -22,8 +22,15 @@ export const SPECIALISTS = [
   { agent_name: "evidence specialist", objective: "Which research sources does this workspace have, and how many mentions each?" },
 ] as const;
 
-/** Whether a synthesis runs as a swarm: the plan allows it and it read enough sources. */
-export const swarmApplies = (hasSwarm: boolean, sourceCount: number): boolean => hasSwarm && sourceCount >= SWARM_MIN_SOURCES;
+/** The swarm's threads' estimated turns together (each specialist reads, then answers): what its budget must hold. */
+export const SWARM_TURNS = SPECIALISTS.length * TURNS.research;
+
+/**
+ * Whether a synthesis runs as a swarm: the plan allows it, it read enough sources, and the query's turn budget
+ * (max_turns, shared by every thread) holds every specialist's turns; with less, one run reports within it.
+ */
+export const swarmApplies = (hasSwarm: boolean, sourceCount: number, maxTurns = Number.POSITIVE_INFINITY): boolean =>
+  hasSwarm && sourceCount >= SWARM_MIN_SOURCES && maxTurns >= SWARM_TURNS;
 
 /** The swarm as a plan of independent subtasks (one per specialist), for the mission runner. */
 export function swarmPlan(sourceCount: number): Plan {

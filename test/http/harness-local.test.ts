@@ -8,13 +8,18 @@
  * - a draft that breaks its contract (a PRD told to leave out its Solution) is repaired by the engine and reported;
  * - a run whose quote was altered in the table fails the independent verifier, is repaired, and passes;
  * - what the engine cannot repair ends degraded; every judged run stores its RQS;
- * - a document DynamoDB leaves unprocessed in the contract's batch read is read again, or the run is an error.
+ * - a document DynamoDB leaves unprocessed in the contract's batch read is read again, or the run is an error;
+ * - a member's edit (or deletion) of a document while a repair redrafts it wins: the repair is dropped and said so,
+ *   and the run's answer, turns and charge stand;
+ * - max_turns is one budget for the query: the first run, its repairs and a mission's threads share it, and `turn`
+ *   counts up across them.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { db } from "../../core/db/service";
+import { localDocumentEngine } from "../../core/document/engine";
 import { asChange } from "../../core/insight/search-index";
 import { runsOf } from "../../core/agent";
-import { call, newWorkspace } from "../support/api";
+import { call, newWorkspace, type ApiResponse } from "../support/api";
 import { insightQuoting, notesAsSources } from "../support/sources";
 import { liveGateway, orderProblems, readStream, type WireEvent } from "../support/sse";
 import { withholdBatchKeys } from "../support/throttle";
@@ -244,5 +249,135 @@ describe("the contract's read of the stored artifacts under throttling (local en
     }
     expect(of(events, "harness_contract")).toEqual([]);
     expect(of(events, "error")).toEqual([expect.objectContaining({ code: "SERVICE_UNAVAILABLE" })]);
+  }, 120_000);
+});
+
+describe("a member's change during a repair's redraft wins (local engine)", () => {
+  const MEMBER_TEXT = "# Sign-in fix\n\nThe member's own rewrite, made while the copilot was still answering.\n";
+
+  /**
+   * A draft stream whose PRD lacks its Solution (the repair redrafts it), with `meanwhile` run on the drafted document
+   * while the engine redrafts: between the repair's read of the document and its save.
+   */
+  async function draftWith(s: Awaited<ReturnType<typeof seeded>>, meanwhile: (docId: string) => Promise<void>) {
+    const original = localDocumentEngine.draft;
+    let ran = false;
+    const spy = vi.spyOn(localDocumentEngine, "draft").mockImplementation(async (input) => {
+      const out = await original(input);
+      // The repair's redraft, recognised by the instruction it adds (the stream's own draft has none).
+      if (!ran && input.user_instructions?.includes("Include a Solution section.")) {
+        ran = true;
+        const { data } = await db().entities.document.query.byWorkspace({ workspace_id: s.ws }).go();
+        expect(data).toHaveLength(1);
+        await meanwhile(data[0]!.id);
+      }
+      return out;
+    });
+    try {
+      const events = await readStream(gw.base, "/api/stream/draft", s.token, { workspace_id: s.ws, prompt: "Draft a PRD", recommendation_id: s.recommendation, user_instructions: "Keep it short, without a solution section." });
+      expect(ran).toBe(true);
+      return events;
+    } finally {
+      spy.mockRestore();
+    }
+  }
+
+  /** What stands whatever the repair met: no error, the streamed answer stored, turns and credits as the run spent them. */
+  async function answerStands(s: Awaited<ReturnType<typeof seeded>>, events: WireEvent[]) {
+    expect(orderProblems(events)).toEqual([]);
+    expect(of(events, "error")).toEqual([]);
+    const done = events.at(-1)!.data;
+    expect(done.num_turns).toBeGreaterThan(0);
+    expect(done.credits).toBeGreaterThan(0);
+    const conv = await call("GET", `/api/chat/conversations/${done.conversation_id}`, { token: s.token });
+    const answer = conv.body.messages.at(-1).content as string;
+    expect(answer).not.toMatch(/^I could not finish/);
+    expect(answer.trim()).toBe(text(events).trim());
+    const run = (await runsOf(s.ws)).find((r) => r.agent_type === "drafting" && r.tool_name === "agent_loop")!;
+    expect(run).toMatchObject({ status: "success", contract_passed: false, quality: { workflow_type: "drafting", retries: 0, degraded: true } });
+    expect(run.credits_charged).toBe(done.credits);
+    return run;
+  }
+
+  it("an edit made while the repair redrafts stays: the repair is dropped and reported, the answer and its charge stand", async () => {
+    const s = await seeded("Edit during repair");
+    let patched: ApiResponse | undefined;
+    const events = await draftWith(s, async (docId) => {
+      patched = await call("PATCH", `/api/documents/${docId}`, { token: s.token, body: { content: MEMBER_TEXT } });
+    });
+    expect(patched!.status, patched!.text).toBe(200);
+    expect(patched!.body.version).toBe(2);
+
+    const docId = of(events, "creation")[0].ids[0];
+    // The member's text is the document, at the version their edit made; no revision claims a repair.
+    const doc = await call("GET", `/api/documents/${docId}`, { token: s.token });
+    expect(doc.body).toMatchObject({ content: MEMBER_TEXT, version: 2 });
+    const revisions = await call("GET", `/api/documents/${docId}/versions`, { token: s.token });
+    expect(JSON.stringify(revisions.body)).not.toContain("Quality repair");
+    const note = `document ${docId} was edited while it was drafted again; the member's change stands and the repair was dropped`;
+    expect(of(events, "harness_retry").filter((r) => r.kind === "quality")).toEqual([]);
+    expect(of(events, "harness_degraded")).toEqual([expect.objectContaining({ attempts: 1, abandoned: [note], reason: "A member changed what the repair was rewriting; their change stands" })]);
+    const run = await answerStands(s, events);
+    expect((run.quality as { abandoned_repairs?: string[] }).abandoned_repairs).toEqual([note]);
+  }, 120_000);
+
+  it("a document deleted while the repair redrafts stays deleted: the repair is dropped, not an error of the run", async () => {
+    const s = await seeded("Delete during repair");
+    let deleted: ApiResponse | undefined;
+    const events = await draftWith(s, async (docId) => {
+      deleted = await call("DELETE", `/api/documents/${docId}`, { token: s.token });
+    });
+    expect(deleted!.status, deleted!.text).toBeLessThan(300);
+
+    const docId = of(events, "creation")[0].ids[0];
+    const run = await answerStands(s, events);
+    const note = `document ${docId} was deleted while it was drafted again; the member's change stands and the repair was dropped`;
+    expect(of(events, "harness_degraded")).toEqual([expect.objectContaining({ abandoned: [note] })]);
+    expect((await call("GET", `/api/documents/${docId}`, { token: s.token })).status).toBe(404);
+    expect((run.quality as { abandoned_repairs?: string[] }).abandoned_repairs).toEqual([note]);
+  }, 120_000);
+});
+
+describe("max_turns is one budget per query (local engine)", () => {
+  let s: Awaited<ReturnType<typeof seeded>>;
+  beforeAll(async () => {
+    s = await seeded("Turn budget");
+  }, 120_000);
+  const turns = (events: WireEvent[]) => of(events, "turn").map((t) => t.turn as number);
+  const runOf = async (events: WireEvent[]) => (await runsOf(s.ws)).find((r) => (r.input_data as { conversation_id?: string }).conversation_id === events.at(-1)!.data.conversation_id)!;
+  const issue = 'Insight "Exports are hard to find" carries no verbatim quote of a source';
+
+  it("a repair gets the turns left; with none left there is no repair, and the run says the budget stopped it", async () => {
+    // The first run takes 2 turns (the queued write, then the answer); the one turn left goes to one repair.
+    const three = await readStream(gw.base, "/api/stream/chat", s.token, { workspace_id: s.ws, prompt: 'Create an insight "Exports are hard to find"', max_turns: 3 });
+    expect(orderProblems(three)).toEqual([]);
+    expect(turns(three)).toEqual([1, 2, 3]);
+    expect(three.at(-1)!.data.num_turns).toBe(3);
+    expect(of(three, "harness_retry").map((r) => [r.attempt, r.rewrites_answer])).toEqual([[2, true]]);
+    expect(of(three, "harness_degraded")).toEqual([expect.objectContaining({ attempts: 2, turn_budget_spent: true, reason: "The query's 3 turns (max_turns) are used up: none is left to rewrite the answer", issues: [issue] })]);
+    expect((await runOf(three)).quality).toMatchObject({ retries: 1, degraded: true, turn_budget_spent: true });
+
+    // Nothing left after the first run: no repair at all.
+    const two = await readStream(gw.base, "/api/stream/chat", s.token, { workspace_id: s.ws, prompt: 'Create an insight "Exports are hard to find"', max_turns: 2 });
+    expect(orderProblems(two)).toEqual([]);
+    expect(turns(two)).toEqual([1, 2]);
+    expect(two.at(-1)!.data.num_turns).toBe(2);
+    expect(of(two, "harness_retry").filter((r) => r.kind === "quality")).toEqual([]);
+    expect(of(two, "harness_degraded")).toEqual([expect.objectContaining({ attempts: 1, turn_budget_spent: true })]);
+    expect(of(two, "error")).toEqual([]);
+    expect((await runOf(two)).quality).toMatchObject({ retries: 0, degraded: true, turn_budget_spent: true });
+  }, 120_000);
+
+  it("a mission's threads share the budget: the turns of all threads together stay within max_turns, numbered across them", async () => {
+    // Three threads that need 2, 2 and 3 turns (7) under a budget of 5.
+    const prompt = "What do users struggle with? Which interviews do we have? Draft a PRD for the sign-in fix.";
+    const events = await readStream(gw.base, "/api/stream/chat", s.token, { workspace_id: s.ws, prompt, max_turns: 5 });
+    expect(orderProblems(events)).toEqual([]);
+    expect(of(events, "mission_proposed")).toHaveLength(1);
+    expect(of(events, "agent_thread_done")).toHaveLength(3);
+    expect(turns(events).sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5]);
+    expect(events.at(-1)!.data.num_turns).toBe(5);
+    // A thread the budget cut short leaves the mission unfinished: not judged, charged as partial.
+    expect(of(events, "harness_contract")).toEqual([]);
   }, 120_000);
 });

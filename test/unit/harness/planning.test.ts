@@ -5,6 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { classify, clausesOf, isContext, requestOf, workflowOf } from "../../../core/harness/complexity";
 import { candidatePlans, scorePlan, selectPlan, WEIGHTS } from "../../../core/harness/plan";
+import { SWARM_MIN_SOURCES, SWARM_TURNS, swarmApplies } from "../../../core/harness/swarm";
 
 describe("harness_complexity", () => {
   it("cuts a request into clauses at sentences, then-words and ', and <verb>', each with its workflow", () => {
@@ -88,5 +89,14 @@ describe("harness_plan_selected", () => {
     expect(chosen.plan.plan_id).toBe("parallel");
     expect(chosen.plan.subtasks.every((s) => s.depends_on.length === 0)).toBe(true);
     expect(chosen.score.efficiency).toBe(1);
+  });
+});
+
+describe("the synthesis swarm within the query's turn budget", () => {
+  it("runs only when max_turns holds every specialist's turns (4 threads of a read and an answer)", () => {
+    expect(SWARM_TURNS).toBe(8);
+    expect(swarmApplies(true, SWARM_MIN_SOURCES, 8)).toBe(true);
+    expect(swarmApplies(true, SWARM_MIN_SOURCES, 7)).toBe(false);
+    expect(swarmApplies(false, SWARM_MIN_SOURCES, 30)).toBe(false);
   });
 });
