@@ -4,7 +4,8 @@ import { createWriteTransaction } from "electrodb";
 import { v5 as uuidv5 } from "uuid";
 import { AppError, Errors } from "../error";
 import { cancelCodes, isConditionalFailure } from "../db/errors";
-import { db } from "../db/service";
+import { db, type EntityName } from "../db/service";
+import type { WriteItem } from "../db/agent-write";
 import { getAll } from "../db/bulk";
 import { deleteKeys, partitionKeys } from "../db/partition";
 import { partitionOf, requireMember, requireResourceMember } from "../workspace";
@@ -538,6 +539,23 @@ export interface AppendOptions {
    * the transaction, so a rename racing the append wins; the append is then tried again without it.
    */
   inferred?: { purpose?: string; working_state?: WorkingState; title?: string };
+  /**
+   * Write the message at most once, for a writer that may try again after a failure it cannot see through (a lost
+   * response, a crash before it recorded the write): `id` is the message's id (derived from what it is about), and
+   * `guard` a write of `entity` committed in the same transaction whose condition fails once the message is written
+   * (a mark on the item the message is about, which that same write sets). A message's key holds its time, so its id
+   * alone cannot refuse a second copy; the guard does. When the guard refuses, nothing is written and
+   * `AlreadyAppended` is thrown.
+   */
+  once?: { id: string; entity: EntityName; guard: WriteItem };
+}
+
+/** `appendMessage` with `once`: the message was written before (its guard's condition refused this write). */
+export class AlreadyAppended extends Error {
+  override name = "AlreadyAppended";
+  constructor(readonly messageId: string) {
+    super(`The message ${messageId} was written before`);
+  }
 }
 
 /**
@@ -552,7 +570,7 @@ export interface AppendOptions {
  * @param opts what the caller knows already (`AppendOptions`): the conversation's state and the message's expiry
  * @throws AppError VALIDATION_ERROR (422) content over 100,000 characters, an item over DynamoDB's size limit, or
  *   assistant-only fields on a user message; NOT_FOUND (404) the conversation is gone; CONFLICT (409) when
- *   concurrent appends kept winning.
+ *   concurrent appends kept winning; AlreadyAppended when `opts.once`'s guard says the message was written before.
  */
 export async function appendMessage(
   conversation: { id: string; workspace_id: string; user_id: string } | UnsavedConversation,
@@ -578,7 +596,7 @@ export async function appendMessage(
     const previous = conv.last_message_at ? Date.parse(conv.last_message_at) : Number.NEGATIVE_INFINITY;
     const createdAt = new Date(Math.max(Date.now(), previous + 1)).toISOString();
     const item = {
-      id: randomUUID(),
+      id: opts.once?.id ?? randomUUID(),
       conversation_id: conv.id,
       workspace_id: conv.workspace_id,
       user_id: conv.user_id,
@@ -592,7 +610,8 @@ export async function appendMessage(
       ...(message.decision_context !== undefined ? { decision_context: message.decision_context } : {}),
       ...(message.execution_metadata !== undefined ? { execution_metadata: message.execution_metadata } : {}),
     };
-    const result = await createWriteTransaction(db().pick("conversation", "message"), ({ conversation: c, message: m }) => [
+    const entities: EntityName[] = ["conversation", "message", ...(opts.once ? [opts.once.entity] : [])];
+    const result = await createWriteTransaction(db().pick(...entities), ({ conversation: c, message: m }) => [
       unsaved
         ? c
             .create({
@@ -606,8 +625,10 @@ export async function appendMessage(
             .where((attr, op) => (retitle ? `${op.eq(attr.message_count, conv.message_count)} AND ${op.eq(attr.title_source, "auto")}` : op.eq(attr.message_count, conv.message_count)))
             .commit(),
       m.create(item).commit(),
+      ...(opts.once ? [opts.once.guard as never] : []),
     ]).go();
     if (!result.canceled) return toMessageView(item as MessageItem);
+    if (opts.once && cancelCodes(result)[2] === "ConditionalCheckFailed") throw new AlreadyAppended(opts.once.id);
     // A stale view of the caller's is read again at once; a race lost against another append backs off first.
     if (!known) await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * (attempt + 1)));
   }

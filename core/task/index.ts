@@ -9,6 +9,7 @@
 import { randomUUID } from "node:crypto";
 import type { EntityItem } from "electrodb";
 import { v5 as uuidv5 } from "uuid";
+import pRetry from "p-retry";
 import { serviceLog } from "../log";
 import { AppError, Errors } from "../error";
 import { db, type EntityName } from "../db/service";
@@ -22,7 +23,7 @@ import { payerOf, startCharge } from "../billing/charge";
 import { release } from "../billing/ledger";
 import * as Chat from "../chat";
 import { settleCycle } from "../cycle/marker";
-import { TASK_DUE, type TaskEntity } from "./task.entity";
+import { TASK_DUE, TASK_OUTCOME, type TaskEntity } from "./task.entity";
 import { canTransition, fromStatusesOf, isTerminal, type TaskStatus } from "./status";
 import { TaskSettings } from "./settings";
 import { taskRunner } from "./runner";
@@ -317,8 +318,15 @@ export async function status(userId: string, taskId: string): Promise<TaskProgre
   return toProgress(await requireTask(userId, taskId));
 }
 
-/** The fields a terminal write removes: the task leaves the sweeper's index. */
+/** The fields the outcome message's write removes: the task leaves the sweeper's index. */
 const UNLISTED = ["sweep", "due_at"] as const;
+
+/**
+ * What a terminal write sets besides the status: the task moves to the sweeper's outcome partition, due once its end's
+ * own write of the outcome message (with its retries) is long over; that write, when it lands, takes it out
+ * (`writeOutcome`). So a message whose write failed, or whose writer stopped right after the end, is written later.
+ */
+const owingOutcome = () => ({ sweep: TASK_OUTCOME, due_at: new Date(Date.now() + TaskSettings.staleMs()).toISOString() });
 
 /**
  * `POST /api/tasks/{task_id}/cancel` (spec 02): pending or running → cancelled, one conditional write on the status
@@ -339,8 +347,7 @@ export async function cancel(userId: string, taskId: string): Promise<TaskView> 
     try {
       const { data } = await db()
         .entities.task.patch(key(task))
-        .set({ status: "cancelled", completed_at: new Date().toISOString(), message: "Cancelled" })
-        .remove([...UNLISTED])
+        .set({ status: "cancelled", completed_at: new Date().toISOString(), message: "Cancelled", ...owingOutcome() })
         .add({ revision: 1 })
         .where((attr, op) => op.eq(attr.status, seen))
         .go({ response: "all_new" });
@@ -465,7 +472,7 @@ const storableResult = (data: Record<string, unknown>): Record<string, unknown> 
 
 /**
  * The worker finished: running → completed with the result, conditioned on the attempt (a cancel or a timeout that
- * landed first wins, and this returns null). Leaves the sweeper's index.
+ * landed first wins, and this returns null). Moves to the sweeper's outcome partition until its message is written.
  */
 export async function completeTask(workspaceId: string, taskId: string, attempt: number, result: { summary: string; data: Record<string, unknown> }, phase = "complete"): Promise<TaskItem | null> {
   try {
@@ -479,8 +486,8 @@ export async function completeTask(workspaceId: string, taskId: string, attempt:
         result_summary: result.summary.slice(0, 4000),
         result_data: storableResult(result.data),
         completed_at: new Date().toISOString(),
+        ...owingOutcome(),
       })
-      .remove([...UNLISTED])
       .add({ revision: 1 })
       .where((attr, op) => `${op.eq(attr.status, "running")} AND ${op.eq(attr.attempt, attempt)}`)
       .go({ response: "all_new" });
@@ -506,8 +513,7 @@ export async function failTask(workspaceId: string, taskId: string, error: strin
   try {
     const { data } = await db()
       .entities.task.patch({ workspace_id: workspaceId, id: taskId })
-      .set({ status: "failed", error: error.slice(0, 2000), message: "Failed", completed_at: new Date().toISOString() })
-      .remove([...UNLISTED])
+      .set({ status: "failed", error: error.slice(0, 2000), message: "Failed", completed_at: new Date().toISOString(), ...owingOutcome() })
       .add({ revision: 1 })
       .where((attr, op) => [`(${from.map((s) => op.eq(attr.status, s)).join(" OR ")})`, ...(attempt !== undefined ? [op.eq(attr.attempt, attempt)] : [])].join(" AND "))
       .go({ response: "all_new" });
@@ -596,21 +602,73 @@ async function releaseAtEnd(task: TaskItem, working: boolean): Promise<void> {
 /**
  * What follows a task's end, once: the spawn's reservation goes back if its run never took it (`releaseAtEnd`), a
  * research cycle's night record learns its outcome (core/cycle), and the task's conversation gets a message saying
- * how it ended. None undoes the end; a failure of the reservation's release or of the message is logged.
+ * how it ended (`writeOutcome`). None undoes the end; a failure of the reservation's release or of the message is
+ * logged (the credit sweeper releases a stale hold; the task sweeper writes the message, core/task/sweeper.ts).
  * @param opts.working the task was running when it ended by another writer than its worker (a cancel)
  */
 async function afterTerminal(task: TaskItem, opts: { working?: boolean } = {}): Promise<void> {
   await releaseAtEnd(task, opts.working ?? false);
   if (task.cycle_date) await settleCycle(task);
-  if (task.conversation_id) {
-    try {
-      await Chat.appendMessage(
-        { id: task.conversation_id, workspace_id: task.workspace_id, user_id: task.created_by },
-        { role: "assistant", content: outcomeMessage(task), inferred_intent: `task_${task.status}`, execution_metadata: { task_id: task.id, task_type: task.task_type, status: task.status } },
-      );
-    } catch (err) {
-      log().warn("the task's outcome could not be added to its conversation", { task_id: task.id, error: err as Error });
-    }
+  try {
+    await writeOutcome(task);
+  } catch (err) {
+    log().warn("the task's outcome could not be added to its conversation; the task sweeper adds it later", { task_id: task.id, error: err as Error });
+  }
+}
+
+/** Tries of the outcome message's write after the first, backing off (p-retry: 0.2 s, 0.4 s, 0.8 s). */
+const OUTCOME_RETRIES = 3;
+
+/** The id of a task's outcome message: derived from the task, so every writer of it writes the same message. */
+export const outcomeMessageIdOf = (taskId: string): string => taskItemId(taskId, "outcome-message");
+
+/** What `writeOutcome` did: wrote the message; found it written before; or nothing to write (see there). */
+export type OutcomeWrite = "written" | "found" | "none";
+
+/**
+ * The ended task's message in its conversation (docs/decisions.md "Outcome in the conversation"), written once: under
+ * an id derived from the task, in one transaction with the task's mark (`outcome_message_id`, conditioned on its
+ * absence), which also takes the task out of the sweeper's outcome partition. A writer that tries again after a
+ * failure it could not see through (a lost response, a stop before it knew) finds the mark and writes nothing. Tried
+ * OUTCOME_RETRIES more times on a failure, backing off. A task without a conversation, or whose conversation is gone (or
+ * cannot take the message), only leaves the partition: there is nothing to write to.
+ * @returns written, found (written before), or none (nothing to write to)
+ * @throws the write's error once the retries are spent (the task stays in the partition; the sweeper tries again)
+ */
+export async function writeOutcome(task: TaskItem): Promise<OutcomeWrite> {
+  if (!task.conversation_id) {
+    await leaveOutcomePartition(task);
+    return "none";
+  }
+  const id = outcomeMessageIdOf(task.id);
+  const guard = asWrite(db().entities.task.patch(key(task)).set({ outcome_message_id: id }).remove([...UNLISTED]).add({ revision: 1 }).where((attr, op) => op.notExists(attr.outcome_message_id)));
+  const conversation = { id: task.conversation_id, workspace_id: task.workspace_id, user_id: task.created_by };
+  const message = { role: "assistant" as const, content: outcomeMessage(task), inferred_intent: `task_${task.status}`, execution_metadata: { task_id: task.id, task_type: task.task_type, status: task.status } };
+  // Not tried again: a refused guard (an earlier try, or writer, wrote it), a conversation gone, a message refused.
+  const final = (err: unknown) => err instanceof Chat.AlreadyAppended || (err instanceof AppError && (err.code === "NOT_FOUND" || err.code === "VALIDATION_ERROR"));
+  try {
+    await pRetry(() => Chat.appendMessage(conversation, message, { once: { id, entity: "task", guard } }), {
+      retries: OUTCOME_RETRIES,
+      minTimeout: 200,
+      factor: 2,
+      shouldRetry: ({ error }) => !final(error),
+    });
+    return "written";
+  } catch (err) {
+    if (err instanceof Chat.AlreadyAppended) return "found";
+    if (!final(err)) throw err;
+    log().warn("the task's outcome message has nowhere to go; it is not written", { task_id: task.id, error: err as Error });
+    await leaveOutcomePartition(task);
+    return "none";
+  }
+}
+
+/** An ended task leaves the sweeper's outcome partition with no message written (none is owed, or none can be). */
+export async function leaveOutcomePartition(task: Pick<TaskItem, "workspace_id" | "id">): Promise<void> {
+  try {
+    await db().entities.task.patch(key(task)).remove([...UNLISTED]).add({ revision: 1 }).where((attr, op) => op.eq(attr.sweep, TASK_OUTCOME as typeof TASK_DUE | typeof TASK_OUTCOME)).go();
+  } catch (err) {
+    if (!isConditionalFailure(err)) throw err;
   }
 }
 

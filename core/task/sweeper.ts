@@ -11,12 +11,14 @@
  * - either, past TASK_MAX_ATTEMPTS attempts: failed with the reason, never left pending or running.
  *
  * Each new attempt is one conditional write on the attempt read, so two sweepers resume a task once. The same pass
- * retries the research cycles owed their retry (core/cycle).
+ * writes the outcome message of an ended task whose end did not (the index's `task#outcome` partition, core/task
+ * `writeOutcome`: once, whoever writes it) and retries the research cycles owed their retry (core/cycle).
  */
 import { db } from "../db/service";
 import { retryFailedCycles, type CycleRetryReport } from "../cycle";
-import { TASK_DUE } from "./task.entity";
-import { failTask, nextAttempt, postpone, readTask, type TaskItem } from "./index";
+import { serviceLog } from "../log";
+import { TASK_DUE, TASK_OUTCOME } from "./task.entity";
+import { failTask, leaveOutcomePartition, nextAttempt, postpone, readTask, writeOutcome, type TaskItem } from "./index";
 import { taskRunner } from "./runner";
 import { TaskSettings } from "./settings";
 
@@ -32,9 +34,17 @@ export interface TaskSweepReport {
   failed: number;
   /** Nothing to do: the task moved on meanwhile (finished, or its heartbeat is fresh again). */
   skipped: number;
+  /** Ended tasks owing their conversation the outcome message: written now, found written, or given up. */
+  outcomes: { due: number; written: number; found: number; dropped: number };
   cycles: Omit<CycleRetryReport, "errors">;
   errors: unknown[];
 }
+
+/**
+ * How long after its end a task's outcome message is still written by the sweeper, ms: past it the message is given
+ * up (logged), so an entry that can never be written (a table that keeps refusing it) does not stay in every sweep.
+ */
+export const OUTCOME_WINDOW_MS = 24 * 60 * 60 * 1000;
 
 /** Why a task whose attempts are used up failed. */
 export const exhaustedError = (task: Pick<TaskItem, "status" | "attempt">, staleSeconds: number): string =>
@@ -54,10 +64,28 @@ export async function sweepTasks(opts: { now?: number; all?: boolean; workspaceI
   const { data } = await (opts.all ? query : query.lte({ due_at: new Date(now).toISOString() }))
     .where((attr, op) => (opts.workspaceId ? op.eq(attr.workspace_id, opts.workspaceId) : ""))
     .go({ limit: opts.limit ?? 200 });
-  const report: TaskSweepReport = { due: data.length, running: 0, resumed: 0, failed: 0, skipped: 0, cycles: { due: 0, retried: 0, dropped: 0, settled: 0 }, errors: [] };
+  const report: TaskSweepReport = {
+    due: data.length, running: 0, resumed: 0, failed: 0, skipped: 0,
+    outcomes: { due: 0, written: 0, found: 0, dropped: 0 },
+    cycles: { due: 0, retried: 0, dropped: 0, settled: 0 }, errors: [],
+  };
   for (const seen of data as TaskItem[]) {
     try {
       report[await recover(seen, now, opts.all ?? false)]++;
+    } catch (err) {
+      report.errors.push(err);
+    }
+  }
+  // Ended tasks whose outcome message is still owed: only those in the partition, so the cost follows the failures.
+  const owed = db().entities.task.query.due({ sweep: TASK_OUTCOME });
+  const { data: ended } = await (opts.all ? owed : owed.lte({ due_at: new Date(now).toISOString() }))
+    .where((attr, op) => (opts.workspaceId ? op.eq(attr.workspace_id, opts.workspaceId) : ""))
+    .go({ limit: opts.limit ?? 200 });
+  report.outcomes.due = ended.length;
+  for (const seen of ended as TaskItem[]) {
+    try {
+      const outcome = await owedOutcome(seen, now);
+      if (outcome) report.outcomes[outcome]++;
     } catch (err) {
       report.errors.push(err);
     }
@@ -66,6 +94,22 @@ export async function sweepTasks(opts: { now?: number; all?: boolean; workspaceI
   report.cycles = cycles;
   report.errors.push(...errors);
   return report;
+}
+
+/**
+ * An ended task's outcome message, if still owed (decided on the item: the index may lag): written (`writeOutcome`,
+ * which finds one written before), or given up once the task ended more than OUTCOME_WINDOW_MS ago.
+ */
+async function owedOutcome(seen: TaskItem, now: number): Promise<"written" | "found" | "dropped" | undefined> {
+  const task = await readTask(seen.workspace_id, seen.id);
+  if (!task || task.sweep !== TASK_OUTCOME) return undefined;
+  if (now - Date.parse(task.completed_at ?? task.created_at) > OUTCOME_WINDOW_MS) {
+    serviceLog().warn("the task's outcome message was not written within the window; given up", { task_id: task.id });
+    await leaveOutcomePartition(task);
+    return "dropped";
+  }
+  const done = await writeOutcome(task);
+  return done === "none" ? "dropped" : done;
 }
 
 type Outcome = "running" | "resumed" | "failed" | "skipped";

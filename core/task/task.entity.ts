@@ -6,6 +6,12 @@ import { TaskStatus, TaskType } from "./schema";
  * `task#due`. ElectroDB writes an index key only from attributes, so the constant partition is an attribute too.
  */
 export const TASK_DUE = "due" as const;
+/**
+ * Value of `sweep` while an ended task still owes its conversation the outcome message (docs/decisions.md "Outcome in
+ * the conversation"): its partition in the same sparse index is `task#outcome`, sorted by when the sweeper writes the
+ * message if the end's own write of it did not land. The message's write removes it.
+ */
+export const TASK_OUTCOME = "outcome" as const;
 
 /**
  * A background task (spec 02 Background task; DESIGN.md 6.5): an item in its workspace's partition, driven by one
@@ -18,7 +24,9 @@ export const TASK_DUE = "due" as const;
  * - byId (gsi1): look-up by id alone (the `/api/tasks/{task_id}` routes).
  * - due (gsi3, SPARSE): only pending and running tasks, in one partition `task#due`, sorted by when the sweeper
  *   should look at them (`due_at`: the heartbeat's or the spawn's time plus the staleness bound). Every worker write
- *   moves `due_at` on; the terminal writes remove `sweep` and `due_at`, which removes the task from the index.
+ *   moves `due_at` on; the terminal writes move the task to the partition `task#outcome` (`sweep` = TASK_OUTCOME,
+ *   `due_at` = when the sweeper writes its outcome message if nothing else did), and the outcome message's write (or,
+ *   for a task without a conversation, its end) removes `sweep` and `due_at`, which removes the task from the index.
  */
 export const buildTaskEntity = () => new Entity({
   model: { entity: "task", version: "1", service: "r2d" },
@@ -61,10 +69,15 @@ export const buildTaskEntity = () => new Entity({
     checkpoint: { type: "any" },
     /** The night (UTC date, YYYY-MM-DD) of a research cycle task (core/cycle). */
     cycle_date: { type: "string" },
-    /** `TASK_DUE` while pending or running (the sparse index's partition), absent otherwise. */
-    sweep: { type: [TASK_DUE] as const },
-    /** ISO time from which the sweeper looks at the task; present only while pending or running. */
+    /**
+     * `TASK_DUE` while pending or running, `TASK_OUTCOME` while ended and owing its conversation the outcome message
+     * (the sparse index's partition), absent otherwise.
+     */
+    sweep: { type: [TASK_DUE, TASK_OUTCOME] as const },
+    /** ISO time from which the sweeper looks at the task; present only while in the sweeper's index (`sweep`). */
     due_at: { type: "string" },
+    /** The id of the outcome message written to the task's conversation (`once`'s mark: it is written once). */
+    outcome_message_id: { type: "string" },
   },
   indexes: {
     byWorkspace: {
@@ -79,7 +92,8 @@ export const buildTaskEntity = () => new Entity({
     due: {
       index: "gsi3",
       // Sparse: ElectroDB writes the keys only when this holds, and deletes them when a write makes it false.
-      condition: (attr) => (attr.status === "pending" || attr.status === "running") && attr.sweep === TASK_DUE && typeof attr.due_at === "string",
+      condition: (attr) =>
+        typeof attr.due_at === "string" && ((attr.sweep === TASK_DUE && (attr.status === "pending" || attr.status === "running")) || attr.sweep === TASK_OUTCOME),
       pk: { field: "gsi3pk", composite: ["sweep"], template: "task#${sweep}", casing: "none" },
       sk: { field: "gsi3sk", composite: ["due_at"], template: "due#${due_at}", casing: "none" },
     },

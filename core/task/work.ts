@@ -122,15 +122,32 @@ async function releaseOperationReservation(task: TaskItem): Promise<void> {
   await releaseSpawnReservation(task);
 }
 
+/** The mark that ends the heading of the section a task appends to its target document (`appendToTarget`). */
+const sectionMarkOf = (taskId: string): string => `[task ${taskId}]`;
+/** Tries of an append whose document changed between its read and its write. */
+const APPEND_TRIES = 3;
+
 /**
  * Honour `target_document_id` for a type that produces a text: the section is appended to the target document (a new
- * version, nothing of it replaced). @returns the document's id and version.
+ * version, nothing of it replaced). Once per task: its heading ends with the task's mark (`sectionMarkOf`), and an
+ * attempt that finds a heading with it (an earlier attempt appended it and died before its step was recorded) appends
+ * nothing. The write is conditioned on the version read, so neither a concurrent edit nor a second writer of the
+ * section is written over (each reads again).
+ * @returns the document's id and version (when found: its version now)
  */
 async function appendToTarget(task: TaskItem, heading: string, body: string): Promise<{ document_id: string; version: number } | undefined> {
   if (!task.target_document_id) return undefined;
-  const doc = await Document.get(task.created_by, task.target_document_id);
-  const updated = await Document.update(task.created_by, doc.id, { content: `${doc.content.trimEnd()}\n\n## ${heading}\n\n${body.trim()}\n` });
-  return { document_id: updated.id, version: updated.version };
+  const mark = sectionMarkOf(task.id);
+  for (let tries = 1; ; tries++) {
+    const doc = await Document.get(task.created_by, task.target_document_id);
+    if (doc.content.split("\n").some((line) => line.startsWith("## ") && line.trimEnd().endsWith(mark))) return { document_id: doc.id, version: doc.version };
+    try {
+      const updated = await Document.update(task.created_by, doc.id, { content: `${doc.content.trimEnd()}\n\n## ${heading} ${mark}\n\n${body.trim()}\n` }, { expectedVersion: doc.version });
+      return { document_id: updated.id, version: updated.version };
+    } catch (err) {
+      if (!(err instanceof AppError && err.code === "CONFLICT") || tries >= APPEND_TRIES) throw err;
+    }
+  }
 }
 
 const firstLine = (text: string, max = 300) => {
@@ -416,10 +433,14 @@ async function topRecommendation(workspaceId: string): Promise<RecommendationIte
 /**
  * Redraft the target document: its type, recommendation and insights ground the engine's draft, the draft becomes
  * the document's content (a new version; the content it replaces is saved as a revision first), and the run is
- * recorded and charged as a drafting run.
+ * recorded and charged as a drafting run. Once per task, whichever attempt gets there: the new content is written with
+ * the task's id in the document's metadata (`redrafted_by_task`), which an attempt finds before it drafts again; the
+ * run's id is derived from the task, so an attempt that died between the charged run and the write drafts again on
+ * its replay but the ledger charges that run once; and the revision is not saved twice.
  */
 async function redraft(task: TaskItem): Promise<{ id: string; title: string; version: number; redrafted: true }> {
   const doc = await Document.get(task.created_by, task.target_document_id!);
+  if ((doc.metadata as Record<string, unknown> | null)?.redrafted_by_task === task.id) return { id: doc.id, title: doc.title, version: doc.version, redrafted: true };
   const rec = doc.related_recommendation_id
     ? ((await db().entities.recommendation.get({ workspace_id: task.workspace_id, id: doc.related_recommendation_id }).go({ consistent: true })).data as RecommendationItem | null)
     : null;
@@ -428,7 +449,7 @@ async function redraft(task: TaskItem): Promise<{ id: string; title: string; ver
   const engine = documentEngine(await model());
   const product = await productContext(task.workspace_id);
   const { result } = await recordRun(
-    { workspaceId: task.workspace_id, userId: task.created_by, agentType: "drafting", toolName: "task_drafting", engine: engine.kind, input: { task_id: task.id, document_id: doc.id } },
+    { workspaceId: task.workspace_id, userId: task.created_by, agentType: "drafting", toolName: "task_drafting", engine: engine.kind, runId: taskItemId(task.id, "redraft"), input: { task_id: task.id, document_id: doc.id } },
     async (usage) => {
       const out = await engine.draft({
         document_type: doc.document_type,
@@ -444,8 +465,12 @@ async function redraft(task: TaskItem): Promise<{ id: string; title: string; ver
     },
     (out) => ({ title: out.result.title, chars: out.result.content.length }),
   );
-  await Document.saveRevision(task.created_by, doc.id, `Before the background drafting task ${task.id}`);
-  const updated = await Document.update(task.created_by, doc.id, { content: result.content });
+  const summary = `Before the background drafting task ${task.id}`;
+  // An attempt that died between the revision and the new content saved the revision already.
+  const [latest] = (await Document.listRevisions(task.created_by, doc.id, 1)).revisions;
+  if (latest?.change_summary !== summary) await Document.saveRevision(task.created_by, doc.id, summary);
+  // The mark goes with the content, in one write: found, the redraft is done.
+  const updated = await Document.update(task.created_by, doc.id, { content: result.content, metadata: { redrafted_by_task: task.id } });
   return { id: updated.id, title: updated.title, version: updated.version, redrafted: true };
 }
 
