@@ -125,3 +125,54 @@ export function assertJsonObject(loc: (string | number)[], value: unknown, bound
   const errors: FieldError[] = problems.map((p) => ({ loc: [...loc, ...p.path], msg: p.message, type: p.code }));
   throw Errors.validation(errors);
 }
+
+/** The smallest magnitude DynamoDB stores for a number other than 0 (its range is 1E-130 to 9.9999…E+125). */
+const DYNAMODB_MIN_MAGNITUDE = 1e-130;
+/** `String.prototype.isWellFormed` (ES2024, in Node since 20; the project's TypeScript lib predates it). */
+const isWellFormed = (s: string): boolean => (s as string & { isWellFormed(): boolean }).isWellFormed();
+/** Most problems `unstorableValues` reports: a body with thousands of them needs no longer answer. */
+const MAX_REPORTED = 20;
+
+/**
+ * The values of a parsed JSON body that no DynamoDB item can hold as given (docs/decisions.md "Values a JSON body
+ * may carry"): numbers the AWS marshaller refuses (magnitude above `Number.MAX_SAFE_INTEGER`: it cannot keep them
+ * exact) or DynamoDB underflows (non-zero and below 1E-130), and strings or keys that are not well-formed Unicode (a
+ * lone surrogate: it would be changed to U+FFFD on its way to storage). Checked on every JSON body before its schema,
+ * so no route writes part of a request and then fails on the rest (a batch, a merge). Walks without recursion: a body
+ * nested 100,000 deep is walked, not a stack overflow.
+ * @returns at most 20 problems, each at its path below the body
+ */
+export function unstorableValues(body: unknown): JsonObjectProblem[] {
+  const problems: JsonObjectProblem[] = [];
+  // Each value seen keeps its parent's index and its key, so a path is built only for a problem (copying it at every
+  // level would make a deep body quadratic).
+  const seen: { parent: number; key: string | number }[] = [{ parent: -1, key: "" }];
+  const pathOf = (at: number, key?: string | number): (string | number)[] => {
+    const path: (string | number)[] = key === undefined ? [] : [key];
+    for (let i = at; i > 0; i = seen[i]!.parent) path.push(seen[i]!.key);
+    return path.reverse();
+  };
+  const stack: [unknown, number][] = [[body, 0]];
+  while (stack.length && problems.length < MAX_REPORTED) {
+    const [v, at] = stack.pop()!;
+    if (typeof v === "number") {
+      const m = Math.abs(v);
+      if (m > Number.MAX_SAFE_INTEGER) problems.push({ path: pathOf(at), message: `numbers are at most ${Number.MAX_SAFE_INTEGER} in magnitude`, code: "too_big" });
+      else if (m !== 0 && m < DYNAMODB_MIN_MAGNITUDE) problems.push({ path: pathOf(at), message: "numbers other than 0 are at least 1e-130 in magnitude", code: "invalid_type" });
+    } else if (typeof v === "string") {
+      if (!isWellFormed(v)) problems.push({ path: pathOf(at), message: "text must be well-formed Unicode (no lone surrogate)", code: "invalid_type" });
+    } else if (typeof v === "object" && v !== null) {
+      const entries: [string | number, unknown][] = Array.isArray(v) ? v.map((item, i) => [i, item]) : Object.entries(v);
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [key, child] = entries[i]!;
+        if (typeof key === "string" && !isWellFormed(key)) {
+          problems.push({ path: pathOf(at, key), message: "keys must be well-formed Unicode (no lone surrogate)", code: "invalid_key" });
+          continue;
+        }
+        seen.push({ parent: at, key });
+        stack.push([child, seen.length - 1]);
+      }
+    }
+  }
+  return problems.slice(0, MAX_REPORTED);
+}

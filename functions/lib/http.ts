@@ -14,6 +14,7 @@ import { Config } from "../../core/config";
 import { withRequestScope } from "../../core/context";
 import type { User } from "../../core/user";
 import type { TokenClaims } from "../../core/user/schema";
+import { unstorableValues } from "../../core/json-object";
 import { wwwAuthenticate } from "./bearer";
 import { bodyLimitOf, type Reply, type RouteContext, type RouteImpl, type RouteSpec } from "./route";
 
@@ -95,12 +96,20 @@ const jsonBodyMiddleware = (rawRoutes: ReadonlySet<string>, bodyless: ReadonlySe
     event.rawBody = raw;
     if (rawRoutes.has(event.routeKey) || bodyless.has(event.routeKey)) return;
     if (!/^application\/([\w.+-]+\+)?json\b/i.test(type) || raw.trim() === "") return;
+    let parsed: unknown;
     try {
-      (event as { body: unknown }).body = JSON.parse(raw);
-      event.isBase64Encoded = false;
+      parsed = JSON.parse(raw);
     } catch {
       throw Errors.validation([{ loc: ["body"], msg: "Body is not valid JSON", type: "json_invalid" }], "Malformed JSON body");
     }
+    // `null` is JSON but no body: read as absent it would pass every all-optional schema as `{}` (an empty update).
+    if (parsed === null) throw Errors.validation([{ loc: ["body"], msg: "Body must be a JSON value other than null", type: "invalid_type" }], "Malformed JSON body");
+    const unstorable = unstorableValues(parsed);
+    if (unstorable.length) {
+      throw Errors.validation(unstorable.map((p) => ({ loc: ["body", ...p.path], msg: p.message, type: p.code })), "The body holds values that cannot be stored");
+    }
+    (event as { body: unknown }).body = parsed;
+    event.isBase64Encoded = false;
   },
 });
 
