@@ -19,8 +19,9 @@ async function main() {
   let stop: (() => Promise<void>) | undefined;
   let endpoint: string;
   let tableName = process.env.TABLE_NAME ?? "research-to-delivery";
-  if (existsSync(runtimeFile)) {
-    const runtime = JSON.parse(readFileSync(runtimeFile, "utf8")) as { dynamoEndpoint: string; tableName: string };
+  const runtime = existsSync(runtimeFile) ? (JSON.parse(readFileSync(runtimeFile, "utf8")) as { dynamoEndpoint: string; tableName: string }) : null;
+  // A runtime.json left by a run that was killed names a DynamoDB Local that is gone: open the folder ourselves then.
+  if (runtime && (await answers(runtime.dynamoEndpoint))) {
     endpoint = runtime.dynamoEndpoint;
     tableName = runtime.tableName;
   } else {
@@ -36,6 +37,16 @@ async function main() {
     for (const { code } of await User.generateAccessCodes(count, metadata)) console.log(code);
   } finally {
     await stop?.();
+  }
+}
+
+/** Whether something answers HTTP at `url` (DynamoDB Local answers any request, if only with an error). */
+async function answers(url: string): Promise<boolean> {
+  try {
+    await fetch(url, { signal: AbortSignal.timeout(2_000) });
+    return true;
+  } catch {
+    return false;
   }
 }
 

@@ -17,11 +17,23 @@ export function checkJava(): void {
       "Java 17 or newer is required to run DynamoDB Local: install it (Debian: apt-get install -y openjdk-17-jre-headless) and try again.",
     );
   }
-  const match = /version "(\d+)/.exec(`${probe.stderr}${probe.stdout}`);
-  const major = match ? Number(match[1]) : 0;
+  const major = javaMajor(`${probe.stderr}${probe.stdout}`);
   if (major > 0 && major < 17) {
-    throw new PrerequisiteError(`Java ${major} found, but DynamoDB Local needs Java 17 or newer.`);
+    throw new PrerequisiteError(
+      `Java ${major} found, but DynamoDB Local needs Java 17 or newer: install it (Debian: apt-get install -y openjdk-17-jre-headless) and try again.`,
+    );
   }
+}
+
+/**
+ * The major version in `java -version` output, or 0 when none is found. Up to Java 8 it reads `1.<major>`
+ * (`java version "1.8.0_381"`), from 9 on `<major>.` (`openjdk version "17.0.9"`).
+ */
+export function javaMajor(output: string): number {
+  const match = /version "(\d+)(?:\.(\d+))?/.exec(output);
+  if (!match) return 0;
+  const first = Number(match[1]);
+  return first === 1 && match[2] !== undefined ? Number(match[2]) : first;
 }
 
 /** A free TCP port on loopback. */
@@ -68,14 +80,27 @@ export async function startDynamoLocal(opts: { port?: number; dbPath?: string } 
   const endpoint = `http://127.0.0.1:${port}`;
   const client = new DynamoDBClient({ endpoint, region: "us-east-1", credentials: { accessKeyId: "local", secretAccessKey: "local" } });
   const deadline = Date.now() + 30_000;
+  // What start-up failed with, said in one sentence; the child is stopped first, so no DynamoDB Local is left running
+  // on the data folder (the caller's lock on it is released when this throws).
+  const fail = (message: string): never => {
+    child.kill("SIGKILL");
+    client.destroy();
+    throw new PrerequisiteError(message);
+  };
+  let failures = 0;
   for (;;) {
-    if (child.exitCode !== null) throw new PrerequisiteError(`DynamoDB Local exited at start (code ${child.exitCode}).`);
+    if (child.exitCode !== null) fail(`DynamoDB Local exited at start (code ${child.exitCode}).`);
     try {
       await client.send(new DescribeTableCommand({ TableName: "__probe__" }));
       break;
     } catch (err) {
       if ((err as { name?: string }).name === "ResourceNotFoundException") break;
-      if (Date.now() > deadline) throw new PrerequisiteError(`DynamoDB Local did not answer on ${endpoint} within 30 s.`);
+      // It answers, but fails every request (five in a row): its database file cannot be read.
+      failures = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 500 ? failures + 1 : 0;
+      if (failures >= 5 && opts.dbPath) {
+        fail(`DynamoDB Local cannot read its data in ${opts.dbPath}: move that folder away (or delete it to start afresh) and try again.`);
+      }
+      if (Date.now() > deadline) fail(`DynamoDB Local did not answer on ${endpoint} within 30 s; the machine may be too busy, try again.`);
       await new Promise((r) => setTimeout(r, 100));
     }
   }

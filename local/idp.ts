@@ -1,7 +1,8 @@
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from "jose";
+import { PrerequisiteError } from "./errors";
 
 /** Issuer and audience of the dev identity provider (embedded runtime and tests). */
 export const DEV_ISSUER = "https://dev-idp.local";
@@ -51,7 +52,14 @@ export async function devIdp(dataDir: string): Promise<DevIdp> {
   if (!existsSync(file)) {
     const { privateKey } = await generateKeyPair("RS256", { extractable: true, modulusLength: 2048 });
     await mkdir(join(dataDir, "idp"), { recursive: true });
-    await writeFile(file, JSON.stringify(await exportJWK(privateKey)), { mode: 0o600 });
+    // Written whole or not at all (a run stopped mid-write must not leave an empty key behind).
+    const partial = `${file}.${process.pid}.tmp`;
+    await writeFile(partial, JSON.stringify(await exportJWK(privateKey)), { mode: 0o600 });
+    await rename(partial, file);
   }
-  return fromPrivateJwk(JSON.parse(await readFile(file, "utf8")) as JWK);
+  try {
+    return await fromPrivateJwk(JSON.parse(await readFile(file, "utf8")) as JWK);
+  } catch {
+    throw new PrerequisiteError(`The dev identity provider's key ${file} is damaged: delete it and start again (tokens made with it stop working).`);
+  }
 }

@@ -4,6 +4,7 @@ import { parseArgs } from "node:util";
 import Stripe from "stripe";
 import { devIdp } from "./idp";
 import { simulatedUpgradeEvent, type SimulatedInterval, type SimulatedPlan } from "./simulated-upgrade";
+import { PrerequisiteError } from "./errors";
 
 /**
  * `npm run billing:simulate -- --email you@example.com [--plan pro|growth|power] [--interval monthly|yearly]`:
@@ -53,22 +54,41 @@ async function main() {
   const { base } = JSON.parse(readFileSync(runtimeFile, "utf8")) as { base: string };
 
   const token = await (await devIdp(dataDir)).sign({ email: values.email });
+  /** fetch, with a service that is not running said in one sentence (runtime.json can outlive a killed run). */
+  const send = async (path: string, init?: RequestInit) => {
+    try {
+      return await fetch(`${base}${path}`, init);
+    } catch {
+      throw new UsageError(`No service answers at ${base} (${runtimeFile} is left from a run that stopped): start it with \`npm start\` first.`);
+    }
+  };
+  /** The service's own reason for a refusal, from its error envelope. */
+  const refusal = async (what: string, res: Response) => {
+    const text = await res.text();
+    let detail = text;
+    try {
+      detail = (JSON.parse(text) as { detail?: string }).detail ?? text;
+    } catch {
+      // not the envelope: the text as it came
+    }
+    return new UsageError(`${what} answered ${res.status}: ${detail}`);
+  };
   const get = async (path: string) => {
-    const res = await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${token}` } });
-    if (!res.ok) throw new Error(`GET ${path}: ${res.status} ${await res.text()}`);
+    const res = await send(path, { headers: { authorization: `Bearer ${token}` } });
+    if (!res.ok) throw await refusal(`GET ${path}`, res);
     return res.json() as Promise<any>;
   };
   const me = await get("/api/auth/me");
   const event = simulatedUpgradeEvent({ userId: me.id, plan: values.plan as SimulatedPlan, interval: values.interval as SimulatedInterval });
   const payload = JSON.stringify(event);
   const signature = Stripe.webhooks.generateTestHeaderString({ payload, secret });
-  const res = await fetch(`${base}/api/webhooks/payments`, {
+  const res = await send("/api/webhooks/payments", {
     method: "POST",
     headers: { "content-type": "application/json", "payments-signature": signature },
     body: payload,
   });
+  if (!res.ok) throw await refusal("POST /api/webhooks/payments", res);
   const answer = await res.text();
-  if (!res.ok) throw new Error(`POST /api/webhooks/payments answered ${res.status}: ${answer}`);
   console.log(`Sent ${event.type} ${event.id} for ${values.email}: ${answer}`);
 
   const first = ((await get("/api/workspaces")) as { workspaces: { id: string }[] }).workspaces[0];
@@ -86,6 +106,6 @@ async function main() {
 }
 
 main().catch((err: unknown) => {
-  console.error(err instanceof UsageError ? err.message : err);
+  console.error(err instanceof UsageError || err instanceof PrerequisiteError ? err.message : err);
   process.exit(err instanceof UsageError ? 2 : 1);
 });

@@ -6,6 +6,8 @@ import { ensureTable, PrerequisiteError, startDynamoLocal } from "./dynamodb";
 import { startS3 } from "./s3";
 import { startGateway } from "./gateway";
 import { mkdir, rm, writeFile } from "node:fs/promises";
+import { existsSync, statSync } from "node:fs";
+import { createServer } from "node:net";
 import { DataDirInUseError, takeDataLock } from "./data-lock";
 
 /**
@@ -17,6 +19,12 @@ import { DataDirInUseError, takeDataLock } from "./data-lock";
 async function main() {
   const { values } = parseArgs({ options: { port: { type: "string" }, data: { type: "string" } } });
   const dataDir = resolve(values.data ?? process.env.DATA_DIR ?? ".data");
+  const port = portOf(values.port ?? process.env.PORT ?? "3000");
+  if (existsSync(dataDir) && !statSync(dataDir).isDirectory()) {
+    throw new PrerequisiteError(`The data folder ${dataDir} is a file: set DATA_DIR (or --data) to a folder.`);
+  }
+  // Before DynamoDB Local's 20 s of start-up, not after.
+  await portFree(port);
   // Before anything starts: two DynamoDB Locals on one set of files would both write them. Freed on exit once
   // DynamoDB Local has stopped (Ctrl-C and SIGTERM stop everything, then exit); after a crash the lock of dead
   // processes is taken over.
@@ -24,7 +32,6 @@ async function main() {
   process.on("exit", lock.release);
   // A missing model-server setting stops here with one sentence, not at the first AI request.
   (await import("../core/ai/select")).checkAiSettings();
-  const port = Number(values.port ?? process.env.PORT ?? 3000);
   await mkdir(resolve(dataDir, "dynamodb"), { recursive: true });
 
   const dynamo = await startDynamoLocal({ dbPath: resolve(dataDir, "dynamodb"), port: Number(process.env.DYNAMODB_PORT ?? 0) || undefined });
@@ -85,11 +92,29 @@ async function main() {
   process.on("SIGTERM", shutdown);
 }
 
+/** The gateway's port from PORT or --port. @throws PrerequisiteError unless a whole number from 1 to 65535. */
+function portOf(text: string): number {
+  const port = Number(text);
+  if (!Number.isInteger(port) || port < 1 || port > 65_535) throw new PrerequisiteError(`PORT must be a whole number from 1 to 65535, not '${text}'.`);
+  return port;
+}
+
+/** @throws PrerequisiteError when something already listens on the gateway's port. */
+async function portFree(port: number): Promise<void> {
+  await new Promise<void>((ok, fail) => {
+    const probe = createServer();
+    probe.once("error", (err: NodeJS.ErrnoException) =>
+      fail(err.code === "EADDRINUSE" ? new PrerequisiteError(`Port ${port} is already in use: set PORT to another one (PORT=${port + 1} npm start).`) : err),
+    );
+    probe.listen(port, "127.0.0.1", () => probe.close(() => ok()));
+  });
+}
+
 main().catch((err: unknown) => {
   if (err instanceof PrerequisiteError || err instanceof DataDirInUseError || (err as Error).name === "SettingError") console.error((err as Error).message);
   // node:util parseArgs: an unknown or malformed option is the user's typo, not a crash.
   else if (String((err as { code?: string }).code).startsWith("ERR_PARSE_ARGS")) console.error(`${(err as Error).message}. Options: --port N, --data DIR.`);
-  else if ((err as { code?: string }).code === "EADDRINUSE") console.error(`Port already in use: ${(err as Error).message}. Set PORT to another port.`);
+  else if ((err as { code?: string }).code === "EADDRINUSE") console.error("The port was taken while the service started: set PORT to another one and try again.");
   else console.error(err);
   process.exit(1);
 });

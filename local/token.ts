@@ -2,6 +2,7 @@ import { parseArgs } from "node:util";
 import { resolve } from "node:path";
 import { devIdp } from "./idp";
 import { Config } from "../core/config";
+import { PrerequisiteError } from "./errors";
 
 /**
  * `npm run -s token -- --email you@example.com [--name "Ada"] [--admin] [--hours 8]`: print a JWT signed by the
@@ -77,6 +78,10 @@ main().catch((err: unknown) => {
   if (err instanceof UsageError) {
     console.error(err.message);
     process.exit(2);
+  }
+  if (err instanceof PrerequisiteError) {
+    console.error(err.message);
+    process.exit(1);
   }
   // Anything else is a bug: keep its stack.
   console.error(err);

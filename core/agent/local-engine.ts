@@ -280,6 +280,14 @@ const PHRASINGS: Record<string, RegExp[]> = {
   ],
 };
 /**
+ * Asking for a document by its verb and kind in one sentence ("Draft a PRD for the top recommendation"): the list of
+ * recommendations shares the words "draft", "prd" and "recommendation" (it is the draft's prerequisite), and without
+ * this it won on cue count, so the draft was never queued.
+ */
+PHRASINGS.draft_document = [
+  /\b(?:draft|write|create|prepare)\b[^.?!]*\b(?:prd|product requirements|spec|specification|memo|user stor(?:y|ies)|release notes|roadmap update)\b/i,
+];
+/**
  * The memory reads: the whole profile when the user asks what the copilot knows about them or their team, or for
  * their profile; a search when they ask whether it remembers one thing they said.
  */
@@ -516,7 +524,13 @@ export function composeAnswer(prompt: string, o: { name: string; status: string;
       const q = quote ? `\n   > "${quote.text}"${quote.speaker ? ` (${quote.speaker})` : ""} [source ${quote.source_id}]` : "";
       return `${n + 1}. **${i.title}** (${i.insight_type.replace(/_/g, " ")}, ${i.severity}, ${i.frequency} source${i.frequency === 1 ? "" : "s"}) [insight ${i.id}]${q}`;
     });
-    return `From ${insights.length === 1 ? "one insight" : `${Math.min(5, insights.length)} of ${c.total ?? insights.length} insights`} in this workspace:\n\n${lines.join("\n")}`;
+    const shown = Math.min(5, insights.length);
+    // A search's total counts its matches (at most its top_k), not the workspace's insights: said as such.
+    if (o.name === "search_insights") {
+      const found = c.total ?? insights.length;
+      return `${shown === 1 ? "The insight that matches" : `The ${shown} insights that match`} best${found > shown ? ` (of ${found} found)` : ""}:\n\n${lines.join("\n")}`;
+    }
+    return `From ${insights.length === 1 ? "one insight" : `${shown} of ${c.total ?? insights.length} insights`} in this workspace:\n\n${lines.join("\n")}`;
   }
   if (o.name === "workspace_summary") {
     return `${c.intro} (${c.source_count} sources, ${c.insight_count} insights, ${c.recommendation_count} recommendations, ${c.document_count} documents.)`;

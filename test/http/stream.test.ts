@@ -56,6 +56,9 @@ describe("POST /api/stream/chat over the wire", () => {
     expect(of(events, "token").length).toBeLessThan(answer.split(/\s+/).length);
     expect(answer).toContain("Users are stuck in a sign-in loop after updating the app");
     expect(answer).toContain(`[insight ${insightIds[0]}]`);
+    // A search's count is of its matches, never said as the workspace's count of insights.
+    expect(answer).toMatch(/^The (\d+ insights|insight) that match(es)? best/);
+    expect(answer).not.toContain("insights in this workspace");
     const done = events.at(-1)!;
     expect(done.event).toBe("done");
     expect(done.data).toMatchObject({ model: "local-agent", num_turns: 2, tool_count: 1, credits: 0.5, mission_id: null });
@@ -101,6 +104,12 @@ describe("POST /api/stream/chat over the wire", () => {
     const docs = await call("GET", "/api/documents", { token: owner.token, query: { workspace_id: ws } });
     expect(docs.body.total).toBe(0);
     expect(events.at(-1)!.data).toMatchObject({ tool_count: 2, num_turns: 3 });
+  });
+
+  it("a draft asked for \"the top recommendation\" is a draft, not only the list of recommendations (the README's prompt)", async () => {
+    const events = await readStream(gw.base, "/api/stream/chat", owner.token, { workspace_id: ws, prompt: "Draft a PRD for the top recommendation." });
+    expect(of(events, "tool_use").map((e) => e.data.name)).toEqual(["list_recommendations", "draft_document"]);
+    expect(of(events, "tool_result").find((e) => e.data.name === "draft_document")!.data.status).toBe("queued");
   });
 
   it("treats an attachment's text as data: instructions inside it start no write", async () => {

@@ -3,13 +3,15 @@
  * `npm test` without ffmpeg, `npm test` and `npm start` without Java, the token command `npm start` prints, and
  * `npm run token` with --help or a wrong flag. What is asserted is what lands on the terminal and the exit code.
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { checkJava, freePort, PrerequisiteError } from "../../local/dynamodb";
+import { checkJava, freePort, javaMajor, PrerequisiteError } from "../../local/dynamodb";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 // The CLIs' own entry points under this Node, as `npm start`, `npm run token` and `npm test` run them.
@@ -170,5 +172,59 @@ describe("the token command npm start prints (point 15)", () => {
     const me = await fetch(`http://127.0.0.1:${port}/api/auth/me`, { headers: { authorization: `Bearer ${shell.stdout}` } });
     expect(me.status).toBe(200);
     expect(await me.json()).toMatchObject({ email: "you@example.com" });
+  }, 60_000);
+});
+
+describe("npm start and the token command with a bad setting or damaged data: one sentence, no stack trace", () => {
+  const start = (env: Record<string, string>) => run([TSX, "local/start.ts"], cleanEnv(env));
+
+  it("reads Java's major version in both of its spellings", () => {
+    expect(javaMajor('java version "1.8.0_381"')).toBe(8);
+    expect(javaMajor('openjdk version "17.0.9" 2023-10-17')).toBe(17);
+    expect(javaMajor('openjdk version "21" 2023-09-19')).toBe(21);
+    expect(javaMajor("no version here")).toBe(0);
+  });
+
+  it("a PORT that is no port, a data folder that is a file, a port in use: refused before anything starts", async () => {
+    const bad = await start({ PORT: "abc", DATA_DIR: join(scratch, "port-data") });
+    expect(bad.stderr).toBe("PORT must be a whole number from 1 to 65535, not 'abc'.\n");
+    expect(bad.status).toBe(1);
+
+    const file = join(scratch, "a-file");
+    await writeFile(file, "x");
+    const notDir = await start({ DATA_DIR: file });
+    expect(notDir.stderr).toBe(`The data folder ${file} is a file: set DATA_DIR (or --data) to a folder.\n`);
+
+    const taken = createServer();
+    const port = await new Promise<number>((ok) => taken.listen(0, "127.0.0.1", () => ok((taken.address() as { port: number }).port)));
+    try {
+      const inUse = await start({ PORT: String(port), DATA_DIR: join(scratch, "in-use-data") });
+      expect(inUse.stderr).toBe(`Port ${port} is already in use: set PORT to another one (PORT=${port + 1} npm start).\n`);
+      expect(inUse.status).toBe(1);
+    } finally {
+      taken.close();
+    }
+  });
+
+  it("a damaged key of the dev identity provider", async () => {
+    const data = join(scratch, "damaged-key");
+    await mkdir(join(data, "idp"), { recursive: true });
+    await writeFile(join(data, "idp", "private.jwk"), "");
+    const res = await run([TSX, "local/token.ts", "--email", "you@example.com", "--data", data], cleanEnv({}));
+    expect(res.stderr).toBe(`The dev identity provider's key ${join(data, "idp", "private.jwk")} is damaged: delete it and start again (tokens made with it stop working).\n`);
+    expect(res.stdout + res.stderr).not.toMatch(STACK);
+    expect(res.status).toBe(1);
+  });
+
+  it("a damaged DynamoDB Local database: says which folder, and leaves no DynamoDB Local running", async () => {
+    const data = join(scratch, "damaged-db");
+    const dbDir = join(data, "dynamodb");
+    await mkdir(dbDir, { recursive: true });
+    await writeFile(join(dbDir, "local_us-east-1.db"), randomBytes(64 * 1024));
+    const res = await start({ DATA_DIR: data, PORT: String(await freePort()) });
+    expect(res.stderr).toBe(`DynamoDB Local cannot read its data in ${dbDir}: move that folder away (or delete it to start afresh) and try again.\n`);
+    expect(res.status).toBe(1);
+    const left = spawnSync("pgrep", ["-f", dbDir], { encoding: "utf8" });
+    expect(left.stdout.trim()).toBe("");
   }, 60_000);
 });
