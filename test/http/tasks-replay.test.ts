@@ -11,6 +11,7 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { call, newWorkspace } from "../support/api";
 import { waitFor } from "../support/multipart";
 import { sourceWith } from "../support/sources";
+import { conversation, firstAttemptDies, settled, spawned } from "../support/tasks";
 import { topUp } from "../support/billing";
 import { db } from "../../core/db/service";
 import { dynamoClient } from "../../core/db/client";
@@ -18,57 +19,11 @@ import { runsOf } from "../../core/agent";
 import { outcomeMessageIdOf, readTask, setTaskRunner, taskRunner } from "../../core/task";
 import { OUTCOME_WINDOW_MS, sweepTasks } from "../../core/task/sweeper";
 import { TaskSettings } from "../../core/task/settings";
-import { dropLocalExecution, localTaskRunner } from "../../local/tasks";
-import type { TaskExecutionInput } from "../../core/task/runner";
+import { localTaskRunner } from "../../local/tasks";
 
 type Ws = Awaited<ReturnType<typeof newWorkspace>>;
 /** A middleware of the table's client (the SDK's initialize step). */
 type Mw = (next: (args: { input: object }) => Promise<unknown>, context: { commandName?: string }) => (args: { input: object }) => Promise<unknown>;
-
-async function conversation(token: string, workspaceId: string): Promise<string> {
-  const res = await call("POST", "/api/chat/conversations", { token, body: { workspace_id: workspaceId } });
-  expect(res.status, res.text).toBe(201);
-  return res.body.id as string;
-}
-
-async function spawned(ws: Ws, conv: string, body: Record<string, unknown>): Promise<string> {
-  const res = await call("POST", "/api/tasks/spawn", { token: ws.owner.token, body: { workspace_id: ws.workspace.id, conversation_id: conv, ...body } });
-  expect(res.status, res.text).toBe(201);
-  return res.body.id as string;
-}
-
-/** The task once it reached a terminal status (polled through GET /api/tasks/{id}). */
-async function settled(token: string, id: string, timeoutMs = 90_000) {
-  return waitFor(async () => {
-    const res = await call("GET", `/api/tasks/${id}`, { token });
-    expect(res.status, res.text).toBe(200);
-    return ["completed", "failed", "cancelled"].includes(res.body.status) ? res.body : null;
-  }, timeoutMs, 50);
-}
-
-const realRun = async (input: unknown) => (await import("../../functions/steps/task-run")).handler(input as TaskExecutionInput);
-
-/**
- * The next task's first attempt runs until its worker stops (here: the write that fails below), and then its
- * execution is dropped (as kill -9 would) and its Run never answers. Later attempts run as usual.
- */
-function firstAttemptDies() {
-  let first = true;
-  setTaskRunner(
-    localTaskRunner({
-      handlers: {
-        Run: async (input) => {
-          const i = input as TaskExecutionInput;
-          if (!first || i.attempt !== 1) return realRun(input);
-          first = false;
-          await realRun(input).catch(() => undefined);
-          dropLocalExecution(i);
-          return new Promise(() => undefined);
-        },
-      },
-    }),
-  );
-}
 
 /** Run `body` with a middleware on the table's client; removed after, whatever happens. */
 async function withMiddleware<T>(name: string, mw: Mw, body: () => Promise<T>): Promise<T> {

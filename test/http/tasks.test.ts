@@ -12,6 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { call, newUser, newWorkspace } from "../support/api";
 import { realFile, uploadResearch, waitFor } from "../support/multipart";
 import { sourceWith } from "../support/sources";
+import { conversation, firstAttemptDies, realRun, settled, spawned } from "../support/tasks";
 import { setAccount, topUp } from "../support/billing";
 import { connectDrive, DriveStandIn, useDriveSettings } from "../support/drive-standin";
 import { expectEnvelope } from "./_helpers";
@@ -25,33 +26,9 @@ import type { TaskExecutionInput } from "../../core/task/runner";
 
 type Ws = Awaited<ReturnType<typeof newWorkspace>>;
 
-async function conversation(token: string, workspaceId: string): Promise<string> {
-  const res = await call("POST", "/api/chat/conversations", { token, body: { workspace_id: workspaceId } });
-  expect(res.status, res.text).toBe(201);
-  return res.body.id as string;
-}
-
 /** A task of the workspace's owner, spawned over the API. */
 const spawn = (ws: Ws, conv: string, body: Record<string, unknown>, token = ws.owner.token) =>
   call("POST", "/api/tasks/spawn", { token, body: { workspace_id: ws.workspace.id, conversation_id: conv, ...body } });
-
-async function spawned(ws: Ws, conv: string, body: Record<string, unknown>): Promise<string> {
-  const res = await spawn(ws, conv, body);
-  expect(res.status, res.text).toBe(201);
-  return res.body.id as string;
-}
-
-/** The task once it reached a terminal status (polled through GET /api/tasks/{id}). */
-async function settled(token: string, id: string, timeoutMs = 90_000) {
-  return waitFor(async () => {
-    const res = await call("GET", `/api/tasks/${id}`, { token });
-    expect(res.status, res.text).toBe(200);
-    return ["completed", "failed", "cancelled"].includes(res.body.status) ? res.body : null;
-  }, timeoutMs, 50);
-}
-
-/** The Run state's real step, for runners that hold it first. */
-const realRun = async (input: unknown) => (await import("../../functions/steps/task-run")).handler(input as TaskExecutionInput);
 
 /** A gate a held step waits at. */
 function gate() {
@@ -561,28 +538,6 @@ describe("fs_research (Power plan)", () => {
     expect(done.result_data.report).toContain("File: Site visit notes");
   });
 });
-
-/**
- * The next task's first attempt runs, and its worker dies once `until` resolves: its execution and worker are dropped
- * (as kill -9 would) and its Run never answers. Later attempts run as usual.
- */
-function firstAttemptDies(until: (input: TaskExecutionInput, run: Promise<unknown>) => Promise<void>) {
-  let first = true;
-  setTaskRunner(
-    localTaskRunner({
-      handlers: {
-        Run: async (input) => {
-          const i = input as TaskExecutionInput;
-          if (!first || i.attempt !== 1) return realRun(input);
-          first = false;
-          await until(i, realRun(input));
-          dropLocalExecution(i);
-          return new Promise(() => undefined);
-        },
-      },
-    }),
-  );
-}
 
 describe("the sweeper: a dead worker's task does not stay running", () => {
   let r: Awaited<ReturnType<typeof researchedWorkspace>>;
