@@ -4,6 +4,7 @@
  * a CSV file under `.data/` on the local stage with the rows the sheet gets (header first; formula-like cells marked
  * as text, see `CsvSheet`).
  */
+import { randomUUID } from "node:crypto";
 import { mkdir, rename, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import Papa from "papaparse";
@@ -28,8 +29,11 @@ export class CsvSheet implements SheetTarget {
 
   async replaceRows(rows: string[][]): Promise<void> {
     await mkdir(dirname(this.path), { recursive: true });
-    await writeFile(`${this.path}.tmp`, `${Papa.unparse(rows, { newline: "\r\n", escapeFormulae: true })}\r\n`, "utf8");
-    await rename(`${this.path}.tmp`, this.path);
+    // A name of its own per write: two syncs at once each rename their own file (the last one wins), never one
+    // another's half-written or already-renamed one.
+    const partial = `${this.path}.${randomUUID()}.tmp`;
+    await writeFile(partial, `${Papa.unparse(rows, { newline: "\r\n", escapeFormulae: true })}\r\n`, "utf8");
+    await rename(partial, this.path);
   }
 }
 

@@ -337,6 +337,10 @@ describe("POST /api/admin/plg/sync-sheets", () => {
     const positions = rows.slice(1).map((r) => Number(r[3]));
     expect(positions).toEqual([...positions].sort((a, b) => a - b));
     expect(rows.some((r) => r[2] === 'Comma, Quote "Q"')).toBe(true);
+    // Syncs at once each write a whole file (each its own temporary name): none fails on another's rename.
+    const together = await Promise.all(Array.from({ length: 4 }, () => call("POST", "/api/admin/plg/sync-sheets", { token })));
+    expect(together.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    expect(Papa.parse<string[]>((await readFile(process.env.WAITLIST_CSV_PATH!, "utf8")).trim()).data).toHaveLength(1 + res.body.synced_count);
   });
 
   it("in a deployed stage without the spreadsheet settings (unset or `none`): 503 naming them; a key that is not a service-account key: 503 naming it", async () => {
