@@ -271,7 +271,8 @@ export async function installed(userId: string, workspaceId: string): Promise<In
  * Install a skill in a workspace (spec 01 `POST /api/skills/install/{slug}`; the route's plan gate is has_skills): an
  * official skill, or the workspace's own custom skill after it was uninstalled. Installing what is installed already
  * answers the existing installation (a retried request changes nothing).
- * @throws AppError NOT_FOUND (404) for an unknown slug or another workspace's custom skill; FORBIDDEN (403).
+ * @throws AppError NOT_FOUND (404) for an unknown slug or another workspace's custom skill, or a custom skill deleted
+ *   meanwhile; FORBIDDEN (403); CONFLICT (409, retryable) when the write met another on the skill.
  */
 export async function install(userId: string, slug: string, input: InstallInput): Promise<InstalledSkill> {
   const ws = input.workspace_id;
@@ -279,16 +280,30 @@ export async function install(userId: string, slug: string, input: InstallInput)
   const record = await resolve(slug, ws);
   if (!record) throw notFound(slug);
   let item: InstallItem | null;
-  try {
-    // The installation as written: a re-read could miss it, uninstalled or its skill deleted since.
-    item = (
-      await db()
-        .entities.skillInstall.create({ workspace_id: ws, slug, id: randomUUID(), is_official: record.is_official, is_enabled: true, config: input.config ?? {}, installed_by: userId })
-        .go()
-    ).data as InstallItem;
-  } catch (err) {
-    if (!isConditionalFailure(err)) throw err;
-    item = await installItem(ws, slug);
+  const fresh = { workspace_id: ws, slug, id: randomUUID(), is_official: record.is_official, is_enabled: true, config: input.config ?? {}, installed_by: userId };
+  if (!record.is_official) {
+    // A custom skill is installed only while it exists (the skill read, by its id): a deletion between the read and
+    // this write would leave an installation of nothing, which a later skill of the slug would inherit.
+    const written = { ...fresh, installed_at: new Date().toISOString(), activation_count: 0 };
+    const result = await createWriteTransaction(db().pick("customSkill", "skillInstall"), ({ customSkill, skillInstall }) => [
+      customSkill.check({ workspace_id: ws, slug }).where((a, op) => op.eq(a.id, record.id)).commit(),
+      skillInstall.create(written).commit(),
+    ]).go();
+    const codes = result.canceled ? cancelCodes(result) : [];
+    if (codes[0] === "ConditionalCheckFailed") throw notFound(slug);
+    if (result.canceled && codes[1] !== "ConditionalCheckFailed") {
+      throw new AppError("CONFLICT", `The skill ${slug} changed while it was installed; try again`, { retryable: true });
+    }
+    // Written: what was written (a re-read could find it removed since). Installed already: that installation.
+    item = result.canceled ? await installItem(ws, slug) : (written as InstallItem);
+  } else {
+    try {
+      // The installation as written: a re-read could miss it, uninstalled since.
+      item = (await db().entities.skillInstall.create(fresh).go()).data as InstallItem;
+    } catch (err) {
+      if (!isConditionalFailure(err)) throw err;
+      item = await installItem(ws, slug);
+    }
   }
   forgetUsage(slug);
   // Installed already, and removed between the create and the read (an uninstall, a deletion of the custom skill).

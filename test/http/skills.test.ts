@@ -352,10 +352,25 @@ describe("writes racing a DELETE of the same skill (it was a 500)", () => {
       `skill#install#${s}`,
       () => call("DELETE", `/api/skills/custom/${s}`, { token: p.token, query: { workspace_id: p.ws } }),
       () => call("POST", `/api/skills/install/${s}`, { token: p.token, body: { workspace_id: p.ws } }),
-      /^Put/,
+      /^TransactWrite/,
     );
     expect(again.status, again.text).toBe(200);
     expect(again.body).toMatchObject({ skill: { slug: s, is_official: false } });
+  });
+
+  it("POST /api/skills/install/{slug} of a custom skill deleted just before the write: 404, and no installation of nothing is left", async () => {
+    const p = await paidWorkspace();
+    const s = slug();
+    await call("POST", "/api/skills/custom", { token: p.token, body: customBody(p.ws, s) });
+    expect((await call("DELETE", `/api/skills/install/${s}`, { token: p.token, query: { workspace_id: p.ws } })).status).toBe(200);
+    const res = await deletedBeforeUpdate(
+      `skill#install#${s}`,
+      () => call("DELETE", `/api/skills/custom/${s}`, { token: p.token, query: { workspace_id: p.ws } }),
+      () => call("POST", `/api/skills/install/${s}`, { token: p.token, body: { workspace_id: p.ws } }),
+      /^(Put|TransactWrite)/,
+    );
+    expectEnvelope(res, 404, "NOT_FOUND");
+    expect((await partitionItems(`ws#${p.ws}`)).map((i) => String(i.sk)).filter((sk) => sk.includes(s))).toEqual([]);
   });
 });
 

@@ -52,6 +52,7 @@ export const skillsRoutes = defineRoutes({
     params: SkillSlugParams, body: InstallInput,
     feature: "has_skills",
     responses: { 200: InstalledSkill },
+    errors: ["CONFLICT"],
   },
   "skills.uninstall": {
     method: "DELETE", path: "/api/skills/install/{slug}", group: "skills", access: "user", workspaceScope: "query",
