@@ -322,6 +322,16 @@ async function claimRefresh(row: IntegrationItem, now: number): Promise<boolean>
   }
 }
 
+/** Give up the refresh claim on this grant (its version), so the next caller may refresh; a failure is left to expire. */
+async function releaseRefreshClaim(row: IntegrationItem): Promise<void> {
+  await db()
+    .entities.integration.patch({ workspace_id: row.workspace_id, kind: row.kind })
+    .remove(["refresh_claimed_until"])
+    .where((a, op) => op.eq(a.token_version, row.token_version))
+    .go()
+    .catch(() => undefined);
+}
+
 async function refresh(row: IntegrationItem, tokens: TokenSet): Promise<Grant> {
   const kind = row.kind;
   const { as, client, auth, options } = clientOf(PROVIDERS[kind]);
@@ -348,7 +358,7 @@ async function refresh(row: IntegrationItem, tokens: TokenSet): Promise<Grant> {
       (err instanceof oauth.ResponseBodyError && (err.status === 401 || err.error === "invalid_client")) || oauthErrorInBody(err) === "incorrect_client_credentials";
     if (clientRefused) {
       integrationLog().error("the provider refused our OAuth client credentials at refresh; check the client id and secret settings", { kind, workspace_id: row.workspace_id, ...oauthFailure(err) });
-      await db().entities.integration.patch({ workspace_id: row.workspace_id, kind }).remove(["refresh_claimed_until"]).where((a, op) => op.eq(a.token_version, row.token_version)).go().catch(() => undefined);
+      await releaseRefreshClaim(row);
       throw new AppError("SERVICE_UNAVAILABLE", `${PROVIDERS[kind].name} refused this service's credentials; an operator must fix them`);
     }
     if (refused) {
@@ -358,7 +368,7 @@ async function refresh(row: IntegrationItem, tokens: TokenSet): Promise<Grant> {
     }
     integrationLog().warn("integration token refresh failed; the next use tries again", { kind, workspace_id: row.workspace_id, token_version: row.token_version, ...oauthFailure(err) });
     // A transient failure: release the claim so the next caller may try.
-    await db().entities.integration.patch({ workspace_id: row.workspace_id, kind }).remove(["refresh_claimed_until"]).where((a, op) => op.eq(a.token_version, row.token_version)).go().catch(() => undefined);
+    await releaseRefreshClaim(row);
     throw new AppError("SERVICE_UNAVAILABLE", `${PROVIDERS[kind].name} did not refresh the token; retry shortly`);
   }
   const sealed = await sealTokens(next, { workspace_id: row.workspace_id, kind });

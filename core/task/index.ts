@@ -16,7 +16,7 @@ import { db, type EntityName } from "../db/service";
 import { getAll } from "../db/bulk";
 import { asWrite, commitWrites, type WriteItem } from "../db/agent-write";
 import { isConditionalFailure } from "../db/errors";
-import { LOCATE_RETRY_MS, requireMember, requireResourceById } from "../workspace";
+import { locateFresh, requireMember, requireResourceById } from "../workspace";
 import { requireActiveSubscription } from "../billing";
 import { planOf } from "../billing/gates";
 import { payerOf, startCharge } from "../billing/charge";
@@ -124,18 +124,12 @@ export async function locateTask(taskId: string): Promise<{ workspace_id: string
 }
 
 /**
- * `locateTask`, asked again after `LOCATE_RETRY_MS` while the id index does not know the id yet (as
+ * `locateTask`, asked again briefly (`locateFresh`) while the id index does not know the id yet (as
  * `requireResourceById` does for `/status` and `/{id}`): gsi1 lags its table, and a progress stream opened right
  * after the spawn must not answer 404 for the id the spawn just gave. An unknown id pays the wait before its 404.
  */
 export async function locateTaskFresh(taskId: string): Promise<{ workspace_id: string; created_by: string } | null> {
-  let found = await locateTask(taskId);
-  for (const ms of LOCATE_RETRY_MS) {
-    if (found) break;
-    await new Promise((resolve) => setTimeout(resolve, ms));
-    found = await locateTask(taskId);
-  }
-  return found;
+  return (await locateFresh(async () => (await locateTask(taskId)) ?? undefined)) ?? null;
 }
 
 /**

@@ -197,7 +197,7 @@ export const LOCATE_RETRY_MS = [100, 300] as const;
  * be missing from it for a few hundred milliseconds, and a 404 for an id the caller was just given is wrong. An id
  * that does not exist pays the wait (0.4 s) before its 404.
  */
-async function locateFresh<L>(locate: () => Promise<L | undefined>): Promise<L | undefined> {
+export async function locateFresh<L>(locate: () => Promise<L | undefined>): Promise<L | undefined> {
   let found = await locate();
   for (const ms of LOCATE_RETRY_MS) {
     if (found) break;
