@@ -11,9 +11,11 @@
  * - a recommendation that names no insight: linked to the insights its words share most with;
  * - a document that lacks a required section or cites no insight: drafted again by the document engine from the same
  *   recommendation and insights, with the instruction to include the section (a user's "without X" does not remove a
- *   section its type's contract requires), saved with an `ai_draft` revision that says why. The save is conditioned
- *   on the version the redraft started from: a document edited or deleted meanwhile keeps the member's change, and
- *   the repair is abandoned (reported, never an error of the run).
+ *   section its type's contract requires), saved with an `ai_draft` revision that says why.
+ *
+ * Every repair writes on the version it read (a document's `version`, an insight's or recommendation's `updated_at`),
+ * and only while the artifact still fails as judged (the same title; still no insight named): an artifact edited or
+ * deleted meanwhile keeps the member's change, and the repair is abandoned (reported, never an error of the run).
  */
 import { REDACTION_RE } from "../ai/synthesis/markers";
 import { model } from "../ai/select";
@@ -113,12 +115,24 @@ export async function repairArtifacts(userId: string, workspaceId: string, contr
   );
   for (const f of uniqueBy(titles, (f) => f.target)) {
     const { data } = await db().entities.insight.get({ workspace_id: workspaceId, id: f.target }).go({ consistent: true });
-    const title = data ? titleFromEvidence({ quotes: data.quotes ?? [] }) : undefined;
-    if (!data || !title) {
+    if (!data || data.title !== f.title) {
+      // Deleted or retitled since the contract judged it: the member's change stands.
+      out.abandoned.push({ target: f.target, note: `insight ${f.target} was ${data ? "retitled" : "deleted"} after it was judged; the member's change stands and the repair was dropped` });
+      continue;
+    }
+    const title = titleFromEvidence({ quotes: data.quotes ?? [] });
+    if (!title) {
       out.unfixable.push(`insight ${f.target}: no sentence of its quotes can title it`);
       continue;
     }
-    await Insight.update(userId, f.target, { title });
+    try {
+      // On the version read: a member's edit between this read and the write wins.
+      await Insight.update(userId, f.target, { title }, { expectedUpdatedAt: data.updated_at });
+    } catch (err) {
+      if (!changedOrGone(err)) throw err;
+      out.abandoned.push({ target: f.target, note: `insight ${f.target} was changed while it was retitled; the member's change stands and the repair was dropped` });
+      continue;
+    }
     out.fixed.push(`retitled insight ${f.target} from its evidence: "${f.title}" → "${title}"`);
   }
   for (const f of contract.failures) {
@@ -129,7 +143,11 @@ export async function repairArtifacts(userId: string, workspaceId: string, contr
     const { data: insights } = await db().entities.insight.query.byWorkspace({ workspace_id: workspaceId }).go({ pages: "all", attributes: ["id", "title", "description", "is_archived"] });
     for (const f of unlinked) {
       const { data: rec } = await db().entities.recommendation.get({ workspace_id: workspaceId, id: f.target }).go({ consistent: true });
-      if (!rec) continue;
+      if (!rec || rec.addresses_insight_ids?.length) {
+        // Deleted or linked since the contract judged it: the member's change stands.
+        out.abandoned.push({ target: f.target, note: `recommendation ${f.target} was ${rec ? "linked" : "deleted"} after it was judged; the member's change stands and the repair was dropped` });
+        continue;
+      }
       const words = contentWords(`${rec.title} ${rec.description}`);
       const ranked = insights
         .filter((i) => !i.is_archived)
@@ -141,7 +159,13 @@ export async function repairArtifacts(userId: string, workspaceId: string, contr
         out.unfixable.push(`recommendation ${f.target}: no insight shares its words`);
         continue;
       }
-      await Recommendation.update(userId, f.target, { addresses_insight_ids: ranked.map((r) => r.id) });
+      try {
+        await Recommendation.update(userId, f.target, { addresses_insight_ids: ranked.map((r) => r.id) }, { expectedUpdatedAt: rec.updated_at });
+      } catch (err) {
+        if (!changedOrGone(err)) throw err;
+        out.abandoned.push({ target: f.target, note: `recommendation ${f.target} was changed while it was linked; the member's change stands and the repair was dropped` });
+        continue;
+      }
       out.fixed.push(`linked recommendation ${f.target} to the insights it addresses: ${ranked.map((r) => r.id).join(", ")}`);
     }
   }
@@ -162,7 +186,7 @@ function groupBy<T>(items: T[], key: (t: T) => string): Map<string, T[]> {
   return m;
 }
 
-/** A document write refused because the document changed (CONFLICT) or is gone (NOT_FOUND) since it was read. */
+/** A write refused because the artifact changed (CONFLICT) or is gone (NOT_FOUND) since it was read. */
 const changedOrGone = (err: unknown) => err instanceof AppError && (err.code === "CONFLICT" || err.code === "NOT_FOUND");
 
 /**

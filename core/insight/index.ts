@@ -181,11 +181,20 @@ export async function get(userId: string, insightId: string): Promise<InsightVie
  * centroid and writes the new text's search vector (both with the change, in one write).
  * For an approved pending action (`opts`, DESIGN.md 6.2) the change carries the action's id in the same write and
  * commits together with `opts.settle`.
+ * `opts.expectedUpdatedAt`: write only over the insight as it was at that `updated_at` (a caller that judged an earlier
+ * read, such as the harness's quality repair, must not overwrite a member's change made since).
  * @throws AppError NOT_FOUND (404); CONFLICT (409) when its title or description changed between the read and the write
- *   (the search vector is of the text read); SettlementRefused when the executor lost the action meanwhile (nothing written).
+ *   (the search vector is of the text read), or it is no longer at `opts.expectedUpdatedAt`; SettlementRefused when the
+ *   executor lost the action meanwhile (nothing written).
  */
-export async function update(userId: string, insightId: string, input: UpdateInsightInput, opts: AgentWrite<InsightWritten> = {}): Promise<InsightView> {
+export async function update(
+  userId: string,
+  insightId: string,
+  input: UpdateInsightInput,
+  opts: AgentWrite<InsightWritten> & { expectedUpdatedAt?: string } = {},
+): Promise<InsightView> {
   const item = await requireInsight(userId, insightId);
+  if (opts.expectedUpdatedAt !== undefined && item.updated_at !== opts.expectedUpdatedAt) throw new AppError("CONFLICT", "The insight changed meanwhile; read it again and retry");
   const textChanged = input.title !== undefined || input.description !== undefined;
   const { notes, rating, ...rest } = input;
   const removals: ("notes" | "rating" | "vector" | "embedder_id" | "search_vector" | "search_scale" | "search_embedder_id")[] = [];
@@ -204,8 +213,13 @@ export async function update(userId: string, insightId: string, input: UpdateIns
     .remove(removals)
     // The search vector is of the text read above: written only over that text (two text edits at once would leave
     // the vector of a text the insight no longer has).
-    .where((a, op) => (textChanged ? `${op.eq(a.title, item.title)} AND ${op.eq(a.description, item.description)}` : ""));
-  /** A refused condition: the insight is gone (404), or its text changed meanwhile (409). */
+    .where((a, op) =>
+      [
+        ...(textChanged ? [op.eq(a.title, item.title), op.eq(a.description, item.description)] : []),
+        ...(opts.expectedUpdatedAt !== undefined ? [op.eq(a.updated_at, opts.expectedUpdatedAt)] : []),
+      ].join(" AND "),
+    );
+  /** A refused condition: the insight is gone (404), or its text (or, with `expectedUpdatedAt`, anything) changed meanwhile (409). */
   const refused = async (): Promise<AppError> => {
     const { data: now } = await db().entities.insight.get({ workspace_id: item.workspace_id, id: item.id }).go({ consistent: true });
     return now ? new AppError("CONFLICT", "The insight's text changed meanwhile; read it again and retry") : Errors.notFound("Insight");

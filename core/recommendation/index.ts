@@ -121,9 +121,16 @@ export async function get(userId: string, id: string): Promise<RecommendationVie
   return toView(await requireRecommendation(userId, id));
 }
 
-/** `PATCH /api/recommendations/{id}`: resource fields only; null clears an optional field. */
-export async function update(userId: string, id: string, input: UpdateRecommendationInput): Promise<RecommendationView> {
+/**
+ * `PATCH /api/recommendations/{id}`: resource fields only; null clears an optional field.
+ * `opts.expectedUpdatedAt`: write only over the recommendation as it was at that `updated_at` (the harness's quality
+ * repair judged an earlier read, and must not overwrite a member's change made since).
+ * @throws AppError NOT_FOUND (404) when it is gone; CONFLICT (409) when it is no longer at `opts.expectedUpdatedAt`.
+ */
+export async function update(userId: string, id: string, input: UpdateRecommendationInput, opts: { expectedUpdatedAt?: string } = {}): Promise<RecommendationView> {
   const item = await requireRecommendation(userId, id);
+  const changed = () => new AppError("CONFLICT", "The recommendation changed meanwhile; reload and retry");
+  if (opts.expectedUpdatedAt !== undefined && item.updated_at !== opts.expectedUpdatedAt) throw changed();
   if (input.addresses_insight_ids) await checkInsightIds(item.workspace_id, input.addresses_insight_ids);
   const set: Record<string, unknown> = {};
   const removals: string[] = [];
@@ -136,11 +143,17 @@ export async function update(userId: string, id: string, input: UpdateRecommenda
       .entities.recommendation.patch({ workspace_id: item.workspace_id, id })
       .set(set)
       .remove(removals as never)
+      .where((a, op) => (opts.expectedUpdatedAt !== undefined ? op.eq(a.updated_at, opts.expectedUpdatedAt) : ""))
       .go({ response: "all_new" });
     return toView(data as RecommendationItem);
   } catch (err) {
-    // Deleted between the read and the write (the patch is conditioned on the item being there).
-    if (isConditionalFailure(err)) throw Errors.notFound("Recommendation");
+    // Deleted between the read and the write (the patch is conditioned on the item being there), or changed since
+    // `expectedUpdatedAt`: a read says which.
+    if (isConditionalFailure(err)) {
+      if (opts.expectedUpdatedAt === undefined) throw Errors.notFound("Recommendation");
+      const { data: now } = await db().entities.recommendation.get({ workspace_id: item.workspace_id, id }).go({ consistent: true });
+      throw now ? changed() : Errors.notFound("Recommendation");
+    }
     throw err;
   }
 }
