@@ -354,8 +354,30 @@ export class Harness {
           emit: this.emit,
           onToolResult: this.onToolResult,
         });
+        if (next.status !== "success" && next.stopReason === "aborted") return merge(current, next); // the client left: partial
+        if (next.status !== "success") {
+          // The rewrite ran out of turns or output before it finished: the complete answer before it stands, as
+          // judged (the rewrite's turns and usage were spent, and what it queued is queued).
+          const spent = merge(current, next);
+          current = { ...spent, text: current.text, thinking: current.thinking, thinkingBlocks: current.thinkingBlocks, messages: current.messages, status: current.status, stopReason: current.stopReason };
+          degraded = true;
+          if (next.stopReason === "max_turns") this.budgetSpent = true;
+          this.o.sink.send("harness_degraded", {
+            rqs: verdict.rqs,
+            threshold: RQS_THRESHOLD,
+            attempts: retries + 1,
+            issues: [...verdict.contract.issues, ...verdict.verifier.issues],
+            reason:
+              next.stopReason === "max_turns"
+                ? `The query's ${this.o.maxTurns} turns (max_turns) ran out during the rewrite: the answer before it stands`
+                : "The rewrite was cut off before it finished: the answer before it stands",
+            answer_kept: "previous",
+            ...abandoned,
+            ...(next.stopReason === "max_turns" ? { turn_budget_spent: true } : {}),
+          });
+          break;
+        }
         current = merge(current, next);
-        if (next.status !== "success") return current; // stopped mid-repair: not judged further
       }
       verdict = await this.judge(current, retries + 1);
     }

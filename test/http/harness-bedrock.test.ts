@@ -15,7 +15,7 @@ import { MAX_QUALITY_RETRIES } from "../../core/harness";
 import { call, newWorkspace } from "../support/api";
 import { uploadResearch, waitFor } from "../support/multipart";
 import { liveGateway, orderProblems, readStream, type WireEvent } from "../support/sse";
-import { recorded, type Frame } from "../support/bedrock-stream";
+import { recorded, toolCallTurn, type Frame } from "../support/bedrock-stream";
 import { startBedrockServer, type BedrockServer } from "../support/bedrock-server";
 import { topUp } from "../support/billing";
 
@@ -124,6 +124,29 @@ describe("the verifier and the repair on Bedrock", () => {
     expect(degraded.rqs).toBeLessThanOrEqual(49);
     const run = (await runsOf(ws)).find((r) => (r.input_data as { conversation_id?: string }).conversation_id === events.at(-1)!.data.conversation_id)!;
     expect(run).toMatchObject({ verifier_passed: false, quality: { degraded: true, retries: 2 } });
+  });
+
+  it("a rewrite the turn budget cuts off keeps the complete answer before it, degraded, not a partial run", async () => {
+    // Turn 1 answers with the altered quote; the rewrite (turn 2, the last of max_turns 2) calls a tool and is cut.
+    bedrock.reply({ frames: answer(fill(altered)) }, { frames: toolCallTurn("tooluse_budget", "search_insights", { query: "login screen" }, { inputTokens: 120, outputTokens: 30 }) });
+
+    const events = await readStream(gw.base, "/api/stream/chat", token, { workspace_id: ws, prompt: "Why are people signed out?", max_turns: 2 });
+
+    expect(orderProblems(events)).toEqual([]);
+    expect(of(events, "error")).toEqual([]);
+    expect(of(events, "harness_retry")).toEqual([expect.objectContaining({ kind: "quality", attempt: 2, rewrites_answer: true })]);
+    expect(of(events, "harness_degraded")).toEqual([
+      expect.objectContaining({ attempts: 2, answer_kept: "previous", turn_budget_spent: true, reason: "The query's 2 turns (max_turns) ran out during the rewrite: the answer before it stands" }),
+    ]);
+    const done = events.at(-1)!.data;
+    expect(done.num_turns).toBe(2);
+    const conv = await call("GET", `/api/chat/conversations/${done.conversation_id}`, { token });
+    expect(conv.body.messages.at(-1).content).toBe(fill(altered));
+    const run = (await runsOf(ws)).find((r) => (r.input_data as { conversation_id?: string }).conversation_id === done.conversation_id)!;
+    // Charged as the complete run it is, with both model calls' tokens.
+    expect(run).toMatchObject({ status: "success", verifier_passed: false, quality: { degraded: true, retries: 1, turn_budget_spent: true } });
+    const usage = (recorded("claude-v2-text.json").frames.find((f) => f.type === "metadata")!.body as { usage: { totalTokens: number } }).usage;
+    expect(run.tokens_used).toBe(usage.totalTokens + 150);
   });
 });
 

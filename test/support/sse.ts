@@ -94,8 +94,8 @@ export function readStream(base: string, path: string, token: string, body: unkn
  * and `mission_proposed`); each thread `agent_thread_start` → `harness_subtask_start` → its own events (tagged
  * `subtask_index`) → `harness_subtask_done` → `agent_thread_done`, once each, and only after the threads it depends
  * on are done; a mission's tokens after its last thread; `harness_contract` then `harness_verifier` per judgement,
- * `harness_retry` (quality) only between judgements, `harness_degraded` after the last, `validation_sync` after
- * that; `error` only followed by `context_metrics` and `done`; and the stream ends with `context_metrics`, `done`.
+ * `harness_retry` (quality) only between judgements, `harness_degraded` after the last (or right after a retry whose
+ * rewrite was cut off, `answer_kept: "previous"`), `validation_sync` after that; `error` only followed by `context_metrics` and `done`; and the stream ends with `context_metrics`, `done`.
  * @returns the violations, in words (empty when the order is valid)
  */
 export function orderProblems(events: WireEvent[]): string[] {
@@ -158,8 +158,10 @@ export function orderProblems(events: WireEvent[]): string[] {
   // Judgements: (contract, verifier) pairs; quality retries between pairs; degraded after the last; validation_sync last.
   const post = names.map((n, i) => ({ n, i, e: events[i]! })).filter((x) => ["harness_contract", "harness_verifier", "harness_degraded", "validation_sync"].includes(x.n) || (x.n === "harness_retry" && x.e.data?.kind === "quality"));
   let expect: string[] = ["harness_contract"];
-  for (const { n, i } of post) {
-    if (!expect.includes(n)) problems.push(`${at(i)}: expected ${expect.join(" or ")}`);
+  for (const { n, i, e } of post) {
+    // A rewrite cut off before it finished is not judged: its degraded event (the answer before it kept) follows the retry.
+    const cutRewrite = n === "harness_degraded" && e.data?.answer_kept === "previous" && names[post[post.findIndex((x) => x.i === i) - 1]?.i ?? -1] === "harness_retry";
+    if (!expect.includes(n) && !cutRewrite) problems.push(`${at(i)}: expected ${expect.join(" or ")}`);
     expect = n === "harness_contract" ? ["harness_verifier"] : n === "harness_verifier" ? ["harness_retry", "harness_degraded", "validation_sync"] : n === "harness_retry" ? ["harness_contract"] : n === "harness_degraded" ? ["validation_sync"] : [];
   }
   if (post.length && post.at(-1)!.n !== "validation_sync") problems.push("the post-flight does not end with validation_sync");
