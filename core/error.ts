@@ -13,8 +13,6 @@ export const ERROR_STATUS = {
   USAGE_LIMIT_EXCEEDED: 402,
   SUBSCRIPTION_REQUIRED: 402,
   FORBIDDEN: 403,
-  /** A plan-feature gate (require_feature, spec 02 Limits: Plans) failed: the plan lacks the feature. */
-  PLAN_FEATURE_REQUIRED: 403,
   PRODUCT_ACCESS_REQUIRED: 403,
   NOT_FOUND: 404,
   USER_NOT_FOUND: 404,

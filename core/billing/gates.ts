@@ -15,7 +15,7 @@ import { entitlementOf } from "./entitlement";
 import { PLAN_ORDER, PLANS, type Plan, type PlanLimits } from "./plans";
 
 /** Plan feature flags a route can require (spec 02 feature flags). */
-export type PlanFeature = "has_integrations" | "has_codehost" | "has_skills" | "has_custom_skills" | "has_overnight_cycles" | "has_api_access" | "has_research_graph";
+export type PlanFeature = "has_integrations" | "has_codehost" | "has_skills" | "has_custom_skills" | "has_overnight_cycles" | "has_api_access" | "has_research_graph" | "has_fs_researcher";
 
 /**
  * Plan usage limits a route can require room in (spec 02 Limits: Plans):
@@ -49,16 +49,29 @@ export async function planOf(scope: GateScope): Promise<{ owner: string; plan: P
 }
 
 /**
+ * The refusal of a plan-feature gate (spec 01 Errors: "403 FORBIDDEN … also plan-feature gate failures"): code
+ * FORBIDDEN, told apart from a refused membership by its fields `feature`, `plan` and `required_plan` (the lowest
+ * plan with the feature, null when none has it).
+ * @param what the feature in words for the message (default: the flag's name without `has_`)
+ */
+export function planFeatureRequired(feature: PlanFeature, plan: Plan, what = feature.replace(/^has_/, "").replace(/_/g, " ")): AppError {
+  const needed = lowestWith(feature);
+  return new AppError("FORBIDDEN", `The ${plan} plan does not include ${what}${needed ? `; it needs the ${needed} plan or higher` : ""}`, {
+    feature, plan, required_plan: needed ?? null,
+  });
+}
+
+/** Whether `err` is a plan-feature gate's refusal ({@link planFeatureRequired}), not another 403. */
+export const isPlanFeatureRefusal = (err: unknown): err is AppError => err instanceof AppError && err.code === "FORBIDDEN" && typeof err.extra.feature === "string";
+
+/**
  * require_feature: the plan must have the flag.
- * @throws AppError PLAN_FEATURE_REQUIRED (403) naming the feature, the current plan and the lowest plan with it.
+ * @throws AppError FORBIDDEN (403) naming the feature, the current plan and the lowest plan with it ({@link planFeatureRequired}).
  */
 export async function requireFeature(scope: GateScope, feature: PlanFeature): Promise<void> {
   const { plan, limits } = await planOf(scope);
   if (limits[feature]) return;
-  const needed = lowestWith(feature);
-  throw new AppError("PLAN_FEATURE_REQUIRED", `The ${plan} plan does not include ${feature.replace(/^has_/, "").replace(/_/g, " ")}${needed ? `; it needs the ${needed} plan or higher` : ""}`, {
-    feature, plan, required_plan: needed ?? null,
-  });
+  throw planFeatureRequired(feature, plan);
 }
 
 /** The current figure and the plan's limit of one usage gate (null: unlimited). */
@@ -119,7 +132,7 @@ export async function requireUsage(scope: GateScope, usage: PlanUsage): Promise<
  * Check a route's declared gates for one request (functions/lib/http.ts): membership of the named workspace first,
  * with the route's roles (403 FORBIDDEN, so a caller who may not do this learns nothing about the plan), then
  * require_feature, then require_usage.
- * @throws AppError FORBIDDEN (403), PLAN_FEATURE_REQUIRED (403), USAGE_LIMIT_EXCEEDED (402).
+ * @throws AppError FORBIDDEN (403: not a member, or the plan lacks the feature), USAGE_LIMIT_EXCEEDED (402).
  */
 export async function checkGates(scope: GateScope, gates: { feature?: PlanFeature; usage?: PlanUsage; roles?: readonly ("owner" | "admin" | "member")[] }): Promise<void> {
   if (scope.workspaceId) {

@@ -123,7 +123,7 @@ const redirectTo = (kind: IntegrationKind, outcome: "connected" | "error", reaso
  * account described by `describe`. On any failure nothing is stored (a failed exchange rolls the connection back).
  * @param describe the kind's adapter: reads the account's details with the new access token
  * @returns where to send the browser: the frontend's settings page with `<kind>=connected`, or `<kind>=error&reason=`
- * @throws AppError PLAN_FEATURE_REQUIRED (403) when the workspace's plan lost the kind's feature since connect
+ * @throws AppError FORBIDDEN (403, a plan gate) when the workspace's plan lost the kind's feature since connect
  */
 export async function callback(
   kind: IntegrationKind,

@@ -375,7 +375,7 @@ async function claimOf(slug: string): Promise<{ live: string | null; stale: stri
 /**
  * The caller may author custom skills in the workspace: a member, on a plan with has_custom_skills (checked here as
  * well as on the create route, since an import is a create too).
- * @throws AppError FORBIDDEN (403); PLAN_FEATURE_REQUIRED (403).
+ * @throws AppError FORBIDDEN (403: not a member, or the plan lacks has_custom_skills).
  */
 async function mayAuthor(userId: string, workspaceId: string): Promise<void> {
   await requireMember(userId, workspaceId);
@@ -450,7 +450,7 @@ async function author(userId: string, workspaceId: string, s: NewCustom): Promis
 /**
  * Author a custom skill (spec 01 `POST /api/skills/custom`): version 1.0.0, installed in the authoring workspace.
  * @returns the skill detail (usage_count 1, is_installed true)
- * @throws AppError FORBIDDEN (403) for a non-member; PLAN_FEATURE_REQUIRED (403) without has_custom_skills;
+ * @throws AppError FORBIDDEN (403) for a non-member, or without has_custom_skills;
  *   USAGE_LIMIT_EXCEEDED (402, usage_type custom_skills) at the plan's max_custom_skills; CONFLICT (409) when the slug
  *   is official or another workspace's.
  */

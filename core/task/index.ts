@@ -18,7 +18,7 @@ import { asWrite, commitWrites, type WriteItem } from "../db/agent-write";
 import { isConditionalFailure } from "../db/errors";
 import { locateFresh, requireMember, requireResourceById } from "../workspace";
 import { requireActiveSubscription } from "../billing";
-import { planOf } from "../billing/gates";
+import { planFeatureRequired, planOf } from "../billing/gates";
 import { payerOf, startCharge } from "../billing/charge";
 import { release } from "../billing/ledger";
 import * as Chat from "../chat";
@@ -156,12 +156,12 @@ const dueFrom = (now: number) => new Date(now + TaskSettings.staleMs()).toISOStr
 
 /**
  * `require_feature` for file-store research (spec 02 feature flags: has_fs_researcher, Power only), answered like the
- * route gates (403 PLAN_FEATURE_REQUIRED with the plan and the plan that has it).
+ * route gates (403 FORBIDDEN with the feature, the plan and the plan that has it).
  */
 async function requireFsResearcher(userId: string, workspaceId: string): Promise<void> {
   const { plan, limits } = await planOf({ userId, workspaceId });
   if (limits.has_fs_researcher) return;
-  throw new AppError("PLAN_FEATURE_REQUIRED", `The ${plan} plan does not include fs researcher; it needs the power plan`, { feature: "has_fs_researcher", plan, required_plan: "power" });
+  throw planFeatureRequired("has_fs_researcher", plan, "fs researcher");
 }
 
 /** The conversation must be the caller's, in the workspace (conversations are private, spec 01). @throws 422. */
@@ -244,7 +244,7 @@ export async function createTask(fields: NewTask, alongside?: { entities: Entity
 /**
  * `POST /api/tasks/spawn` (spec 02 Background tasks): a task of the workspace, status pending, its execution started.
  * Checks, in order: membership (403), an active subscription (402), the plan's `has_fs_researcher` for fs_research
- * (403 PLAN_FEATURE_REQUIRED), the conversation is the caller's in this workspace and the target document is the
+ * (403 FORBIDDEN), the conversation is the caller's in this workspace and the target document is the
  * workspace's (422 naming the id), and the account can carry the task's run (402: reserved here, see CHARGED_AS).
  * @returns the task (201).
  */

@@ -19,7 +19,7 @@ import { db } from "../db/service";
 import { getAll } from "../db/bulk";
 import { isConditionalFailure } from "../db/errors";
 import { requireMember, requireResourceById } from "../workspace";
-import { requireFeature } from "../billing/gates";
+import { isPlanFeatureRefusal, requireFeature } from "../billing/gates";
 import { requireDocument, withContent, type DocumentItem } from "../document";
 import { blocksOf } from "../document/block-ops";
 import { FEATURE_OF } from "../integration/oauth";
@@ -386,8 +386,8 @@ async function pushOne(tracker: Tracker, c: Claim): Promise<PushResult> {
  * the rest is queued with its retry-after as the delay and reported `queued`.
  * @param destination set by a queued continuation (the repository the first request resolved)
  * @returns `{results: [{ticket_id, status, external_url, external_id, error, block_removed}], pushed, failed, queued}`
- * @throws AppError FORBIDDEN (403); PLAN_FEATURE_REQUIRED (403: has_codehost for the code host, has_integrations for
- *   the others); NOT_FOUND (404, document); NO_ACTIVE_INTEGRATION (404); VALIDATION_ERROR (422, ticket ids not of the
+ * @throws AppError FORBIDDEN (403: not a member; or the plan lacks has_codehost for the code host, has_integrations
+ *   for the others); NOT_FOUND (404, document); NO_ACTIVE_INTEGRATION (404); VALIDATION_ERROR (422, ticket ids not of the
  *   document; project_key missing for the ticket tool); REPO_NOT_SELECTED and NO_TEAM_SELECTED (422); CODEHOST_TOKEN_ERROR
  *   and the others' (424); SERVICE_UNAVAILABLE (503)
  */
@@ -504,7 +504,7 @@ async function settleRecommendation(userId: string, doc: DocumentItem): Promise<
  * when no platform of the document's pushed tickets is usable, the answer is that platform's 403 or 404.
  * @param startedAt tickets synced at or after this instant are skipped (a queued continuation of the same sync)
  * @returns `{results, synced (category changed), unchanged, errors, queued, recommendation_implemented}`
- * @throws AppError FORBIDDEN (403); NOT_FOUND (404, document); NO_ACTIVE_INTEGRATION (404); PLAN_FEATURE_REQUIRED (403);
+ * @throws AppError FORBIDDEN (403: not a member, or a plan gate); NOT_FOUND (404, document); NO_ACTIVE_INTEGRATION (404);
  *   CODEHOST_TOKEN_ERROR and the others' (424)
  */
 export async function sync(userId: string, input: SyncTicketsInput, startedAt = new Date().toISOString(), opts: { budgetMs?: number } = {}): Promise<SyncTicketsResult> {
@@ -523,7 +523,7 @@ export async function sync(userId: string, input: SyncTicketsInput, startedAt = 
     try {
       await requireIntegration(userId, doc.workspace_id, platform);
     } catch (err) {
-      if (!(err instanceof AppError) || !["NO_ACTIVE_INTEGRATION", "PLAN_FEATURE_REQUIRED"].includes(err.code)) throw err;
+      if (!(err instanceof AppError) || (err.code !== "NO_ACTIVE_INTEGRATION" && !isPlanFeatureRefusal(err))) throw err;
       unusable ??= err;
       for (const t of tickets) results.push(syncOutcome(t, false, `${err.code}: ${err.message}`));
       continue;

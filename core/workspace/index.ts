@@ -373,7 +373,8 @@ export const RESEARCH_CYCLE_MIN_SOURCES = 3;
 /**
  * Change settings; owner or admin. Enabling researchCycleEnabled needs the highest plan, at least 3 research
  * sources and a research program with goals (spec 01).
- * @throws AppError FORBIDDEN (403) naming every unmet requirement.
+ * @throws AppError FORBIDDEN (403) naming every unmet requirement (`unmet_requirements`), with `feature`, `plan` and
+ *   `required_plan` as a plan gate's when the plan is one of them.
  */
 export async function updateSettings(userId: string, workspaceId: string, input: UpdateSettingsInput): Promise<WorkspaceSettings> {
   await requireMember(userId, workspaceId, ["owner", "admin"]);
@@ -385,12 +386,15 @@ export async function updateSettings(userId: string, workspaceId: string, input:
     const unmet: string[] = [];
     // The plan in effect (a cancelled or past-due plan past its period or grace counts as the trial, core/billing).
     const { plan } = entitlementOf(await accountOf((await subscriptionOf(workspaceId)).owner_id));
-    if (plan !== HIGHEST_PLAN) unmet.push(`the ${HIGHEST_PLAN} plan (this workspace is on ${plan})`);
+    const planLacks = plan !== HIGHEST_PLAN;
+    if (planLacks) unmet.push(`the ${HIGHEST_PLAN} plan (this workspace is on ${plan})`);
     const sources = await countByPrefix(partitionOf(workspaceId), CHILD_PREFIX.source, "research_source");
     if (sources < RESEARCH_CYCLE_MIN_SOURCES) unmet.push(`at least ${RESEARCH_CYCLE_MIN_SOURCES} research sources (it has ${sources})`);
     if (!program || program.goals.length === 0) unmet.push("a research program with goals");
     if (unmet.length > 0) {
-      throw new AppError("FORBIDDEN", `Research cycles need ${unmet.join(", ")}`, { unmet_requirements: unmet });
+      // Every unmet requirement is named (spec 01 Errors); a plan that lacks the cycles also answers as a plan gate does.
+      const gate = planLacks ? { feature: "has_overnight_cycles", plan, required_plan: HIGHEST_PLAN } : {};
+      throw new AppError("FORBIDDEN", `Research cycles need ${unmet.join(", ")}`, { unmet_requirements: unmet, ...gate });
     }
   }
   const patch = db()

@@ -110,7 +110,7 @@ function serverBody(operation: Json, spec: RouteSpec, components: Json): void {
 
 /**
  * A route's plan gates (spec 02 Limits: Plans) as the `x-plan-gates` extension: `require_feature` (403
- * PLAN_FEATURE_REQUIRED; `conditional` when only some requests need it) and `require_usage` (402
+ * FORBIDDEN naming the feature; `conditional` when only some requests need it) and `require_usage` (402
  * USAGE_LIMIT_EXCEEDED), and a sentence in the description, so clients and readers see which plan a call needs.
  */
 function planGates(operation: Json, spec: RouteSpec): void {
@@ -118,7 +118,7 @@ function planGates(operation: Json, spec: RouteSpec): void {
   const feature = typeof spec.feature === "string" ? { require_feature: spec.feature } : spec.feature ? { require_feature: spec.feature.flag, conditional: true } : {};
   operation["x-plan-gates"] = { ...feature, ...(spec.usage ? { require_usage: spec.usage } : {}) };
   const said = [
-    spec.feature ? `needs a plan with ${"require_feature" in feature ? feature.require_feature : ""}${typeof spec.feature === "object" ? " (for the requests that enable it)" : ""} (403 PLAN_FEATURE_REQUIRED)` : "",
+    spec.feature ? `needs a plan with ${"require_feature" in feature ? feature.require_feature : ""}${typeof spec.feature === "object" ? " (for the requests that enable it)" : ""} (403 FORBIDDEN with feature, plan and required_plan)` : "",
     spec.usage ? `needs room under the plan's ${spec.usage} limit (402 USAGE_LIMIT_EXCEEDED)` : "",
   ].filter(Boolean);
   operation.description = [operation.description, `Plan gate: ${said.join("; ")}.`].filter(Boolean).join("\n\n");

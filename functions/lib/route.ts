@@ -64,7 +64,7 @@ export interface RouteSpec {
   errors?: readonly ErrorCode[];
   /**
    * require_feature (spec 02 Limits: Plans): the plan covering the request (the workspace owner's; the caller's own
-   * without a workspace) must have this flag, else 403 PLAN_FEATURE_REQUIRED. Checked after validation and the
+   * without a workspace) must have this flag, else 403 FORBIDDEN with `feature`, `plan`, `required_plan`. Checked after validation and the
    * membership check, before the implementation. `when` limits it to the requests it applies to (enabling a setting).
    */
   feature?: PlanFeature | { flag: PlanFeature; when: (ctx: { body: unknown; query: unknown; params: unknown }) => boolean };
@@ -117,7 +117,7 @@ export function errorCodesOf(spec: RouteSpec): ErrorCode[] {
   if (spec.params || spec.query || (spec.body && spec.bodyType !== "raw")) codes.push("VALIDATION_ERROR");
   if (spec.body) codes.push("PAYLOAD_TOO_LARGE");
   if (spec.rateLimit) codes.push("RATE_LIMITED");
-  if (spec.feature) codes.push("PLAN_FEATURE_REQUIRED");
+  if (spec.feature) codes.push("FORBIDDEN");
   if (spec.usage) codes.push("USAGE_LIMIT_EXCEEDED");
   return [...new Set([...codes, ...(spec.errors ?? [])])];
 }

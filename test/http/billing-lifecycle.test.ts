@@ -159,7 +159,7 @@ describe("status drives entitlements (deliverable 2)", () => {
     await deliver(eventObject("customer.subscription.updated", sub));
     expect(await get("subscription", o.owner.token, o.workspace.id)).toMatchObject({ plan: "power", cancel_at_period_end: true });
     const settings = () => call("PATCH", `/api/workspaces/${o.workspace.id}/settings`, { token: o.owner.token, body: { researchCycleEnabled: true } });
-    expect((await settings()).body.code).not.toBe("PLAN_FEATURE_REQUIRED");
+    expect((await settings()).body.feature).toBeUndefined();
     const account = await accountRow(o.owner.id);
     expect(account.renewal).toBe("due");
     const end = new Date((start + 30 * DAY) * 1000);
@@ -175,7 +175,7 @@ describe("status drives entitlements (deliverable 2)", () => {
     expect((await accountRow(o.owner.id)).renewal).toBeUndefined();
     await db().entities.billingAccount.patch({ user_id: o.owner.id }).set({ subscription_end: new Date(Date.now() - 1000).toISOString() }).go();
     const refused = await settings();
-    expectEnvelope(refused, 403, "PLAN_FEATURE_REQUIRED");
+    expectEnvelope(refused, 403, "FORBIDDEN");
     expect(refused.body.plan).toBe("trial");
     expect(await get("subscription", o.owner.token, o.workspace.id)).toMatchObject({ plan: "trial", limits: PLANS.trial });
     expect((await balanceOf(o.owner.id)).monthly_remaining).toBe(0);
@@ -195,7 +195,7 @@ describe("status drives entitlements (deliverable 2)", () => {
     expect((await get("subscription", owner.token, workspace.id)).plan).toBe("trial");
     expectEnvelope(await newDocument(), 402, "SUBSCRIPTION_REQUIRED");
     const settings = await call("PATCH", `/api/workspaces/${workspace.id}/settings`, { token: owner.token, body: { researchCycleEnabled: true } });
-    expectEnvelope(settings, 403, "PLAN_FEATURE_REQUIRED");
+    expectEnvelope(settings, 403, "FORBIDDEN");
     // The 5 signup credits sit in the lapsed quota: a run cannot use them.
     await expect(reserve(owner.id, `pd-${Date.now()}`, 1)).rejects.toMatchObject({ status: 402 });
   });

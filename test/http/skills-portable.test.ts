@@ -200,7 +200,7 @@ describe("POST /api/skills/import", () => {
   it("holds an import to a create's rules: plan gate, slug taken, non-member, body limit", async () => {
     const md = asMd("---\nname: gated-skill\ndescription: x\n---\n\nBody.\n");
     const trial = await newWorkspace("Trial import");
-    expectEnvelope(await importFile(trial.owner.token, trial.workspace.id, md), 403, "PLAN_FEATURE_REQUIRED");
+    expectEnvelope(await importFile(trial.owner.token, trial.workspace.id, md), 403, "FORBIDDEN");
     const p = await paidWorkspace();
     expectEnvelope(await importFile(p.token, p.ws, asMd("---\nname: kano-survey-analysis\ndescription: x\n---\n\nBody.\n")), 409, "CONFLICT");
     const outsider = await newUser();

@@ -145,13 +145,13 @@ describe("installing (POST, PATCH, DELETE /api/skills/install/{slug}; GET /api/s
     expectEnvelope(await call("POST", "/api/skills/install/release-notes", { token: owner.token, body: { workspace_id: workspace.id, extra: 1 } }), 422, "VALIDATION_ERROR");
   });
 
-  it("needs has_skills: a plan without it gets 403 PLAN_FEATURE_REQUIRED", async () => {
+  it("needs has_skills: a plan without it gets 403 FORBIDDEN (a plan gate)", async () => {
     const before = PLANS.trial.has_skills;
     PLANS.trial.has_skills = false;
     restore.push(() => (PLANS.trial.has_skills = before));
     const { owner, workspace } = await newWorkspace("No skills");
     const res = await call("POST", "/api/skills/install/release-notes", { token: owner.token, body: { workspace_id: workspace.id } });
-    expectEnvelope(res, 403, "PLAN_FEATURE_REQUIRED");
+    expectEnvelope(res, 403, "FORBIDDEN");
     expect(res.body.feature).toBe("has_skills");
   });
 
@@ -199,13 +199,13 @@ describe("custom skills (POST /api/skills/custom; PUT, DELETE /api/skills/custom
     expectEnvelope(await call("POST", "/api/skills/custom", { token: p.token, body: customBody(p.ws, slug(), extra) }), 422, "VALIDATION_ERROR");
   });
 
-  it("needs has_custom_skills: the trial and pro plans get 403 PLAN_FEATURE_REQUIRED", async () => {
+  it("needs has_custom_skills: the trial and pro plans get 403 FORBIDDEN (a plan gate)", async () => {
     const { owner, workspace } = await newWorkspace("Trial");
     const trial = await call("POST", "/api/skills/custom", { token: owner.token, body: customBody(workspace.id) });
-    expectEnvelope(trial, 403, "PLAN_FEATURE_REQUIRED");
+    expectEnvelope(trial, 403, "FORBIDDEN");
     expect(trial.body).toMatchObject({ feature: "has_custom_skills", plan: "trial", required_plan: "growth" });
     const pro = await paidWorkspace("pro");
-    expectEnvelope(await call("POST", "/api/skills/custom", { token: pro.token, body: customBody(pro.ws) }), 403, "PLAN_FEATURE_REQUIRED");
+    expectEnvelope(await call("POST", "/api/skills/custom", { token: pro.token, body: customBody(pro.ws) }), 403, "FORBIDDEN");
   });
 
   it("counts custom skills against max_custom_skills atomically: concurrent creates at the edge make exactly one", async () => {

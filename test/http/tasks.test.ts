@@ -129,9 +129,9 @@ describe("POST /api/tasks/spawn", () => {
     expectEnvelope(res, 403, "FORBIDDEN");
   });
 
-  it("403 PLAN_FEATURE_REQUIRED for fs_research below the Power plan (spec 02 has_fs_researcher)", async () => {
+  it("403 FORBIDDEN (a plan gate) for fs_research below the Power plan (spec 02 has_fs_researcher)", async () => {
     const res = await spawn(ws, conv, { task_type: "fs_research", prompt: "onboarding" });
-    expectEnvelope(res, 403, "PLAN_FEATURE_REQUIRED");
+    expectEnvelope(res, 403, "FORBIDDEN");
     expect(res.body).toMatchObject({ feature: "has_fs_researcher", plan: "trial", required_plan: "power" });
   });
 

@@ -355,7 +355,7 @@ describe("plan gate per platform", () => {
     restore.push(() => Object.assign(PLANS.trial, before));
     PLANS.trial.has_codehost = false;
     const res = await push(s);
-    expectEnvelope(res, 403, "PLAN_FEATURE_REQUIRED");
+    expectEnvelope(res, 403, "FORBIDDEN");
     expect(res.body.feature).toBe("has_codehost");
     // The planner's flag is another one: still on, so that push passes the gate and meets the missing integration.
     expectEnvelope(await push(s, { platform: "planner" }), 404, "NO_ACTIVE_INTEGRATION");

@@ -328,13 +328,14 @@ describe("workspace settings", () => {
     expectEnvelope(res, 422, "VALIDATION_ERROR");
   });
 
-  it("enabling research cycles on a trial is the plan gate's 403 (require_feature); other settings still change", async () => {
+  it("enabling research cycles on a trial is 403 FORBIDDEN naming every unmet requirement, the plan's as a gate's; other settings still change", async () => {
     const { owner, workspace } = await newWorkspace();
 
     const res = await call("PATCH", ws(workspace.id, "/settings"), { token: owner.token, body: { researchCycleEnabled: true } });
 
-    expectEnvelope(res, 403, "PLAN_FEATURE_REQUIRED");
+    expectEnvelope(res, 403, "FORBIDDEN");
     expect(res.body).toMatchObject({ feature: "has_overnight_cycles", plan: "trial", required_plan: "power" });
+    expect(res.body.unmet_requirements).toEqual(["the power plan (this workspace is on trial)", "at least 3 research sources (it has 0)", "a research program with goals"]);
     expect(res.body.detail).toMatch(/power plan/);
     expect((await call("GET", ws(workspace.id, "/settings"), { token: owner.token })).body.researchCycleEnabled).toBe(false);
     const other = await call("PATCH", ws(workspace.id, "/settings"), { token: owner.token, body: { overnightCycleNotifyEmail: true, researchCycleEnabled: false } });

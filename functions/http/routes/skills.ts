@@ -108,7 +108,7 @@ export const skillsRoutes = defineRoutes({
     body: ImportBody, bodyType: "multipart",
     bodyLimit: IMPORT_MAX_BYTES + MULTIPART_FRAMING_BYTES,
     // The same gates as a create, checked by the operation itself (an import is a create).
-    errors: ["PLAN_FEATURE_REQUIRED", "USAGE_LIMIT_EXCEEDED", "CONFLICT"],
+    errors: ["USAGE_LIMIT_EXCEEDED", "CONFLICT"],
     responses: { 200: ImportResult },
   },
 } satisfies Record<string, RouteSpec>);

@@ -12,7 +12,7 @@ export const tasksRoutes = defineRoutes({
     summary: "Spawn a background task (pending; its execution starts at once)",
     body: SpawnTaskInput,
     // 402: an inactive subscription, or an account that cannot carry the task's run; 403: fs_research without the plan's fs researcher.
-    errors: ["SUBSCRIPTION_REQUIRED", "USAGE_LIMIT_EXCEEDED", "PLAN_FEATURE_REQUIRED"],
+    errors: ["SUBSCRIPTION_REQUIRED", "USAGE_LIMIT_EXCEEDED"],
     responses: { 201: Task },
   },
   "tasks.list": {

@@ -17,7 +17,7 @@ import {
 /**
  * Execution tickets (spec 02 "Execution tickets (/api/execution)"; DESIGN.md 6.4). No route-level plan gate: the spec
  * gates only the integration prefixes, and push serves three platforms with two different flags, so push and sync
- * check the platform's flag in core (has_codehost, has_integrations) and answer the same 403 PLAN_FEATURE_REQUIRED.
+ * check the platform's flag in core (has_codehost, has_integrations) and answer the same 403 FORBIDDEN naming the feature.
  */
 export const ticketsRoutes = defineRoutes({
   "tickets.generate": {
@@ -43,14 +43,14 @@ export const ticketsRoutes = defineRoutes({
     method: "POST", path: "/api/execution/push", group: "tickets", access: "user", workspaceScope: "body",
     summary: "Push tickets (default: every reviewed one) to the platform's active integration, one issue each; a rate limit queues the rest",
     body: PushTicketsInput,
-    errors: ["PLAN_FEATURE_REQUIRED", "NO_ACTIVE_INTEGRATION", "REPO_NOT_SELECTED", "NO_TEAM_SELECTED", "CODEHOST_TOKEN_ERROR", "PLANNER_TOKEN_ERROR", "TICKETS_TOKEN_ERROR", "SERVICE_UNAVAILABLE"],
+    errors: ["NO_ACTIVE_INTEGRATION", "REPO_NOT_SELECTED", "NO_TEAM_SELECTED", "CODEHOST_TOKEN_ERROR", "PLANNER_TOKEN_ERROR", "TICKETS_TOKEN_ERROR", "SERVICE_UNAVAILABLE"],
     responses: { 200: PushTicketsResult },
   },
   "tickets.sync": {
     method: "POST", path: "/api/execution/sync", group: "tickets", access: "user", workspaceScope: "body",
     summary: "Read each pushed ticket's status category from its tracker (one-way); a rate limit queues the rest",
     body: SyncTicketsInput,
-    errors: ["PLAN_FEATURE_REQUIRED", "NO_ACTIVE_INTEGRATION", "CODEHOST_TOKEN_ERROR", "PLANNER_TOKEN_ERROR", "TICKETS_TOKEN_ERROR", "SERVICE_UNAVAILABLE"],
+    errors: ["NO_ACTIVE_INTEGRATION", "CODEHOST_TOKEN_ERROR", "PLANNER_TOKEN_ERROR", "TICKETS_TOKEN_ERROR", "SERVICE_UNAVAILABLE"],
     responses: { 200: SyncTicketsResult },
   },
 } satisfies Record<string, RouteSpec>);

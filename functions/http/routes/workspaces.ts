@@ -60,9 +60,9 @@ export const workspacesRoutes = defineRoutes({
     summary: "Change settings (owner or admin); enabling research cycles has requirements (403 when unmet)",
     params: WorkspaceIdParam,
     body: UpdateSettingsInput,
-    // Only enabling the cycles needs the plan; other setting changes pass (spec 01: the highest plan).
+    // Only enabling the cycles needs the plan, checked in core with the other requirements so that the 403 names
+    // every unmet one (spec 01 Errors); other setting changes pass.
     roles: ["owner", "admin"],
-    feature: { flag: "has_overnight_cycles", when: ({ body }) => (body as { researchCycleEnabled?: boolean }).researchCycleEnabled === true },
     errors: ["SUBSCRIPTION_REQUIRED"],
     responses: { 200: WorkspaceSettings },
   },
