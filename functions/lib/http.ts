@@ -290,13 +290,18 @@ function bind(spec: RouteSpec, impl: RouteImpl<RouteSpec>) {
     let claims: TokenClaims | undefined;
     let isAdmin = false;
     if (spec.access === "user" || spec.access === "admin") {
-      const [{ isAdminClaims, verifyBearer }, { fromClaims }] = await authentication();
+      const [{ isAdminClaims, verifyBearer }, { fromClaims, hasProductAccess }] = await authentication();
       claims = await verifyBearer(event.headers?.authorization);
       user = await fromClaims(claims);
       isAdmin = isAdminClaims(claims, user);
       if (spec.access === "admin" && !isAdmin) throw new AppError("FORBIDDEN", "Admins only");
       if (user.access_status === "suspended" && !spec.allowSuspended) {
         throw new AppError("FORBIDDEN", "This account is suspended");
+      }
+      // Product use needs product access (spec 01 User), not only workspace creation: a pending user added to a
+      // workspace must redeem a code first. Admin routes answer to the admin claim alone.
+      if (spec.access === "user" && !spec.allowWithoutProductAccess && !hasProductAccess(user)) {
+        throw new AppError("PRODUCT_ACCESS_REQUIRED", "Your account is waiting for product access: redeem an access code first");
       }
     }
     const ctx = {

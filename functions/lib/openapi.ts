@@ -11,7 +11,7 @@ const STATUS_TEXT: Record<number, string> = {
   400: "Bad request",
   401: "Missing, expired or invalid token",
   402: "Payment required: no active subscription, or a plan limit reached",
-  403: "Forbidden: not a member of the workspace, a role or plan feature missing, or a suspended account",
+  403: "Forbidden: not a member of the workspace, a role or plan feature missing, a suspended account, or an account without product access (PRODUCT_ACCESS_REQUIRED)",
   404: "Not found, or not visible to the caller",
   409: "Conflict with the resource's current state",
   413: "Request body larger than the endpoint accepts",

@@ -58,6 +58,12 @@ export interface RouteSpec {
   /** A suspended account may still call it (its own profile); every other user route answers it 403. */
   allowSuspended?: boolean;
   /**
+   * A user without product access (pending, not a founder) may call it: their profile, redeeming a code, the plans.
+   * Every other user route answers such a user 403 PRODUCT_ACCESS_REQUIRED (spec 01 User: has_product_access "gates
+   * workspace creation and product use"), whatever workspace they were added to.
+   */
+  allowWithoutProductAccess?: boolean;
+  /**
    * The error codes the route's own logic can answer with (plan gates, conflicts, rate limits, file checks), beyond
    * those its access, parameters and body imply; the OpenAPI document lists them all (see {@link errorCodesOf}).
    */
@@ -102,7 +108,7 @@ export function bodyLimitOf(spec: Pick<RouteSpec, "bodyLimit" | "bodyType">): nu
 
 /**
  * Every error code a route can answer with, for its OpenAPI responses: what the middy stack derives from the route's
- * access (401; 403 for admins-only, workspace-scoped and suspended-account refusals), parameters (422, 404 for ids),
+ * access (401; 403 for admins-only, workspace-scoped, suspended-account and no-product-access refusals), parameters (422, 404 for ids),
  * query (422), workspace scope (404 for a resource or a named id that is not there), body (422, 413) and rate limit
  * (429), plan gates (403 feature, 402 usage), plus the route's declared `errors`.
  */
@@ -111,6 +117,7 @@ export function errorCodesOf(spec: RouteSpec): ErrorCode[] {
   if (spec.access === "user" || spec.access === "admin") {
     codes.push("UNAUTHORIZED");
     if (spec.access === "admin" || spec.workspaceScope || !spec.allowSuspended) codes.push("FORBIDDEN");
+    if (spec.access === "user" && !spec.allowWithoutProductAccess) codes.push("PRODUCT_ACCESS_REQUIRED");
   }
   if (spec.access === "webhook") codes.push("INVALID_SIGNATURE", "BAD_REQUEST");
   if (spec.params || spec.workspaceScope) codes.push("NOT_FOUND");

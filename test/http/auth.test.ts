@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import * as User from "../../core/user";
 import { db } from "../../core/db/service";
-import { call, idp, newUser } from "../support/api";
+import { call, idp, newUser, newWorkspace } from "../support/api";
 import { expectEnvelope, userWithEmail } from "./_helpers";
 
 const SNAKE_TO_CAMEL: Record<string, string> = {
@@ -109,8 +109,28 @@ describe("access gating (spec 01 Access status)", () => {
     const res = await call("POST", "/api/workspaces", { token: u.token, body: { name: "Too early" } });
 
     expectEnvelope(res, 403, "PRODUCT_ACCESS_REQUIRED");
-    const list = await call("GET", "/api/workspaces", { token: u.token });
-    expect(list.body.total).toBe(0);
+    expectEnvelope(await call("GET", "/api/workspaces", { token: u.token }), 403, "PRODUCT_ACCESS_REQUIRED");
+    // What a pending user may do: read their profile (above), see the plans, redeem a code.
+    expect((await call("GET", "/api/billing/plans", { token: u.token })).status).toBe(200);
+  });
+
+  it("product use needs product access, not only workspace creation: a pending member is refused until they redeem", async () => {
+    process.env.ACCESS_GATING = "false";
+    const { owner, workspace } = await newWorkspace("Team with a pending member");
+    process.env.ACCESS_GATING = "true";
+    const pending = await newUser();
+    expect((await call("POST", `/api/workspaces/${workspace.id}/members`, { token: owner.token, body: { email: pending.email, role: "member" } })).status).toBe(201);
+    const insight = { workspace_id: workspace.id, insight_type: "pain_point", title: "Exports time out", description: "Exports time out.", severity: "high" };
+
+    expectEnvelope(await call("POST", "/api/insights", { token: pending.token, body: insight }), 403, "PRODUCT_ACCESS_REQUIRED");
+    expectEnvelope(await call("GET", "/api/insights", { token: pending.token, query: { workspace_id: workspace.id } }), 403, "PRODUCT_ACCESS_REQUIRED");
+    expectEnvelope(await call("GET", `/api/workspaces/${workspace.id}`, { token: pending.token }), 403, "PRODUCT_ACCESS_REQUIRED");
+    expectEnvelope(await call("POST", "/api/stream/chat", { token: pending.token, body: { workspace_id: workspace.id, prompt: "Hello" } }), 403, "PRODUCT_ACCESS_REQUIRED");
+
+    const [generated] = await User.generateAccessCodes(1, { batch: "test" });
+    expect((await call("POST", "/api/auth/redeem-code", { token: pending.token, body: { code: generated!.code } })).status).toBe(200);
+    const created = await call("POST", "/api/insights", { token: pending.token, body: insight });
+    expect(created.status, created.text).toBe(201);
   });
 
   it("(new user) with gating off -> active at creation", async () => {

@@ -8,6 +8,7 @@ export const authRoutes = defineRoutes({
     summary: "The caller's profile (snake_case plus camelCase aliases)",
     // A suspended user still learns that they are suspended (access_status) from their own profile.
     allowSuspended: true,
+    allowWithoutProductAccess: true,
     responses: { 200: UserProfile },
   },
   "auth.redeemCode": {
@@ -16,6 +17,8 @@ export const authRoutes = defineRoutes({
     body: RedeemCodeInput,
     // Every attempt counts, so guessing codes stops at the limit; a right code ends the attempts anyway.
     rateLimit: "access_code_redeem",
+    // Redeeming is how a pending account gains product access.
+    allowWithoutProductAccess: true,
     errors: ["INVALID_ACCESS_CODE", "ACCESS_CODE_REDEEMED", "ALREADY_ACTIVE", "CONFLICT"],
     responses: { 200: UserProfile },
   },

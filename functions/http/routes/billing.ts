@@ -30,6 +30,8 @@ export const billingRoutes = defineRoutes({
     method: "GET", path: "/api/billing/plans", group: "billing", access: "user", workspaceScope: "query",
     summary: "The plans with prices, limits and flags; with workspace_id, the owner's plan is current",
     query: PlansQuery,
+    // The price list is shown before access is granted too.
+    allowWithoutProductAccess: true,
     responses: { 200: PlanList },
   },
   "billing.subscription": {
