@@ -117,7 +117,13 @@ export type SearchConversationsQuery = z.infer<typeof SearchConversationsQuery>;
 
 export const ListMessagesQuery = z.object({
   limit: z.coerce.number().int().min(1).max(500).default(100),
-  before: z.iso.datetime({ offset: true }).optional().describe("only messages created strictly before this instant"),
+  // ISO 8601 with or without an offset (spec 01 "Timestamps are ISO 8601"); a time without one is UTC, as every
+  // timestamp the service gives out is.
+  before: z.iso
+    .datetime({ offset: true, local: true })
+    .transform((t) => (/(Z|[+-]\d{2}:?\d{2})$/i.test(t) ? t : `${t}Z`))
+    .optional()
+    .describe("only messages created strictly before this instant (UTC when no offset is given)"),
 });
 export type ListMessagesQuery = z.infer<typeof ListMessagesQuery>;
 

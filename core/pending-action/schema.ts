@@ -77,15 +77,12 @@ const decoded = (v: unknown) => {
   }
 };
 
-/** A batch id: `{mission_id}:{tool_name}` (spec 01 batch rules), as sent or percent-encoded. */
+/**
+ * A batch id: `{mission_id}:{tool_name}` (spec 01 batch rules), as sent or percent-encoded. Its form is not checked
+ * here: an id of another form names no batch, which spec 01 answers 404 ("batch id does not exist"), not 422.
+ */
 export const BatchIdParam = z.object({
-  batch_id: z.preprocess(
-    decoded,
-    z
-      .string()
-      .max(300)
-      .regex(/^[^:\s]+:[a-z][a-z0-9_]*$/, "batch_id has the form {mission_id}:{tool_name}"),
-  ),
+  batch_id: z.preprocess(decoded, z.string().min(1).max(300).describe("{mission_id}:{tool_name}")),
 });
 
 /** `POST /api/pending-actions/{pa_id}/approve` body: optional userEdits (`user_edits` accepted). */

@@ -541,6 +541,8 @@ describe("GET /api/chat/conversations/{id}/messages", () => {
     const offset = new Date(at.getTime() + 3_600_000).toISOString().replace("Z", "+01:00");
     expect(ids((await page({ before: offset })).body)).toEqual(ids(made.slice(0, 2)));
     expect(ids((await page({ before: "2000-01-01T00:00:00Z" })).body)).toEqual([]);
+    // ISO 8601 without an offset is UTC, as every timestamp the service gives out is.
+    expect(ids((await page({ before: made[2]!.created_at.replace(/Z$/, "") })).body)).toEqual(ids(made.slice(0, 2)));
   });
 
   it("refuses a limit beyond 1..500 or a bad cursor (422); anyone but the owner 404", async () => {
