@@ -140,9 +140,11 @@ function units(tokens: Token[]): Unit[] {
   return out;
 }
 
+/** The service's own invisible marks, never block text: the renderer's `<!-- block:… -->`, a task's `<!-- task:… -->`. */
+const SERVICE_MARK_RE = /^<!--\s*(block|task):/;
 const rawOf = (tokens: Token[]): string =>
   tokens
-    .filter((t) => !(t.type === "html" && /^<!--\s*block:/.test(t.raw.trim())))
+    .filter((t) => !(t.type === "html" && SERVICE_MARK_RE.test(t.raw.trim())))
     .map((t) => t.raw)
     .join("")
     .trim();

@@ -122,15 +122,21 @@ async function releaseOperationReservation(task: TaskItem): Promise<void> {
   await releaseSpawnReservation(task);
 }
 
-/** The mark that ends the heading of the section a task appends to its target document (`appendToTarget`). */
-const sectionMarkOf = (taskId: string): string => `[task ${taskId}]`;
+/**
+ * The mark of the section a task appends to its target document (`appendToTarget`): an HTML comment on its own line
+ * under the heading, invisible when the Markdown is rendered and skipped by the block extractor (as the renderer's
+ * `<!-- block:… -->` markers are).
+ */
+const sectionMarkOf = (taskId: string): string => `<!-- task:${taskId} -->`;
+/** The mark earlier versions put at the end of the section's heading, still recognised for a replay. */
+const headingMarkOf = (taskId: string): string => `[task ${taskId}]`;
 /** Tries of an append whose document changed between its read and its write. */
 const APPEND_TRIES = 3;
 
 /**
  * Honour `target_document_id` for a type that produces a text: the section is appended to the target document (a new
- * version, nothing of it replaced). Once per task: its heading ends with the task's mark (`sectionMarkOf`), and an
- * attempt that finds a heading with it (an earlier attempt appended it and died before its step was recorded) appends
+ * version, nothing of it replaced). Once per task: the section carries the task's mark (`sectionMarkOf`), and an
+ * attempt that finds it (an earlier attempt appended it and died before its step was recorded) appends
  * nothing. The write is conditioned on the version read, so neither a concurrent edit nor a second writer of the
  * section is written over (each reads again).
  * @returns the document's id and version (when found: its version now)
@@ -138,11 +144,13 @@ const APPEND_TRIES = 3;
 async function appendToTarget(task: TaskItem, heading: string, body: string): Promise<{ document_id: string; version: number } | undefined> {
   if (!task.target_document_id) return undefined;
   const mark = sectionMarkOf(task.id);
+  const legacy = headingMarkOf(task.id);
+  const appended = (line: string) => line.trim() === mark || (line.startsWith("## ") && line.trimEnd().endsWith(legacy));
   for (let tries = 1; ; tries++) {
     const doc = await Document.get(task.created_by, task.target_document_id);
-    if (doc.content.split("\n").some((line) => line.startsWith("## ") && line.trimEnd().endsWith(mark))) return { document_id: doc.id, version: doc.version };
+    if (doc.content.split("\n").some(appended)) return { document_id: doc.id, version: doc.version };
     try {
-      const updated = await Document.update(task.created_by, doc.id, { content: `${doc.content.trimEnd()}\n\n## ${heading} ${mark}\n\n${body.trim()}\n` }, { expectedVersion: doc.version });
+      const updated = await Document.update(task.created_by, doc.id, { content: `${doc.content.trimEnd()}\n\n## ${heading}\n\n${mark}\n\n${body.trim()}\n` }, { expectedVersion: doc.version });
       return { document_id: updated.id, version: updated.version };
     } catch (err) {
       if (!(err instanceof AppError && err.code === "CONFLICT") || tries >= APPEND_TRIES) throw err;

@@ -93,7 +93,14 @@ describe("a resumed attempt finds what the dead attempt's step wrote before the 
     const after = (await call("GET", `/api/documents/${doc.body.id}`, { token: ws.owner.token })).body;
     expect(after.version).toBe(2);
     expect(after.content.match(/^## Research: /gm)).toHaveLength(1);
-    expect(after.content).toContain(`[task ${taskId}]`);
+    // Marked once, invisibly (an HTML comment under the heading), so the heading reads as written.
+    expect(after.content.match(new RegExp(`^<!-- task:${taskId} -->$`, "gm"))).toHaveLength(1);
+    expect(after.content).not.toContain(`[task ${taskId}]`);
+    // The extracted blocks carry the section's heading and text, never the mark.
+    const extracted = await call("POST", "/api/blocks/extract", { token: ws.owner.token, body: { workspace_id: ws.workspace.id, document_id: doc.body.id } });
+    expect(extracted.status, extracted.text).toBe(200);
+    expect(JSON.stringify(extracted.body.blocks)).toMatch(/Research: /);
+    expect(JSON.stringify(extracted.body.blocks)).not.toContain(`task:${taskId}`);
   });
 
   it("drafting with a target document: redrafted, charged and saved as a revision once, not again by the resumed attempt", async () => {
