@@ -178,7 +178,8 @@ export async function get(userId: string, insightId: string): Promise<InsightVie
 
 /**
  * `PATCH /api/insights/{id}`: only the given fields change; a title or description change drops the stale synthesis
- * centroid and writes the new text's search vector (both with the change, in one write).
+ * centroid and writes the new text's search vector (both with the change, in one write). A body with no field answers
+ * the insight as it is, unwritten (`updated_at` stays), unless `opts.settle` is given.
  * For an approved pending action (`opts`, DESIGN.md 6.2) the change carries the action's id in the same write and
  * commits together with `opts.settle`.
  * `opts.expectedUpdatedAt`: write only over the insight as it was at that `updated_at` (a caller that judged an earlier
@@ -195,6 +196,9 @@ export async function update(
 ): Promise<InsightView> {
   const item = await requireInsight(userId, insightId);
   if (opts.expectedUpdatedAt !== undefined && item.updated_at !== opts.expectedUpdatedAt) throw new AppError("CONFLICT", "The insight changed meanwhile; read it again and retry");
+  // No field to change: the insight as it is, unwritten (a write would move `updated_at`). An approved pending action
+  // still writes, as its tag and settlement go with the write.
+  if (!opts.settle && Object.values(input).every((v) => v === undefined)) return toView(item);
   const textChanged = input.title !== undefined || input.description !== undefined;
   const { notes, rating, ...rest } = input;
   const removals: ("notes" | "rating" | "vector" | "embedder_id" | "search_vector" | "search_scale" | "search_embedder_id")[] = [];

@@ -122,16 +122,24 @@ export async function get(userId: string, id: string): Promise<RecommendationVie
 }
 
 /**
- * `PATCH /api/recommendations/{id}`: resource fields only; null clears an optional field.
+ * `PATCH /api/recommendations/{id}`: resource fields only; null clears an optional field. A body with no field answers
+ * the recommendation as it is, unwritten (`updated_at` stays). Of `addresses_insight_ids`, only the ids the
+ * recommendation does not already hold must be insights of the workspace: an insight deleted since stays in the list
+ * (DELETE /api/insights leaves it), and a client sending back the list it read must not be refused.
  * `opts.expectedUpdatedAt`: write only over the recommendation as it was at that `updated_at` (the harness's quality
  * repair judged an earlier read, and must not overwrite a member's change made since).
- * @throws AppError NOT_FOUND (404) when it is gone; CONFLICT (409) when it is no longer at `opts.expectedUpdatedAt`.
+ * @throws AppError NOT_FOUND (404) when it is gone; CONFLICT (409) when it is no longer at `opts.expectedUpdatedAt`;
+ *   VALIDATION_ERROR (422) naming added insight ids that are not the workspace's.
  */
 export async function update(userId: string, id: string, input: UpdateRecommendationInput, opts: { expectedUpdatedAt?: string } = {}): Promise<RecommendationView> {
   const item = await requireRecommendation(userId, id);
   const changed = () => new AppError("CONFLICT", "The recommendation changed meanwhile; reload and retry");
   if (opts.expectedUpdatedAt !== undefined && item.updated_at !== opts.expectedUpdatedAt) throw changed();
-  if (input.addresses_insight_ids) await checkInsightIds(item.workspace_id, input.addresses_insight_ids);
+  if (Object.values(input).every((v) => v === undefined)) return toView(item);
+  if (input.addresses_insight_ids) {
+    const held = new Set(item.addresses_insight_ids ?? []);
+    await checkInsightIds(item.workspace_id, input.addresses_insight_ids.filter((i) => !held.has(i)));
+  }
   const set: Record<string, unknown> = {};
   const removals: string[] = [];
   for (const [k, v] of Object.entries(input)) {

@@ -251,7 +251,10 @@ export async function createUploadUrl(userId: string, input: UploadUrlInput) {
   return { source: toView(item), upload: { ...upload, max_bytes: input.file_size_bytes } };
 }
 
-/** `GET /api/research/sources`: newest first, filtered, paginated (limit default 200, max 500). */
+/**
+ * `GET /api/research/sources` (spec 01): newest first, filtered, paginated (limit default 200, max 500); read strongly
+ * consistent from the workspace's partition. @throws AppError FORBIDDEN (403) for a non-member.
+ */
 export async function list(userId: string, query: ListSourcesQuery): Promise<{ sources: SourceView[]; total: number }> {
   await requireMember(userId, query.workspace_id);
   const { data } = await db()
@@ -264,7 +267,8 @@ export async function list(userId: string, query: ListSourcesQuery): Promise<{ s
         .filter(Boolean)
         .join(" AND "),
     )
-    .go({ pages: "all" });
+    // Strongly consistent, as the insight and recommendation lists: a source just uploaded is listed.
+    .go({ pages: "all", consistent: true });
   const sorted = data.sort((a, b) => b.created_at.localeCompare(a.created_at) || b.id.localeCompare(a.id));
   return { sources: sorted.slice(query.offset, query.offset + query.limit).map(toView), total: sorted.length };
 }
@@ -325,7 +329,7 @@ export async function remove(userId: string, sourceId: string): Promise<void> {
 
 /**
  * `POST /api/research/sources/{id}/reprocess`: pending or failed goes (back) to pending with a new attempt number
- * and extraction runs again; completed is refused.
+ * and extraction runs again; completed is refused. The failed attempt's `processing_error` and `processed_at` go.
  * @throws AppError ALREADY_PROCESSED (422) for a completed source.
  */
 export async function reprocess(userId: string, sourceId: string): Promise<SourceView> {
@@ -339,7 +343,8 @@ export async function reprocess(userId: string, sourceId: string): Promise<Sourc
     ({ data: updated } = await db()
       .entities.researchSource.patch({ workspace_id: item.workspace_id, id: item.id })
       .set({ processing_status: "pending", processing_attempt: attempt, sweep: SOURCE_DUE, due_at: dueAfterGrace(), recoveries: 0 })
-      .remove(["processing_error"])
+      // A pending source has neither (spec 01 Research source): both belong to the failed attempt.
+      .remove(["processing_error", "processed_at"])
       .where((attr, op) => `${op.eq(attr.processing_attempt, item.processing_attempt)} AND ${op.ne(attr.processing_status, "completed")}`)
       .go({ response: "all_new" }));
   } catch (err) {

@@ -319,14 +319,31 @@ export async function get(userId: string, workspaceId: string): Promise<Workspac
   return toView(item, membership.role);
 }
 
-/** Change the given fields; owner or admin. */
+/**
+ * `PATCH /api/workspaces/{id}` (spec 01): only the given fields change; owner or admin. A body with no field answers
+ * the workspace as it is, unwritten: a write would move `updated_at`, and with it the workspace's place in the list
+ * (most recently updated first).
+ * @returns the workspace as changed (or as it is), with the caller's role.
+ * @throws AppError FORBIDDEN (403) for a non-member (or a workspace that does not exist) or a member without the
+ *   role; NOT_FOUND (404) when the workspace is deleted between the membership check and the write.
+ */
 export async function update(userId: string, workspaceId: string, input: UpdateWorkspaceInput): Promise<WorkspaceView> {
+  if (Object.values(input).every((v) => v === undefined)) {
+    const { membership, workspace } = await requireMemberWithWorkspace(userId, workspaceId, { roles: ["owner", "admin"] });
+    return toView(workspace, membership.role);
+  }
   const membership = await requireMember(userId, workspaceId, ["owner", "admin"]);
-  const { data } = await db()
-    .entities.workspace.patch({ id: workspaceId })
-    .set(input)
-    .go({ response: "all_new" });
-  return toView(data as WorkspaceItem, membership.role);
+  try {
+    const { data } = await db()
+      .entities.workspace.patch({ id: workspaceId })
+      .set(input)
+      .go({ response: "all_new" });
+    return toView(data as WorkspaceItem, membership.role);
+  } catch (err) {
+    // Deleted between the membership check and the write (the patch is conditioned on the item being there).
+    if (isConditionalFailure(err)) throw Errors.notFound("Workspace");
+    throw err;
+  }
 }
 
 /**

@@ -227,6 +227,19 @@ describe("GET / PATCH / DELETE /api/insights/{id}", () => {
     expectEnvelope(await call("PATCH", `/api/insights/${randomUUID()}`, { token: A.token, body: { title: "x" } }), 404, "NOT_FOUND");
   });
 
+  it("an empty body writes nothing: updated_at stays (spec 01: only the provided fields change)", async () => {
+    const one = await created(A.token, A.workspaceId, { title: "Untouched" });
+    // A few milliseconds apart, so a write would show in updated_at.
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const res = await call("PATCH", `/api/insights/${one.id}`, { token: A.token, body: {} });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual(one);
+    expect((await call("GET", `/api/insights/${one.id}`, { token: A.token })).body).toEqual(one);
+    // Existence and membership are still checked.
+    expectEnvelope(await call("PATCH", `/api/insights/${one.id}`, { token: outsider.token, body: {} }), 404, "NOT_FOUND");
+    expectEnvelope(await call("PATCH", `/api/insights/${randomUUID()}`, { token: A.token, body: {} }), 404, "NOT_FOUND");
+  });
+
   it("deletes permanently: 204, then 404", async () => {
     const one = await created(A.token, A.workspaceId);
     const del = await call("DELETE", `/api/insights/${one.id}`, { token: A.token });

@@ -162,6 +162,38 @@ describe("GET / PATCH / DELETE /api/recommendations/{id}", () => {
     expectEnvelope(await call("GET", `/api/recommendations/${randomUUID()}`, { token: ws.token }), 404, "NOT_FOUND");
   });
 
+  it("an empty body writes nothing: updated_at stays (spec 01: only the provided fields change)", async () => {
+    const rec = await made({ rationale: "why" });
+    // A few milliseconds apart, so a write would show in updated_at.
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const res = await call("PATCH", `/api/recommendations/${rec.id}`, { token: ws.token, body: {} });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual(rec);
+    expect((await call("GET", `/api/recommendations/${rec.id}`, { token: ws.token })).body).toEqual(rec);
+    // Existence and membership are still checked.
+    expectEnvelope(await call("PATCH", `/api/recommendations/${rec.id}`, { token: outsider, body: {} }), 404, "NOT_FOUND");
+    expectEnvelope(await call("PATCH", `/api/recommendations/${randomUUID()}`, { token: ws.token, body: {} }), 404, "NOT_FOUND");
+  });
+
+  it("a PATCH may send back the addresses_insight_ids it read, a deleted insight's id included; an added unknown id is still 422", async () => {
+    const kept = await insight(ws.token, ws.workspaceId, ws.sourceId, "Logged out often", "I keep getting logged out");
+    const gone = await insight(ws.token, ws.workspaceId, ws.sourceId, "Sessions end early", "I keep getting logged out");
+    const rec = await made({ addresses_insight_ids: [kept, gone] });
+    expect((await call("DELETE", `/api/insights/${gone}`, { token: ws.token })).status).toBe(204);
+    const read = (await call("GET", `/api/recommendations/${rec.id}`, { token: ws.token })).body;
+    expect(read.addresses_insight_ids).toEqual([kept, gone]);
+
+    const res = await call("PATCH", `/api/recommendations/${rec.id}`, { token: ws.token, body: { title: "Renamed", addresses_insight_ids: read.addresses_insight_ids } });
+
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({ title: "Renamed", addresses_insight_ids: [kept, gone] });
+    const unknown = randomUUID();
+    const added = await call("PATCH", `/api/recommendations/${rec.id}`, { token: ws.token, body: { addresses_insight_ids: [kept, gone, unknown] } });
+    expectEnvelope(added, 422, "VALIDATION_ERROR");
+    expect(added.text).toContain(unknown);
+    expect(added.text).not.toContain(gone);
+  });
+
   it("deletes: 204, then 404", async () => {
     const rec = await made();
     expectEnvelope(await call("DELETE", `/api/recommendations/${rec.id}`, { token: outsider }), 404, "NOT_FOUND");

@@ -110,6 +110,27 @@ describe("GET /api/research/sources", () => {
     expectEnvelope(res, 422, "VALIDATION_ERROR");
   });
 
+  it("reads the workspace's partition strongly consistent, as the insight and recommendation lists do", async () => {
+    const { owner, workspace } = await newWorkspace();
+    // DynamoDB Local is always consistent: what is checked is that the Query asks for it.
+    const queries: Record<string, unknown>[] = [];
+    const name = `sourceListQueries-${randomUUID()}`;
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (/^Query/.test(context.commandName ?? "") && JSON.stringify(args.input).includes(workspace.id)) queries.push(args.input as Record<string, unknown>);
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    try {
+      expect((await list(owner.token, { workspace_id: workspace.id })).status).toBe(200);
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(queries.length).toBeGreaterThan(0);
+    for (const q of queries) expect(q).toMatchObject({ ConsistentRead: true });
+  });
+
   it("limit defaults to 200 and goes up to 500", async () => {
     const { owner, workspace } = await newWorkspace();
     // 201 sources written straight to the table (uploading them would take the whole test budget).
@@ -303,6 +324,22 @@ describe("POST /api/research/sources/{id}/reprocess", () => {
       processing_status: "completed",
       processed_at: done.processed_at,
     });
+  });
+
+  it("a failed source sent back to pending loses its processed_at with its error (a pending source has neither)", async () => {
+    const { owner, workspace } = await newWorkspace();
+    const pdf = await realFile("jupyter/docs/czi-eoss-jupyter-accessibility-proposal.pdf");
+    const truncated = { name: "truncated.pdf", data: pdf.data.subarray(0, Math.floor(pdf.data.length / 3)) };
+    const res = await upload(owner.token, workspace.id, truncated, "application/pdf", "other");
+    expect(res.status).toBe(201);
+    const failed = await settled(owner.token, res.body.id);
+    expect(failed).toMatchObject({ processing_status: "failed", processed_at: expect.any(String) });
+
+    const again = await call("POST", `/api/research/sources/${res.body.id}/reprocess`, { token: owner.token });
+
+    expect(again.status, again.text).toBe(200);
+    expect(again.body).toMatchObject({ processing_status: "pending", processing_error: null, processed_at: null });
+    await settled(owner.token, res.body.id); // the new attempt ends before the test does
   });
 });
 

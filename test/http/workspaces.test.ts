@@ -14,6 +14,7 @@ import * as User from "../../core/user";
 import { call, newUser, newWorkspace } from "../support/api";
 import { setAccount } from "../support/billing";
 import { expectEnvelope, partitionItems, putChild, putRaw } from "./_helpers";
+import { deletedBeforeUpdate } from "../support/races";
 
 const ws = (id: string, rest = "") => `/api/workspaces/${id}${rest}`;
 
@@ -170,6 +171,39 @@ describe("PATCH /api/workspaces/{id}", () => {
     const res = await call("PATCH", ws(workspace.id), { token: owner.token, body: {} });
     expect(res.status, res.text).toBe(200);
     expect(res.body.name).toBe("Same");
+  });
+
+  it("an empty body writes nothing: updated_at and the list's order stay (spec 01: only the provided fields change)", async () => {
+    const { owner, admin, member, workspace: older } = await teamWorkspace("Older");
+    const newer = (await call("POST", "/api/workspaces", { token: owner.token, body: { name: "Newer" } })).body.id as string;
+    const listed = async () => (await call("GET", "/api/workspaces", { token: owner.token })).body.workspaces.map((w: { id: string; updated_at: string }) => [w.id, w.updated_at]);
+    const before = await call("GET", ws(older.id), { token: owner.token });
+    const order = await listed();
+    expect(order.map(([id]: string[]) => id)).toEqual([newer, older.id]);
+
+    const byOwner = await call("PATCH", ws(older.id), { token: owner.token, body: {} });
+    const byAdmin = await call("PATCH", ws(older.id), { token: admin.token, body: {} });
+
+    expect(byOwner.status, byOwner.text).toBe(200);
+    expect(byOwner.body).toEqual(before.body);
+    expect(byAdmin.body).toEqual({ ...before.body, role: "admin" });
+    expect((await call("GET", ws(older.id), { token: owner.token })).body.updated_at).toBe(before.body.updated_at);
+    expect(await listed()).toEqual(order);
+    // Membership and role are still checked.
+    expectEnvelope(await call("PATCH", ws(older.id), { token: member.token, body: {} }), 403, "FORBIDDEN");
+    expectEnvelope(await call("PATCH", ws(randomUUID()), { token: owner.token, body: {} }), 403, "FORBIDDEN");
+  });
+
+  it("a PATCH racing the workspace's DELETE is 404, and does not bring the workspace back (it was 500)", async () => {
+    const { owner, workspace } = await newWorkspace("Racing");
+    const res = await deletedBeforeUpdate(
+      `ws#${workspace.id}`,
+      () => call("DELETE", ws(workspace.id), { token: owner.token }),
+      () => call("PATCH", ws(workspace.id), { token: owner.token, body: { name: "Back again" } }),
+    );
+    expectEnvelope(res, 404, "NOT_FOUND");
+    expect(await partitionItems(`ws#${workspace.id}`)).toEqual([]);
+    expectEnvelope(await call("GET", ws(workspace.id), { token: owner.token }), 403, "FORBIDDEN");
   });
 
   it("validation errors use the 422 envelope; unknown fields are rejected", async () => {
