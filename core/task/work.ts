@@ -438,17 +438,39 @@ async function topRecommendation(workspaceId: string): Promise<RecommendationIte
   return (data as RecommendationItem[]).filter((r) => r.status !== "rejected").sort((a, b) => rank(a) - rank(b) || (a.priority_rank ?? 99) - (b.priority_rank ?? 99))[0];
 }
 
+/** Largest redrafted content kept on the task between the model run and the document write, bytes (the item < 400 KB). */
+const KEPT_DRAFT_BYTES = 150_000;
+
 /**
  * Redraft the target document: its type, recommendation and insights ground the engine's draft, the draft becomes
  * the document's content (a new version; the content it replaces is saved as a revision first), and the run is
  * recorded and charged as a drafting run. Once per task, whichever attempt gets there: the new content is written with
  * the task's id in the document's metadata (`redrafted_by_task`), which an attempt finds before it drafts again; the
- * run's id is derived from the task, so an attempt that died between the charged run and the write drafts again on
- * its replay but the ledger charges that run once; and the revision is not saved twice.
+ * drafted content is kept on the task (step `redraft_content`) before it is written, so an attempt that died between
+ * the model run and the write writes what was drafted instead of calling the model again (a draft over
+ * KEPT_DRAFT_BYTES is not kept: drafted again, and the run, whose id is derived from the task, is charged once); and
+ * the revision is not saved twice.
  */
-async function redraft(task: TaskItem): Promise<{ id: string; title: string; version: number; redrafted: true }> {
+async function redraft(task: TaskItem, ctx: WorkContext): Promise<{ id: string; title: string; version: number; redrafted: true }> {
   const doc = await Document.get(task.created_by, task.target_document_id!);
   if ((doc.metadata as Record<string, unknown> | null)?.redrafted_by_task === task.id) return { id: doc.id, title: doc.title, version: doc.version, redrafted: true };
+  let fresh: { content: string } | undefined;
+  const kept = await ctx.step("redraft_content", async () => {
+    fresh = await redraftContent(task, doc);
+    return Buffer.byteLength(fresh.content) <= KEPT_DRAFT_BYTES ? fresh : null;
+  });
+  const result = fresh ?? kept ?? (await redraftContent(task, doc));
+  const summary = `Before the background drafting task ${task.id}`;
+  // An attempt that died between the revision and the new content saved the revision already.
+  const [latest] = (await Document.listRevisions(task.created_by, doc.id, 1)).revisions;
+  if (latest?.change_summary !== summary) await Document.saveRevision(task.created_by, doc.id, summary);
+  // The mark goes with the content, in one write: found, the redraft is done.
+  const updated = await Document.update(task.created_by, doc.id, { content: result.content, metadata: { redrafted_by_task: task.id } });
+  return { id: updated.id, title: updated.title, version: updated.version, redrafted: true };
+}
+
+/** The engine's redraft of `doc` for the task, recorded and charged as one drafting run (its id derived from the task). */
+async function redraftContent(task: TaskItem, doc: Awaited<ReturnType<typeof Document.get>>): Promise<{ content: string }> {
   const rec = doc.related_recommendation_id
     ? ((await db().entities.recommendation.get({ workspace_id: task.workspace_id, id: doc.related_recommendation_id }).go({ consistent: true })).data as RecommendationItem | null)
     : null;
@@ -473,13 +495,7 @@ async function redraft(task: TaskItem): Promise<{ id: string; title: string; ver
     },
     (out) => ({ title: out.result.title, chars: out.result.content.length }),
   );
-  const summary = `Before the background drafting task ${task.id}`;
-  // An attempt that died between the revision and the new content saved the revision already.
-  const [latest] = (await Document.listRevisions(task.created_by, doc.id, 1)).revisions;
-  if (latest?.change_summary !== summary) await Document.saveRevision(task.created_by, doc.id, summary);
-  // The mark goes with the content, in one write: found, the redraft is done.
-  const updated = await Document.update(task.created_by, doc.id, { content: result.content, metadata: { redrafted_by_task: task.id } });
-  return { id: updated.id, title: updated.title, version: updated.version, redrafted: true };
+  return { content: result.content };
 }
 
 const drafting: Work = async (ctx) => {
@@ -488,7 +504,7 @@ const drafting: Work = async (ctx) => {
   await ctx.report({ progress_pct: 10, message: task.target_document_id ? "Redrafting the target document" : `Drafting a ${type.replace(/_/g, " ")}` });
   await releaseOperationReservation(task);
   const doc = await ctx.step("draft", async () => {
-    if (task.target_document_id) return redraft(task);
+    if (task.target_document_id) return redraft(task, ctx);
     const rec = await topRecommendation(task.workspace_id);
     // Under an id derived from the task: an attempt resumed after a crash that came after the write finds the draft.
     const d = await draft(task.created_by, { workspace_id: task.workspace_id, document_type: type, ...(rec ? { recommendation_id: rec.id } : {}), user_instructions: task.prompt.slice(0, 5000) }, { id: taskItemId(task.id, "draft") });

@@ -7,7 +7,8 @@
  * - the outcome message of an ended task is written once: retried when its write fails, not written twice when a
  *   response is lost, and written by the sweeper when the end's writer could not.
  */
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { localDocumentEngine } from "../../core/document/engine";
 import { call, newWorkspace } from "../support/api";
 import { waitFor } from "../support/multipart";
 import { sourceWith } from "../support/sources";
@@ -43,6 +44,16 @@ const diesAtCheckpointOf = (ws: Ws, step: string, taskId: () => string): Mw => (
     throw Object.assign(new Error("the worker died"), { name: "WorkerDied" });
   }
   return next(args);
+};
+
+/** The worker of the task's first attempt dies right after its checkpoint holding `step` was written. */
+const diesAfterCheckpointOf = (ws: Ws, step: string, taskId: () => string): Mw => (next, context) => async (args) => {
+  const input = JSON.stringify(args.input);
+  const id = taskId();
+  const hit = !!id && /Update/.test(String(context.commandName)) && input.includes(id) && input.includes(`"${step}":{`) && (await readTask(ws.workspace.id, id))?.attempt === 1;
+  const out = await next(args);
+  if (hit) throw Object.assign(new Error("the worker died"), { name: "WorkerDied" });
+  return out;
 };
 
 /** The conversation's messages about a task's end. */
@@ -129,6 +140,37 @@ describe("a resumed attempt finds what the dead attempt's step wrote before the 
     expect(await charged()).toBe(chargedBefore + 0.5);
     const versions = await call("GET", `/api/documents/${doc.body.id}/versions`, { token: ws.owner.token });
     expect(JSON.stringify(versions.body).split(`Before the background drafting task ${taskId}`)).toHaveLength(2);
+  });
+
+  it("drafting with a target document: a worker that dies after its draft was kept writes that draft on resume, without drafting again", async () => {
+    const doc = await call("POST", "/api/documents", { token: ws.owner.token, body: { workspace_id: ws.workspace.id, document_type: "prd", title: "Crash uploads", content: "# Crash uploads\n\nTBD" } });
+    expect(doc.status, doc.text).toBe(201);
+    const prompt = "Redraft it for the support team";
+    const drafts = vi.spyOn(localDocumentEngine, "draft");
+    const draftsOfTask = () => drafts.mock.calls.filter(([input]) => input.user_instructions === prompt).length;
+    let taskId = "";
+    try {
+      firstAttemptDies();
+      await withMiddleware("dieAfterRedraftKept", diesAfterCheckpointOf(ws, "redraft_content", () => taskId), async () => {
+        taskId = await spawned(ws, conv, { task_type: "drafting", prompt, target_document_id: doc.body.id });
+        await waitFor(async () => !(await taskRunner().isRunning({ task_id: taskId, attempt: 1 })) || null);
+        const stuck = (await readTask(ws.workspace.id, taskId))!;
+        expect((stuck.checkpoint as Record<string, { content?: string }>).redraft_content?.content).toEqual(expect.any(String));
+        // Drafted and kept, not written.
+        expect((await call("GET", `/api/documents/${doc.body.id}`, { token: ws.owner.token })).body.version).toBe(1);
+      });
+      expect(draftsOfTask()).toBe(1);
+      expect(await sweepLater(ws)).toMatchObject({ resumed: 1 });
+      const done = await settled(ws.owner.token, taskId);
+      expect(done, JSON.stringify(done)).toMatchObject({ status: "completed", result_data: { document: { id: doc.body.id, version: 2, redrafted: true } } });
+      expect(draftsOfTask()).toBe(1);
+      const kept = ((await readTask(ws.workspace.id, taskId))!.checkpoint as Record<string, { content: string }>).redraft_content!.content;
+      expect((await call("GET", `/api/documents/${doc.body.id}`, { token: ws.owner.token })).body.content).toBe(kept);
+      const runs = (await runsOf(ws.workspace.id)).filter((r) => r.tool_name === "task_drafting" && (r.input_data as { task_id?: string }).task_id === taskId);
+      expect(runs).toHaveLength(1);
+    } finally {
+      drafts.mockRestore();
+    }
   });
 });
 
