@@ -314,16 +314,18 @@ export async function get(userId: string, sourceId: string): Promise<ResearchSou
 }
 
 /**
- * `DELETE /api/research/sources/{id}`: the stored file and derived files first, then the item and its count, then
- * the files once more: a pipeline step (or a presigned upload's event) that found the item before it went can still
- * write a derived file (extraction.json, mentions.json) after the first pass; once the item is gone, every later
- * step finds it absent and writes nothing.
+ * `DELETE /api/research/sources/{id}`: the item and its count first (one transaction), then the stored file and
+ * derived files. Never an item pointing at nothing: a delete interrupted after the files went used to leave a
+ * completed source without its text, which synthesis refuses and reprocess cannot restart; interrupted now, it leaves
+ * at most files no item names (storage only). Once the item is gone every later pipeline step finds it absent and
+ * writes nothing; one that found it just before (or a presigned upload's event) can still write a derived file
+ * (extraction.json, mentions.json) while the files are purged, so the purge runs twice.
  */
 export async function remove(userId: string, sourceId: string): Promise<void> {
   const item = await requireSource(userId, sourceId);
   const prefix = sourcePrefix(item.workspace_id, item.id);
-  await deletePrefix(prefix);
   await uncount(item.workspace_id, item.id);
+  await deletePrefix(prefix);
   await deletePrefix(prefix);
 }
 

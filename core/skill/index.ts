@@ -550,11 +550,17 @@ export async function updateCustom(userId: string, slug: string, input: UpdateCu
 
 /**
  * Delete a custom skill (spec 01 `DELETE /api/skills/custom/{slug}`), author workspace only: the skill, its
- * installation and slug claim, and one off the workspace's counter go in one transaction; its feedback after.
+ * installation and slug claim, and one off the workspace's counter go in one transaction; its feedback before and
+ * after it.
  * @throws AppError FORBIDDEN (403); NOT_FOUND (404).
  */
 export async function deleteCustom(userId: string, slug: string, workspaceId: string): Promise<{ status: "deleted"; slug: string }> {
   await authored(userId, slug, workspaceId);
+  // Feedback on a deleted skill would attach to a later skill of the same slug: it goes first, while a failed or
+  // interrupted delete can still be retried (after the transaction a retry is 404, and nothing else would purge it),
+  // and once more after it, for a rating that landed in between.
+  const purgeFeedback = async () => deleteKeys(await partitionKeys(partitionOf(workspaceId), `skillfb#${slug}#`));
+  await purgeFeedback();
   const tx = (withCounter: boolean) =>
     createWriteTransaction(db().pick("customSkill", "skillInstall", "skillSlug", "skillCounter"), ({ customSkill, skillInstall, skillSlug, skillCounter }) => [
       customSkill.delete({ workspace_id: workspaceId, slug }).where((a, op) => op.exists(a.id)).commit(),
@@ -575,8 +581,7 @@ export async function deleteCustom(userId: string, slug: string, workspaceId: st
     throw new AppError("CONFLICT", `Skill ${slug} could not be deleted; try again`);
   }
   forgetUsage(slug);
-  // Feedback on a deleted skill would attach to a later skill of the same slug: it goes too.
-  await deleteKeys(await partitionKeys(partitionOf(workspaceId), `skillfb#${slug}#`));
+  await purgeFeedback();
   return { status: "deleted", slug };
 }
 

@@ -251,7 +251,7 @@ describe("DELETE /api/research/sources/{id}", () => {
     expect((await bucketKeys(`workspaces/${workspace.id}/sources/${keep.id}/`)).length).toBeGreaterThanOrEqual(2);
   });
 
-  it("a derived file a pipeline step writes while the delete runs (after its first pass over the files) is deleted too", async () => {
+  it("a derived file a pipeline step writes while the delete runs (it found the item just before it went) is deleted too", async () => {
     const { owner, workspace } = await newWorkspace();
     const gone = await uploadNote(owner.token, workspace.id, "late.md");
     await settled(owner.token, gone.id);
@@ -276,6 +276,34 @@ describe("DELETE /api/research/sources/{id}", () => {
     }
     expect(wrote).toBe(true);
     expect(await bucketKeys(prefix)).toEqual([]);
+  });
+
+  it("a delete interrupted after the files went leaves no source without its files: the item and its slot went first", async () => {
+    const { owner, workspace } = await newWorkspace();
+    const gone = await uploadNote(owner.token, workspace.id, "interrupted.md");
+    await settled(owner.token, gone.id);
+    expect(await usageCount(workspace.id)).toBe(1);
+    const client = await s3Client();
+    const name = "dieAfterPurge";
+    // The process dies right after its first purge of the files (the object store's delete went through).
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const out = await next(args);
+        if (context.commandName === "DeleteObjectsCommand") throw new Error("the process died");
+        return out;
+      },
+      { step: "initialize", name },
+    );
+    try {
+      expect((await call("DELETE", `/api/research/sources/${gone.id}`, { token: owner.token })).status).toBe(500);
+    } finally {
+      client.middlewareStack.remove(name);
+    }
+    // Not a completed source without its text (which synthesis refuses and reprocess cannot restart): gone, slot back.
+    expectEnvelope(await call("GET", `/api/research/sources/${gone.id}`, { token: owner.token }), 404, "NOT_FOUND");
+    expect(await sourceItems(workspace.id)).toEqual([]);
+    expect(await usageCount(workspace.id)).toBe(0);
+    expect(await bucketKeys(`workspaces/${workspace.id}/sources/${gone.id}/`)).toEqual([]);
   });
 
   it("two deletes racing each other give the slot back once", async () => {

@@ -10,6 +10,7 @@ import { expectEnvelope, partitionItems } from "./_helpers";
 import { PLANS } from "../../core/billing/plans";
 import { officialSkills } from "../../core/skill/library";
 import { deletedAfterWrite, deletedBeforeUpdate } from "../support/races";
+import { dynamoClient } from "../../core/db/client";
 
 const OFFICIAL = officialSkills();
 
@@ -280,6 +281,38 @@ describe("custom skills (POST /api/skills/custom; PUT, DELETE /api/skills/custom
     expectEnvelope(await call("POST", `/api/skills/${s}/feedback`, { token: a.token, body: { workspace_id: a.ws, rating: 4 } }), 404, "NOT_FOUND");
     const b = await paidWorkspace();
     expect((await call("POST", "/api/skills/custom", { token: b.token, body: customBody(b.ws, s) })).status).toBe(200);
+  });
+
+  it("a delete interrupted right after its transaction leaves no feedback behind to attach to a later skill of the slug", async () => {
+    const a = await paidWorkspace();
+    const s = slug();
+    await call("POST", "/api/skills/custom", { token: a.token, body: customBody(a.ws, s) });
+    const rated = await call("POST", `/api/skills/${s}/feedback`, { token: a.token, body: { workspace_id: a.ws, rating: 1, feedback_text: "About the old skill" } });
+    expect(rated.status).toBe(200);
+    const name = "dieAfterSkillDelete";
+    let dead = false;
+    // The process dies once the delete's transaction has committed: every later call of it fails.
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (dead) throw new Error("the process died");
+        const out = await next(args);
+        if (/^TransactWrite/.test(context.commandName ?? "") && JSON.stringify(args.input).includes(`skill#custom#${s}`)) dead = true;
+        return out;
+      },
+      { step: "initialize", name },
+    );
+    try {
+      expect((await call("DELETE", `/api/skills/custom/${s}`, { token: a.token, query: { workspace_id: a.ws } })).status).toBe(500);
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(dead).toBe(true);
+    // The client's retry finds the skill gone; nothing of its feedback is left.
+    expectEnvelope(await call("DELETE", `/api/skills/custom/${s}`, { token: a.token, query: { workspace_id: a.ws } }), 404, "NOT_FOUND");
+    expect((await partitionItems(`ws#${a.ws}`)).filter((i) => String(i.sk).startsWith(`skillfb#${s}#`))).toEqual([]);
+    expect((await call("POST", "/api/skills/custom", { token: a.token, body: customBody(a.ws, s) })).status).toBe(200);
+    const again = await call("POST", `/api/skills/${s}/feedback`, { token: a.token, body: { workspace_id: a.ws, rating: 5 } });
+    expect(again.body.id).not.toBe(rated.body.id);
   });
 
   it("takes over the slug of a deleted workspace's skill", async () => {
