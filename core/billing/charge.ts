@@ -57,6 +57,9 @@ export const TRIAL_CREDIT_CAP = 25;
 /** The engines that cost nothing in USD (the embedded runtime's local engine): only the minimum charges apply. */
 const FREE_ENGINES = new Set(["local"]);
 
+/** Whether a run on `engine` costs nothing in USD, so it reserves and is charged only its minimum (`reservationFor`). */
+export const isFreeEngine = (engine: string): boolean => FREE_ENGINES.has(engine);
+
 /**
  * What a run reserves, in credits: on a free engine its largest minimum charge (success: 0.5; a chat message at
  * least 0.25), on a model engine `RESERVATION_FACTOR` times the envelope of the tier's effort (`max`'s when the run
@@ -67,7 +70,7 @@ const FREE_ENGINES = new Set(["local"]);
  */
 export function reservationFor(engine: string, tier: ModelTier = "mid", opts: { chatMessage?: boolean; thinking?: boolean } = {}): number {
   const message = { chatMessage: opts.chatMessage };
-  if (FREE_ENGINES.has(engine)) return creditsFor(0, "success", message);
+  if (isFreeEngine(engine)) return creditsFor(0, "success", message);
   return envelopeCredits(tier, reservedEffort(tier, opts.thinking ?? false), RESERVATION_FACTOR, message);
 }
 

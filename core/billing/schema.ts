@@ -140,8 +140,10 @@ export const UsageView = z
 
 export const BoostPackView = z
   .object({
-    id: z.string(),
-    pack_type: z.enum(["starter", "plus", "max", "other"]),
+    id: z.uuid().describe("stable id of the grant (derived from it)"),
+    pack_type: z
+      .enum(["starter", "plus", "max", "referral", "other"])
+      .describe("the spec's pack of the grant's credits; referral: credits earned by a referred user's paid checkout; other: any other grant"),
     credits_added: z.number(),
     credits_used: z.number().describe("charged or held by runs in progress (or forfeited at expiry)"),
     credits_remaining: z.number(),

@@ -26,6 +26,7 @@ import { isConditionalFailure } from "../db/errors";
 import { Errors } from "../error";
 import { requireMember } from "../workspace";
 import { BOOST_PACKS } from "./checkout";
+import { referralSource } from "./boost-record";
 import { accountOf, BOOST_VALIDITY_DAYS, grant, grantUpgrade, lapseQuota, revokeBoost, type BillingAccount, type GrantResult } from "./ledger";
 import { RENEWAL_DUE } from "./account.entity";
 import { entitlementOf, paidUntil } from "./entitlement";
@@ -337,7 +338,7 @@ async function applyCheckoutCompleted(event: Stripe.Event, source: StripeSource)
   if (!paid || !code) return;
   const { data: ref } = await db().entities.referralCode.get({ code }).go();
   if (!ref || ref.user_id === userId || ref.user_id === session.metadata?.initiated_by) return;
-  await grant(ref.user_id, { bucket: "boost", source: `referral#${userId}`, credits: REFERRAL_CREDITS, expiresAt });
+  await grant(ref.user_id, { bucket: "boost", source: referralSource(userId), credits: REFERRAL_CREDITS, expiresAt });
 }
 
 /**

@@ -14,6 +14,12 @@ export const buildUsageEntity = () => new Entity({
     /** Documents created in `documents_period` (the owner's billing period start): the documents-a-month counter. */
     documents: { type: "number" },
     documents_period: { type: "string" },
+    /**
+     * Manual integration syncs answered 2xx in `integration_syncs_period` (the owner's billing period start): the
+     * dashboard's `integration_sync` usage (core/billing/usage-counters.ts). Unset until the first sync.
+     */
+    integration_syncs: { type: "number" },
+    integration_syncs_period: { type: "string" },
     /** Bumped on every insight write, so search caches of the workspace's vectors know when to reload. */
     insights_version: { type: "number", default: 0 },
   },

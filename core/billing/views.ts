@@ -13,10 +13,13 @@ import { Errors } from "../error";
 import { partitionOf, requireMember } from "../workspace";
 import { MODEL_RATES, type ModelTier } from "../ai/ports";
 import { catalogue } from "../ai/catalogue";
-import { EFFORT_TIER, envelopeCredits, RESERVATION_FACTOR } from "./charge";
+import { EFFORT_TIER, envelopeCredits, isFreeEngine, RESERVATION_FACTOR, reservationFor } from "./charge";
+import { aiEngine } from "../ai/select";
 import { computeOf } from "./compute";
 import { v5 as uuidv5 } from "uuid";
 import { entitlementOf } from "./entitlement";
+import { boostRecordId, boostRecordType } from "./boost-record";
+import { integrationSyncsIn } from "./usage-counters";
 import { USD_PER_CREDIT } from "./credits";
 import { costUsd } from "../ai/ports";
 export { COMPUTE_BLOCK_PERCENT, COMPUTE_WARNING_PERCENT } from "./compute";
@@ -53,9 +56,6 @@ export const PLAN_PRICES: Record<Plan, { display_name: string; price_monthly: nu
  * does not name one; decision in the billing report).
  */
 export const POPULAR_PLAN: Plan = "growth";
-
-/** The boost packs by credits (spec 02 Credits: starter 40, plus 100, max 215); any other grant is `other`. */
-const PACK_BY_CREDITS: Record<number, "starter" | "plus" | "max"> = { 40: "starter", 100: "plus", 215: "max" };
 
 /** Share of total_available below which an estimate warns (the 80 % of the compute budget, mirrored). */
 const LOW_BALANCE_SHARE = 0.2;
@@ -217,7 +217,8 @@ const startOfUtcDay = (d = new Date()) => new Date(Date.UTC(d.getUTCFullYear(), 
  * - synthesis "Synthesis Runs": synthesis agent runs today (UTC); no plan limit yet (null).
  * - recommendation "Recommendation Generations": recommendation agent runs in the period; no plan limit yet.
  * - chat_message "Chat Messages": the members' own messages in the period; no plan limit yet.
- * - integration_sync "Integration Syncs": 0 until integrations exist.
+ * - integration_sync "Integration Syncs": the manual syncs of the workspace's integrations answered 2xx in the period
+ *   (codehost, planner and execution-ticket syncs; counted by the HTTP layer, core/billing/usage-counters.ts); no limit.
  */
 export async function usage(userId: string, q: BillingWorkspaceQuery): Promise<Out<typeof UsageView>> {
   const { ownerId, account } = await accountFor(userId, q.workspace_id);
@@ -246,7 +247,7 @@ export async function usage(userId: string, q: BillingWorkspaceQuery): Promise<O
       item("synthesis", "Synthesis Runs", todays.filter((r) => r.agent_type === "synthesis").length, null, "daily"),
       item("recommendation", "Recommendation Generations", runs.filter((r) => r.agent_type === "recommendation").length, null, "billing_period"),
       item("chat_message", "Chat Messages", chat, null, "billing_period"),
-      item("integration_sync", "Integration Syncs", 0, null, "billing_period"),
+      item("integration_sync", "Integration Syncs", integrationSyncsIn(counter.data, since), null, "billing_period"),
     ],
   };
 }
@@ -254,7 +255,8 @@ export async function usage(userId: string, q: BillingWorkspaceQuery): Promise<O
 /**
  * The owner's boost packs, newest purchase first (`GET /api/billing/boosts`; spec 02 Boost pack): credits added,
  * used (charged, held or forfeited at expiry) and remaining; active from purchase until `expires_at` (30 days)
- * regardless of use. `pack_type` from the credits of the spec's packs, `other` for any other grant.
+ * regardless of use. `id`: a UUID derived from the grant (`boostRecordId`, stable); `pack_type`: `referral` for
+ * referral credits, else the spec's pack of the grant's credits, `other` for any other grant (`boostRecordType`).
  */
 export async function boosts(userId: string, q: BillingWorkspaceQuery): Promise<Out<typeof BoostList>> {
   const { ownerId } = await accountFor(userId, q.workspace_id);
@@ -266,8 +268,8 @@ export async function boosts(userId: string, q: BillingWorkspaceQuery): Promise<
   return {
     boosts: data
       .map((b) => ({
-        id: b.boost_id,
-        pack_type: PACK_BY_CREDITS[b.granted] ?? ("other" as const),
+        id: boostRecordId(ownerId, b.boost_id),
+        pack_type: boostRecordType(b.boost_id, b.granted),
         credits_added: b.granted,
         credits_used: b.granted - b.remaining,
         credits_remaining: b.remaining,
@@ -341,26 +343,35 @@ function tierOfModel(model: string | undefined): ModelTier | undefined {
 }
 
 /**
- * The credits a run would cost (`GET /api/billing/estimate`): the effort's token envelope (`EFFORT_ENVELOPE` of charge.ts,
- * default medium) priced at the model's tier (spec 02 model rates; tier from `model`, else the effort's as in the
- * copilot's `modelChoice`) through `creditsFor` (success). Low end: half the envelope; high end: what a run's
- * reservation holds (`RESERVATION_FACTOR` times it).
- * `blocked` when the owner's spendable credits cannot cover the high end (the reservation a run makes is all or
- * nothing) or the compute budget blocks; `warning` when not blocked and the run would leave less than 20 % of the
- * available credits, or the compute budget is at its warning level.
+ * The credits a copilot run would cost (`GET /api/billing/estimate`; spec 02: "blocked true means the run will be
+ * refused for lack of credits"), on the engine in effect (AI_ENGINE, `aiEngine`):
+ * - a model engine: the effort's token envelope (`EFFORT_ENVELOPE` of charge.ts, default medium) priced at the
+ *   model's tier (spec 02 model rates; tier from `model`, else the effort's as in the copilot's `modelChoice`) through
+ *   `creditsFor` (success); low end half the envelope, high end `RESERVATION_FACTOR` times it (what the run reserves
+ *   when the tier is the effort's own);
+ * - a free engine (the local engine costs 0 USD): all three figures are the run's minimum charge (0.5), which is
+ *   also all it reserves.
+ * `blocked` when the owner's spendable credits cannot cover what the run would reserve (`reservationFor` on that
+ * engine, tier and thinking: the reservation is all or nothing, so blocked here means 402 there and the reverse) or
+ * the compute budget blocks; `warning` when not blocked and the run would leave less than 20 % of the available
+ * credits, or the compute budget is at its warning level.
  */
 export async function estimate(userId: string, q: EstimateQuery): Promise<Out<typeof CreditEstimate>> {
   const { ownerId, account } = await accountFor(userId, q.workspace_id);
   const balance = await balanceOf(ownerId);
   const effort = q.effort ?? "medium";
   const tier = tierOfModel(q.model) ?? EFFORT_TIER[effort];
-  const estimatedCredits = envelopeCredits(tier, effort, 1);
-  const creditRangeLow = envelopeCredits(tier, effort, 0.5);
-  const creditRangeHigh = envelopeCredits(tier, effort, RESERVATION_FACTOR);
+  const engine = aiEngine();
+  // What the copilot's pre-flight holds for this run (core/agent/copilot.ts `startCharge`): effort max thinks.
+  const reservation = reservationFor(engine, tier, { chatMessage: true, thinking: effort === "max" });
+  const free = isFreeEngine(engine);
+  const estimatedCredits = free ? reservation : envelopeCredits(tier, effort, 1);
+  const creditRangeLow = free ? reservation : envelopeCredits(tier, effort, 0.5);
+  const creditRangeHigh = free ? reservation : envelopeCredits(tier, effort, RESERVATION_FACTOR);
   const level = computeOf(account).level;
   const remainingCredits = balance.total_remaining;
-  const blocked = remainingCredits < creditRangeHigh || level === "blocked";
-  const warning = !blocked && (remainingCredits - creditRangeHigh < LOW_BALANCE_SHARE * balance.total_available || level === "warning");
+  const blocked = remainingCredits < reservation || level === "blocked";
+  const warning = !blocked && (remainingCredits - Math.max(creditRangeHigh, reservation) < LOW_BALANCE_SHARE * balance.total_available || level === "warning");
   return { estimatedCredits, creditRangeLow, creditRangeHigh, remainingCredits, warning, blocked };
 }
 

@@ -4,7 +4,8 @@
  * the event for the payments consumer (core/billing/sync.ts `applyPaymentEvent`), and the webhook answers at once.
  *
  * Exactly once, with a consumer that may fail (docs/decisions.md "Payments webhook and sync"):
- * - the claim is a receipt item created only if absent (`stripe-event#<id>`, TTL 90 days); a repeated id answers
+ * - the claim is a receipt item created only if absent (`stripe-event#<id>`, TTL 90 days; an event of a type the
+ *   consumer ignores gets one too, `ignored`, and is not enqueued); a repeated id answers
  *   `already_processed` and is not enqueued again, except while its receipt still says `received` (enqueued, effect
  *   not yet written): then it is enqueued again, which the queue's deduplication (same id within 5 minutes) and the
  *   idempotent effects make harmless, so an event whose enqueue was lost is not lost for good;
@@ -46,18 +47,27 @@ export function customerOf(event: Stripe.Event): string | undefined {
 
 /**
  * Claim a verified event and enqueue it for the payments consumer (see the module comment for exactly-once).
- * Events of other types are acknowledged without being recorded: Stripe sends only what the endpoint subscribes to,
- * and an error would make it retry for days.
+ * Events of other types are acknowledged and not enqueued (Stripe sends only what the endpoint subscribes to, and an
+ * error would make it retry for days), but their ids are recorded too (receipt `ignored`, same 90-day expiry), so a
+ * repeated id answers `already_processed` whatever its type (spec 02 Webhooks).
  * @param event a Stripe event whose signature has been verified
- * @returns `ok` when recorded (or ignored), `already_processed` for an id seen before (spec 02 Webhooks)
+ * @returns `ok` the first time an id is seen (recorded, or ignored), `already_processed` for an id seen before
  * @throws AppError SERVICE_UNAVAILABLE (503) when the event cannot be enqueued, first time or on a repeat of one claimed
  *   and not applied (Stripe retries the delivery).
  */
 export async function recordPaymentEvent(event: Stripe.Event): Promise<{ status: "ok" | "already_processed" }> {
-  if (!(PAYMENT_EVENT_TYPES as readonly string[]).includes(event.type)) return { status: "ok" };
   const customer = customerOf(event);
   const receipt = db().entities.paymentEvent;
   const ttl = Math.floor(Date.now() / 1000) + PAYMENT_EVENT_RETENTION_SECONDS;
+  if (!(PAYMENT_EVENT_TYPES as readonly string[]).includes(event.type)) {
+    try {
+      await receipt.create({ event_id: event.id, type: event.type, customer, status: "ignored", ttl }).go();
+    } catch (err) {
+      if (!isConditionalFailure(err)) throw err;
+      return { status: "already_processed" };
+    }
+    return { status: "ok" };
+  }
   try {
     await receipt.create({ event_id: event.id, type: event.type, customer, status: "received", ttl }).go();
   } catch (err) {

@@ -22,6 +22,8 @@ import { bodyLimitOf, type Reply, type RouteContext, type RouteImpl, type RouteS
 // bring the billing ledger and the workspace module into every cold start otherwise (bench/cold.ts).
 const rateLimits = () => import("../../core/rate-limit");
 const planGates = () => import("../../core/billing/gates");
+// Loaded when a route that counts usage (`counts`) first answers 2xx: only the integration syncs do.
+const usageCounters = () => import("../../core/billing/usage-counters");
 // Loaded when a route that authenticates is first reached: the JWT verifier and the user module (ElectroDB and the
 // DynamoDB client with it). A Lambda whose routes are all public or signed (docs, webhooks) never loads them.
 const authentication = () => Promise.all([import("./auth"), import("../../core/user")]);
@@ -267,7 +269,7 @@ function toResult(spec: RouteSpec, reply: Reply): APIGatewayProxyResultV2 {
   };
 }
 
-/** The workspace a gated route names (its `workspace_id` where its scope says), or none (workspace creation). */
+/** The workspace a gated or counting route names (its `workspace_id` where its scope says), or none (workspace creation). */
 function gatedWorkspace(spec: RouteSpec, ctx: RouteContext<RouteSpec>): string | undefined {
   const from = spec.workspaceScope === "path" ? ctx.params : spec.workspaceScope === "query" ? ctx.query : spec.workspaceScope === "body" ? ctx.body : undefined;
   const id = (from as { workspace_id?: unknown } | undefined)?.workspace_id;
@@ -319,7 +321,24 @@ function bind(spec: RouteSpec, impl: RouteImpl<RouteSpec>) {
     // Valid requests only count: a typo the validator refuses does not use up the caller's window.
     if (spec.rateLimit && user) await (await rateLimits()).limitUser(user.id, spec.rateLimit);
     if ((spec.feature || spec.usage) && user) await (await planGates()).checkGates({ userId: user.id, workspaceId: gatedWorkspace(spec, ctx) }, { feature: featureFor(spec, ctx), usage: spec.usage, roles: spec.roles });
-    return toResult(spec, await impl(ctx));
+    const result = toResult(spec, await impl(ctx));
+    if (spec.counts) await countUsage(spec, ctx, result);
+    return result;
+  }
+}
+
+/**
+ * Count a 2xx answer of a route that declares `counts` in the workspace it names. A failed count is logged and the
+ * answer stands: the work is done, and the dashboard's figure is not worth a retried sync.
+ */
+async function countUsage(spec: RouteSpec, ctx: RouteContext<RouteSpec>, result: APIGatewayProxyResultV2): Promise<void> {
+  const status = typeof result === "object" ? (result.statusCode ?? 200) : 200;
+  const workspaceId = gatedWorkspace(spec, ctx);
+  if (!spec.counts || status < 200 || status >= 300 || !workspaceId) return;
+  try {
+    await (await usageCounters()).countUsage(workspaceId, spec.counts);
+  } catch (err) {
+    logger.warn("usage count failed", { usage: spec.counts, workspace_id: workspaceId, error: err as Error });
   }
 }
 
@@ -368,6 +387,8 @@ export function httpGroup<T extends Record<string, RouteSpec>>(table: T, impls: 
   // A plan gate reads the workspace from the request itself; a by-id route would have to load the resource first.
   const unscoped = entries.filter(([, spec]) => (spec.feature || spec.usage) && spec.workspaceScope === "resource");
   if (unscoped.length) throw new Error(`Plan gates need the workspace in the path, query or body: ${unscoped.map(([id]) => id).join(", ")}`);
+  const uncounted = entries.filter(([, spec]) => spec.counts && (!spec.workspaceScope || spec.workspaceScope === "resource"));
+  if (uncounted.length) throw new Error(`Counted usage needs the workspace in the path, query or body: ${uncounted.map(([id]) => id).join(", ")}`);
   // A group of response-streaming routes (SSE) is a streaming Lambda: errors before the stream opens still answer
   // with the ordinary envelope, as a string body.
   const streaming = entries.some(([, spec]) => spec.streaming);

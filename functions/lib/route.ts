@@ -6,6 +6,7 @@ import type { User } from "../../core/user";
 import type { TokenClaims } from "../../core/user/schema";
 import { MULTIPART_MAX_BYTES } from "../../core/research/limits";
 import type { PlanFeature, PlanUsage } from "../../core/billing/gates";
+import type { RouteCountedUsage } from "../../core/billing/usage-counters";
 
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
@@ -76,6 +77,12 @@ export interface RouteSpec {
   feature?: PlanFeature | { flag: PlanFeature; when: (ctx: { body: unknown; query: unknown; params: unknown }) => boolean };
   /** require_usage (spec 02 Limits: Plans): the plan's limit must have room for one more, else 402 USAGE_LIMIT_EXCEEDED. */
   usage?: PlanUsage;
+  /**
+   * Usage the route counts (spec 02 "Usage types on the dashboard"): each 2xx answer counts one in the workspace it
+   * names (core/billing/usage-counters.ts), after the implementation ran; a refused request counts nothing, and a count
+   * that fails is logged, never the request's answer. Needs the workspace in the path, query or body.
+   */
+  counts?: RouteCountedUsage;
   /**
    * The workspace roles a gated route is for (owner/admin routes): checked with the membership before the plan gates,
    * so a member who may not call it gets 403 for the role, not a plan answer. The implementation checks them too.

@@ -11,6 +11,7 @@ import { PLANS } from "../../core/billing/plans";
 import { renewYearly } from "../../core/billing/sync";
 import { sweepExpiredBoosts } from "../../core/billing/sweeper";
 import { countDocument } from "../../core/billing/counters";
+import { boostRecordId } from "../../core/billing/boost-record";
 import { balanceOf, release, reserve, settle } from "../../core/billing/ledger";
 import { Config } from "../../core/config";
 import { localPaymentsQueue } from "../../local/events";
@@ -238,7 +239,7 @@ describe("payments not covered before (deliverable 7)", () => {
     await deliver(bad);
     expect(await receipt(bad.id)).toMatchObject({ status: "applied" });
     const { boosts } = await get("boosts", o.owner.token, o.workspace.id);
-    expect(boosts.map((b: any) => [b.id, b.credits_added])).toEqual([[late.id, 100]]);
+    expect(boosts.map((b: any) => [b.id, b.credits_added])).toEqual([[boostRecordId(o.owner.id, late.id), 100]]);
   });
 
   it("charge.refunded revokes a pack's unused credits once; spent credits stay spent", async () => {

@@ -13,6 +13,7 @@ import { PLANS } from "../../core/billing/plans";
 import { creditMonth, REFERRAL_CREDITS, renewYearly } from "../../core/billing/sync";
 import { setQueue } from "../../core/queue";
 import { PAYMENT_EVENT_RETENTION_SECONDS } from "../../core/billing/payment-event.entity";
+import { boostRecordId } from "../../core/billing/boost-record";
 import { localPaymentsQueue } from "../../local/events";
 import { eventObject, invoiceObject, stripeId, subscriptionObject, type PriceInput } from "../../local/stripe-objects";
 import { simulatedUpgradeEvent } from "../../local/simulated-upgrade";
@@ -149,10 +150,19 @@ describe("POST /api/webhooks/payments: verification", () => {
     expectEnvelope(await post("not json at all"), 400, "BAD_REQUEST");
   });
 
-  it("acknowledges an event type it does not handle without recording it", async () => {
+  it("acknowledges an event type it does not handle without applying it; a repeat of its id is already_processed", async () => {
     const event = eventObject("customer.created", { object: "customer" });
-    expect((await post(JSON.stringify(event))).body).toEqual({ status: "ok" });
-    expect(await receipt(event.id)).toBeNull();
+    const payload = JSON.stringify(event);
+    const first = await post(payload);
+    expect(first.status, first.text).toBe(200);
+    expect(first.body).toEqual({ status: "ok" });
+    const again = await post(payload);
+    expect(again.status, again.text).toBe(200);
+    expect(again.body).toEqual({ status: "already_processed" });
+    // Its id is remembered as a handled event's is (90 days), marked ignored: it is never queued for the consumer.
+    const kept = await receipt(event.id);
+    expect(kept).toMatchObject({ status: "ignored", type: "customer.created" });
+    expect(kept!.ttl - Math.floor(Date.now() / 1000)).toBeGreaterThan(90 * DAY - 60);
   });
 });
 
@@ -319,7 +329,7 @@ describe("one purchase grants once, whatever the order", () => {
     expect((await deliver(again)).body).toEqual({ status: "ok" });
     const { boosts } = await get("boosts", o.owner.token, o.workspace.id);
     expect(boosts).toEqual([
-      expect.objectContaining({ id: session.id, pack_type: "starter", credits_added: 40, credits_remaining: 40, is_active: true, expires_at: new Date((created + 30 * DAY) * 1000).toISOString() }),
+      expect.objectContaining({ id: boostRecordId(o.owner.id, session.id), pack_type: "starter", credits_added: 40, credits_remaining: 40, is_active: true, expires_at: new Date((created + 30 * DAY) * 1000).toISOString() }),
     ]);
     expect((await get("credits", o.owner.token, o.workspace.id)).bonus_credits).toBe(40);
   });
@@ -360,6 +370,10 @@ describe("referral credits", () => {
     const referral = (await grants(referrer.id)).filter((g) => g.key.startsWith("grant#referral#"));
     expect(referral).toEqual([expect.objectContaining({ key: `grant#referral#${o.owner.id}`, credits: REFERRAL_CREDITS, bucket: "boost" })]);
     expect((await get("credits", referrer.token, referrerWs.id)).bonus_credits).toBe(REFERRAL_CREDITS);
+    // Listed as what it is, under an id of its own (a UUID, not the grant's `referral#<user>` source).
+    const [boost] = (await get("boosts", referrer.token, referrerWs.id)).boosts;
+    expect(boost).toMatchObject({ pack_type: "referral", credits_added: REFERRAL_CREDITS, credits_remaining: REFERRAL_CREDITS, is_active: true });
+    expect(boost.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect((await grants(o.owner.id)).filter((g) => g.bucket === "boost")).toEqual([]);
   });
 

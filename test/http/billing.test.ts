@@ -4,7 +4,7 @@
  * of the workspace OWNER's account, moved by real ledger operations, real uploads, documents, runs and messages.
  */
 import { randomUUID } from "node:crypto";
-import { beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { db } from "../../core/db/service";
 import * as Chat from "../../core/chat";
 import { PLANS } from "../../core/billing/plans";
@@ -12,9 +12,13 @@ import { accountSubscriptionId } from "../../core/billing/views";
 import { accountOf, grant, reserve, settle } from "../../core/billing/ledger";
 import { EFFORT_ENVELOPE, reservationFor } from "../../core/billing/charge";
 import { creditsFor } from "../../core/billing/credits";
+import { referralSource } from "../../core/billing/boost-record";
+import { REFERRAL_CREDITS } from "../../core/billing/sync";
 import { costUsd } from "../../core/ai/ports";
 import { call, newUser, newWorkspace } from "../support/api";
 import { expectEnvelope } from "./_helpers";
+import { routes } from "../../functions/http/routes";
+import type { RouteSpec } from "../../functions/lib/route";
 
 const DAY = 86_400_000;
 
@@ -119,6 +123,27 @@ describe("credits and boosts follow the ledger", () => {
     expect(credits).toMatchObject({ bonus_credits: 40, total_available: 45, total_remaining: 45 });
   });
 
+  it("each boost record has a stable UUID id of its own; a referral grant is listed as referral, with its figures", async () => {
+    const expiresAt = new Date(Date.now() + 30 * DAY);
+    const session = `cs_${randomUUID()}`;
+    await grant(owner.id, { source: session, credits: 40, bucket: "boost", expiresAt });
+    // What the payments consumer grants a referrer (core/billing/sync.ts): 20 credits, keyed by the referred user.
+    await grant(owner.id, { source: referralSource(randomUUID()), credits: REFERRAL_CREDITS, bucket: "boost", expiresAt });
+    const first = (await ok("boosts")).boosts;
+    expect(first).toHaveLength(2);
+    for (const b of first) expect(b.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    expect(new Set(first.map((b: any) => b.id)).size).toBe(2);
+    expect(first.map((b: any) => b.id)).not.toContain(session);
+    const byType = Object.fromEntries(first.map((b: any) => [b.pack_type, b]));
+    expect(Object.keys(byType).sort()).toEqual(["referral", "starter"]);
+    expect(byType.referral).toMatchObject({
+      credits_added: REFERRAL_CREDITS, credits_used: 0, credits_remaining: REFERRAL_CREDITS, agent_runs_added: 40, agent_runs_remaining: 40,
+      expires_at: expiresAt.toISOString(), is_active: true,
+    });
+    // The same grant answers the same id on every read (a member's too).
+    expect((await ok("boosts", {}, member.token)).boosts.map((b: any) => b.id).sort()).toEqual(first.map((b: any) => b.id).sort());
+  });
+
   it("reserve and settle move credits used: quota first, then the boost", async () => {
     await grant(owner.id, { source: `cs_${randomUUID()}`, credits: 40, bucket: "boost", expiresAt: new Date(Date.now() + 30 * DAY) });
     const runId = randomUUID();
@@ -168,6 +193,18 @@ describe("GET /api/billing/compute", () => {
 });
 
 describe("GET /api/billing/estimate", () => {
+  // The figures of a model engine (the estimate answers for the engine in effect; the local engine's are in
+  // charging.test.ts). Only the estimate reads AI_ENGINE here: no model is called.
+  let engine: string | undefined;
+  beforeEach(() => {
+    engine = process.env.AI_ENGINE;
+    process.env.AI_ENGINE = "bedrock";
+  });
+  afterEach(() => {
+    if (engine === undefined) delete process.env.AI_ENGINE;
+    else process.env.AI_ENGINE = engine;
+  });
+
   const expected = (tier: "small" | "mid" | "large", effort: keyof typeof EFFORT_ENVELOPE, f: number) =>
     creditsFor(costUsd(tier, EFFORT_ENVELOPE[effort].input * f, EFFORT_ENVELOPE[effort].output * f), "success");
 
@@ -203,6 +240,20 @@ describe("GET /api/billing/estimate", () => {
       const body = await ok("estimate", { effort });
       expect(body.creditRangeHigh, effort).toBe(reservationFor("bedrock", tier, { thinking }));
     }
+  });
+
+  it("blocked compares the balance with what the run would reserve on its model's tier, not with the effort's envelope", async () => {
+    // A run on a named model reserves that model's tier (the copilot's `modelChoice`): a small model at effort high
+    // holds 0.5, a large one at effort low 45, whatever the effort's envelope on that tier comes to.
+    expect(reservationFor("bedrock", "small")).toBeLessThan(2);
+    await reserve(owner.id, randomUUID(), 3);
+    expect(await ok("estimate", { effort: "high", model: "small" })).toMatchObject({ remainingCredits: 2, blocked: false });
+    await grant(owner.id, { source: `cs_${randomUUID()}`, credits: 40, bucket: "boost", expiresAt: new Date(Date.now() + 30 * DAY) });
+    const large = reservationFor("bedrock", "large");
+    expect(large).toBeGreaterThan(42);
+    const body = await ok("estimate", { effort: "low", model: "large" });
+    expect(body.creditRangeHigh).toBeLessThan(42);
+    expect(body).toMatchObject({ remainingCredits: 42, blocked: true });
   });
 
   it("422 for an unknown effort", async () => {
@@ -246,7 +297,47 @@ describe("GET /api/billing/usage", () => {
     expect(items.synthesis).toMatchObject({ current: was.synthesis + 1, limit: null, percentage: 0 });
     expect(items.recommendation.current).toBe(was.recommendation + 1);
     expect(items.chat_message.current).toBe(was.chat_message + 1);
-    expect(items.integration_sync).toMatchObject({ current: 0, limit: null });
+    expect(items.integration_sync).toMatchObject({ current: 0, limit: null }); // no sync here: see the integration_sync cases
+  });
+});
+
+describe("GET /api/billing/usage: integration_sync", () => {
+  const syncs = async (token = owner.token, ws = workspaceId) =>
+    (await call("GET", "/api/billing/usage", { token, query: { workspace_id: ws } })).body.items.find((i: any) => i.usage_type === "integration_sync");
+
+  it("the integration sync routes declare the count: codehost, planner and execution tickets, and no other route", () => {
+    const counted = (Object.entries(routes) as [string, RouteSpec][]).filter(([, spec]) => spec.counts).map(([id, spec]) => [id, spec.counts]);
+    expect(counted.sort()).toEqual([["codehost.sync", "integration_sync"], ["planner.sync", "integration_sync"], ["tickets.sync", "integration_sync"]]);
+  });
+
+  it("counts the workspace's manual syncs answered 2xx in the billing period; a refused sync is not counted", async () => {
+    expect(await syncs()).toMatchObject({ current: 0, limit: null, percentage: 0, period: "billing_period" });
+    const doc = await call("POST", "/api/documents", { token: owner.token, body: { workspace_id: workspaceId, document_type: "prd", title: "Synced PRD", content: "# Problem" } });
+    expect(doc.status, doc.text).toBe(201);
+    for (const token of [owner.token, member.token]) {
+      const res = await call("POST", "/api/execution/sync", { token, body: { workspace_id: workspaceId, document_id: doc.body.id } });
+      expect(res.status, res.text).toBe(200);
+    }
+    // No integration connected: refused, so not counted.
+    expectEnvelope(await call("POST", "/api/integrations/codehost/sync", { token: owner.token, body: { workspace_id: workspaceId } }), 404, "NO_ACTIVE_INTEGRATION");
+    expectEnvelope(await call("POST", "/api/integrations/planner/sync", { token: owner.token, body: { workspace_id: workspaceId } }), 404, "NO_ACTIVE_INTEGRATION");
+    // A non-member's sync is refused before it runs.
+    expectEnvelope(await call("POST", "/api/execution/sync", { token: outsider.token, body: { workspace_id: workspaceId, document_id: doc.body.id } }), 403, "FORBIDDEN");
+    expect(await syncs(member.token)).toMatchObject({ current: 2, limit: null, period: "billing_period" });
+    // Counted per workspace: another workspace of the same owner starts at 0.
+    const other = await call("POST", "/api/workspaces", { token: owner.token, body: { name: "Other" } });
+    expect(other.status, other.text).toBe(201);
+    expect((await syncs(owner.token, other.body.id)).current).toBe(0);
+  });
+
+  it("a count of an earlier billing period reads as 0 and restarts with the next sync", async () => {
+    const doc = await call("POST", "/api/documents", { token: owner.token, body: { workspace_id: workspaceId, document_type: "prd", title: "Old PRD", content: "# Problem" } });
+    expect(doc.status, doc.text).toBe(201);
+    // What a sync counted in the period before this one (a period starts at the account's period_start).
+    await db().entities.usage.patch({ workspace_id: workspaceId }).set({ integration_syncs: 7, integration_syncs_period: "2000-01-01T00:00:00.000Z" }).go();
+    expect((await syncs()).current).toBe(0);
+    expect((await call("POST", "/api/execution/sync", { token: owner.token, body: { workspace_id: workspaceId, document_id: doc.body.id } })).status).toBe(200);
+    expect((await syncs()).current).toBe(1);
   });
 });
 

@@ -200,6 +200,31 @@ describe("a blocked account is refused before any model call", () => {
     expect(estimate.body.blocked).toBe(true);
   });
 
+  it("GET /estimate answers for the engine in effect: 2 credits left on the local engine is not blocked and the chat runs; 0.25 left is blocked and refused", async () => {
+    const prompt = "What do users struggle with?";
+    const estimateOf = async (token: string, workspaceId: string) => {
+      const res = await call("GET", "/api/billing/estimate", { token, query: { workspace_id: workspaceId } });
+      expect(res.status, res.text).toBe(200);
+      return res.body;
+    };
+    // A trial account of 5 credits with 3 held by a run in progress: 2 left, more than the local engine's 0.5.
+    const { owner, workspace } = await newWorkspace("Local estimate");
+    await reserve(owner.id, randomUUID(), 3);
+    expect(await estimateOf(owner.token, workspace.id)).toEqual({
+      estimatedCredits: 0.5, creditRangeLow: 0.5, creditRangeHigh: 0.5, remainingCredits: 2, warning: false, blocked: false,
+    });
+    const events = await readStream(gw.base, "/api/stream/chat", owner.token, { workspace_id: workspace.id, prompt });
+    expect(events.find((e) => e.event === "done"), JSON.stringify(events.map((e) => e.event))).toBeDefined();
+
+    // Less than the local engine's reservation left: blocked, and the run is refused before its stream opens.
+    const low = await newWorkspace("Local estimate, too low");
+    await reserve(low.owner.id, randomUUID(), 4.75);
+    expect(await estimateOf(low.owner.token, low.workspace.id)).toMatchObject({ remainingCredits: 0.25, blocked: true, creditRangeHigh: 0.5 });
+    const refused = await call("POST", "/api/stream/chat", { token: low.owner.token, body: { workspace_id: low.workspace.id, prompt } });
+    expectEnvelope(refused, 402, "USAGE_LIMIT_EXCEEDED");
+    expect(refused.body).toMatchObject({ reason: "credits_exhausted", required: 0.5, available: 0.25 });
+  });
+
   it("quota used up but a boost pack left: the run is charged from the boost", async () => {
     const { owner, workspace } = await newWorkspace("Boosted");
     const source = await sourceWith(owner.token, workspace.id, LINES);

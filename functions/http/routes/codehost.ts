@@ -83,6 +83,7 @@ export const codehostRoutes = defineRoutes({
     summary: "Refresh every linked issue (conditional requests); a closed issue moves its recommendation to implemented",
     body: WorkspaceBody, feature: "has_codehost",
     errors: ["NO_ACTIVE_INTEGRATION", "CODEHOST_TOKEN_ERROR", "SERVICE_UNAVAILABLE"],
+    counts: "integration_sync",
     responses: { 200: SyncResult },
   },
 } satisfies Record<string, RouteSpec>);

@@ -77,6 +77,7 @@ export const plannerRoutes = defineRoutes({
     summary: "Refresh every linked issue in one batched query; a state of type completed or cancelled moves its recommendation to implemented",
     body: WorkspaceBody, feature: "has_integrations",
     errors: ["NO_ACTIVE_INTEGRATION", "PLANNER_TOKEN_ERROR", "RATE_LIMITED", "SERVICE_UNAVAILABLE"],
+    counts: "integration_sync",
     responses: { 200: SyncResult },
   },
 } satisfies Record<string, RouteSpec>);

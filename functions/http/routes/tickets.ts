@@ -51,6 +51,7 @@ export const ticketsRoutes = defineRoutes({
     summary: "Read each pushed ticket's status category from its tracker (one-way); a rate limit queues the rest",
     body: SyncTicketsInput,
     errors: ["NO_ACTIVE_INTEGRATION", "CODEHOST_TOKEN_ERROR", "PLANNER_TOKEN_ERROR", "TICKETS_TOKEN_ERROR", "SERVICE_UNAVAILABLE"],
+    counts: "integration_sync",
     responses: { 200: SyncTicketsResult },
   },
 } satisfies Record<string, RouteSpec>);
