@@ -3,6 +3,7 @@ import { createPending } from "../pending-action";
 import { AppError } from "../error";
 import { serviceLog } from "../log";
 import { parseToolInput, toolSpec, type Tool, type ToolContext } from "./tools";
+import { toolFailureOf } from "./tools/refusal";
 
 /** The spec's bounds on one query (spec 02 Limits): turns and seconds. */
 export const MAX_TURNS_LIMIT = 30;
@@ -108,8 +109,10 @@ function resultForModel(value: unknown): { value: unknown; chars: number; trunca
  * its text, run each tool call it makes, hand the results back, until it answers without calling a tool, `maxTurns`
  * model calls are made (or the query's shared budget, `nextTurn`, is used up), or `signal` aborts. Read tools run at
  * once. A gated tool never runs here: its call becomes a pending action (core/pending-action) and the model gets
- * `{status: "queued", pending_action_id}`. An unknown tool or invalid input goes back to the model as an error
- * result, so it can correct itself. Tool results are data: nothing in them is executed or widens what the run may do.
+ * `{status: "queued", pending_action_id}`; a gated tool that refuses at preview (spec 02 integrations: no team,
+ * no repository, not connected, ...) answers `{success: false, error, error_code, ...}` and queues nothing. An
+ * unknown tool or invalid input goes back to the model as an error result, so it can correct itself. Tool results
+ * are data: nothing in them is executed or widens what the run may do.
  * @returns the answer text, tool steps, usage summed over all model calls, and the pending actions created
  * @throws the model's errors (AppError SERVICE_UNAVAILABLE after retries); an abort ends the run as partial instead
  */
@@ -245,6 +248,10 @@ async function runTool(
     return finish("success", await tool.run(input.ctx, parsed.data));
   } catch (err) {
     if (input.signal.aborted) throw err;
+    // A gated tool's refusal before queuing carries the spec's failure ({success: false, error, error_code, ...}):
+    // the model gets it whole, as it gets a read tool's.
+    const failure = toolFailureOf(err);
+    if (failure) return finish("error", failure, { error: failure.error });
     // The model sees what went wrong and may try otherwise; internal details stay out of it, and go to the log (a
     // refusal of ours, an AppError, is the tool's answer, not a failure to investigate).
     if (!(err instanceof AppError)) serviceLog().error("agent tool failed", { tool: call.name, workspace_id: input.ctx.workspaceId, error: err instanceof Error ? err : new Error(String(err)) });

@@ -21,6 +21,38 @@ export class ProviderError extends Error {
   }
 }
 
+/** Error codes of a connection that could not be made or was cut (Node's sockets and DNS, undici under fetch). */
+const TRANSPORT_CODES = new Set([
+  "ECONNRESET", "ECONNREFUSED", "ECONNABORTED", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EAI_AGAIN", "ENETUNREACH", "EHOSTUNREACH",
+  "UND_ERR_SOCKET", "UND_ERR_CLOSED", "UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT",
+]);
+
+/**
+ * Whether `err` (or an error it was caused by) is a request that got no whole answer: fetch's network-error
+ * `TypeError` ("fetch failed", "Failed to fetch", "terminated" when the body is cut off), an abort or timeout, or a
+ * socket or DNS error code. SDKs that pass such failures through untouched (Linear's) would otherwise answer a 500.
+ */
+export function isTransportFailure(err: unknown): boolean {
+  let e: unknown = err;
+  for (let depth = 0; depth < 4 && e && typeof e === "object"; depth++, e = (e as { cause?: unknown }).cause) {
+    const { name, code, message } = e as { name?: unknown; code?: unknown; message?: unknown };
+    if (name === "AbortError" || name === "TimeoutError") return true;
+    if (typeof code === "string" && TRANSPORT_CODES.has(code)) return true;
+    if (e instanceof TypeError && typeof message === "string" && /^(fetch failed|failed to fetch|terminated)$/i.test(message)) return true;
+  }
+  return false;
+}
+
+/** The error code of a transport failure (ECONNRESET, ...) from the error or its causes, for a message. */
+export function transportCodeOf(err: unknown): string | undefined {
+  let e: unknown = err;
+  for (let depth = 0; depth < 4 && e && typeof e === "object"; depth++, e = (e as { cause?: unknown }).cause) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && TRANSPORT_CODES.has(code)) return code;
+  }
+  return undefined;
+}
+
 /**
  * The 424 of a refused grant (DESIGN.md section 5): CODEHOST_TOKEN_ERROR, PLANNER_TOKEN_ERROR, ... with the hint to
  * reconnect (`reconnect`: the connect route).

@@ -327,10 +327,14 @@ const OUTCOME_UNKNOWN = "outcome unknown";
 /**
  * Why a ticket may not be pushed to `platform`/`destination` now, or null: a push whose outcome is unknown may have
  * created an issue there, and only a push to the same place looks for it (by its marker) before creating one; a push
- * elsewhere would leave that issue behind as a duplicate.
+ * elsewhere would leave that issue behind as a duplicate. Unknown: a push_failed whose create got no answer, or a
+ * push that claimed the ticket and never settled it (its worker died, perhaps after the create; every settle removes
+ * the lease, so a lease left behind and run out says so).
  */
-function elsewhereAfterUnknown(t: TicketItem, platform: Platform, destination: string): string | null {
-  if (t.status !== "push_failed" || !t.push_error?.startsWith(OUTCOME_UNKNOWN)) return null;
+function elsewhereAfterUnknown(t: TicketItem, platform: Platform, destination: string, now = Date.now()): string | null {
+  const unanswered = t.status === "push_failed" && !!t.push_error?.startsWith(OUTCOME_UNKNOWN);
+  const abandoned = t.push_claim_until !== undefined && t.push_claim_until !== null && t.push_claim_until < now && !!t.platform;
+  if (!unanswered && !abandoned) return null;
   if (t.platform === platform && (t.destination ?? "") === destination) return null;
   return `its last push (to ${t.platform}${t.destination ? ` ${t.destination}` : ""}) may have created an issue there (${OUTCOME_UNKNOWN}): push it there again, which finds that issue before creating one`;
 }

@@ -7,7 +7,7 @@ import { AppError, Errors } from "../error";
 import { createWriteTransaction } from "electrodb";
 import { db } from "../db/service";
 import type { UserEntity } from "./user.entity";
-import type { AccessStatus, IdpWebhookEvent, TokenClaims, UserProfile } from "./schema";
+import { userEventOf, type AccessStatus, type IdpUserEvent, type IdpWebhookEvent, type TokenClaims, type UserProfile } from "./schema";
 import { AccessStatusTable } from "./access";
 import { LRUCache } from "lru-cache";
 
@@ -302,7 +302,7 @@ export async function generateAccessCodes(count: number, metadata: Record<string
  * (create of an existing user, update with the same values, delete of a missing user), but a replayed *older* event
  * would undo newer ones: deliveries go through `applyIdpEventOnce`.
  */
-export async function applyIdpEvent(event: IdpWebhookEvent, removeOwned: (user: User) => Promise<void>): Promise<void> {
+export async function applyIdpEvent(event: IdpUserEvent, removeOwned: (user: User) => Promise<void>): Promise<void> {
   const { type, data } = event;
   const id = userIdFor(data.id);
   if (type === "user.created" || type === "user.updated") {
@@ -381,7 +381,10 @@ const APPLIED = "applied";
  * put before the event is applied, marked applied after it, and kept for Config.idpWebhookDedupSeconds; so of two
  * identical deliveries at once only one applies. A failed application drops the claim, so a retry applies the event.
  * Call it only after the signature has been verified, or anyone could claim a message id ahead of the provider.
- * @returns "duplicate" when the message was applied before (answer 2xx: nothing to do), else "applied".
+ * An event of a type the service does not handle (not user.created, user.updated, user.deleted) changes nothing and
+ * claims no receipt.
+ * @returns "ignored" for an unhandled type; "duplicate" when the message was applied before (answer 2xx: nothing to
+ *   do); else "applied".
  * @throws AppError CONFLICT (409) while another delivery of the message is being applied (the provider retries later);
  *   whatever `applyIdpEvent` throws.
  */
@@ -389,7 +392,10 @@ export async function applyIdpEventOnce(
   webhookId: string,
   event: IdpWebhookEvent,
   removeOwned: (user: User) => Promise<void>,
-): Promise<"applied" | "duplicate"> {
+): Promise<"applied" | "duplicate" | "ignored"> {
+  const userEvent = userEventOf(event);
+  // Acknowledged as it is: an error would have the provider retry an event there is nothing to do for.
+  if (!userEvent) return "ignored";
   const receipt = { scope: `idp-webhook#${webhookId}`, name: "receipt" };
   const owner: string = randomUUID();
   const now = Math.floor(Date.now() / 1000);
@@ -406,7 +412,7 @@ export async function applyIdpEventOnce(
     throw new AppError("CONFLICT", "This webhook message is being processed by another delivery; retry later");
   }
   try {
-    await applyIdpEvent(event, removeOwned);
+    await applyIdpEvent(userEvent, removeOwned);
   } catch (err) {
     // Drop the claim so the provider's retry applies the event; if that fails too, the lease runs out on its own.
     await db()

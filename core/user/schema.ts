@@ -48,18 +48,46 @@ export interface TokenClaims {
   groups: string[];
 }
 
-/** Identity-provider webhook payload (Standard Webhooks envelope: type + data). */
+/** The identity-provider events the service applies (spec 02 Inbound webhook events). */
+export const IDP_USER_EVENT_TYPES = ["user.created", "user.updated", "user.deleted"] as const;
+
+/** A user event: one the service applies (`applyIdpEvent`). */
+export const IdpUserEvent = z.object({
+  type: z.enum(IDP_USER_EVENT_TYPES),
+  data: z.object({
+    id: z.string().min(1),
+    email: z.string().email().optional(),
+    name: z.string().optional(),
+    avatar_url: z.string().optional(),
+  }),
+});
+export type IdpUserEvent = z.infer<typeof IdpUserEvent>;
+
+const isUserEventType = (type: string): type is IdpUserEvent["type"] => (IDP_USER_EVENT_TYPES as readonly string[]).includes(type);
+
+/**
+ * Identity-provider webhook payload (Standard Webhooks envelope: `type` + `data` object). A user event must have the
+ * user event's shape (its field errors are reported where they are); any other type the provider sends (session.*,
+ * email.*, ...) is well-formed with any `data` object, and is acknowledged without changing anything: refusing it
+ * would have the provider retry it for days (spec 02 Errors: 400 is for an invalid payload).
+ */
 export const IdpWebhookEvent = z
-  .object({
-    type: z.enum(["user.created", "user.updated", "user.deleted"]),
-    data: z.object({
-      id: z.string().min(1),
-      email: z.string().email().optional(),
-      name: z.string().optional(),
-      avatar_url: z.string().optional(),
-    }),
+  .looseObject({
+    type: z.string().min(1).max(255),
+    data: z.looseObject({}),
   })
-  .meta({ id: "IdpWebhookEvent" });
+  .superRefine((event, ctx) => {
+    if (!isUserEventType(event.type)) return;
+    const parsed = IdpUserEvent.safeParse(event);
+    if (!parsed.success) for (const issue of parsed.error.issues) ctx.addIssue({ ...issue });
+  })
+  .meta({
+    id: "IdpWebhookEvent",
+    description: "A Standard Webhooks event. user.created, user.updated and user.deleted carry data {id, email?, name?, avatar_url?}; other types are acknowledged and ignored.",
+  });
 export type IdpWebhookEvent = z.infer<typeof IdpWebhookEvent>;
+
+/** The user event `event` is, or null for a type the service does not handle (acknowledged; nothing changes). */
+export const userEventOf = (event: IdpWebhookEvent): IdpUserEvent | null => (isUserEventType(event.type) ? IdpUserEvent.parse(event) : null);
 
 export const WebhookAck = z.object({ status: z.string() }).meta({ id: "WebhookAck" });

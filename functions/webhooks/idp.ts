@@ -10,8 +10,9 @@ import * as Workspace from "../../core/workspace";
  * tolerance) before the body is trusted; each message (`webhook-id`) is applied once, so an exact replay inside the
  * tolerance, or a provider retry of a message already applied, answers 200 without applying it again.
  * @throws AppError INVALID_SIGNATURE (400) for a missing or bad signature or an unconfigured secret;
- *   BAD_REQUEST (400, with `errors`) for a well-signed payload that is not a user event (spec 02 Errors:
- *   an invalid webhook payload is 400); CONFLICT (409) while another delivery of the same message is being applied.
+ *   BAD_REQUEST (400, with `errors`) for a well-signed payload that is not an event envelope, or a user event without
+ *   its fields (spec 02 Errors: an invalid webhook payload is 400); CONFLICT (409) while another delivery of the same
+ *   message is being applied. A well-formed event of a type the service does not handle answers ok, unapplied.
  */
 export async function receiveIdpWebhook(rawBody: string, headers: Record<string, string | undefined>): Promise<{ status: "ok" }> {
   const secret = Config.idpWebhookSecret();
@@ -30,7 +31,7 @@ export async function receiveIdpWebhook(rawBody: string, headers: Record<string,
   }
   const parsed = User.IdpWebhookEvent.safeParse(payload);
   if (!parsed.success) {
-    throw new AppError("BAD_REQUEST", "Webhook payload is not a user event", {
+    throw new AppError("BAD_REQUEST", "Webhook payload is not a valid identity-provider event", {
       errors: parsed.error.issues.map((i) => ({ loc: ["body", ...i.path.map(String)], msg: i.message, type: i.code })),
     });
   }

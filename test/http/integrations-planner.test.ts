@@ -5,6 +5,7 @@
  * issues (NO_TEAM_SELECTED, project fallback, priority), links, sync (one batched query for many links; completed or
  * cancelled → implemented), Linear's rate limits (HTTP 400 RATELIMITED and 429) and a revoked grant.
  */
+import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dynamoClient } from "../../core/db/client";
 import { call, newWorkspace } from "../support/api";
@@ -231,6 +232,42 @@ describe("sync", () => {
     expect(await statusOf(owner.token, recs[0]!.id)).toBe("implemented");
   });
 
+  it("an issue created straight into Done (or Canceled) implements its recommendation; sync keeps it implemented, and rejected stays", async () => {
+    const { owner, workspace } = await connected();
+    const create = (recId: string, state: string) =>
+      call("POST", "/api/integrations/planner/issues", { token: owner.token, body: { workspace_id: workspace.id, recommendation_id: recId, state_id: linear.stateOf("ENG", state).id } });
+    const done = await recommendation(owner.token, workspace.id, "Created done");
+    const canceled = await recommendation(owner.token, workspace.id, "Created canceled");
+    const rejected = await recommendation(owner.token, workspace.id, "Rejected first");
+    expect((await call("PATCH", `/api/recommendations/${rejected.id}/status`, { token: owner.token, body: { status: "rejected" } })).status).toBe(200);
+    for (const [rec, state] of [[done, "Done"], [canceled, "Canceled"], [rejected, "Done"]] as const) {
+      const res = await create(rec.id, state);
+      expect(res.status, res.text).toBe(200);
+    }
+    const links = await call("GET", "/api/integrations/planner/links", { token: owner.token, query: q(workspace.id, { recommendation_id: done.id }) });
+    expect(links.body.links[0]).toMatchObject({ state: "Done", state_type: "completed" });
+    expect(await statusOf(owner.token, done.id)).toBe("implemented");
+    expect(await statusOf(owner.token, canceled.id)).toBe("implemented");
+    const res = await call("POST", "/api/integrations/planner/sync", { token: owner.token, body: q(workspace.id) });
+    expect(res.body).toEqual({ synced_count: 3, updated_count: 0, queued_count: 0 });
+    expect(await Promise.all([done, canceled, rejected].map((r) => statusOf(owner.token, r.id)))).toEqual(["implemented", "implemented", "rejected"]);
+  });
+
+  it("a link that already records a closed state while its recommendation never moved is caught up by the next sync", async () => {
+    const { owner, workspace } = await connected();
+    const rec = await recommendation(owner.token, workspace.id, "Closed before it was linked here");
+    // The link as an earlier create left it (the recommendation was not moved then): state Done, recommendation suggested.
+    const issue = linear.addIssue("ENG", { title: "Closed already", stateId: linear.stateOf("ENG", "Done").id });
+    await db().entities.issueLink.put({
+      id: randomUUID(), workspace_id: workspace.id, kind: "planner", recommendation_id: rec.id, issue_id: issue.id, identifier: `ENG-${issue.number}`,
+      issue_url: `https://linear.test/acme/issue/ENG-${issue.number}`, title: issue.title, state: "Done", state_type: "completed", created_by: owner.id,
+    }).go();
+    expect(await statusOf(owner.token, rec.id)).toBe("suggested");
+    const res = await call("POST", "/api/integrations/planner/sync", { token: owner.token, body: q(workspace.id) });
+    expect(res.body).toEqual({ synced_count: 1, updated_count: 0, queued_count: 0 });
+    expect(await statusOf(owner.token, rec.id)).toBe("implemented");
+  });
+
   it("Linear rate-limiting the batched read (HTTP 400 RATELIMITED) queues the sync with Linear's reset as the delay", async () => {
     const { owner, workspace, recs } = await linkedMany(2);
     linear.moveTo(recs[0]!.issueId, "Done");
@@ -264,6 +301,26 @@ describe("Linear's answers", () => {
     expectEnvelope(res, 429, "RATE_LIMITED");
     expect(res.body.retry_after_seconds).toBe(42);
     expect(headersOf(res)["retry-after"]).toBe("42");
+  });
+
+  it("a dropped connection (no answer) is 503 SERVICE_UNAVAILABLE, as GitHub's and Jira's are: teams, issues and sync", async () => {
+    const { owner, workspace } = await connected();
+    linear.fail({ operation: "PlannerTeams", kind: "lost" });
+    const teams = await call("GET", "/api/integrations/planner/teams", { token: owner.token, query: q(workspace.id) });
+    expectEnvelope(teams, 503, "SERVICE_UNAVAILABLE");
+    expect(teams.body.detail).toMatch(/Linear failed: no answer \(fetch failed/);
+    // The grant is not blamed: the integration stays connected.
+    expect((await call("GET", "/api/integrations/planner/status", { token: owner.token, query: q(workspace.id) })).body).toMatchObject({ connected: true, needs_reconnect: false });
+
+    const rec = await recommendation(owner.token, workspace.id);
+    linear.fail({ operation: "PlannerIssueCreate", kind: "lost" });
+    expectEnvelope(await call("POST", "/api/integrations/planner/issues", { token: owner.token, body: { workspace_id: workspace.id, recommendation_id: rec.id } }), 503, "SERVICE_UNAVAILABLE");
+
+    expect((await call("POST", "/api/integrations/planner/issues", { token: owner.token, body: { workspace_id: workspace.id, recommendation_id: rec.id } })).status).toBe(200);
+    linear.fail({ operation: "PlannerIssues", kind: "lost" });
+    expectEnvelope(await call("POST", "/api/integrations/planner/sync", { token: owner.token, body: q(workspace.id) }), 503, "SERVICE_UNAVAILABLE");
+    // The connection back, the next sync reads the link.
+    expect((await call("POST", "/api/integrations/planner/sync", { token: owner.token, body: q(workspace.id) })).body).toMatchObject({ synced_count: 1 });
   });
 
   it("retryAfterOf: retry-after first, then the exhausted budget's reset in ms or s, else 60", () => {

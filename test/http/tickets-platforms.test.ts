@@ -9,6 +9,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { db } from "../../core/db/service";
+import { dynamoClient } from "../../core/db/client";
 import * as Tickets from "../../core/ticket";
 import { call, newWorkspace } from "../support/api";
 import { sourceWith } from "../support/sources";
@@ -152,6 +153,22 @@ describe("planner (Linear)", () => {
     expect(linear.count("PlannerIssueCreate", mark)).toBe(0);
   });
 
+  it("a sync whose connection to Linear drops answers the ticket's error (unknown), as GitHub's and Jira's do, not a 500; the others and the next sync read on", async () => {
+    const s = await connected();
+    await reviewed(s);
+    expect((await push(s, { platform: "planner" })).body).toMatchObject({ pushed: 3 });
+    linear.fail({ operation: "PlannerIssues", kind: "lost" });
+    const res = await sync(s);
+    expect(res.status, res.text).toBe(200);
+    // The batched read that lost its answer fails the ticket it was read for; the next ticket reads the rest again.
+    expect(res.body).toMatchObject({ synced: 2, errors: 1, queued: 0 });
+    const failed = res.body.results.find((r: { error: string | null }) => r.error);
+    expect(failed).toMatchObject({ status: "pushed", changed: false, error: expect.stringMatching(/^unknown: no answer \(fetch failed/) });
+    expect((await listed(s)).find((t) => t.id === failed.ticket_id).status).toBe("pushed");
+    expect((await sync(s)).body).toMatchObject({ synced: 1, errors: 0 });
+    expect((await listed(s)).map((t) => t.status)).toEqual(["synced", "synced", "synced"]);
+  });
+
   it("errors: no team selected 422 NO_TEAM_SELECTED; a rate-limited sync queues the rest", async () => {
     const s = await setup();
     await reviewed(s);
@@ -262,6 +279,46 @@ describe("ticket tool (Jira)", () => {
     expect(retry.body.results[0]).toMatchObject({ status: "pushed", external_id: issue!.id, external_url: `${jira.siteUrl}/browse/${issue!.key}` });
     expect(creates()).toHaveLength(1);
     expect(jira.requests.slice(mark).some((r) => r.method === "POST" && r.path.endsWith("/search/jql"))).toBe(true);
+  });
+
+  it("a push whose worker died after Jira created the issue (before it was recorded) is refused elsewhere once its lease ran out, and finds the issue when pushed there again", async () => {
+    const s = await connected();
+    const { story } = await reviewed(s);
+    const name = "dieBeforePushedIsRecorded";
+    let dead = false;
+    // The worker dies at its write of `pushed`: every later call of it fails too.
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        const text = JSON.stringify(args.input);
+        if (!dead && /^Update/.test(context.commandName ?? "") && text.includes(story.id) && text.includes('"pushed"')) dead = true;
+        if (dead) throw new Error("the worker died");
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    try {
+      expect((await push(s, { platform: "tickets", project_key: "P002", ticket_ids: [story.id] })).status).toBe(500);
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(dead).toBe(true);
+    expect(issuesFor([story.id])).toHaveLength(1);
+    const key = { workspace_id: s.workspaceId, document_id: s.documentId, id: story.id };
+    const left = (await db().entities.executionTicket.get(key).go({ consistent: true })).data!;
+    expect(left).toMatchObject({ status: "reviewed", platform: "tickets", destination: "P002" });
+    // Its lease runs out (time passes).
+    await db().entities.executionTicket.patch(key).set({ push_claim_until: Date.now() - 1 }).go();
+
+    const mark = jira.requests.length;
+    const elsewhere = await push(s, { platform: "tickets", project_key: "P001", ticket_ids: [story.id] });
+    expect(elsewhere.body.results[0]).toMatchObject({ status: "reviewed", error: expect.stringMatching(/may have created an issue there.*push it there again/) });
+    expect(issuesFor([story.id])).toHaveLength(1);
+    const again = await push(s, { platform: "tickets", project_key: "P002", ticket_ids: [story.id] });
+    expect(again.body).toMatchObject({ pushed: 1, failed: 0 });
+    const [issue] = issuesFor([story.id]);
+    expect(issuesFor([story.id])).toHaveLength(1);
+    expect(again.body.results[0]).toMatchObject({ status: "pushed", external_id: issue!.id });
+    expect(jira.creations(mark)).toBe(0);
   });
 
   it("sync reads whole pages of Jira's search: 300 linked issues are three searches of 100 ids", async () => {

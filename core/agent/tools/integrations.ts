@@ -9,10 +9,11 @@ import { AppError } from "../../error";
 import { db } from "../../db/service";
 import { idFor } from "../../db/agent-write";
 import { rateLimit } from "../../rate-limit";
-import { ProviderError } from "../../integration/errors";
+import { ProviderError, toAppError } from "../../integration/errors";
 import type { CodeHost } from "../../integration/codehost";
 import { codehost } from "./lazy";
 import { capBytes, MAX_READ_BYTES, sliceLines } from "../../integration/codehost/text";
+import { refusal } from "./refusal";
 import type { GatedTool, ReadTool, ToolContext } from "./types";
 
 /** Code search requests per workspace a minute (spec 02: the provider's search is limited to 30 a minute). */
@@ -205,9 +206,17 @@ export const createCodehostIssue: GatedTool<CreateIssueInput> = {
     .strict()
     .refine((i) => i.title || i.recommendation_id, { message: "title is required without a recommendation_id", path: ["title"] }) as unknown as z.ZodType<CreateIssueInput>,
   async preview(ctx, input) {
-    const Codehost = await codehost();
-    const repo = await Codehost.selectedRepo(ctx.workspaceId, input.repo);
-    return { summary: `Create a GitHub issue${input.title ? ` '${input.title}'` : ""} in ${repo}`, target: "codehost_issue", operation: "create", fields: { ...input, repo } };
+    try {
+      const Codehost = await codehost();
+      const repo = await Codehost.selectedRepo(ctx.workspaceId, input.repo);
+      return { summary: `Create a GitHub issue${input.title ? ` '${input.title}'` : ""} in ${repo}`, target: "codehost_issue", operation: "create", fields: { ...input, repo } };
+    } catch (err) {
+      // Refused before queuing (not connected, repo_required, a repo outside the selection): the AppError it is over
+      // HTTP, carrying the spec's tool failure (with selected_repos) that the agent loop answers the model with.
+      const failure = toolError(err);
+      const http = toAppError("codehost", err);
+      throw refusal(http instanceof AppError ? http.code : "SERVICE_UNAVAILABLE", failure);
+    }
   },
   async execute(ctx, input) {
     const Codehost = await codehost();

@@ -3,8 +3,9 @@
  * once and three write tools gated through pending actions (create_planner_issue, update_planner_issue,
  * create_planner_comment). They use only the `Planner` port, in the selected team; names (assignee, project, label,
  * state, cycle) are resolved here, server-side, never left to the model. A read failure is the spec's
- * `{success: false, error, error_code}`; a gated write's failure is an AppError (the loop shows its message at
- * preview; the executor fails or, for rate limits, defers the action).
+ * `{success: false, error, error_code}`; a gated write's refusal at preview is an AppError carrying that failure
+ * (`refusal`: the loop answers the model with it), and a failure of its execution an AppError the executor fails or,
+ * for rate limits, defers the action with.
  */
 import * as z from "zod";
 import { AppError, type ErrorCode } from "../../error";
@@ -13,12 +14,15 @@ import { ProviderError, toAppError } from "../../integration/errors";
 import { planner as plannerModule } from "./lazy";
 import { CLOSED_STATE_TYPES, type Planner, type PlannerIssue } from "../../integration/planner/port";
 import type { PlannerTeam } from "../../integration/planner/port";
+import { refusal } from "./refusal";
 import type { GatedTool, Preview, ReadTool } from "./types";
 
 /** The planner tools' error codes (spec 02). */
 export type PlannerToolCode =
   | "integration_not_connected" | "no_team_selected" | "not_found" | "validation_error" | "user_not_found"
-  | "project_not_found" | "label_not_found" | "no_active_cycle" | "rate_limited" | "token_expired";
+  | "project_not_found" | "label_not_found" | "no_active_cycle" | "rate_limited" | "token_expired"
+  // Linear failed or did not answer (the code host's code for the same; the spec's planner list has none).
+  | "unknown";
 
 /** A decided failure of a planner tool, with its spec code. */
 export class PlannerToolError extends Error {
@@ -48,7 +52,7 @@ export function toolError(err: unknown): Failure {
       case "validation":
         return { success: false, error: err.message, error_code: "validation_error" };
       default:
-        throw new AppError("SERVICE_UNAVAILABLE", `Linear failed: ${err.message}`);
+        return { success: false, error: `Linear failed: ${err.message}`, error_code: "unknown" };
     }
   }
   if (err instanceof AppError) {
@@ -90,14 +94,29 @@ async function read<T>(fn: (P: PlannerModule) => Promise<T>): Promise<T | Failur
 }
 
 /**
- * Run a gated tool's body with the planner integration: decided failures become AppErrors, provider failures their
- * HTTP errors (429 defers).
+ * Run a gated tool's execution with the planner integration: decided failures become AppErrors, provider failures
+ * their HTTP errors (429 defers).
  */
 async function write<T>(fn: (P: PlannerModule) => Promise<T>): Promise<T> {
   try {
     return await fn(await plannerModule());
   } catch (err) {
     throw err instanceof PlannerToolError ? asAppError(err) : toAppError("planner", err);
+  }
+}
+
+/**
+ * Run a gated tool's preview with the planner integration: a refusal (not connected, no team, an issue or name that
+ * resolves to nothing, a provider failure) is thrown as the AppError it is over HTTP, carrying the spec's tool failure
+ * of `toolError`, which the agent loop answers the model with; nothing is queued. A defect is rethrown as it is.
+ */
+async function check<T>(fn: (P: PlannerModule) => Promise<T>): Promise<T> {
+  try {
+    return await fn(await plannerModule());
+  } catch (err) {
+    const failure = toolError(err);
+    const http = err instanceof PlannerToolError ? asAppError(err) : toAppError("planner", err);
+    throw refusal(http instanceof AppError ? http.code : "SERVICE_UNAVAILABLE", failure);
   }
 }
 
@@ -168,14 +187,15 @@ export const createPlannerIssue: GatedTool<CreateInput> = {
     .object({ title: z.string().trim().min(1).max(255).optional(), description: z.string().max(100_000).optional(), recommendation_id: z.uuid().optional(), priority: Priority.optional() })
     .strict()
     .refine((i) => i.title || i.recommendation_id, { message: "title is required without a recommendation_id", path: ["title"] }) as unknown as z.ZodType<CreateInput>,
-  async preview(ctx, input) {
-    const team = await (await plannerModule()).selectedTeam(ctx.workspaceId);
-    return {
-      summary: `Create a Linear issue${input.title ? ` '${input.title}'` : ""} in team ${team.teamName}`,
-      target: "planner_issue", operation: "create",
-      fields: { ...input, team: team.teamName, ...(team.projectName ? { project: team.projectName } : {}) },
-    };
-  },
+  preview: (ctx, input) =>
+    check(async (P): Promise<Preview> => {
+      const team = await P.selectedTeam(ctx.workspaceId);
+      return {
+        summary: `Create a Linear issue${input.title ? ` '${input.title}'` : ""} in team ${team.teamName}`,
+        target: "planner_issue", operation: "create",
+        fields: { ...input, team: team.teamName, ...(team.projectName ? { project: team.projectName } : {}) },
+      };
+    }),
   execute: (ctx, input) =>
     write(async (P) => {
       // Ids derived from the action: a replay finds the issue (and link) its first run created.
@@ -386,7 +406,7 @@ export const updatePlannerIssue: GatedTool<UpdateInput> = {
     .strict()
     .refine((i) => Object.keys(i).some((k) => k !== "identifier"), { message: "name at least one field to change", path: ["identifier"] }) as unknown as z.ZodType<UpdateInput>,
   preview: (ctx, input) =>
-    write(async (): Promise<Preview> => {
+    check(async (): Promise<Preview> => {
       const { issue, changes } = await resolveUpdate(ctx, input);
       return { summary: `Update Linear issue ${issue.identifier} '${issue.title}'`, target: "planner_issue", operation: "update", changes };
     }),
@@ -408,7 +428,7 @@ export const createPlannerComment: GatedTool<{ identifier: string; body: string 
   gated: true,
   input: z.object({ identifier: Identifier, body: z.string().trim().min(1).max(100_000) }).strict(),
   preview: (ctx, input) =>
-    write(async (P): Promise<Preview> => {
+    check(async (P): Promise<Preview> => {
       const issue = await P.withPlanner(ctx.workspaceId, (planner) => issueOf(planner, input.identifier), { raw: true });
       const cut = input.body.length > COMMENT_PREVIEW_CHARS;
       return {

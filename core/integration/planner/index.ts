@@ -166,7 +166,8 @@ export async function createOrFind(planner: Planner, input: Parameters<Planner["
 /**
  * `POST /issues`: an issue in the selected team for a recommendation of the workspace, and the link between them
  * (with the issue's current state and state type). The project falls back to the selected project; title and body
- * default to the recommendation's.
+ * default to the recommendation's. An issue created in a completed or cancelled state moves the recommendation to
+ * implemented (unless implemented or rejected).
  * @returns `{issue_url, issue_identifier, link_id}`
  * @throws AppError NO_TEAM_SELECTED (422); NOT_FOUND (404, recommendation); NO_ACTIVE_INTEGRATION (404);
  *   PLANNER_TOKEN_ERROR (424); RATE_LIMITED (429)
@@ -195,6 +196,9 @@ export async function createIssue(userId: string, input: CreatePlannerIssueBody,
     ...(issue.state ? { state_type: issue.state.type } : {}), created_by: userId,
     ...(opts.pendingActionId ? { pending_action_id: opts.pendingActionId } : {}),
   }).go();
+  // An issue created (or found, on a replay) already completed or cancelled closes the recommendation now, as a sync
+  // would (spec 02); after the link, so a failure here leaves the link for the next sync to catch up.
+  if (issue.state && CLOSED_STATE_TYPES.includes(issue.state.type)) await markImplemented(userId, rec.id);
   return { issue_url: issue.url, issue_identifier: issue.identifier, link_id: linkId, issue };
 }
 
@@ -212,15 +216,17 @@ export async function allLinks(workspaceId: string): Promise<LinkItem[]> {
 }
 
 /**
- * Bring one link up to date with its issue as just read. When the state's type becomes completed or cancelled, the
- * recommendation moves to implemented (unless implemented or rejected) before the link records the new state, so a
- * crash in between is caught up by the next sync.
+ * Bring one link up to date with its issue as just read. Whenever the state's type is completed or cancelled, the
+ * recommendation moves to implemented (a no-op when it is implemented or rejected; spec 02), whether or not the link
+ * already recorded that state: a link created closed whose move failed after the link's write is caught up here. The
+ * move comes before the link records a new state, so a crash in between is caught up by the next sync too.
  * @returns whether the link's state changed
  */
 export async function applyIssue(userId: string, link: LinkItem, issue: PlannerIssue, now = new Date().toISOString()): Promise<boolean> {
   const stateType = issue.state?.type;
   const changed = (issue.state?.name ?? link.state) !== link.state || (stateType ?? undefined) !== (link.state_type ?? undefined);
-  if (changed && stateType && CLOSED_STATE_TYPES.includes(stateType)) await markImplemented(userId, link.recommendation_id);
+  // Not only on a change: the link may have stored the closed state without the recommendation having moved.
+  if (stateType && CLOSED_STATE_TYPES.includes(stateType)) await markImplemented(userId, link.recommendation_id);
   const written = await recordSyncedLink(link, {
     title: issue.title, issue_url: issue.url, identifier: issue.identifier, last_synced_at: now,
     ...(issue.state ? { state: issue.state.name, state_type: issue.state.type } : {}),

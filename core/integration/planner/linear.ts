@@ -9,7 +9,7 @@
  */
 import type { LinearClient, LinearDocument as L } from "@linear/sdk";
 import { Config } from "../../config";
-import { ProviderError } from "../errors";
+import { isTransportFailure, ProviderError, transportCodeOf } from "../errors";
 import type { IssueCreate, IssueQuery, IssueUpdate, Planner, PlannerCycle, PlannerIssue, PlannerProject, PlannerTeam } from "./port";
 
 // The SDK (1.7 MB) loads with the first Linear call, not with every Lambda that reaches this port (issue #24 cold starts).
@@ -136,11 +136,18 @@ export function retryAfterOf(get: (name: string) => string | null | undefined, n
 
 /**
  * Translate an SDK error into the port's terms. Linear signals a rate limit with HTTP 429, or with HTTP 400 and the
- * `RATELIMITED` code in the error's extensions (the SDK then reports an unknown error): both are `rate_limited`.
+ * `RATELIMITED` code in the error's extensions (the SDK then reports an unknown error): both are `rate_limited`. A
+ * request that got no answer (the SDK passes fetch's `TypeError: fetch failed` through, as it does an abort) is
+ * `unknown`, as GitHub's and Jira's are: 503 over HTTP. Anything else that is not the SDK's error is a defect and
+ * passes unchanged.
  */
 export async function translate(err: unknown): Promise<unknown> {
   const { LinearError } = await LinearSdk();
-  if (!(err instanceof LinearError)) return err;
+  if (!(err instanceof LinearError)) {
+    if (!isTransportFailure(err)) return err;
+    const code = transportCodeOf(err);
+    return new ProviderError("unknown", `no answer (${(err as Error).message}${code ? `, ${code}` : ""})`);
+  }
   const raw = err.raw as { response?: { errors?: RawGraphQLError[]; headers?: { get(name: string): string | null } } } | undefined;
   const errors = raw?.response?.errors ?? [];
   const codes = errors.map((e) => e.extensions?.code ?? "");
