@@ -4,32 +4,19 @@
  * 200 {status: "ok"} and changes nothing, so the provider does not retry it for days; a payload that is not a
  * well-formed event (no type, data not an object, a user event without its fields) stays 400, as does a bad signature.
  */
-import { randomBytes, randomUUID } from "node:crypto";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { Webhook } from "standardwebhooks";
+import { randomUUID } from "node:crypto";
+import { describe, expect, it } from "vitest";
 import * as User from "../../core/user";
 import { db } from "../../core/db/service";
 import { call } from "../support/api";
+import { newWebhookSecret, signedDelivery, useIdpWebhookSecret } from "../support/idp-webhook";
 import { expectEnvelope } from "./_helpers";
 
-let secret: string;
-let savedSecret: string | undefined;
-beforeEach(() => {
-  savedSecret = process.env.IDP_WEBHOOK_SECRET;
-  secret = `whsec_${randomBytes(32).toString("base64")}`;
-  process.env.IDP_WEBHOOK_SECRET = secret;
-});
-afterEach(() => {
-  if (savedSecret === undefined) delete process.env.IDP_WEBHOOK_SECRET;
-  else process.env.IDP_WEBHOOK_SECRET = savedSecret;
-});
+const secret = useIdpWebhookSecret();
 
 /** Sign `event` as the identity provider would (Standard Webhooks) and post it. */
 async function send(event: unknown, opts: { msgId?: string; signWith?: string } = {}) {
-  const body = JSON.stringify(event);
-  const msgId = opts.msgId ?? `msg_${randomUUID()}`;
-  const at = new Date();
-  const headers = { "webhook-id": msgId, "webhook-timestamp": String(Math.floor(at.getTime() / 1000)), "webhook-signature": new Webhook(opts.signWith ?? secret).sign(msgId, at, body) };
+  const { headers, body } = signedDelivery(event, opts.signWith ?? secret(), opts);
   return call("POST", "/api/webhooks/idp", { headers, raw: { data: body, contentType: "application/json" } });
 }
 
@@ -81,6 +68,6 @@ describe("POST /api/webhooks/idp: event types it does not handle", () => {
     const badEmail = await send({ type: "user.updated", data: { id: `user_${randomUUID()}`, email: "not an address" } });
     expectEnvelope(badEmail, 400, "BAD_REQUEST");
     expect(badEmail.body.errors[0].loc).toEqual(["body", "data", "email"]);
-    expectEnvelope(await send({ type: "session.created", data: {} }, { signWith: `whsec_${randomBytes(32).toString("base64")}` }), 400, "INVALID_SIGNATURE");
+    expectEnvelope(await send({ type: "session.created", data: {} }, { signWith: newWebhookSecret() }), 400, "INVALID_SIGNATURE");
   });
 });

@@ -3,25 +3,15 @@
  * inside the signature tolerance answers 2xx without applying the event again; a copy arriving while another is being
  * applied is told to retry (409); a delivery that failed or crashed is not remembered, so the provider's retry applies it.
  */
-import { randomBytes, randomUUID } from "node:crypto";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { Webhook } from "standardwebhooks";
+import { randomUUID } from "node:crypto";
+import { describe, expect, it } from "vitest";
 import * as User from "../../core/user";
 import { db } from "../../core/db/service";
 import { call } from "../support/api";
+import { signedDelivery, useIdpWebhookSecret } from "../support/idp-webhook";
 import { expectEnvelope } from "./_helpers";
 
-let secret: string;
-let savedSecret: string | undefined;
-beforeEach(() => {
-  savedSecret = process.env.IDP_WEBHOOK_SECRET;
-  secret = `whsec_${randomBytes(32).toString("base64")}`;
-  process.env.IDP_WEBHOOK_SECRET = secret;
-});
-afterEach(() => {
-  if (savedSecret === undefined) delete process.env.IDP_WEBHOOK_SECRET;
-  else process.env.IDP_WEBHOOK_SECRET = savedSecret;
-});
+const secret = useIdpWebhookSecret();
 
 interface Delivery {
   headers: Record<string, string>;
@@ -30,16 +20,7 @@ interface Delivery {
 
 /** Sign `event` once, as the identity provider would (Standard Webhooks); the result can be sent any number of times. */
 function signed(event: unknown, msgId = `msg_${randomUUID()}`): Delivery {
-  const body = JSON.stringify(event);
-  const at = new Date();
-  return {
-    body,
-    headers: {
-      "webhook-id": msgId,
-      "webhook-timestamp": String(Math.floor(at.getTime() / 1000)),
-      "webhook-signature": new Webhook(secret).sign(msgId, at, body),
-    },
-  };
+  return signedDelivery(event, secret(), { msgId });
 }
 
 const deliver = (d: Delivery) => call("POST", "/api/webhooks/idp", { headers: d.headers, raw: { data: d.body, contentType: "application/json" } });

@@ -323,14 +323,19 @@ describe("DELETE /api/research/sources/{id}", () => {
 
 // ---- reprocess ----
 
+/** A source whose extraction failed: a real PDF cut to its first third, uploaded and settled. */
+async function failedSource(token: string, workspaceId: string) {
+  const pdf = await realFile("jupyter/docs/czi-eoss-jupyter-accessibility-proposal.pdf");
+  const truncated = { name: "truncated.pdf", data: pdf.data.subarray(0, Math.floor(pdf.data.length / 3)) };
+  const res = await upload(token, workspaceId, truncated, "application/pdf", "other");
+  expect(res.status).toBe(201);
+  return { res, failed: await settled(token, res.body.id) };
+}
+
 describe("POST /api/research/sources/{id}/reprocess", () => {
   it("a failed source goes back to pending and runs again; a completed one is 422 ALREADY_PROCESSED", async () => {
     const { owner, workspace } = await newWorkspace();
-    const pdf = await realFile("jupyter/docs/czi-eoss-jupyter-accessibility-proposal.pdf");
-    const truncated = { name: "truncated.pdf", data: pdf.data.subarray(0, Math.floor(pdf.data.length / 3)) };
-    const res = await upload(owner.token, workspace.id, truncated, "application/pdf", "other");
-    expect(res.status).toBe(201);
-    const failed = await settled(owner.token, res.body.id);
+    const { res, failed } = await failedSource(owner.token, workspace.id);
     expect(failed.processing_status).toBe("failed");
     expect(failed.processing_error).toMatch(/PDF/i);
 
@@ -356,11 +361,7 @@ describe("POST /api/research/sources/{id}/reprocess", () => {
 
   it("a failed source sent back to pending loses its processed_at with its error (a pending source has neither)", async () => {
     const { owner, workspace } = await newWorkspace();
-    const pdf = await realFile("jupyter/docs/czi-eoss-jupyter-accessibility-proposal.pdf");
-    const truncated = { name: "truncated.pdf", data: pdf.data.subarray(0, Math.floor(pdf.data.length / 3)) };
-    const res = await upload(owner.token, workspace.id, truncated, "application/pdf", "other");
-    expect(res.status).toBe(201);
-    const failed = await settled(owner.token, res.body.id);
+    const { res, failed } = await failedSource(owner.token, workspace.id);
     expect(failed).toMatchObject({ processing_status: "failed", processed_at: expect.any(String) });
 
     const again = await call("POST", `/api/research/sources/${res.body.id}/reprocess`, { token: owner.token });

@@ -2,29 +2,19 @@
  * POST /api/webhooks/idp (spec 02 Webhooks, Inbound webhook events): Standard Webhooks signatures, user.created /
  * user.updated / user.deleted, replays, and the 400s for missing or bad signatures and an unconfigured secret.
  */
-import { randomBytes, randomUUID } from "node:crypto";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { randomUUID } from "node:crypto";
+import { describe, expect, it } from "vitest";
 import { Webhook } from "standardwebhooks";
 import * as User from "../../core/user";
 import { db } from "../../core/db/service";
 import { dynamoClient } from "../../core/db/client";
 import { learnFromStatement } from "../../core/memory/learn";
 import { call, idp, newUser, newWorkspace } from "../support/api";
+import { newWebhookSecret, signedDelivery, useIdpWebhookSecret } from "../support/idp-webhook";
 import { expectEnvelope, partitionItems } from "./_helpers";
 
-const newSecret = () => `whsec_${randomBytes(32).toString("base64")}`;
-let secret: string;
-let savedSecret: string | undefined;
-
-beforeEach(() => {
-  savedSecret = process.env.IDP_WEBHOOK_SECRET;
-  secret = newSecret();
-  process.env.IDP_WEBHOOK_SECRET = secret;
-});
-afterEach(() => {
-  if (savedSecret === undefined) delete process.env.IDP_WEBHOOK_SECRET;
-  else process.env.IDP_WEBHOOK_SECRET = savedSecret;
-});
+const newSecret = newWebhookSecret;
+const currentSecret = useIdpWebhookSecret();
 
 interface SendOptions {
   msgId?: string;
@@ -38,16 +28,9 @@ interface SendOptions {
 
 /** Sign `event` as the identity provider would (Standard Webhooks) and post it. */
 async function send(event: unknown, opts: SendOptions = {}) {
-  const payload = JSON.stringify(event);
-  const msgId = opts.msgId ?? `msg_${randomUUID()}`;
-  const at = opts.at ?? new Date();
-  const signature = new Webhook(opts.signWith ?? secret).sign(msgId, at, payload);
-  const headers = opts.headers ?? {
-    "webhook-id": msgId,
-    "webhook-timestamp": String(Math.floor(at.getTime() / 1000)),
-    "webhook-signature": signature,
-  };
-  return call("POST", "/api/webhooks/idp", { headers, raw: { data: opts.sentBody ?? payload, contentType: "application/json" } });
+  const signed = signedDelivery(event, opts.signWith ?? currentSecret(), opts);
+  const headers = opts.headers ?? signed.headers;
+  return call("POST", "/api/webhooks/idp", { headers, raw: { data: opts.sentBody ?? signed.body, contentType: "application/json" } });
 }
 
 const idpUser = () => {
@@ -297,7 +280,7 @@ describe("invalid payloads (400, spec 02 Errors)", () => {
     const at = new Date();
     const body = "user.created but not json";
     const res = await call("POST", "/api/webhooks/idp", {
-      headers: { "webhook-id": msgId, "webhook-timestamp": String(Math.floor(at.getTime() / 1000)), "webhook-signature": new Webhook(secret).sign(msgId, at, body) },
+      headers: { "webhook-id": msgId, "webhook-timestamp": String(Math.floor(at.getTime() / 1000)), "webhook-signature": new Webhook(currentSecret()).sign(msgId, at, body) },
       raw: { data: body, contentType: "application/json" },
     });
     expectEnvelope(res, 400, "BAD_REQUEST");
