@@ -29,14 +29,16 @@ const TRANSPORT_CODES = new Set([
 
 /**
  * Whether `err` (or an error it was caused by) is a request that got no whole answer: fetch's network-error
- * `TypeError` ("fetch failed", "Failed to fetch", "terminated" when the body is cut off), an abort or timeout, or a
- * socket or DNS error code. SDKs that pass such failures through untouched (Linear's) would otherwise answer a 500.
+ * `TypeError` ("fetch failed", "Failed to fetch", "terminated" when the body is cut off), node-fetch's `FetchError`
+ * of type `system` or a timeout (gaxios, under Google's SDK), an abort or timeout, or a socket or DNS error code. SDKs
+ * that pass such failures through untouched (Linear's, Google's) would otherwise answer a 500.
  */
 export function isTransportFailure(err: unknown): boolean {
   let e: unknown = err;
   for (let depth = 0; depth < 4 && e && typeof e === "object"; depth++, e = (e as { cause?: unknown }).cause) {
-    const { name, code, message } = e as { name?: unknown; code?: unknown; message?: unknown };
+    const { name, code, message, type } = e as { name?: unknown; code?: unknown; message?: unknown; type?: unknown };
     if (name === "AbortError" || name === "TimeoutError") return true;
+    if (name === "FetchError" && (type === "system" || (typeof type === "string" && type.endsWith("-timeout")))) return true;
     if (typeof code === "string" && TRANSPORT_CODES.has(code)) return true;
     if (e instanceof TypeError && typeof message === "string" && /^(fetch failed|failed to fetch|terminated)$/i.test(message)) return true;
   }

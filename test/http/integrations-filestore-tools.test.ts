@@ -121,6 +121,15 @@ describe("read tools", () => {
     expect(await run(revoked, "filestore_search", { query: "x" })).toMatchObject({ success: false, error_code: "token_expired" });
     expect(await run(revoked, "filestore_search", { query: "x" })).toMatchObject({ success: false, error_code: "token_expired" });
   });
+
+  it("a dropped connection to Drive is error_code unknown (as the other providers' are), not a failure of the tool", async () => {
+    drive.fail({ match: /^GET \/drive\/v3\/files$/, status: 0, lost: true, times: 10 });
+    try {
+      expect(await run(ctx, "filestore_search", { query: "x" })).toMatchObject({ success: false, error_code: "unknown", error: expect.stringMatching(/did not answer/) });
+    } finally {
+      drive.clearFailures();
+    }
+  });
 });
 
 describe("filestore_write (gated)", () => {

@@ -37,6 +37,8 @@ export interface DriveFailure {
   headers?: Record<string, string>;
   reason?: string;
   times?: number;
+  /** The connection drops before any answer (no status). */
+  lost?: boolean;
 }
 
 const FOLDER = "application/vnd.google-apps.folder";
@@ -139,6 +141,7 @@ export class DriveStandIn extends StandIn<DriveFailure> {
         const failure = this.takeFailure((f) => f.match.test(key));
         if (failure) {
           log(failure.status);
+          if (failure.lost) return HttpResponse.error();
           return error(failure.status, failure.reason ?? "backendError", `failure ${failure.status}`, failure.headers);
         }
         const token = request.headers.get("authorization")?.replace(/^Bearer /, "") ?? "";

@@ -47,6 +47,11 @@ export abstract class StandIn<F extends { times?: number }> {
     this.failures.push({ times: 1, ...failure });
   }
 
+  /** Drop every queued failure (one a test queued for more requests than were made). */
+  clearFailures(): void {
+    this.failures = [];
+  }
+
   /** The first queued failure `matches` accepts, counted as used once (dropped when its `times` run out). */
   protected takeFailure(matches: (f: F) => boolean): F | undefined {
     const failure = this.failures.find(matches);

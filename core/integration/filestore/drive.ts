@@ -7,7 +7,7 @@
  */
 import type { drive_v3 } from "@googleapis/drive";
 import { Config } from "../../config";
-import { ProviderError } from "../errors";
+import { isTransportFailure, ProviderError, transportCodeOf } from "../errors";
 import type { FileInfo, FileStore } from "./port";
 
 // The Drive client and Google's auth library load with the first Drive call, not with every Lambda that reaches this
@@ -31,11 +31,19 @@ const reasonOf = (data: unknown): string | undefined =>
 
 const RATE_REASONS = new Set(["rateLimitExceeded", "userRateLimitExceeded", "sharingRateLimitExceeded"]);
 
-/** Translate a gaxios error into the port's terms; anything without an HTTP status passes unchanged. */
+/**
+ * Translate a gaxios error into the port's terms. A request that got no answer (a dropped connection, a timeout:
+ * gaxios passes fetch's failure through) is `unknown`, as GitHub's, Jira's and Linear's are (503 over HTTP); anything
+ * else without an HTTP status is a defect and passes unchanged.
+ */
 export function translate(err: unknown): unknown {
   const e = err as GaxiosLikeError;
   const status = e?.response?.status ?? e?.status;
-  if (typeof status !== "number") return err;
+  if (typeof status !== "number") {
+    if (!isTransportFailure(err)) return err;
+    const code = transportCodeOf(err);
+    return new ProviderError("unknown", `Google Drive did not answer (${(err as Error).message}${code ? `, ${code}` : ""})`);
+  }
   const reason = reasonOf(e.response?.data);
   const message = (e.response?.data as { error?: { message?: string } } | undefined)?.error?.message ?? e.message ?? `Google Drive answered ${status}`;
   if (status === 429 || (status === 403 && reason && RATE_REASONS.has(reason))) {
