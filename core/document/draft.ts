@@ -60,7 +60,9 @@ export async function draft(userId: string, input: DraftInput, opts: AgentWrite<
       productContext(input.workspace_id),
     ]),
   );
-  const { result } = await recordRun(
+  // The document is stored inside the run: the run is charged as a success only once its draft is stored, so a
+  // create that fails (or a process that dies before it) is not charged as a draft delivered.
+  return recordRun(
     { workspaceId: input.workspace_id, userId, agentType: "drafting", toolName: "draft_document", engine: engine.kind, input: { ...input }, charge },
     async (usage) => {
       const out = await engine.draft({
@@ -84,20 +86,19 @@ export async function draft(userId: string, input: DraftInput, opts: AgentWrite<
         product,
       });
       if (out.usage) usage.add(out.usage);
-      return out;
+      return create(
+        userId,
+        {
+          workspace_id: input.workspace_id,
+          document_type: input.document_type,
+          title: out.result.title,
+          content: out.result.content,
+          related_recommendation_id: recommendation?.id,
+          related_insight_ids: insights.map((i) => i.id),
+        },
+        { changeType: "ai_draft", metadata: { drafted_by: engine.kind, ...(input.user_instructions ? { user_instructions: input.user_instructions } : {}) }, ...opts },
+      );
     },
-    (out) => ({ title: out.result.title, chars: out.result.content.length }),
-  );
-  return create(
-    userId,
-    {
-      workspace_id: input.workspace_id,
-      document_type: input.document_type,
-      title: result.title,
-      content: result.content,
-      related_recommendation_id: recommendation?.id,
-      related_insight_ids: insights.map((i) => i.id),
-    },
-    { changeType: "ai_draft", metadata: { drafted_by: engine.kind, ...(input.user_instructions ? { user_instructions: input.user_instructions } : {}) }, ...opts },
+    (doc) => ({ title: doc.title, chars: doc.content.length, document_id: doc.id }),
   );
 }

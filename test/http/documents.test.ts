@@ -427,6 +427,44 @@ describe("POST /api/documents/draft", () => {
     expect(runs).toHaveLength(TYPES.length);
   });
 
+  it("a draft whose document could not be stored is not charged as a delivered draft: the run is failed, the document absent", async () => {
+    const { owner, workspace } = await newWorkspace("Draft not stored");
+    const src = await sourceWith(owner.token, workspace.id, [QUOTES[0]!]);
+    const insight = await call("POST", "/api/insights", {
+      token: owner.token,
+      body: { workspace_id: workspace.id, insight_type: "pain_point", title: "Users get logged out", description: "Logouts.", severity: "high", quotes: [{ text: QUOTES[0], source_id: src, speaker: "P1" }] },
+    });
+    expect(insight.status, insight.text).toBe(201);
+    const charged = async () => (await db().entities.billingAccount.get({ user_id: owner.id }).go({ consistent: true })).data!.charged ?? 0;
+    const before = await charged();
+    const name = "documentCreateFails";
+    let failed = false;
+    // The store refuses the document's create (as a process dying at that write would leave it): the model has run.
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (!failed && /^TransactWrite/.test(context.commandName ?? "") && /document#[0-9a-f]{8}-/.test(JSON.stringify(args.input))) {
+          failed = true;
+          throw Object.assign(new Error("the store did not answer"), { name: "InternalServerError" });
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    let res;
+    try {
+      res = await call("POST", "/api/documents/draft", { token: owner.token, body: { workspace_id: workspace.id, document_type: "memo" } });
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(failed, res.text).toBe(true);
+    expect(res.status).toBeGreaterThanOrEqual(500);
+    expect((await call("GET", "/api/documents", { token: owner.token, query: { workspace_id: workspace.id } })).body.total).toBe(0);
+    const [run] = (await runsOf(workspace.id)).filter((r) => r.agent_type === "drafting");
+    // The local engine costs nothing: a failed run without cost is charged 0 (spec 02), where a success is 0.5.
+    expect(run).toMatchObject({ status: "failed", credits_charged: 0 });
+    expect(await charged()).toBe(before);
+  });
+
   it("refuses an unknown recommendation (404), non-members (403) and a lapsed subscription (402)", async () => {
     expectEnvelope(
       await call("POST", "/api/documents/draft", { token: ws.token, body: { workspace_id: ws.workspaceId, document_type: "prd", recommendation_id: randomUUID() } }),
