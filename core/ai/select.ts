@@ -1,19 +1,9 @@
 import { Config } from "../config";
 import type { Embedder, Model, StreamingModel } from "./ports";
 
-/** The AI engines AI_ENGINE chooses between. */
-export type AiEngine = "bedrock" | "openai-compatible" | "local";
+import { aiEngine, type AiEngine } from "./engine-setting";
 
-/**
- * Which AI engines run: "bedrock" (Converse + Titan embeddings) in deployed stages, "openai-compatible" (a model
- * server of your own that speaks OpenAI's Chat Completions: Ollama, vLLM, llama.cpp server, LM Studio; core/ai/openai.ts),
- * "local" (the deterministic engines: Universal Sentence Encoder embeddings, clustering, templates) on the embedded
- * runtime. AI_ENGINE decides; anything else is "local"; the stacks set it to "bedrock".
- */
-export const aiEngine = (): AiEngine => {
-  const value = process.env.AI_ENGINE;
-  return value === "bedrock" || value === "openai-compatible" ? value : "local";
-};
+export { aiEngine, type AiEngine } from "./engine-setting";
 
 /**
  * True when the engine is a language model behind the Model port (Bedrock, openai-compatible), false for the local

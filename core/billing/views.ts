@@ -14,7 +14,7 @@ import { partitionOf, requireMember } from "../workspace";
 import { MODEL_RATES, type ModelTier } from "../ai/ports";
 import { catalogue } from "../ai/catalogue";
 import { EFFORT_TIER, envelopeCredits, isFreeEngine, RESERVATION_FACTOR, reservationFor } from "./charge";
-import { aiEngine } from "../ai/select";
+import { aiEngine } from "../ai/engine-setting";
 import { computeOf } from "./compute";
 import { v5 as uuidv5 } from "uuid";
 import { entitlementOf } from "./entitlement";
