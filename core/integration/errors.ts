@@ -34,8 +34,7 @@ const TRANSPORT_CODES = new Set([
  * that pass such failures through untouched (Linear's, Google's) would otherwise answer a 500.
  */
 export function isTransportFailure(err: unknown): boolean {
-  let e: unknown = err;
-  for (let depth = 0; depth < 4 && e && typeof e === "object"; depth++, e = (e as { cause?: unknown }).cause) {
+  for (const e of causeChain(err)) {
     const { name, code, message, type } = e as { name?: unknown; code?: unknown; message?: unknown; type?: unknown };
     if (name === "AbortError" || name === "TimeoutError") return true;
     if (name === "FetchError" && (type === "system" || (typeof type === "string" && type.endsWith("-timeout")))) return true;
@@ -45,14 +44,26 @@ export function isTransportFailure(err: unknown): boolean {
   return false;
 }
 
-/** The error code of a transport failure (ECONNRESET, ...) from the error or its causes, for a message. */
-export function transportCodeOf(err: unknown): string | undefined {
+/** `err` and the errors it was caused by (`cause`), at most four deep. */
+function* causeChain(err: unknown): Generator<object> {
   let e: unknown = err;
-  for (let depth = 0; depth < 4 && e && typeof e === "object"; depth++, e = (e as { cause?: unknown }).cause) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === "string" && TRANSPORT_CODES.has(code)) return code;
+  for (let depth = 0; depth < 4 && e && typeof e === "object"; depth++, e = (e as { cause?: unknown }).cause) yield e;
+}
+
+/**
+ * The port's error for a request that got no answer ({@link isTransportFailure}): `unknown` (503 over HTTP), its
+ * message `said`, then the failure and, when there is one, its socket or DNS code (ECONNRESET, ...) in parentheses.
+ */
+export function noAnswer(err: unknown, said = "no answer"): ProviderError {
+  let code: string | undefined;
+  for (const e of causeChain(err)) {
+    const c = (e as { code?: unknown }).code;
+    if (typeof c === "string" && TRANSPORT_CODES.has(c)) {
+      code = c;
+      break;
+    }
   }
-  return undefined;
+  return new ProviderError("unknown", `${said} (${(err as Error).message}${code ? `, ${code}` : ""})`);
 }
 
 /**

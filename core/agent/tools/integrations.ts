@@ -213,9 +213,7 @@ export const createCodehostIssue: GatedTool<CreateIssueInput> = {
     } catch (err) {
       // Refused before queuing (not connected, repo_required, a repo outside the selection): the AppError it is over
       // HTTP, carrying the spec's tool failure (with selected_repos) that the agent loop answers the model with.
-      const failure = toolError(err);
-      const http = toAppError("codehost", err);
-      throw refusal(http instanceof AppError ? http.code : "SERVICE_UNAVAILABLE", failure);
+      throw refusal(toAppError("codehost", err), toolError(err));
     }
   },
   async execute(ctx, input) {

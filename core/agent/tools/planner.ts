@@ -114,9 +114,7 @@ async function check<T>(fn: (P: PlannerModule) => Promise<T>): Promise<T> {
   try {
     return await fn(await plannerModule());
   } catch (err) {
-    const failure = toolError(err);
-    const http = err instanceof PlannerToolError ? asAppError(err) : toAppError("planner", err);
-    throw refusal(http instanceof AppError ? http.code : "SERVICE_UNAVAILABLE", failure);
+    throw refusal(err instanceof PlannerToolError ? asAppError(err) : toAppError("planner", err), toolError(err));
   }
 }
 

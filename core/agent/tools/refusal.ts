@@ -4,11 +4,15 @@ import { AppError, type ErrorCode } from "../../error";
 export type ToolFailure = { success: false; error: string; error_code: string; [field: string]: unknown };
 
 /**
- * A gated tool's refusal at preview, before anything is queued: an AppError of `code` (what the same refusal is over
- * HTTP, so a caller outside the agent loop reads it as before) whose `extra` is the tool failure's `error_code` and its
- * other fields (`retry_after`, `selected_repos`, ...). The agent loop answers the model with `toolFailureOf(err)`.
+ * A gated tool's refusal at preview, before anything is queued: an AppError with the code of `http`, what the same
+ * refusal is over HTTP (SERVICE_UNAVAILABLE when that is no AppError), so a caller outside the agent loop reads it as
+ * before; its `extra` is the tool failure's `error_code` and its other fields (`retry_after`, `selected_repos`, ...).
+ * The agent loop answers the model with `toolFailureOf(err)`.
  */
-export const refusal = (code: ErrorCode, { success: _success, error, ...fields }: ToolFailure): AppError => new AppError(code, error, fields);
+export function refusal(http: unknown, { success: _success, error, ...fields }: ToolFailure): AppError {
+  const code: ErrorCode = http instanceof AppError ? http.code : "SERVICE_UNAVAILABLE";
+  return new AppError(code, error, fields);
+}
 
 /**
  * The spec's tool failure an error carries: an AppError with a string `error_code` in its `extra` (a `refusal`) as

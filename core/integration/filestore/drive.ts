@@ -7,7 +7,7 @@
  */
 import type { drive_v3 } from "@googleapis/drive";
 import { Config } from "../../config";
-import { isTransportFailure, ProviderError, transportCodeOf } from "../errors";
+import { isTransportFailure, noAnswer, ProviderError } from "../errors";
 import type { FileInfo, FileStore } from "./port";
 
 // The Drive client and Google's auth library load with the first Drive call, not with every Lambda that reaches this
@@ -40,9 +40,7 @@ export function translate(err: unknown): unknown {
   const e = err as GaxiosLikeError;
   const status = e?.response?.status ?? e?.status;
   if (typeof status !== "number") {
-    if (!isTransportFailure(err)) return err;
-    const code = transportCodeOf(err);
-    return new ProviderError("unknown", `Google Drive did not answer (${(err as Error).message}${code ? `, ${code}` : ""})`);
+    return isTransportFailure(err) ? noAnswer(err, "Google Drive did not answer") : err;
   }
   const reason = reasonOf(e.response?.data);
   const message = (e.response?.data as { error?: { message?: string } } | undefined)?.error?.message ?? e.message ?? `Google Drive answered ${status}`;

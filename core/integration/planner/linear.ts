@@ -9,7 +9,7 @@
  */
 import type { LinearClient, LinearDocument as L } from "@linear/sdk";
 import { Config } from "../../config";
-import { isTransportFailure, ProviderError, transportCodeOf } from "../errors";
+import { isTransportFailure, noAnswer, ProviderError } from "../errors";
 import type { IssueCreate, IssueQuery, IssueUpdate, Planner, PlannerCycle, PlannerIssue, PlannerProject, PlannerTeam } from "./port";
 
 // The SDK (1.7 MB) loads with the first Linear call, not with every Lambda that reaches this port (issue #24 cold starts).
@@ -144,9 +144,7 @@ export function retryAfterOf(get: (name: string) => string | null | undefined, n
 export async function translate(err: unknown): Promise<unknown> {
   const { LinearError } = await LinearSdk();
   if (!(err instanceof LinearError)) {
-    if (!isTransportFailure(err)) return err;
-    const code = transportCodeOf(err);
-    return new ProviderError("unknown", `no answer (${(err as Error).message}${code ? `, ${code}` : ""})`);
+    return isTransportFailure(err) ? noAnswer(err) : err;
   }
   const raw = err.raw as { response?: { errors?: RawGraphQLError[]; headers?: { get(name: string): string | null } } } | undefined;
   const errors = raw?.response?.errors ?? [];
