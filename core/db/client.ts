@@ -2,17 +2,26 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { Config } from "../config";
 
+let base: DynamoDBClient | undefined;
 let dynamo: DynamoDBDocumentClient | undefined;
 
-/** The DynamoDB document client; points at DynamoDB Local when DYNAMODB_ENDPOINT is set. */
-export function dynamoClient(): DynamoDBDocumentClient {
-  if (!dynamo) {
+/**
+ * The plain DynamoDB client (attribute-value commands) under the document client: for libraries that send their
+ * own marshalled commands (Powertools idempotency), so they share its connections and settings.
+ */
+export function dynamoBaseClient(): DynamoDBClient {
+  if (!base) {
     const endpoint = Config.dynamoEndpoint();
-    const base = new DynamoDBClient({
+    base = new DynamoDBClient({
       region: Config.region(),
       ...(endpoint ? { endpoint, credentials: { accessKeyId: "local", secretAccessKey: "local" } } : {}),
     });
-    dynamo = DynamoDBDocumentClient.from(base, { marshallOptions: { removeUndefinedValues: true } });
   }
+  return base;
+}
+
+/** The DynamoDB document client; points at DynamoDB Local when DYNAMODB_ENDPOINT is set. */
+export function dynamoClient(): DynamoDBDocumentClient {
+  dynamo ??= DynamoDBDocumentClient.from(dynamoBaseClient(), { marshallOptions: { removeUndefinedValues: true } });
   return dynamo;
 }

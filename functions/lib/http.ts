@@ -24,6 +24,8 @@ const rateLimits = () => import("../../core/rate-limit");
 const planGates = () => import("../../core/billing/gates");
 // Loaded when a route that counts usage (`counts`) first answers 2xx: only the integration syncs do.
 const usageCounters = () => import("../../core/billing/usage-counters");
+// Loaded when a request sends an Idempotency-Key to a route that takes one: Powertools' idempotency utility.
+const idempotency = () => import("./idempotency");
 // Loaded when a route that authenticates is first reached: the JWT verifier and the user module (ElectroDB and the
 // DynamoDB client with it). A Lambda whose routes are all public or signed (docs, webhooks) never loads them.
 const authentication = () => Promise.all([import("./auth"), import("../../core/user")]);
@@ -284,7 +286,7 @@ function featureFor(spec: RouteSpec, ctx: RouteContext<RouteSpec>) {
 }
 
 /** Wrap one route implementation: authenticate per the route's access, validate inputs, run, serialise. */
-function bind(spec: RouteSpec, impl: RouteImpl<RouteSpec>) {
+function bind(id: string, spec: RouteSpec, impl: RouteImpl<RouteSpec>) {
   // One request scope per request: memberships are resolved once (core/context.ts).
   return (event: Event, context: Context): Promise<APIGatewayProxyResultV2> => withRequestScope(() => run(event, context));
   async function run(event: Event, context: Context): Promise<APIGatewayProxyResultV2> {
@@ -318,10 +320,19 @@ function bind(spec: RouteSpec, impl: RouteImpl<RouteSpec>) {
       headers: event.headers ?? {},
       event,
     } as RouteContext<RouteSpec>;
-    // Valid requests only count: a typo the validator refuses does not use up the caller's window.
-    if (spec.rateLimit && user) await (await rateLimits()).limitUser(user.id, spec.rateLimit);
-    if ((spec.feature || spec.usage) && user) await (await planGates()).checkGates({ userId: user.id, workspaceId: gatedWorkspace(spec, ctx) }, { feature: featureFor(spec, ctx), usage: spec.usage, roles: spec.roles });
-    const result = toResult(spec, await impl(ctx));
+    const work = async () => {
+      // Valid requests only count: a typo the validator refuses does not use up the caller's window.
+      if (spec.rateLimit && user) await (await rateLimits()).limitUser(user.id, spec.rateLimit);
+      if ((spec.feature || spec.usage) && user) await (await planGates()).checkGates({ userId: user.id, workspaceId: gatedWorkspace(spec, ctx) }, { feature: featureFor(spec, ctx), usage: spec.usage, roles: spec.roles });
+      return impl(ctx);
+    };
+    // A retry with the first request's key replays its answer before the limits and gates: the first request passed
+    // them, and its work (which may have used up the plan's room) must not be refused to the client that asked for it.
+    const key = spec.idempotent ? ctx.headers["idempotency-key"] : undefined;
+    const reply = key !== undefined && user
+      ? await (await idempotency()).runOncePerKey(id, user.id, key, { params: ctx.params, query: ctx.query, body: ctx.body }, context, work)
+      : await work();
+    const result = toResult(spec, reply);
     if (spec.counts) await countUsage(spec, ctx, result);
     return result;
   }
@@ -372,7 +383,9 @@ export function httpGroup<T extends Record<string, RouteSpec>>(table: T, impls: 
     .map(([id, spec]) => {
       const impl = (impls as Record<string, RouteImpl<RouteSpec>>)[id];
       if (!impl) throw new Error(`Route ${id} has no implementation in group ${group}`);
-      return { method: spec.method, path: spec.path, handler: bind(spec, impl), literal: spec.path.split("{").length };
+      // A stream's answer cannot be kept for a replay.
+      if (spec.idempotent && spec.streaming) throw new Error(`Route ${id} streams, so it cannot take an Idempotency-Key`);
+      return { method: spec.method, path: spec.path, handler: bind(id, spec, impl), literal: spec.path.split("{").length };
     })
     // Literal paths before parameterised ones, as API Gateway matches.
     .sort((a, b) => a.literal - b.literal);

@@ -1,5 +1,5 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from "@asteasolutions/zod-to-openapi";
-import type * as z from "zod";
+import * as z from "zod";
 import { ERROR_STATUS, type ErrorCode } from "../../core/error";
 import { errorCodesOf, type RouteSpec } from "./route";
 import { routes } from "../http/routes";
@@ -124,6 +124,19 @@ function planGates(operation: Json, spec: RouteSpec): void {
   operation.description = [operation.description, `Plan gate: ${said.join("; ")}.`].filter(Boolean).join("\n\n");
 }
 
+/** The request header of the routes that take one (RouteSpec.idempotent; functions/lib/idempotency.ts). */
+const IDEMPOTENCY_HEADERS = z.object({
+  "Idempotency-Key": z
+    .string()
+    .min(1)
+    .max(255)
+    .optional()
+    .meta({
+      description:
+        "Optional. A retry with the same key (same caller, route, path, query and body) within 24 hours gets the first request's answer, with `idempotent-replayed: true`, instead of a second run charged again; 409 CONFLICT while the first still runs, 422 when the key came with another request.",
+    }),
+});
+
 /**
  * The OpenAPI 3.1 document, generated from the route table and the zod schemas (never written by hand). Every
  * operation lists the error responses its route can answer (`errorCodesOf`: from its access, parameters, body and
@@ -162,6 +175,7 @@ export function openApiDocument(serverUrl = "/", table: Record<string, RouteSpec
       request: {
         ...(spec.params ? { params: spec.params as never } : {}),
         ...(spec.query ? { query: spec.query as never } : {}),
+        ...(spec.idempotent ? { headers: IDEMPOTENCY_HEADERS as never } : {}),
         ...(spec.body ? { body: { required: true, content: { [bodyContent]: { schema: spec.body } } } } : {}),
       },
       responses: responses as never,

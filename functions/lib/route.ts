@@ -88,6 +88,11 @@ export interface RouteSpec {
    * so a member who may not call it gets 403 for the role, not a plan answer. The implementation checks them too.
    */
   roles?: readonly ("owner" | "admin" | "member")[];
+  /**
+   * Takes an `Idempotency-Key` header (functions/lib/idempotency.ts): a retry with the key gets the first request's
+   * answer instead of a second run. For the routes that run charged AI work; never a streaming route.
+   */
+  idempotent?: boolean;
 }
 
 /**
@@ -133,6 +138,7 @@ export function errorCodesOf(spec: RouteSpec): ErrorCode[] {
   if (spec.rateLimit) codes.push("RATE_LIMITED");
   if (spec.feature) codes.push("FORBIDDEN");
   if (spec.usage) codes.push("USAGE_LIMIT_EXCEEDED");
+  if (spec.idempotent) codes.push("CONFLICT", "VALIDATION_ERROR");
   return [...new Set([...codes, ...(spec.errors ?? [])])];
 }
 

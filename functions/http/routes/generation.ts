@@ -15,6 +15,7 @@ export const generationRoutes = defineRoutes({
     body: GenerateInput,
     rateLimit: "recommendations_generate",
     errors: ["SUBSCRIPTION_REQUIRED", "USAGE_LIMIT_EXCEEDED", "SERVICE_UNAVAILABLE"],
+    idempotent: true,
     responses: { 200: GenerateResult },
   },
   "generation.draft": {
@@ -24,6 +25,7 @@ export const generationRoutes = defineRoutes({
     rateLimit: "documents_draft",
     usage: "documents",
     errors: ["SUBSCRIPTION_REQUIRED", "USAGE_LIMIT_EXCEEDED", "SERVICE_UNAVAILABLE"],
+    idempotent: true,
     responses: { 200: Document },
   },
   "generation.expand": {
@@ -31,6 +33,7 @@ export const generationRoutes = defineRoutes({
     summary: "Deeper detail for a block by its type's contract (a proposal; nothing is stored)",
     params: BlockIdParam,
     errors: ["USAGE_LIMIT_EXCEEDED", "SERVICE_UNAVAILABLE"],
+    idempotent: true,
     responses: { 200: BlockActionResult.expand },
   },
   "generation.challenge": {
@@ -38,6 +41,7 @@ export const generationRoutes = defineRoutes({
     summary: "Adversarial critique: strengths, weaknesses, questions, suggestions",
     params: BlockIdParam,
     errors: ["USAGE_LIMIT_EXCEEDED", "SERVICE_UNAVAILABLE"],
+    idempotent: true,
     responses: { 200: BlockActionResult.challenge },
   },
   "generation.simulate": {
@@ -45,6 +49,7 @@ export const generationRoutes = defineRoutes({
     summary: "Explore real-world implications: scenarios, assumptions, signals to watch",
     params: BlockIdParam,
     errors: ["USAGE_LIMIT_EXCEEDED", "SERVICE_UNAVAILABLE"],
+    idempotent: true,
     responses: { 200: BlockActionResult.simulate },
   },
 } satisfies Record<string, RouteSpec>);

@@ -8,6 +8,7 @@ export const synthesisRoutes = defineRoutes({
     summary: "Synthesize completed sources into grounded insights (blocking; one per workspace at a time; 10 a minute)",
     body: SynthesizeInput,
     errors: ["SUBSCRIPTION_REQUIRED", "USAGE_LIMIT_EXCEEDED", "RATE_LIMITED", "SOURCE_NOT_READY", "SYNTHESIS_IN_PROGRESS", "SERVICE_UNAVAILABLE"],
+    idempotent: true,
     responses: { 200: SynthesizeResult },
   },
 } satisfies Record<string, RouteSpec>);

@@ -1,0 +1,124 @@
+/**
+ * `Idempotency-Key` on the routes that run charged AI work (RouteSpec.idempotent): synthesis, recommendation
+ * generation, drafting, block actions. A client that lost an answer (a timeout, a dropped connection) retries with
+ * the same key and gets the first answer, not a second run charged again. The spec has no such header; this follows
+ * the IETF draft (draft-ietf-httpapi-idempotency-key-header) as Stripe does, through Powertools for AWS Lambda's
+ * idempotency utility on the service's one table (docs/decisions.md "Idempotency-Key on the charged AI routes").
+ *
+ * - A key is 1 to 255 printable ASCII characters, scoped to the caller and the route: two users, or one user's two
+ *   routes, never share an answer. Kept 24 hours.
+ * - The first request with a key runs; its 2xx answer is stored. A later request with the key and the same path,
+ *   query and body gets that answer again, with `idempotent-replayed: true`, and runs nothing (no rate limit, no plan
+ *   gate, no charge).
+ * - While the first request runs, another with the key answers 409 CONFLICT (Retry-After). If the first fails (a 4xx
+ *   or 5xx), nothing is stored and a retry runs again. If its Lambda died mid-run, a retry runs again once the
+ *   Lambda's time is over (the in-progress record expires with the invocation's remaining time).
+ * - The key sent with another path, query or body answers 422 VALIDATION_ERROR.
+ * - An answer over STORED_ANSWER_MAX_CHARS is not kept whole: a replay answers 409 CONFLICT saying the request
+ *   succeeded and where to read its result (a DynamoDB item holds 400 KB).
+ */
+import type { Context } from "aws-lambda";
+import {
+  IdempotencyAlreadyInProgressError,
+  IdempotencyConfig,
+  IdempotencyPersistenceLayerError,
+  IdempotencyValidationError,
+  makeIdempotent,
+} from "@aws-lambda-powertools/idempotency";
+import { DynamoDBPersistenceLayer } from "@aws-lambda-powertools/idempotency/dynamodb";
+import { AppError, Errors } from "../../core/error";
+import { Config } from "../../core/config";
+import { dynamoBaseClient } from "../../core/db/client";
+import { TABLE_KEYS } from "../../core/db/table";
+import type { Reply } from "./route";
+
+/** How long an answer is kept for replays: 24 hours, as Stripe keeps keys. */
+export const IDEMPOTENCY_TTL_SECONDS = 24 * 3600;
+/** The largest stored answer (JSON characters): well under DynamoDB's 400 KB item with the record's other fields. */
+export const STORED_ANSWER_MAX_CHARS = 300_000;
+/** What a request that meets its key's first request still running is told to wait (seconds). */
+const IN_PROGRESS_RETRY_AFTER_SECONDS = 5;
+const KEY_RE = /^[\x20-\x7e]{1,255}$/;
+
+/** One partition for the idempotency records: they are written once and read by key, never listed. */
+const PARTITION = "IDEMPOTENCY";
+
+/** One persistence layer per route: the library keeps a key prefix per layer, so routes never share one. */
+const stores = new Map<string, DynamoDBPersistenceLayer>();
+function storeFor(routeId: string): DynamoDBPersistenceLayer {
+  let store = stores.get(routeId);
+  if (!store) {
+    store = new DynamoDBPersistenceLayer({
+      tableName: Config.tableName(),
+      awsSdkV3Client: dynamoBaseClient(),
+      keyAttr: TABLE_KEYS.partitionKey,
+      sortKeyAttr: TABLE_KEYS.sortKey,
+      staticPkValue: PARTITION,
+      // The table's TTL attribute: DynamoDB removes a record once its 24 hours are over.
+      expiryAttr: TABLE_KEYS.ttlAttribute,
+    });
+    stores.set(routeId, store);
+  }
+  return store;
+}
+
+/** What is stored for a replay: the first answer, or only its status when it was too large to keep. */
+type StoredAnswer = { status: number; body?: unknown; headers?: Record<string, string> } | { status: number; too_large: true };
+
+/**
+ * Run `work` once per (route, caller, key): the first request runs it and its answer is kept; a retry gets the kept
+ * answer. See the module comment for the rules.
+ * @param routeId the route's id (functions/http/routes.ts), which scopes the key with `userId`
+ * @param key the request's `Idempotency-Key` header as sent
+ * @param request what must be the same on a retry (path parameters, query, body)
+ * @param context the invocation's context: a run in progress blocks retries for the invocation's remaining time
+ * @param work the request's checks and implementation; only a reply it returns is kept (a thrown error is not)
+ * @returns the fresh reply, or the first request's reply with `idempotent-replayed: true`
+ * @throws AppError CONFLICT (409) while the first request runs, or when its answer was too large to keep;
+ *   VALIDATION_ERROR (422) for a key that is empty, over 255 characters or not printable ASCII, or that came with
+ *   another request; whatever `work` throws
+ */
+export async function runOncePerKey(routeId: string, userId: string, key: string, request: unknown, context: Context, work: () => Promise<Reply>): Promise<Reply> {
+  if (!KEY_RE.test(key)) {
+    throw Errors.validation([{ loc: ["header", "Idempotency-Key"], msg: "An Idempotency-Key is 1 to 255 printable ASCII characters", type: "idempotency_key" }]);
+  }
+  let fresh: Reply | undefined;
+  const once = makeIdempotent(
+    async (_payload: { key: unknown; request: unknown }): Promise<StoredAnswer> => {
+      const reply = await work();
+      fresh = reply;
+      const stored = { status: reply.status ?? 200, body: reply.body, ...(reply.headers ? { headers: reply.headers } : {}) };
+      return JSON.stringify(stored).length > STORED_ANSWER_MAX_CHARS ? { status: stored.status, too_large: true } : stored;
+    },
+    {
+      persistenceStore: storeFor(routeId),
+      keyPrefix: routeId,
+      // Per request: the in-progress record lives as long as this invocation can (its remaining time).
+      config: new IdempotencyConfig({ eventKeyJmesPath: "key", payloadValidationJmesPath: "request", expiresAfterSeconds: IDEMPOTENCY_TTL_SECONDS, lambdaContext: context }),
+    },
+  );
+  let answer: StoredAnswer;
+  try {
+    // JSON round trip: the hashed payload is what the validator compares, so it must be plain data.
+    answer = await once({ key: { user: userId, key }, request: JSON.parse(JSON.stringify(request ?? null)) });
+  } catch (err) {
+    throw translate(err);
+  }
+  if (fresh) return fresh;
+  if ("too_large" in answer) {
+    throw new AppError("CONFLICT", "The request with this Idempotency-Key succeeded, but its answer was too large to keep: read its result from the resource it created or changed");
+  }
+  return { status: answer.status, body: answer.body, headers: { ...(answer.headers ?? {}), "idempotent-replayed": "true" } };
+}
+
+/** The library's refusals as the service's errors; a persistence failure as the DynamoDB error under it. */
+function translate(err: unknown): unknown {
+  if (err instanceof IdempotencyAlreadyInProgressError) {
+    return new AppError("CONFLICT", "A request with this Idempotency-Key is still running: retry when it has answered", { retry_after_seconds: IN_PROGRESS_RETRY_AFTER_SECONDS });
+  }
+  if (err instanceof IdempotencyValidationError) {
+    return Errors.validation([{ loc: ["header", "Idempotency-Key"], msg: "This Idempotency-Key was used with another request: send a new key for a new request", type: "idempotency_key_reused" }]);
+  }
+  if (err instanceof IdempotencyPersistenceLayerError && err.cause instanceof Error) return err.cause;
+  return err;
+}
