@@ -12,7 +12,8 @@ import { DataDirInUseError, takeDataLock } from "./data-lock";
 
 /**
  * `npm start`: the embedded runtime. DynamoDB Local (data under .data/dynamodb), the local object store
- * (.data/s3), and the local gateway on http://127.0.0.1:3000 (PORT to change). Ctrl-C stops everything.
+ * (.data/s3), the queues' journals (.data/queues), and the local gateway on http://127.0.0.1:3000 (PORT to change).
+ * Ctrl-C stops everything.
  * One `npm start` per data folder: a second one on the same folder refuses in one sentence naming the first
  * (the lock file `<data>/start.lock` holds its pid; local/data-lock.ts).
  */
@@ -47,7 +48,9 @@ async function main() {
     const idp = await devIdp(dataDir);
     applyLocalEnv({ dynamoEndpoint: dynamo.endpoint, s3Endpoint: s3.endpoint, idp, tableName, bucketName });
     const { wireLocalEvents } = await import("./events");
-    wireLocalEvents(s3);
+    // Queued messages (deferred integration work, memory jobs, payment events) are kept beside the table's data, so
+    // they are delivered after a restart as SQS would (core/queue/journal.ts).
+    wireLocalEvents(s3, { queueDir: resolve(dataDir, "queues") });
     // Approved pending actions execute from the table's stream and the sweeper, as in AWS (DESIGN.md 6.2).
     const { startLocalStreams } = await import("./streams");
     const pendingActions = await startLocalStreams({ endpoint: dynamo.endpoint, tableName });
