@@ -12,6 +12,7 @@ import { dynamoClient } from "../../core/db/client";
 import { runsOf } from "../../core/agent";
 import { call, newUser, newWorkspace } from "../support/api";
 import { sourceWith } from "../support/sources";
+import { documentCreateFailsOnce } from "../support/store-faults";
 import { expectEnvelope, partitionItems, withEnv } from "./_helpers";
 
 type Doc = { id: string; status: string; version: number; last_revision: number; content: string; title: string } & Record<string, any>;
@@ -437,26 +438,15 @@ describe("POST /api/documents/draft", () => {
     expect(insight.status, insight.text).toBe(201);
     const charged = async () => (await db().entities.billingAccount.get({ user_id: owner.id }).go({ consistent: true })).data!.charged ?? 0;
     const before = await charged();
-    const name = "documentCreateFails";
-    let failed = false;
     // The store refuses the document's create (as a process dying at that write would leave it): the model has run.
-    dynamoClient().middlewareStack.add(
-      (next, context) => async (args) => {
-        if (!failed && /^TransactWrite/.test(context.commandName ?? "") && /document#[0-9a-f]{8}-/.test(JSON.stringify(args.input))) {
-          failed = true;
-          throw Object.assign(new Error("the store did not answer"), { name: "InternalServerError" });
-        }
-        return next(args);
-      },
-      { step: "initialize", name },
-    );
+    const fault = documentCreateFailsOnce();
     let res;
     try {
       res = await call("POST", "/api/documents/draft", { token: owner.token, body: { workspace_id: workspace.id, document_type: "memo" } });
     } finally {
-      dynamoClient().middlewareStack.remove(name);
+      fault.remove();
     }
-    expect(failed, res.text).toBe(true);
+    expect(fault.failed(), res.text).toBe(true);
     expect(res.status).toBeGreaterThanOrEqual(500);
     expect((await call("GET", "/api/documents", { token: owner.token, query: { workspace_id: workspace.id } })).body.total).toBe(0);
     const [run] = (await runsOf(workspace.id)).filter((r) => r.agent_type === "drafting");

@@ -6,10 +6,10 @@
  */
 import { describe, expect, it } from "vitest";
 import { db } from "../../core/db/service";
-import { dynamoClient } from "../../core/db/client";
 import { runsOf } from "../../core/agent";
 import { call, newWorkspace as bareWorkspace } from "../support/api";
 import { sourceWith } from "../support/sources";
+import { documentCreateFailsOnce, documentCreateHeld } from "../support/store-faults";
 import { expectEnvelope, headersOf } from "./_helpers";
 
 const QUOTE = "I keep getting logged out and have to sign in again every time";
@@ -36,28 +36,6 @@ const draft = (token: string, workspaceId: string, key?: string, body: Record<st
     body: { workspace_id: workspaceId, document_type: "memo", user_instructions: "Keep it short", ...body },
     ...(key === undefined ? {} : { headers: { "Idempotency-Key": key } }),
   });
-
-/** Hold the drafted document's store (the ElectroDB transaction that creates it) until `release` is called. */
-function holdDocumentCreate() {
-  const name = `holdDocumentCreate-${Math.random()}`;
-  let reached!: () => void;
-  let release!: () => void;
-  const atHold = new Promise<void>((r) => (reached = r));
-  const released = new Promise<void>((r) => (release = r));
-  let held = false;
-  dynamoClient().middlewareStack.add(
-    (next, context) => async (args) => {
-      if (!held && /^TransactWrite/.test(context.commandName ?? "") && /document#[0-9a-f]{8}-/.test(JSON.stringify(args.input))) {
-        held = true;
-        reached();
-        await released;
-      }
-      return next(args);
-    },
-    { step: "initialize", name },
-  );
-  return { atHold, release: () => release(), remove: () => dynamoClient().middlewareStack.remove(name) };
-}
 
 describe("Idempotency-Key on POST /api/documents/draft", () => {
   it("a retry with the key gets the first draft back, marked replayed, and is neither drafted nor charged again", async () => {
@@ -98,7 +76,7 @@ describe("Idempotency-Key on POST /api/documents/draft", () => {
 
   it("a retry while the first request runs is a 409 with Retry-After; once the first answers, a retry replays it", async () => {
     const { owner, workspace } = await newWorkspace("Idempotent in flight");
-    const hold = holdDocumentCreate();
+    const hold = documentCreateHeld();
     try {
       const first = draft(owner.token, workspace.id, "in-flight");
       await hold.atHold;
@@ -121,24 +99,14 @@ describe("Idempotency-Key on POST /api/documents/draft", () => {
 
   it("a first request that failed keeps nothing: the retry with its key drafts", async () => {
     const { owner, workspace } = await newWorkspace("Idempotent failure");
-    const name = "documentCreateFailsOnce";
-    let failed = false;
-    dynamoClient().middlewareStack.add(
-      (next, context) => async (args) => {
-        if (!failed && /^TransactWrite/.test(context.commandName ?? "") && /document#[0-9a-f]{8}-/.test(JSON.stringify(args.input))) {
-          failed = true;
-          throw Object.assign(new Error("the store did not answer"), { name: "InternalServerError" });
-        }
-        return next(args);
-      },
-      { step: "initialize", name },
-    );
+    const fault = documentCreateFailsOnce();
     let first;
     try {
       first = await draft(owner.token, workspace.id, "after-failure");
     } finally {
-      dynamoClient().middlewareStack.remove(name);
+      fault.remove();
     }
+    expect(fault.failed()).toBe(true);
     expect(first.status, first.text).toBeGreaterThanOrEqual(500);
     const retry = await draft(owner.token, workspace.id, "after-failure");
     expect(retry.status, retry.text).toBe(200);
