@@ -2,6 +2,7 @@ import { Config } from "../core/config";
 import { sweepSources } from "../core/pipeline/recovery";
 import { handler as sweeperHandler } from "../functions/events/source-sweeper";
 import { handler as creditSweeperHandler } from "../functions/events/credit-sweeper";
+import { handler as memorySweeperHandler } from "../functions/events/memory-sweeper";
 import { startSchedule, type Schedule } from "./schedule";
 
 /**
@@ -35,4 +36,18 @@ export function startCreditSweep(opts: { intervalMs?: number; onError?: (err: un
   const onError = opts.onError ?? ((err: unknown) => console.error("credit reservation sweep:", err));
   const sweep = async () => void (await creditSweeperHandler());
   return startSchedule({ first: sweep, every: sweep, intervalMs: opts.intervalMs ?? CREDIT_SWEEP_INTERVAL_MS, onError });
+}
+
+/** How often the embedded runtime sends owed memory exchanges again (the 5-minute EventBridge rule of stacks/Api.ts). */
+const MEMORY_SWEEP_INTERVAL_MS = 5 * 60_000;
+
+/**
+ * The embedded runtime's schedule for memory's outbox sweeper (core/memory/owed.ts): at start-up and then every 5
+ * minutes, the same handler AWS runs. An exchange is sent again only 30 minutes after its answer, so one this process
+ * is still sending or learning is not sent twice; one a crash left unsent is sent by the first sweep once it is due.
+ */
+export function startMemorySweep(opts: { intervalMs?: number; onError?: (err: unknown) => void } = {}): Schedule {
+  const onError = opts.onError ?? ((err: unknown) => console.error("memory outbox sweep:", err));
+  const sweep = async () => void (await memorySweeperHandler());
+  return startSchedule({ first: sweep, every: sweep, intervalMs: opts.intervalMs ?? MEMORY_SWEEP_INTERVAL_MS, onError });
 }

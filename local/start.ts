@@ -61,6 +61,9 @@ async function main() {
     // Credit reservations of runs a crash killed are released once stale (core/billing/sweeper.ts), as in AWS.
     const { startCreditSweep } = await import("./recovery");
     stops.unshift(startCreditSweep().stop);
+    // Copilot exchanges a crash left owed to memory are sent again once due (core/memory/owed.ts), as in AWS.
+    const { startMemorySweep } = await import("./recovery");
+    stops.unshift(startMemorySweep().stop);
     // Tasks a crash left pending or running are resumed from their record; research cycles run at 02:00 UTC (core/task, core/cycle).
     stops.unshift((await (await import("./tasks-schedules")).startTaskSchedules()).stop);
     const server = await startGateway(port);

@@ -1,7 +1,7 @@
 import { ArnFormat, Duration, aws_apigatewayv2 as apigwv2, aws_iam as iam, aws_lambda_event_sources as sources, aws_sqs as sqs } from "aws-cdk-lib";
 import { HttpJwtAuthorizer } from "aws-cdk-lib/aws-apigatewayv2-authorizers";
 import { NagSuppressions } from "cdk-nag";
-import { Api as HttpApi, Function, use, type StackContext } from "sst/constructs";
+import { Cron, Api as HttpApi, Function, use, type StackContext } from "sst/constructs";
 import { INTEGRATIONS_MAX_RECEIVE_COUNT, PAYMENTS_MAX_RECEIVE_COUNT } from "../core/queue";
 import { MEMORY_MAX_RECEIVE_COUNT } from "../core/memory/settings";
 import type { RouteSpec } from "../functions/lib/route";
@@ -107,6 +107,13 @@ export const MEMORY_CONSUMER_HANDLER = "functions/events/memory-consumer.handler
 export const MEMORY_CONSUMER_TIMEOUT_SECONDS = 120;
 /** The consumer's bucket calls: none (test/stacks/bucket-access.test.ts checks it). */
 export const MEMORY_CONSUMER_BUCKET_ACCESS: readonly BucketAccess[] = [];
+/**
+ * Memory's outbox sweeper (core/memory/owed.ts; functions/events/memory-sweeper.ts): sends again the exchanges still
+ * owed to memory 30 minutes after their answer, and drops those whose exchange is gone.
+ */
+export const MEMORY_SWEEPER_HANDLER = "functions/events/memory-sweeper.handler";
+/** How often it runs: an exchange is due 30 minutes after its answer, so one lost is sent again within 35. */
+export const MEMORY_SWEEPER_SCHEDULE = "rate(5 minutes)";
 /**
  * The groups that run copilot streams, whose memory run hook (core/memory/hook.ts) puts each exchange on the memory
  * queue: MEMORY_QUEUE_URL and sqs:SendMessage on that queue. The stack test checks it against the bundles (the hook's
@@ -403,6 +410,17 @@ export function Api({ stack, app }: StackContext) {
   memoryConsumer.addToRolePolicy(bedrockInvokeStatement(stack));
   suppressBedrockRegions(memoryConsumer);
   memoryConsumer.addEventSource(new sources.SqsEventSource(memory, { batchSize: 1, reportBatchItemFailures: true }));
+  // Memory's outbox sweeper, on an EventBridge schedule: reads and deletes owed records in the table and sends their
+  // exchanges again to the memory queue; no bucket, no Bedrock (the consumer learns).
+  const memorySweeper = new Function(stack, "MemorySweeper", {
+    handler: MEMORY_SWEEPER_HANDLER,
+    description: "Send again copilot exchanges still owed to memory",
+    environment: { ...environment, MEMORY_QUEUE_URL: memory.queueUrl },
+    timeout: 60,
+  });
+  grantTableData(memorySweeper, table.cdk.table);
+  memory.grantSendMessages(memorySweeper);
+  new Cron(stack, "MemorySweep", { schedule: MEMORY_SWEEPER_SCHEDULE, job: memorySweeper });
 
   const origins = parameters.CORS_ORIGINS.value.split(",").map((s) => s.trim()).filter(Boolean);
   const served = groups().filter((group) => !isStreamingGroup(group));
@@ -458,5 +476,5 @@ export function Api({ stack, app }: StackContext) {
       .map(([group, fn]) => [`${pascal(group)}FunctionUrl`, fn.url ?? ""]),
   );
   stack.addOutputs({ ApiUrl: api.url, ...longRunning });
-  return { api, functions, payments, paymentsDeadLetters, paymentsConsumer, integrations, integrationsDeadLetters, integrationsConsumer, memory, memoryDeadLetters, memoryConsumer };
+  return { api, functions, payments, paymentsDeadLetters, paymentsConsumer, integrations, integrationsDeadLetters, integrationsConsumer, memory, memoryDeadLetters, memoryConsumer, memorySweeper };
 }

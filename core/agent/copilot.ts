@@ -18,7 +18,7 @@ import { allOf } from "../insight";
 import { recordRun, tryLock, type AgentType } from "./index";
 import { QUERY_BUDGET_MS, runAgent, type AgentRunResult } from "./loop";
 import { TOOLS, type Tool, type ToolContext } from "./tools";
-import { agentLog, hookPrefetches, runAfter, runBefore, type RunHookContext } from "./hooks";
+import { agentLog, answerWrites, hookPrefetches, runAfter, runBefore, type RunHookContext } from "./hooks";
 import { prefetchSearchHead } from "../insight/search";
 import { StreamClock } from "./timings";
 import { Harness, isStreamEvent, type Entry, type StreamEventName, type VariantArtifacts } from "../harness";
@@ -482,6 +482,9 @@ async function execute(
     text = result?.text.trim() ? result.text : stoppedText(result, failure, spec.maxTurns);
     const afterPrompt = await storing.stored;
     const firstAnswer = (conversation.message_count ?? 0) === 0;
+    const succeeded = !failure && result?.status === "success";
+    // What the hooks' `after` will owe (memory's exchange) is recorded with the answer, not after it.
+    const owing = answerWrites(hookCtx, { succeeded });
     // By the conversation's key: the prompt's append has stored a new conversation (`UnsavedConversation`).
     // A long reasoning run's thinking is cut to fit the item rather than lose the answer (`fitMessage`).
     const assistant = await Chat.appendMessage({ id: conversation.id, workspace_id: conversation.workspace_id, user_id: conversation.user_id }, Chat.fitMessage({
@@ -493,6 +496,7 @@ async function execute(
       execution_metadata: { steps: (result?.steps ?? []).map(compactStep), num_turns: result?.numTurns ?? 0, stop_reason: result?.stopReason ?? "error", duration_ms: Date.now() - started, pending_action_ids: result?.pendingActionIds ?? [] },
     }), {
       ...afterPrompt,
+      alongside: owing.alongside,
       // What the run looked like goes onto the conversation with the answer: after the first answer, its purpose and
       // the agent's title, which replaces only an automatic one (a title the user gave is kept; a rename during the
       // run wins by the append's condition).
@@ -505,7 +509,7 @@ async function execute(
         : { working_state: intent.working_state },
     });
     messageId = assistant.id;
-    await runAfter(hookCtx, { assistantMessageId: assistant.id, assistantCreatedAt: assistant.created_at, answer: text, succeeded: !failure && result?.status === "success" });
+    await runAfter(hookCtx, { assistantMessageId: assistant.id, assistantCreatedAt: assistant.created_at, answer: text, succeeded, storedWith: owing.hooks });
   } catch (err) {
     // The store failed around the run (the run itself is recorded): the client still hears why, then `done`.
     if (!failure) sink.send("error", { code: err instanceof AppError ? err.code : "INTERNAL", message: err instanceof AppError ? err.message : "The answer could not be saved" });

@@ -4,6 +4,7 @@ import { memoryHook } from "../memory/hook";
 import { skillsHook } from "../skill/hook";
 import { isStreamEvent } from "../harness/events";
 import type { Prefetch } from "../db/read";
+import type { AppendAlongside } from "../chat";
 
 /**
  * What a run hook sees of a copilot run. Areas that take part in every run (memory, skills) plug in here instead of
@@ -39,6 +40,8 @@ export interface RunOutcome {
   answer: string;
   /** True when the run ended without error (a stopped or failed run teaches memory nothing). */
   succeeded: boolean;
+  /** The hooks whose `withAnswer` write was stored in the assistant message's transaction (`answerWrites`), by name. */
+  storedWith: readonly string[];
 }
 
 /** A participant in every copilot run (chat and the four stream variants). */
@@ -51,6 +54,12 @@ export interface RunHook {
   prefetch?(ctx: Pick<RunHookContext, "userId" | "workspaceId">): Prefetch[];
   /** Before the model: may send events and extend the system prompt. */
   before?(ctx: RunHookContext): Promise<RunPreparation | void>;
+  /**
+   * Before the assistant message is stored: a write to commit in the same transaction (`Chat.appendMessage`'s
+   * `alongside`), the durable record of work its `after` starts, so a process that dies between the two loses
+   * nothing (memory's outbox, core/memory/owed.ts). Nothing (undefined) when the run owes nothing.
+   */
+  withAnswer?(ctx: RunHookContext, run: { succeeded: boolean }): AppendAlongside | void;
   /** After the assistant message is stored and before `done`. */
   after?(ctx: RunHookContext, outcome: RunOutcome): Promise<void>;
 }
@@ -106,6 +115,27 @@ export async function runBefore(ctx: RunHookContext, hooks: readonly RunHook[] =
     if (system) lines.push(system);
   }
   return lines.join("\n");
+}
+
+/**
+ * What the hooks write with the assistant message (`RunHook.withAnswer`), in the hooks' order, and which hooks they
+ * are (`RunOutcome.storedWith` once the message is stored). A hook that fails is logged and skipped: its record must
+ * not cost the user the answer.
+ */
+export function answerWrites(ctx: RunHookContext, run: { succeeded: boolean }, hooks: readonly RunHook[] = RUN_HOOKS): { alongside: AppendAlongside[]; hooks: string[] } {
+  const out = { alongside: [] as AppendAlongside[], hooks: [] as string[] };
+  for (const hook of hooks) {
+    if (!hook.withAnswer) continue;
+    try {
+      const write = hook.withAnswer(ctx, run);
+      if (!write) continue;
+      out.alongside.push(write);
+      out.hooks.push(hook.name);
+    } catch (err) {
+      agentLog().warn("run hook failed before the answer was stored", { hook: hook.name, workspace_id: ctx.workspaceId, error: err as Error });
+    }
+  }
+  return out;
 }
 
 /** Run every hook's `after` in order; a failing hook is logged and the others still run. */

@@ -548,6 +548,19 @@ export interface AppendOptions {
    * `AlreadyAppended` is thrown.
    */
   once?: { id: string; entity: EntityName; guard: WriteItem };
+  /**
+   * Writes of other entities committed in the same transaction as the message (after it and `once`'s guard), each
+   * built from the message as this attempt stores it: its id, created_at (ISO 8601) and ttl (epoch seconds). For a
+   * record of work owed because of the message (the memory outbox, core/memory/owed.ts): it exists exactly when the
+   * message does. A write whose condition fails cancels the append (tried again like a lost race).
+   */
+  alongside?: AppendAlongside[];
+}
+
+/** One write of `AppendOptions.alongside`: the entity it writes and the write, built from the stored message. */
+export interface AppendAlongside {
+  entity: EntityName;
+  write(message: { id: string; created_at: string; ttl: number }): WriteItem;
 }
 
 /** `appendMessage` with `once`: the message was written before (its guard's condition refused this write). */
@@ -567,7 +580,8 @@ export class AlreadyAppended extends Error {
  * message_count, so concurrent appends are serialised (retried) and messages keep the order they were appended in.
  * @param conversation the conversation (its stored owner is used for the search index)
  * @param message user messages carry only role and content; assistant messages may carry the other fields
- * @param opts what the caller knows already (`AppendOptions`): the conversation's state and the message's expiry
+ * @param opts what the caller knows already (`AppendOptions`): the conversation's state and the message's expiry;
+ *   and what is written with the message (`once`, `alongside`)
  * @throws AppError VALIDATION_ERROR (422) content over 100,000 characters, an item over DynamoDB's size limit, or
  *   assistant-only fields on a user message; NOT_FOUND (404) the conversation is gone; CONFLICT (409) when
  *   concurrent appends kept winning; AlreadyAppended when `opts.once`'s guard says the message was written before.
@@ -610,7 +624,8 @@ export async function appendMessage(
       ...(message.decision_context !== undefined ? { decision_context: message.decision_context } : {}),
       ...(message.execution_metadata !== undefined ? { execution_metadata: message.execution_metadata } : {}),
     };
-    const entities: EntityName[] = ["conversation", "message", ...(opts.once ? [opts.once.entity] : [])];
+    const alongside = (opts.alongside ?? []).map((a) => a.write({ id: item.id, created_at: createdAt, ttl }));
+    const entities: EntityName[] = [...new Set<EntityName>(["conversation", "message", ...(opts.once ? [opts.once.entity] : []), ...(opts.alongside ?? []).map((a) => a.entity)])];
     const result = await createWriteTransaction(db().pick(...entities), ({ conversation: c, message: m }) => [
       unsaved
         ? c
@@ -626,6 +641,7 @@ export async function appendMessage(
             .commit(),
       m.create(item).commit(),
       ...(opts.once ? [opts.once.guard as never] : []),
+      ...alongside.map((w) => w as never),
     ]).go();
     if (!result.canceled) return toMessageView(item as MessageItem);
     if (opts.once && cancelCodes(result)[2] === "ConditionalCheckFailed") throw new AlreadyAppended(opts.once.id);

@@ -19,6 +19,7 @@ import { buildIntegrationEntity, buildIssueLinkEntity, buildOAuthStateEntity } f
 import { buildExecutionTicketEntity } from "../ticket/ticket.entity";
 import { buildEntropyIssueEntity, buildEntropyScanEntity } from "../entropy/entropy.entity";
 import { buildMemoryFactEntity, buildMemoryHeadEntity } from "../memory/fact.entity";
+import { buildMemoryOwedEntity } from "../memory/owed.entity";
 import { buildTaskEntity, buildTaskWatcherEntity } from "../task/task.entity";
 import { buildCycleEntity } from "../cycle/cycle.entity";
 import { buildCustomSkillEntity, buildSkillCounterEntity, buildSkillFeedbackEntity, buildSkillInstallEntity, buildSkillSlugEntity, buildSkillSuggestionEntity } from "../skill/skill.entity";
@@ -66,7 +67,7 @@ const catalogue = {
   integration: buildIntegrationEntity, oauthState: buildOAuthStateEntity, issueLink: buildIssueLinkEntity,
   executionTicket: buildExecutionTicketEntity,
   entropyScan: buildEntropyScanEntity, entropyIssue: buildEntropyIssueEntity,
-  memoryFact: buildMemoryFactEntity, memoryHead: buildMemoryHeadEntity,
+  memoryFact: buildMemoryFactEntity, memoryHead: buildMemoryHeadEntity, memoryOwed: buildMemoryOwedEntity,
   task: buildTaskEntity, taskWatcher: buildTaskWatcherEntity, researchCycle: buildCycleEntity,
   customSkill: buildCustomSkillEntity, skillSlug: buildSkillSlugEntity, skillInstall: buildSkillInstallEntity, skillFeedback: buildSkillFeedbackEntity, skillSuggestion: buildSkillSuggestionEntity, skillCounter: buildSkillCounterEntity,
 };

@@ -35,6 +35,11 @@ export interface ExchangeJob {
    * queued before it existed have none and are looked up as before.
    */
   answered_at?: string;
+  /**
+   * The answer was stored with a record that this exchange is owed (core/memory/owed.ts): the consumer learns it
+   * only while the record is there, and deletes it. Jobs without it (older code) are learned as before.
+   */
+  owed?: true;
 }
 
 /** A user statement to learn from. */

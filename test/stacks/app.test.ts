@@ -32,6 +32,8 @@ import {
   MEMORY_CONSUMER_HANDLER,
   MEMORY_CONSUMER_TIMEOUT_SECONDS,
   MEMORY_SENDER_GROUPS,
+  MEMORY_SWEEPER_HANDLER,
+  MEMORY_SWEEPER_SCHEDULE,
   TABLE_STREAM_ACTIONS,
   MAIL_ENGINE,
   OPEN_ROUTE_REASONS,
@@ -312,6 +314,7 @@ describe("handler modules referenced by the stacks", () => {
     PAYMENTS_CONSUMER_HANDLER,
     INTEGRATIONS_CONSUMER_HANDLER,
     MEMORY_CONSUMER_HANDLER,
+    MEMORY_SWEEPER_HANDLER,
     CREDIT_SWEEPER_HANDLER,
   ];
   it.each(handlers)("%s exists", (handler) => {
@@ -474,10 +477,10 @@ describe("synthesized app", () => {
   it("bundles every function without installed packages, except Swagger UI for the docs group", async () => {
     const stacks = [templates.Pipelines, templates.Api, templates.PendingActions, templates.Billing, templates.Tasks];
     const ours = stacks.flatMap((t) => Object.values(lambdas(t)).filter((r) => String(r.Properties.Handler).startsWith("functions/")));
-    // Groups and the three queue consumers (Api), step tasks, the upload consumer and the source sweeper (Pipelines), the
+    // Groups, the three queue consumers and the memory sweeper (Api), step tasks, the upload consumer and the source sweeper (Pipelines), the
     // executor pair (PendingActions), the credit sweeper (Billing), the two task steps, the task sweeper, the cycles and
     // the entropy scanner (Tasks).
-    expect(ours.length).toBe(groups().length + 3 + Object.keys(STEP_TASKS).length + 2 + 2 + 1 + 5);
+    expect(ours.length).toBe(groups().length + 4 + Object.keys(STEP_TASKS).length + 2 + 2 + 1 + 5);
     for (const fn of ours) {
       const dir = join(outdir, `asset.${(fn.Properties.Code.S3Key as string).replace(/\.zip$/, "")}`);
       const installed = existsSync(join(dir, "node_modules"))
@@ -597,11 +600,11 @@ describe("synthesized app", () => {
     // SSE routes are served on their streaming Function URL only (API Gateway cannot stream).
     const allRoutes = Object.values(routes).filter((r) => !("streaming" in r && r.streaming));
 
-    it("has exactly one Lambda per endpoint group and no other application function but the three queue consumers", () => {
+    it("has exactly one Lambda per endpoint group and no other application function but the three queue consumers and the memory sweeper", () => {
       const handlers = Object.values(lambdas(templates.Api))
         .map((r) => r.Properties.Handler as string)
         .filter((h) => h.startsWith("functions/"));
-      expect(handlers.sort()).toEqual([...groups().map(groupHandler), PAYMENTS_CONSUMER_HANDLER, INTEGRATIONS_CONSUMER_HANDLER, MEMORY_CONSUMER_HANDLER].sort());
+      expect(handlers.sort()).toEqual([...groups().map(groupHandler), PAYMENTS_CONSUMER_HANDLER, INTEGRATIONS_CONSUMER_HANDLER, MEMORY_CONSUMER_HANDLER, MEMORY_SWEEPER_HANDLER].sort());
     });
 
     it("queues verified payment events on an SQS FIFO queue with a dead-letter queue, consumed one at a time", () => {
@@ -1022,6 +1025,29 @@ describe("synthesized app", () => {
       const worker = Object.values(lambdas(templates.Tasks)).find((r) => r.Properties.Handler === "functions/steps/task-run.handler")!;
       expect(sendsExchanges(worker)).toBe(false);
       expect(worker.Properties.Environment.Variables.MEMORY_QUEUE_URL).toBeUndefined();
+    });
+
+    it("runs memory's outbox sweeper every 5 minutes, allowed the table and to send to the memory queue, nothing else", () => {
+      expect(MEMORY_SWEEPER_SCHEDULE).toBe("rate(5 minutes)");
+      const fnId = lambdaIdFor(templates.Api, MEMORY_SWEEPER_HANDLER);
+      const mainId = Object.entries(resourcesOf(templates.Api, "AWS::SQS::Queue")).find(([id, q]) => id.startsWith("MemoryExchanges") && q.Properties.RedrivePolicy)![0];
+      // The Api stack's one schedule.
+      const rules = Object.values(resourcesOf(templates.Api, "AWS::Events::Rule")).map((r) => r.Properties);
+      expect(rules).toHaveLength(1);
+      expect(rules[0].ScheduleExpression).toBe("rate(5 minutes)");
+      expect(rules[0].Targets).toEqual([expect.objectContaining({ Arn: getAttArn(fnId) })]);
+      templates.Api.hasResourceProperties("AWS::Lambda::Permission", { Action: "lambda:InvokeFunction", Principal: "events.amazonaws.com", FunctionName: getAttArn(fnId) });
+      const fn = lambdas(templates.Api)[fnId].Properties;
+      expect(fn.Environment.Variables).toMatchObject({ MEMORY_QUEUE_URL: { Ref: mainId }, TABLE_NAME: { "Fn::ImportValue": expect.any(String) } });
+      // It sends what it finds owed to the memory queue (the exchange's FIFO group of workspace and user is in its bundle).
+      expect(/groupId:`\$\{[A-Za-z_$][\w$]*\.workspace_id\}:\$\{[A-Za-z_$][\w$]*\.user_id\}`/.test(bundleText(lambdas(templates.Api)[fnId]))).toBe(true);
+      const sends = statementsOf(templates.Api, fnId).filter((st) => actionsIn(st).includes("sqs:SendMessage"));
+      expect(sends.map((st) => st.Resource)).toEqual([getAttArn(mainId)]);
+      expect(statementsOf(templates.Api, fnId).flatMap(actionsIn).filter((a) => a.startsWith("sqs:") && !/^sqs:(SendMessage|GetQueueAttributes|GetQueueUrl)$/.test(a))).toEqual([]);
+      expectTableGrant(templates.Api, fnId);
+      expectBucketGrant(templates.Api, fnId, [], "memory sweeper");
+      expectBedrockGrant(templates.Api, Api, fnId, false, "memory sweeper");
+      expectWildcardsOnlyFor(templates.Api, fnId, TRACING);
     });
 
     it("lets the tasks group start and stop executions of the task state machine, and no other group", () => {

@@ -5,7 +5,7 @@ import ts from "typescript";
 import { beforeAll, describe, expect, it } from "vitest";
 import { groups } from "../../functions/http/routes";
 import { STEP_TASKS, type StepTaskName } from "../../functions/steps/extraction.asl";
-import { GROUP_BUCKET_ACCESS, groupHandler, INTEGRATIONS_CONSUMER_BUCKET_ACCESS, INTEGRATIONS_CONSUMER_HANDLER, MEMORY_CONSUMER_BUCKET_ACCESS, MEMORY_CONSUMER_HANDLER, PAYMENTS_CONSUMER_HANDLER } from "../../stacks/Api";
+import { GROUP_BUCKET_ACCESS, groupHandler, INTEGRATIONS_CONSUMER_BUCKET_ACCESS, INTEGRATIONS_CONSUMER_HANDLER, MEMORY_CONSUMER_BUCKET_ACCESS, MEMORY_CONSUMER_HANDLER, MEMORY_SWEEPER_HANDLER, PAYMENTS_CONSUMER_HANDLER } from "../../stacks/Api";
 import { ENTROPY_SCANNER_HANDLER, TASK_CYCLES_HANDLER, TASK_SWEEPER_HANDLER, TASK_WORKER_BUCKET_ACCESS, taskStepHandler } from "../../stacks/Tasks";
 import { CREDIT_SWEEPER_HANDLER } from "../../stacks/Billing";
 import type { BucketAccess } from "../../stacks/defaults";
@@ -68,6 +68,7 @@ function grantedAccess(): Map<string, readonly BucketAccess[]> {
   granted.set(file(INTEGRATIONS_CONSUMER_HANDLER), INTEGRATIONS_CONSUMER_BUCKET_ACCESS);
   granted.set(file(CREDIT_SWEEPER_HANDLER), []);
   granted.set(file(MEMORY_CONSUMER_HANDLER), MEMORY_CONSUMER_BUCKET_ACCESS);
+  granted.set(file(MEMORY_SWEEPER_HANDLER), []);
   // The Tasks stack: the worker's grant; Fail, the sweeper, the cycles and the entropy scanner get no bucket right.
   granted.set(file(taskStepHandler("Run")), TASK_WORKER_BUCKET_ACCESS);
   granted.set(file(taskStepHandler("Fail")), []);
