@@ -6,11 +6,13 @@ import { readFileSync } from "node:fs";
  * - `before-commit`: a gated tool is about to commit its writes together with the action's flip to executed
  *   (core/db/agent-write.ts `commitWrites`): its AI call, locks and reads are done, nothing of it is written;
  * - `after-execute`: the tool returned, the executor has not yet finished the row;
+ * - `before-settle`: a charged run's work is done (an approved action's writes and its flip to executed committed, for
+ *   a tool whose commit runs inside the run) and its credit reservation is not yet settled (core/billing/charge.ts);
  * - `source-after-complete`: a research source was marked completed, not yet indexed;
  * - `memory-before-send`: a copilot answer was stored with its exchange owed to memory, the exchange not yet sent
  *   (core/memory/hook.ts; test/flows/memory-crash.test.ts).
  */
-export type CrashPoint = "after-claim" | "before-commit" | "after-execute" | "source-after-complete" | "memory-before-send";
+export type CrashPoint = "after-claim" | "before-commit" | "after-execute" | "before-settle" | "source-after-complete" | "memory-before-send";
 
 /** Where the hook is armed: the point, and how many arrivals at it the process waits for before it dies. */
 interface Armed {

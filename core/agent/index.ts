@@ -114,6 +114,8 @@ export async function recordRun<T>(
       tokens += u.inputTokens + u.outputTokens;
       cost += u.costUsd;
       modelId = u.modelId;
+      // The charge prices the run from the same figures before it settles (an approved action's flip records it).
+      charge?.noteUsage({ tokens: u.inputTokens + u.outputTokens, costUsd: u.costUsd });
     },
   };
   const finish = async (outcome: RunOutcome, output: unknown, error?: string, quality?: RunQuality) => {

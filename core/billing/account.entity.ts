@@ -196,6 +196,13 @@ export const buildCreditHoldEntity = () => new Entity({
     quota_period: { type: "string", required: true },
     /** Credits held from each boost, earliest expiry first. */
     boosts: { type: "list", items: portion, required: true },
+    /**
+     * The approved pending action whose execution this run is (core/pending-action/executor.ts), absent for any other
+     * run. Its flip to executed records what the run owes (`charge` on the row) before the run settles, so the
+     * stale-reservation sweeper settles such a hold for that amount instead of releasing it (core/billing/sweeper.ts).
+     */
+    action_workspace_id: { type: "string" },
+    action_id: { type: "string" },
     /** The constant partition of the `open` index (ElectroDB keys are built from attributes). */
     sweep: { type: "string", required: true, readOnly: true, default: () => OPEN_HOLDS },
     created_at: { type: "string", required: true, readOnly: true, default: () => new Date().toISOString() },

@@ -4,7 +4,9 @@
  * (core/agent/index.ts) does both around every recorded run; the copilot's streams reserve in their pre-flight, so
  * a blocked account is refused (402) before the stream opens and before any model call.
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import { Config } from "../config";
+import { crashPointReached } from "../crash-point";
 import { db } from "../db/service";
 import { Errors } from "../error";
 import { costUsd, type ModelTier } from "../ai/ports";
@@ -122,6 +124,63 @@ export interface Charge {
   settle(outcome: RunOutcome, usage: { tokens: number; costUsd: number }): Promise<number>;
   /** Give the held credits back if the run never settled (a stream that never ran). */
   release(): Promise<void>;
+  /**
+   * Add one model call's use to the run's (`recordRun` reports each call as it happens), so `owed` can price the run
+   * before it settles. `tokens` input plus output, `costUsd` in USD.
+   */
+  noteUsage(u: { tokens: number; costUsd: number }): void;
+  /**
+   * What settling now as `outcome` would charge: `creditsFor` of the use noted so far (the figure `settle` charges for
+   * the same use and outcome), with that use. Null once a settlement has started: the ledger has the run's charge.
+   */
+  owed(outcome: RunOutcome): OwedCharge | null;
+}
+
+/**
+ * What a run owes, recorded where its work is stored before the run settles (an approved pending action's flip to
+ * executed, the row's `charge`): who pays, which run, and what `settle` is to charge it.
+ */
+export interface OwedCharge {
+  /** The payer's account (the workspace owner's user id). */
+  user_id: string;
+  run_id: string;
+  /** Credits to charge (`creditsFor(cost_usd, outcome)`, a multiple of 0.25). */
+  credits: number;
+  /** Model tokens of the run (input plus output) and its cost in USD, for the compute counters. */
+  tokens: number;
+  cost_usd: number;
+}
+
+/**
+ * The execution of an approved pending action (core/pending-action/executor.ts) as charging sees it: the run that does
+ * the action's work (its id derived from the action, `runIdFor`) reserves with the action named on its hold, and
+ * leaves its charge here, so the executor can record what the run owes in the action's flip to executed.
+ */
+export interface Delivery {
+  readonly workspaceId: string;
+  readonly actionId: string;
+  /** The id of the run doing the action's work (`idFor(actionId, "agent-run")`). */
+  readonly runId: string;
+  /** That run's charge, once it reserved (set by `startCharge`). */
+  charge?: Charge;
+}
+
+const deliveries = new AsyncLocalStorage<Delivery>();
+
+/**
+ * Run `fn` (a gated tool's execution) as `delivery`: a run started inside it under `delivery.runId` reserves with the
+ * action named on its hold and registers its charge on `delivery` (read it with `owedBy`).
+ */
+export function withDelivery<T>(delivery: Delivery, fn: () => Promise<T>): Promise<T> {
+  return deliveries.run(delivery, fn);
+}
+
+/**
+ * What the delivery's run owes if it succeeds (`Charge.owed("success")`): an action flipped to executed delivered its
+ * work. Undefined when no run of it reserved, or its settlement has started (it is the ledger's then).
+ */
+export function owedBy(delivery: Delivery): OwedCharge | undefined {
+  return delivery.charge?.owed("success") ?? undefined;
 }
 
 /**
@@ -137,8 +196,13 @@ export async function startCharge(input: { workspaceId: string; runId: string; e
   const payer = input.payer ?? (await payerOf(input.workspaceId));
   const chatMessage = input.chatMessage ?? false;
   const held = reservationFor(input.engine, input.tier, { chatMessage, thinking: input.thinking });
-  const reservation = await reserve(payer, input.runId, held, { computeBudget: true });
+  // The run of an approved action being executed: its hold names the action, whose flip records what the run owes.
+  const delivery = deliveries.getStore();
+  const forAction = delivery?.runId === input.runId ? delivery : undefined;
+  const action = forAction ? { workspaceId: forAction.workspaceId, actionId: forAction.actionId } : undefined;
+  const reservation = await reserve(payer, input.runId, held, { computeBudget: true, ...(action ? { action } : {}) });
   let settling: Promise<Closing> | null = null;
+  const used = { tokens: 0, costUsd: 0 };
   const charge: Charge = {
     payer,
     runId: input.runId,
@@ -151,6 +215,8 @@ export async function startCharge(input: { workspaceId: string; runId: string; e
     chatMessage,
     charged: null,
     async settle(outcome, usage) {
+      // Crash tests stop a run here: its work (an approved action's flip with it) is stored, its charge is not yet.
+      await crashPointReached("before-settle");
       // One settlement; a failed one is forgotten, so the next call tries again (the ledger settles a run once).
       settling ??= settle(payer, input.runId, creditsFor(usage.costUsd, outcome, { chatMessage }), { tokens: usage.tokens, costUsd: usage.costUsd }, reservation).catch((err: unknown) => {
         settling = null;
@@ -164,7 +230,16 @@ export async function startCharge(input: { workspaceId: string; runId: string; e
       if (settling) return;
       await release(payer, input.runId);
     },
+    noteUsage(u) {
+      used.tokens += u.tokens;
+      used.costUsd += u.costUsd;
+    },
+    owed(outcome) {
+      if (settling || charge.charged !== null) return null;
+      return { user_id: payer, run_id: input.runId, credits: creditsFor(used.costUsd, outcome, { chatMessage }), tokens: used.tokens, cost_usd: used.costUsd };
+    },
   };
+  if (forAction) forAction.charge = charge;
   return charge;
 }
 

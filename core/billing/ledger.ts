@@ -60,6 +60,12 @@ export interface BoostPortion {
   credits: number;
 }
 
+/** The approved pending action a run executes (`reserve`'s `opts.action`): its workspace and id. */
+export interface HoldAction {
+  workspaceId: string;
+  actionId: string;
+}
+
 /** What `reserve` holds for a run. */
 export interface Reservation {
   run_id: string;
@@ -672,20 +678,22 @@ export async function revokeBoost(userId: string, boostId: string, credits?: num
  * @param runId the AI run (agent run id, or the operation's own id): one reservation per run
  * @param credits the run's estimated maximum, in credits (rounded up to 0.25)
  * @param opts.computeBudget refuse the run when the period's compute budget is used up
+ * @param opts.action the approved pending action whose execution the run is (its workspace and id), written on the
+ *   hold: the stale-reservation sweeper reads the action's recorded charge before it releases (core/billing/sweeper.ts)
  * @returns the reservation: credits held and from which buckets
  * @throws AppError USAGE_LIMIT_EXCEEDED (402, `reason: "credits_exhausted"`, `required`, `available`; or
  *   `reason: "compute_budget"`) when the run cannot be carried.
  * @throws AppError SERVICE_UNAVAILABLE (503) when the account stays contended through the retries.
  * @throws RangeError when credits is not a positive number.
  */
-export async function reserve(userId: string, runId: string, credits: number, opts: { computeBudget?: boolean } = {}): Promise<Reservation> {
+export async function reserve(userId: string, runId: string, credits: number, opts: { computeBudget?: boolean; action?: HoldAction } = {}): Promise<Reservation> {
   const need = amount(credits, "credits", true);
   const key = `run#${runId}#reserve`;
   const seen = lastSeen.get(userId);
   // The fast path only while the plan it saw still applies: a lapse, or a downgrade taking effect, is a matter of the
   // clock, not of a write.
   if (seen && seen.quota_remaining >= need && (seen.changes_at === null || new Date().toISOString() < seen.changes_at)) {
-    const fast = await reserveFromQuota(userId, runId, key, need, seen, opts.computeBudget ?? false);
+    const fast = await reserveFromQuota(userId, runId, key, need, seen, opts.computeBudget ?? false, opts.action);
     if (fast) return fast;
   }
   return retrying("reserve", async () => {
@@ -703,7 +711,7 @@ export async function reserve(userId: string, runId: string, credits: number, op
       if (prior) return reservationOf(prior);
       throw exhausted(need, account.quota_remaining + sum(boosts.map((b) => b.remaining)));
     }
-    const result = await reserveTransaction(userId, runId, key, need, plan, account.period_start, (a, op) =>
+    const result = await reserveTransaction(userId, runId, key, need, plan, account.period_start, opts.action, (a, op) =>
       plan.quota > 0 ? `${op.gte(a.quota_remaining, plan.quota)} AND ${op.eq(a.period_start, account.period_start)}` : "",
     ).go();
     const end = outcome(result);
@@ -763,7 +771,10 @@ function remember(account: BillingAccount) {
 }
 
 /** The reserve transaction: ledger item (created only if absent), hold, account (with `where`), boost debits. */
-function reserveTransaction(userId: string, runId: string, key: string, need: number, plan: ReturnType<typeof take>, periodStart: string, where: AccountCondition) {
+function reserveTransaction(
+  userId: string, runId: string, key: string, need: number, plan: ReturnType<typeof take>, periodStart: string,
+  action: HoldAction | undefined, where: AccountCondition,
+) {
   return createWriteTransaction(
     db().pick("creditLedger", "creditHold", "billingAccount", "creditBoost"),
     ({ creditLedger, creditHold, billingAccount, creditBoost }) => [
@@ -774,7 +785,10 @@ function reserveTransaction(userId: string, runId: string, key: string, need: nu
         })
         .commit(),
       creditHold
-        .create({ user_id: userId, run_id: runId, credits: need, quota: plan.quota, quota_period: periodStart, boosts: plan.boosts })
+        .create({
+          user_id: userId, run_id: runId, credits: need, quota: plan.quota, quota_period: periodStart, boosts: plan.boosts,
+          ...(action ? { action_workspace_id: action.workspaceId, action_id: action.actionId } : {}),
+        })
         .commit(),
       patchAccount(billingAccount, userId, { reserved: need, quota_remaining: -plan.quota }, where),
       ...plan.boosts.map((p) => debitBoost(creditBoost, userId, p)),
@@ -788,11 +802,11 @@ function reserveTransaction(userId: string, runId: string, key: string, need: nu
  */
 async function reserveFromQuota(
   userId: string, runId: string, key: string, need: number,
-  seen: Seen, computeBudget: boolean,
+  seen: Seen, computeBudget: boolean, action: HoldAction | undefined,
 ): Promise<Reservation | null> {
   const limits = PLANS[seen.effective];
   const plan = { quota: need, boosts: [], taken: need };
-  const result = await reserveTransaction(userId, runId, key, need, plan, seen.period_start, (a, op) =>
+  const result = await reserveTransaction(userId, runId, key, need, plan, seen.period_start, action, (a, op) =>
     [
       op.gte(a.quota_remaining, need),
       op.eq(a.period_start, seen.period_start),

@@ -5,10 +5,16 @@
  * released: nothing still running can own one (a Lambda lives at most 15 minutes, a stream 300 s). A run that does
  * settle after its release is charged from the spendable balance (ledger `settle`), so nothing is charged twice
  * and nothing is lost.
+ *
+ * Except a run whose work was delivered: an approved pending action's run whose tool commits inside the run records
+ * what the run owes in the action's flip to executed (the row's `charge`, core/pending-action/executor.ts), and its
+ * hold names the action. Such a hold is settled for that amount, through the ledger's own `settle`, as the run would
+ * have settled it: the work was stored, so it is charged, once.
  */
 import { db } from "../db/service";
 import { BOOST_EXPIRY_DUE, OPEN_HOLDS } from "./account.entity";
-import { expireBoosts, release } from "./ledger";
+import { expireBoosts, release, settle, type Closing, type CreditHold } from "./ledger";
+import type { OwedCharge } from "./charge";
 
 /** Age after which an open reservation is stale: above the longest a run can live (a 15-minute Lambda), with margin. */
 export const STALE_HOLD_MS = 20 * 60_000;
@@ -19,15 +25,43 @@ export interface HoldSweepReport {
   stale: number;
   /** Holds this sweep released (another sweeper or the run's own settle may have closed the rest first). */
   released: number;
+  /** Held credits given back by those releases and these settlements. */
   credits_returned: number;
+  /** Holds of delivered work (an executed pending action's run) this sweep settled for what the run owed. */
+  settled: number;
+  /** Credits those settlements charged. */
+  credits_charged: number;
   errors: unknown[];
 }
 
 /**
- * Release every reservation older than `olderThanMs` (default `STALE_HOLD_MS`), oldest first, at most `limit` per
- * sweep; reads the `open` index of holds (never scans). Each release is the ledger's once-only `release`, so two
- * sweepers, or a sweeper racing the run's own settle, close a hold once. Errors are collected, not thrown, so one bad
- * account does not stop the sweep.
+ * What the run of a stale hold owes, if its work was delivered: the hold names an approved pending action, the action
+ * is executed, and its flip recorded a charge for this very run and payer (read strongly consistent). Null otherwise:
+ * the run died before its work was stored (or it is no action's run), and its hold is released.
+ */
+async function owedFor(hold: CreditHold): Promise<OwedCharge | null> {
+  if (!hold.action_workspace_id || !hold.action_id) return null;
+  const { data: row } = await db().entities.pendingAction.get({ workspace_id: hold.action_workspace_id, id: hold.action_id }).go({ consistent: true });
+  const owed = row?.status === "executed" ? row.charge : undefined;
+  return owed && owed.run_id === hold.run_id && owed.user_id === hold.user_id ? owed : null;
+}
+
+/**
+ * Close one stale hold: settle it for what its delivered run owes (`owedFor`), else release it. Both are the ledger's
+ * once-only operations, so a sweeper racing another, or the run's own late settle, closes it once; a settle that
+ * arrives after this one finds it done (`already_applied`) and charges nothing more.
+ */
+async function closeStale(hold: CreditHold): Promise<Closing> {
+  const owed = await owedFor(hold);
+  return owed ? settle(hold.user_id, hold.run_id, owed.credits, { tokens: owed.tokens, costUsd: owed.cost_usd }) : release(hold.user_id, hold.run_id);
+}
+
+/**
+ * Close every reservation older than `olderThanMs` (default `STALE_HOLD_MS`), oldest first, at most `limit` per
+ * sweep; reads the `open` index of holds (never scans). A hold whose run delivered its work (an executed pending
+ * action that recorded the run's charge) is settled for that charge; every other is released. Each is the ledger's
+ * once-only `settle` or `release`, so two sweepers, or a sweeper racing the run's own settle, close a hold once.
+ * Errors are collected, not thrown, so one bad account does not stop the sweep.
  * @param opts.now the sweep's clock (tests pass a later time instead of waiting)
  * @param opts.userId only this account's holds (support releasing one account's holds; tests that share a table)
  */
@@ -39,14 +73,16 @@ export async function sweepStaleHolds(opts: { now?: Date; olderThanMs?: number; 
     .lt({ created_at: cutoff })
     .where((a, op) => (opts.userId ? op.eq(a.user_id, opts.userId) : ""))
     .go({ limit: opts.limit ?? 500 });
-  const report: HoldSweepReport = { stale: data.length, released: 0, credits_returned: 0, errors: [] };
+  const report: HoldSweepReport = { stale: data.length, released: 0, credits_returned: 0, settled: 0, credits_charged: 0, errors: [] };
   for (const hold of data) {
     try {
-      const closing = await release(hold.user_id, hold.run_id);
-      if (closing.applied) {
-        report.released += 1;
-        report.credits_returned += closing.returned;
-      }
+      const closing = await closeStale(hold);
+      if (!closing.applied) continue;
+      report.credits_returned += closing.returned;
+      if (closing.kind === "settle") {
+        report.settled += 1;
+        report.credits_charged += closing.charged;
+      } else report.released += 1;
     } catch (err) {
       report.errors.push(err);
     }

@@ -4,7 +4,8 @@ import { AppError, type ErrorCode } from "../error";
 import { db } from "../db/service";
 import { Config } from "../config";
 import { isConditionalFailure } from "../db/errors";
-import { asWrite, SettlementRefused, type WriteItem } from "../db/agent-write";
+import { asWrite, runIdFor, SettlementRefused, type WriteItem } from "../db/agent-write";
+import { owedBy, withDelivery, type Delivery, type OwedCharge } from "../billing/charge";
 import { withRequestScope } from "../context";
 import { requireMember } from "../workspace";
 import { gatedTool, parseToolInput } from "../agent/tools";
@@ -26,7 +27,10 @@ import type { StoredStatus } from "./status";
  *    writes and the settlement in ONE transaction, each written item tagged with the action id in that same write.
  *    A crash before that commit leaves nothing written, and the replay does it all; after it, the row is executed
  *    and a replay has nothing to do. Of two executors that both believe they hold the row (a lease that expired
- *    under a slow run), only the holder's transaction can commit.
+ *    under a slow run), only the holder's transaction can commit. When the tool's charged run (its id derived from
+ *    the action) commits inside the run, before it settles (draft_document), the flip also records what the run owes
+ *    (`charge`), and the run's hold names the action: a crash before the settle is charged by the credit sweeper,
+ *    which settles that hold for the recorded amount instead of releasing it (core/billing/sweeper.ts).
  * 3. A tool that wrote nothing (or ran outside a transaction) is flipped here, conditioned on the lease.
  * 4. How a failure ends (`classify`): a transient one (the model or the table busy, a rate limit, a synthesis lock
  *    held by another run, a concurrent change) puts the row back to approved with a retry time, backing off
@@ -120,12 +124,15 @@ const UNLISTED = ["sweep", "due_at", "lease_owner", "lease_expires_at", "retry_a
 
 /**
  * The settlement handed to the tool (ExecutionContext.settle): executing → executed with `result`, conditioned on
- * still holding the lease, as a write for the tool's own transaction.
+ * still holding the lease, as a write for the tool's own transaction. With `owed` (the tool's run has reserved and
+ * not yet settled: it commits inside the run) the flip also records what the run owes, so the charge is stored with
+ * the work it pays for: should the process die before the run settles, the credit sweeper settles the run's hold for
+ * this amount instead of releasing it (core/billing/sweeper.ts).
  */
-function settlement(row: PendingActionItem, owner: string, result: Record<string, unknown>): WriteItem {
+function settlement(row: PendingActionItem, owner: string, result: Record<string, unknown>, owed?: OwedCharge): WriteItem {
   const write = db()
     .entities.pendingAction.patch(key(row))
-    .set(finished({ status: "executed", result }))
+    .set({ ...finished({ status: "executed", result }), ...(owed ? { charge: owed } : {}) })
     .remove([...UNLISTED])
     .where((attr, op) => `${op.eq(attr.status, "executing")} AND ${op.eq(attr.lease_owner, owner)}`);
   return asWrite(write);
@@ -308,12 +315,15 @@ async function run(row: PendingActionItem, owner: string): Promise<Ended> {
   const parsed = parseToolInput(tool, input);
   if (!parsed.ok) return { status: "failed", error: `Invalid input: ${parsed.problems}` };
   let settled = false;
+  // The tool's charged run (its id derived from the action) registers its charge here when it reserves.
+  const delivery: Delivery = { workspaceId: row.workspace_id, actionId: row.id, runId: runIdFor({ pendingActionId: row.id })! };
   const settle = (result: Record<string, unknown>) => {
     settled = true;
-    return settlement(row, owner, result);
+    return settlement(row, owner, result, owedBy(delivery));
   };
   try {
-    const result = await tool.execute({ userId: approver, workspaceId: row.workspace_id, actionId: row.id, approvedAt: row.resolved_at, settle }, parsed.data);
+    const ctx = { userId: approver, workspaceId: row.workspace_id, actionId: row.id, approvedAt: row.resolved_at, settle };
+    const result = await withDelivery(delivery, () => tool.execute(ctx, parsed.data));
     return { status: "executed", result, settled };
   } catch (err) {
     return ended(err);

@@ -73,6 +73,22 @@ export const buildPendingActionEntity = () => new Entity({
     retry_at: { type: "string" },
     /** The transient failure that deferred the row last (not shown on the wire: the row is still approved). */
     last_error: { type: "string" },
+    /**
+     * What the run that did the action's work owes (core/billing/charge.ts `OwedCharge`: the payer's user id, the run
+     * id, the credits its settle charges, its tokens and USD cost), written by the flip to executed when that run had
+     * not settled yet (its tool commits inside the run). A crash before the settle leaves the run's hold open; the
+     * credit sweeper settles it for this amount instead of releasing it. Not shown on the wire.
+     */
+    charge: {
+      type: "map",
+      properties: {
+        user_id: { type: "string", required: true },
+        run_id: { type: "string", required: true },
+        credits: { type: "number", required: true },
+        tokens: { type: "number", required: true },
+        cost_usd: { type: "number", required: true },
+      },
+    },
   },
   indexes: {
     byWorkspace: {

@@ -1,0 +1,249 @@
+/**
+ * The charge of an approved pending action's run is durable with its work (DESIGN.md 6.2, 6.3). draft_document
+ * commits its document together with the action's flip to executed INSIDE its charged run, and the ledger's settle
+ * follows: a process that dies between the two must not leave work delivered and never charged. The flip records
+ * what the run owes (`charge` on the row, the same `creditsFor` figure the settle charges) and the hold names the
+ * action, so the credit sweeper settles such a stale hold for that amount instead of releasing it.
+ *
+ * Actions are made as the agent loop makes them, approved over HTTP and executed by calling the executor, against
+ * DynamoDB Local. The crash hook (core/crash-point.ts `before-settle`) is replaced here by one that stops the run for
+ * good (a process that died: nothing after the point ever runs) or until the test lets it go (a slow settle racing
+ * the sweeper). The document engine reports a model cost (0.17 USD: 2.5 credits, not what the run reserved), so a
+ * settle for the held amount, a release, or a second charge all show.
+ */
+import { randomUUID } from "node:crypto";
+import { beforeAll, describe, expect, it, vi } from "vitest";
+
+/** The test's crash hook: the point it is armed at, and what a run reaching it waits for (never: a crash). */
+const hook = vi.hoisted(() => ({ at: null as string | null, gate: null as Promise<void> | null, reached: null as null | (() => void) }));
+vi.mock("../../core/crash-point", async (importOriginal) => {
+  const real = await importOriginal<typeof import("../../core/crash-point")>();
+  return {
+    ...real,
+    crashPointReached: async (point: string) => {
+      if (hook.at !== point) return real.crashPointReached(point as never);
+      hook.at = null;
+      hook.reached?.();
+      await hook.gate;
+    },
+  };
+});
+
+/** A model's usage of one draft: 0.17 USD is 2.5 credits (rounded up to 0.5), above the local minimum of 0.5. */
+const USAGE = { modelId: "test-model", tier: "mid" as const, inputTokens: 12_000, outputTokens: 3_000, costUsd: 0.17, latencyMs: 5, attempts: 1 };
+vi.mock("../../core/document/engine", async (importOriginal) => {
+  const real = await importOriginal<typeof import("../../core/document/engine")>();
+  // A model engine (it reserves a model run's envelope) whose draft is the local template's, with a cost.
+  const engine = { ...real.localDocumentEngine, kind: "model" as const, draft: async (input: Parameters<typeof real.draftDocument>[0]) => ({ result: real.draftDocument(input), usage: USAGE }) };
+  return { ...real, documentEngine: () => engine };
+});
+
+import { db } from "../../core/db/service";
+import { dynamoClient } from "../../core/db/client";
+import { idFor } from "../../core/db/agent-write";
+import { gatedTool } from "../../core/agent/tools";
+import { balanceOf } from "../../core/billing/ledger";
+import { sweepStaleHolds, STALE_HOLD_MS } from "../../core/billing/sweeper";
+import { createPending } from "../../core/pending-action";
+import { executeAction, type ExecutionOutcome } from "../../core/pending-action/executor";
+import { call, newWorkspace } from "../support/api";
+import { setAccount, topUp } from "../support/billing";
+import { toolCase, type CaseEnv } from "../support/gated-tool-cases";
+
+const ledgerOf = async (userId: string, runId: string) =>
+  (await db().entities.creditLedger.query.byUser({ user_id: userId }).go({ consistent: true, pages: "all" })).data.filter((l) => l.run_id === runId);
+const holdsOf = async (userId: string) => (await db().entities.creditHold.query.byUser({ user_id: userId }).go({ consistent: true, pages: "all" })).data;
+const accountOf = async (userId: string) => (await db().entities.billingAccount.get({ user_id: userId }).go({ consistent: true })).data!;
+
+/** The stale-hold sweep as the scheduled one runs it, past the hold's 20 minutes (only this account's holds). */
+const sweepLater = (userId: string) => sweepStaleHolds({ now: new Date(Date.now() + STALE_HOLD_MS + 60_000), userId });
+
+/** One workspace and account per test: its ledger and balance are the test's alone. */
+async function account() {
+  const { owner, workspace } = await newWorkspace("Charged actions");
+  await setAccount(owner.id, { plan: "power", status: "active" });
+  await topUp(owner.id, 200);
+  const env: CaseEnv = {
+    api: async (method, path, body) => {
+      const res = await call(method, path, { token: owner.token, body });
+      return { status: res.status, body: res.body };
+    },
+    workspaceId: workspace.id,
+  };
+  return { owner, env };
+}
+
+/** An approved draft_document action, made as the agent loop makes it; its run's id as the executor derives it. */
+async function approvedDraft(owner: { id: string; token: string }, env: CaseEnv): Promise<{ id: string; runId: string }> {
+  const { input } = await toolCase("draft_document").setup(env);
+  const ctx = { userId: owner.id, workspaceId: env.workspaceId, missionId: randomUUID(), sessionId: null, attachmentIds: [] };
+  const { id } = await createPending(ctx, gatedTool("draft_document")!, input);
+  const res = await call("POST", `/api/pending-actions/${id}/approve`, { token: owner.token, body: {} });
+  expect(res.status, res.text).toBe(200);
+  return { id, runId: idFor(id, "agent-run") };
+}
+
+/**
+ * Execute `id`, stopping at `before-settle`: the returned promise is the execution, `reached` resolves when it stands
+ * at the point. With `resume` the test lets it go on later; without, it never does (the process died there).
+ */
+function executeStoppingBeforeSettle(workspaceId: string, id: string) {
+  let open!: () => void;
+  let reachedIt!: () => void;
+  hook.gate = new Promise<void>((resolve) => (open = resolve));
+  const reached = new Promise<void>((resolve) => (reachedIt = resolve));
+  hook.reached = reachedIt;
+  hook.at = "before-settle";
+  const execution: Promise<ExecutionOutcome> = executeAction(workspaceId, id);
+  execution.catch(() => undefined);
+  return { execution, reached, resume: () => open() };
+}
+
+/** What the ledger and the account say about one run's charge. */
+async function chargeOf(userId: string, runId: string) {
+  const entries = await ledgerOf(userId, runId);
+  const settles = entries.filter((l) => l.kind === "settle");
+  return {
+    kinds: entries.map((l) => l.kind).sort(),
+    settle: settles[0] && { credits: settles[0].credits, held: settles[0].held, charged: settles[0].charged, shortfall: settles[0].shortfall, delta: settles[0].delta, tokens: settles[0].tokens, cost_usd: settles[0].cost_usd },
+  };
+}
+
+/** The account's figures a settle changes, to compare before and after. */
+async function figures(userId: string) {
+  const [balance, acct] = await Promise.all([balanceOf(userId), accountOf(userId)]);
+  return { total_used: balance.total_used, reserved: balance.reserved, charged: acct.charged, shortfall: acct.shortfall, tokens_used: acct.tokens_used, cost_usd: acct.cost_usd };
+}
+const diff = (a: Awaited<ReturnType<typeof figures>>, b: Awaited<ReturnType<typeof figures>>) =>
+  Object.fromEntries(Object.keys(a).map((k) => [k, Math.round(((b as any)[k] - (a as any)[k]) * 1e6) / 1e6]));
+
+/** The uncrashed path's charge of one draft action, as the reference every other case is compared with. */
+let reference: { charge: Awaited<ReturnType<typeof chargeOf>>; change: ReturnType<typeof diff> };
+
+beforeAll(async () => {
+  const { owner, env } = await account();
+  const { id, runId } = await approvedDraft(owner, env);
+  const before = await figures(owner.id);
+  expect(await executeAction(env.workspaceId, id)).toMatchObject({ outcome: "executed" });
+  reference = { charge: await chargeOf(owner.id, runId), change: diff(before, await figures(owner.id)) };
+  // The reference charges the model cost, not the reservation nor the 0.5 minimum.
+  expect(reference.charge).toMatchObject({ kinds: ["reserve", "settle"], settle: { credits: 2.5, charged: 2.5, shortfall: 0, tokens: 15_000, cost_usd: 0.17 } });
+  expect(reference.charge.settle!.held).not.toBe(2.5);
+  expect(reference.change).toMatchObject({ total_used: 2.5, reserved: 0, charged: 2.5 });
+}, 120_000);
+
+describe("a pending action whose run reserves credits is charged exactly once, whatever dies when", () => {
+  it("dies between the flip to executed and the settle: the sweeper settles the stale hold for what the run cost", async () => {
+    const { owner, env } = await account();
+    const { id, runId } = await approvedDraft(owner, env);
+    const before = await figures(owner.id);
+
+    const run = executeStoppingBeforeSettle(env.workspaceId, id);
+    await run.reached;
+    // The work is delivered: the row is executed with its document, and the reservation is still open.
+    const row = (await db().entities.pendingAction.get({ workspace_id: env.workspaceId, id }).go({ consistent: true })).data!;
+    expect(row.status).toBe("executed");
+    expect((await holdsOf(owner.id)).map((h) => h.run_id)).toEqual([runId]);
+
+    // Not yet stale: nothing happens to it.
+    expect(await sweepStaleHolds({ userId: owner.id })).toMatchObject({ stale: 0 });
+    const swept = await sweepLater(owner.id);
+    expect(swept.errors).toEqual([]);
+
+    // Charged exactly what the uncrashed run was: one settle entry of the same figures, no release, no hold.
+    expect(await chargeOf(owner.id, runId)).toEqual(reference.charge);
+    expect(await holdsOf(owner.id)).toEqual([]);
+    expect(diff(before, await figures(owner.id))).toEqual(reference.change);
+    expect(swept).toMatchObject({ stale: 1, released: 0, settled: 1, credits_charged: 2.5 });
+    // A second sweep finds nothing to do.
+    expect(await sweepLater(owner.id)).toMatchObject({ stale: 0 });
+    expect(await chargeOf(owner.id, runId)).toEqual(reference.charge);
+  }, 60_000);
+
+  it("the normal path: the flip records what the run owes, the settle right after charges it once, a later sweep nothing", async () => {
+    const { owner, env } = await account();
+    const { id, runId } = await approvedDraft(owner, env);
+    const before = await figures(owner.id);
+
+    expect(await executeAction(env.workspaceId, id)).toMatchObject({ outcome: "executed" });
+    const row = (await db().entities.pendingAction.get({ workspace_id: env.workspaceId, id }).go({ consistent: true })).data!;
+    // What the run owes was written by the flip itself, the very figure the settle then charged.
+    expect(row.charge).toEqual({ user_id: owner.id, run_id: runId, credits: 2.5, tokens: 15_000, cost_usd: 0.17 });
+    expect(await chargeOf(owner.id, runId)).toEqual(reference.charge);
+    expect(await holdsOf(owner.id)).toEqual([]);
+
+    expect(await sweepLater(owner.id)).toMatchObject({ stale: 0, released: 0, settled: 0 });
+    expect(await chargeOf(owner.id, runId)).toEqual(reference.charge);
+    expect(diff(before, await figures(owner.id))).toEqual(reference.change);
+  }, 60_000);
+
+  it("the sweeper settles while the run's own settle is on its way: the late settle finds it done, charged once", async () => {
+    const { owner, env } = await account();
+    const { id, runId } = await approvedDraft(owner, env);
+    const before = await figures(owner.id);
+
+    const run = executeStoppingBeforeSettle(env.workspaceId, id);
+    await run.reached;
+    const swept = await sweepLater(owner.id);
+    run.resume();
+    expect(await run.execution).toMatchObject({ outcome: "executed" });
+    expect(swept.errors).toEqual([]);
+
+    expect(await chargeOf(owner.id, runId)).toEqual(reference.charge);
+    expect(await holdsOf(owner.id)).toEqual([]);
+    expect(diff(before, await figures(owner.id))).toEqual(reference.change);
+    expect(swept).toMatchObject({ stale: 1, released: 0, settled: 1 });
+    // The run's record carries what was charged.
+    const { data: runs } = await db().entities.agentRun.query.byWorkspace({ workspace_id: env.workspaceId }).go({ consistent: true, pages: "all" });
+    expect(runs.filter((r) => r.id === runId).map((r) => r.credits_charged)).toEqual([2.5]);
+  }, 60_000);
+
+  it("the sweeper's transaction and the run's own settle in flight together, the sweeper's landing first: charged once", async () => {
+    const { owner, env } = await account();
+    const { id, runId } = await approvedDraft(owner, env);
+    const before = await figures(owner.id);
+
+    const run = executeStoppingBeforeSettle(env.workspaceId, id);
+    await run.reached;
+    // When the sweeper sends its transaction for the hold, the run's settle is let go; the run plans and sends its own
+    // (the fast path: no reads, planned from its reservation) before the sweeper's reaches the table, and the
+    // sweeper's commits first. Both were planned from a hold that was still open.
+    const stack = dynamoClient().middlewareStack;
+    const name = `race-${randomUUID()}`;
+    let runSent!: () => void;
+    let sweeperCommitted!: () => void;
+    const runSending = new Promise<void>((resolve) => (runSent = resolve));
+    const sweeperCommit = new Promise<void>((resolve) => (sweeperCommitted = resolve));
+    let seen = 0;
+    stack.add((next, context) => async (args) => {
+      if (!String(context.commandName).startsWith("TransactWrite") || !JSON.stringify(args.input).includes(`run#${runId}#`)) return next(args);
+      const n = ++seen;
+      if (n === 1) {
+        run.resume();
+        await Promise.race([runSending, new Promise((resolve) => setTimeout(resolve, 5_000))]);
+        try {
+          return await next(args);
+        } finally {
+          sweeperCommitted();
+        }
+      }
+      if (n === 2) {
+        runSent();
+        await sweeperCommit;
+      }
+      return next(args);
+    }, { step: "initialize", name });
+    try {
+      const [swept, outcome] = await Promise.all([sweepLater(owner.id), run.execution]);
+      expect(swept.errors).toEqual([]);
+      expect(outcome).toMatchObject({ outcome: "executed" });
+      expect(seen).toBeGreaterThanOrEqual(2);
+    } finally {
+      stack.remove(name);
+    }
+    // The sweeper's settle stands; the run's found it done. Never a release, never a second charge.
+    expect(await chargeOf(owner.id, runId)).toEqual(reference.charge);
+    expect(await holdsOf(owner.id)).toEqual([]);
+    expect(diff(before, await figures(owner.id))).toEqual(reference.change);
+  }, 60_000);
+});
