@@ -102,7 +102,7 @@ function preflight(req: HttpRequestLike): APIGatewayProxyStructuredResultV2 {
     headers: {
       ...(allow ? { "access-control-allow-origin": allow } : {}),
       "access-control-allow-methods": "GET,POST,PUT,PATCH,DELETE,OPTIONS",
-      "access-control-allow-headers": "authorization,content-type",
+      "access-control-allow-headers": "authorization,content-type,idempotency-key",
       "access-control-max-age": "600",
       vary: "origin",
     },

@@ -91,6 +91,14 @@ export function wireLocalEvents(s3: RunningS3, options: LocalEventsOptions = {})
   setQueue("memory", memory);
 }
 
+/**
+ * Stop the queues (shutdown): nothing more is delivered, and the journal writes under way end before this resolves,
+ * so a queue's consumers are not cut off by the table stopping under them and their messages wait on disk.
+ */
+export async function stopLocalEvents(): Promise<void> {
+  await Promise.all([payments?.stop(), integrations?.stop(), memory?.stop()]);
+}
+
 /** The embedded runtime's integrations queue (tests wait on `idle()`). */
 export function localIntegrationsQueue(): LocalFifoQueue {
   if (!integrations) throw new Error("wireLocalEvents has not run");

@@ -430,7 +430,7 @@ export function Api({ stack, app }: StackContext) {
       allowOrigins: origins.length ? origins : ["*"],
       allowHeaders: CORS_ALLOW_HEADERS,
       allowMethods: methods,
-      exposeHeaders: ["x-request-id"],
+      exposeHeaders: ["x-request-id", "retry-after", "idempotent-replayed"],
       maxAge: "1 day",
     },
     accessLog: true,

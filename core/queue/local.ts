@@ -126,6 +126,8 @@ export class LocalFifoQueue implements Queue {
         if (at >= 0) this.groups.get(message.groupId)!.splice(at, 1);
         this.seen.delete(message.deduplicationId);
         this.settleIdle();
+        // Messages of the group behind it that are on disk were held back while it was written: they go on.
+        this.schedulePump();
         throw err;
       }
       entry.durable = true;

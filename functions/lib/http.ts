@@ -421,7 +421,7 @@ export function httpGroup<T extends Record<string, RouteSpec>>(table: T, impls: 
     // After (and on error) middlewares run in reverse: this marks the answer before the spellings are merged.
     .use(noStoreMiddleware(authenticated, entries.some(([, spec]) => isAuthenticated(spec))))
     .use(securityHeadersMiddleware())
-    .use(httpCors({ origins: Config.corsOrigins(), headers: "authorization,content-type", exposeHeaders: "x-request-id,retry-after,www-authenticate" }))
+    .use(httpCors({ origins: Config.corsOrigins(), headers: "authorization,content-type,idempotency-key", exposeHeaders: "x-request-id,retry-after,www-authenticate,idempotent-replayed" }))
     .use(errorEnvelopeMiddleware())
     .handler(httpRouterHandler(routerRoutes.map(({ method, path, handler }) => ({ method, path, handler })) as never) as never);
 }

@@ -14,8 +14,9 @@
  *   or 5xx), nothing is stored and a retry runs again. If its Lambda died mid-run, a retry runs again once the
  *   Lambda's time is over (the in-progress record expires with the invocation's remaining time).
  * - The key sent with another path, query or body answers 422 VALIDATION_ERROR.
- * - An answer over STORED_ANSWER_MAX_CHARS is not kept whole: a replay answers 409 CONFLICT saying the request
- *   succeeded and where to read its result (a DynamoDB item holds 400 KB).
+ * - An answer over STORED_ANSWER_MAX_BYTES is not kept whole: a replay answers 409 CONFLICT (`idempotency:
+ *   "answer_not_kept"`) saying the request succeeded and where to read its result (a DynamoDB item holds 400 KB).
+ *   A first request whose answer could not be stored still gets its answer.
  */
 import type { Context } from "aws-lambda";
 import {
@@ -30,12 +31,20 @@ import { AppError, Errors } from "../../core/error";
 import { Config } from "../../core/config";
 import { dynamoBaseClient } from "../../core/db/client";
 import { TABLE_KEYS } from "../../core/db/table";
+import { serviceLog } from "../../core/log";
 import type { Reply } from "./route";
+
+const logger = serviceLog("idempotency");
 
 /** How long an answer is kept for replays: 24 hours, as Stripe keeps keys. */
 export const IDEMPOTENCY_TTL_SECONDS = 24 * 3600;
-/** The largest stored answer (JSON characters): well under DynamoDB's 400 KB item with the record's other fields. */
-export const STORED_ANSWER_MAX_CHARS = 300_000;
+/** The largest stored answer (UTF-8 bytes of its JSON): under DynamoDB's 400 KB item with the record's other fields. */
+export const STORED_ANSWER_MAX_BYTES = 350_000;
+/**
+ * Off Lambda (the embedded runtime) nothing ends a request at its context's deadline, so a run in progress keeps its
+ * key for at least this long (ms): Lambda's longest invocation, 15 minutes.
+ */
+const OFF_LAMBDA_IN_PROGRESS_MS = 15 * 60_000;
 /** What a request that meets its key's first request still running is told to wait (seconds). */
 const IN_PROGRESS_RETRY_AFTER_SECONDS = 5;
 const KEY_RE = /^[\x20-\x7e]{1,255}$/;
@@ -87,14 +96,15 @@ export async function runOncePerKey(routeId: string, userId: string, key: string
     async (_payload: { key: unknown; request: unknown }): Promise<StoredAnswer> => {
       const reply = await work();
       fresh = reply;
-      const stored = { status: reply.status ?? 200, body: reply.body, ...(reply.headers ? { headers: reply.headers } : {}) };
-      return JSON.stringify(stored).length > STORED_ANSWER_MAX_CHARS ? { status: stored.status, too_large: true } : stored;
+      // Plain JSON, as a replay will read it back (no undefined, dates as strings), measured in the bytes DynamoDB counts.
+      const json = JSON.stringify({ status: reply.status ?? 200, body: reply.body, ...(reply.headers ? { headers: reply.headers } : {}) });
+      return Buffer.byteLength(json, "utf8") > STORED_ANSWER_MAX_BYTES ? { status: reply.status ?? 200, too_large: true } : (JSON.parse(json) as StoredAnswer);
     },
     {
       persistenceStore: storeFor(routeId),
       keyPrefix: routeId,
       // Per request: the in-progress record lives as long as this invocation can (its remaining time).
-      config: new IdempotencyConfig({ eventKeyJmesPath: "key", payloadValidationJmesPath: "request", expiresAfterSeconds: IDEMPOTENCY_TTL_SECONDS, lambdaContext: context }),
+      config: new IdempotencyConfig({ eventKeyJmesPath: "key", payloadValidationJmesPath: "request", expiresAfterSeconds: IDEMPOTENCY_TTL_SECONDS, lambdaContext: inProgressContext(context) }),
     },
   );
   let answer: StoredAnswer;
@@ -102,19 +112,35 @@ export async function runOncePerKey(routeId: string, userId: string, key: string
     // JSON round trip: the hashed payload is what the validator compares, so it must be plain data.
     answer = await once({ key: { user: userId, key }, request: JSON.parse(JSON.stringify(request ?? null)) });
   } catch (err) {
+    // The work ran and answered, only its answer could not be kept (the store busy or refusing the item): the client
+    // gets it all the same. Its key stays in progress until the invocation's time is over, then a retry runs again.
+    if (fresh && err instanceof IdempotencyPersistenceLayerError) {
+      logger.warn("an answer could not be kept for its Idempotency-Key", { route: routeId, error: err });
+      return fresh;
+    }
     throw translate(err);
   }
   if (fresh) return fresh;
   if ("too_large" in answer) {
-    throw new AppError("CONFLICT", "The request with this Idempotency-Key succeeded, but its answer was too large to keep: read its result from the resource it created or changed");
+    throw new AppError("CONFLICT", "The request with this Idempotency-Key succeeded, but its answer was too large to keep: read its result from the resource it created or changed", { idempotency: "answer_not_kept" });
   }
   return { status: answer.status, body: answer.body, headers: { ...(answer.headers ?? {}), "idempotent-replayed": "true" } };
+}
+
+/**
+ * The context whose remaining time bounds a run in progress. In Lambda, the invocation's own: Lambda ends it then.
+ * Off Lambda nothing ends it, so at least OFF_LAMBDA_IN_PROGRESS_MS: a retry must not run a second copy of a slow
+ * run that is still going.
+ */
+function inProgressContext(context: Context): Context {
+  if (process.env.AWS_LAMBDA_FUNCTION_NAME) return context;
+  return { ...context, getRemainingTimeInMillis: () => Math.max(context.getRemainingTimeInMillis?.() ?? 0, OFF_LAMBDA_IN_PROGRESS_MS) };
 }
 
 /** The library's refusals as the service's errors; a persistence failure as the DynamoDB error under it. */
 function translate(err: unknown): unknown {
   if (err instanceof IdempotencyAlreadyInProgressError) {
-    return new AppError("CONFLICT", "A request with this Idempotency-Key is still running: retry when it has answered", { retry_after_seconds: IN_PROGRESS_RETRY_AFTER_SECONDS });
+    return new AppError("CONFLICT", "A request with this Idempotency-Key is still running: retry when it has answered", { idempotency: "in_progress", retry_after_seconds: IN_PROGRESS_RETRY_AFTER_SECONDS });
   }
   if (err instanceof IdempotencyValidationError) {
     return Errors.validation([{ loc: ["header", "Idempotency-Key"], msg: "This Idempotency-Key was used with another request: send a new key for a new request", type: "idempotency_key_reused" }]);

@@ -7,6 +7,7 @@
 import { describe, expect, it } from "vitest";
 import { db } from "../../core/db/service";
 import { runsOf } from "../../core/agent";
+import { dynamoBaseClient } from "../../core/db/client";
 import { call, newWorkspace as bareWorkspace } from "../support/api";
 import { sourceWith } from "../support/sources";
 import { documentCreateFailsOnce, documentCreateHeld } from "../support/store-faults";
@@ -82,6 +83,7 @@ describe("Idempotency-Key on POST /api/documents/draft", () => {
       await hold.atHold;
       const meanwhile = await draft(owner.token, workspace.id, "in-flight");
       expectEnvelope(meanwhile, 409, "CONFLICT");
+      expect(meanwhile.body.idempotency).toBe("in_progress");
       expect(Number(headersOf(meanwhile)["retry-after"])).toBeGreaterThan(0);
       hold.release();
       const done = await first;
@@ -111,6 +113,33 @@ describe("Idempotency-Key on POST /api/documents/draft", () => {
     const retry = await draft(owner.token, workspace.id, "after-failure");
     expect(retry.status, retry.text).toBe(200);
     expect(headersOf(retry)["idempotent-replayed"]).toBeUndefined();
+    expect(await documentsOf(owner.token, workspace.id)).toBe(1);
+  });
+
+  it("a first request whose answer could not be kept still gets its answer (the store refused the idempotency record's update)", async () => {
+    const { owner, workspace } = await newWorkspace("Idempotent answer not kept");
+    const name = "idempotencyRecordRefused";
+    let refused = false;
+    // Powertools writes the answer with an UpdateItem on the record (partition IDEMPOTENCY) after the work returned.
+    dynamoBaseClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (!refused && context.commandName === "UpdateItemCommand" && JSON.stringify(args.input).includes('"IDEMPOTENCY"')) {
+          refused = true;
+          throw Object.assign(new Error("Item size has exceeded the maximum allowed size"), { name: "ValidationException", $fault: "client" });
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    let first;
+    try {
+      first = await draft(owner.token, workspace.id, "not-kept");
+    } finally {
+      dynamoBaseClient().middlewareStack.remove(name);
+    }
+    expect(refused).toBe(true);
+    expect(first.status, first.text).toBe(200);
+    expect(first.body.id).toBeTruthy();
     expect(await documentsOf(owner.token, workspace.id)).toBe(1);
   });
 

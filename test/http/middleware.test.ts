@@ -86,6 +86,15 @@ describe("CORS", () => {
     expect(h["access-control-allow-origin"]).toBeTruthy();
     expect(["*", "https://app.example.com"]).toContain(h["access-control-allow-origin"]);
     expect(h["access-control-expose-headers"]).toContain("x-request-id");
+    expect(h["access-control-expose-headers"]).toContain("idempotent-replayed");
+  });
+
+  it("a preflight lets a browser send Idempotency-Key to the charged AI routes", async () => {
+    const res = await call("OPTIONS", "/api/documents/draft", {
+      headers: { origin: "https://app.example.com", "access-control-request-method": "POST", "access-control-request-headers": "authorization,content-type,idempotency-key" },
+    });
+    expect(res.status).toBeLessThan(300);
+    expect(headersOf(res)["access-control-allow-headers"]?.split(",")).toContain("idempotency-key");
   });
 
   it("error responses carry CORS headers too, so the browser can read the envelope", async () => {
