@@ -246,7 +246,9 @@ describe("the OpenAPI document", () => {
       for (const p of (op(r).parameters ?? []) as Json[]) {
         const s = resolve(p.schema);
         if ([s.type].flat().includes("null")) disagree.push(`${id} ${p.name}: nullable`);
-        const field = ((r.query ?? r.params) as unknown as z.ZodObject).shape?.[p.name] as z.ZodType | undefined;
+        // A header (Idempotency-Key) is not read from the route's query or path schema.
+        const source = p.in === "query" ? r.query : p.in === "path" ? r.params : undefined;
+        const field = (source as unknown as z.ZodObject | undefined)?.shape?.[p.name] as z.ZodType | undefined;
         const unconstrained = s.type === "string" && !s.enum && !s.format && !s.pattern && !s.minLength && !s.maxLength;
         if (field && unconstrained && !field.safeParse("maybe").success) disagree.push(`${id} ${p.name}: documented as any string`);
       }
