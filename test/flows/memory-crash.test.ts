@@ -9,9 +9,6 @@
  * uncrashed exchange taught, from the same kind of message, at the same time.
  */
 import { randomUUID } from "node:crypto";
-import { readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CrashPoint } from "../../core/crash-point";
 import { db } from "../../core/db/service";
@@ -20,12 +17,12 @@ import { allFacts } from "../../core/memory/store";
 import { registeredQueue } from "../../core/queue";
 import type { LocalFifoQueue } from "../../core/queue/local";
 import { waitFor } from "../support/multipart";
-import { RuntimeProcess, START_TIMEOUT } from "../support/runtime-process";
+import { startCrashableRuntime, START_TIMEOUT, type CrashableRuntime, type RuntimeProcess } from "../support/runtime-process";
 import { readStream } from "../support/sse";
 
-const HOOK_FILE = join(tmpdir(), `r2d-memory-crash-hook-${randomUUID()}.json`);
 const STATED = "Hi! I'm the PM of Jupyter Notebook, and we use Mixpanel for product analytics.";
 
+let crashable: CrashableRuntime;
 let runtime: RuntimeProcess;
 interface Person { token: string; id: string; workspaceId: string }
 let calm: Person;
@@ -51,7 +48,8 @@ async function person(name: string): Promise<Person> {
   return who;
 }
 
-const arm = (spec: { at: CrashPoint } | null) => writeFile(HOOK_FILE, JSON.stringify(spec ?? {}));
+/** Arm the runtime's crash hook (it reads its file at each point), or disarm it. */
+const arm = (spec: { at: CrashPoint; arrivals?: number } | null) => crashable.arm(spec);
 const profile = async (who: Person) => (await api(who, "GET", `/api/memory/profile?workspace_id=${who.workspaceId}`)).body;
 /** A user's facts as the consumer stored them, without what differs between two users by nature (ids, times of writing). */
 const learned = async (who: Person) =>
@@ -60,24 +58,14 @@ const learned = async (who: Person) =>
 const messagesOf = async (who: Person, conversationId: string) => (await api(who, "GET", `/api/chat/conversations/${conversationId}`)).body.messages as { id: string; role: string; created_at: string }[];
 
 beforeAll(async () => {
-  await arm(null);
-  runtime = await RuntimeProcess.start("r2d-memory-crash", {
-    TABLE_NAME: "r2d-memory-crash",
-    BUCKET_NAME: "r2d-memory-crash-uploads",
-    R2D_CRASH_AT: "",
-    R2D_CRASH_FILE: HOOK_FILE,
-  });
-  // This process talks to the child's DynamoDB Local (its port survives restarts): the sweep and the checks.
-  const running = JSON.parse(await readFile(join(runtime.opts.dataDir, "runtime.json"), "utf8")) as { dynamoEndpoint: string; tableName: string };
-  process.env.DYNAMODB_ENDPOINT = running.dynamoEndpoint;
-  process.env.TABLE_NAME = running.tableName;
+  crashable = await startCrashableRuntime("r2d-memory-crash");
+  runtime = crashable.runtime;
   calm = await person("Calm");
   crashed = await person("Crashed");
 }, START_TIMEOUT + 60_000);
 
 afterAll(async () => {
-  await runtime?.dispose();
-  await rm(HOOK_FILE, { force: true });
+  await crashable?.dispose();
 }, 60_000);
 
 describe("a crash between storing a copilot answer and sending its exchange to memory", () => {

@@ -8,9 +8,6 @@
  * account must be charged exactly what an uncrashed draft of the same kind was, with one settle entry and no hold.
  */
 import { randomUUID } from "node:crypto";
-import { readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatedTool } from "../../core/agent/tools";
 import { idFor } from "../../core/db/agent-write";
@@ -22,11 +19,11 @@ import type { CrashPoint } from "../../core/crash-point";
 import { handler as creditSweeper } from "../../functions/events/credit-sweeper";
 import { setAccount, topUp } from "../support/billing";
 import { waitFor } from "../support/multipart";
-import { RuntimeProcess, START_TIMEOUT } from "../support/runtime-process";
+import { startCrashableRuntime, START_TIMEOUT, type CrashableRuntime, type RuntimeProcess } from "../support/runtime-process";
 import { toolCase, type Api, type CaseEnv } from "../support/gated-tool-cases";
 
-const HOOK_FILE = join(tmpdir(), `r2d-charge-crash-hook-${randomUUID()}.json`);
 
+let crashable: CrashableRuntime;
 let runtime: RuntimeProcess;
 let token: string;
 let userId: string;
@@ -42,8 +39,8 @@ const api: Api = async (method, path, body) => {
   return { status: res.status, body: text ? JSON.parse(text) : null };
 };
 
-/** Arm the runtime's crash hook at `at` (it reads the file at each point), or disarm it. */
-const arm = (spec: { at: CrashPoint; arrivals: number } | null) => writeFile(HOOK_FILE, JSON.stringify(spec ?? {}));
+/** Arm the runtime's crash hook (it reads its file at each point), or disarm it. */
+const arm = (spec: { at: CrashPoint; arrivals?: number } | null) => crashable.arm(spec);
 
 const rowOf = async (id: string) => (await db().entities.pendingAction.get({ workspace_id: env.workspaceId, id }).go({ consistent: true })).data;
 const holdsOf = async () => (await db().entities.creditHold.query.byUser({ user_id: userId }).go({ consistent: true, pages: "all" })).data;
@@ -71,19 +68,8 @@ async function approve(id: string) {
 const executed = (id: string) => waitFor(async () => ((await rowOf(id))?.status === "executed" ? true : null), 90_000, 200);
 
 beforeAll(async () => {
-  await arm(null);
-  runtime = await RuntimeProcess.start("r2d-charge-crash", {
-    TABLE_NAME: "r2d-charge-crash",
-    BUCKET_NAME: "r2d-charge-crash-uploads",
-    PENDING_ACTION_LEASE_SECONDS: "2",
-    PENDING_ACTION_SWEEP_INTERVAL_SECONDS: "1",
-    R2D_CRASH_AT: "",
-    R2D_CRASH_FILE: HOOK_FILE,
-  });
-  // This process talks to the child's DynamoDB Local (its fixed port survives restarts) for set-up, checks and the sweep.
-  const running = JSON.parse(await readFile(join(runtime.opts.dataDir, "runtime.json"), "utf8")) as { dynamoEndpoint: string; tableName: string };
-  process.env.DYNAMODB_ENDPOINT = running.dynamoEndpoint;
-  process.env.TABLE_NAME = running.tableName;
+  crashable = await startCrashableRuntime("r2d-charge-crash", { PENDING_ACTION_LEASE_SECONDS: "2", PENDING_ACTION_SWEEP_INTERVAL_SECONDS: "1" });
+  runtime = crashable.runtime;
 
   token = await runtime.token({ email: `charge-crash-${randomUUID().slice(0, 8)}@example.com`, name: "Charge Crash" });
   const me = await api("GET", "/api/auth/me");
@@ -97,8 +83,7 @@ beforeAll(async () => {
 }, START_TIMEOUT + 60_000);
 
 afterAll(async () => {
-  await runtime?.dispose();
-  await rm(HOOK_FILE, { force: true });
+  await crashable?.dispose();
 }, 60_000);
 
 describe("an approved action killed between its flip and its settle is charged once, by the credit sweeper", () => {

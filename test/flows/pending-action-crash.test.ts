@@ -17,9 +17,6 @@
  * over, not wait for it or fail. run_synthesis runs in a workspace of its own per case, so each run creates insights.
  */
 import { randomUUID } from "node:crypto";
-import { readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatedTool } from "../../core/agent/tools";
 import { db } from "../../core/db/service";
@@ -27,7 +24,7 @@ import { createPending, type PendingActionItem } from "../../core/pending-action
 import type { CrashPoint } from "../../core/crash-point";
 import { setAccount, topUp } from "../support/billing";
 import { multipart, realFile, waitFor } from "../support/multipart";
-import { RuntimeProcess, START_TIMEOUT } from "../support/runtime-process";
+import { startCrashableRuntime, START_TIMEOUT, type CrashableRuntime, type RuntimeProcess } from "../support/runtime-process";
 import { TOOL_CASES, type Api, type CaseEnv } from "../support/gated-tool-cases";
 
 const CASES: { name: string; hook: CrashPoint | null; attempts: number | null }[] = [
@@ -41,8 +38,7 @@ const CASES: { name: string; hook: CrashPoint | null; attempts: number | null }[
   { name: "after the tool returned, before the executor's own bookkeeping", hook: "after-execute", attempts: 1 },
 ];
 
-const HOOK_FILE = join(tmpdir(), `r2d-crash-hook-${randomUUID()}.json`);
-
+let crashable: CrashableRuntime;
 let runtime: RuntimeProcess;
 let token: string;
 let userId: string;
@@ -90,23 +86,12 @@ async function pend(env: CaseEnv, tool: string, input: Record<string, unknown>):
 
 const rowOf = async (workspace: string, id: string) => (await db().entities.pendingAction.get({ workspace_id: workspace, id }).go({ consistent: true })).data;
 
-/** Arm the runtime's crash hook at `at` for `arrivals` executions, or disarm it (it reads the file at each point). */
-const arm = (spec: { at: CrashPoint; arrivals: number } | null) => writeFile(HOOK_FILE, JSON.stringify(spec ?? {}));
+/** Arm the runtime's crash hook at `at` for `arrivals` executions, or disarm it (it reads its file at each point). */
+const arm = (spec: { at: CrashPoint; arrivals: number } | null) => crashable.arm(spec);
 
 beforeAll(async () => {
-  await arm(null);
-  runtime = await RuntimeProcess.start("r2d-crash", {
-    TABLE_NAME: "r2d-crash",
-    BUCKET_NAME: "r2d-crash-uploads",
-    PENDING_ACTION_LEASE_SECONDS: "2",
-    PENDING_ACTION_SWEEP_INTERVAL_SECONDS: "1",
-    R2D_CRASH_AT: "",
-    R2D_CRASH_FILE: HOOK_FILE,
-  });
-  // This process talks to the child's DynamoDB Local (its fixed port survives restarts) for createPending and checks.
-  const running = JSON.parse(await readFile(join(runtime.opts.dataDir, "runtime.json"), "utf8")) as { dynamoEndpoint: string; tableName: string };
-  process.env.DYNAMODB_ENDPOINT = running.dynamoEndpoint;
-  process.env.TABLE_NAME = running.tableName;
+  crashable = await startCrashableRuntime("r2d-crash", { PENDING_ACTION_LEASE_SECONDS: "2", PENDING_ACTION_SWEEP_INTERVAL_SECONDS: "1" });
+  runtime = crashable.runtime;
 
   token = await runtime.token({ email: `crash-${randomUUID().slice(0, 8)}@example.com`, name: "Crash Tester" });
   const me = await api("GET", "/api/auth/me");
@@ -123,8 +108,7 @@ beforeAll(async () => {
 }, START_TIMEOUT + 120_000);
 
 afterAll(async () => {
-  await runtime?.dispose();
-  await rm(HOOK_FILE, { force: true });
+  await crashable?.dispose();
 }, 60_000);
 
 describe("a crash never loses nor doubles an approved pending action, whatever its tool", () => {

@@ -1,11 +1,13 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { randomUUID } from "node:crypto";
 import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { freePort } from "../../local/dynamodb";
 import { devIdp } from "../../local/idp";
 import { waitFor } from "./multipart";
+import type { CrashPoint } from "../../core/crash-point";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 /** How long the embedded runtime may take to print that it is running (DynamoDB Local's JVM starts first). */
@@ -110,4 +112,37 @@ export class RuntimeProcess {
     if (proc) await this.exited(30_000).catch(() => undefined);
     await rm(this.opts.dataDir, { recursive: true, force: true });
   }
+}
+
+/** A runtime whose crash hook (core/crash-point.ts) the test arms through a file, at any time, without a restart. */
+export interface CrashableRuntime {
+  runtime: RuntimeProcess;
+  /** Arm the hook at `at` for `arrivals` arrivals (default 1), or disarm it (`null`); the runtime reads it at each point. */
+  arm(spec: { at: CrashPoint; arrivals?: number } | null): Promise<void>;
+  /** Stop the runtime, remove its data directory and the hook file. */
+  dispose(): Promise<void>;
+}
+
+/**
+ * Start the embedded runtime for a crash test: table and bucket named after `name`, the crash hook disarmed and read
+ * from a file of its own, and this process pointed at the child's DynamoDB Local (`DYNAMODB_ENDPOINT`, `TABLE_NAME`;
+ * its fixed port survives restarts) for set-up, checks and sweeps run here.
+ * @param env more settings of the child (lease and sweep intervals)
+ */
+export async function startCrashableRuntime(name: string, env: Record<string, string> = {}): Promise<CrashableRuntime> {
+  const hookFile = join(tmpdir(), `${name}-hook-${randomUUID()}.json`);
+  const arm = (spec: { at: CrashPoint; arrivals?: number } | null) => writeFile(hookFile, JSON.stringify(spec ? { arrivals: 1, ...spec } : {}));
+  await arm(null);
+  const runtime = await RuntimeProcess.start(name, { TABLE_NAME: name, BUCKET_NAME: `${name}-uploads`, R2D_CRASH_AT: "", R2D_CRASH_FILE: hookFile, ...env });
+  const running = JSON.parse(await readFile(join(runtime.opts.dataDir, "runtime.json"), "utf8")) as { dynamoEndpoint: string; tableName: string };
+  process.env.DYNAMODB_ENDPOINT = running.dynamoEndpoint;
+  process.env.TABLE_NAME = running.tableName;
+  return {
+    runtime,
+    arm,
+    dispose: async () => {
+      await runtime.dispose();
+      await rm(hookFile, { force: true });
+    },
+  };
 }
