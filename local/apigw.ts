@@ -2,7 +2,7 @@ import type { ErrorCode } from "../core/error";
 import { randomUUID } from "node:crypto";
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
 import { allowedMethods, matchRoute, timeoutOf } from "../functions/http/routes";
-import type { RouteSpec } from "../functions/lib/route";
+import { CORS_ALLOW_HEADERS, type RouteSpec } from "../functions/lib/route";
 import { securityHeadersFor } from "../functions/lib/http";
 import { installAwsLambdaShim, isStreamingHandler, LocalResponseStream, type Prelude, type StreamingHandler, type StreamSink } from "./streaming";
 
@@ -102,7 +102,7 @@ function preflight(req: HttpRequestLike): APIGatewayProxyStructuredResultV2 {
     headers: {
       ...(allow ? { "access-control-allow-origin": allow } : {}),
       "access-control-allow-methods": "GET,POST,PUT,PATCH,DELETE,OPTIONS",
-      "access-control-allow-headers": "authorization,content-type,idempotency-key",
+      "access-control-allow-headers": CORS_ALLOW_HEADERS.join(","),
       "access-control-max-age": "600",
       vary: "origin",
     },

@@ -47,12 +47,12 @@ async function main() {
     stops.unshift(s3.stop);
     const idp = await devIdp(dataDir);
     applyLocalEnv({ dynamoEndpoint: dynamo.endpoint, s3Endpoint: s3.endpoint, idp, tableName, bucketName });
-    const { wireLocalEvents } = await import("./events");
+    const { wireLocalEvents, stopLocalEvents } = await import("./events");
     // Queued messages (deferred integration work, memory jobs, payment events) are kept beside the table's data, so
     // they are delivered after a restart as SQS would (core/queue/journal.ts).
     wireLocalEvents(s3, { queueDir: resolve(dataDir, "queues") });
     // Stopped before the table (stops run first to last; this one is put first): queued work waits on disk.
-    stops.unshift(async () => (await import("./events")).stopLocalEvents());
+    stops.unshift(stopLocalEvents);
     // Approved pending actions execute from the table's stream and the sweeper, as in AWS (DESIGN.md 6.2).
     const { startLocalStreams } = await import("./streams");
     const pendingActions = await startLocalStreams({ endpoint: dynamo.endpoint, tableName });

@@ -4,7 +4,7 @@ import { NagSuppressions } from "cdk-nag";
 import { Cron, Api as HttpApi, Function, use, type StackContext } from "sst/constructs";
 import { INTEGRATIONS_MAX_RECEIVE_COUNT, PAYMENTS_MAX_RECEIVE_COUNT } from "../core/queue";
 import { MEMORY_MAX_RECEIVE_COUNT } from "../core/memory/settings";
-import type { RouteSpec } from "../functions/lib/route";
+import { CORS_ALLOW_HEADERS, type RouteSpec } from "../functions/lib/route";
 import { DEFAULT_TIMEOUT_SECONDS, groups, routes, routesOf, timeoutOf } from "../functions/http/routes";
 import {
   bedrockInvokeStatement,
@@ -223,8 +223,8 @@ class GroupIntegration extends apigwv2.HttpRouteIntegration {
   }
 }
 
-/** Request headers browsers may send; `authorization` must be named, a wildcard does not cover it. */
-const CORS_ALLOW_HEADERS = ["authorization", "content-type", "idempotency-key", "x-request-id"];
+/** Request headers browsers may send through API Gateway: the handlers' (CORS_ALLOW_HEADERS) and `x-request-id`. */
+const GATEWAY_CORS_ALLOW_HEADERS = [...CORS_ALLOW_HEADERS, "x-request-id"];
 
 /**
  * The Api stack: one API Gateway HTTP API generated from the route table (`functions/http/routes.ts`).
@@ -428,7 +428,7 @@ export function Api({ stack, app }: StackContext) {
   const api = new HttpApi(stack, "Api", {
     cors: {
       allowOrigins: origins.length ? origins : ["*"],
-      allowHeaders: CORS_ALLOW_HEADERS,
+      allowHeaders: GATEWAY_CORS_ALLOW_HEADERS,
       allowMethods: methods,
       exposeHeaders: ["x-request-id", "retry-after", "idempotent-replayed"],
       maxAge: "1 day",

@@ -16,7 +16,7 @@ import type { User } from "../../core/user";
 import type { TokenClaims } from "../../core/user/schema";
 import { unstorableValues } from "../../core/json-object";
 import { wwwAuthenticate } from "./bearer";
-import { bodyLimitOf, type Reply, type RouteContext, type RouteImpl, type RouteSpec } from "./route";
+import { bodyLimitOf, CORS_ALLOW_HEADERS, type Reply, type RouteContext, type RouteImpl, type RouteSpec } from "./route";
 
 // Loaded when a route with a rate limit or a plan gate is first reached: most routes have neither, and the gates
 // bring the billing ledger and the workspace module into every cold start otherwise (bench/cold.ts).
@@ -421,7 +421,7 @@ export function httpGroup<T extends Record<string, RouteSpec>>(table: T, impls: 
     // After (and on error) middlewares run in reverse: this marks the answer before the spellings are merged.
     .use(noStoreMiddleware(authenticated, entries.some(([, spec]) => isAuthenticated(spec))))
     .use(securityHeadersMiddleware())
-    .use(httpCors({ origins: Config.corsOrigins(), headers: "authorization,content-type,idempotency-key", exposeHeaders: "x-request-id,retry-after,www-authenticate,idempotent-replayed" }))
+    .use(httpCors({ origins: Config.corsOrigins(), headers: CORS_ALLOW_HEADERS.join(","), exposeHeaders: "x-request-id,retry-after,www-authenticate,idempotent-replayed" }))
     .use(errorEnvelopeMiddleware())
     .handler(httpRouterHandler(routerRoutes.map(({ method, path, handler }) => ({ method, path, handler })) as never) as never);
 }

@@ -175,5 +175,11 @@ export const ok = (body: unknown): Reply => ({ status: 200, body });
 export const created = (body: unknown): Reply => ({ status: 201, body });
 export const noContent = (): Reply => ({ status: 204 });
 
+/**
+ * Request headers a browser may send to any route (CORS; `authorization` must be named, a wildcard does not cover
+ * it): the handlers' own CORS (functions/lib/http.ts), the local gateway's preflight and API Gateway's (stacks/Api.ts).
+ */
+export const CORS_ALLOW_HEADERS = ["authorization", "content-type", "idempotency-key"] as const;
+
 /** Identity helper that keeps each route's literal types for inference. */
 export const defineRoutes = <const T extends Record<string, RouteSpec>>(routes: T): T => routes;
