@@ -28,7 +28,8 @@ export const OWED_AFTER_MS = 30 * 60_000;
  * Sends by the sweeper before an exchange is given up (logged as an error): each waits twice as long as the one
  * before (30 min, 1 h, 2 h, 4 h, 8 h after the previous), so the last is about 15.5 hours after the answer and the
  * record is dropped about 16 hours later: an exchange that failed its consumer every time through a day and a half
- * of retries is not retried forever.
+ * of retries is not retried forever. Only sends the queue accepted count; one it refused is tried again after the
+ * same wait.
  */
 export const MAX_RESENDS = 5;
 /** Owed exchanges one sweep looks at, at most (the oldest due first); the rest wait for the next sweep. */
@@ -105,6 +106,9 @@ export interface OwedSweepReport {
   due: number;
   /** Exchanges sent to the memory queue again. */
   resent: number;
+  /** Sends the queue refused (their errors are in `errors`): not counted against `MAX_RESENDS`, tried again after the
+   * backoff. */
+  failed: number;
   /** Records dropped because their exchange is gone (conversation, workspace or messages deleted or expired), its
    * user is no longer a member of the workspace, or memory is off. */
   dropped: number;
@@ -115,11 +119,14 @@ export interface OwedSweepReport {
 
 /**
  * Send again every owed exchange that is due (`due_at` at or before `now`), oldest due first, at most `limit`: reads
- * the sparse `due` index (never scans). Each record is first moved to its next due time (twice the last wait) with
- * its send counted, conditioned on the count read, so two sweeps at once send it once; then the exchange goes on the
- * queue. Records whose exchange no longer exists (the assistant message is gone: the conversation, the workspace
- * deleted, or the messages expired), whose user is no longer a member, or that were sent `MAX_RESENDS` times, are
- * deleted instead. Errors are collected, not thrown, so one bad record does not stop the sweep.
+ * the sparse `due` index (never scans). Each record is first moved to its next due time (twice the last wait),
+ * conditioned on the due time and send count read, so two sweeps at once send it once; then the exchange goes on the
+ * queue, and only once the queue took it is the send counted. A send the queue refuses is reported (`failed`, and its
+ * error) and tried again at the due time it was moved to, at the same wait: a queue outage delays the exchange but
+ * does not use up its `MAX_RESENDS`. Records whose exchange no longer exists (the assistant message is gone: the
+ * conversation, the workspace deleted, or the messages expired), whose user is no longer a member, or that were sent
+ * `MAX_RESENDS` times, are deleted instead. Errors are collected, not thrown, so one bad record does not stop the
+ * sweep.
  * @param opts.now the sweep's clock (tests pass a later time instead of waiting)
  * @param opts.workspaceId only this workspace's records (tests that share a table)
  */
@@ -131,7 +138,7 @@ export async function sweepOwedExchanges(opts: { now?: Date; limit?: number; wor
     .lte({ due_at: `${now.toISOString()}~` })
     .where((a, op) => (opts.workspaceId ? op.eq(a.workspace_id, opts.workspaceId) : ""))
     .go({ limit: opts.limit ?? OWED_SWEEP_LIMIT });
-  const report: OwedSweepReport = { due: data.length, resent: 0, dropped: 0, abandoned: 0, errors: [] };
+  const report: OwedSweepReport = { due: data.length, resent: 0, failed: 0, dropped: 0, abandoned: 0, errors: [] };
   for (const owed of data) {
     try {
       const key = owedKey(owed);
@@ -151,26 +158,46 @@ export async function sweepOwedExchanges(opts: { now?: Date; limit?: number; wor
         log().error("an exchange owed to memory was given up after its retries", { workspace_id: owed.workspace_id, assistant_message_id: owed.assistant_message_id, sends: owed.sends });
         continue;
       }
+      // Claimed by moving its due time on, conditioned on the due time read, so that two sweeps at once send it once;
+      // moved on whether or not the send then succeeds, so a queue that is down is tried again after the backoff,
+      // not at every sweep.
       try {
         await db()
           .entities.memoryOwed.patch(key)
-          .set({ sweep: OWED_SWEEP, due_at: new Date(now.getTime() + OWED_AFTER_MS * 2 ** (owed.sends + 1)).toISOString(), sends: owed.sends + 1 })
-          .where((a, op) => op.eq(a.sends, owed.sends))
+          .set({ sweep: OWED_SWEEP, due_at: new Date(now.getTime() + OWED_AFTER_MS * 2 ** (owed.sends + 1)).toISOString() })
+          .where((a, op) => `${op.eq(a.due_at, owed.due_at)} AND ${op.eq(a.sends, owed.sends)}`)
           .go();
       } catch (err) {
         // Learned and deleted meanwhile, or another sweep took it: nothing to send.
         if (isConditionalFailure(err)) continue;
         throw err;
       }
-      await enqueueExchange({
-        type: "exchange",
-        workspace_id: owed.workspace_id,
-        user_id: owed.user_id,
-        conversation_id: owed.conversation_id,
-        assistant_message_id: owed.assistant_message_id,
-        answered_at: owed.answered_at,
-        owed: true,
-      });
+      try {
+        await enqueueExchange({
+          type: "exchange",
+          workspace_id: owed.workspace_id,
+          user_id: owed.user_id,
+          conversation_id: owed.conversation_id,
+          assistant_message_id: owed.assistant_message_id,
+          answered_at: owed.answered_at,
+          owed: true,
+        });
+      } catch (err) {
+        report.failed += 1;
+        throw err;
+      }
+      // Counted only once the queue took it: an outage of the queue does not use up the exchange's re-sends. A crash
+      // between the send and this write leaves it uncounted (one send more at most; the consumer learns it once).
+      try {
+        await db()
+          .entities.memoryOwed.patch(key)
+          .set({ sends: owed.sends + 1 })
+          .where((a, op) => op.eq(a.sends, owed.sends))
+          .go();
+      } catch (err) {
+        // Learned and deleted already by the consumer: nothing left to count.
+        if (!isConditionalFailure(err)) throw err;
+      }
       report.resent += 1;
     } catch (err) {
       report.errors.push(err);

@@ -41,6 +41,18 @@ export interface JournalContents {
   dead: DeadRecord[];
 }
 
+/**
+ * The sequence number the next message sent takes after a restart: one past the highest `seq` journaled, live or
+ * dead (0 for an empty journal), so a group's new messages sort after its journaled ones.
+ * @param lists the records read by `load` (any number, any length: a loop, not a spread into `Math.max`, which
+ *   overflows the call stack past about 120,000 arguments)
+ */
+export function nextSeqAfter(...lists: readonly (readonly Pick<JournalRecord, "seq">[])[]): number {
+  let next = 0;
+  for (const list of lists) for (const record of list) if (record.seq >= next) next = record.seq + 1;
+  return next;
+}
+
 const DEAD = "dead";
 const TEMP = /^\.(.+)\.(\d+)\.[0-9a-f-]+\.tmp$/;
 

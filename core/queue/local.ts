@@ -17,7 +17,7 @@ import { randomUUID } from "node:crypto";
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
 import type { Queue, QueueMessage } from "./index";
 import { outsideRequestScope } from "../context";
-import { QueueJournal, type JournalRecord } from "./journal";
+import { nextSeqAfter, QueueJournal, type JournalRecord } from "./journal";
 
 export type SqsConsumer = (event: SQSEvent) => Promise<SQSBatchResponse | void>;
 
@@ -74,7 +74,10 @@ export class LocalFifoQueue implements Queue {
   readonly deadLetters: DeadLetter[] = [];
   private readonly groups = new Map<string, Entry[]>();
   private readonly busy = new Set<string>();
+  /** Deduplication ids of the messages accepted in the last 5 minutes, with when (epoch ms). */
   private readonly seen = new Map<string, number>();
+  /** Deduplication ids whose message `send()` is journaling: `true` once it is on disk, `false` if the write failed. */
+  private readonly writing = new Map<string, Promise<boolean>>();
   private idleWaiters: (() => void)[] = [];
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
@@ -102,15 +105,24 @@ export class LocalFifoQueue implements Queue {
   }
 
   /**
-   * Enqueue a message. With a journal it resolves once the message is on disk.
-   * @throws Error when the queue is stopped; the fs error when the journal cannot be written (the message is not queued)
+   * Enqueue a message. With a journal it resolves once the message is on disk. A message whose deduplication id was
+   * accepted in the last 5 minutes is dropped (resolves, not queued); one sent while a message with its id is still
+   * being written waits for that write: dropped if it lands, sent in its place if it fails.
+   * @throws Error when the queue is stopped; the fs error when the journal cannot be written (the message is not
+   *   queued and its deduplication id is not taken: the sender may send it again)
    */
   async send(message: QueueMessage): Promise<void> {
-    if (this.stopped) throw new Error(`Queue ${this.opts.name} is stopped`);
+    const id = message.deduplicationId;
+    for (;;) {
+      if (this.stopped) throw new Error(`Queue ${this.opts.name} is stopped`);
+      const earlier = this.duplicateOf(id);
+      if (earlier === "accepted") return;
+      if (earlier === "none") break;
+      // Acknowledging a duplicate before its original is on disk would lose the message if that write failed.
+      if (await earlier) return;
+    }
+    // From the check above to the mark below nothing awaits, so two sends of one id cannot both pass.
     const now = Date.now();
-    for (const [id, at] of this.seen) if (now - at > DEDUP_WINDOW_MS) this.seen.delete(id);
-    if (this.seen.has(message.deduplicationId)) return;
-    this.seen.set(message.deduplicationId, now);
     const group = this.groups.get(message.groupId) ?? [];
     // A delayed message (SQS DelaySeconds, standard queues) is not received before its delay has passed.
     const availableAt = now + Math.max(0, message.delaySeconds ?? 0) * 1000;
@@ -119,22 +131,41 @@ export class LocalFifoQueue implements Queue {
     group.push(entry);
     this.groups.set(message.groupId, group);
     if (this.journal) {
+      let written!: (kept: boolean) => void;
+      this.writing.set(id, new Promise<boolean>((resolve) => (written = resolve)));
       try {
         await this.journaled(entry, (j) => j.put(recordOf(entry)));
       } catch (err) {
         const at = this.groups.get(message.groupId)?.indexOf(entry) ?? -1;
         if (at >= 0) this.groups.get(message.groupId)!.splice(at, 1);
-        this.seen.delete(message.deduplicationId);
+        this.writing.delete(id);
+        written(false);
         this.settleIdle();
         // Messages of the group behind it that are on disk were held back while it was written: they go on.
         this.schedulePump();
         throw err;
       }
       entry.durable = true;
+      this.writing.delete(id);
+      written(true);
     }
+    // Taken only now that the message is kept: the window counts from the send, as SQS's does.
+    this.seen.set(id, now);
     // Delivered on a later tick, as SQS would: the sender's own work (its HTTP answer) is not held up. Outside the
     // sender's request scope, as an SQS consumer is its own invocation.
     this.schedulePump();
+  }
+
+  /**
+   * Whether a message with this deduplication id was accepted in the last 5 minutes (`accepted`), is being journaled
+   * (its write's outcome: `true` once on disk, `false` if the write failed), or neither (`none`). Synchronous, so the
+   * caller can take the id before anything else runs. Forgets ids older than the window.
+   */
+  private duplicateOf(id: string): "accepted" | "none" | Promise<boolean> {
+    const now = Date.now();
+    for (const [seenId, at] of this.seen) if (now - at > DEDUP_WINDOW_MS) this.seen.delete(seenId);
+    if (this.seen.has(id)) return "accepted";
+    return this.writing.get(id) ?? "none";
   }
 
   /** Resolves when no message is waiting or being consumed (everything delivered or dead-lettered, and journaled so). */
@@ -170,7 +201,7 @@ export class LocalFifoQueue implements Queue {
       this.groups.set(r.message.groupId, group);
       if (now - r.sentAt <= DEDUP_WINDOW_MS) this.seen.set(r.message.deduplicationId, r.sentAt);
     }
-    this.nextSeq = Math.max(this.nextSeq, ...live.map((r) => r.seq + 1), ...dead.map((d) => d.seq + 1));
+    this.nextSeq = Math.max(this.nextSeq, nextSeqAfter(live, dead));
     if (live.length > 0) this.schedulePump();
   }
 
@@ -275,7 +306,7 @@ export class LocalFifoQueue implements Queue {
       return;
     }
     const entries = this.groups.get(groupId) ?? [];
-    const retryAt = Date.now() + this.retryDelayMs(Math.max(...batch.map((e) => e.receiveCount)));
+    const retryAt = Date.now() + this.retryDelayMs(batch.reduce((most, e) => Math.max(most, e.receiveCount), 0));
     const writes: Promise<void>[] = [];
     for (const e of batch) {
       const at = entries.indexOf(e);

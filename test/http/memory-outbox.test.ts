@@ -13,7 +13,7 @@ import { liveGateway, readStream, type WireEvent } from "../support/sse";
 import { registeredQueue, setQueue, type Queue, type QueueMessage } from "../../core/queue";
 import type { LocalFifoQueue } from "../../core/queue/local";
 import { db } from "../../core/db/service";
-import { OWED_AFTER_MS, sweepOwedExchanges } from "../../core/memory/owed";
+import { MAX_RESENDS, OWED_AFTER_MS, sweepOwedExchanges, type OwedSweepReport } from "../../core/memory/owed";
 import { allFacts } from "../../core/memory/store";
 import { handler as consumer } from "../../functions/events/memory-consumer";
 
@@ -26,14 +26,18 @@ const local = registeredQueue("memory") as LocalFifoQueue;
 /** Wait until the memory consumer has learned from every exchange sent so far. */
 const learned = () => local.idle();
 
-/** The memory queue as the hook sees it, with every message sent recorded; `down` makes each send fail. */
+/**
+ * The memory queue as the hook sees it, with every message sent recorded; `down` makes each send fail; `lost` accepts
+ * each send and delivers nothing (as if every receive failed its consumer).
+ */
 const sent: QueueMessage[] = [];
 let down = false;
+let lost = false;
 const recording: Queue = {
   async send(message) {
     if (down) throw new Error("the memory queue is unreachable");
     sent.push(message);
-    await local.send(message);
+    if (!lost) await local.send(message);
   },
 };
 
@@ -43,6 +47,7 @@ beforeAll(async () => {
 });
 afterEach(() => {
   down = false;
+  lost = false;
 });
 afterAll(async () => {
   setQueue("memory", local);
@@ -154,5 +159,56 @@ describe("an answer's exchange owed to memory", () => {
     await learned();
     expect(await contents(workspace.id, owner.id)).toEqual([]);
     expect(await contents(workspace.id, member.id)).toEqual([]);
+  });
+
+  it("through a queue outage longer than its re-sends is still owed, and sent and learned once the queue is back", async () => {
+    const { owner, workspace } = await newWorkspace("Outbox queue outage");
+    down = true;
+    const { conversationId, answerId } = await chat(owner.token, workspace.id, STATED);
+    const answeredAt = Date.parse((await owedOf(workspace.id, conversationId, answerId))!.answered_at);
+
+    // The queue refuses every send for 17 hours (counted sends would all have been used up by about 16), while the
+    // sweeper runs at each of the record's due times, more times than the exchange has re-sends, and a minute before.
+    const reports: OwedSweepReport[] = [];
+    const early: OwedSweepReport[] = [];
+    for (;;) {
+      const owed = await owedOf(workspace.id, conversationId, answerId);
+      if (!owed) break;
+      const dueAt = Date.parse(owed.due_at);
+      if (reports.length > MAX_RESENDS + 1 && dueAt > answeredAt + 17 * 3_600_000) break;
+      early.push(await sweepOwedExchanges({ now: new Date(dueAt - 60_000), workspaceId: workspace.id }));
+      reports.push(await sweepOwedExchanges({ now: new Date(dueAt), workspaceId: workspace.id }));
+    }
+    const owed = await owedOf(workspace.id, conversationId, answerId);
+    expect(owed).toMatchObject({ sends: 0 });
+    expect(reports.length).toBeGreaterThan(MAX_RESENDS);
+    expect(reports.map(({ errors, ...counts }) => [counts, errors.length])).toEqual(reports.map(() => [{ due: 1, resent: 0, failed: 1, dropped: 0, abandoned: 0 }, 1]));
+    // Not hammered: each refused send moved the record on by the wait of its next re-send (1 hour).
+    expect(early.map((r) => r.due)).toEqual(reports.map(() => 0));
+    expect(Date.parse(owed!.due_at) - answeredAt).toBe(OWED_AFTER_MS + reports.length * 2 * OWED_AFTER_MS);
+
+    down = false;
+    const swept = await sweepOwedExchanges({ now: new Date(owed!.due_at), workspaceId: workspace.id });
+    expect(swept).toMatchObject({ due: 1, resent: 1, failed: 0, dropped: 0, abandoned: 0, errors: [] });
+    await learned();
+    expect(await contents(workspace.id, owner.id)).toEqual(FACTS);
+    expect(await owedOf(workspace.id, conversationId, answerId)).toBeUndefined();
+  });
+
+  it("whose re-sends the queue accepted but never got learned is given up after its re-sends", async () => {
+    const { owner, workspace } = await newWorkspace("Outbox given up");
+    lost = true;
+    const { conversationId, answerId } = await chat(owner.token, workspace.id, STATED);
+    for (let n = 1; n <= MAX_RESENDS; n++) {
+      const owed = (await owedOf(workspace.id, conversationId, answerId))!;
+      expect(await sweepOwedExchanges({ now: new Date(owed.due_at), workspaceId: workspace.id })).toMatchObject({ due: 1, resent: 1, errors: [] });
+      // Counted once the queue took it, and the next one waits twice as long.
+      const after = (await owedOf(workspace.id, conversationId, answerId))!;
+      expect(after.sends).toBe(n);
+      expect(Date.parse(after.due_at) - Date.parse(owed.due_at)).toBe(OWED_AFTER_MS * 2 ** n);
+    }
+    const last = (await owedOf(workspace.id, conversationId, answerId))!;
+    expect(await sweepOwedExchanges({ now: new Date(last.due_at), workspaceId: workspace.id })).toMatchObject({ due: 1, resent: 0, abandoned: 1, errors: [] });
+    expect(await owedOf(workspace.id, conversationId, answerId)).toBeUndefined();
   });
 });

@@ -7,11 +7,12 @@
  */
 import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { SQSRecord } from "aws-lambda";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { nextSeqAfter } from "../../../core/queue/journal";
 import { LocalFifoQueue, type LocalQueueOptions } from "../../../core/queue/local";
 
 let dir: string;
@@ -189,5 +190,30 @@ describe("a journaled local queue across a restart", () => {
     expect(warn.mock.calls[0]![0]).toContain(corrupt);
     expect(existsSync(`${corrupt}.corrupt`)).toBe(true);
     expect(existsSync(temp)).toBe(false);
+  });
+});
+
+describe("a journal too large for a spread", () => {
+  it("gives the sequence after 200,000 waiting and 200,000 dead records without overflowing the call stack", () => {
+    // A spread of this many arguments into Math.max throws RangeError (about 120,000 is V8's limit).
+    const live = Array.from({ length: 200_000 }, (_, i) => ({ seq: 2 * i }));
+    const dead = Array.from({ length: 200_000 }, (_, i) => ({ seq: 2 * i + 1 }));
+    expect(nextSeqAfter(live, dead)).toBe(400_000);
+    expect(nextSeqAfter(dead.slice(0, 1), [])).toBe(2);
+    expect(nextSeqAfter([], [])).toBe(0);
+  });
+
+  it("goes on after the highest sequence of a restarted journal, dead letters included", async () => {
+    const first = queueOn({ maxReceiveCount: 1, consumer: async () => Promise.reject(new Error("no")) });
+    await first.queue.send(message("dead one", "g1"));
+    await first.queue.idle();
+    await first.queue.send(message("waiting", "g2", { delaySeconds: 5 }));
+    await first.queue.stop();
+
+    const second = queueOn({ hang: true });
+    await second.queue.send(message("after the restart", "g3", { delaySeconds: 5 }));
+    await second.queue.stop();
+    const seqs = await Promise.all((await journalFiles()).map(async (f) => JSON.parse(await readFile(join(dir, f), "utf8")) as { seq: number; message: { body: string } }));
+    expect(seqs.map((r) => [r.message.body, r.seq]).sort()).toEqual([["after the restart", 2], ["waiting", 1]]);
   });
 });
