@@ -346,9 +346,30 @@ export async function applyIdpEvent(event: IdpUserEvent, removeOwned: (user: Use
     return; // deleted meanwhile by another delivery
   }
   await removeOwned(existing);
+  // After the workspaces: a request of theirs still running there has had the longest time to store its answer.
+  await removeIdempotencyRecords(id);
   await db().entities.referralCode.delete({ code: existing.referral_code }).go();
   await db().entities.user.delete({ id }).go();
   forget(id);
+}
+
+/**
+ * The partition of a user's `Idempotency-Key` records (functions/lib/idempotency.ts): one per user, so the records
+ * spread over partitions and the user's deletion finds them with one Query. Sort key: `<route id>#<hash of the key>`.
+ */
+export const idempotencyPartitionOf = (userId: string): string => `idempotency#${userId}`;
+
+/**
+ * Delete the user's idempotency records (their stored answers: drafts, syntheses), part of the `user.deleted` cascade,
+ * so no answer is kept for replay after its account is gone (their TTL would keep them up to 24 hours). Safe to run
+ * again: a redelivered deletion that resumes the cascade deletes whatever is left.
+ * @throws Error when DynamoDB keeps refusing deletes (`deleteKeys`): the cascade stops before the user item goes, so
+ *   the redelivered event runs it again.
+ */
+async function removeIdempotencyRecords(userId: string): Promise<void> {
+  // Loaded only here: a deletion is rare, and every authenticating Lambda loads this module.
+  const { deleteKeys, partitionKeys } = await import("../db/partition");
+  await deleteKeys(await partitionKeys(idempotencyPartitionOf(userId)));
 }
 
 /** The tombstone of a deleted user: a guard item in the user's own partition, kept as long as a token can live. */

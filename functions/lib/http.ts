@@ -328,9 +328,10 @@ function bind(id: string, spec: RouteSpec, impl: RouteImpl<RouteSpec>) {
     };
     // A retry with the first request's key replays its answer before the limits and gates: the first request passed
     // them, and its work (which may have used up the plan's room) must not be refused to the client that asked for it.
+    // The caller's status and product access were checked above; the replay checks the memberships again itself.
     const key = spec.idempotent ? ctx.headers["idempotency-key"] : undefined;
     const reply = key !== undefined && user
-      ? await (await idempotency()).runOncePerKey(id, user.id, key, { params: ctx.params, query: ctx.query, body: ctx.body }, context, work)
+      ? await (await idempotency()).runOncePerKey(id, user.id, key, { params: ctx.params, query: ctx.query, body: ctx.body }, context, work, spec)
       : await work();
     const result = toResult(spec, reply);
     if (spec.counts) await countUsage(spec, ctx, result);

@@ -7,9 +7,11 @@
  *
  * - A key is 1 to 255 printable ASCII characters, scoped to the caller and the route: two users, or one user's two
  *   routes, never share an answer. Kept 24 hours.
- * - The first request with a key runs; its 2xx answer is stored. A later request with the key and the same path,
- *   query and body gets that answer again, with `idempotent-replayed: true`, and runs nothing (no rate limit, no plan
- *   gate, no charge).
+ * - The first request with a key runs; its 2xx answer is stored, with the workspaces whose membership it verified. A
+ *   later request with the key and the same path, query and body gets that answer again, with
+ *   `idempotent-replayed: true`, and runs nothing (no rate limit, no plan gate, no charge) but the membership check of
+ *   each of those workspaces: a member removed since gets the route's 403 (404 on a route naming a resource alone),
+ *   not the answer. The caller's own status (deleted, suspended, product access) is checked before, as on any request.
  * - While the first request runs, another with the key answers 409 CONFLICT (Retry-After). If the first fails (a 4xx
  *   or 5xx), nothing is stored and a retry runs again. If its Lambda died mid-run, a retry runs again once the
  *   Lambda's time is over (the in-progress record expires with the invocation's remaining time).
@@ -17,6 +19,8 @@
  * - An answer over STORED_ANSWER_MAX_BYTES is not kept whole: a replay answers 409 CONFLICT (`idempotency:
  *   "answer_not_kept"`) saying the request succeeded and where to read its result (a DynamoDB item holds 400 KB).
  *   A first request whose answer could not be stored still gets its answer.
+ * - The records live in their caller's partition (`idempotencyPartitionOf`, core/user), not one for all, and the
+ *   caller's account deletion deletes them.
  */
 import type { Context } from "aws-lambda";
 import {
@@ -29,10 +33,13 @@ import {
 import { DynamoDBPersistenceLayer } from "@aws-lambda-powertools/idempotency/dynamodb";
 import { AppError, Errors } from "../../core/error";
 import { Config } from "../../core/config";
+import { requestScope } from "../../core/context";
 import { dynamoBaseClient } from "../../core/db/client";
 import { TABLE_KEYS } from "../../core/db/table";
 import { serviceLog } from "../../core/log";
-import type { Reply } from "./route";
+import { idempotencyPartitionOf } from "../../core/user";
+import { requireMember, requireResourceMember } from "../../core/workspace";
+import type { Reply, RouteSpec } from "./route";
 
 const logger = serviceLog("idempotency");
 
@@ -49,45 +56,76 @@ const OFF_LAMBDA_IN_PROGRESS_MS = 15 * 60_000;
 const IN_PROGRESS_RETRY_AFTER_SECONDS = 5;
 const KEY_RE = /^[\x20-\x7e]{1,255}$/;
 
-/** One partition for the idempotency records: they are written once and read by key, never listed. */
-const PARTITION = "IDEMPOTENCY";
-
-/** One persistence layer per route: the library keeps a key prefix per layer, so routes never share one. */
-const stores = new Map<string, DynamoDBPersistenceLayer>();
-function storeFor(routeId: string): DynamoDBPersistenceLayer {
-  let store = stores.get(routeId);
-  if (!store) {
-    store = new DynamoDBPersistenceLayer({
-      tableName: Config.tableName(),
-      awsSdkV3Client: dynamoBaseClient(),
-      keyAttr: TABLE_KEYS.partitionKey,
-      sortKeyAttr: TABLE_KEYS.sortKey,
-      staticPkValue: PARTITION,
-      // The table's TTL attribute: DynamoDB removes a record once its 24 hours are over.
-      expiryAttr: TABLE_KEYS.ttlAttribute,
-    });
-    stores.set(routeId, store);
-  }
-  return store;
+/**
+ * A persistence layer for one request: its partition is the caller's (`staticPkValue` is fixed per layer) and the
+ * library keeps the route's key prefix and the config on the layer, so a layer shared by concurrent requests would
+ * mix them. Building one is cheap (no client of its own; the user-agent middleware is added to the shared client once).
+ */
+function storeFor(userId: string): DynamoDBPersistenceLayer {
+  return new DynamoDBPersistenceLayer({
+    tableName: Config.tableName(),
+    awsSdkV3Client: dynamoBaseClient(),
+    keyAttr: TABLE_KEYS.partitionKey,
+    sortKeyAttr: TABLE_KEYS.sortKey,
+    staticPkValue: idempotencyPartitionOf(userId),
+    // The table's TTL attribute: DynamoDB removes a record once its 24 hours are over.
+    expiryAttr: TABLE_KEYS.ttlAttribute,
+  });
 }
 
-/** What is stored for a replay: the first answer, or only its status when it was too large to keep. */
-type StoredAnswer = { status: number; body?: unknown; headers?: Record<string, string> } | { status: number; too_large: true };
+/**
+ * What is stored for a replay: the first answer, or only its status when it was too large to keep; with the
+ * workspaces whose membership the first request verified, checked again on each replay.
+ */
+type StoredAnswer = ({ status: number; body?: unknown; headers?: Record<string, string> } | { status: number; too_large: true }) & { workspaces: string[] };
+
+/**
+ * What a route answers a caller who is not a member of its workspace, which a replay answers too: for a route naming
+ * a resource alone (`workspaceScope: "resource"`) the 404 of an id that does not exist, naming the resource of its
+ * path's id parameter (`/api/blocks/{block_id}/expand`: "Block not found"); undefined for the others' 403.
+ */
+function resourceNamed(route: Pick<RouteSpec, "workspaceScope" | "path">): string | undefined {
+  if (route.workspaceScope !== "resource") return undefined;
+  // `{block_id}` names a block; `/api/documents/{id}` a document.
+  const named = /\{([a-z]+)_id\}/.exec(route.path)?.[1] ?? /\/([a-z]+?)s?\/\{id\}/.exec(route.path)?.[1] ?? "resource";
+  return named.charAt(0).toUpperCase() + named.slice(1);
+}
+
+/** The workspaces whose membership of `userId` this request verified (core/context.ts keys them `${userId}#${workspaceId}`). */
+function verifiedWorkspaces(userId: string): string[] {
+  const prefix = `${userId}#`;
+  return [...(requestScope()?.memberships.keys() ?? [])].filter((k) => k.startsWith(prefix)).map((k) => k.slice(prefix.length));
+}
+
+/**
+ * Check again, one consistent read each, that the caller is still a member of every workspace the first request was
+ * let into: a stored answer is no way around a removal (or a deleted workspace).
+ * @param resource the resource a non-member is told was not found (`resourceNamed`); none: 403
+ * @throws AppError FORBIDDEN (403), or NOT_FOUND (404) with `resource`, when a membership is gone
+ */
+async function recheckMemberships(userId: string, workspaces: string[], resource: string | undefined): Promise<void> {
+  await Promise.all(workspaces.map((ws) => (resource ? requireResourceMember(userId, ws, resource) : requireMember(userId, ws))));
+}
 
 /**
  * Run `work` once per (route, caller, key): the first request runs it and its answer is kept; a retry gets the kept
  * answer. See the module comment for the rules.
+ * Call it inside the request's scope (core/context.ts `withRequestScope`), after the caller's authentication: the
+ * memberships `work` verifies there are what a replay checks again.
  * @param routeId the route's id (functions/http/routes.ts), which scopes the key with `userId`
+ * @param userId the authenticated caller: the records' partition (`idempotencyPartitionOf`)
  * @param key the request's `Idempotency-Key` header as sent
  * @param request what must be the same on a retry (path parameters, query, body)
  * @param context the invocation's context: a run in progress blocks retries for the invocation's remaining time
  * @param work the request's checks and implementation; only a reply it returns is kept (a thrown error is not)
+ * @param route the route's spec: how a replay answers a caller who is no longer a member (`resourceNamed`)
  * @returns the fresh reply, or the first request's reply with `idempotent-replayed: true`
  * @throws AppError CONFLICT (409) while the first request runs, or when its answer was too large to keep;
  *   VALIDATION_ERROR (422) for a key that is empty, over 255 characters or not printable ASCII, or that came with
- *   another request; whatever `work` throws
+ *   another request; on a replay, FORBIDDEN (403) or NOT_FOUND (404) when the caller is no longer a member of a
+ *   workspace the first request verified; whatever `work` throws
  */
-export async function runOncePerKey(routeId: string, userId: string, key: string, request: unknown, context: Context, work: () => Promise<Reply>): Promise<Reply> {
+export async function runOncePerKey(routeId: string, userId: string, key: string, request: unknown, context: Context, work: () => Promise<Reply>, route: Pick<RouteSpec, "workspaceScope" | "path">): Promise<Reply> {
   if (!KEY_RE.test(key)) {
     throw Errors.validation([{ loc: ["header", "Idempotency-Key"], msg: "An Idempotency-Key is 1 to 255 printable ASCII characters", type: "idempotency_key" }]);
   }
@@ -96,12 +134,13 @@ export async function runOncePerKey(routeId: string, userId: string, key: string
     async (_payload: { key: unknown; request: unknown }): Promise<StoredAnswer> => {
       const reply = await work();
       fresh = reply;
+      const workspaces = verifiedWorkspaces(userId);
       // Plain JSON, as a replay will read it back (no undefined, dates as strings), measured in the bytes DynamoDB counts.
-      const json = JSON.stringify({ status: reply.status ?? 200, body: reply.body, ...(reply.headers ? { headers: reply.headers } : {}) });
-      return Buffer.byteLength(json, "utf8") > STORED_ANSWER_MAX_BYTES ? { status: reply.status ?? 200, too_large: true } : (JSON.parse(json) as StoredAnswer);
+      const json = JSON.stringify({ status: reply.status ?? 200, body: reply.body, ...(reply.headers ? { headers: reply.headers } : {}), workspaces });
+      return Buffer.byteLength(json, "utf8") > STORED_ANSWER_MAX_BYTES ? { status: reply.status ?? 200, too_large: true, workspaces } : (JSON.parse(json) as StoredAnswer);
     },
     {
-      persistenceStore: storeFor(routeId),
+      persistenceStore: storeFor(userId),
       keyPrefix: routeId,
       // Per request: the in-progress record lives as long as this invocation can (its remaining time).
       config: new IdempotencyConfig({ eventKeyJmesPath: "key", payloadValidationJmesPath: "request", expiresAfterSeconds: IDEMPOTENCY_TTL_SECONDS, lambdaContext: inProgressContext(context) }),
@@ -121,6 +160,8 @@ export async function runOncePerKey(routeId: string, userId: string, key: string
     throw translate(err);
   }
   if (fresh) return fresh;
+  // A replay: the answer is given only to a caller still let in where the first request was.
+  await recheckMemberships(userId, answer.workspaces, resourceNamed(route));
   if ("too_large" in answer) {
     throw new AppError("CONFLICT", "The request with this Idempotency-Key succeeded, but its answer was too large to keep: read its result from the resource it created or changed", { idempotency: "answer_not_kept" });
   }

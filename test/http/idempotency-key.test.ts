@@ -2,16 +2,19 @@
  * `Idempotency-Key` on the charged AI routes (functions/lib/idempotency.ts; docs/decisions.md "Idempotency-Key on
  * the charged AI routes"), through the real handlers and DynamoDB Local: a retry after a lost answer gets the first
  * answer and is not drafted or charged again; a retry while the first runs is a 409; the key with another request a
- * 422; a failed first request keeps nothing; keys are scoped to their caller.
+ * 422; a failed first request keeps nothing; keys are scoped to their caller. A replay checks the caller's
+ * memberships again; the records live in their caller's partition and go with the account.
  */
 import { describe, expect, it } from "vitest";
 import { db } from "../../core/db/service";
 import { runsOf } from "../../core/agent";
+import * as User from "../../core/user";
 import { dynamoBaseClient } from "../../core/db/client";
-import { call, newWorkspace as bareWorkspace } from "../support/api";
+import { call, newUser, newWorkspace as bareWorkspace } from "../support/api";
+import { signedDelivery, useIdpWebhookSecret } from "../support/idp-webhook";
 import { sourceWith } from "../support/sources";
 import { documentCreateFailsOnce, documentCreateHeld } from "../support/store-faults";
-import { expectEnvelope, headersOf } from "./_helpers";
+import { expectEnvelope, headersOf, partitionItems } from "./_helpers";
 
 const QUOTE = "I keep getting logged out and have to sign in again every time";
 
@@ -120,10 +123,10 @@ describe("Idempotency-Key on POST /api/documents/draft", () => {
     const { owner, workspace } = await newWorkspace("Idempotent answer not kept");
     const name = "idempotencyRecordRefused";
     let refused = false;
-    // Powertools writes the answer with an UpdateItem on the record (partition IDEMPOTENCY) after the work returned.
+    // Powertools writes the answer with an UpdateItem on the record (the caller's partition) after the work returned.
     dynamoBaseClient().middlewareStack.add(
       (next, context) => async (args) => {
-        if (!refused && context.commandName === "UpdateItemCommand" && JSON.stringify(args.input).includes('"IDEMPOTENCY"')) {
+        if (!refused && context.commandName === "UpdateItemCommand" && JSON.stringify(args.input).includes(`"${User.idempotencyPartitionOf(owner.id)}"`)) {
           refused = true;
           throw Object.assign(new Error("Item size has exceeded the maximum allowed size"), { name: "ValidationException", $fault: "client" });
         }
@@ -175,5 +178,110 @@ describe("Idempotency-Key on a block action (POST /api/blocks/{block_id}/expand)
     expect(retry.body).toEqual(first.body);
     expect(headersOf(retry)["idempotent-replayed"]).toBe("true");
     expect(await charged(owner.id)).toBe(afterFirst);
+  });
+});
+
+/** A workspace with an insight to draft from, and a second member (`mate`) who drafts in it. */
+async function withMate(name: string) {
+  const made = await newWorkspace(name);
+  const mate = await newUser();
+  const added = await call("POST", `/api/workspaces/${made.workspace.id}/members`, { token: made.owner.token, body: { email: mate.email, role: "member" } });
+  expect(added.status, added.text).toBe(201);
+  return { ...made, mate };
+}
+
+const removeMember = async (ownerToken: string, workspaceId: string, userId: string) =>
+  expect((await call("DELETE", `/api/workspaces/${workspaceId}/members/${userId}`, { token: ownerToken })).status).toBe(204);
+
+describe("Idempotency-Key: a replay checks access again", () => {
+  it("a member removed after a keyed draft gets 403 on its replay, not the stored draft, and nothing runs; added back, the replay answers", async () => {
+    const { owner, workspace, mate } = await withMate("Idempotent removed member");
+    const first = await draft(mate.token, workspace.id, "before-removal");
+    expect(first.status, first.text).toBe(200);
+    const chargedBefore = await charged(owner.id); // the workspace owner pays
+    await removeMember(owner.token, workspace.id, mate.id);
+
+    const replay = await draft(mate.token, workspace.id, "before-removal");
+    expectEnvelope(replay, 403, "FORBIDDEN");
+    expect(replay.text).not.toContain(first.body.id);
+    expect(headersOf(replay)["idempotent-replayed"]).toBeUndefined();
+    expect(await drafts(workspace.id)).toBe(1);
+    expect(await charged(owner.id)).toBe(chargedBefore);
+
+    // The answer is still kept: a member again, the caller gets it (and still nothing runs).
+    const again = await call("POST", `/api/workspaces/${workspace.id}/members`, { token: owner.token, body: { email: mate.email, role: "member" } });
+    expect(again.status, again.text).toBe(201);
+    const back = await draft(mate.token, workspace.id, "before-removal");
+    expect(back.status, back.text).toBe(200);
+    expect(back.body.id).toBe(first.body.id);
+    expect(headersOf(back)["idempotent-replayed"]).toBe("true");
+    expect(await drafts(workspace.id)).toBe(1);
+  });
+
+  it("on a route naming a resource alone (a block action) the removed member's replay is the route's 404", async () => {
+    const { owner, workspace, mate } = await withMate("Idempotent removed block member");
+    const doc = await call("POST", "/api/documents", {
+      token: owner.token,
+      body: { workspace_id: workspace.id, document_type: "prd", title: "Sign-in", content: "# Sign-in\n\n## Problem\n\nUsers are logged out every day.\n" },
+    });
+    expect(doc.status, doc.text).toBe(201);
+    const blocks = await call("POST", "/api/blocks/extract", { token: owner.token, body: { workspace_id: workspace.id, document_id: doc.body.id } });
+    expect(blocks.status, blocks.text).toBe(200);
+    const blockId = (blocks.body.blocks ?? blocks.body)[0].id as string;
+    const challenge = () => call("POST", `/api/blocks/${blockId}/challenge`, { token: mate.token, headers: { "Idempotency-Key": "challenge-1" } });
+    expect((await challenge()).status).toBe(200);
+    await removeMember(owner.token, workspace.id, mate.id);
+
+    const replay = await challenge();
+    expectEnvelope(replay, 404, "NOT_FOUND");
+    expect(replay.body.detail).toBe("Block not found");
+    expect(headersOf(replay)["idempotent-replayed"]).toBeUndefined();
+  });
+
+  it("a suspended caller's replay is refused before it (the auth checks run first)", async () => {
+    const { owner, workspace } = await newWorkspace("Idempotent suspended");
+    expect((await draft(owner.token, workspace.id, "then-suspended")).status).toBe(200);
+    await db().entities.user.patch({ id: owner.id }).set({ access_status: "suspended" }).go();
+    User.forgetAll();
+    const replay = await draft(owner.token, workspace.id, "then-suspended");
+    expectEnvelope(replay, 403, "FORBIDDEN");
+    expect(headersOf(replay)["idempotent-replayed"]).toBeUndefined();
+  });
+});
+
+describe("Idempotency-Key: records per caller", () => {
+  const secret = useIdpWebhookSecret();
+  const deleteAccount = (email: string) => {
+    // newUser's token has no sub of its own: the dev identity provider's is `dev|<email>`.
+    const { headers, body } = signedDelivery({ type: "user.deleted", data: { id: `dev|${email}` } }, secret());
+    return call("POST", "/api/webhooks/idp", { headers, raw: { data: body, contentType: "application/json" } });
+  };
+
+  it("a record lives in its caller's own partition (idempotency#<user id>), keyed by route", async () => {
+    const { owner, workspace } = await newWorkspace("Idempotent partition");
+    expect((await draft(owner.token, workspace.id, "where-kept")).status).toBe(200);
+    const mine = await partitionItems(User.idempotencyPartitionOf(owner.id));
+    expect(mine).toHaveLength(1);
+    expect(mine[0]).toMatchObject({ pk: `idempotency#${owner.id}`, status: "COMPLETED" });
+    expect(String(mine[0]!.sk)).toMatch(/^generation\.draft#/);
+    // Its stored answer names the workspace the first request was let into (what a replay checks again).
+    expect((mine[0]!.data as { workspaces: string[] }).workspaces).toEqual([workspace.id]);
+    // Not in the shared partition of before.
+    expect((await partitionItems("IDEMPOTENCY")).filter((i) => i.sk === mine[0]!.sk)).toEqual([]);
+  });
+
+  it("deleting the account (user.deleted) deletes the user's records with it", async () => {
+    const { owner, workspace, mate } = await withMate("Idempotent account deletion");
+    expect((await draft(mate.token, workspace.id, "leaver-1")).status).toBe(200);
+    expect((await draft(mate.token, workspace.id, "leaver-2")).status).toBe(200);
+    expect((await draft(owner.token, workspace.id, "stayer")).status).toBe(200);
+    expect(await partitionItems(User.idempotencyPartitionOf(mate.id))).toHaveLength(2);
+
+    const res = await deleteAccount(mate.email);
+    expect(res.status, res.text).toBe(200);
+    expect(await User.get(mate.id)).toBeNull();
+    expect(await partitionItems(User.idempotencyPartitionOf(mate.id))).toEqual([]);
+    // Another user's records are theirs.
+    expect(await partitionItems(User.idempotencyPartitionOf(owner.id))).toHaveLength(1);
   });
 });
