@@ -4,7 +4,7 @@ import diagnostics from "node:diagnostics_channel";
 import { AppError } from "../error";
 import { db } from "../db/service";
 import type { CallUsage, ModelTier } from "../ai/ports";
-import { grantMilestones, startCharge, type Charge, type Milestone } from "../billing/charge";
+import { grantMilestones, startCharge, type Charge, type Milestone, type OwedCharge, type OwedRun } from "../billing/charge";
 import { creditsFor, type RunOutcome } from "../billing/credits";
 import { milestoneSource, TRIAL_MILESTONE_CREDITS } from "../billing/ledger";
 import { currentSignal } from "../context";
@@ -106,6 +106,8 @@ export async function recordRun<T>(
       ? null
       : await startCharge({ workspaceId: opts.workspaceId, runId, engine: opts.engine, tier: opts.tier, chatMessage: opts.chatMessage }));
   const started = Date.now();
+  // The charge keeps what this run's record needs, for a record written by whoever settles it (the credit sweeper).
+  charge?.describeRun({ requested_by: opts.userId, agent_type: opts.agentType, tool_name: opts.toolName, engine: opts.engine, started_at: started });
   let tokens = 0;
   let cost = 0;
   let modelId: string | undefined;
@@ -115,7 +117,7 @@ export async function recordRun<T>(
       cost += u.costUsd;
       modelId = u.modelId;
       // The charge prices the run from the same figures before it settles (an approved action's flip records it).
-      charge?.noteUsage({ tokens: u.inputTokens + u.outputTokens, costUsd: u.costUsd });
+      charge?.noteUsage({ tokens: u.inputTokens + u.outputTokens, costUsd: u.costUsd, modelId: u.modelId });
     },
   };
   const finish = async (outcome: RunOutcome, output: unknown, error?: string, quality?: RunQuality) => {
@@ -123,7 +125,11 @@ export async function recordRun<T>(
     // The settlement and the run's record are written side by side: the record carries the figure the settlement
     // charges (`creditsFor`), and is corrected in the rare case the balance could not cover it all (a shortfall).
     const planned = charge ? creditsFor(cost, outcome, { chatMessage: charge.chatMessage }) : 0;
-    const executedAt = new Date().toISOString();
+    // A run whose charge was stored with its work (an approved action's flip) is recorded at the time fixed then: the
+    // credit sweeper, settling it after a crash, writes that same record (`recordSettledRun`), and the later write of
+    // the two finds it there and adds nothing.
+    const fixedAt = charge?.recordAt;
+    const executedAt = fixedAt ?? new Date().toISOString();
     let settledAt = 0;
     let writtenAt = 0;
     const settling = charge
@@ -150,7 +156,13 @@ export async function recordRun<T>(
         ...(quality ?? {}),
       })
       .go()
-      .then(() => void (writtenAt = performance.now()));
+      .then(
+        () => void (writtenAt = performance.now()),
+        (err: unknown) => {
+          if (!(fixedAt && isConditionalFailure(err))) throw err;
+          writtenAt = performance.now();
+        },
+      );
     const [credits] = await Promise.all([settling, writing]);
     if (credits !== planned) {
       await db().entities.agentRun.patch({ workspace_id: opts.workspaceId, executed_at: executedAt, id: runId }).set({ credits_charged: credits }).go();
@@ -200,6 +212,65 @@ export interface ChargeTiming {
  * without a subscriber, and keeps measurement out of the stored record.
  */
 export const chargeTimings = diagnostics.channel("r2d:charge");
+
+/**
+ * Record a run that someone other than the run settles: the credit sweeper (core/billing/sweeper.ts), for an approved
+ * action's run that stored its work and the charge with it (`OwedCharge`) and died before its own settle. Does what
+ * `recordRun` does after a successful run's settle (spec 02 Agent run, Trial milestones): writes the agent-run record
+ * (status success; the charge's tokens, USD cost and credits; the run's id, agent type, tool, engine, model and the
+ * requesting member from `owed.run`) under the time the charge fixed (`OwedRun.executed_at`), created only if absent,
+ * so of this write and the run's own late one (the same item) the first stands and the other is a no-op; then grants
+ * the trial milestones a successful run earns (`grantMilestones`: the ledger grants each once per workspace). Safe to
+ * repeat, and to run before the settle: a sweep that dies midway leaves the hold, and the next one does the rest.
+ * @param workspaceId the run's workspace (the action's)
+ * @param owed the charge recorded with the work, with its `run`
+ * @param summary what the run was asked and produced (clipped to MAX_DATA_CHARS as `recordRun` clips them)
+ * @returns whether this call wrote the record (false: it was there), and the milestones this call granted
+ * @throws the table's errors (the sweeper collects them and tries again at its next sweep)
+ */
+export async function recordSettledRun(
+  workspaceId: string,
+  owed: OwedCharge & { run: OwedRun },
+  summary: { input: unknown; output: unknown },
+): Promise<{ recorded: boolean; milestones: Milestone[] }> {
+  const run = owed.run;
+  let recorded = true;
+  try {
+    await db()
+      .entities.agentRun.create({
+        id: owed.run_id,
+        workspace_id: workspaceId,
+        user_id: run.requested_by,
+        agent_type: run.agent_type as AgentType,
+        tool_name: run.tool_name,
+        engine: run.engine,
+        model_id: run.model_id,
+        input_data: clip(summary.input),
+        output_data: clip(summary.output),
+        latency_ms: run.latency_ms,
+        tokens_used: owed.tokens,
+        cost_usd: Math.round(owed.cost_usd * 1e6) / 1e6,
+        credits_charged: owed.credits,
+        executed_at: run.executed_at,
+        status: "success",
+      })
+      .go();
+  } catch (err) {
+    if (!isConditionalFailure(err)) throw err;
+    recorded = false; // the run's own record, or an earlier sweep's: the same item
+  }
+  const milestones = await grantMilestones(owed.user_id, workspaceId, true, () => chargedRunCount(workspaceId));
+  return { recorded, milestones };
+}
+
+/**
+ * Correct the credits on a run's record to what its settle charged, when that differs from the figure recorded (a
+ * shortfall, or a settle that landed first with another figure): `recordRun` does the same after its own settle.
+ * @param run the record's key: workspace, time (ISO 8601) and run id
+ */
+export async function correctRunCredits(run: { workspace_id: string; executed_at: string; id: string }, credits: number): Promise<void> {
+  await db().entities.agentRun.patch(run).set({ credits_charged: credits }).go();
+}
 
 /** Agent runs of a workspace that count for the engagement milestone (all but the internal embedding runs), up to 3. */
 async function chargedRunCount(workspaceId: string): Promise<number> {

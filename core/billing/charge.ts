@@ -126,14 +126,45 @@ export interface Charge {
   release(): Promise<void>;
   /**
    * Add one model call's use to the run's (`recordRun` reports each call as it happens), so `owed` can price the run
-   * before it settles. `tokens` input plus output, `costUsd` in USD.
+   * before it settles. `tokens` input plus output, `costUsd` in USD, `modelId` the model that answered.
    */
-  noteUsage(u: { tokens: number; costUsd: number }): void;
+  noteUsage(u: { tokens: number; costUsd: number; modelId?: string }): void;
+  /**
+   * Describe the run for its agent-run record (`recordRun` calls it before the work): from then on `owed` carries
+   * what that record needs (`OwedCharge.run`), so whoever settles a recorded charge can write the record too.
+   * @param run.started_at when the run started (epoch ms), for its latency
+   */
+  describeRun(run: Omit<OwedRun, "executed_at" | "latency_ms" | "model_id"> & { started_at: number }): void;
+  /**
+   * The time (ISO 8601) the run's agent-run record is keyed at, fixed by the first `owed` of a described run (the
+   * charge recorded with its work): the run's own record and one the credit sweeper writes for it are then the same
+   * item, so whichever is written first stands. Undefined until then: the run records its end time.
+   */
+  readonly recordAt: string | undefined;
   /**
    * What settling now as `outcome` would charge: `creditsFor` of the use noted so far (the figure `settle` charges for
    * the same use and outcome), with that use. Null once a settlement has started: the ledger has the run's charge.
    */
   owed(outcome: RunOutcome): OwedCharge | null;
+}
+
+/**
+ * What a run's agent-run record needs beyond its charge (spec 02 Agent run), recorded with the charge so that the
+ * credit sweeper, settling a run that died before its own settle, can write the record the run would have.
+ */
+export interface OwedRun {
+  /** The record's time (ISO 8601), part of its key (`Charge.recordAt`). */
+  executed_at: string;
+  /** The member who asked for the run (an approved action's approver), the record's `user_id`. */
+  requested_by: string;
+  /** The agent type (core/agent `AgentType`), tool and engine names, as `recordRun` records them. */
+  agent_type: string;
+  tool_name: string;
+  engine: string;
+  /** The model of the run's last call, when it called one. */
+  model_id?: string;
+  /** Milliseconds from the run's start to the recording of its charge. */
+  latency_ms: number;
 }
 
 /**
@@ -149,6 +180,8 @@ export interface OwedCharge {
   /** Model tokens of the run (input plus output) and its cost in USD, for the compute counters. */
   tokens: number;
   cost_usd: number;
+  /** What the run's record needs, when `recordRun` described the run (absent on charges recorded before it did). */
+  run?: OwedRun;
 }
 
 /**
@@ -202,7 +235,9 @@ export async function startCharge(input: { workspaceId: string; runId: string; e
   const action = forAction ? { workspaceId: forAction.workspaceId, actionId: forAction.actionId } : undefined;
   const reservation = await reserve(payer, input.runId, held, { computeBudget: true, ...(action ? { action } : {}) });
   let settling: Promise<Closing> | null = null;
-  const used = { tokens: 0, costUsd: 0 };
+  const used: { tokens: number; costUsd: number; modelId?: string } = { tokens: 0, costUsd: 0 };
+  let described: (Omit<OwedRun, "executed_at" | "latency_ms" | "model_id"> & { started_at: number }) | undefined;
+  let recordAt: string | undefined;
   const charge: Charge = {
     payer,
     runId: input.runId,
@@ -233,10 +268,22 @@ export async function startCharge(input: { workspaceId: string; runId: string; e
     noteUsage(u) {
       used.tokens += u.tokens;
       used.costUsd += u.costUsd;
+      if (u.modelId) used.modelId = u.modelId;
+    },
+    describeRun(run) {
+      described = run;
+    },
+    get recordAt() {
+      return recordAt;
     },
     owed(outcome) {
       if (settling || charge.charged !== null) return null;
-      return { user_id: payer, run_id: input.runId, credits: creditsFor(used.costUsd, outcome, { chatMessage }), tokens: used.tokens, cost_usd: used.costUsd };
+      const owed: OwedCharge = { user_id: payer, run_id: input.runId, credits: creditsFor(used.costUsd, outcome, { chatMessage }), tokens: used.tokens, cost_usd: used.costUsd };
+      if (!described) return owed;
+      // Fixed once: a flip retried within the run, the run's own record and the sweeper's all name the same record.
+      recordAt ??= new Date().toISOString();
+      const { started_at, ...run } = described;
+      return { ...owed, run: { ...run, executed_at: recordAt, latency_ms: Math.max(0, Date.now() - started_at), ...(used.modelId ? { model_id: used.modelId } : {}) } };
     },
   };
   if (forAction) forAction.charge = charge;

@@ -6,15 +6,19 @@
  * settle after its release is charged from the spendable balance (ledger `settle`), so nothing is charged twice
  * and nothing is lost.
  *
- * Except a run whose work was delivered: an approved pending action's run whose tool commits inside the run records
- * what the run owes in the action's flip to executed (the row's `charge`, core/pending-action/executor.ts), and its
- * hold names the action. Such a hold is settled for that amount, through the ledger's own `settle`, as the run would
- * have settled it: the work was stored, so it is charged, once.
+ * Except the hold of an approved pending action's run (it names the action). When the action is executed and its flip
+ * recorded what this run owes (the row's `charge`, core/pending-action/executor.ts: a tool that commits inside its
+ * run), the hold is settled for that amount through the ledger's own `settle`, as the run would have settled it, and
+ * what the run does after its settle is done too: its agent-run record and its trial milestones (core/agent
+ * `recordSettledRun`). While the action may still be executed (approved or executing), the hold is left open: the
+ * next attempt runs under the same derived run id, for which the ledger reserves once, so it holds nothing of its own,
+ * and this hold is what its settle, or a later sweep's after it died, charges against.
  */
 import { db } from "../db/service";
+import { correctRunCredits, recordSettledRun } from "../agent";
 import { BOOST_EXPIRY_DUE, OPEN_HOLDS } from "./account.entity";
 import { expireBoosts, release, settle, type Closing, type CreditHold } from "./ledger";
-import type { OwedCharge } from "./charge";
+import type { OwedCharge, OwedRun } from "./charge";
 
 /** Age after which an open reservation is stale: above the longest a run can live (a 15-minute Lambda), with margin. */
 export const STALE_HOLD_MS = 20 * 60_000;
@@ -31,37 +35,62 @@ export interface HoldSweepReport {
   settled: number;
   /** Credits those settlements charged. */
   credits_charged: number;
+  /** Holds left open because their pending action may still be executed (approved or executing). */
+  waiting: number;
   errors: unknown[];
 }
 
+/** What to do with a stale hold (`fateOf`). */
+type Fate =
+  | { act: "release" }
+  | { act: "wait" }
+  | { act: "settle"; workspaceId: string; owed: OwedCharge; summary: { input: unknown; output: unknown } };
+
 /**
- * What the run of a stale hold owes, if its work was delivered: the hold names an approved pending action, the action
- * is executed, and its flip recorded a charge for this very run and payer (read strongly consistent). Null otherwise:
- * the run died before its work was stored (or it is no action's run), and its hold is released.
+ * What to do with a stale hold, from the pending action it names (read strongly consistent):
+ * - executed, and its flip recorded a charge for this very run and payer: settle for it (the work was delivered);
+ * - approved or executing: wait (a later attempt of the same run may deliver, and this is the run's only hold);
+ * - anything else (no action named, the action gone, failed, executed without this run's charge): release.
  */
-async function owedFor(hold: CreditHold): Promise<OwedCharge | null> {
-  if (!hold.action_workspace_id || !hold.action_id) return null;
+async function fateOf(hold: CreditHold): Promise<Fate> {
+  if (!hold.action_workspace_id || !hold.action_id) return { act: "release" };
   const { data: row } = await db().entities.pendingAction.get({ workspace_id: hold.action_workspace_id, id: hold.action_id }).go({ consistent: true });
+  if (row?.status === "approved" || row?.status === "executing") return { act: "wait" };
   const owed = row?.status === "executed" ? row.charge : undefined;
-  return owed && owed.run_id === hold.run_id && owed.user_id === hold.user_id ? owed : null;
+  if (!owed || owed.run_id !== hold.run_id || owed.user_id !== hold.user_id) return { act: "release" };
+  const input = { ...((row!.tool_input as Record<string, unknown>) ?? {}), ...((row!.user_edits as Record<string, unknown>) ?? {}) };
+  return { act: "settle", workspaceId: row!.workspace_id, owed, summary: { input, output: row!.result ?? null } };
 }
 
 /**
- * Close one stale hold: settle it for what its delivered run owes (`owedFor`), else release it. Both are the ledger's
- * once-only operations, so a sweeper racing another, or the run's own late settle, closes it once; a settle that
- * arrives after this one finds it done (`already_applied`) and charges nothing more.
+ * Close one stale hold as `fateOf` says; null when it is left open. A delivered run is first recorded, with its trial
+ * milestones (`recordSettledRun`), then settled: the settle closes the hold, so a sweep that dies before it leaves
+ * the hold for the next one, which redoes what is left. Each step is once-only (the record is created only if
+ * absent, the milestones and the settle are the ledger's), so a sweeper racing another, or the run's own late settle
+ * and record, leaves one record, one milestone grant and one charge; a settle after this one finds it done
+ * (`already_applied`).
  */
-async function closeStale(hold: CreditHold): Promise<Closing> {
-  const owed = await owedFor(hold);
-  return owed ? settle(hold.user_id, hold.run_id, owed.credits, { tokens: owed.tokens, costUsd: owed.cost_usd }) : release(hold.user_id, hold.run_id);
+async function closeStale(hold: CreditHold): Promise<Closing | null> {
+  const fate = await fateOf(hold);
+  if (fate.act === "wait") return null;
+  if (fate.act === "release") return release(hold.user_id, hold.run_id);
+  const { owed, workspaceId } = fate;
+  // A charge recorded before the run was described (no `run`) is settled without a record, as it was then.
+  const run: OwedRun | undefined = owed.run;
+  if (run) await recordSettledRun(workspaceId, { ...owed, run }, fate.summary);
+  const closing = await settle(hold.user_id, hold.run_id, owed.credits, { tokens: owed.tokens, costUsd: owed.cost_usd });
+  if (run && closing.charged !== owed.credits) await correctRunCredits({ workspace_id: workspaceId, executed_at: run.executed_at, id: owed.run_id }, closing.charged);
+  return closing;
 }
 
 /**
  * Close every reservation older than `olderThanMs` (default `STALE_HOLD_MS`), oldest first, at most `limit` per
  * sweep; reads the `open` index of holds (never scans). A hold whose run delivered its work (an executed pending
- * action that recorded the run's charge) is settled for that charge; every other is released. Each is the ledger's
- * once-only `settle` or `release`, so two sweepers, or a sweeper racing the run's own settle, close a hold once.
- * Errors are collected, not thrown, so one bad account does not stop the sweep.
+ * action that recorded the run's charge) is settled for that charge, after the run's agent-run record and trial
+ * milestones are written (`recordSettledRun`); a hold whose action may still be executed is left open (`waiting`; it is
+ * looked at again by each sweep until the action ends); every other is released. Each is the ledger's once-only
+ * `settle` or `release`, so two sweepers, or a sweeper racing the run's own settle, close a hold once (DESIGN.md 6.3;
+ * spec 02 Credits, Agent run). Errors are collected, not thrown, so one bad account does not stop the sweep.
  * @param opts.now the sweep's clock (tests pass a later time instead of waiting)
  * @param opts.userId only this account's holds (support releasing one account's holds; tests that share a table)
  */
@@ -73,10 +102,14 @@ export async function sweepStaleHolds(opts: { now?: Date; olderThanMs?: number; 
     .lt({ created_at: cutoff })
     .where((a, op) => (opts.userId ? op.eq(a.user_id, opts.userId) : ""))
     .go({ limit: opts.limit ?? 500 });
-  const report: HoldSweepReport = { stale: data.length, released: 0, credits_returned: 0, settled: 0, credits_charged: 0, errors: [] };
+  const report: HoldSweepReport = { stale: data.length, released: 0, credits_returned: 0, settled: 0, credits_charged: 0, waiting: 0, errors: [] };
   for (const hold of data) {
     try {
       const closing = await closeStale(hold);
+      if (!closing) {
+        report.waiting += 1;
+        continue;
+      }
       if (!closing.applied) continue;
       report.credits_returned += closing.returned;
       if (closing.kind === "settle") {

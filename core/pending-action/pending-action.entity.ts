@@ -77,7 +77,9 @@ export const buildPendingActionEntity = () => new Entity({
      * What the run that did the action's work owes (core/billing/charge.ts `OwedCharge`: the payer's user id, the run
      * id, the credits its settle charges, its tokens and USD cost), written by the flip to executed when that run had
      * not settled yet (its tool commits inside the run). A crash before the settle leaves the run's hold open; the
-     * credit sweeper settles it for this amount instead of releasing it. Not shown on the wire.
+     * credit sweeper settles it for this amount instead of releasing it. Not shown on the wire. `run` is what the
+     * run's agent-run record needs (`OwedRun`: its key time, who asked, agent type, tool, engine, model, latency ms),
+     * so that the sweeper's settle also writes the record the run would have; absent on charges recorded before it.
      */
     charge: {
       type: "map",
@@ -87,6 +89,18 @@ export const buildPendingActionEntity = () => new Entity({
         credits: { type: "number", required: true },
         tokens: { type: "number", required: true },
         cost_usd: { type: "number", required: true },
+        run: {
+          type: "map",
+          properties: {
+            executed_at: { type: "string", required: true },
+            requested_by: { type: "string", required: true },
+            agent_type: { type: "string", required: true },
+            tool_name: { type: "string", required: true },
+            engine: { type: "string", required: true },
+            model_id: { type: "string" },
+            latency_ms: { type: "number", required: true },
+          },
+        },
       },
     },
   },

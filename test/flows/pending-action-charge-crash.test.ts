@@ -5,7 +5,8 @@
  * through a file) SIGKILLs it at `before-settle`: draft_document's document and the action's flip have committed
  * inside the run, the run's reservation is still open. After the restart the hold is aged past 20 minutes and the
  * credit sweeper's own handler (functions/events/credit-sweeper.ts, what EventBridge and the runtime run) sweeps: the
- * account must be charged exactly what an uncrashed draft of the same kind was, with one settle entry and no hold.
+ * account must be charged exactly what an uncrashed draft of the same kind was, with one settle entry and no hold, and
+ * the run's agent-run record written as the uncrashed run's was.
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -54,6 +55,14 @@ async function chargeOf(runId: string) {
   return { kinds: entries.map((l) => l.kind).sort(), settle: s && { credits: s.credits, held: s.held, charged: s.charged, shortfall: s.shortfall, delta: s.delta, tokens: s.tokens, cost_usd: s.cost_usd } };
 }
 
+/** The agent-run records of one run (what `GET /api/admin/agent-runs` lists), with the fields its charge determines. */
+async function recordsOf(runId: string) {
+  const { data } = await db().entities.agentRun.query.byWorkspace({ workspace_id: env.workspaceId }).go({ consistent: true, pages: "all" });
+  return data
+    .filter((r) => r.id === runId)
+    .map((r) => ({ user_id: r.user_id, agent_type: r.agent_type, tool_name: r.tool_name, engine: r.engine, status: r.status, tokens_used: r.tokens_used, cost_usd: r.cost_usd, credits_charged: r.credits_charged }));
+}
+
 /** An approved draft_document action (made as the agent loop makes it, approved over HTTP); its run's derived id. */
 async function pendingDraft(): Promise<{ id: string; runId: string }> {
   const { input } = await toolCase("draft_document").setup(env);
@@ -99,6 +108,8 @@ describe("an approved action killed between its flip and its settle is charged o
     const expectedUsed = (await balanceOf(userId)).total_used - before.total_used;
     expect(expectedUsed).toBe(expected.settle!.charged);
     expect(await holdsOf()).toEqual([]);
+    const expectedRecords = await recordsOf(reference.runId);
+    expect(expectedRecords).toMatchObject([{ status: "success", credits_charged: expected.settle!.charged }]);
 
     // The crash: the runtime kills itself once the run, its document and its flip stored, is about to settle.
     const crashed = await pendingDraft();
@@ -117,6 +128,8 @@ describe("an approved action killed between its flip and its settle is charged o
     const [hold] = await holdsOf();
     expect(hold?.run_id).toBe(crashed.runId);
     expect((await chargeOf(crashed.runId)).kinds).toEqual(["reserve"]);
+    // The process died before the run's record too (it is written beside the settle).
+    expect(await recordsOf(crashed.runId)).toEqual([]);
 
     // Twenty minutes on (the hold's age moved back: the sweeper reads the `open` index by creation time).
     await db().entities.creditHold.delete({ user_id: userId, run_id: crashed.runId }).go();
@@ -129,8 +142,11 @@ describe("an approved action killed between its flip and its settle is charged o
     expect(after.total_used - before.total_used).toBe(expectedUsed);
     expect(after.reserved).toBe(0);
     expect(swept.holds).toMatchObject({ stale: 1, settled: 1, released: 0 });
+    // The sweep also wrote the run's record, as the uncrashed run's.
+    expect(await recordsOf(crashed.runId)).toEqual(expectedRecords);
     // Once: another sweep finds nothing.
     expect((await creditSweeper()).holds).toMatchObject({ stale: 0 });
     expect(await chargeOf(crashed.runId)).toEqual(expected);
+    expect(await recordsOf(crashed.runId)).toEqual(expectedRecords);
   }, 300_000);
 });

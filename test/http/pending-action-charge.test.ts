@@ -3,7 +3,11 @@
  * commits its document together with the action's flip to executed INSIDE its charged run, and the ledger's settle
  * follows: a process that dies between the two must not leave work delivered and never charged. The flip records
  * what the run owes (`charge` on the row, the same `creditsFor` figure the settle charges) and the hold names the
- * action, so the credit sweeper settles such a stale hold for that amount instead of releasing it.
+ * action, so the credit sweeper settles such a stale hold for that amount instead of releasing it, and writes the
+ * run's agent-run record and trial milestone as the run would have after its settle (one record, keyed at the time
+ * the charge fixed, whichever of the sweeper and the run writes it first). A hold whose action may still be executed
+ * is left open, so a later attempt of the same run (which reserves nothing of its own) still has it to be charged
+ * against after a double crash.
  *
  * Actions are made as the agent loop makes them, approved over HTTP and executed by calling the executor, against
  * DynamoDB Local. The crash hook (core/crash-point.ts `before-settle`) is replaced here by one that stops the run for
@@ -58,10 +62,13 @@ const accountOf = async (userId: string) => (await db().entities.billingAccount.
 /** The stale-hold sweep as the scheduled one runs it, past the hold's 20 minutes (only this account's holds). */
 const sweepLater = (userId: string) => sweepStaleHolds({ now: new Date(Date.now() + STALE_HOLD_MS + 60_000), userId });
 
-/** One workspace and account per test: its ledger and balance are the test's alone. */
-async function account() {
+/**
+ * One workspace and account per test: its ledger and balance are the test's alone. Power by default; a `trial`
+ * account (as a new user's) earns the first_run milestone with its workspace's first successful run.
+ */
+async function account(plan: "power" | "trial" = "power") {
   const { owner, workspace } = await newWorkspace("Charged actions");
-  await setAccount(owner.id, { plan: "power", status: "active" });
+  if (plan === "power") await setAccount(owner.id, { plan: "power", status: "active" });
   await topUp(owner.id, 200);
   const env: CaseEnv = {
     api: async (method, path, body) => {
@@ -84,19 +91,52 @@ async function approvedDraft(owner: { id: string; token: string }, env: CaseEnv)
 }
 
 /**
- * Execute `id`, stopping at `before-settle`: the returned promise is the execution, `reached` resolves when it stands
- * at the point. With `resume` the test lets it go on later; without, it never does (the process died there).
+ * Hold back the first write of `runId`'s agent-run record until the returned function is called (or for good).
+ * `recordRun` starts that write beside its settle, so a run stopped at `before-settle` by the test's hook would
+ * still write it, where a process that died there (SIGKILL) never sends it.
  */
-function executeStoppingBeforeSettle(workspaceId: string, id: string) {
+function holdRunRecord(runId: string): () => void {
+  const stack = dynamoClient().middlewareStack;
+  const name = `hold-record-${randomUUID()}`;
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  let held = false;
+  stack.add((next, context) => async (args) => {
+    const input = JSON.stringify(args.input);
+    if (held || !String(context.commandName).startsWith("Put") || !input.includes("agentrun#") || !input.includes(runId)) return next(args);
+    held = true;
+    await gate;
+    return next(args);
+  }, { step: "initialize", name });
+  return () => {
+    open();
+    stack.remove(name);
+  };
+}
+
+/**
+ * Execute `id`, stopping at `point` (default `before-settle`): the returned promise is the execution, `reached`
+ * resolves when it stands at the point. With `resume` the test lets it go on later; without, it never does (the
+ * process died there). Stopped at `before-settle`, the run's record (written beside the settle) waits with it.
+ */
+function executeStoppingBeforeSettle(workspaceId: string, id: string, point: "before-settle" | "before-commit" = "before-settle") {
   let open!: () => void;
   let reachedIt!: () => void;
   hook.gate = new Promise<void>((resolve) => (open = resolve));
   const reached = new Promise<void>((resolve) => (reachedIt = resolve));
   hook.reached = reachedIt;
-  hook.at = "before-settle";
+  hook.at = point;
+  const releaseRecord = point === "before-settle" ? holdRunRecord(idFor(id, "agent-run")) : () => undefined;
   const execution: Promise<ExecutionOutcome> = executeAction(workspaceId, id);
   execution.catch(() => undefined);
-  return { execution, reached, resume: () => open() };
+  return {
+    execution,
+    reached,
+    resume: () => {
+      releaseRecord();
+      open();
+    },
+  };
 }
 
 /** What the ledger and the account say about one run's charge. */
@@ -107,6 +147,29 @@ async function chargeOf(userId: string, runId: string) {
     kinds: entries.map((l) => l.kind).sort(),
     settle: settles[0] && { credits: settles[0].credits, held: settles[0].held, charged: settles[0].charged, shortfall: settles[0].shortfall, delta: settles[0].delta, tokens: settles[0].tokens, cost_usd: settles[0].cost_usd },
   };
+}
+
+/** The agent-run records of one run (what `GET /api/admin/agent-runs` lists), with the fields a charge determines. */
+async function recordsOf(workspaceId: string, runId: string) {
+  const { data } = await db().entities.agentRun.query.byWorkspace({ workspace_id: workspaceId }).go({ consistent: true, pages: "all" });
+  return data
+    .filter((r) => r.id === runId)
+    .map((r) => ({ id: r.id, user_id: r.user_id, agent_type: r.agent_type, tool_name: r.tool_name, engine: r.engine, model_id: r.model_id, status: r.status, tokens_used: r.tokens_used, cost_usd: r.cost_usd, credits_charged: r.credits_charged }));
+}
+/** What the uncrashed run's record says (the local template's draft priced as the mocked model's use). */
+const recordOf = (owner: { id: string }, runId: string) => ({
+  id: runId, user_id: owner.id, agent_type: "drafting", tool_name: "draft_document", engine: "model", model_id: "test-model", status: "success", tokens_used: 15_000, cost_usd: 0.17, credits_charged: 2.5,
+});
+/** The workspace's trial milestone grants in the payer's ledger (spec 02 Trial milestones), as `name: credits`. */
+async function milestonesOf(userId: string, workspaceId: string) {
+  const { data } = await db().entities.creditLedger.query.byUser({ user_id: userId }).go({ consistent: true, pages: "all" });
+  return data.filter((l) => l.kind === "grant" && l.source.startsWith("milestone#") && l.source.endsWith(`#${workspaceId}`)).map((l) => `${l.source.split("#")[1]}: ${l.credits}`).sort();
+}
+/** The runs `GET /api/admin/agent-runs` lists for the workspace, by id. */
+async function listedRuns(owner: { token: string }, workspaceId: string, runId: string) {
+  const res = await call("GET", "/api/admin/agent-runs", { token: owner.token, query: { workspace_id: workspaceId } });
+  expect(res.status, res.text).toBe(200);
+  return (res.body.runs as { id: string; status: string; tokens_used: number; cost_usd: number }[]).filter((r) => r.id === runId).map((r) => ({ status: r.status, tokens_used: r.tokens_used, cost_usd: r.cost_usd }));
 }
 
 /** The account's figures a settle changes, to compare before and after. */
@@ -168,7 +231,13 @@ describe("a pending action whose run reserves credits is charged exactly once, w
     expect(await executeAction(env.workspaceId, id)).toMatchObject({ outcome: "executed" });
     const row = (await db().entities.pendingAction.get({ workspace_id: env.workspaceId, id }).go({ consistent: true })).data!;
     // What the run owes was written by the flip itself, the very figure the settle then charged.
-    expect(row.charge).toEqual({ user_id: owner.id, run_id: runId, credits: 2.5, tokens: 15_000, cost_usd: 0.17 });
+    expect(row.charge).toEqual({
+      user_id: owner.id, run_id: runId, credits: 2.5, tokens: 15_000, cost_usd: 0.17,
+      // What the run's record needs, should the sweeper have to write it; the run's own record is keyed at that time.
+      run: { executed_at: expect.any(String), requested_by: owner.id, agent_type: "drafting", tool_name: "draft_document", engine: "model", model_id: "test-model", latency_ms: expect.any(Number) },
+    });
+    const { data: records } = await db().entities.agentRun.query.byWorkspace({ workspace_id: env.workspaceId }).go({ consistent: true, pages: "all" });
+    expect(records.filter((r) => r.id === runId).map((r) => r.executed_at)).toEqual([row.charge!.run!.executed_at]);
     expect(await chargeOf(owner.id, runId)).toEqual(reference.charge);
     expect(await holdsOf(owner.id)).toEqual([]);
 
@@ -245,5 +314,103 @@ describe("a pending action whose run reserves credits is charged exactly once, w
     expect(await chargeOf(owner.id, runId)).toEqual(reference.charge);
     expect(await holdsOf(owner.id)).toEqual([]);
     expect(diff(before, await figures(owner.id))).toEqual(reference.change);
+    // One record of the run, whichever of the two wrote it.
+    expect(await recordsOf(env.workspaceId, runId)).toEqual([recordOf(owner, runId)]);
+  }, 60_000);
+});
+
+describe("the sweeper's settle of a delivered run also records the run and grants its milestone, as the run would have", () => {
+  it("dies at before-settle on a trial account: the sweep writes the run's record and grants first_run, once; the run's late settle adds nothing", async () => {
+    const { owner, env } = await account("trial");
+    const { id, runId } = await approvedDraft(owner, env);
+    const before = await figures(owner.id);
+
+    const run = executeStoppingBeforeSettle(env.workspaceId, id);
+    await run.reached;
+    // Died before its settle, and so before its record and its milestone.
+    expect(await recordsOf(env.workspaceId, runId)).toEqual([]);
+    expect(await milestonesOf(owner.id, env.workspaceId)).toEqual([]);
+
+    const swept = await sweepLater(owner.id);
+    expect(swept.errors).toEqual([]);
+    expect(swept).toMatchObject({ stale: 1, released: 0, settled: 1, credits_charged: 2.5 });
+    // What the row's charge holds, as a success under the run's id; listed as the run would have been.
+    expect(await recordsOf(env.workspaceId, runId)).toEqual([recordOf(owner, runId)]);
+    expect(await listedRuns(owner, env.workspaceId, runId)).toEqual([{ status: "success", tokens_used: 15_000, cost_usd: 0.17 }]);
+    expect(await milestonesOf(owner.id, env.workspaceId)).toEqual(["first_run: 5"]);
+    expect(await chargeOf(owner.id, runId)).toEqual(reference.charge);
+
+    // A second sweep finds nothing; the run's own late settle finds everything done.
+    expect(await sweepLater(owner.id)).toMatchObject({ stale: 0, settled: 0 });
+    run.resume();
+    expect(await run.execution).toMatchObject({ outcome: "executed" });
+    expect(await recordsOf(env.workspaceId, runId)).toEqual([recordOf(owner, runId)]);
+    expect(await milestonesOf(owner.id, env.workspaceId)).toEqual(["first_run: 5"]);
+    expect(await chargeOf(owner.id, runId)).toEqual(reference.charge);
+    expect(await holdsOf(owner.id)).toEqual([]);
+    // Charged the draft once (2.5), and the milestone's 5 credits were granted once (not spent: total_used is 2.5).
+    expect(diff(before, await figures(owner.id))).toEqual(reference.change);
+  }, 60_000);
+
+  it("two sweeps at once over the same stale hold: one record, one milestone, one charge", async () => {
+    const { owner, env } = await account("trial");
+    const { id, runId } = await approvedDraft(owner, env);
+    const run = executeStoppingBeforeSettle(env.workspaceId, id);
+    await run.reached;
+
+    const sweeps = await Promise.all([sweepLater(owner.id), sweepLater(owner.id)]);
+    expect(sweeps.flatMap((s) => s.errors)).toEqual([]);
+    expect(sweeps.reduce((n, s) => n + s.settled, 0)).toBe(1);
+    expect(await recordsOf(env.workspaceId, runId)).toEqual([recordOf(owner, runId)]);
+    expect(await milestonesOf(owner.id, env.workspaceId)).toEqual(["first_run: 5"]);
+    expect(await chargeOf(owner.id, runId)).toEqual(reference.charge);
+  }, 60_000);
+});
+
+describe("a delivered draft whose first attempt's hold went stale is charged after a double crash", () => {
+  it("attempt 1 reserves and dies before its commit; a sweep 20 minutes on; attempt 2 delivers and dies before its settle; the sweep charges it once", async () => {
+    const { owner, env } = await account();
+    const { id, runId } = await approvedDraft(owner, env);
+    const before = await figures(owner.id);
+    const rowOf = async () => (await db().entities.pendingAction.get({ workspace_id: env.workspaceId, id }).go({ consistent: true })).data!;
+
+    // Attempt 1 reserves, then stalls for good just before it would commit the document and the flip.
+    const first = executeStoppingBeforeSettle(env.workspaceId, id, "before-commit");
+    await first.reached;
+    expect((await holdsOf(owner.id)).map((h) => h.run_id)).toEqual([runId]);
+    expect((await rowOf()).status).toBe("executing");
+
+    // Twenty minutes on the hold is stale, but its action may still be executed (executing): the sweep leaves it.
+    const early = await sweepLater(owner.id);
+    expect(early.errors).toEqual([]);
+    expect(early).toMatchObject({ stale: 1, released: 0, settled: 0 });
+
+    // Attempt 1's process is gone with its lease: another executor claims the row (as after the lease's expiry).
+    await db().entities.pendingAction.patch({ workspace_id: env.workspaceId, id }).set({ lease_owner: `gone-${randomUUID()}`, lease_expires_at: Date.now() - 1_000 }).go();
+    // Attempt 2, under the same derived run id: delivers the draft (the flip records the charge), dies before its settle.
+    const second = executeStoppingBeforeSettle(env.workspaceId, id);
+    await second.reached;
+    const row = await rowOf();
+    expect(row.status).toBe("executed");
+    expect(row.charge).toMatchObject({ user_id: owner.id, run_id: runId, credits: 2.5, tokens: 15_000, cost_usd: 0.17 });
+    // Attempt 2 reserved nothing of its own: the ledger reserves once per run id, so attempt 1's reservation is the run's.
+    expect((await chargeOf(owner.id, runId)).kinds).toEqual(["reserve"]);
+    expect((await holdsOf(owner.id)).map((h) => h.run_id)).toEqual([runId]);
+
+    const swept = await sweepLater(owner.id);
+    expect(swept.errors).toEqual([]);
+    expect(swept).toMatchObject({ stale: 1, released: 0, settled: 1, credits_charged: 2.5 });
+    // Charged exactly as an uncrashed draft: one reserve, one settle of the same figures, no release, no hold.
+    expect(await chargeOf(owner.id, runId)).toEqual(reference.charge);
+    expect(await holdsOf(owner.id)).toEqual([]);
+    expect(diff(before, await figures(owner.id))).toEqual(reference.change);
+    expect(await recordsOf(env.workspaceId, runId)).toEqual([recordOf(owner, runId)]);
+
+    // Attempt 2's own late settle changes nothing.
+    second.resume();
+    expect(await second.execution).toMatchObject({ outcome: "executed" });
+    expect(await chargeOf(owner.id, runId)).toEqual(reference.charge);
+    expect(diff(before, await figures(owner.id))).toEqual(reference.change);
+    expect(await recordsOf(env.workspaceId, runId)).toEqual([recordOf(owner, runId)]);
   }, 60_000);
 });
