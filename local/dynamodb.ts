@@ -3,8 +3,8 @@ import { spawn as spawnProcess, spawnSync, type ChildProcess } from "node:child_
 import { createRequire } from "node:module";
 import { dirname } from "node:path";
 import { createServer } from "node:net";
-import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, UpdateTimeToLiveCommand } from "@aws-sdk/client-dynamodb";
-import { createTableInput, TABLE_KEYS } from "../core/db/table";
+import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, UpdateTableCommand, UpdateTimeToLiveCommand, type TableDescription } from "@aws-sdk/client-dynamodb";
+import { createTableInput, globalIndexes, globalIndexInput, keyAttributeDefinitions, TABLE_KEYS } from "../core/db/table";
 
 /** Raised when a prerequisite of the embedded runtime is missing; the CLI prints only its message. */
 export class PrerequisiteError extends Error {}
@@ -117,13 +117,23 @@ export async function startDynamoLocal(opts: { port?: number; dbPath?: string } 
   };
 }
 
-/** Create the service table (keys, GSIs, stream, TTL) unless it exists. Idempotent. */
+/**
+ * Create the service table (keys, GSIs, stream, TTL) unless it exists; a table that exists (an older `.data`) gets
+ * the global indexes it lacks (`addMissingIndexes`). Idempotent.
+ */
 export async function ensureTable(endpoint: string, tableName: string): Promise<void> {
   const client = new DynamoDBClient({ endpoint, region: "us-east-1", credentials: { accessKeyId: "local", secretAccessKey: "local" } });
   try {
-    await client.send(new DescribeTableCommand({ TableName: tableName }));
-  } catch (err) {
-    if ((err as { name?: string }).name !== "ResourceNotFoundException") throw err;
+    let existing: TableDescription | undefined;
+    try {
+      existing = (await client.send(new DescribeTableCommand({ TableName: tableName }))).Table;
+    } catch (err) {
+      if ((err as { name?: string }).name !== "ResourceNotFoundException") throw err;
+    }
+    if (existing) {
+      await addMissingIndexes(client, tableName, existing);
+      return;
+    }
     await client.send(new CreateTableCommand(createTableInput(tableName)));
     await client.send(
       new UpdateTimeToLiveCommand({
@@ -133,5 +143,50 @@ export async function ensureTable(endpoint: string, tableName: string): Promise<
     );
   } finally {
     client.destroy();
+  }
+}
+
+/** How long `addMissingIndexes` waits for a new index to become ACTIVE (DynamoDB Local fills it from the items). */
+const INDEX_ACTIVE_TIMEOUT_MS = 120_000;
+
+/**
+ * Add to an existing table each global index of `core/db/table.ts` it lacks (a `.data` written before the index was
+ * added), one UpdateTable per index (DynamoDB creates one per call), and wait until each is ACTIVE, so the service
+ * never queries an index that is not there yet. DynamoDB fills a new index from the items that carry its keys; items
+ * written before the index do not carry them, and their readers give them the keys (core/task `list`: the index mark).
+ * An index that exists with another projection is left as it is (DynamoDB cannot change a projection in place): its
+ * reads still answer, only larger.
+ * @returns the names of the indexes added
+ * @throws Error when an index is not ACTIVE within INDEX_ACTIVE_TIMEOUT_MS
+ */
+export async function addMissingIndexes(client: DynamoDBClient, tableName: string, table?: TableDescription): Promise<string[]> {
+  const described = table ?? (await client.send(new DescribeTableCommand({ TableName: tableName }))).Table;
+  const present = new Set((described?.GlobalSecondaryIndexes ?? []).map((i) => i.IndexName));
+  const added: string[] = [];
+  for (const [name, keys] of globalIndexes()) {
+    if (present.has(name)) continue;
+    await client.send(
+      new UpdateTableCommand({
+        TableName: tableName,
+        // DynamoDB wants the new index's key attributes defined in the same call.
+        AttributeDefinitions: keyAttributeDefinitions().filter((a) => a.AttributeName === keys.partitionKey || a.AttributeName === keys.sortKey),
+        GlobalSecondaryIndexUpdates: [{ Create: globalIndexInput(name, keys) }],
+      }),
+    );
+    await untilIndexActive(client, tableName, name);
+    added.push(name);
+  }
+  return added;
+}
+
+/** Poll DescribeTable until the index is ACTIVE (and the table too: a second UpdateTable waits for the first). */
+async function untilIndexActive(client: DynamoDBClient, tableName: string, indexName: string): Promise<void> {
+  const deadline = Date.now() + INDEX_ACTIVE_TIMEOUT_MS;
+  for (;;) {
+    const t = (await client.send(new DescribeTableCommand({ TableName: tableName }))).Table;
+    const index = t?.GlobalSecondaryIndexes?.find((i) => i.IndexName === indexName);
+    if (index?.IndexStatus === "ACTIVE" && t?.TableStatus === "ACTIVE") return;
+    if (Date.now() > deadline) throw new Error(`The index ${indexName} of ${tableName} is not ACTIVE after ${INDEX_ACTIVE_TIMEOUT_MS / 1000} s (${index?.IndexStatus ?? "absent"})`);
+    await new Promise((r) => setTimeout(r, 100));
   }
 }

@@ -1,7 +1,7 @@
 import { Duration, aws_kms as kms, aws_s3 as s3 } from "aws-cdk-lib";
 import { Construct } from "constructs";
 import { Bucket, Table, use, type StackContext } from "sst/constructs";
-import { TABLE_KEYS } from "../core/db/table";
+import { globalIndexes, TABLE_KEYS } from "../core/db/table";
 import { Secrets } from "./Secrets";
 
 /** Key prefix of research uploads; object-created events under it start extraction (stacks/Pipelines.ts). */
@@ -37,16 +37,18 @@ function accessLogBucket(stack: Construct): s3.Bucket {
 
 /**
  * The table's attribute definitions and indexes, derived from the shared key shape in `core/db/table.ts`
- * so the deployed table and DynamoDB Local's create-table cannot drift. Every key attribute is a string.
+ * so the deployed table and DynamoDB Local's create-table cannot drift. Every key attribute is a string; each index
+ * projects what `TABLE_KEYS` says (ALL, or gsi4's INCLUDE list).
  */
 export function tableShape() {
-  const indexes = Object.entries(TABLE_KEYS.globalIndexes);
+  const indexes = globalIndexes();
   const keyFields = [TABLE_KEYS.partitionKey, TABLE_KEYS.sortKey, ...indexes.flatMap(([, k]) => [k.partitionKey, k.sortKey])];
   return {
     fields: Object.fromEntries(keyFields.map((name) => [name, "string" as const])),
     primaryIndex: { partitionKey: TABLE_KEYS.partitionKey, sortKey: TABLE_KEYS.sortKey },
+    // SST turns a list of names into an INCLUDE projection of those (gsi4's slim list entries), "all" into ALL.
     globalIndexes: Object.fromEntries(
-      indexes.map(([name, k]) => [name, { partitionKey: k.partitionKey, sortKey: k.sortKey, projection: "all" as const }]),
+      indexes.map(([name, k]) => [name, { partitionKey: k.partitionKey, sortKey: k.sortKey, projection: k.include ? [...k.include] : ("all" as const) }]),
     ),
   };
 }

@@ -26,6 +26,7 @@ import { settleCycle } from "../cycle/marker";
 import { TASK_DUE, TASK_OUTCOME, type TaskEntity } from "./task.entity";
 import { canTransition, fromStatusesOf, isTerminal, type TaskStatus } from "./status";
 import { TaskSettings } from "./settings";
+import { listedTasks, newestFirst } from "./listing";
 import { taskRunner } from "./runner";
 import {
   PHASES,
@@ -281,21 +282,20 @@ export async function spawn(userId: string, input: SpawnTaskInput): Promise<Task
  */
 export const engineOf = (): string => TaskSettings.engine();
 
-/** Newest first, then id, so pages are stable. */
-const newestFirst = (a: Pick<TaskItem, "created_at" | "id">, b: Pick<TaskItem, "created_at" | "id">) => b.created_at.localeCompare(a.created_at) || b.id.localeCompare(a.id);
-
 /**
  * `GET /api/tasks` (spec 02): the workspace's tasks, newest first, optionally of one status; limit default 20, max 100.
- * Counting and ordering need every matching task, but only its id, creation time and status: the Query returns those
- * (the status filtered by DynamoDB), and the page's tasks are then read whole in one batch get, so a workspace with
- * thousands of tasks (each up to 100 KB of result and checkpoint) is not loaded into memory to show twenty.
+ * Counting and ordering need every matching task, but only its id and creation time: those come from the tasks' slim
+ * index (core/task/listing.ts; its entries hold no result, so the count reads a few hundred bytes per task, not the
+ * task), and the page's tasks are then read whole, by key and strongly consistently, in one batch get.
+ * The index is eventually consistent: a task spawned a moment ago may be missing from the list (and from `total`), or
+ * counted under the status it just left, typically for well under a second; a task read for the page shows its
+ * current state.
  * @returns `{tasks, total}`, total counting every match. @throws AppError FORBIDDEN (403) for a non-member.
  */
 export async function list(userId: string, q: ListTasksQuery): Promise<{ tasks: TaskView[]; total: number }> {
   await requireMember(userId, q.workspace_id);
-  const query = db().entities.task.query.byWorkspace({ workspace_id: q.workspace_id });
-  const { data: keys } = await (q.status ? query.where((a, op) => op.eq(a.status, q.status!)) : query).go({ pages: "all", consistent: true, attributes: ["id", "created_at"] });
-  const page = [...keys].sort(newestFirst).slice(q.offset, q.offset + q.limit);
+  const keys = await listedTasks(q.workspace_id, q.status);
+  const page = keys.slice(q.offset, q.offset + q.limit);
   if (!page.length) return { tasks: [], total: keys.length };
   // A task deleted between the two reads is left out of the page.
   const tasks = (await getAll(page.map((k) => ({ workspace_id: q.workspace_id, id: k.id })), (k) => db().entities.task.get(k).go({ consistent: true }))) as TaskItem[];

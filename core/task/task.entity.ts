@@ -1,4 +1,5 @@
 import { Entity } from "electrodb";
+import { SLIM_LIST_ATTRIBUTES } from "../db/table";
 import { TaskStatus, TaskType } from "./schema";
 
 /**
@@ -20,8 +21,11 @@ export const TASK_OUTCOME = "outcome" as const;
  * on the status it read (core/task/status.ts) and, for the worker's, on its attempt.
  *
  * Indexes:
- * - byWorkspace: the workspace partition (`ws#<id>`, sk `task#<id>`), for lists and strongly consistent reads.
+ * - byWorkspace: the workspace partition (`ws#<id>`, sk `task#<id>`), for strongly consistent reads by key.
  * - byId (gsi1): look-up by id alone (the `/api/tasks/{task_id}` routes).
+ * - listed (gsi4, slim): the workspace's tasks newest first (`wstasks#<ws>`, sk `task#<created_at>#<id>`), each entry
+ *   carrying only `SLIM_LIST_ATTRIBUTES` (id, status, created_at and ElectroDB's identifiers), so `GET /api/tasks`
+ *   counts and orders them without reading their results (a task keeps up to 100 KB). Eventually consistent.
  * - due (gsi3, SPARSE): only pending and running tasks, in one partition `task#due`, sorted by when the sweeper
  *   should look at them (`due_at`: the heartbeat's or the spawn's time plus the staleness bound). Every worker write
  *   moves `due_at` on; the terminal writes move the task to the partition `task#outcome` (`sweep` = TASK_OUTCOME,
@@ -89,6 +93,13 @@ export const buildTaskEntity = () => new Entity({
       pk: { field: "gsi1pk", composite: ["id"], template: "task#${id}", casing: "none" },
       sk: { field: "gsi1sk", composite: [], template: "task", casing: "none" },
     },
+    listed: {
+      index: "gsi4",
+      // The index's INCLUDE projection (core/db/table.ts); ElectroDB reads its identifiers from it to recognise tasks.
+      projection: SLIM_LIST_ATTRIBUTES,
+      pk: { field: "gsi4pk", composite: ["workspace_id"], template: "wstasks#${workspace_id}", casing: "none" },
+      sk: { field: "gsi4sk", composite: ["created_at", "id"], template: "task#${created_at}#${id}", casing: "none" },
+    },
     due: {
       index: "gsi3",
       // Sparse: ElectroDB writes the keys only when this holds, and deletes them when a write makes it false.
@@ -100,6 +111,18 @@ export const buildTaskEntity = () => new Entity({
   },
 });
 export type TaskEntity = ReturnType<typeof buildTaskEntity>;
+
+/**
+ * The keys of a task's `listed` (gsi4) entry as ElectroDB writes them, for the backfill of tasks written before the
+ * index (core/task/listing.ts), and the workspace's index mark: a raw item in the workspace partition (sort key
+ * `taskindex`), written once every task of the workspace carries these keys.
+ */
+export const taskListKeysOf = (workspaceId: string, task?: { created_at: string; id: string }) => ({
+  pk: `ws#${workspaceId}`,
+  gsi4pk: `wstasks#${workspaceId}`,
+  gsi4sk: task ? `task#${task.created_at}#${task.id}` : undefined,
+  markSk: "taskindex",
+});
 
 /**
  * A member who opened a task's progress stream (spec 02 Task progress stream: "membership is re-checked on every

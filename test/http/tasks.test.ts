@@ -267,6 +267,96 @@ describe("GET /api/tasks, /api/tasks/{id}, /status", () => {
   });
 });
 
+describe("GET /api/tasks reads slim index entries, not the tasks' results", () => {
+  let ws: Ws;
+  let ids: string[];
+  /** About 60 KB of result per task: the list must not pay for it to count and order the tasks. */
+  const RESULT = "r".repeat(60_000);
+  const TASKS = 30;
+  beforeAll(async () => {
+    ws = await newWorkspace("Large results");
+    const base = Date.parse("2026-01-01T00:00:00.000Z");
+    ids = [];
+    for (let i = 0; i < TASKS; i++) {
+      const id = randomUUID();
+      ids.push(id);
+      await db().entities.task.create({ id, workspace_id: ws.workspace.id, task_type: "research", prompt: `Big ${i}`, status: i % 3 === 0 ? "failed" : "completed", timeout_seconds: 600, created_by: ws.owner.id, created_at: new Date(base + i * 1000).toISOString(), result_summary: `Summary ${i}`, result_data: { report: RESULT } }).go();
+    }
+  }, 120_000);
+
+  /**
+   * The DynamoDB reads of one list request on this workspace: each command's name, the read units DynamoDB says it
+   * consumed (ReturnConsumedCapacity TOTAL, set here on every read) and the bytes of the items it returned.
+   */
+  async function measured(query: Record<string, string | number>) {
+    const { dynamoClient } = await import("../../core/db/client");
+    const reads: { command: string; index?: string; units: number; bytes: number; keys: number }[] = [];
+    const name = "taskListCapacity";
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        const command = String(context.commandName);
+        const input = args.input as Record<string, unknown>;
+        if (!/Query|Get/.test(command) || !JSON.stringify(input).includes(ws.workspace.id)) return next(args);
+        input.ReturnConsumedCapacity = "TOTAL";
+        const result = await next(args);
+        const output = result.output as { ConsumedCapacity?: { CapacityUnits?: number } | { CapacityUnits?: number }[]; Items?: unknown[]; Item?: unknown; Responses?: Record<string, unknown[]> };
+        const capacity = [output.ConsumedCapacity ?? []].flat();
+        const items = output.Items ?? (output.Item ? [output.Item] : Object.values(output.Responses ?? {}).flat());
+        const keys = Object.values((input.RequestItems ?? {}) as Record<string, { Keys: unknown[] }>).reduce((n, r) => n + r.Keys.length, 0);
+        reads.push({ command, index: input.IndexName as string | undefined, units: capacity.reduce((n, c) => n + (c.CapacityUnits ?? 0), 0), bytes: JSON.stringify(items).length, keys });
+        return result;
+      },
+      { step: "initialize", name },
+    );
+    try {
+      const res = await call("GET", "/api/tasks", { token: ws.owner.token, query: { workspace_id: ws.workspace.id, ...query } });
+      expect(res.status, res.text).toBe(200);
+      return { res, reads };
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+  }
+
+  it("counts and orders the workspace's tasks from a few read units, and reads whole only the page's tasks", async () => {
+    // The workspace's first listing gives its tasks their index keys (core/task/listing.ts); measured after it.
+    expect((await call("GET", "/api/tasks", { token: ws.owner.token, query: { workspace_id: ws.workspace.id } })).body.total).toBe(TASKS);
+    const { res, reads } = await measured({ limit: 2, offset: 3 });
+    expect(res.body.total).toBe(TASKS);
+    expect(res.body.tasks.map((t: { id: string }) => t.id)).toEqual([ids[TASKS - 4], ids[TASKS - 5]]);
+    expect(res.body.tasks[0].result_data).toEqual({ report: RESULT });
+
+    const queries = reads.filter((r) => /Query/.test(r.command));
+    const batches = reads.filter((r) => /BatchGet/.test(r.command));
+    const queryUnits = queries.reduce((n, r) => n + r.units, 0);
+    const queryBytes = queries.reduce((n, r) => n + r.bytes, 0);
+    const batchUnits = batches.reduce((n, r) => n + r.units, 0);
+    console.info(`GET /api/tasks over ${TASKS} tasks of ~60 KB: ${queries.length} Query page(s), ${queryUnits} RCU, ${queryBytes} B returned; batch get ${batchUnits} RCU; all reads ${JSON.stringify(reads)}`);
+    // Only the slim index is queried: its entries hold no result. A partition Query (the old list) reads every task
+    // whole, ~1.8 MB here: hundreds of read units, whatever its projection returns. (DynamoDB Local cuts even the
+    // index's pages at 1 MB of the tasks' whole size, so it may answer in two pages where DynamoDB answers in one;
+    // the read units are the index entries'.)
+    expect(queryUnits).toBeGreaterThan(0);
+    expect(queryUnits).toBeLessThan(5);
+    for (const q of queries) expect(q.index).toBe("gsi4");
+    // The whole items are the page's two, read by key.
+    expect(batches.reduce((n, r) => n + r.keys, 0)).toBe(2);
+    // Every read of the request together stays far below one task's worth per listed task.
+    expect(reads.reduce((n, r) => n + r.units, 0)).toBeLessThan(batchUnits + 10);
+  });
+
+  it("filters by status and pages with offset and limit over the index, newest first", async () => {
+    const failed = ids.filter((_, i) => i % 3 === 0).reverse();
+    const { res, reads } = await measured({ status: "failed", limit: 3, offset: 2 });
+    expect(res.body.total).toBe(failed.length);
+    expect(res.body.tasks.map((t: { id: string; status: string }) => [t.id, t.status])).toEqual(failed.slice(2, 5).map((id) => [id, "failed"]));
+    const queries = reads.filter((r) => /Query/.test(r.command));
+    expect(queries.reduce((n, r) => n + r.units, 0)).toBeLessThan(5);
+    for (const q of queries) expect(q.index).toBe("gsi4");
+    const past = await call("GET", "/api/tasks", { token: ws.owner.token, query: { workspace_id: ws.workspace.id, status: "failed", offset: failed.length } });
+    expect(past.body).toEqual({ tasks: [], total: failed.length });
+  });
+});
+
 describe("POST /api/tasks/{id}/cancel", () => {
   let ws: Ws;
   let conv: string;

@@ -1,0 +1,119 @@
+/**
+ * An older local table gets the tasks' slim list index (docs/decisions.md "Slim list index"): `npm start` reuses the
+ * DynamoDB Local table under .data, so `ensureTable` (local/dynamodb.ts) adds the global indexes that table lacks and
+ * waits until they are ACTIVE; the tasks written before the index get its keys at their workspace's first listing
+ * (core/task/listing.ts), which answers from the partition, and every later listing reads the index only. Runs on its
+ * own table, created as a `.data` written before gsi4 would have it.
+ */
+import { randomUUID } from "node:crypto";
+import { CreateTableCommand, DescribeTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { createTableInput, SLIM_LIST_ATTRIBUTES } from "../../core/db/table";
+import { addMissingIndexes, ensureTable } from "../../local/dynamodb";
+import { dynamoClient } from "../../core/db/client";
+import { db } from "../../core/db/service";
+import { call, newWorkspace } from "../support/api";
+
+const saved = process.env.TABLE_NAME;
+const name = `r2d-upgrade-${randomUUID().slice(0, 8)}`;
+const client = () => new DynamoDBClient({ endpoint: inject("dynamoEndpoint"), region: "us-east-1", credentials: { accessKeyId: "local", secretAccessKey: "local" } });
+const describeTable = async () => {
+  const c = client();
+  try {
+    return (await c.send(new DescribeTableCommand({ TableName: name }))).Table!;
+  } finally {
+    c.destroy();
+  }
+};
+
+beforeAll(async () => {
+  // Today's create-table input without gsi4 and its key attributes: the table an older `npm start` created.
+  const input = createTableInput(name);
+  const c = client();
+  try {
+    await c.send(
+      new CreateTableCommand({
+        ...input,
+        AttributeDefinitions: input.AttributeDefinitions.filter((a) => !a.AttributeName.startsWith("gsi4")),
+        GlobalSecondaryIndexes: input.GlobalSecondaryIndexes.filter((i) => i.IndexName !== "gsi4"),
+      }),
+    );
+  } finally {
+    c.destroy();
+  }
+  process.env.TABLE_NAME = name;
+});
+afterAll(() => {
+  if (saved === undefined) delete process.env.TABLE_NAME;
+  else process.env.TABLE_NAME = saved;
+});
+
+describe("a table created before the slim list index", () => {
+  it("gets the index at start, and its workspaces' older tasks are listed, from the index once given its keys", async () => {
+    expect((await describeTable()).GlobalSecondaryIndexes!.map((i) => i.IndexName).sort()).toEqual(["gsi1", "gsi2", "gsi3"]);
+
+    // Tasks the old code wrote: no gsi4 keys (ElectroDB writes them today; removed as the old code never wrote them).
+    const ws = await newWorkspace("Older tasks");
+    const base = Date.parse("2026-02-01T00:00:00.000Z");
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const id = randomUUID();
+      ids.push(id);
+      await db().entities.task.create({ id, workspace_id: ws.workspace.id, task_type: "research", prompt: `Old ${i}`, status: i === 1 ? "failed" : "completed", timeout_seconds: 600, created_by: ws.owner.id, created_at: new Date(base + i * 1000).toISOString() }).go();
+      await dynamoClient().send(new UpdateCommand({ TableName: name, Key: { pk: `ws#${ws.workspace.id}`, sk: `task#${id}` }, UpdateExpression: "REMOVE gsi4pk, gsi4sk" }));
+    }
+
+    // What `npm start` runs on the reused table: the missing index is added and ACTIVE when it returns.
+    await ensureTable(inject("dynamoEndpoint"), name);
+    const table = await describeTable();
+    const gsi4 = table.GlobalSecondaryIndexes!.find((i) => i.IndexName === "gsi4")!;
+    expect(gsi4).toMatchObject({
+      IndexStatus: "ACTIVE",
+      KeySchema: [
+        { AttributeName: "gsi4pk", KeyType: "HASH" },
+        { AttributeName: "gsi4sk", KeyType: "RANGE" },
+      ],
+      Projection: { ProjectionType: "INCLUDE", NonKeyAttributes: [...SLIM_LIST_ATTRIBUTES] },
+    });
+    expect(table.GlobalSecondaryIndexes).toHaveLength(4);
+    expect(table.AttributeDefinitions!.map((a) => a.AttributeName)).toEqual(expect.arrayContaining(["gsi4pk", "gsi4sk"]));
+    // Idempotent: a second start adds nothing.
+    const c = client();
+    try {
+      expect(await addMissingIndexes(c, name)).toEqual([]);
+    } finally {
+      c.destroy();
+    }
+
+    const list = (query: Record<string, string | number> = {}) => call("GET", "/api/tasks", { token: ws.owner.token, query: { workspace_id: ws.workspace.id, ...query } });
+    // The first listing (filtered, to show the filter holds on that path too) answers from the partition and indexes.
+    const completed = await list({ status: "completed" });
+    expect(completed.status, completed.text).toBe(200);
+    expect(completed.body).toMatchObject({ total: 2, tasks: [{ id: ids[2] }, { id: ids[0] }] });
+    const mark = await dynamoClient().send(new GetCommand({ TableName: name, Key: { pk: `ws#${ws.workspace.id}`, sk: "taskindex" }, ConsistentRead: true }));
+    expect(mark.Item).toMatchObject({ backfilled: 3 });
+
+    // From then on the index alone answers, with the older tasks and a task written since.
+    const later = randomUUID();
+    await db().entities.task.create({ id: later, workspace_id: ws.workspace.id, task_type: "research", prompt: "New", status: "pending", timeout_seconds: 600, created_by: ws.owner.id }).go();
+    const queried: (string | undefined)[] = [];
+    const recorder = "upgradeQueries";
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (/Query/.test(String(context.commandName)) && JSON.stringify(args.input).includes(ws.workspace.id)) queried.push((args.input as { IndexName?: string }).IndexName);
+        return next(args);
+      },
+      { step: "initialize", name: recorder },
+    );
+    try {
+      const all = await list();
+      expect(all.body.total).toBe(4);
+      expect(all.body.tasks.map((t: { id: string }) => t.id)).toEqual([later, ids[2], ids[1], ids[0]]);
+      expect((await list({ status: "failed" })).body).toMatchObject({ total: 1, tasks: [{ id: ids[1], status: "failed" }] });
+    } finally {
+      dynamoClient().middlewareStack.remove(recorder);
+    }
+    expect(queried).toEqual(["gsi4", "gsi4"]);
+  });
+});
