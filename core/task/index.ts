@@ -297,9 +297,11 @@ export async function list(userId: string, q: ListTasksQuery): Promise<{ tasks: 
   const keys = await listedTasks(q.workspace_id, q.status);
   const page = keys.slice(q.offset, q.offset + q.limit);
   if (!page.length) return { tasks: [], total: keys.length };
-  // A task deleted between the two reads is left out of the page.
+  // A task deleted between the two reads is left out of the page; so is one whose status moved off the filter since
+  // the index (eventually consistent) was read: a `status=running` page never shows a completed task.
   const tasks = (await getAll(page.map((k) => ({ workspace_id: q.workspace_id, id: k.id })), (k) => db().entities.task.get(k).go({ consistent: true }))) as TaskItem[];
-  return { tasks: tasks.sort(newestFirst).map(toView), total: keys.length };
+  const shown = q.status ? tasks.filter((t) => t.status === q.status) : tasks;
+  return { tasks: shown.sort(newestFirst).map(toView), total: keys.length };
 }
 
 /** `GET /api/tasks/{task_id}`: the canonical record. @throws AppError NOT_FOUND (404). */

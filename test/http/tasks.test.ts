@@ -355,6 +355,32 @@ describe("GET /api/tasks reads slim index entries, not the tasks' results", () =
     const past = await call("GET", "/api/tasks", { token: ws.owner.token, query: { workspace_id: ws.workspace.id, status: "failed", offset: failed.length } });
     expect(past.body).toEqual({ tasks: [], total: failed.length });
   });
+
+  it("leaves out of a status-filtered page a task whose status moved off the filter after the index was read", async () => {
+    const failed = ids.filter((_, i) => i % 3 === 0).reverse();
+    const moved = failed[0]!;
+    const { dynamoClient } = await import("../../core/db/client");
+    const name = "statusMovesBeforePageRead";
+    // The index is eventually consistent: between its Query and the page's read by key, the task completes (here,
+    // just before the page's BatchGet goes out).
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (/^(BatchGet|Get)/.test(String(context.commandName)) && JSON.stringify(args.input).includes(moved)) {
+          await db().entities.task.patch({ workspace_id: ws.workspace.id, id: moved }).set({ status: "completed" }).go();
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    try {
+      const res = await call("GET", "/api/tasks", { token: ws.owner.token, query: { workspace_id: ws.workspace.id, status: "failed", limit: 3 } });
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.tasks.map((t: { id: string; status: string }) => [t.id, t.status])).toEqual(failed.slice(1, 3).map((id) => [id, "failed"]));
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+      await db().entities.task.patch({ workspace_id: ws.workspace.id, id: moved }).set({ status: "failed" }).go();
+    }
+  });
 });
 
 describe("POST /api/tasks/{id}/cancel", () => {
