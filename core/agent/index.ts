@@ -91,7 +91,9 @@ export interface RunOptions<T> {
  * with cost 0.25, without cost 0, partial or cancelled 0.25, a chat message at least 0.25) and the agent run is written
  * with latency, tokens, cost, status and `credits_charged`, whether the work succeeded or failed; a failure is
  * re-thrown after that. Embedding runs are internal (ingestion) and not charged. Trial milestones the run earns are
- * granted afterwards. `work` reports model usage through `usage.add`.
+ * granted afterwards. `work` reports model usage through `usage.add`. An approved action's run that fails with an
+ * error after which the executor runs the action again (`Charge.keepsHoldAfter`) ends without settling or recording:
+ * its retry, under the same run id, settles and records the run once.
  * @throws AppError USAGE_LIMIT_EXCEEDED (402) before the work when the account cannot carry the run; whatever `work` throws.
  */
 export async function recordRun<T>(
@@ -108,8 +110,9 @@ export async function recordRun<T>(
   const started = Date.now();
   // The charge keeps what this run's record needs, for a record written by whoever settles it (the credit sweeper).
   charge?.describeRun({ requested_by: opts.userId, agent_type: opts.agentType, tool_name: opts.toolName, engine: opts.engine, started_at: started });
-  let tokens = 0;
-  let cost = 0;
+  // An action's retry counts from what its failed attempts used (they did not settle: the run settles once).
+  let tokens = charge?.carried.tokens ?? 0;
+  let cost = charge?.carried.costUsd ?? 0;
   let modelId: string | undefined;
   const usage = {
     add(u: CallUsage) {
@@ -186,6 +189,10 @@ export async function recordRun<T>(
     // is judged by `outcomeOf`; any other work abandoned midway must not be written by its caller.
     if (!opts.outcomeOf) signal?.throwIfAborted();
   } catch (err) {
+    // An approved action's attempt the executor will run again is not the run's end: no settle, no record. Its hold
+    // and its use (the executor carries it on the row) go to the retry, so the run is charged once, as what it
+    // finally was (spec 02: a delivered run as a success), not as this attempt's failure.
+    if (charge?.keepsHoldAfter(err) && !signal?.aborted) throw err;
     await finish(signal?.aborted ? "cancelled" : "failed", null, err instanceof Error ? err.message : String(err));
     throw err;
   }

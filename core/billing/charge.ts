@@ -125,6 +125,18 @@ export interface Charge {
   /** Give the held credits back if the run never settled (a stream that never ran). */
   release(): Promise<void>;
   /**
+   * Whether the run, stopping on `err` before it settled, must leave its hold open: it is an approved action's run
+   * (`withDelivery`) and the executor will run the action again after `err` (`Delivery.retriedAfter`). The retry runs
+   * under the same run id, for which the ledger reserves once, so this hold is the one its settle (or the credit
+   * sweeper's, once the action ends) closes. False for every other run: it releases or settles at once.
+   */
+  keepsHoldAfter(err: unknown): boolean;
+  /**
+   * Model use of the run's earlier attempts that failed and kept the hold for this one (`Delivery.carried`; zero for
+   * every other run): `recordRun` counts from it, so the settle and the record cover the whole run.
+   */
+  readonly carried: { tokens: number; costUsd: number };
+  /**
    * Add one model call's use to the run's (`recordRun` reports each call as it happens), so `owed` can price the run
    * before it settles. `tokens` input plus output, `costUsd` in USD, `modelId` the model that answered.
    */
@@ -196,6 +208,17 @@ export interface Delivery {
   readonly runId: string;
   /** That run's charge, once it reserved (set by `startCharge`). */
   charge?: Charge;
+  /**
+   * Whether the executor will run the action again after the run fails with `err` (a transient failure with retries
+   * left, or a lease lost to another executor of the same run): the run then neither releases nor settles its hold.
+   * Absent: never (the run settles or releases at once).
+   */
+  retriedAfter?: (err: unknown) => boolean;
+  /**
+   * Model use of earlier attempts of this run that failed and left the hold for a retry (the row's `spent`): the
+   * run's charge starts from it, so the one settle charges the run's whole use, not only the last attempt's.
+   */
+  carried?: { tokens: number; cost_usd: number };
 }
 
 const deliveries = new AsyncLocalStorage<Delivery>();
@@ -235,7 +258,9 @@ export async function startCharge(input: { workspaceId: string; runId: string; e
   const action = forAction ? { workspaceId: forAction.workspaceId, actionId: forAction.actionId } : undefined;
   const reservation = await reserve(payer, input.runId, held, { computeBudget: true, ...(action ? { action } : {}) });
   let settling: Promise<Closing> | null = null;
-  const used: { tokens: number; costUsd: number; modelId?: string } = { tokens: 0, costUsd: 0 };
+  // An action's retry starts from what its failed attempts used: the run settles once, for all of it.
+  const carried = { tokens: forAction?.carried?.tokens ?? 0, costUsd: forAction?.carried?.cost_usd ?? 0 };
+  const used: { tokens: number; costUsd: number; modelId?: string } = { ...carried };
   let described: (Omit<OwedRun, "executed_at" | "latency_ms" | "model_id"> & { started_at: number }) | undefined;
   let recordAt: string | undefined;
   const charge: Charge = {
@@ -249,6 +274,7 @@ export async function startCharge(input: { workspaceId: string; runId: string; e
     waitMs: performance.now() - started,
     chatMessage,
     charged: null,
+    carried,
     async settle(outcome, usage) {
       // Crash tests stop a run here: its work (an approved action's flip with it) is stored, its charge is not yet.
       await crashPointReached("before-settle");
@@ -264,6 +290,9 @@ export async function startCharge(input: { workspaceId: string; runId: string; e
     async release() {
       if (settling) return;
       await release(payer, input.runId);
+    },
+    keepsHoldAfter(err) {
+      return forAction?.retriedAfter?.(err) ?? false;
     },
     noteUsage(u) {
       used.tokens += u.tokens;
@@ -353,7 +382,9 @@ export type Milestone = "first_run" | "engagement";
 /**
  * Reserve for a run while the operation reads what the run needs (its block's context, the insights), instead of
  * before: the request waits only for whichever takes longer. The reads must not write. When they fail, the
- * reservation (if it was made) is released and their error is thrown; when the reservation fails (402), nothing runs.
+ * reservation (if it was made) is released and their error is thrown, except an approved action's reservation when the
+ * executor will retry the action after that error (`Charge.keepsHoldAfter`): the retry settles against it, or the
+ * credit sweeper releases it once the action has failed or is gone. When the reservation fails (402), nothing runs.
  * @param input as for `startCharge`
  * @param reads the operation's reads, started at once
  * @returns their value and the charge, whose `waitMs` is how long the request waited for the reservation after them
@@ -368,7 +399,8 @@ export async function reserveAlongside<T>(input: Parameters<typeof startCharge>[
   try {
     value = await reads();
   } catch (err) {
-    await charging.then((c) => c.release(), () => undefined);
+    // An approved action's run that will be retried keeps its hold: it is the retry's only one (`keepsHoldAfter`).
+    await charging.then((c) => (c.keepsHoldAfter(err) ? undefined : c.release()), () => undefined);
     throw err;
   }
   const readsDone = performance.now();

@@ -35,7 +35,9 @@ import type { StoredStatus } from "./status";
  * 4. How a failure ends (`classify`): a transient one (the model or the table busy, a rate limit, a synthesis lock
  *    held by another run, a concurrent change) puts the row back to approved with a retry time, backing off
  *    exponentially (`retryDelayMs`), up to MAX_RETRIES; a decided one (invalid input, not found, an invalid
- *    transition, the approver no longer a member, no subscription or credits) ends failed at once.
+ *    transition, the approver no longer a member, no subscription or credits) ends failed at once. A charged run
+ *    that fails with an error that is retried (`Delivery.retriedAfter`) neither settles nor releases: the retry,
+ *    under the same run id, charges against that hold once, counting the use the deferral kept on the row (`spent`).
  * A row whose executions were interrupted MAX_ATTEMPTS times (claims that neither finished nor were deferred) ends
  * failed "outcome unknown": a poison row is never retried forever.
  */
@@ -161,16 +163,20 @@ async function finish(
   }
 }
 
+/** Model use of an action's run over its attempts so far (the row's `spent`). */
+type Spent = { tokens: number; cost_usd: number };
+
 /**
  * Put a claimed row back after a transient failure: executing → approved, due again at `retryAt` (the sweeper's
  * index, and the executor skips it until then), `retries` + 1, the failure kept as `last_error`; conditioned on
- * still holding the lease. @returns false when the lease was lost.
+ * still holding the lease. With `spent` (the run kept its hold for the retry), the run's use so far is kept on the
+ * row for the retry's charge. @returns false when the lease was lost.
  */
-async function defer(row: PendingActionItem, owner: string, error: string, retryAt: string): Promise<boolean> {
+async function defer(row: PendingActionItem, owner: string, error: string, retryAt: string, spent?: Spent): Promise<boolean> {
   try {
     await db()
       .entities.pendingAction.patch(key(row))
-      .set({ status: "approved", sweep: DUE, due_at: retryAt, retry_at: retryAt, last_error: error.slice(0, 2000) })
+      .set({ status: "approved", sweep: DUE, due_at: retryAt, retry_at: retryAt, last_error: error.slice(0, 2000), ...(spent ? { spent } : {}) })
       .add({ retries: 1 })
       .remove(["lease_owner", "lease_expires_at"])
       .where((attr, op) => `${op.eq(attr.status, "executing")} AND ${op.eq(attr.lease_owner, owner)}`)
@@ -280,7 +286,7 @@ export function classify(err: unknown): FailureKind {
 type Ended =
   | { status: "executed"; result: Record<string, unknown>; settled: boolean }
   | { status: "failed"; error: string; cause?: unknown }
-  | { status: "transient"; error: string; retryAfterMs: number }
+  | { status: "transient"; error: string; retryAfterMs: number; spent?: Spent }
   | { status: "lost" };
 
 /** How a tool's (or a precondition's) error ends the execution. */
@@ -316,7 +322,18 @@ async function run(row: PendingActionItem, owner: string): Promise<Ended> {
   if (!parsed.ok) return { status: "failed", error: `Invalid input: ${parsed.problems}` };
   let settled = false;
   // The tool's charged run (its id derived from the action) registers its charge here when it reserves.
-  const delivery: Delivery = { workspaceId: row.workspace_id, actionId: row.id, runId: runIdFor({ pendingActionId: row.id })! };
+  const delivery: Delivery = {
+    workspaceId: row.workspace_id,
+    actionId: row.id,
+    runId: runIdFor({ pendingActionId: row.id })!,
+    // The run keeps its hold (no release, no settle) when this execution will be retried after its error: deferred
+    // (transient, retries left) or lost to another executor, which runs the same run id.
+    retriedAfter: (err) => {
+      const end = ended(err);
+      return end.status === "lost" || (end.status === "transient" && (row.retries ?? 0) < MAX_RETRIES);
+    },
+    ...(row.spent ? { carried: row.spent } : {}),
+  };
   const settle = (result: Record<string, unknown>) => {
     settled = true;
     return settlement(row, owner, result, owedBy(delivery));
@@ -326,7 +343,11 @@ async function run(row: PendingActionItem, owner: string): Promise<Ended> {
     const result = await withDelivery(delivery, () => tool.execute(ctx, parsed.data));
     return { status: "executed", result, settled };
   } catch (err) {
-    return ended(err);
+    const end = ended(err);
+    // The run left its hold unsettled for the retry: what it used so far goes on the row with the deferral.
+    if (end.status !== "transient" || !delivery.charge?.keepsHoldAfter(err)) return end;
+    const owed = delivery.charge.owed("failed");
+    return owed ? { ...end, spent: { tokens: owed.tokens, cost_usd: owed.cost_usd } } : end;
   }
 }
 
@@ -407,7 +428,7 @@ export async function executeAction(workspaceId: string, id: string): Promise<Ex
         return (await finish(claimed, owner, { status: "failed", error })) ? { outcome: "failed", status: "failed", reason: error } : elsewhere();
       }
       const retryAt = new Date(Date.now() + retryDelayMs(retries, end.retryAfterMs)).toISOString();
-      return (await defer(claimed, owner, end.error, retryAt)) ? { outcome: "deferred", status: "approved", reason: end.error, retryAt } : elsewhere();
+      return (await defer(claimed, owner, end.error, retryAt, end.spent)) ? { outcome: "deferred", status: "approved", reason: end.error, retryAt } : elsewhere();
     }
   }
 }

@@ -74,6 +74,18 @@ export const buildPendingActionEntity = () => new Entity({
     /** The transient failure that deferred the row last (not shown on the wire: the row is still approved). */
     last_error: { type: "string" },
     /**
+     * Model use (tokens, USD) of the action's run so far over the attempts that failed transiently and were deferred
+     * without settling (core/billing/charge.ts `Delivery.carried`): the next attempt's charge starts from it, so the
+     * run's one settle charges all of it. Not shown on the wire.
+     */
+    spent: {
+      type: "map",
+      properties: {
+        tokens: { type: "number", required: true },
+        cost_usd: { type: "number", required: true },
+      },
+    },
+    /**
      * What the run that did the action's work owes (core/billing/charge.ts `OwedCharge`: the payer's user id, the run
      * id, the credits its settle charges, its tokens and USD cost), written by the flip to executed when that run had
      * not settled yet (its tool commits inside the run). A crash before the settle leaves the run's hold open; the

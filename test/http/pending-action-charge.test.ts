@@ -53,6 +53,7 @@ import { executeAction, type ExecutionOutcome } from "../../core/pending-action/
 import { call, newWorkspace } from "../support/api";
 import { setAccount, topUp } from "../support/billing";
 import { toolCase, type CaseEnv } from "../support/gated-tool-cases";
+import { documentCreateFailsOnce } from "../support/store-faults";
 
 const ledgerOf = async (userId: string, runId: string) =>
   (await db().entities.creditLedger.query.byUser({ user_id: userId }).go({ consistent: true, pages: "all" })).data.filter((l) => l.run_id === runId);
@@ -412,5 +413,129 @@ describe("a delivered draft whose first attempt's hold went stale is charged aft
     expect(await chargeOf(owner.id, runId)).toEqual(reference.charge);
     expect(diff(before, await figures(owner.id))).toEqual(reference.change);
     expect(await recordsOf(env.workspaceId, runId)).toEqual([recordOf(owner, runId)]);
+  }, 60_000);
+});
+
+/**
+ * Make the next strongly consistent read of an insight fail once with a 5xx-class store error: draft_document's
+ * pre-reads (`reserveAlongside` reads the recommendation's insights beside the reservation), a transient failure.
+ * @returns `failed()` and `remove()` (call it in a `finally`)
+ */
+function insightReadFailsOnce(workspaceId: string): { failed: () => boolean; remove: () => void } {
+  const stack = dynamoClient().middlewareStack;
+  const name = `insight-read-fails-${randomUUID()}`;
+  let failed = false;
+  stack.add((next, context) => async (args) => {
+    const input = JSON.stringify(args.input);
+    if (!failed && /^(Get|BatchGet)/.test(String(context.commandName)) && input.includes("insight#") && input.includes(workspaceId)) {
+      failed = true;
+      throw Object.assign(new Error("the store did not answer"), { name: "InternalServerError" });
+    }
+    return next(args);
+  }, { step: "initialize", name });
+  return { failed: () => failed, remove: () => stack.remove(name) };
+}
+
+/** Make a deferred action due now (its backoff over), as the sweeper would find it later. */
+const dueNow = (workspaceId: string, id: string) =>
+  db().entities.pendingAction.patch({ workspace_id: workspaceId, id }).set({ retry_at: new Date(Date.now() - 1_000).toISOString() }).go();
+
+describe("an action's run that the executor will retry keeps its hold, and the run is charged once for what it finally was", () => {
+  it("attempt 1's pre-reads fail transiently (deferred, hold kept); attempt 2 delivers and dies before its settle; the sweep charges it", async () => {
+    const { owner, env } = await account();
+    const { id, runId } = await approvedDraft(owner, env);
+    const before = await figures(owner.id);
+
+    const fault = insightReadFailsOnce(env.workspaceId);
+    try {
+      expect(await executeAction(env.workspaceId, id)).toMatchObject({ outcome: "deferred" });
+      expect(fault.failed()).toBe(true);
+    } finally {
+      fault.remove();
+    }
+    // The hold is the run's only one (a retry reserves nothing new under the same run id): it stays open.
+    expect((await chargeOf(owner.id, runId)).kinds).toEqual(["reserve"]);
+    expect((await holdsOf(owner.id)).map((h) => h.run_id)).toEqual([runId]);
+    // Stale, but the action is approved again (deferred): the sweep leaves it for the retry.
+    expect(await sweepLater(owner.id)).toMatchObject({ stale: 1, released: 0, settled: 0, waiting: 1 });
+
+    await dueNow(env.workspaceId, id);
+    const second = executeStoppingBeforeSettle(env.workspaceId, id);
+    await second.reached;
+    const swept = await sweepLater(owner.id);
+    expect(swept.errors).toEqual([]);
+    expect(swept).toMatchObject({ stale: 1, released: 0, settled: 1, credits_charged: 2.5 });
+    // Charged as the uncrashed draft: no release, one settle of the same figures, one record.
+    expect(await chargeOf(owner.id, runId)).toEqual(reference.charge);
+    expect(await holdsOf(owner.id)).toEqual([]);
+    expect(diff(before, await figures(owner.id))).toEqual(reference.change);
+    expect(await recordsOf(env.workspaceId, runId)).toEqual([recordOf(owner, runId)]);
+    second.resume();
+    expect(await second.execution).toMatchObject({ outcome: "executed" });
+    expect(await chargeOf(owner.id, runId)).toEqual(reference.charge);
+  }, 60_000);
+
+  it("attempt 1 fails after its model call (the document's store write); attempt 2 delivers: one settle, as a success, for both attempts' use", async () => {
+    const { owner, env } = await account();
+    const { id, runId } = await approvedDraft(owner, env);
+    const before = await figures(owner.id);
+
+    const fault = documentCreateFailsOnce();
+    try {
+      expect(await executeAction(env.workspaceId, id)).toMatchObject({ outcome: "deferred" });
+      expect(fault.failed()).toBe(true);
+    } finally {
+      fault.remove();
+    }
+    // Not settled as a failure: no settle entry, no record, the hold kept; the attempt's use is kept on the row.
+    expect((await chargeOf(owner.id, runId)).kinds).toEqual(["reserve"]);
+    expect(await recordsOf(env.workspaceId, runId)).toEqual([]);
+    expect((await holdsOf(owner.id)).map((h) => h.run_id)).toEqual([runId]);
+    const deferred = (await db().entities.pendingAction.get({ workspace_id: env.workspaceId, id }).go({ consistent: true })).data!;
+    expect(deferred.spent).toEqual({ tokens: 15_000, cost_usd: 0.17 });
+
+    await dueNow(env.workspaceId, id);
+    expect(await executeAction(env.workspaceId, id)).toMatchObject({ outcome: "executed" });
+    // Both attempts called the model: 0.34 USD is 4.5 credits, charged once as the delivered (successful) run.
+    const charged = await chargeOf(owner.id, runId);
+    expect(charged).toMatchObject({ kinds: ["reserve", "settle"], settle: { credits: 4.5, charged: 4.5, shortfall: 0, tokens: 30_000, cost_usd: 0.34 } });
+    expect(await holdsOf(owner.id)).toEqual([]);
+    expect(diff(before, await figures(owner.id))).toMatchObject({ total_used: 4.5, reserved: 0, charged: 4.5, tokens_used: 30_000, cost_usd: 0.34 });
+    expect(await recordsOf(env.workspaceId, runId)).toEqual([{ ...recordOf(owner, runId), tokens_used: 30_000, cost_usd: 0.34, credits_charged: 4.5 }]);
+    const row = (await db().entities.pendingAction.get({ workspace_id: env.workspaceId, id }).go({ consistent: true })).data!;
+    expect(row.charge).toMatchObject({ run_id: runId, credits: 4.5, tokens: 30_000, cost_usd: 0.34 });
+    // A later sweep finds nothing.
+    expect(await sweepLater(owner.id)).toMatchObject({ stale: 0 });
+    expect(await chargeOf(owner.id, runId)).toEqual(charged);
+  }, 60_000);
+
+  it("attempt 1 fails after its model call; attempt 2 delivers and dies before its settle: the sweep charges the whole run once", async () => {
+    const { owner, env } = await account();
+    const { id, runId } = await approvedDraft(owner, env);
+    const before = await figures(owner.id);
+
+    const fault = documentCreateFailsOnce();
+    try {
+      expect(await executeAction(env.workspaceId, id)).toMatchObject({ outcome: "deferred" });
+    } finally {
+      fault.remove();
+    }
+    await dueNow(env.workspaceId, id);
+    const second = executeStoppingBeforeSettle(env.workspaceId, id);
+    await second.reached;
+    const swept = await sweepLater(owner.id);
+    expect(swept.errors).toEqual([]);
+    expect(swept).toMatchObject({ stale: 1, released: 0, settled: 1, credits_charged: 4.5 });
+    expect(await chargeOf(owner.id, runId)).toMatchObject({ kinds: ["reserve", "settle"], settle: { credits: 4.5, charged: 4.5, tokens: 30_000, cost_usd: 0.34 } });
+    expect(await holdsOf(owner.id)).toEqual([]);
+    expect(diff(before, await figures(owner.id))).toMatchObject({ total_used: 4.5, reserved: 0, charged: 4.5 });
+    const record = { ...recordOf(owner, runId), tokens_used: 30_000, cost_usd: 0.34, credits_charged: 4.5 };
+    expect(await recordsOf(env.workspaceId, runId)).toEqual([record]);
+    // Attempt 2's own late settle and record add nothing.
+    second.resume();
+    expect(await second.execution).toMatchObject({ outcome: "executed" });
+    expect((await chargeOf(owner.id, runId)).kinds).toEqual(["reserve", "settle"]);
+    expect(diff(before, await figures(owner.id))).toMatchObject({ total_used: 4.5, charged: 4.5 });
+    expect(await recordsOf(env.workspaceId, runId)).toEqual([record]);
   }, 60_000);
 });
