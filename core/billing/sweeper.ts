@@ -19,9 +19,19 @@ import { correctRunCredits, recordSettledRun } from "../agent";
 import { BOOST_EXPIRY_DUE, OPEN_HOLDS } from "./account.entity";
 import { expireBoosts, release, settle, type Closing, type CreditHold } from "./ledger";
 import type { OwedCharge, OwedRun } from "./charge";
+import { serviceLog } from "../log";
 
 /** Age after which an open reservation is stale: above the longest a run can live (a 15-minute Lambda), with margin. */
 export const STALE_HOLD_MS = 20 * 60_000;
+/**
+ * Longest a stale hold waits for its pending action to end (approved or executing) before it is released all the
+ * same: the executor ends an action within about an hour on Lambda (MAX_ATTEMPTS interrupted claims, MAX_RETRIES
+ * deferrals backing off to 60 s), but a tool hung on the embedded runtime renews its lease for as long as the process
+ * lives, and its credits must not stay unusable for that long. A release is safe for a run that settles later (the
+ * ledger charges a settle after its release from the spendable balance); only a delivery whose run then dies before
+ * its settle goes uncharged.
+ */
+export const MAX_HOLD_WAIT_MS = 6 * 3600_000;
 
 /** What one sweep did. */
 export interface HoldSweepReport {
@@ -49,13 +59,18 @@ type Fate =
 /**
  * What to do with a stale hold, from the pending action it names (read strongly consistent):
  * - executed, and its flip recorded a charge for this very run and payer: settle for it (the work was delivered);
- * - approved or executing: wait (a later attempt of the same run may deliver, and this is the run's only hold);
+ * - approved or executing: wait (a later attempt of the same run may deliver, and this is the run's only hold), for
+ *   at most MAX_HOLD_WAIT_MS from the hold's creation, then release;
  * - anything else (no action named, the action gone, failed, executed without this run's charge): release.
  */
-async function fateOf(hold: CreditHold): Promise<Fate> {
+async function fateOf(hold: CreditHold, now: Date): Promise<Fate> {
   if (!hold.action_workspace_id || !hold.action_id) return { act: "release" };
   const { data: row } = await db().entities.pendingAction.get({ workspace_id: hold.action_workspace_id, id: hold.action_id }).go({ consistent: true });
-  if (row?.status === "approved" || row?.status === "executing") return { act: "wait" };
+  if (row?.status === "approved" || row?.status === "executing") {
+    if (now.getTime() - Date.parse(hold.created_at) <= MAX_HOLD_WAIT_MS) return { act: "wait" };
+    serviceLog("billing").error("a credit hold waited longer than its pending action may run, and is released", { run_id: hold.run_id, action_id: hold.action_id, status: row.status, held_since: hold.created_at });
+    return { act: "release" };
+  }
   const owed = row?.status === "executed" ? row.charge : undefined;
   if (!owed || owed.run_id !== hold.run_id || owed.user_id !== hold.user_id) return { act: "release" };
   const input = { ...((row!.tool_input as Record<string, unknown>) ?? {}), ...((row!.user_edits as Record<string, unknown>) ?? {}) };
@@ -70,8 +85,8 @@ async function fateOf(hold: CreditHold): Promise<Fate> {
  * and record, leaves one record, one milestone grant and one charge; a settle after this one finds it done
  * (`already_applied`).
  */
-async function closeStale(hold: CreditHold): Promise<Closing | null> {
-  const fate = await fateOf(hold);
+async function closeStale(hold: CreditHold, now: Date): Promise<Closing | null> {
+  const fate = await fateOf(hold, now);
   if (fate.act === "wait") return null;
   if (fate.act === "release") return release(hold.user_id, hold.run_id);
   const { owed, workspaceId } = fate;
@@ -88,9 +103,9 @@ async function closeStale(hold: CreditHold): Promise<Closing | null> {
  * sweep; reads the `open` index of holds (never scans). A hold whose run delivered its work (an executed pending
  * action that recorded the run's charge) is settled for that charge, after the run's agent-run record and trial
  * milestones are written (`recordSettledRun`); a hold whose action may still be executed is left open (`waiting`; it is
- * looked at again by each sweep until the action ends); every other is released. Each is the ledger's once-only
- * `settle` or `release`, so two sweepers, or a sweeper racing the run's own settle, close a hold once (DESIGN.md 6.3;
- * spec 02 Credits, Agent run). Errors are collected, not thrown, so one bad account does not stop the sweep.
+ * looked at again by each sweep until the action ends, at most MAX_HOLD_WAIT_MS); every other is released. Each is
+ * the ledger's once-only `settle` or `release`, so two sweepers, or a sweeper racing the run's own settle, close a
+ * hold once (DESIGN.md 6.3; spec 02 Credits, Agent run). Errors are collected, not thrown, so one bad account does not stop the sweep.
  * @param opts.now the sweep's clock (tests pass a later time instead of waiting)
  * @param opts.userId only this account's holds (support releasing one account's holds; tests that share a table)
  */
@@ -105,7 +120,7 @@ export async function sweepStaleHolds(opts: { now?: Date; olderThanMs?: number; 
   const report: HoldSweepReport = { stale: data.length, released: 0, credits_returned: 0, settled: 0, credits_charged: 0, waiting: 0, errors: [] };
   for (const hold of data) {
     try {
-      const closing = await closeStale(hold);
+      const closing = await closeStale(hold, now);
       if (!closing) {
         report.waiting += 1;
         continue;

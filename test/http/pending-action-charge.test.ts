@@ -47,7 +47,7 @@ import { dynamoClient } from "../../core/db/client";
 import { idFor } from "../../core/db/agent-write";
 import { gatedTool } from "../../core/agent/tools";
 import { balanceOf } from "../../core/billing/ledger";
-import { sweepStaleHolds, STALE_HOLD_MS } from "../../core/billing/sweeper";
+import { MAX_HOLD_WAIT_MS, sweepStaleHolds, STALE_HOLD_MS } from "../../core/billing/sweeper";
 import { createPending } from "../../core/pending-action";
 import { executeAction, type ExecutionOutcome } from "../../core/pending-action/executor";
 import { call, newWorkspace } from "../support/api";
@@ -441,6 +441,30 @@ const dueNow = (workspaceId: string, id: string) =>
   db().entities.pendingAction.patch({ workspace_id: workspaceId, id }).set({ retry_at: new Date(Date.now() - 1_000).toISOString() }).go();
 
 describe("an action's run that the executor will retry keeps its hold, and the run is charged once for what it finally was", () => {
+  it("a hold whose action stays approved longer than MAX_HOLD_WAIT_MS is released all the same, and a late delivery still pays", async () => {
+    const { owner, env } = await account();
+    const { id, runId } = await approvedDraft(owner, env);
+    const before = await figures(owner.id);
+    const fault = insightReadFailsOnce(env.workspaceId);
+    try {
+      expect(await executeAction(env.workspaceId, id)).toMatchObject({ outcome: "deferred" });
+    } finally {
+      fault.remove();
+    }
+    const heldAt = Date.now();
+    // Within the wait the hold is kept for the retry; past it (an action that never ends), its credits come back.
+    expect(await sweepStaleHolds({ now: new Date(heldAt + MAX_HOLD_WAIT_MS - 60_000), userId: owner.id })).toMatchObject({ stale: 1, waiting: 1, released: 0 });
+    expect(await sweepStaleHolds({ now: new Date(heldAt + MAX_HOLD_WAIT_MS + 60_000), userId: owner.id })).toMatchObject({ stale: 1, waiting: 0, released: 1 });
+    expect(await holdsOf(owner.id)).toEqual([]);
+    expect((await chargeOf(owner.id, runId)).kinds).toEqual(["release", "reserve"]); // sorted
+    // The retry that then delivers settles after the release: charged from the spendable balance, once.
+    await dueNow(env.workspaceId, id);
+    expect(await executeAction(env.workspaceId, id)).toMatchObject({ outcome: "executed" });
+    expect((await chargeOf(owner.id, runId)).kinds).toEqual(["release", "reserve", "settle"]);
+    expect(diff(before, await figures(owner.id))).toEqual(reference.change);
+  }, 60_000);
+
+
   it("attempt 1's pre-reads fail transiently (deferred, hold kept); attempt 2 delivers and dies before its settle; the sweep charges it", async () => {
     const { owner, env } = await account();
     const { id, runId } = await approvedDraft(owner, env);
