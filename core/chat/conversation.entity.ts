@@ -1,4 +1,6 @@
 import { Entity } from "electrodb";
+import { SLIM_LIST_ATTRIBUTES } from "../db/table";
+import type { SlimIndex } from "../db/slim-index";
 
 /*
  * A conversation and its children share one sort-key prefix in the workspace partition:
@@ -14,6 +16,8 @@ import { Entity } from "electrodb";
  *   gsi2  chatuser#<user>#ws#<ws>: a user's conversations in a workspace (`conv#...`) and their messages
  *         (`msg#<created_at>#<id>`, newest last) for search.
  *   gsi3  ws#<ws> / feedback#<created_at>#<id>: a workspace's message feedback by date (quality dashboard).
+ *   gsi4  wsanswers#<ws> / answer#<created_at>#<id>: a workspace's assistant messages by date, slim (only
+ *         `SLIM_LIST_ATTRIBUTES`; sparse: user messages have no entry), for the quality dashboard's unrated count.
  */
 
 const wsKey = { field: "pk", composite: ["workspace_id"], template: "ws#${workspace_id}", casing: "none" } as const;
@@ -105,9 +109,44 @@ export const buildMessageEntity = () => new Entity({
       pk: userKey,
       sk: { field: "gsi2sk", composite: ["created_at", "id"], template: "msg#${created_at}#${id}", casing: "none" },
     },
+    /**
+     * The workspace's assistant messages by date, counted by the quality dashboard without reading their content and
+     * thinking (a message may weigh ~400 KB; an index entry carries only id, created_at and ElectroDB's identifiers).
+     * Keys as `answerKeysOf` gives them (the backfill of older messages writes them raw).
+     */
+    answers: {
+      index: "gsi4",
+      // The index's INCLUDE projection (core/db/table.ts) less `status`, which a message has not (ElectroDB refuses
+      // a projection naming an attribute the entity lacks).
+      projection: SLIM_LIST_ATTRIBUTES.filter((a) => a !== "status"),
+      // Sparse: ElectroDB writes the keys only for an assistant message (a message is never updated).
+      condition: (attr) => attr.role === "assistant",
+      pk: { field: "gsi4pk", composite: ["workspace_id"], template: "wsanswers#${workspace_id}", casing: "none" },
+      sk: { field: "gsi4sk", composite: ["created_at", "id"], template: "answer#${created_at}#${id}", casing: "none" },
+    },
   },
 });
 export type MessageEntity = ReturnType<typeof buildMessageEntity>;
+
+/** The keys of an assistant message's `answers` (gsi4) entry, as ElectroDB writes them. */
+export const answerKeysOf = (workspaceId: string, message: { created_at: string; id: string }) => ({
+  gsi4pk: `wsanswers#${workspaceId}`,
+  gsi4sk: `answer#${message.created_at}#${message.id}`,
+});
+
+/**
+ * The assistant messages' slim list for core/db/slim-index.ts: the `message` items under the partition's
+ * `conversation#` prefix whose role is assistant, keyed as `answers` writes them; the backfill reads back id,
+ * created_at and role. The workspace's mark is the raw item `ws#<ws>` / `answerindex`.
+ */
+export const ANSWER_INDEX: SlimIndex = {
+  markSk: "answerindex",
+  skPrefix: "conversation#",
+  entity: "message",
+  attributes: ["id", "created_at", "role"],
+  keysOf: (workspaceId, m) =>
+    m.role === "assistant" && typeof m.id === "string" && typeof m.created_at === "string" ? answerKeysOf(workspaceId, { created_at: m.created_at, id: m.id }) : undefined,
+};
 
 /**
  * A user's feedback on an assistant message (DESIGN.md section 5: for the quality dashboard). Keyed by message and

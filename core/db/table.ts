@@ -8,8 +8,9 @@
  * - gsi2 (gsi2pk, gsi2sk): look-up by the owning user or another secondary key (e-mail, user's memberships).
  * - gsi3 (gsi3pk, gsi3sk): spare ordering index for lists that need a second sort.
  * - gsi4 (gsi4pk, gsi4sk): slim lists. Its entries carry only `SLIM_LIST_ATTRIBUTES` (an INCLUDE projection), so a
- *   list that must count and order every item of a kind (a workspace's tasks) reads a few hundred bytes per item
- *   instead of the whole item, and fetches the page's items by key (docs/decisions.md "Slim list index").
+ *   list that must count and order every item of a kind (a workspace's tasks, its assistant messages) reads a few
+ *   hundred bytes per item instead of the whole item, and fetches the page's items by key (docs/decisions.md "Slim
+ *   list index"; older items are backfilled once per workspace, core/db/slim-index.ts).
  */
 
 /**

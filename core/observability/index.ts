@@ -12,6 +12,7 @@ import { db } from "../db/service";
 import { getAll } from "../db/bulk";
 import { requireMember } from "../workspace";
 import { feedbackOf } from "../chat";
+import { answerIdsSince } from "../chat/answers";
 import { recentScans } from "../entropy/scans";
 import type { AgentRunEntity } from "../agent/agent-run.entity";
 import type {
@@ -225,7 +226,8 @@ const feedbackSince = (workspaceId: string, since: string) => feedbackOf(workspa
  * days (default 30), from message feedback (thumbs up or down with tags; core/chat): the positive rate (0–1, 4
  * decimals), the mean rating with positive = 1 and negative = -1 (3 decimals), ratings given in the window, assistant
  * messages written in the window that nobody rated, a daily trend, the ten most used tags of each rating, and the
- * caller's five workspaces with the lowest positive rate.
+ * caller's five workspaces with the lowest positive rate. The answers are counted on their slim index
+ * (core/chat/answers.ts): a key range on their creation time, ids only, whatever the messages weigh.
  * @throws AppError FORBIDDEN (403) for a non-member.
  */
 export async function feedbackDashboard(userId: string, q: QualityQuery, now = new Date()): Promise<FeedbackDashboard> {
@@ -234,12 +236,9 @@ export async function feedbackDashboard(userId: string, q: QualityQuery, now = n
   const scope = await memberWorkspaces(userId);
   const [perWorkspace, answers] = await Promise.all([
     mapLimited(scope, async (w) => ({ w, ratings: await feedbackSince(w.id, since) })),
-    // Assistant messages of the window: feedback on them cannot be older than they are, so the window's feedback
-    // tells which of them were rated.
-    db()
-      .entities.message.query.byConversation({ workspace_id: q.workspace_id })
-      .where((a, op) => `${op.gte(a.created_at, since)} AND ${op.eq(a.role, "assistant")}`)
-      .go({ pages: "all", attributes: ["id"] }),
+    // Assistant messages of the window, by id from their slim index (not the messages themselves: up to ~400 KB
+    // each): feedback on them cannot be older than they are, so the window's feedback tells which were rated.
+    answerIdsSince(q.workspace_id, since),
   ]);
   const ratings = perWorkspace.find((p) => p.w.id === q.workspace_id)?.ratings ?? (await feedbackSince(q.workspace_id, since));
   const positive = ratings.filter((r) => r.rating === "positive");
@@ -250,7 +249,7 @@ export async function feedbackDashboard(userId: string, q: QualityQuery, now = n
     positive_rate: ratings.length ? round(positive.length / ratings.length, 4) : null,
     avg_rating: ratings.length ? round((positive.length - negative.length) / ratings.length, 3) : null,
     rated_count: ratings.length,
-    unrated_count: answers.data.filter((m) => !rated.has(m.id)).length,
+    unrated_count: answers.filter((id) => !rated.has(id)).length,
     daily_trend: dates.map((date) => ({ date, positive_count: perDay(positive, date), negative_count: perDay(negative, date) })),
     top_positive_tags: topTags(positive.map((r) => r.tags)),
     top_negative_tags: topTags(negative.map((r) => r.tags)),

@@ -1,5 +1,6 @@
 import { Entity } from "electrodb";
 import { SLIM_LIST_ATTRIBUTES } from "../db/table";
+import type { SlimIndex } from "../db/slim-index";
 import { TaskStatus, TaskType } from "./schema";
 
 /**
@@ -114,15 +115,28 @@ export type TaskEntity = ReturnType<typeof buildTaskEntity>;
 
 /**
  * The keys of a task's `listed` (gsi4) entry as ElectroDB writes them, for the backfill of tasks written before the
- * index (core/task/listing.ts), and the workspace's index mark: a raw item in the workspace partition (sort key
- * `taskindex`), written once every task of the workspace carries these keys.
+ * index (`TASK_LIST_INDEX`, core/db/slim-index.ts).
  */
-export const taskListKeysOf = (workspaceId: string, task?: { created_at: string; id: string }) => ({
-  pk: `ws#${workspaceId}`,
+export const taskListKeysOf = (workspaceId: string, task: { created_at: string; id: string }) => ({
   gsi4pk: `wstasks#${workspaceId}`,
-  gsi4sk: task ? `task#${task.created_at}#${task.id}` : undefined,
-  markSk: "taskindex",
+  gsi4sk: `task#${task.created_at}#${task.id}`,
 });
+
+/**
+ * The tasks' slim list for core/db/slim-index.ts: the partition's `task#` items of entity `task`, each keyed as
+ * `listed` writes it (every task is listed); the backfill reads back id, created_at and status. The workspace's mark
+ * is the raw item `ws#<ws>` / `taskindex`.
+ */
+export const TASK_LIST_INDEX: SlimIndex = {
+  markSk: "taskindex",
+  skPrefix: "task#",
+  entity: "task",
+  attributes: ["id", "created_at", "status"],
+  keysOf: (workspaceId, t) => {
+    if (typeof t.id !== "string" || typeof t.created_at !== "string") return undefined;
+    return taskListKeysOf(workspaceId, { created_at: t.created_at, id: t.id });
+  },
+};
 
 /**
  * A member who opened a task's progress stream (spec 02 Task progress stream: "membership is re-checked on every

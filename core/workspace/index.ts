@@ -8,6 +8,9 @@ import { db } from "../db/service";
 import { documentsOf } from "../document/listing";
 import { requestScope } from "../context";
 import { countByPrefix } from "../db/partition";
+import { markPut } from "../db/slim-index";
+import { TASK_LIST_INDEX } from "../task/task.entity";
+import { ANSWER_INDEX } from "../chat/conversation.entity";
 import { HIGHEST_PLAN, subscriptionOf } from "../billing";
 import { COUNTED_TRIES, limitsOfUser, limitsOfWorkspace, usageLimitError } from "../billing/counters";
 import { accountOf } from "../billing/ledger";
@@ -244,7 +247,8 @@ export async function requireResourceById<T>(
 
 /**
  * Create a workspace (spec 01 `POST /api/workspaces`). The workspace, the owner's membership, default settings, the
- * workspace's seats counter (1: the owner) and the owner's `workspaces_owned` counter are written in one transaction;
+ * workspace's seats counter (1: the owner), its index marks (documents, tasks, assistant messages: nothing to
+ * backfill) and the owner's `workspaces_owned` counter are written in one transaction;
  * the counter is conditioned on the plan's `max_workspaces` (core/billing/counters.ts), so concurrent creates cannot
  * pass it. The workspace is covered by its owner's billing account (plan and balance are the account's, spec 02).
  * @throws AppError PRODUCT_ACCESS_REQUIRED (403) when the caller has no product access; USAGE_LIMIT_EXCEEDED (402)
@@ -271,6 +275,9 @@ export async function create(user: User.User, input: CreateWorkspaceInput): Prom
         usage.update({ workspace_id: id }).set({ members: 1 }).commit(),
         // A new workspace's documents are all in their sparse index from the start (core/document/listing.ts).
         documentIndexMark.create({ workspace_id: id }).commit(),
+        // Likewise its tasks and assistant messages in their slim lists (core/db/slim-index.ts): no backfill to pay.
+        markPut(TASK_LIST_INDEX, id) as never,
+        markPut(ANSWER_INDEX, id) as never,
         // The owned-workspaces counter is the last write: a refusal of it alone is told apart below.
         account.workspaces_owned === undefined
           ? billingAccount.patch({ user_id: user.id }).set({ workspaces_owned: owned + 1 }).where((a, op) => op.notExists(a.workspaces_owned)).commit()

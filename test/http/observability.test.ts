@@ -9,10 +9,14 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DeleteCommand, GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { db } from "../../core/db/service";
+import { dynamoClient } from "../../core/db/client";
+import { Config } from "../../core/config";
+import * as Chat from "../../core/chat";
 import { scanWorkspace } from "../../core/entropy";
 import { tryLock } from "../../core/agent";
-import { call, newUser } from "../support/api";
+import { call, newUser, newWorkspace } from "../support/api";
 import { expectEnvelope, headersOf, withEnv } from "./_helpers";
 import { withholdBatchKeys } from "../support/throttle";
 import { PLANTED, REAL } from "../unit/entropy/realdata-insights";
@@ -304,6 +308,132 @@ describe("GET /api/admin/quality/feedback", () => {
       positive_rate: null, avg_rating: null, rated_count: 0, unrated_count: 0, top_positive_tags: [], top_negative_tags: [], worst_workspaces: [],
     });
     expectEnvelope(await get("/api/admin/quality/feedback", owner.token, { workspace_id: alpha, days: 60 }), 422, "VALIDATION_ERROR");
+  });
+});
+
+/**
+ * The DynamoDB reads `fn` makes on one workspace (inputs naming its id): each command's name, index, the read units
+ * DynamoDB says it consumed (ReturnConsumedCapacity TOTAL, set here on every read) and the bytes of what it returned.
+ */
+async function readsOn<T>(workspaceId: string, fn: () => Promise<T>) {
+  const reads: { command: string; index?: string; partitionRead: boolean; units: number; bytes: number }[] = [];
+  const name = `feedbackCapacity-${randomUUID()}`;
+  dynamoClient().middlewareStack.add(
+    (next, context) => async (args) => {
+      const command = String(context.commandName);
+      const input = args.input as Record<string, unknown>;
+      if (!/Query|Get/.test(command) || !JSON.stringify(input).includes(workspaceId)) return next(args);
+      input.ReturnConsumedCapacity = "TOTAL";
+      const result = await next(args);
+      const output = result.output as { ConsumedCapacity?: { CapacityUnits?: number } | { CapacityUnits?: number }[]; Items?: unknown[]; Item?: unknown; Responses?: Record<string, unknown[]> };
+      const items = output.Items ?? (output.Item ? [output.Item] : Object.values(output.Responses ?? {}).flat());
+      reads.push({
+        command,
+        index: input.IndexName as string | undefined,
+        // A Query of the workspace's own partition (the table, not an index): what reads its items whole.
+        partitionRead: /Query/.test(command) && input.IndexName === undefined,
+        units: [output.ConsumedCapacity ?? []].flat().reduce((n, c) => n + (c.CapacityUnits ?? 0), 0),
+        bytes: JSON.stringify(items).length,
+      });
+      return result;
+    },
+    { step: "initialize", name },
+  );
+  try {
+    return { result: await fn(), reads };
+  } finally {
+    dynamoClient().middlewareStack.remove(name);
+  }
+}
+
+/** The raw index mark `sk` of a workspace (core/db/slim-index.ts), strongly consistent; undefined when absent. */
+const markOf = async (workspaceId: string, sk: string) =>
+  (await dynamoClient().send(new GetCommand({ TableName: Config.tableName(), Key: { pk: `ws#${workspaceId}`, sk }, ConsistentRead: true }))).Item;
+
+describe("GET /api/admin/quality/feedback counts answers on their slim index, not the messages", () => {
+  /** About 330 KB per answer (content, its lower-cased copy, thinking): the count must not pay for them. */
+  const CONTENT = "a".repeat(90_000);
+  const THINKING = [{ type: "thinking", content: "t".repeat(150_000) }];
+  const ANSWERS = 12;
+  let ws: Awaited<ReturnType<typeof newWorkspace>>;
+  const answerIds: string[] = [];
+
+  beforeAll(async () => {
+    ws = await newWorkspace("Long answers");
+    // Through the copilot's own write path (a transaction of the conversation and the message).
+    const conv = await Chat.openConversation(ws.owner.id, ws.workspace.id, undefined, "Tell me everything");
+    for (let i = 0; i < ANSWERS; i++) {
+      await Chat.appendMessage(conv, { role: "user", content: `Question ${i}` }, { historyDays: 30 });
+      answerIds.push((await Chat.appendMessage(conv, { role: "assistant", content: CONTENT, thinking_blocks: THINKING }, { historyDays: 30 })).id);
+    }
+    for (const [k, rating] of (["positive", "negative", "positive"] as const).entries()) {
+      const res = await call("POST", `/api/chat/messages/${answerIds[k]}/feedback`, { token: ws.owner.token, body: { rating, tags: ["long"] } });
+      expect(res.status, res.text).toBe(200);
+    }
+  }, 120_000);
+
+  it("a workspace created now carries its task and answer index marks, so nothing is ever backfilled", async () => {
+    expect(await markOf(ws.workspace.id, "answerindex")).toMatchObject({ backfilled: 0 });
+    expect(await markOf(ws.workspace.id, "taskindex")).toMatchObject({ backfilled: 0 });
+  });
+
+  it("reads a few units whatever the answers weigh, with the right figures", async () => {
+    const { result: res, reads } = await readsOn(ws.workspace.id, () => get("/api/admin/quality/feedback", ws.owner.token, { workspace_id: ws.workspace.id }));
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({ rated_count: 3, unrated_count: ANSWERS - 3, positive_rate: 0.6667, avg_rating: 0.333 });
+    expect(res.body.top_positive_tags).toEqual([{ tag: "long", count: 2 }]);
+    const units = reads.reduce((n, r) => n + r.units, 0);
+    console.info(`GET /api/admin/quality/feedback over ${ANSWERS} answers of ~330 KB: ${units} RCU in all; reads ${JSON.stringify(reads)}`);
+    // The old count filtered the workspace partition: every message read whole, ~4 MB here, hundreds of units.
+    expect(reads.filter((r) => r.partitionRead)).toEqual([]);
+    expect(reads.filter((r) => r.index === "gsi4").length).toBeGreaterThan(0);
+    expect(units).toBeLessThan(5);
+  });
+});
+
+describe("GET /api/admin/quality/feedback on a workspace older than the answers' index", () => {
+  it("backfills its answers once (user messages stay out), counts them right, then reads the index only", async () => {
+    const { owner: o, workspace } = await newWorkspace("Older answers");
+    const wsId = workspace.id;
+    const conversationId = randomUUID();
+    /** A message as the old code wrote it: no gsi4 keys (ElectroDB writes them today; removed here). */
+    const oldMessage = async (createdAt: string, role: "assistant" | "user", rating?: "positive" | "negative") => {
+      const id = randomUUID();
+      await db().entities.message.create({ id, conversation_id: conversationId, workspace_id: wsId, user_id: o.id, role, content: "An answer.", content_lc: "an answer.", created_at: createdAt }).go();
+      await dynamoClient().send(new UpdateCommand({ TableName: Config.tableName(), Key: { pk: `ws#${wsId}`, sk: `conversation#${conversationId}#msg#${createdAt}#${id}` }, UpdateExpression: "REMOVE gsi4pk, gsi4sk", ConditionExpression: "attribute_exists(pk)" }));
+      if (rating) {
+        await db().entities.messageFeedback.create({ id: randomUUID(), workspace_id: wsId, conversation_id: conversationId, message_id: id, user_id: o.id, rating, tags: [], created_at: createdAt }).go();
+      }
+      return { id, sk: `conversation#${conversationId}#msg#${createdAt}#${id}` };
+    };
+    await oldMessage(at(0, 1), "assistant", "positive");
+    await oldMessage(at(1, 1), "assistant");
+    await oldMessage(at(2, 1), "assistant");
+    const question = await oldMessage(at(2, 2), "user");
+    await oldMessage(at(40, 1), "assistant"); // out of the 30-day window, in the 90-day one
+    // The old code wrote no mark at the workspace's create.
+    await dynamoClient().send(new DeleteCommand({ TableName: Config.tableName(), Key: { pk: `ws#${wsId}`, sk: "answerindex" } }));
+    expect(await markOf(wsId, "answerindex")).toBeUndefined();
+
+    const dashboard = (days?: number) => get("/api/admin/quality/feedback", o.token, { workspace_id: wsId, ...(days ? { days } : {}) });
+    // The first read answers from the partition, gives the four answers their keys and writes the mark.
+    const first = await readsOn(wsId, () => dashboard());
+    expect(first.result.status, first.result.text).toBe(200);
+    expect(first.result.body).toMatchObject({ rated_count: 1, unrated_count: 2, positive_rate: 1 });
+    expect(first.reads.filter((r) => r.partitionRead).length).toBeGreaterThan(0);
+    expect(await markOf(wsId, "answerindex")).toMatchObject({ backfilled: 4 });
+    const raw = await dynamoClient().send(new GetCommand({ TableName: Config.tableName(), Key: { pk: `ws#${wsId}`, sk: question.sk }, ConsistentRead: true }));
+    expect(raw.Item).toMatchObject({ id: question.id, role: "user" });
+    expect(raw.Item!.gsi4pk).toBeUndefined();
+
+    // From then on the index alone answers, with the older answers and one written since (through the write path).
+    const conv = await Chat.openConversation(o.id, wsId, undefined, "Later");
+    await Chat.appendMessage(conv, { role: "assistant", content: "A newer answer." }, { historyDays: 30 });
+    const later = await readsOn(wsId, () => dashboard());
+    expect(later.result.body).toMatchObject({ rated_count: 1, unrated_count: 3 });
+    expect(later.reads.filter((r) => r.partitionRead)).toEqual([]);
+    expect((await dashboard(90)).body).toMatchObject({ rated_count: 1, unrated_count: 4 });
+    expect((await dashboard(7)).body).toMatchObject({ rated_count: 1, unrated_count: 3 });
   });
 });
 

@@ -7,13 +7,15 @@
  */
 import { randomUUID } from "node:crypto";
 import { CreateTableCommand, DescribeTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createTableInput, SLIM_LIST_ATTRIBUTES } from "../../core/db/table";
 import { addMissingIndexes, ensureTable } from "../../local/dynamodb";
 import { dynamoClient } from "../../core/db/client";
 import { db } from "../../core/db/service";
 import { call, newWorkspace } from "../support/api";
+import { backfill } from "../../core/db/slim-index";
+import { TASK_LIST_INDEX } from "../../core/task/task.entity";
 
 const saved = process.env.TABLE_NAME;
 const name = `r2d-upgrade-${randomUUID().slice(0, 8)}`;
@@ -63,6 +65,8 @@ describe("a table created before the slim list index", () => {
       await db().entities.task.create({ id, workspace_id: ws.workspace.id, task_type: "research", prompt: `Old ${i}`, status: i === 1 ? "failed" : "completed", timeout_seconds: 600, created_by: ws.owner.id, created_at: new Date(base + i * 1000).toISOString() }).go();
       await dynamoClient().send(new UpdateCommand({ TableName: name, Key: { pk: `ws#${ws.workspace.id}`, sk: `task#${id}` }, UpdateExpression: "REMOVE gsi4pk, gsi4sk" }));
     }
+    // Nor did the old code write the workspace's index mark at its create (today's create does: core/db/slim-index.ts).
+    await dynamoClient().send(new DeleteCommand({ TableName: name, Key: { pk: `ws#${ws.workspace.id}`, sk: "taskindex" } }));
 
     // What `npm start` runs on the reused table: the missing index is added and ACTIVE when it returns.
     await ensureTable(inject("dynamoEndpoint"), name);
@@ -115,5 +119,15 @@ describe("a table created before the slim list index", () => {
       dynamoClient().middlewareStack.remove(recorder);
     }
     expect(queried).toEqual(["gsi4", "gsi4"]);
+  });
+
+  it("a backfill that outlives its workspace's deletion leaves no mark behind in the emptied partition", async () => {
+    const ws = await newWorkspace("Deleted while listed");
+    const markKey = { pk: `ws#${ws.workspace.id}`, sk: "taskindex" };
+    await dynamoClient().send(new DeleteCommand({ TableName: name, Key: markKey }));
+    // The deletion empties the partition (core/workspace/deletion.ts) while a first listing's backfill is under way.
+    await dynamoClient().send(new DeleteCommand({ TableName: name, Key: { pk: `ws#${ws.workspace.id}`, sk: "workspace" } }));
+    expect(await backfill(TASK_LIST_INDEX, ws.workspace.id)).toEqual([]);
+    expect((await dynamoClient().send(new GetCommand({ TableName: name, Key: markKey, ConsistentRead: true }))).Item).toBeUndefined();
   });
 });
