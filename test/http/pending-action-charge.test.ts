@@ -141,6 +141,20 @@ function executeStoppingBeforeSettle(workspaceId: string, id: string, point: "be
 }
 
 /** What the ledger and the account say about one run's charge. */
+/** The sweep 20 minutes on settles exactly one stale hold, for `credits`, without errors. */
+async function sweepSettlesOnce(userId: string, credits: number) {
+  const swept = await sweepLater(userId);
+  expect(swept.errors).toEqual([]);
+  expect(swept).toMatchObject({ stale: 1, released: 0, settled: 1, credits_charged: credits });
+}
+
+/** Charged exactly as the uncrashed reference draft: one reserve and one settle of its figures, no hold left, the same account change. */
+async function expectChargedAsReference(userId: string, runId: string, before: Awaited<ReturnType<typeof figures>>) {
+  expect(await chargeOf(userId, runId)).toEqual(reference.charge);
+  expect(await holdsOf(userId)).toEqual([]);
+  expect(diff(before, await figures(userId))).toEqual(reference.change);
+}
+
 async function chargeOf(userId: string, runId: string) {
   const entries = await ledgerOf(userId, runId);
   const settles = entries.filter((l) => l.kind === "settle");
@@ -215,9 +229,7 @@ describe("a pending action whose run reserves credits is charged exactly once, w
     expect(swept.errors).toEqual([]);
 
     // Charged exactly what the uncrashed run was: one settle entry of the same figures, no release, no hold.
-    expect(await chargeOf(owner.id, runId)).toEqual(reference.charge);
-    expect(await holdsOf(owner.id)).toEqual([]);
-    expect(diff(before, await figures(owner.id))).toEqual(reference.change);
+    await expectChargedAsReference(owner.id, runId, before);
     expect(swept).toMatchObject({ stale: 1, released: 0, settled: 1, credits_charged: 2.5 });
     // A second sweep finds nothing to do.
     expect(await sweepLater(owner.id)).toMatchObject({ stale: 0 });
@@ -259,9 +271,7 @@ describe("a pending action whose run reserves credits is charged exactly once, w
     expect(await run.execution).toMatchObject({ outcome: "executed" });
     expect(swept.errors).toEqual([]);
 
-    expect(await chargeOf(owner.id, runId)).toEqual(reference.charge);
-    expect(await holdsOf(owner.id)).toEqual([]);
-    expect(diff(before, await figures(owner.id))).toEqual(reference.change);
+    await expectChargedAsReference(owner.id, runId, before);
     expect(swept).toMatchObject({ stale: 1, released: 0, settled: 1 });
     // The run's record carries what was charged.
     const { data: runs } = await db().entities.agentRun.query.byWorkspace({ workspace_id: env.workspaceId }).go({ consistent: true, pages: "all" });
@@ -312,9 +322,7 @@ describe("a pending action whose run reserves credits is charged exactly once, w
       stack.remove(name);
     }
     // The sweeper's settle stands; the run's found it done. Never a release, never a second charge.
-    expect(await chargeOf(owner.id, runId)).toEqual(reference.charge);
-    expect(await holdsOf(owner.id)).toEqual([]);
-    expect(diff(before, await figures(owner.id))).toEqual(reference.change);
+    await expectChargedAsReference(owner.id, runId, before);
     // One record of the run, whichever of the two wrote it.
     expect(await recordsOf(env.workspaceId, runId)).toEqual([recordOf(owner, runId)]);
   }, 60_000);
@@ -332,9 +340,7 @@ describe("the sweeper's settle of a delivered run also records the run and grant
     expect(await recordsOf(env.workspaceId, runId)).toEqual([]);
     expect(await milestonesOf(owner.id, env.workspaceId)).toEqual([]);
 
-    const swept = await sweepLater(owner.id);
-    expect(swept.errors).toEqual([]);
-    expect(swept).toMatchObject({ stale: 1, released: 0, settled: 1, credits_charged: 2.5 });
+    await sweepSettlesOnce(owner.id, 2.5);
     // What the row's charge holds, as a success under the run's id; listed as the run would have been.
     expect(await recordsOf(env.workspaceId, runId)).toEqual([recordOf(owner, runId)]);
     expect(await listedRuns(owner, env.workspaceId, runId)).toEqual([{ status: "success", tokens_used: 15_000, cost_usd: 0.17 }]);
@@ -398,13 +404,9 @@ describe("a delivered draft whose first attempt's hold went stale is charged aft
     expect((await chargeOf(owner.id, runId)).kinds).toEqual(["reserve"]);
     expect((await holdsOf(owner.id)).map((h) => h.run_id)).toEqual([runId]);
 
-    const swept = await sweepLater(owner.id);
-    expect(swept.errors).toEqual([]);
-    expect(swept).toMatchObject({ stale: 1, released: 0, settled: 1, credits_charged: 2.5 });
+    await sweepSettlesOnce(owner.id, 2.5);
     // Charged exactly as an uncrashed draft: one reserve, one settle of the same figures, no release, no hold.
-    expect(await chargeOf(owner.id, runId)).toEqual(reference.charge);
-    expect(await holdsOf(owner.id)).toEqual([]);
-    expect(diff(before, await figures(owner.id))).toEqual(reference.change);
+    await expectChargedAsReference(owner.id, runId, before);
     expect(await recordsOf(env.workspaceId, runId)).toEqual([recordOf(owner, runId)]);
 
     // Attempt 2's own late settle changes nothing.
@@ -486,13 +488,9 @@ describe("an action's run that the executor will retry keeps its hold, and the r
     await dueNow(env.workspaceId, id);
     const second = executeStoppingBeforeSettle(env.workspaceId, id);
     await second.reached;
-    const swept = await sweepLater(owner.id);
-    expect(swept.errors).toEqual([]);
-    expect(swept).toMatchObject({ stale: 1, released: 0, settled: 1, credits_charged: 2.5 });
+    await sweepSettlesOnce(owner.id, 2.5);
     // Charged as the uncrashed draft: no release, one settle of the same figures, one record.
-    expect(await chargeOf(owner.id, runId)).toEqual(reference.charge);
-    expect(await holdsOf(owner.id)).toEqual([]);
-    expect(diff(before, await figures(owner.id))).toEqual(reference.change);
+    await expectChargedAsReference(owner.id, runId, before);
     expect(await recordsOf(env.workspaceId, runId)).toEqual([recordOf(owner, runId)]);
     second.resume();
     expect(await second.execution).toMatchObject({ outcome: "executed" });
