@@ -159,17 +159,22 @@ describe("Idempotency-Key on POST /api/documents/draft", () => {
   });
 });
 
+/** A PRD written by `token` in the workspace, split into blocks: the id of its first block. */
+async function firstBlockOf(token: string, workspaceId: string): Promise<string> {
+  const doc = await call("POST", "/api/documents", {
+    token,
+    body: { workspace_id: workspaceId, document_type: "prd", title: "Sign-in", content: "# Sign-in\n\n## Problem\n\nUsers are logged out every day.\n\n## Requirements\n\n- Keep users signed in for 30 days.\n" },
+  });
+  expect(doc.status, doc.text).toBe(201);
+  const blocks = await call("POST", "/api/blocks/extract", { token, body: { workspace_id: workspaceId, document_id: doc.body.id } });
+  expect(blocks.status, blocks.text).toBe(200);
+  return (blocks.body.blocks ?? blocks.body)[0].id as string;
+}
+
 describe("Idempotency-Key on a block action (POST /api/blocks/{block_id}/expand)", () => {
   it("replays the first proposal and charges once", async () => {
     const { owner, workspace } = await newWorkspace("Idempotent block action");
-    const doc = await call("POST", "/api/documents", {
-      token: owner.token,
-      body: { workspace_id: workspace.id, document_type: "prd", title: "Sign-in", content: "# Sign-in\n\n## Problem\n\nUsers are logged out every day.\n\n## Requirements\n\n- Keep users signed in for 30 days.\n" },
-    });
-    expect(doc.status, doc.text).toBe(201);
-    const blocks = await call("POST", "/api/blocks/extract", { token: owner.token, body: { workspace_id: workspace.id, document_id: doc.body.id } });
-    expect(blocks.status, blocks.text).toBe(200);
-    const blockId = (blocks.body.blocks ?? blocks.body)[0].id as string;
+    const blockId = await firstBlockOf(owner.token, workspace.id);
     const expand = () => call("POST", `/api/blocks/${blockId}/expand`, { token: owner.token, headers: { "Idempotency-Key": "expand-1" } });
     const first = await expand();
     expect(first.status, first.text).toBe(200);
@@ -220,14 +225,7 @@ describe("Idempotency-Key: a replay checks access again", () => {
 
   it("on a route naming a resource alone (a block action) the removed member's replay is the route's 404", async () => {
     const { owner, workspace, mate } = await withMate("Idempotent removed block member");
-    const doc = await call("POST", "/api/documents", {
-      token: owner.token,
-      body: { workspace_id: workspace.id, document_type: "prd", title: "Sign-in", content: "# Sign-in\n\n## Problem\n\nUsers are logged out every day.\n" },
-    });
-    expect(doc.status, doc.text).toBe(201);
-    const blocks = await call("POST", "/api/blocks/extract", { token: owner.token, body: { workspace_id: workspace.id, document_id: doc.body.id } });
-    expect(blocks.status, blocks.text).toBe(200);
-    const blockId = (blocks.body.blocks ?? blocks.body)[0].id as string;
+    const blockId = await firstBlockOf(owner.token, workspace.id);
     const challenge = () => call("POST", `/api/blocks/${blockId}/challenge`, { token: mate.token, headers: { "Idempotency-Key": "challenge-1" } });
     expect((await challenge()).status).toBe(200);
     await removeMember(owner.token, workspace.id, mate.id);

@@ -438,6 +438,16 @@ function insightReadFailsOnce(workspaceId: string): { failed: () => boolean; rem
   return { failed: () => failed, remove: () => stack.remove(name) };
 }
 
+/** Execute the action with `fault` armed: the attempt fails on it and is deferred (transient) for a retry. */
+async function deferredBy(fault: { failed(): boolean; remove(): void }, workspaceId: string, id: string) {
+  try {
+    expect(await executeAction(workspaceId, id)).toMatchObject({ outcome: "deferred" });
+    expect(fault.failed()).toBe(true);
+  } finally {
+    fault.remove();
+  }
+}
+
 /** Make a deferred action due now (its backoff over), as the sweeper would find it later. */
 const dueNow = (workspaceId: string, id: string) =>
   db().entities.pendingAction.patch({ workspace_id: workspaceId, id }).set({ retry_at: new Date(Date.now() - 1_000).toISOString() }).go();
@@ -447,12 +457,7 @@ describe("an action's run that the executor will retry keeps its hold, and the r
     const { owner, env } = await account();
     const { id, runId } = await approvedDraft(owner, env);
     const before = await figures(owner.id);
-    const fault = insightReadFailsOnce(env.workspaceId);
-    try {
-      expect(await executeAction(env.workspaceId, id)).toMatchObject({ outcome: "deferred" });
-    } finally {
-      fault.remove();
-    }
+    await deferredBy(insightReadFailsOnce(env.workspaceId), env.workspaceId, id);
     const heldAt = Date.now();
     // Within the wait the hold is kept for the retry; past it (an action that never ends), its credits come back.
     expect(await sweepStaleHolds({ now: new Date(heldAt + MAX_HOLD_WAIT_MS - 60_000), userId: owner.id })).toMatchObject({ stale: 1, waiting: 1, released: 0 });
@@ -472,13 +477,7 @@ describe("an action's run that the executor will retry keeps its hold, and the r
     const { id, runId } = await approvedDraft(owner, env);
     const before = await figures(owner.id);
 
-    const fault = insightReadFailsOnce(env.workspaceId);
-    try {
-      expect(await executeAction(env.workspaceId, id)).toMatchObject({ outcome: "deferred" });
-      expect(fault.failed()).toBe(true);
-    } finally {
-      fault.remove();
-    }
+    await deferredBy(insightReadFailsOnce(env.workspaceId), env.workspaceId, id);
     // The hold is the run's only one (a retry reserves nothing new under the same run id): it stays open.
     expect((await chargeOf(owner.id, runId)).kinds).toEqual(["reserve"]);
     expect((await holdsOf(owner.id)).map((h) => h.run_id)).toEqual([runId]);
@@ -502,13 +501,7 @@ describe("an action's run that the executor will retry keeps its hold, and the r
     const { id, runId } = await approvedDraft(owner, env);
     const before = await figures(owner.id);
 
-    const fault = documentCreateFailsOnce();
-    try {
-      expect(await executeAction(env.workspaceId, id)).toMatchObject({ outcome: "deferred" });
-      expect(fault.failed()).toBe(true);
-    } finally {
-      fault.remove();
-    }
+    await deferredBy(documentCreateFailsOnce(), env.workspaceId, id);
     // Not settled as a failure: no settle entry, no record, the hold kept; the attempt's use is kept on the row.
     expect((await chargeOf(owner.id, runId)).kinds).toEqual(["reserve"]);
     expect(await recordsOf(env.workspaceId, runId)).toEqual([]);
@@ -536,12 +529,7 @@ describe("an action's run that the executor will retry keeps its hold, and the r
     const { id, runId } = await approvedDraft(owner, env);
     const before = await figures(owner.id);
 
-    const fault = documentCreateFailsOnce();
-    try {
-      expect(await executeAction(env.workspaceId, id)).toMatchObject({ outcome: "deferred" });
-    } finally {
-      fault.remove();
-    }
+    await deferredBy(documentCreateFailsOnce(), env.workspaceId, id);
     await dueNow(env.workspaceId, id);
     const second = executeStoppingBeforeSettle(env.workspaceId, id);
     await second.reached;
