@@ -704,7 +704,17 @@ export async function reserve(userId: string, runId: string, credits: number, op
     // A lapsed paid plan's quota is not spendable: expire it (once, ledger `expire#lapse#…`) and plan again.
     if (entitled.lapsed && account.quota_remaining > 0 && (await lapseQuota(userId)) > 0) throw new Contended();
     remember(account);
-    if (opts.computeBudget) requireComputeBudget(account);
+    if (opts.computeBudget) {
+      try {
+        requireComputeBudget(account);
+      } catch (err) {
+        // A run reserves once: its retry (an approved action's next attempt, under the same run id) keeps the credits
+        // its first attempt holds, though the budget has filled since; only a new run is refused.
+        const prior = await readLedger(userId, key);
+        if (prior) return reservationOf(prior);
+        throw err;
+      }
+    }
     const plan = take(need, entitled.lapsed ? 0 : account.quota_remaining, boosts);
     if (plan.taken < need) {
       const prior = await readLedger(userId, key);

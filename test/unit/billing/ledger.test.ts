@@ -223,6 +223,12 @@ describe("issue #19: the trial cap, upgrades and lapsed plans", () => {
     // The period ends (its renewal not in yet): Pro's budget applies, as a read of the account would find.
     vi.setSystemTime(new Date("2026-12-01T00:00:01.000Z"));
     await expect(reserve(u, "after", 1, { computeBudget: true })).rejects.toMatchObject({ code: "USAGE_LIMIT_EXCEEDED", extra: { reason: "compute_budget" } });
+    // A run that already holds its reservation is not refused on its retry (the same run id) in another container
+    // (a fresh module: no account seen, the read path): it reserves once.
+    vi.resetModules();
+    const elsewhere = await import("../../../core/billing/ledger");
+    expect(await elsewhere.reserve(u, "still", 1, { computeBudget: true })).toMatchObject({ run_id: "still", credits: 1, applied: false });
+    await expect(elsewhere.reserve(u, "new", 1, { computeBudget: true })).rejects.toMatchObject({ code: "USAGE_LIMIT_EXCEEDED", extra: { reason: "compute_budget" } });
   });
 
   it("a settle on the reservation's fast path after the plan lapsed gives nothing back to the lapsed quota", async () => {
