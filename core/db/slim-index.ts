@@ -138,9 +138,12 @@ async function writeMark(index: SlimIndex, workspaceId: string, backfilled: numb
       }),
     );
   } catch (err) {
-    // The workspace is gone, or the mark is there already: nothing to write either way.
-    const conditional = err instanceof TransactionCanceledException && (err.CancellationReasons ?? []).some((r) => r.Code === "ConditionalCheckFailed") && (err.CancellationReasons ?? []).every((r) => r.Code === "ConditionalCheckFailed" || r.Code === "None");
-    if (!conditional) throw err;
+    // The workspace is gone, or the mark is there already: nothing to write either way. A conflict with another
+    // transaction on the workspace item leaves the mark unwritten too: the next read backfills (finding nothing
+    // missing) and writes it; the read itself has its answer.
+    const reasons = err instanceof TransactionCanceledException ? (err.CancellationReasons ?? []) : [];
+    const settled = reasons.some((r) => r.Code === "ConditionalCheckFailed" || r.Code === "TransactionConflict") && reasons.every((r) => ["ConditionalCheckFailed", "TransactionConflict", "None"].includes(r.Code ?? "None"));
+    if (!settled) throw err;
   }
 }
 
@@ -151,3 +154,10 @@ async function writeMark(index: SlimIndex, workspaceId: string, backfilled: numb
  * catalogue would close a circle through the entity files that define the indexes.)
  */
 export const markPut = (index: SlimIndex, workspaceId: string) => ({ Put: { TableName: Config.tableName(), Item: markItem(index, workspaceId, 0) } });
+
+/**
+ * The deletion of a workspace's mark, as one write of a transaction (core/workspace/deletion.ts: its last
+ * transaction, beside the workspace item's): a backfill whose mark landed after the deletion's last partition pass
+ * but before the workspace item went would otherwise leave it behind. Unconditional: an absent mark is no error.
+ */
+export const markDelete = (index: SlimIndex, workspaceId: string) => ({ Delete: { TableName: Config.tableName(), Key: markKey(index, workspaceId) } });

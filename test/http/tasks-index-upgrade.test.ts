@@ -6,8 +6,8 @@
  * own table, created as a `.data` written before gsi4 would have it.
  */
 import { randomUUID } from "node:crypto";
-import { CreateTableCommand, DescribeTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { DeleteCommand, GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, TransactionCanceledException } from "@aws-sdk/client-dynamodb";
+import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createTableInput, SLIM_LIST_ATTRIBUTES } from "../../core/db/table";
 import { addMissingIndexes, ensureTable } from "../../local/dynamodb";
@@ -129,5 +129,59 @@ describe("a table created before the slim list index", () => {
     await dynamoClient().send(new DeleteCommand({ TableName: name, Key: { pk: `ws#${ws.workspace.id}`, sk: "workspace" } }));
     expect(await backfill(TASK_LIST_INDEX, ws.workspace.id)).toEqual([]);
     expect((await dynamoClient().send(new GetCommand({ TableName: name, Key: markKey, ConsistentRead: true }))).Item).toBeUndefined();
+  });
+
+  it("a mark written during a workspace's deletion, after its last partition pass, goes with the workspace item", async () => {
+    const ws = await newWorkspace("Marked while deleted");
+    const marks = ["taskindex", "answerindex"].map((sk) => ({ pk: `ws#${ws.workspace.id}`, sk }));
+    for (const Key of marks) await dynamoClient().send(new DeleteCommand({ TableName: name, Key }));
+    const hook = "markDuringDeletion";
+    // A first listing's backfill lands its marks just before the deletion's last transaction (the workspace item is
+    // still there, so their condition holds).
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = JSON.stringify(args.input);
+        if (/TransactWrite/.test(String(context.commandName)) && input.includes(ws.workspace.id) && input.includes('"sk":"workspace"')) {
+          for (const Key of marks) await dynamoClient().send(new PutCommand({ TableName: name, Item: { ...Key, backfilled: 0 } }));
+        }
+        return next(args);
+      },
+      { step: "initialize", name: hook },
+    );
+    try {
+      const res = await call("DELETE", `/api/workspaces/${ws.workspace.id}`, { token: ws.owner.token });
+      expect(res.status, res.text).toBe(204);
+    } finally {
+      dynamoClient().middlewareStack.remove(hook);
+    }
+    for (const Key of marks) expect((await dynamoClient().send(new GetCommand({ TableName: name, Key, ConsistentRead: true }))).Item).toBeUndefined();
+  });
+
+  it("a mark whose write meets another transaction on the workspace item is left for the next read; the list answers", async () => {
+    const ws = await newWorkspace("Mark conflict");
+    const markKey = { pk: `ws#${ws.workspace.id}`, sk: "taskindex" };
+    await dynamoClient().send(new DeleteCommand({ TableName: name, Key: markKey }));
+    const hook = "markConflicts";
+    let conflicted = 0;
+    // DynamoDB cancels a transaction that meets another on one of its items (TransactionConflict).
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (/TransactWrite/.test(String(context.commandName)) && JSON.stringify(args.input).includes('"sk":"taskindex"') && conflicted++ === 0) {
+          throw new TransactionCanceledException({ message: "Transaction cancelled", $metadata: {}, CancellationReasons: [{ Code: "TransactionConflict" }, { Code: "None" }] });
+        }
+        return next(args);
+      },
+      { step: "initialize", name: hook },
+    );
+    try {
+      const first = await call("GET", "/api/tasks", { token: ws.owner.token, query: { workspace_id: ws.workspace.id } });
+      expect(first.status, first.text).toBe(200);
+      expect(first.body).toEqual({ tasks: [], total: 0 });
+      expect((await dynamoClient().send(new GetCommand({ TableName: name, Key: markKey, ConsistentRead: true }))).Item).toBeUndefined();
+      expect((await call("GET", "/api/tasks", { token: ws.owner.token, query: { workspace_id: ws.workspace.id } })).status).toBe(200);
+      expect((await dynamoClient().send(new GetCommand({ TableName: name, Key: markKey, ConsistentRead: true }))).Item).toMatchObject({ backfilled: 0 });
+    } finally {
+      dynamoClient().middlewareStack.remove(hook);
+    }
   });
 });
