@@ -192,7 +192,7 @@ export async function recordRun<T>(
     // An approved action's attempt the executor will run again is not the run's end: no settle, no record. Its hold
     // and its use (the executor carries it on the row) go to the retry, so the run is charged once, as what it
     // finally was (spec 02: a delivered run as a success), not as this attempt's failure.
-    if (charge?.keepsHoldAfter(err) && !signal?.aborted) throw err;
+    if (charge && !signal?.aborted && (await charge.keepsHoldAfter(err))) throw err;
     await finish(signal?.aborted ? "cancelled" : "failed", null, err instanceof Error ? err.message : String(err));
     throw err;
   }

@@ -122,7 +122,11 @@ export interface Charge {
    * get the run's tokens and cost. A second call returns the first figure; after a failed call, the next one tries again.
    */
   settle(outcome: RunOutcome, usage: { tokens: number; costUsd: number }): Promise<number>;
-  /** Give the held credits back if the run never settled (a stream that never ran). */
+  /**
+   * Give the held credits back if the run never settled (a stream that never ran). An approved action's run that
+   * carries earlier attempts' use (`carried`) settles that use as a failure instead: it was spent, and this is the
+   * run's one settlement.
+   */
   release(): Promise<void>;
   /**
    * Whether the run, stopping on `err` before it settled, must leave its hold open: it is an approved action's run
@@ -130,7 +134,7 @@ export interface Charge {
    * under the same run id, for which the ledger reserves once, so this hold is the one its settle (or the credit
    * sweeper's, once the action ends) closes. False for every other run: it releases or settles at once.
    */
-  keepsHoldAfter(err: unknown): boolean;
+  keepsHoldAfter(err: unknown): Promise<boolean>;
   /**
    * Model use of the run's earlier attempts that failed and kept the hold for this one (`Delivery.carried`; zero for
    * every other run): `recordRun` counts from it, so the settle and the record cover the whole run.
@@ -210,10 +214,11 @@ export interface Delivery {
   charge?: Charge;
   /**
    * Whether the executor will run the action again after the run fails with `err` (a transient failure with retries
-   * left, or a lease lost to another executor of the same run): the run then neither releases nor settles its hold.
+   * left), or the action is no longer this execution's (its lease lost to another executor of the same run, which
+   * shares the hold): the run then neither releases nor settles its hold.
    * Absent: never (the run settles or releases at once).
    */
-  retriedAfter?: (err: unknown) => boolean;
+  retriedAfter?: (err: unknown) => Promise<boolean>;
   /**
    * Model use of earlier attempts of this run that failed and left the hold for a retry (the row's `spent`): the
    * run's charge starts from it, so the one settle charges the run's whole use, not only the last attempt's.
@@ -289,10 +294,16 @@ export async function startCharge(input: { workspaceId: string; runId: string; e
     },
     async release() {
       if (settling) return;
+      // Earlier attempts of this action's run used the model and kept the hold for this one: that use is charged, as
+      // a failure, by the run's one settlement, not given back.
+      if (carried.tokens > 0 || carried.costUsd > 0) {
+        await charge.settle("failed", { tokens: used.tokens, costUsd: used.costUsd });
+        return;
+      }
       await release(payer, input.runId);
     },
-    keepsHoldAfter(err) {
-      return forAction?.retriedAfter?.(err) ?? false;
+    async keepsHoldAfter(err) {
+      return (await forAction?.retriedAfter?.(err)) ?? false;
     },
     noteUsage(u) {
       used.tokens += u.tokens;
@@ -400,7 +411,7 @@ export async function reserveAlongside<T>(input: Parameters<typeof startCharge>[
     value = await reads();
   } catch (err) {
     // An approved action's run that will be retried keeps its hold: it is the retry's only one (`keepsHoldAfter`).
-    await charging.then((c) => (c.keepsHoldAfter(err) ? undefined : c.release()), () => undefined);
+    await charging.then(async (c) => ((await c.keepsHoldAfter(err)) ? undefined : c.release()), () => undefined);
     throw err;
   }
   const readsDone = performance.now();

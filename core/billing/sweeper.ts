@@ -19,6 +19,7 @@ import { correctRunCredits, recordSettledRun } from "../agent";
 import { BOOST_EXPIRY_DUE, OPEN_HOLDS } from "./account.entity";
 import { expireBoosts, release, settle, type Closing, type CreditHold } from "./ledger";
 import type { OwedCharge, OwedRun } from "./charge";
+import { creditsFor } from "./credits";
 import { serviceLog } from "../log";
 
 /** Age after which an open reservation is stale: above the longest a run can live (a 15-minute Lambda), with margin. */
@@ -61,7 +62,8 @@ type Fate =
  * - executed, and its flip recorded a charge for this very run and payer: settle for it (the work was delivered);
  * - approved or executing: wait (a later attempt of the same run may deliver, and this is the run's only hold), for
  *   at most MAX_HOLD_WAIT_MS from the hold's creation, then release;
- * - anything else (no action named, the action gone, failed, executed without this run's charge): release.
+ * - failed, with use its attempts kept on the row (`spent`): settle it as a failed run (no agent-run record);
+ * - anything else (no action named, the action gone, failed without use, executed without this run's charge): release.
  */
 async function fateOf(hold: CreditHold, now: Date): Promise<Fate> {
   if (!hold.action_workspace_id || !hold.action_id) return { act: "release" };
@@ -70,6 +72,13 @@ async function fateOf(hold: CreditHold, now: Date): Promise<Fate> {
     if (now.getTime() - Date.parse(hold.created_at) <= MAX_HOLD_WAIT_MS) return { act: "wait" };
     serviceLog("billing").error("a credit hold waited longer than its pending action may run, and is released", { run_id: hold.run_id, action_id: hold.action_id, status: row.status, held_since: hold.created_at });
     return { act: "release" };
+  }
+  const spent = row?.status === "failed" ? row.spent : undefined;
+  if (spent && (spent.tokens > 0 || spent.cost_usd > 0)) {
+    // Failed after earlier attempts used the model and kept this hold for a retry that never settled (it failed
+    // before reserving, or died): that use was spent, and is charged as the failed run's, once.
+    const failed: OwedCharge = { user_id: hold.user_id, run_id: hold.run_id, credits: creditsFor(spent.cost_usd, "failed"), tokens: spent.tokens, cost_usd: spent.cost_usd };
+    return { act: "settle", workspaceId: row!.workspace_id, owed: failed, summary: { input: null, output: null } };
   }
   const owed = row?.status === "executed" ? row.charge : undefined;
   if (!owed || owed.run_id !== hold.run_id || owed.user_id !== hold.user_id) return { act: "release" };

@@ -170,15 +170,16 @@ type Spent = { tokens: number; cost_usd: number };
  * Put a claimed row back after a transient failure: executing → approved, due again at `retryAt` (the sweeper's
  * index, and the executor skips it until then), `retries` + 1, the failure kept as `last_error`; conditioned on
  * still holding the lease. With `spent` (the run kept its hold for the retry), the run's use so far is kept on the
- * row for the retry's charge. @returns false when the lease was lost.
+ * row for the retry's charge; `null` removes the row's figure (the run settled already). @returns false when the
+ * lease was lost.
  */
-async function defer(row: PendingActionItem, owner: string, error: string, retryAt: string, spent?: Spent): Promise<boolean> {
+async function defer(row: PendingActionItem, owner: string, error: string, retryAt: string, spent?: Spent | null): Promise<boolean> {
   try {
     await db()
       .entities.pendingAction.patch(key(row))
       .set({ status: "approved", sweep: DUE, due_at: retryAt, retry_at: retryAt, last_error: error.slice(0, 2000), ...(spent ? { spent } : {}) })
       .add({ retries: 1 })
-      .remove(["lease_owner", "lease_expires_at"])
+      .remove(spent === null ? ["lease_owner", "lease_expires_at", "spent"] : ["lease_owner", "lease_expires_at"])
       .where((attr, op) => `${op.eq(attr.status, "executing")} AND ${op.eq(attr.lease_owner, owner)}`)
       .go();
     return true;
@@ -286,7 +287,7 @@ export function classify(err: unknown): FailureKind {
 type Ended =
   | { status: "executed"; result: Record<string, unknown>; settled: boolean }
   | { status: "failed"; error: string; cause?: unknown }
-  | { status: "transient"; error: string; retryAfterMs: number; spent?: Spent }
+  | { status: "transient"; error: string; retryAfterMs: number; spent?: Spent | null }
   | { status: "lost" };
 
 /** How a tool's (or a precondition's) error ends the execution. */
@@ -327,10 +328,14 @@ async function run(row: PendingActionItem, owner: string): Promise<Ended> {
     actionId: row.id,
     runId: runIdFor({ pendingActionId: row.id })!,
     // The run keeps its hold (no release, no settle) when this execution will be retried after its error: deferred
-    // (transient, retries left) or lost to another executor, which runs the same run id.
-    retriedAfter: (err) => {
+    // (transient, retries left) or lost to another executor, which runs the same run id and shares the hold. A lease
+    // that ran out while the tool worked is read back (only on this failure path): another executor may hold the
+    // row now, and a failure of this stale attempt must not settle (or release) the run that one is delivering.
+    retriedAfter: async (err) => {
       const end = ended(err);
-      return end.status === "lost" || (end.status === "transient" && (row.retries ?? 0) < MAX_RETRIES);
+      if (end.status === "lost" || (end.status === "transient" && (row.retries ?? 0) < MAX_RETRIES)) return true;
+      const now = await read(row.workspace_id, row.id);
+      return !(now?.status === "executing" && now.lease_owner === owner);
     },
     ...(row.spent ? { carried: row.spent } : {}),
   };
@@ -344,10 +349,13 @@ async function run(row: PendingActionItem, owner: string): Promise<Ended> {
     return { status: "executed", result, settled };
   } catch (err) {
     const end = ended(err);
-    // The run left its hold unsettled for the retry: what it used so far goes on the row with the deferral.
-    if (end.status !== "transient" || !delivery.charge?.keepsHoldAfter(err)) return end;
+    // Deferred with its hold kept: what the run used so far (earlier attempts' included) goes on the row for the
+    // retry's charge. A run that settled already (a tool settling before its commit) owes nothing more: the row's
+    // earlier figure is cleared (null), or the next attempt's record would count it again. Without a charge (failed
+    // before reserving), the row's figure stands.
+    if (end.status !== "transient" || !delivery.charge) return end;
     const owed = delivery.charge.owed("failed");
-    return owed ? { ...end, spent: { tokens: owed.tokens, cost_usd: owed.cost_usd } } : end;
+    return { ...end, spent: owed ? { tokens: owed.tokens, cost_usd: owed.cost_usd } : null };
   }
 }
 

@@ -524,6 +524,35 @@ describe("an action's run that the executor will retry keeps its hold, and the r
     expect(await chargeOf(owner.id, runId)).toEqual(charged);
   }, 60_000);
 
+  it("attempt 1 fails after its model call; attempt 2 fails for good in its pre-reads: the carried use is settled as a failure, not given back", async () => {
+    const { owner, env } = await account();
+    const { id, runId } = await approvedDraft(owner, env);
+    await deferredBy(documentCreateFailsOnce(), env.workspaceId, id);
+    // The recommendation's insight is deleted meanwhile: attempt 2's pre-reads fail with a decided error (422).
+    const row = (await db().entities.pendingAction.get({ workspace_id: env.workspaceId, id }).go({ consistent: true })).data!;
+    const { data: rec } = await db().entities.recommendation.get({ workspace_id: env.workspaceId, id: (row.tool_input as { recommendation_id: string }).recommendation_id }).go({ consistent: true });
+    for (const insightId of rec!.addresses_insight_ids) await db().entities.insight.delete({ workspace_id: env.workspaceId, id: insightId }).go();
+
+    await dueNow(env.workspaceId, id);
+    expect(await executeAction(env.workspaceId, id)).toMatchObject({ outcome: "failed" });
+    // Attempt 1's model call (0.17 USD, 15,000 tokens) is charged once, as the failed run's: 2.5 credits.
+    expect(await chargeOf(owner.id, runId)).toMatchObject({ kinds: ["reserve", "settle"], settle: { credits: 2.5, charged: 2.5, tokens: 15_000, cost_usd: 0.17 } });
+    expect(await holdsOf(owner.id)).toEqual([]);
+  }, 60_000);
+
+  it("attempt 1 fails after its model call; the action then ends failed without another run: the sweep settles the carried use", async () => {
+    const { owner, env } = await account();
+    const { id, runId } = await approvedDraft(owner, env);
+    await deferredBy(documentCreateFailsOnce(), env.workspaceId, id);
+    // Ended failed before any attempt reserved again (as when its next attempts were interrupted until it gave up).
+    await db().entities.pendingAction.patch({ workspace_id: env.workspaceId, id }).set({ status: "failed" }).go();
+    const swept = await sweepLater(owner.id);
+    expect(swept.errors).toEqual([]);
+    expect(swept).toMatchObject({ stale: 1, released: 0, settled: 1, credits_charged: 2.5 });
+    expect(await chargeOf(owner.id, runId)).toMatchObject({ kinds: ["reserve", "settle"], settle: { credits: 2.5, tokens: 15_000, cost_usd: 0.17 } });
+    expect(await holdsOf(owner.id)).toEqual([]);
+  }, 60_000);
+
   it("attempt 1 fails after its model call; attempt 2 delivers and dies before its settle: the sweep charges the whole run once", async () => {
     const { owner, env } = await account();
     const { id, runId } = await approvedDraft(owner, env);
