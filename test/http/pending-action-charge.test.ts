@@ -531,7 +531,8 @@ describe("an action's run that the executor will retry keeps its hold, and the r
     // The recommendation's insight is deleted meanwhile: attempt 2's pre-reads fail with a decided error (422).
     const row = (await db().entities.pendingAction.get({ workspace_id: env.workspaceId, id }).go({ consistent: true })).data!;
     const { data: rec } = await db().entities.recommendation.get({ workspace_id: env.workspaceId, id: (row.tool_input as { recommendation_id: string }).recommendation_id }).go({ consistent: true });
-    for (const insightId of rec!.addresses_insight_ids) await db().entities.insight.delete({ workspace_id: env.workspaceId, id: insightId }).go();
+    expect(rec!.addresses_insight_ids?.length).toBeGreaterThan(0);
+    for (const insightId of rec!.addresses_insight_ids ?? []) await db().entities.insight.delete({ workspace_id: env.workspaceId, id: insightId }).go();
 
     await dueNow(env.workspaceId, id);
     expect(await executeAction(env.workspaceId, id)).toMatchObject({ outcome: "failed" });
