@@ -1,5 +1,5 @@
-import { Entity } from "electrodb";
-import { SLIM_LIST_ATTRIBUTES } from "../db/table";
+import { createConversions, Entity } from "electrodb";
+import { SLIM_LIST_ATTRIBUTES, slimKeysOf, type SlimKeys } from "../db/table";
 import type { SlimIndex } from "../db/slim-index";
 
 /*
@@ -112,7 +112,7 @@ export const buildMessageEntity = () => new Entity({
     /**
      * The workspace's assistant messages by date, counted by the quality dashboard without reading their content and
      * thinking (a message may weigh ~400 KB; an index entry carries only id, created_at and ElectroDB's identifiers).
-     * Keys as `answerKeysOf` gives them (the backfill of older messages writes them raw).
+     * The backfill of older messages writes these keys raw, as ElectroDB's conversions build them (`answerKeysOf`).
      */
     answers: {
       index: "gsi4",
@@ -128,11 +128,14 @@ export const buildMessageEntity = () => new Entity({
 });
 export type MessageEntity = ReturnType<typeof buildMessageEntity>;
 
-/** The keys of an assistant message's `answers` (gsi4) entry, as ElectroDB writes them. */
-export const answerKeysOf = (workspaceId: string, message: { created_at: string; id: string }) => ({
-  gsi4pk: `wsanswers#${workspaceId}`,
-  gsi4sk: `answer#${message.created_at}#${message.id}`,
-});
+let messageConversions: ReturnType<typeof createConversions> | undefined;
+
+/**
+ * The keys of an assistant message's `answers` (gsi4) entry, built by ElectroDB from the index above (its
+ * conversions), for the backfill of older messages: the templates are written once.
+ */
+const answerKeysOf = (workspaceId: string, message: { created_at: string; id: string }): SlimKeys =>
+  slimKeysOf((messageConversions ??= createConversions(buildMessageEntity() as never)).byAccessPattern.answers.fromComposite.toKeys({ workspace_id: workspaceId, ...message }));
 
 /**
  * The assistant messages' slim list for core/db/slim-index.ts: the `message` items under the partition's

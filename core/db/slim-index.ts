@@ -18,12 +18,9 @@ import { Config } from "../config";
 import { dynamoClient } from "./client";
 import { isConditionalFailure } from "./errors";
 import { queryAll } from "./partition";
+import type { SlimKeys } from "./table";
 
-/** The gsi4 keys of one item, as its entity's gsi4 index writes them. */
-export interface SlimKeys {
-  gsi4pk: string;
-  gsi4sk: string;
-}
+export type { SlimKeys };
 
 /** One kind of item listed on gsi4 in a workspace, and how an item of that kind written before the index is found. */
 export interface SlimIndex {

@@ -20,6 +20,23 @@
  */
 export const SLIM_LIST_ATTRIBUTES = ["__edb_e__", "__edb_v__", "id", "status", "created_at"] as const;
 
+/** The gsi4 keys of one item, as its entity's gsi4 index writes them (core/db/slim-index.ts). */
+export interface SlimKeys {
+  gsi4pk: string;
+  gsi4sk: string;
+}
+
+/**
+ * The gsi4 keys out of the keys ElectroDB's conversions build for a slim-list index (`createConversions(entity)
+ * .byAccessPattern.<index>.fromComposite.toKeys`), which also gives the table's own keys.
+ * @throws Error when either is missing (a composite attribute the index needs was not given)
+ */
+export function slimKeysOf(keys: Record<string, unknown>): SlimKeys {
+  const { gsi4pk, gsi4sk } = keys;
+  if (typeof gsi4pk !== "string" || typeof gsi4sk !== "string") throw new Error(`slim-list keys incomplete: ${JSON.stringify(keys)}`);
+  return { gsi4pk, gsi4sk };
+}
+
 /** One global secondary index: its key fields and, when not ALL, the non-key attributes it projects (INCLUDE). */
 export interface GlobalIndexKeys {
   readonly partitionKey: string;

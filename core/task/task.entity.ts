@@ -1,5 +1,5 @@
-import { Entity } from "electrodb";
-import { SLIM_LIST_ATTRIBUTES } from "../db/table";
+import { createConversions, Entity } from "electrodb";
+import { SLIM_LIST_ATTRIBUTES, slimKeysOf, type SlimKeys } from "../db/table";
 import type { SlimIndex } from "../db/slim-index";
 import { TaskStatus, TaskType } from "./schema";
 
@@ -113,14 +113,14 @@ export const buildTaskEntity = () => new Entity({
 });
 export type TaskEntity = ReturnType<typeof buildTaskEntity>;
 
+let taskConversions: ReturnType<typeof createConversions> | undefined;
+
 /**
- * The keys of a task's `listed` (gsi4) entry as ElectroDB writes them, for the backfill of tasks written before the
- * index (`TASK_LIST_INDEX`, core/db/slim-index.ts).
+ * The keys of a task's `listed` (gsi4) entry, built by ElectroDB from the index above (its conversions), for the
+ * backfill of tasks written before the index (`TASK_LIST_INDEX`, core/db/slim-index.ts): the templates are written once.
  */
-export const taskListKeysOf = (workspaceId: string, task: { created_at: string; id: string }) => ({
-  gsi4pk: `wstasks#${workspaceId}`,
-  gsi4sk: `task#${task.created_at}#${task.id}`,
-});
+const taskListKeysOf = (workspaceId: string, task: { created_at: string; id: string }): SlimKeys =>
+  slimKeysOf((taskConversions ??= createConversions(buildTaskEntity() as never)).byAccessPattern.listed.fromComposite.toKeys({ workspace_id: workspaceId, ...task }));
 
 /**
  * The tasks' slim list for core/db/slim-index.ts: the partition's `task#` items of entity `task`, each keyed as
