@@ -93,7 +93,9 @@ async function main() {
     if (stopping) return;
     stopping = true;
     console.log("\nStopping...");
-    for (const stop of stops) await stop().catch((e: unknown) => console.error(e));
+    // One line per part that could not stop cleanly: the data is journaled, so the next start picks up from it. (Ctrl-C
+    // signals the whole process group, so tsx's esbuild service may be gone before a part's lazy import at stop.)
+    for (const stop of stops) await stop().catch((e: unknown) => console.error(`A part did not stop cleanly: ${e instanceof Error ? e.message : String(e)}`));
     process.exit(0);
   };
   process.on("SIGINT", shutdown);
