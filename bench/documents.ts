@@ -56,7 +56,7 @@ export default async function documents(): Promise<void> {
     const Documents = await import("../core/document");
     const { createBlock } = await import("../core/document/block-ops");
     const { documentsOf } = await import("../core/document/listing");
-    const { listedKeysOf } = await import("../core/document/document.entity");
+    const { documentIndexMarkKeysOf } = await import("../core/document/document.entity");
     const { partitionKeys, queryPrefix } = await import("../core/db/partition");
 
     dynamoClient().middlewareStack.add(
@@ -91,7 +91,7 @@ export default async function documents(): Promise<void> {
     for (let d = 0; d < DOCUMENTS; d += SETUP_CONCURRENCY) {
       await Promise.all(Array.from({ length: Math.min(SETUP_CONCURRENCY, DOCUMENTS - d) }, (_, k) => one(d + k)));
     }
-    const partition = await queryPrefix(listedKeysOf(ws.id).pk, "document#");
+    const partition = await queryPrefix(documentIndexMarkKeysOf(ws.id).pk, "document#");
     const revisions = partition.filter((i) => i.__edb_e__ === "document_revision").length;
     const blocks = partition.filter((i) => i.__edb_e__ === "document_block").length;
     console.log(
@@ -132,8 +132,8 @@ export default async function documents(): Promise<void> {
     }
 
     // An older workspace's first listing: no mark, no index keys; the partition is read once and every document indexed.
-    const keys = listedKeysOf(ws.id);
-    await dynamoClient().send(new DeleteCommand({ TableName: Config.tableName(), Key: { pk: keys.pk, sk: "docindex" } }));
+    const keys = documentIndexMarkKeysOf(ws.id);
+    await dynamoClient().send(new DeleteCommand({ TableName: Config.tableName(), Key: { pk: keys.pk, sk: keys.sk } }));
     for (const k of (await partitionKeys(keys.pk, "document#")).filter((k) => made.some((id) => k.sk === `document#${id}`))) {
       await dynamoClient().send(new UpdateCommand({ TableName: Config.tableName(), Key: k, UpdateExpression: "REMOVE gsi3pk, gsi3sk" }));
     }

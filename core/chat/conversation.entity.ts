@@ -142,7 +142,8 @@ const answerKeysOf = (workspaceId: string, message: { created_at: string; id: st
  * `conversation#` prefix whose role is assistant, keyed as `answers` writes them; the backfill reads back id,
  * created_at and role. The workspace's mark is the raw item `ws#<ws>` / `answerindex`.
  */
-export const ANSWER_INDEX: SlimIndex = {
+export const ANSWER_INDEX: SlimIndex<"gsi4"> = {
+  index: "gsi4",
   markSk: "answerindex",
   skPrefix: "conversation#",
   entity: "message",

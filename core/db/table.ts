@@ -20,22 +20,40 @@
  */
 export const SLIM_LIST_ATTRIBUTES = ["__edb_e__", "__edb_v__", "id", "status", "created_at"] as const;
 
+/** A global secondary index of the table, by name (`TABLE_KEYS.globalIndexes`). */
+export type GlobalIndexName = keyof typeof TABLE_KEYS.globalIndexes;
+
+/**
+ * One item's keys in a global index, named by that index's key fields (gsi3: `gsi3pk`, `gsi3sk`; gsi4: `gsi4pk`,
+ * `gsi4sk`), as its entity's index writes them (core/db/slim-index.ts). Distributes over a union of names: a
+ * `IndexKeys<"gsi3" | "gsi4">` is the keys of one index or the other, never a mix.
+ */
+export type IndexKeys<I extends GlobalIndexName> = I extends GlobalIndexName
+  ? { [F in (typeof TABLE_KEYS.globalIndexes)[I]["partitionKey"] | (typeof TABLE_KEYS.globalIndexes)[I]["sortKey"]]: string }
+  : never;
+
 /** The gsi4 keys of one item, as its entity's gsi4 index writes them (core/db/slim-index.ts). */
-export interface SlimKeys {
-  gsi4pk: string;
-  gsi4sk: string;
+export type SlimKeys = IndexKeys<"gsi4">;
+
+/**
+ * The keys of global index `index` out of the keys ElectroDB's conversions build for an access pattern on it
+ * (`createConversions(entity).byAccessPattern.<pattern>.fromComposite.toKeys`), which also gives the table's own keys
+ * (dropped here: a backfill updates the item it read, by that item's own pk and sk).
+ * @throws Error when either is missing (a composite attribute the index needs was not given)
+ */
+export function indexKeysOf<I extends GlobalIndexName>(index: I, keys: Record<string, unknown>): IndexKeys<I> {
+  const { partitionKey, sortKey } = TABLE_KEYS.globalIndexes[index];
+  const pk = keys[partitionKey];
+  const sk = keys[sortKey];
+  if (typeof pk !== "string" || typeof sk !== "string") throw new Error(`${index} keys incomplete: ${JSON.stringify(keys)}`);
+  return { [partitionKey]: pk, [sortKey]: sk } as IndexKeys<I>;
 }
 
 /**
- * The gsi4 keys out of the keys ElectroDB's conversions build for a slim-list index (`createConversions(entity)
- * .byAccessPattern.<index>.fromComposite.toKeys`), which also gives the table's own keys.
+ * The gsi4 keys out of the keys ElectroDB's conversions build for a slim-list index (`indexKeysOf` on gsi4).
  * @throws Error when either is missing (a composite attribute the index needs was not given)
  */
-export function slimKeysOf(keys: Record<string, unknown>): SlimKeys {
-  const { gsi4pk, gsi4sk } = keys;
-  if (typeof gsi4pk !== "string" || typeof gsi4sk !== "string") throw new Error(`slim-list keys incomplete: ${JSON.stringify(keys)}`);
-  return { gsi4pk, gsi4sk };
-}
+export const slimKeysOf = (keys: Record<string, unknown>): SlimKeys => indexKeysOf("gsi4", keys);
 
 /** One global secondary index: its key fields and, when not ALL, the non-key attributes it projects (INCLUDE). */
 export interface GlobalIndexKeys {
@@ -54,7 +72,7 @@ export const TABLE_KEYS = {
     gsi2: { partitionKey: "gsi2pk", sortKey: "gsi2sk" },
     gsi3: { partitionKey: "gsi3pk", sortKey: "gsi3sk" },
     gsi4: { partitionKey: "gsi4pk", sortKey: "gsi4sk", include: SLIM_LIST_ATTRIBUTES },
-  } satisfies Record<string, GlobalIndexKeys>,
+  } as const satisfies Record<string, GlobalIndexKeys>,
 } as const;
 
 /** The global indexes by name, each widened to `GlobalIndexKeys` (the `include` of those that have one). */

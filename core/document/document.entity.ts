@@ -1,4 +1,6 @@
-import { Entity } from "electrodb";
+import { createConversions, Entity } from "electrodb";
+import { indexKeysOf, type IndexKeys } from "../db/table";
+import type { MarkPut, SlimIndex } from "../db/slim-index";
 
 /*
  * A document and its children share one sort-key prefix in the workspace partition:
@@ -10,25 +12,15 @@ import { Entity } from "electrodb";
  *
  * The flip side: that prefix cannot list documents without reading every child too (revisions hold full texts). The
  * documents alone are listed from a sparse index, gsi3 `wsdocs#<ws>` / `document#<doc id>`, which only document items
- * (and the workspace's index mark, `DocumentIndexMark`) carry: core/document/listing.ts, docs/decisions.md "Documents
- * are listed from a sparse index".
+ * (and the workspace's index mark, `DocumentIndexMark`) carry: core/document/listing.ts, `DOCUMENT_INDEX` below,
+ * docs/decisions.md "Documents are listed from a sparse index".
  */
 
 const docKey = { field: "pk", composite: ["workspace_id"], template: "ws#${workspace_id}", casing: "none" } as const;
+/** Sort key of a workspace's documents index mark in its partition (`DocumentIndexMark`, `DOCUMENT_INDEX`). */
+const DOCUMENT_INDEX_MARK_SK = "docindex";
 /** The partition of a workspace's documents in the sparse gsi3 index. */
 const listedKey = { field: "gsi3pk", composite: ["workspace_id"], template: "wsdocs#${workspace_id}", casing: "none" } as const;
-
-/**
- * The keys the templates below give, for the raw reads and writes of core/document/listing.ts (a unit test checks
- * them against what ElectroDB writes): the workspace's partition, its documents' gsi3 partition, the index mark's
- * gsi3 sort key (which every document's starts with), and a document's gsi3 sort key when `documentId` is given.
- */
-export const listedKeysOf = (workspaceId: string, documentId = "") => ({
-  pk: `ws#${workspaceId}`,
-  gsi3pk: `wsdocs#${workspaceId}`,
-  markSk: "document",
-  documentSk: `document#${documentId}`,
-});
 
 /** Pointer to a text stored beside the item in the uploads bucket (core/document/content.ts); `content` is "" then. */
 const contentRef = {
@@ -82,9 +74,10 @@ export type DocumentEntity = ReturnType<typeof buildDocumentEntity>;
 
 /**
  * The mark that a workspace's documents are all in the `listed` index: written with every new workspace, and once
- * for an older one after its documents were given their index keys (core/document/listing.ts). It sits in the index
- * itself (gsi3 sort key `document`, before every `document#<id>`), so the Query that lists the documents also says
- * whether the list is complete.
+ * for an older one after its documents were given their index keys. It sits in the index itself (gsi3 sort key
+ * `document`, before every `document#<id>`), so the Query that lists the documents also says whether the list is
+ * complete. Written and deleted only through core/db/slim-index.ts (`DOCUMENT_INDEX`), as ElectroDB's create of this
+ * entity shapes it, so marks written before that (by this entity's create) are the same item.
  */
 export const buildDocumentIndexMarkEntity = () => new Entity({
   model: { entity: "document_index", version: "1", service: "r2d" },
@@ -95,11 +88,67 @@ export const buildDocumentIndexMarkEntity = () => new Entity({
     created_at: { type: "string", required: true, readOnly: true, default: () => new Date().toISOString() },
   },
   indexes: {
-    byWorkspace: { pk: docKey, sk: { field: "sk", composite: [], template: "docindex", casing: "none" } },
+    byWorkspace: { pk: docKey, sk: { field: "sk", composite: [], template: DOCUMENT_INDEX_MARK_SK, casing: "none" } },
     listed: { index: "gsi3", pk: listedKey, sk: { field: "gsi3sk", composite: [], template: "document", casing: "none" } },
   },
 });
 export type DocumentIndexMarkEntity = ReturnType<typeof buildDocumentIndexMarkEntity>;
+
+/*
+ * Built on first use, not at import (docs/decisions.md "Entities are built on first use"); outside the entity
+ * catalogue (core/db/service.ts), whose import of this file would close a circle.
+ */
+let documentConversions: ReturnType<typeof createConversions> | undefined;
+let markConversions: ReturnType<typeof createConversions> | undefined;
+let markEntity: DocumentIndexMarkEntity | undefined;
+
+/**
+ * A document's keys in the `listed` (gsi3) index, built by ElectroDB from that index (its conversions), for the
+ * backfill of documents written before the index (`DOCUMENT_INDEX`): the template is written once. An empty id gives
+ * the bare prefix `document#` (`DOCUMENT_INDEX.keysOf` refuses it).
+ * @throws Error when ElectroDB builds no gsi3 keys (not for string arguments)
+ */
+export const documentListKeysOf = (workspaceId: string, documentId: string): IndexKeys<"gsi3"> =>
+  indexKeysOf("gsi3", (documentConversions ??= createConversions(buildDocumentEntity() as never)).byAccessPattern.listed.fromComposite.toKeys({ workspace_id: workspaceId, id: documentId }));
+
+/** A workspace's documents index mark's keys: its own (`pk`, `sk`) and its gsi3 ones (`gsi3pk`, `gsi3sk`). */
+export interface DocumentIndexMarkKeys {
+  pk: string;
+  sk: string;
+  gsi3pk: string;
+  gsi3sk: string;
+}
+
+/**
+ * The keys of a workspace's documents index mark, built by ElectroDB from `DocumentIndexMark`'s indexes: `ws#<ws>` /
+ * `docindex`, and gsi3 `wsdocs#<ws>` / `document`. The listing's Query (core/document/listing.ts) reads the gsi3
+ * partition `gsi3pk` by the prefix `gsi3sk`, which every document's gsi3 sort key begins with, so the one Query
+ * reads the documents and the mark.
+ * @throws Error when ElectroDB builds an incomplete key (not for a string argument)
+ */
+export function documentIndexMarkKeysOf(workspaceId: string): DocumentIndexMarkKeys {
+  const keys = (markConversions ??= createConversions(buildDocumentIndexMarkEntity() as never)).byAccessPattern.listed.fromComposite.toKeys({ workspace_id: workspaceId }) as Record<string, unknown>;
+  const { pk, sk } = keys;
+  if (typeof pk !== "string" || typeof sk !== "string") throw new Error(`document index mark keys incomplete: ${JSON.stringify(keys)}`);
+  return { pk, sk, ...indexKeysOf("gsi3", keys) };
+}
+
+/**
+ * The documents' sparse list for core/db/slim-index.ts (docs/decisions.md "Documents are listed from a sparse
+ * index"): the partition's `document#` items of entity `document` (not their revisions, blocks, notes or tickets),
+ * each keyed as `listed` writes it on gsi3; the backfill gives back whole items (the listing parses them with
+ * ElectroDB). The workspace's mark is a `document_index` item (`ws#<ws>` / `docindex`, with its gsi3 keys), as this
+ * entity's create shapes it, with that create's condition: the marks existing tables hold keep working.
+ */
+export const DOCUMENT_INDEX: SlimIndex<"gsi3"> = {
+  index: "gsi3",
+  markSk: DOCUMENT_INDEX_MARK_SK,
+  skPrefix: "document#",
+  entity: "document",
+  keysOf: (workspaceId, d) => (typeof d.id === "string" && d.id !== "" ? documentListKeysOf(workspaceId, d.id) : undefined),
+  mark: (workspaceId, backfilled, table) =>
+    (markEntity ??= buildDocumentIndexMarkEntity()).create({ workspace_id: workspaceId, backfilled }).params<MarkPut>({ table }),
+};
 
 /** An immutable document revision (spec 01 Document revision). */
 export const buildRevisionEntity = () => new Entity({

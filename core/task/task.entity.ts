@@ -127,7 +127,8 @@ const taskListKeysOf = (workspaceId: string, task: { created_at: string; id: str
  * `listed` writes it (every task is listed); the backfill reads back id, created_at and status. The workspace's mark
  * is the raw item `ws#<ws>` / `taskindex`.
  */
-export const TASK_LIST_INDEX: SlimIndex = {
+export const TASK_LIST_INDEX: SlimIndex<"gsi4"> = {
+  index: "gsi4",
   markSk: "taskindex",
   skPrefix: "task#",
   entity: "task",

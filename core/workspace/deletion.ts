@@ -13,6 +13,7 @@ import { partitionOf } from "./keys";
 import { markDelete } from "../db/slim-index";
 import { TASK_LIST_INDEX } from "../task/task.entity";
 import { ANSWER_INDEX } from "../chat/conversation.entity";
+import { DOCUMENT_INDEX } from "../document/document.entity";
 
 const memberSk = (userId: string) => `member#${userId}`;
 const WORKSPACE_SK = "workspace";
@@ -27,9 +28,9 @@ const WORKSPACE_SK = "workspace";
  * 3. the stored files, then every item of the partition but the owner's membership and the workspace item;
  * 4. the partition (strongly consistent) and the files are listed again, and what a request already past its
  *    membership check wrote meanwhile is deleted;
- * 5. one transaction deletes the workspace item (conditioned on it), the owner's membership and the slim lists'
- *    marks (core/db/slim-index.ts), and gives the owner's workspace slot back (`workspaces_owned`): two deletions at
- *    once give it back once.
+ * 5. one transaction deletes the workspace item (conditioned on it), the owner's membership and the list indexes'
+ *    marks (documents, tasks, assistant messages: core/db/slim-index.ts), and gives the owner's workspace slot back
+ *    (`workspaces_owned`): two deletions at once give it back once.
  *
  * @param ownerId the workspace's owner (the caller has checked it: the membership's role, or `deleting_at` already set)
  * @returns false when the workspace was gone already (another deletion finished first)
@@ -61,8 +62,9 @@ export async function deleteWorkspace(ownerId: string, workspaceId: string): Pro
     const result = await createWriteTransaction(db().pick("workspace", "membership", "billingAccount"), ({ workspace, membership, billingAccount }) => [
       workspace.remove({ id: workspaceId }).commit(),
       membership.delete({ workspace_id: workspaceId, user_id: ownerId }).commit(),
-      // The slim lists' marks (core/db/slim-index.ts): a first listing's backfill may have written one after the last
-      // pass above; it goes with the workspace item, whose existence its write is conditioned on.
+      // The list indexes' marks (core/db/slim-index.ts): a first listing's backfill may have written one after the
+      // last pass above; it goes with the workspace item, whose existence its write is conditioned on.
+      markDelete(DOCUMENT_INDEX, workspaceId) as never,
       markDelete(TASK_LIST_INDEX, workspaceId) as never,
       markDelete(ANSWER_INDEX, workspaceId) as never,
       // The slot goes back with the workspace item, once (never below 0; an account older than the counter has none).

@@ -11,6 +11,7 @@ import { countByPrefix } from "../db/partition";
 import { markPut } from "../db/slim-index";
 import { TASK_LIST_INDEX } from "../task/task.entity";
 import { ANSWER_INDEX } from "../chat/conversation.entity";
+import { DOCUMENT_INDEX } from "../document/document.entity";
 import { HIGHEST_PLAN, subscriptionOf } from "../billing";
 import { COUNTED_TRIES, limitsOfUser, limitsOfWorkspace, usageLimitError } from "../billing/counters";
 import { accountOf } from "../billing/ledger";
@@ -247,8 +248,8 @@ export async function requireResourceById<T>(
 
 /**
  * Create a workspace (spec 01 `POST /api/workspaces`). The workspace, the owner's membership, default settings, the
- * workspace's seats counter (1: the owner), its index marks (documents, tasks, assistant messages: nothing to
- * backfill) and the owner's `workspaces_owned` counter are written in one transaction;
+ * workspace's seats counter (1: the owner), its index marks (documents, tasks, assistant messages, core/db/slim-index.ts
+ * `markPut`: nothing to backfill) and the owner's `workspaces_owned` counter are written in one transaction;
  * the counter is conditioned on the plan's `max_workspaces` (core/billing/counters.ts), so concurrent creates cannot
  * pass it. The workspace is covered by its owner's billing account (plan and balance are the account's, spec 02).
  * @throws AppError PRODUCT_ACCESS_REQUIRED (403) when the caller has no product access; USAGE_LIMIT_EXCEEDED (402)
@@ -267,15 +268,15 @@ export async function create(user: User.User, input: CreateWorkspaceInput): Prom
     const owned = account.workspaces_owned ?? (await ownedCount(user.id));
     if (limit !== null && owned >= limit) throw usageLimitError("workspaces", owned, limit, plan);
     const result = await createWriteTransaction(
-      db().pick("workspace", "membership", "workspaceSettings", "usage", "billingAccount", "documentIndexMark"),
-      ({ workspace, membership, workspaceSettings, usage, billingAccount, documentIndexMark }) => [
+      db().pick("workspace", "membership", "workspaceSettings", "usage", "billingAccount"),
+      ({ workspace, membership, workspaceSettings, usage, billingAccount }) => [
         workspace.create({ id, owner_id: user.id, ...input }).commit(),
         membership.create({ workspace_id: id, user_id: user.id, role: "owner", added_by: user.id }).commit(),
         workspaceSettings.create({ workspace_id: id, researchCycleEnabled: false, overnightCycleNotifyEmail: false }).commit(),
         usage.update({ workspace_id: id }).set({ members: 1 }).commit(),
-        // A new workspace's documents are all in their sparse index from the start (core/document/listing.ts).
-        documentIndexMark.create({ workspace_id: id }).commit(),
-        // Likewise its tasks and assistant messages in their slim lists (core/db/slim-index.ts): no backfill to pay.
+        // A new workspace's documents, tasks and assistant messages are all in their indexes from the start
+        // (core/db/slim-index.ts): no backfill to pay. The documents' mark keeps its create's condition.
+        markPut(DOCUMENT_INDEX, id) as never,
         markPut(TASK_LIST_INDEX, id) as never,
         markPut(ANSWER_INDEX, id) as never,
         // The owned-workspaces counter is the last write: a refusal of it alone is told apart below.

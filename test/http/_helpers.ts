@@ -4,7 +4,7 @@ import { PutCommand, QueryCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamoClient } from "../../core/db/client";
 import { Config } from "../../core/config";
 import { CHILD_PREFIX } from "../../core/workspace";
-import { listedKeysOf } from "../../core/document/document.entity";
+import { documentListKeysOf } from "../../core/document/document.entity";
 import { call, idp, type ApiResponse } from "../support/api";
 
 /** Response headers with lower-cased names (middy adds some capitalised, our code adds some lower-case). */
@@ -61,7 +61,7 @@ const CHILD_ENTITY = { source: "research_source", insight: "insight", recommenda
 export const putChild = (workspaceId: string, kind: keyof typeof CHILD_PREFIX) => {
   const id = randomUUID();
   // A document is listed from its sparse index (core/document/listing.ts): it carries that index's keys.
-  const listed = kind === "document" ? { gsi3pk: listedKeysOf(workspaceId).gsi3pk, gsi3sk: listedKeysOf(workspaceId, id).documentSk } : {};
+  const listed = kind === "document" ? documentListKeysOf(workspaceId, id) : {};
   return putRaw(workspaceId, `${CHILD_PREFIX[kind]}${id}`, { id, __edb_e__: CHILD_ENTITY[kind], __edb_v__: "1", ...listed });
 };
 

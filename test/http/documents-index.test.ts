@@ -1,9 +1,10 @@
 /**
  * Documents are listed from their sparse index (core/document/listing.ts; docs/decisions.md "Documents are listed
  * from a sparse index"): listing a workspace's documents reads the documents, never their revisions, blocks, notes or
- * tickets; a workspace from before the index is indexed at its first listing, once; the keys written by hand are the
- * ones ElectroDB writes. Through the real handlers against DynamoDB Local, with the Queries each request sent and the
- * items each read (`ScannedCount`: items read before any filter, what read capacity is paid for).
+ * tickets; a workspace from before the index is indexed at its first listing, once (core/db/slim-index.ts `backfill`,
+ * shared with the slim lists), with the keys ElectroDB writes; a backfill racing its workspace's deletion leaves no
+ * mark behind. Through the real handlers against DynamoDB Local, with the Queries each request sent and the items each
+ * read (`ScannedCount`: items read before any filter, what read capacity is paid for).
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { DeleteCommand, GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
@@ -11,8 +12,9 @@ import { beforeAll, describe, expect, it, vi } from "vitest";
 import { Config } from "../../core/config";
 import { dynamoClient } from "../../core/db/client";
 import { db } from "../../core/db/service";
-import { listedKeysOf } from "../../core/document/document.entity";
-import { backfill, documentsOf } from "../../core/document/listing";
+import { DOCUMENT_INDEX, documentIndexMarkKeysOf, documentListKeysOf } from "../../core/document/document.entity";
+import { documentsOf } from "../../core/document/listing";
+import { backfill } from "../../core/db/slim-index";
 import { call, newWorkspace } from "../support/api";
 import { listDocuments } from "../../core/agent/tools/reads";
 import { s3 } from "../../core/storage/client";
@@ -75,8 +77,8 @@ async function documentWithChildren(token: string, workspaceId: string, title: s
 /** Make a workspace look as one created before the index: no mark, and its documents without index keys. */
 async function asBeforeTheIndex(workspaceId: string): Promise<void> {
   const table = Config.tableName();
-  const keys = listedKeysOf(workspaceId);
-  await dynamoClient().send(new DeleteCommand({ TableName: table, Key: { pk: keys.pk, sk: "docindex" } }));
+  const keys = documentIndexMarkKeysOf(workspaceId);
+  await dynamoClient().send(new DeleteCommand({ TableName: table, Key: { pk: keys.pk, sk: keys.sk } }));
   for (const item of await partitionItems(keys.pk)) {
     if (item.__edb_e__ !== "document") continue;
     await dynamoClient().send(new UpdateCommand({ TableName: table, Key: { pk: item.pk, sk: item.sk }, UpdateExpression: "REMOVE gsi3pk, gsi3sk" }));
@@ -111,23 +113,27 @@ describe("listing a workspace's documents", () => {
   });
 
   it("a new workspace carries its index mark, and documents keep their index keys through edits", async () => {
-    const keys = listedKeysOf(workspaceId);
-    const mark = await rawGet(keys.pk, "docindex");
-    expect(mark).toMatchObject({ gsi3pk: keys.gsi3pk, gsi3sk: keys.markSk, __edb_e__: "document_index", backfilled: 0 });
+    const keys = documentIndexMarkKeysOf(workspaceId);
+    // The keys the marks of existing tables carry (no migration): built from the entity now, they must not move.
+    expect(keys).toEqual({ pk: `ws#${workspaceId}`, sk: "docindex", gsi3pk: `wsdocs#${workspaceId}`, gsi3sk: "document" });
+    const mark = await rawGet(keys.pk, keys.sk);
+    expect(mark).toMatchObject({ gsi3pk: keys.gsi3pk, gsi3sk: keys.gsi3sk, __edb_e__: "document_index", __edb_v__: "1", workspace_id: workspaceId, backfilled: 0 });
     for (const id of ids) {
       // Each was patched twice and had revisions saved and blocks added: the keys written at create are still there.
-      expect(await rawGet(keys.pk, `document#${id}`)).toMatchObject({ gsi3pk: keys.gsi3pk, gsi3sk: listedKeysOf(workspaceId, id).documentSk });
+      expect(await rawGet(keys.pk, `document#${id}`)).toMatchObject(documentListKeysOf(workspaceId, id));
     }
-    // What ElectroDB writes is what listing.ts writes by hand.
+    // What ElectroDB writes is what the backfill writes (both from the entity's `listed` index).
     const params = db().entities.document.create({ id: "x", workspace_id: "w", document_type: "prd", title: "t", content: "c", created_by: "u" }).params() as { Item: Record<string, unknown> };
-    expect({ gsi3pk: params.Item.gsi3pk, gsi3sk: params.Item.gsi3sk }).toEqual({ gsi3pk: listedKeysOf("w").gsi3pk, gsi3sk: listedKeysOf("w", "x").documentSk });
+    expect({ gsi3pk: params.Item.gsi3pk, gsi3sk: params.Item.gsi3sk }).toEqual(documentListKeysOf("w", "x"));
   });
 
   it("a deleted document leaves the list, and the filters and projections of documentsOf hold", async () => {
     const gone = await documentWithChildren(owner.token, workspaceId, "Short-lived", 1, 1);
     expect((await documentsOf(workspaceId, { attributes: ["id"] })).map((d) => d.id)).toContain(gone);
     expect((await call("DELETE", `/api/documents/${gone}`, { token: owner.token })).status).toBe(204);
-    const listed = await documentsOf(workspaceId, { attributes: ["id", "title"] });
+    // One DynamoDB call, the index Query, which also reads the mark (issue #24 counts the calls of each stream).
+    const { result: listed, sent } = await counted(() => documentsOf(workspaceId, { attributes: ["id", "title"] }));
+    expect(sent).toEqual([{ command: "Query", index: "gsi3", scanned: 4 }]);
     expect(listed.map((d) => d.id).sort()).toEqual([...ids].sort());
     expect(Object.keys(listed[0]!).sort()).toEqual(["id", "title"]);
     expect(await documentsOf(workspaceId, { createdSince: "9999-01-01T00:00:00.000Z" })).toEqual([]);
@@ -165,8 +171,8 @@ describe("a workspace created before the index", () => {
     const { owner, workspace } = await newWorkspace("Older workspace");
     const ids = [await documentWithChildren(owner.token, workspace.id, "Old A", 2, 1), await documentWithChildren(owner.token, workspace.id, "Old B", 1, 0)];
     await asBeforeTheIndex(workspace.id);
-    const keys = listedKeysOf(workspace.id);
-    expect(await documentsOf(workspace.id, { attributes: ["id"] }).then(() => rawGet(keys.pk, "docindex"))).toMatchObject({ backfilled: 2 });
+    const keys = documentIndexMarkKeysOf(workspace.id);
+    expect(await documentsOf(workspace.id, { attributes: ["id"] }).then(() => rawGet(keys.pk, keys.sk))).toMatchObject({ backfilled: 2 });
 
     await asBeforeTheIndex(workspace.id);
     const first = await counted(() => call("GET", "/api/documents", { token: owner.token, query: { workspace_id: workspace.id } }));
@@ -178,8 +184,9 @@ describe("a workspace created before the index", () => {
       { command: "Query", scanned: 8 },
     ]);
     expect(first.sent.filter((s) => s.command === "UpdateItem")).toHaveLength(2);
-    for (const id of ids) expect(await rawGet(keys.pk, `document#${id}`)).toMatchObject({ gsi3pk: keys.gsi3pk, gsi3sk: listedKeysOf(workspace.id, id).documentSk });
-    expect(await rawGet(keys.pk, "docindex")).toMatchObject({ backfilled: 2, gsi3sk: keys.markSk });
+    for (const id of ids) expect(await rawGet(keys.pk, `document#${id}`)).toMatchObject(documentListKeysOf(workspace.id, id));
+    // The backfill's mark is the item ElectroDB reads as the entity's, in the index, as the create writes it.
+    expect(await rawGet(keys.pk, keys.sk)).toMatchObject({ backfilled: 2, gsi3pk: keys.gsi3pk, gsi3sk: keys.gsi3sk, __edb_e__: "document_index", __edb_v__: "1", workspace_id: workspace.id });
 
     const second = await counted(() => call("GET", "/api/documents", { token: owner.token, query: { workspace_id: workspace.id } }));
     expect(second.result.body.total).toBe(2);
@@ -192,18 +199,65 @@ describe("a workspace created before the index", () => {
     const kept = await documentWithChildren(owner.token, workspace.id, "Kept", 0, 0);
     const deleted = await documentWithChildren(owner.token, workspace.id, "Deleted meanwhile", 1, 0);
     await asBeforeTheIndex(workspace.id);
-    const keys = listedKeysOf(workspace.id);
+    const keys = documentIndexMarkKeysOf(workspace.id);
     // Both were read; the deleted one goes before the first index update is sent.
     beforeNextUpdate = async () => {
       await dynamoClient().send(new DeleteCommand({ TableName: Config.tableName(), Key: { pk: keys.pk, sk: `document#${deleted}` } }));
     };
-    const docs = await backfill(workspace.id);
+    const docs = await backfill(DOCUMENT_INDEX, workspace.id);
     expect(docs.map((d) => d.id).sort()).toEqual([kept, deleted].sort());
     expect(await rawGet(keys.pk, `document#${deleted}`)).toBeUndefined();
     expect((await documentsOf(workspace.id, { attributes: ["id"] })).map((d) => d.id)).toEqual([kept]);
-    const mark = await rawGet(keys.pk, "docindex");
-    const again = await counted(() => backfill(workspace.id));
+    const mark = await rawGet(keys.pk, keys.sk);
+    const again = await counted(() => backfill(DOCUMENT_INDEX, workspace.id));
     expect(again.sent.filter((s) => s.command === "UpdateItem")).toEqual([]);
-    expect(await rawGet(keys.pk, "docindex")).toEqual(mark);
+    expect(await rawGet(keys.pk, keys.sk)).toEqual(mark);
+  });
+});
+
+describe("a documents backfill racing its workspace's deletion (core/workspace/deletion.ts)", () => {
+  /** The workspace's documents index mark as stored (strongly consistent); undefined when absent. */
+  const markOf = (workspaceId: string) => rawGet(`ws#${workspaceId}`, "docindex");
+
+  it("writes no mark once the deletion has emptied the partition", async () => {
+    const { owner, workspace } = await newWorkspace("Documents deleted while listed");
+    await documentWithChildren(owner.token, workspace.id, "Doc", 0, 1);
+    await asBeforeTheIndex(workspace.id);
+    // A first listing past its membership check reads only after the whole deletion has run.
+    const deleted = await call("DELETE", `/api/workspaces/${workspace.id}`, { token: owner.token });
+    expect(deleted.status, deleted.text).toBe(204);
+    expect(await documentsOf(workspace.id, { attributes: ["id"] })).toEqual([]);
+    expect(await markOf(workspace.id)).toBeUndefined();
+  });
+
+  it("a mark the backfill writes after the deletion's last partition pass goes with the workspace item", async () => {
+    const { owner, workspace } = await newWorkspace("Documents marked while deleted");
+    await documentWithChildren(owner.token, workspace.id, "Doc", 0, 0);
+    await asBeforeTheIndex(workspace.id);
+    const hook = "documentsMarkDuringDeletion";
+    let fired = false;
+    let landed: Record<string, unknown> | undefined;
+    // Just before the deletion's last transaction (the workspace item is still there, so the mark's condition holds),
+    // a first listing that passed its membership check before the deletion began backfills and writes its mark.
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = JSON.stringify(args.input);
+        if (!fired && /TransactWrite/.test(String(context.commandName)) && input.includes(workspace.id) && input.includes('"sk":"workspace"')) {
+          fired = true;
+          expect(await documentsOf(workspace.id, { attributes: ["id"] })).toEqual([]);
+          landed = await markOf(workspace.id);
+        }
+        return next(args);
+      },
+      { step: "initialize", name: hook },
+    );
+    try {
+      const deleted = await call("DELETE", `/api/workspaces/${workspace.id}`, { token: owner.token });
+      expect(deleted.status, deleted.text).toBe(204);
+    } finally {
+      dynamoClient().middlewareStack.remove(hook);
+    }
+    expect(landed).toMatchObject({ __edb_e__: "document_index", backfilled: 0 });
+    expect(await markOf(workspace.id)).toBeUndefined();
   });
 });
