@@ -252,8 +252,10 @@ export async function requireResourceById<T>(
  * `markPut`: nothing to backfill) and the owner's `workspaces_owned` counter are written in one transaction;
  * the counter is conditioned on the plan's `max_workspaces` (core/billing/counters.ts), so concurrent creates cannot
  * pass it. The workspace is covered by its owner's billing account (plan and balance are the account's, spec 02).
+ * The transaction also checks that the owner's user item exists without `deleting_at` (no extra call).
  * @throws AppError PRODUCT_ACCESS_REQUIRED (403) when the caller has no product access; USAGE_LIMIT_EXCEEDED (402)
- *   when the caller owns as many workspaces as the plan in effect allows.
+ *   when the caller owns as many workspaces as the plan in effect allows; UNAUTHORIZED (401) when the caller's account
+ *   is being deleted (or is gone) though a container's cache still served it.
  */
 export async function create(user: User.User, input: CreateWorkspaceInput): Promise<WorkspaceView> {
   if (!User.hasProductAccess(user)) {
@@ -268,8 +270,11 @@ export async function create(user: User.User, input: CreateWorkspaceInput): Prom
     const owned = account.workspaces_owned ?? (await ownedCount(user.id));
     if (limit !== null && owned >= limit) throw usageLimitError("workspaces", owned, limit, plan);
     const result = await createWriteTransaction(
-      db().pick("workspace", "membership", "workspaceSettings", "usage", "billingAccount"),
-      ({ workspace, membership, workspaceSettings, usage, billingAccount }) => [
+      db().pick("user", "workspace", "membership", "workspaceSettings", "usage", "billingAccount"),
+      ({ user: owner, workspace, membership, workspaceSettings, usage, billingAccount }) => [
+        // The owner still exists and is not being deleted: another container may serve a deleted user from its cache
+        // for up to USER_CACHE_TTL_MS, and a workspace created then would outlive the deletion's cascade.
+        owner.check({ id: user.id }).where((a, op) => `${op.exists(a.id)} AND ${op.notExists(a.deleting_at)}`).commit(),
         workspace.create({ id, owner_id: user.id, ...input }).commit(),
         membership.create({ workspace_id: id, user_id: user.id, role: "owner", added_by: user.id }).commit(),
         workspaceSettings.create({ workspace_id: id, researchCycleEnabled: false, overnightCycleNotifyEmail: false }).commit(),
@@ -295,6 +300,10 @@ export async function create(user: User.User, input: CreateWorkspaceInput): Prom
       return toView((await getItem(id))!, "owner");
     }
     const codes = cancelCodes(result);
+    if (codes[0] === "ConditionalCheckFailed") {
+      User.forget(user.id);
+      throw Errors.unauthorized("This account is being deleted");
+    }
     if (codes.slice(0, -1).some((c) => c !== "None")) throw new AppError("CONFLICT", "Workspace could not be created; try again");
     // Only the counter refused: the limit was reached meanwhile (the next read says so), or a concurrent create moved it.
   }

@@ -6,6 +6,8 @@ import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { Webhook } from "standardwebhooks";
 import * as User from "../../core/user";
+import * as Workspaces from "../../core/workspace";
+import { AppError } from "../../core/error";
 import { db } from "../../core/db/service";
 import { dynamoClient } from "../../core/db/client";
 import { learnFromStatement } from "../../core/memory/learn";
@@ -202,6 +204,39 @@ describe("user.deleted", () => {
     }
     expectEnvelope(during!, 401, "UNAUTHORIZED");
     expect(await User.get(u.id)).toBeNull();
+    const { data } = await db().entities.membership.query.byUser({ user_id: u.id }).go({ pages: "all" });
+    expect(data).toEqual([]);
+  });
+
+  it("a container still serving the deleted user from its cache cannot create a workspace, during the cascade or after it", async () => {
+    const u = idpUser();
+    const token = await idp().sign({ email: u.email, sub: u.idpId });
+    expect((await call("GET", "/api/auth/me", { token })).status).toBe(200);
+    // What another container holds in its cache (USER_CACHE_TTL_MS) from before the deletion: the user record as read.
+    const cached = (await User.get(u.id))!;
+    const name = "cachedDuringDeletion";
+    let during: unknown;
+    let tried = false;
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (!tried && /^Query/.test(String(context.commandName)) && JSON.stringify(args.input).includes(u.id)) {
+          tried = true; // the create's own reads of the user's memberships pass through here too
+          during = await Workspaces.create(cached, { name: "Created from a cache while being deleted" }).catch((e: unknown) => e);
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    try {
+      expect((await send({ type: "user.deleted", data: { id: u.idpId } })).status).toBe(200);
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    const after = await Workspaces.create(cached, { name: "Created from a cache after the deletion" }).catch((e: unknown) => e);
+    for (const refused of [during, after]) {
+      expect(refused).toBeInstanceOf(AppError);
+      expect((refused as AppError).code).toBe("UNAUTHORIZED");
+    }
     const { data } = await db().entities.membership.query.byUser({ user_id: u.id }).go({ pages: "all" });
     expect(data).toEqual([]);
   });
