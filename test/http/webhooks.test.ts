@@ -181,17 +181,19 @@ describe("user.deleted", () => {
     expect(await theirs()).toEqual([]);
   });
 
-  it("a user whose deletion is under way is refused (401) before the cascade ends: no workspace can be created to outlive it", async () => {
-    const u = idpUser();
-    const token = await idp().sign({ email: u.email, sub: u.idpId });
-    expect((await call("GET", "/api/auth/me", { token })).status).toBe(200);
+  /**
+   * Deliver `user.deleted` for `u` and run `during` once while its cascade is under way (at its first Query naming the
+   * user: after the tombstone and `deleting_at`, before the user item goes); the answer `during` gave.
+   */
+  async function deleteRunning<T>(u: ReturnType<typeof idpUser>, during: () => Promise<T>): Promise<T> {
     const name = "duringDeletion";
-    let during: Awaited<ReturnType<typeof call>> | undefined;
+    let ran = false;
+    let result: T | undefined;
     dynamoClient().middlewareStack.add(
       (next, context) => async (args) => {
-        if (!during && /^Query/.test(String(context.commandName)) && JSON.stringify(args.input).includes(u.id)) {
-          User.forgetAll(); // another container, whose cached user has expired
-          during = await call("POST", "/api/workspaces", { token, body: { name: "Created while being deleted" } });
+        if (!ran && /^Query/.test(String(context.commandName)) && JSON.stringify(args.input).includes(u.id)) {
+          ran = true; // before the await: what `during` reads passes through here too
+          result = await during();
         }
         return next(args);
       },
@@ -202,7 +204,19 @@ describe("user.deleted", () => {
     } finally {
       dynamoClient().middlewareStack.remove(name);
     }
-    expectEnvelope(during!, 401, "UNAUTHORIZED");
+    expect(ran).toBe(true);
+    return result as T;
+  }
+
+  it("a user whose deletion is under way is refused (401) before the cascade ends: no workspace can be created to outlive it", async () => {
+    const u = idpUser();
+    const token = await idp().sign({ email: u.email, sub: u.idpId });
+    expect((await call("GET", "/api/auth/me", { token })).status).toBe(200);
+    const during = await deleteRunning(u, () => {
+      User.forgetAll(); // another container, whose cached user has expired
+      return call("POST", "/api/workspaces", { token, body: { name: "Created while being deleted" } });
+    });
+    expectEnvelope(during, 401, "UNAUTHORIZED");
     expect(await User.get(u.id)).toBeNull();
     const { data } = await db().entities.membership.query.byUser({ user_id: u.id }).go({ pages: "all" });
     expect(data).toEqual([]);
@@ -214,24 +228,7 @@ describe("user.deleted", () => {
     expect((await call("GET", "/api/auth/me", { token })).status).toBe(200);
     // What another container holds in its cache (USER_CACHE_TTL_MS) from before the deletion: the user record as read.
     const cached = (await User.get(u.id))!;
-    const name = "cachedDuringDeletion";
-    let during: unknown;
-    let tried = false;
-    dynamoClient().middlewareStack.add(
-      (next, context) => async (args) => {
-        if (!tried && /^Query/.test(String(context.commandName)) && JSON.stringify(args.input).includes(u.id)) {
-          tried = true; // the create's own reads of the user's memberships pass through here too
-          during = await Workspaces.create(cached, { name: "Created from a cache while being deleted" }).catch((e: unknown) => e);
-        }
-        return next(args);
-      },
-      { step: "initialize", name },
-    );
-    try {
-      expect((await send({ type: "user.deleted", data: { id: u.idpId } })).status).toBe(200);
-    } finally {
-      dynamoClient().middlewareStack.remove(name);
-    }
+    const during = await deleteRunning(u, () => Workspaces.create(cached, { name: "Created from a cache while being deleted" }).catch((e: unknown) => e));
     const after = await Workspaces.create(cached, { name: "Created from a cache after the deletion" }).catch((e: unknown) => e);
     for (const refused of [during, after]) {
       expect(refused).toBeInstanceOf(AppError);
