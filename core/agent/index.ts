@@ -91,14 +91,15 @@ export interface RunOptions<T> {
  * with cost 0.25, without cost 0, partial or cancelled 0.25, a chat message at least 0.25) and the agent run is written
  * with latency, tokens, cost, status and `credits_charged`, whether the work succeeded or failed; a failure is
  * re-thrown after that. Embedding runs are internal (ingestion) and not charged. Trial milestones the run earns are
- * granted afterwards. `work` reports model usage through `usage.add`. An approved action's run that fails with an
- * error after which the executor runs the action again (`Charge.keepsHoldAfter`) ends without settling or recording:
- * its retry, under the same run id, settles and records the run once.
+ * granted afterwards. `work` reports model usage through `usage.add`; awaiting it, an approved action's work goes on
+ * once the use is on the action's row (`Charge.noteUsage`), and other runs are not kept waiting. An approved action's
+ * run that fails with an error after which the executor runs the action again (`Charge.keepsHoldAfter`) ends without
+ * settling or recording: its retry, under the same run id, settles and records the run once.
  * @throws AppError USAGE_LIMIT_EXCEEDED (402) before the work when the account cannot carry the run; whatever `work` throws.
  */
 export async function recordRun<T>(
   opts: RunOptions<T>,
-  work: (usage: { add(u: CallUsage): void }) => Promise<T>,
+  work: (usage: { add(u: CallUsage): Promise<void> }) => Promise<T>,
   summarize: (result: T) => unknown = (r) => r,
 ): Promise<T> {
   const runId = opts.charge?.runId ?? opts.runId ?? randomUUID();
@@ -119,20 +120,22 @@ export async function recordRun<T>(
       tokens += u.inputTokens + u.outputTokens;
       cost += u.costUsd;
       modelId = u.modelId;
-      // The charge prices the run from the same figures before it settles (an approved action's flip records it).
-      charge?.noteUsage({ tokens: u.inputTokens + u.outputTokens, costUsd: u.costUsd, modelId: u.modelId });
+      // The charge prices the run from the same figures before it settles (an approved action's flip records it), and
+      // an approved action's run keeps them on the row: awaiting this, the work goes on only once they are kept.
+      return charge?.noteUsage({ tokens: u.inputTokens + u.outputTokens, costUsd: u.costUsd, modelId: u.modelId }) ?? Promise.resolve();
     },
   };
   const finish = async (outcome: RunOutcome, output: unknown, error?: string, quality?: RunQuality) => {
-    const latency = Date.now() - started;
     // The settlement and the run's record are written side by side: the record carries the figure the settlement
     // charges (`creditsFor`), and is corrected in the rare case the balance could not cover it all (a shortfall).
     const planned = charge ? creditsFor(cost, outcome, { chatMessage: charge.chatMessage }) : 0;
     // A run whose charge was stored with its work (an approved action's flip) is recorded at the time fixed then: the
     // credit sweeper, settling it after a crash, writes that same record (`recordSettledRun`), and the later write of
-    // the two finds it there and adds nothing.
+    // the two finds it there and adds nothing. Its latency runs to that time too, as the sweeper's record's does
+    // (`OwedRun.latency_ms`): the record's span is then the run's, not the run's plus its commit.
     const fixedAt = charge?.recordAt;
     const executedAt = fixedAt ?? new Date().toISOString();
+    const latency = Math.max(0, (fixedAt ? Date.parse(fixedAt) : Date.now()) - started);
     let settledAt = 0;
     let writtenAt = 0;
     const settling = charge

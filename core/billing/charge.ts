@@ -143,8 +143,11 @@ export interface Charge {
   /**
    * Add one model call's use to the run's (`recordRun` reports each call as it happens), so `owed` can price the run
    * before it settles. `tokens` input plus output, `costUsd` in USD, `modelId` the model that answered.
+   * @returns resolves once the run's use so far is kept where the action's next attempt finds it (an approved
+   *   action's run: the row's `spent`, `Delivery.keepUse`), so an attempt that dies after this call still has its use
+   *   charged; at once, with no write, for every other run (the copilot's streams among them). Never rejects.
    */
-  noteUsage(u: { tokens: number; costUsd: number; modelId?: string }): void;
+  noteUsage(u: { tokens: number; costUsd: number; modelId?: string }): Promise<void>;
   /**
    * Describe the run for its agent-run record (`recordRun` calls it before the work): from then on `owed` carries
    * what that record needs (`OwedCharge.run`), so whoever settles a recorded charge can write the record too.
@@ -224,6 +227,13 @@ export interface Delivery {
    * run's charge starts from it, so the one settle charges the run's whole use, not only the last attempt's.
    */
   carried?: { tokens: number; cost_usd: number };
+  /**
+   * Write the run's use so far (`carried` included; tokens input plus output, USD) on the action's row as its
+   * `spent`, while this execution still holds the row: called as each model call's use is noted, so an attempt that
+   * dies before its deferral is written (a crash, a timeout) leaves its use for the next attempt's charge. Never
+   * rejects (a lost lease or a failed write leaves the row's figure as it was). Absent: nothing is written.
+   */
+  keepUse?: (spent: { tokens: number; cost_usd: number }) => Promise<void>;
 }
 
 const deliveries = new AsyncLocalStorage<Delivery>();
@@ -267,6 +277,8 @@ export async function startCharge(input: { workspaceId: string; runId: string; e
   const carried = { tokens: forAction?.carried?.tokens ?? 0, costUsd: forAction?.carried?.cost_usd ?? 0 };
   const used: { tokens: number; costUsd: number; modelId?: string } = { ...carried };
   let described: (Omit<OwedRun, "executed_at" | "latency_ms" | "model_id"> & { started_at: number }) | undefined;
+  // The action's row is written one use at a time, in order: a later (larger) figure never lands before an earlier one.
+  let keeping: Promise<void> = Promise.resolve();
   let recordAt: string | undefined;
   const charge: Charge = {
     payer,
@@ -309,6 +321,12 @@ export async function startCharge(input: { workspaceId: string; runId: string; e
       used.tokens += u.tokens;
       used.costUsd += u.costUsd;
       if (u.modelId) used.modelId = u.modelId;
+      // Only an action's run that has not settled: its use is then the run's own, owed by its one settle.
+      const keepUse = forAction?.keepUse;
+      if (!keepUse || settling || charge.charged !== null) return keeping;
+      const spent = { tokens: used.tokens, cost_usd: used.costUsd };
+      keeping = keeping.then(() => keepUse(spent)).catch(() => undefined);
+      return keeping;
     },
     describeRun(run) {
       described = run;

@@ -32,7 +32,7 @@ export async function blockAction(userId: string, blockId: string, action: "expa
     { workspaceId: doc.workspace_id, userId, agentType: "block_action", toolName: `${action}_block`, engine: engine.kind, input: { block_id: blockId, action }, charge },
     async (usage) => {
       const out = await engine[action](asActionBlock(block), context.map(asActionBlock), insights.map(toEngineInput));
-      if (out.usage) usage.add(out.usage);
+      if (out.usage) await usage.add(out.usage);
       return out;
     },
   );

@@ -85,7 +85,9 @@ export async function draft(userId: string, input: DraftInput, opts: AgentWrite<
         user_instructions: input.user_instructions,
         product,
       });
-      if (out.usage) usage.add(out.usage);
+      // Kept before the create: an approved action's attempt that dies from here on is still charged it, and the row's
+      // `spent` write cannot race the create's transaction on the same row.
+      if (out.usage) await usage.add(out.usage);
       return create(
         userId,
         {

@@ -13,7 +13,7 @@ import { getObject } from "../storage";
 import { aiEngine, embedder, isModelEngine, model } from "../ai/select";
 import { decodeVector, encodeVector } from "../ai/vectors";
 import { groundQuotes } from "../ai/synthesis/quotes";
-import type { InsightDraft, SynthesisSource } from "../ai/synthesis";
+import type { InsightDraft, SynthesisOutput, SynthesisSource } from "../ai/synthesis";
 import type { StoredMentions } from "../pipeline/mentions";
 import { allOf, toView, type InsightItem } from "./index";
 import { asChange, searchText, searchVectorFields } from "./search-index";
@@ -151,6 +151,9 @@ export interface SynthesisWritten {
  * written (created or merged into) carries the action's id in that same write; and `opts.settle` commits in the same
  * transaction, so a replay finds nothing written or the action executed. Beyond one transaction (more than 99
  * writes, more than any engine produces) the writes go one by one, idempotent per derived id, without the settlement.
+ * The writes commit inside the run and its settle follows: a synthesis is charged as a success (spec 02 Credits) only
+ * once its insights are stored; one whose commit fails is charged as failed, or, for an approved action that will be
+ * retried, not yet (the retry's one settle covers both attempts' model use).
  * @param opts.rateLimited false for the service's own runs (research cycles, tasks, approved actions): the per-user
  *   limit is not spent (default true: a person's request)
  * @returns the insights (created, then merged), their ids, the engine's summary, `created_ids`, `merged` and `engine`.
@@ -186,95 +189,108 @@ export async function synthesize(userId: string, input: SynthesizeInput, opts: A
       description: i.description,
       ...(i.vector && i.embedder_id === emb.id ? { vector: decodeVector(i.vector) } : {}),
     }));
-    const output = await recordRun(
+    /**
+     * Store a run's drafts: new insights and merges in one transaction with the action's settlement (when given).
+     * Called inside the run, before its settle: the run is charged as a success only once its insights are stored,
+     * and an approved action's attempt whose commit fails keeps its hold and its use for the retry (core/billing
+     * `Charge.keepsHoldAfter`), so the run's one settle covers every attempt's model use.
+     */
+    const store = async (output: SynthesisOutput) => {
+      const texts = new Map(sources.map((s) => [s.id, { extracted_text: s.extracted_text }]));
+      const stored = new Map(existingItems.map((i) => [i.id, i]));
+      const byId = new Map(stored);
+      const tag = tagOf(opts);
+      const creates: Parameters<ReturnType<typeof db>["entities"]["insight"]["create"]>[0][] = [];
+      const merged: { insight_id: string; title: string }[] = [];
+      const mergedFieldsOf = new Map<string, ReturnType<typeof mergedFields>>();
+      const runMentions = new Map<string, Map<string, number>>(); // per merged insight: its run's mentions per source
+      for (const draft of output.insights) {
+        // Belt and braces: the engines ground their quotes; storage checks again.
+        const quotes = groundQuotes(draft.quotes, texts);
+        const target = draft.merge_into ? byId.get(draft.merge_into) : undefined;
+        if (target) {
+          const run = runMentions.get(target.id) ?? new Map<string, number>();
+          runMentions.set(target.id, run);
+          const fields = mergedFields(stored.get(target.id)!, target, { ...draft, quotes }, run);
+          // Two drafts may match the same insight: the next one merges into this result (not the stale item, which
+          // would drop this merge), and the insight is written once, with every merge (a transaction writes an item
+          // at most once).
+          byId.set(target.id, { ...target, ...fields });
+          mergedFieldsOf.set(target.id, fields);
+          if (!merged.some((m) => m.insight_id === target.id)) merged.push({ insight_id: target.id, title: target.title });
+          continue;
+        }
+        creates.push({
+          id: opts.pendingActionId ? idFor(opts.pendingActionId, `insight#${creates.length}`) : randomUUID(),
+          workspace_id: input.workspace_id,
+          insight_type: draft.insight_type,
+          title: draft.title,
+          description: draft.description,
+          source_ids: draft.source_ids,
+          quotes: quotes.map((q) => ({ text: q.text, source_id: q.source_id, ...(q.speaker ? { speaker: q.speaker } : {}) })),
+          frequency: draft.frequency,
+          mention_count: draft.mention_count,
+          mentions_by_source: Object.entries(draft.mentions_by_source).map(([source_id, count]) => ({ source_id, count })),
+          severity: draft.severity,
+          origin: "synthesis",
+          vector: encodeVector(draft.vector),
+          embedder_id: draft.embedder_id,
+          created_by: userId,
+          ...tag,
+        });
+      }
+      const createdIds = creates.map((c) => c.id);
+      const insightIds = [...createdIds, ...merged.map((m) => m.insight_id)];
+      // Search vectors of the new insights, written with them (issue #24: nothing is embedded on a search but the query).
+      const vectorFields = await searchVectorFields(creates.map(searchText), async () => emb);
+      creates.forEach((c, k) => Object.assign(c, vectorFields[k]));
+      const merges = [...mergedFieldsOf].map(([id, fields]) => ({ key: { workspace_id: input.workspace_id, id }, set: { ...fields, ...tag } }));
+      const settlement = opts.settle?.({ insight_ids: insightIds, created_ids: createdIds, summary: output.summary });
+      // One change of the search snapshot for the whole run (core/insight/search-index.ts), applied after the writes.
+      await asChange(
+        input.workspace_id,
+        insightIds,
+        async () => {
+          if (creates.length + merges.length + (settlement ? 1 : 0) <= MAX_WRITE_ITEMS) {
+            const writes: WriteItem[] = [
+              ...creates.map((c) => asWrite(db().entities.insight.create(c))),
+              ...merges.map((m) => asWrite(db().entities.insight.patch(m.key).set(m.set))),
+            ];
+            const codes = await commitWrites(["insight"], writes, settlement);
+            if (codes) {
+              // A refused merge: the insight it merges into was deleted meanwhile (nothing of the run was written).
+              throw new AppError("CONFLICT", "Insights of this workspace changed while the synthesis ran; run it again", { retryable: true });
+            }
+          } else {
+            for (const c of creates) {
+              await createOnce<unknown>(
+                opts,
+                () => db().entities.insight.create(c).go(),
+                async () => (await db().entities.insight.get({ workspace_id: input.workspace_id, id: c.id }).go({ consistent: true })).data,
+              );
+            }
+            for (const m of merges) await db().entities.insight.patch(m.key).set(m.set).go();
+          }
+        },
+        async () => emb,
+      );
+      return { insightIds, createdIds, merged };
+    };
+    const { output, insightIds, createdIds, merged } = await recordRun(
       { workspaceId: input.workspace_id, userId, runId: runIdFor(opts), agentType: "synthesis", toolName: "synthesize", engine, input: { source_ids: ids, synthesis_type: input.synthesis_type } },
       async (usage) => {
+        let output: SynthesisOutput;
         if (isModelEngine(engine)) {
           const result = await (await ModelEngine()).synthesizeWithModel({ sources, model: (await model())!, embedder: emb, existing });
-          if (result.usage) usage.add(result.usage);
-          return result;
-        }
-        return (await LocalEngine()).synthesize({ sources, embedder: emb, existing });
-      },
-      (r) => ({ insights: r.insights.map((i) => i.title), stats: r.stats }),
-    );
-    const texts = new Map(sources.map((s) => [s.id, { extracted_text: s.extracted_text }]));
-    const stored = new Map(existingItems.map((i) => [i.id, i]));
-    const byId = new Map(stored);
-    const tag = tagOf(opts);
-    const creates: Parameters<ReturnType<typeof db>["entities"]["insight"]["create"]>[0][] = [];
-    const merged: { insight_id: string; title: string }[] = [];
-    const mergedFieldsOf = new Map<string, ReturnType<typeof mergedFields>>();
-    const runMentions = new Map<string, Map<string, number>>(); // per merged insight: its run's mentions per source
-    for (const draft of output.insights) {
-      // Belt and braces: the engines ground their quotes; storage checks again.
-      const quotes = groundQuotes(draft.quotes, texts);
-      const target = draft.merge_into ? byId.get(draft.merge_into) : undefined;
-      if (target) {
-        const run = runMentions.get(target.id) ?? new Map<string, number>();
-        runMentions.set(target.id, run);
-        const fields = mergedFields(stored.get(target.id)!, target, { ...draft, quotes }, run);
-        // Two drafts may match the same insight: the next one merges into this result (not the stale item, which
-        // would drop this merge), and the insight is written once, with every merge (a transaction writes an item
-        // at most once).
-        byId.set(target.id, { ...target, ...fields });
-        mergedFieldsOf.set(target.id, fields);
-        if (!merged.some((m) => m.insight_id === target.id)) merged.push({ insight_id: target.id, title: target.title });
-        continue;
-      }
-      creates.push({
-        id: opts.pendingActionId ? idFor(opts.pendingActionId, `insight#${creates.length}`) : randomUUID(),
-        workspace_id: input.workspace_id,
-        insight_type: draft.insight_type,
-        title: draft.title,
-        description: draft.description,
-        source_ids: draft.source_ids,
-        quotes: quotes.map((q) => ({ text: q.text, source_id: q.source_id, ...(q.speaker ? { speaker: q.speaker } : {}) })),
-        frequency: draft.frequency,
-        mention_count: draft.mention_count,
-        mentions_by_source: Object.entries(draft.mentions_by_source).map(([source_id, count]) => ({ source_id, count })),
-        severity: draft.severity,
-        origin: "synthesis",
-        vector: encodeVector(draft.vector),
-        embedder_id: draft.embedder_id,
-        created_by: userId,
-        ...tag,
-      });
-    }
-    const createdIds = creates.map((c) => c.id);
-    const insightIds = [...createdIds, ...merged.map((m) => m.insight_id)];
-    // Search vectors of the new insights, written with them (issue #24: nothing is embedded on a search but the query).
-    const vectorFields = await searchVectorFields(creates.map(searchText), async () => emb);
-    creates.forEach((c, k) => Object.assign(c, vectorFields[k]));
-    const merges = [...mergedFieldsOf].map(([id, fields]) => ({ key: { workspace_id: input.workspace_id, id }, set: { ...fields, ...tag } }));
-    const settlement = opts.settle?.({ insight_ids: insightIds, created_ids: createdIds, summary: output.summary });
-    // One change of the search snapshot for the whole run (core/insight/search-index.ts), applied after the writes.
-    await asChange(
-      input.workspace_id,
-      insightIds,
-      async () => {
-        if (creates.length + merges.length + (settlement ? 1 : 0) <= MAX_WRITE_ITEMS) {
-          const writes: WriteItem[] = [
-            ...creates.map((c) => asWrite(db().entities.insight.create(c))),
-            ...merges.map((m) => asWrite(db().entities.insight.patch(m.key).set(m.set))),
-          ];
-          const codes = await commitWrites(["insight"], writes, settlement);
-          if (codes) {
-            // A refused merge: the insight it merges into was deleted meanwhile (nothing of the run was written).
-            throw new AppError("CONFLICT", "Insights of this workspace changed while the synthesis ran; run it again", { retryable: true });
-          }
+          // Kept before the run goes on: an approved action's attempt that dies from here on is still charged it.
+          if (result.usage) await usage.add(result.usage);
+          output = result;
         } else {
-          for (const c of creates) {
-            await createOnce<unknown>(
-              opts,
-              () => db().entities.insight.create(c).go(),
-              async () => (await db().entities.insight.get({ workspace_id: input.workspace_id, id: c.id }).go({ consistent: true })).data,
-            );
-          }
-          for (const m of merges) await db().entities.insight.patch(m.key).set(m.set).go();
+          output = await (await LocalEngine()).synthesize({ sources, embedder: emb, existing });
         }
+        return { output, ...(await store(output)) };
       },
-      async () => emb,
+      (r) => ({ insights: r.output.insights.map((i) => i.title), stats: r.output.stats }),
     );
     const fresh = await getAll(insightIds.map((id) => ({ workspace_id: input.workspace_id, id })), (keys) => db().entities.insight.get(keys).go({ consistent: true }));
     const order = new Map(insightIds.map((id, i) => [id, i]));

@@ -7,6 +7,7 @@ import { isConditionalFailure } from "../db/errors";
 import { asWrite, runIdFor, SettlementRefused, type WriteItem } from "../db/agent-write";
 import { owedBy, withDelivery, type Delivery, type OwedCharge } from "../billing/charge";
 import { withRequestScope } from "../context";
+import { serviceLog } from "../log";
 import { requireMember } from "../workspace";
 import { gatedTool, parseToolInput } from "../agent/tools";
 import { DUE } from "./pending-action.entity";
@@ -28,16 +29,18 @@ import type { StoredStatus } from "./status";
  *    A crash before that commit leaves nothing written, and the replay does it all; after it, the row is executed
  *    and a replay has nothing to do. Of two executors that both believe they hold the row (a lease that expired
  *    under a slow run), only the holder's transaction can commit. When the tool's charged run (its id derived from
- *    the action) commits inside the run, before it settles (draft_document), the flip also records what the run owes
- *    (`charge`), and the run's hold names the action: a crash before the settle is charged by the credit sweeper,
- *    which settles that hold for the recorded amount instead of releasing it (core/billing/sweeper.ts).
+ *    the action) commits inside the run, before it settles (draft_document, run_synthesis, generate_recommendations),
+ *    the flip also records what the run owes (`charge`), and the run's hold names the action: a crash before the
+ *    settle is charged by the credit sweeper, which settles that hold for the recorded amount instead of releasing it
+ *    (core/billing/sweeper.ts).
  * 3. A tool that wrote nothing (or ran outside a transaction) is flipped here, conditioned on the lease.
  * 4. How a failure ends (`classify`): a transient one (the model or the table busy, a rate limit, a synthesis lock
  *    held by another run, a concurrent change) puts the row back to approved with a retry time, backing off
  *    exponentially (`retryDelayMs`), up to MAX_RETRIES; a decided one (invalid input, not found, an invalid
  *    transition, the approver no longer a member, no subscription or credits) ends failed at once. A charged run
  *    that fails with an error that is retried (`Delivery.retriedAfter`) neither settles nor releases: the retry,
- *    under the same run id, charges against that hold once, counting the use the deferral kept on the row (`spent`).
+ *    under the same run id, charges against that hold once, counting the use kept on the row (`spent`): written as
+ *    each model call of the run ends (`keepSpent`), so an attempt that dies before its deferral leaves it too.
  * A row whose executions were interrupted MAX_ATTEMPTS times (claims that neither finished nor were deferred) ends
  * failed "outcome unknown": a poison row is never retried forever.
  */
@@ -190,6 +193,25 @@ async function defer(row: PendingActionItem, owner: string, error: string, retry
 }
 
 /**
+ * Keep the use of the run doing a claimed row's work on the row (`spent`: its attempts' use so far, this one's
+ * included) as each model call ends, conditioned on still holding the lease: an attempt that dies before its deferral
+ * (a crash, a timeout) leaves it for the next attempt's charge and for the credit sweeper. One write per model call
+ * of an approved action's run, on no other path. Never throws: a lost lease (the condition) or a failed write leaves
+ * the row's figure as it was (the deferral, when there is one, writes it again).
+ */
+async function keepSpent(row: PendingActionItem, owner: string, spent: Spent): Promise<void> {
+  try {
+    await db()
+      .entities.pendingAction.patch(key(row))
+      .set({ spent })
+      .where((attr, op) => `${op.eq(attr.status, "executing")} AND ${op.eq(attr.lease_owner, owner)}`)
+      .go();
+  } catch (err) {
+    if (!isConditionalFailure(err)) serviceLog("pending-action").warn("the run's use could not be kept on its action", { action_id: row.id, error: String(err) });
+  }
+}
+
+/**
  * End a row that is not to be run again (interrupted too often) as failed, conditioned on the state it was read in.
  * @returns false when it changed meanwhile.
  */
@@ -338,6 +360,7 @@ async function run(row: PendingActionItem, owner: string): Promise<Ended> {
       return !(now?.status === "executing" && now.lease_owner === owner);
     },
     ...(row.spent ? { carried: row.spent } : {}),
+    keepUse: (spent) => keepSpent(row, owner, spent),
   };
   const settle = (result: Record<string, unknown>) => {
     settled = true;
@@ -350,7 +373,7 @@ async function run(row: PendingActionItem, owner: string): Promise<Ended> {
   } catch (err) {
     const end = ended(err);
     // Deferred with its hold kept: what the run used so far (earlier attempts' included) goes on the row for the
-    // retry's charge. A run that settled already (a tool settling before its commit) owes nothing more: the row's
+    // retry's charge. A run that settled already (work that failed after its run ended) owes nothing more: the row's
     // earlier figure is cleared (null), or the next attempt's record would count it again. Without a charge (failed
     // before reserving), the row's figure stands.
     if (end.status !== "transient" || !delivery.charge) return end;

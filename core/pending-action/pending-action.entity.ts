@@ -74,9 +74,11 @@ export const buildPendingActionEntity = () => new Entity({
     /** The transient failure that deferred the row last (not shown on the wire: the row is still approved). */
     last_error: { type: "string" },
     /**
-     * Model use (tokens, USD) of the action's run so far over the attempts that failed transiently and were deferred
-     * without settling (core/billing/charge.ts `Delivery.carried`): the next attempt's charge starts from it, so the
-     * run's one settle charges all of it. Not shown on the wire.
+     * Model use (tokens, USD) of the action's run so far over attempts that did not settle: written as each model call
+     * of the executing attempt ends (core/billing/charge.ts `Delivery.keepUse`, while it holds the lease) and by its
+     * deferral, so an attempt that died or was deferred leaves it (`Delivery.carried`): the next attempt's charge
+     * starts from it, so the run's one settle charges all of it; the credit sweeper settles it as failed when the
+     * action ends failed with the hold open. Not shown on the wire.
      */
     spent: {
       type: "map",

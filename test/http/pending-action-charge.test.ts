@@ -13,7 +13,10 @@
  * DynamoDB Local. The crash hook (core/crash-point.ts `before-settle`) is replaced here by one that stops the run for
  * good (a process that died: nothing after the point ever runs) or until the test lets it go (a slow settle racing
  * the sweeper). The document engine reports a model cost (0.17 USD: 2.5 credits, not what the run reserved), so a
- * settle for the held amount, a release, or a second charge all show.
+ * settle for the held amount, a release, or a second charge all show; the recommendation engine
+ * (generate_recommendations, which also commits inside its run) does likewise, and a test can hold a model call and
+ * give it a use of its own (`calls`). Retried attempts are charged once for their whole use: a failed commit, an attempt that dies after its
+ * model call (its use is kept on the row as the call ends), and a stale attempt that lost its lease without knowing it.
  */
 import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it, vi } from "vitest";
@@ -35,11 +38,28 @@ vi.mock("../../core/crash-point", async (importOriginal) => {
 
 /** A model's usage of one draft: 0.17 USD is 2.5 credits (rounded up to 0.5), above the local minimum of 0.5. */
 const USAGE = { modelId: "test-model", tier: "mid" as const, inputTokens: 12_000, outputTokens: 3_000, costUsd: 0.17, latencyMs: 5, attempts: 1 };
+/**
+ * What the next model calls do, in order (either engine's): answer only once `answer` resolves (after telling
+ * `called`), with their own use instead of USAGE. A call with nothing queued answers at once with USAGE.
+ */
+const calls = vi.hoisted(() => ({ next: [] as { usage?: { inputTokens: number; outputTokens: number; costUsd: number }; called?: () => void; answer?: Promise<void> }[] }));
+const modelCall = async () => {
+  const plan = calls.next.shift();
+  plan?.called?.();
+  await plan?.answer;
+  return { ...USAGE, ...plan?.usage };
+};
 vi.mock("../../core/document/engine", async (importOriginal) => {
   const real = await importOriginal<typeof import("../../core/document/engine")>();
   // A model engine (it reserves a model run's envelope) whose draft is the local template's, with a cost.
-  const engine = { ...real.localDocumentEngine, kind: "model" as const, draft: async (input: Parameters<typeof real.draftDocument>[0]) => ({ result: real.draftDocument(input), usage: USAGE }) };
+  const engine = { ...real.localDocumentEngine, kind: "model" as const, draft: async (input: Parameters<typeof real.draftDocument>[0]) => ({ result: real.draftDocument(input), usage: await modelCall() }) };
   return { ...real, documentEngine: () => engine };
+});
+vi.mock("../../core/recommendation/engine", async (importOriginal) => {
+  const real = await importOriginal<typeof import("../../core/recommendation/engine")>();
+  // Likewise for generate_recommendations: the local engine's set, with a model's cost.
+  const engine = { kind: "model" as const, generate: async (input: Parameters<typeof real.generateRecommendations>[0]) => ({ result: real.generateRecommendations(input), usage: await modelCall() }) };
+  return { ...real, recommendationEngine: () => engine };
 });
 
 import { db } from "../../core/db/service";
@@ -49,7 +69,7 @@ import { gatedTool } from "../../core/agent/tools";
 import { balanceOf } from "../../core/billing/ledger";
 import { MAX_HOLD_WAIT_MS, sweepStaleHolds, STALE_HOLD_MS } from "../../core/billing/sweeper";
 import { createPending } from "../../core/pending-action";
-import { executeAction, type ExecutionOutcome } from "../../core/pending-action/executor";
+import { executeAction, MAX_ATTEMPTS, type ExecutionOutcome } from "../../core/pending-action/executor";
 import { call, newWorkspace } from "../support/api";
 import { setAccount, topUp } from "../support/billing";
 import { toolCase, type CaseEnv } from "../support/gated-tool-cases";
@@ -82,13 +102,16 @@ async function account(plan: "power" | "trial" = "power") {
 }
 
 /** An approved draft_document action, made as the agent loop makes it; its run's id as the executor derives it. */
-async function approvedDraft(owner: { id: string; token: string }, env: CaseEnv): Promise<{ id: string; runId: string }> {
-  const { input } = await toolCase("draft_document").setup(env);
+const approvedDraft = (owner: { id: string; token: string }, env: CaseEnv) => approvedAction("draft_document", owner, env);
+
+/** An approved action of `tool` (its case's target and input), made as the agent loop makes it; its run's id. */
+async function approvedAction(tool: string, owner: { id: string; token: string }, env: CaseEnv): Promise<{ id: string; runId: string; input: Record<string, unknown> }> {
+  const { input } = await toolCase(tool).setup(env);
   const ctx = { userId: owner.id, workspaceId: env.workspaceId, missionId: randomUUID(), sessionId: null, attachmentIds: [] };
-  const { id } = await createPending(ctx, gatedTool("draft_document")!, input);
+  const { id } = await createPending(ctx, gatedTool(tool)!, input);
   const res = await call("POST", `/api/pending-actions/${id}/approve`, { token: owner.token, body: {} });
   expect(res.status, res.text).toBe(200);
-  return { id, runId: idFor(id, "agent-run") };
+  return { id, runId: idFor(id, "agent-run"), input };
 }
 
 /**
@@ -375,7 +398,7 @@ describe("the sweeper's settle of a delivered run also records the run and grant
 });
 
 describe("a delivered draft whose first attempt's hold went stale is charged after a double crash", () => {
-  it("attempt 1 reserves and dies before its commit; a sweep 20 minutes on; attempt 2 delivers and dies before its settle; the sweep charges it once", async () => {
+  it("attempt 1 reserves, calls the model and dies before its commit; a sweep 20 minutes on; attempt 2 delivers and dies before its settle; the sweep charges both attempts' use once", async () => {
     const { owner, env } = await account();
     const { id, runId } = await approvedDraft(owner, env);
     const before = await figures(owner.id);
@@ -386,6 +409,8 @@ describe("a delivered draft whose first attempt's hold went stale is charged aft
     await first.reached;
     expect((await holdsOf(owner.id)).map((h) => h.run_id)).toEqual([runId]);
     expect((await rowOf()).status).toBe("executing");
+    // Its model call's use was kept on the row as the call ended (draft_document does not wait for that write).
+    await vi.waitFor(async () => expect((await rowOf()).spent).toEqual({ tokens: 15_000, cost_usd: 0.17 }), { timeout: 5_000, interval: 50 });
 
     // Twenty minutes on the hold is stale, but its action may still be executed (executing): the sweep leaves it.
     const early = await sweepLater(owner.id);
@@ -399,22 +424,28 @@ describe("a delivered draft whose first attempt's hold went stale is charged aft
     await second.reached;
     const row = await rowOf();
     expect(row.status).toBe("executed");
-    expect(row.charge).toMatchObject({ user_id: owner.id, run_id: runId, credits: 2.5, tokens: 15_000, cost_usd: 0.17 });
+    // Both attempts called the model: 0.34 USD is 4.5 credits, what the delivered run owes.
+    expect(row.charge).toMatchObject({ user_id: owner.id, run_id: runId, credits: 4.5, tokens: 30_000, cost_usd: 0.34 });
     // Attempt 2 reserved nothing of its own: the ledger reserves once per run id, so attempt 1's reservation is the run's.
     expect((await chargeOf(owner.id, runId)).kinds).toEqual(["reserve"]);
     expect((await holdsOf(owner.id)).map((h) => h.run_id)).toEqual([runId]);
 
-    await sweepSettlesOnce(owner.id, 2.5);
-    // Charged exactly as an uncrashed draft: one reserve, one settle of the same figures, no release, no hold.
-    await expectChargedAsReference(owner.id, runId, before);
-    expect(await recordsOf(env.workspaceId, runId)).toEqual([recordOf(owner, runId)]);
+    await sweepSettlesOnce(owner.id, 4.5);
+    // One reserve, one settle of both attempts' use, no release, no hold.
+    const charged = await chargeOf(owner.id, runId);
+    expect(charged).toMatchObject({ kinds: ["reserve", "settle"], settle: { credits: 4.5, charged: 4.5, shortfall: 0, tokens: 30_000, cost_usd: 0.34 } });
+    expect(await holdsOf(owner.id)).toEqual([]);
+    const change = { ...reference.change, total_used: 4.5, charged: 4.5, tokens_used: 30_000, cost_usd: 0.34 };
+    expect(diff(before, await figures(owner.id))).toEqual(change);
+    const record = { ...recordOf(owner, runId), tokens_used: 30_000, cost_usd: 0.34, credits_charged: 4.5 };
+    expect(await recordsOf(env.workspaceId, runId)).toEqual([record]);
 
     // Attempt 2's own late settle changes nothing.
     second.resume();
     expect(await second.execution).toMatchObject({ outcome: "executed" });
-    expect(await chargeOf(owner.id, runId)).toEqual(reference.charge);
-    expect(diff(before, await figures(owner.id))).toEqual(reference.change);
-    expect(await recordsOf(env.workspaceId, runId)).toEqual([recordOf(owner, runId)]);
+    expect(await chargeOf(owner.id, runId)).toEqual(charged);
+    expect(diff(before, await figures(owner.id))).toEqual(change);
+    expect(await recordsOf(env.workspaceId, runId)).toEqual([record]);
   }, 60_000);
 });
 
@@ -577,5 +608,150 @@ describe("an action's run that the executor will retry keeps its hold, and the r
     expect((await chargeOf(owner.id, runId)).kinds).toEqual(["reserve", "settle"]);
     expect(diff(before, await figures(owner.id))).toMatchObject({ total_used: 4.5, charged: 4.5 });
     expect(await recordsOf(env.workspaceId, runId)).toEqual([record]);
+  }, 60_000);
+});
+
+/** The action's row, read strongly consistent. */
+const rowOf = async (workspaceId: string, id: string) => (await db().entities.pendingAction.get({ workspace_id: workspaceId, id }).go({ consistent: true })).data!;
+
+/**
+ * Make the next transaction that carries the action's flip (its row's key, `pa#<id>`) fail once with a 5xx-class
+ * store error: the tool's commit, after its model call (transient: the executor defers the action).
+ */
+function commitFailsOnce(actionId: string): { failed: () => boolean; remove: () => void } {
+  const stack = dynamoClient().middlewareStack;
+  const name = `commit-fails-${randomUUID()}`;
+  let failed = false;
+  stack.add((next, context) => async (args) => {
+    if (!failed && String(context.commandName).startsWith("TransactWrite") && JSON.stringify(args.input).includes(`pa#${actionId}`)) {
+      failed = true;
+      throw Object.assign(new Error("the store did not answer"), { name: "InternalServerError" });
+    }
+    return next(args);
+  }, { step: "initialize", name });
+  return { failed: () => failed, remove: () => stack.remove(name) };
+}
+
+/** What generate_recommendations' run records, priced as the mocked model's use (one call: USAGE). */
+const recommendationRecordOf = (owner: { id: string }, runId: string) => ({ ...recordOf(owner, runId), agent_type: "recommendation", tool_name: "generate_recommendations" });
+
+describe("an attempt that lost its lease without knowing it and then fails for good leaves the run to the live attempt", () => {
+  it("attempt A's lease runs out during its model call; B claims, delivers and settles; A then fails (422): A neither settles nor releases the hold", async () => {
+    const { owner, env } = await account();
+    const { id, runId } = await approvedDraft(owner, env);
+    const before = await figures(owner.id);
+
+    // Attempt A's model call answers only when the test lets it, with a use of its own: 0.05 USD, 1.0 credit as failed.
+    let called!: () => void;
+    let answer!: () => void;
+    const atModel = new Promise<void>((resolve) => (called = resolve));
+    calls.next.push({ usage: { inputTokens: 4_000, outputTokens: 1_000, costUsd: 0.05 }, called, answer: new Promise<void>((resolve) => (answer = resolve)) });
+    const a = executeAction(env.workspaceId, id);
+    await atModel;
+    expect((await rowOf(env.workspaceId, id)).status).toBe("executing");
+    // A's lease runs out under it (its renewals no longer reach the table): the row is claimable, A does not know.
+    await db().entities.pendingAction.patch({ workspace_id: env.workspaceId, id }).set({ lease_expires_at: Date.now() - 1_000 }).go();
+
+    // Attempt B claims the row, delivers the draft (the flip records the run's 2.5) and stands just before its settle.
+    const b = executeStoppingBeforeSettle(env.workspaceId, id);
+    await b.reached;
+    expect(await rowOf(env.workspaceId, id)).toMatchObject({ status: "executed", charge: { run_id: runId, credits: 2.5, tokens: 15_000, cost_usd: 0.17 } });
+
+    // The recommendation's insight is deleted meanwhile: A's document create fails its reference check, a decided
+    // error (422) that ends an attempt failed, not retried.
+    const row = await rowOf(env.workspaceId, id);
+    const { data: rec } = await db().entities.recommendation.get({ workspace_id: env.workspaceId, id: (row.tool_input as { recommendation_id: string }).recommendation_id }).go({ consistent: true });
+    expect(rec!.addresses_insight_ids?.length).toBeGreaterThan(0);
+    for (const insightId of rec!.addresses_insight_ids ?? []) await db().entities.insight.delete({ workspace_id: env.workspaceId, id: insightId }).go();
+    answer();
+    // A finds the row executed by B: not A's to end.
+    expect(await a).toMatchObject({ outcome: "executed" });
+    // The run's shared hold is untouched: no settle at A's failed figure (1.0 for 0.05 USD), no release, no record.
+    expect((await chargeOf(owner.id, runId)).kinds).toEqual(["reserve"]);
+    expect((await holdsOf(owner.id)).map((h) => h.run_id)).toEqual([runId]);
+    expect(await recordsOf(env.workspaceId, runId)).toEqual([]);
+
+    // B's settle charges the run: the delivered draft as a success at its model cost, once.
+    b.resume();
+    expect(await b.execution).toMatchObject({ outcome: "executed" });
+    await expectChargedAsReference(owner.id, runId, before);
+    expect(await recordsOf(env.workspaceId, runId)).toEqual([recordOf(owner, runId)]);
+    expect(await sweepLater(owner.id)).toMatchObject({ stale: 0 });
+  }, 60_000);
+});
+
+describe("a tool that commits after its model call (generate_recommendations) settles after its commit", () => {
+  it("attempt 1's commit fails after its model call (deferred, hold kept); attempt 2 delivers: one settle, as a success, for both attempts' use", async () => {
+    const { owner, env } = await account();
+    const { id, runId, input } = await approvedAction("generate_recommendations", owner, env);
+    const before = await figures(owner.id);
+
+    await deferredBy(commitFailsOnce(id), env.workspaceId, id);
+    // Not settled at attempt 1's figure before its commit: no settle, no record, the hold kept, the use on the row.
+    expect((await chargeOf(owner.id, runId)).kinds).toEqual(["reserve"]);
+    expect(await recordsOf(env.workspaceId, runId)).toEqual([]);
+    expect((await holdsOf(owner.id)).map((h) => h.run_id)).toEqual([runId]);
+    expect((await rowOf(env.workspaceId, id)).spent).toEqual({ tokens: 15_000, cost_usd: 0.17 });
+
+    await dueNow(env.workspaceId, id);
+    expect(await executeAction(env.workspaceId, id)).toMatchObject({ outcome: "executed" });
+    // Both attempts called the model: 0.34 USD is 4.5 credits, charged once as the delivered run.
+    expect(await chargeOf(owner.id, runId)).toMatchObject({ kinds: ["reserve", "settle"], settle: { credits: 4.5, charged: 4.5, shortfall: 0, tokens: 30_000, cost_usd: 0.34 } });
+    expect(await holdsOf(owner.id)).toEqual([]);
+    expect(diff(before, await figures(owner.id))).toMatchObject({ total_used: 4.5, reserved: 0, charged: 4.5, tokens_used: 30_000, cost_usd: 0.34 });
+    expect(await recordsOf(env.workspaceId, runId)).toEqual([{ ...recommendationRecordOf(owner, runId), tokens_used: 30_000, cost_usd: 0.34, credits_charged: 4.5 }]);
+    const row = await rowOf(env.workspaceId, id);
+    expect(row.charge).toMatchObject({ run_id: runId, credits: 4.5, tokens: 30_000, cost_usd: 0.34 });
+    await toolCase("generate_recommendations").verify(env, id, row, { input });
+  }, 60_000);
+
+  it("the normal path: one settle after the commit, and the flip records what the run owes (the sweeper's charge after a crash)", async () => {
+    const { owner, env } = await account();
+    const { id, runId } = await approvedAction("generate_recommendations", owner, env);
+    const before = await figures(owner.id);
+    expect(await executeAction(env.workspaceId, id)).toMatchObject({ outcome: "executed" });
+    expect(await chargeOf(owner.id, runId)).toMatchObject({ kinds: ["reserve", "settle"], settle: { credits: 2.5, charged: 2.5, tokens: 15_000, cost_usd: 0.17 } });
+    expect(diff(before, await figures(owner.id))).toEqual(reference.change);
+    expect((await rowOf(env.workspaceId, id)).charge).toMatchObject({ run_id: runId, credits: 2.5, tokens: 15_000, cost_usd: 0.17 });
+    expect(await recordsOf(env.workspaceId, runId)).toEqual([recommendationRecordOf(owner, runId)]);
+  }, 60_000);
+});
+
+describe("the use of an attempt that dies before its deferral is kept on the row as its model call ends", () => {
+  it("generate_recommendations: attempt 1 dies after its model call, before its commit; attempt 2 delivers: one settle for both attempts' use", async () => {
+    const { owner, env } = await account();
+    const { id, runId } = await approvedAction("generate_recommendations", owner, env);
+    const before = await figures(owner.id);
+
+    // Attempt 1 calls the model and dies just before its commit: no deferral is ever written.
+    const first = executeStoppingBeforeSettle(env.workspaceId, id, "before-commit");
+    await first.reached;
+    // Its use was kept on the row when the model call ended (the tool waits for it before going on).
+    expect(await rowOf(env.workspaceId, id)).toMatchObject({ status: "executing", spent: { tokens: 15_000, cost_usd: 0.17 } });
+    // Its process is gone: its lease runs out, and the next executor claims the row.
+    await db().entities.pendingAction.patch({ workspace_id: env.workspaceId, id }).set({ lease_expires_at: Date.now() - 1_000 }).go();
+    expect(await executeAction(env.workspaceId, id)).toMatchObject({ outcome: "executed" });
+    expect(await chargeOf(owner.id, runId)).toMatchObject({ kinds: ["reserve", "settle"], settle: { credits: 4.5, charged: 4.5, tokens: 30_000, cost_usd: 0.34 } });
+    expect(await holdsOf(owner.id)).toEqual([]);
+    expect(diff(before, await figures(owner.id))).toMatchObject({ total_used: 4.5, reserved: 0, charged: 4.5, tokens_used: 30_000, cost_usd: 0.34 });
+    expect(await recordsOf(env.workspaceId, runId)).toEqual([{ ...recommendationRecordOf(owner, runId), tokens_used: 30_000, cost_usd: 0.34, credits_charged: 4.5 }]);
+  }, 60_000);
+
+  it("draft_document: attempt 1 dies before its commit; the action then ends failed (interrupted attempts): the sweep charges the kept use", async () => {
+    const { owner, env } = await account();
+    const { id, runId } = await approvedDraft(owner, env);
+    const first = executeStoppingBeforeSettle(env.workspaceId, id, "before-commit");
+    await first.reached;
+    // draft_document does not wait for the write (core/document/draft.ts): it lands beside the create's own requests.
+    await vi.waitFor(async () => expect((await rowOf(env.workspaceId, id)).spent).toEqual({ tokens: 15_000, cost_usd: 0.17 }), { timeout: 5_000, interval: 50 });
+    // Interrupted until the executor gives up on it (MAX_ATTEMPTS claims that neither finished nor deferred).
+    await db().entities.pendingAction.patch({ workspace_id: env.workspaceId, id }).set({ attempts: MAX_ATTEMPTS, lease_expires_at: Date.now() - 1_000 }).go();
+    expect(await executeAction(env.workspaceId, id)).toMatchObject({ outcome: "failed", reason: expect.stringMatching(/^outcome unknown/) });
+    // The model call that was made (0.17 USD, 15,000 tokens) is charged once, as the failed run's: 2.5 credits.
+    const swept = await sweepLater(owner.id);
+    expect(swept.errors).toEqual([]);
+    expect(swept).toMatchObject({ stale: 1, released: 0, settled: 1, credits_charged: 2.5 });
+    expect(await chargeOf(owner.id, runId)).toMatchObject({ kinds: ["reserve", "settle"], settle: { credits: 2.5, tokens: 15_000, cost_usd: 0.17 } });
+    expect(await holdsOf(owner.id)).toEqual([]);
   }, 60_000);
 });

@@ -347,6 +347,31 @@ describe("failures: transient ones are retried with backoff, decided ones fail a
     await toolCase("create_insight").verify(env, id, row, { input });
   });
 
+  it("run_synthesis whose commit is throttled after its engine ran: deferred without a settle or a record; the retry's one settle and record are the run's", async () => {
+    const id = await approved("run_synthesis", { source_ids: [sources[0]] });
+    const runId = idFor(id, "agent-run");
+    const ledger = async () => (await db().entities.creditLedger.query.byUser({ user_id: owner.id }).go({ consistent: true, pages: "all" })).data.filter((l) => l.run_id === runId);
+    const records = async () => (await db().entities.agentRun.query.byWorkspace({ workspace_id: workspaceId }).go({ pages: "all", consistent: true })).data.filter((r) => r.id === runId);
+    const stop = throttleTransaction(`pa#${id}`);
+    try {
+      expect(await executeAction(workspaceId, id)).toMatchObject({ outcome: "deferred", reason: expect.stringMatching(/^ProvisionedThroughputExceededException/) });
+    } finally {
+      stop();
+    }
+    // The run settles after its commit: the failed commit left the run's hold for the retry, unsettled and unrecorded.
+    expect((await ledger()).map((e) => e.kind)).toEqual(["reserve"]);
+    expect(await records()).toEqual([]);
+
+    await makeDue(id);
+    expect(await executeAction(workspaceId, id)).toMatchObject({ outcome: "executed" });
+    // One settle (the local engine's success minimum, 0.5) and one record of the run, a success.
+    const entries = await ledger();
+    expect(entries.map((e) => e.kind).sort()).toEqual(["reserve", "settle"]);
+    expect(entries.find((e) => e.kind === "settle")).toMatchObject({ credits: 0.5, charged: 0.5 });
+    expect((await records()).map((r) => ({ status: r.status, credits_charged: r.credits_charged }))).toEqual([{ status: "success", credits_charged: 0.5 }]);
+    await toolCase("run_synthesis").verify(env, id, await rowOf(id), { input: {} });
+  }, 60_000);
+
   it("an invalid transition fails at once: no retry, nothing written", async () => {
     const { input } = await toolCase("update_recommendation_status").setup(env);
     const id = await approved("update_recommendation_status", { ...input, status: "implemented" });
