@@ -84,6 +84,22 @@ export interface RunOptions<T> {
   onMilestone?: (m: UnlockedMilestone) => void;
 }
 
+/** What `recordRun` gives its work: the model use to report, and the point from which the work writes its result. */
+export interface RunUsage {
+  /**
+   * Report one model call's use (tokens, USD). Await it before writing: for an approved action's run it resolves once
+   * the use is kept on the action's row (`Charge.noteUsage`); for any other run at once. Never rejects.
+   */
+  add(u: CallUsage): Promise<void>;
+  /**
+   * Call right before the work writes its result itself (inside the run, so the run settles after the write): throws
+   * the signal's abort if the person left, so nothing is written for them; from then on the run is what its work
+   * returns (a stored result is a delivered one, charged as such), not cancelled by a signal firing during the write.
+   * @throws DOMException AbortError (the signal's reason) when the run's signal has fired
+   */
+  beforeWrite(): void;
+}
+
 /**
  * Run `work` as one recorded, charged agent run (spec 02 Agent run, Credits; DESIGN.md 6.3). Before the work the
  * workspace owner's account reserves the run's estimated maximum (`startCharge`: 402 when it cannot, so nothing runs
@@ -99,7 +115,7 @@ export interface RunOptions<T> {
  */
 export async function recordRun<T>(
   opts: RunOptions<T>,
-  work: (usage: { add(u: CallUsage): Promise<void> }) => Promise<T>,
+  work: (usage: RunUsage) => Promise<T>,
   summarize: (result: T) => unknown = (r) => r,
 ): Promise<T> {
   const runId = opts.charge?.runId ?? opts.runId ?? randomUUID();
@@ -115,7 +131,14 @@ export async function recordRun<T>(
   let tokens = charge?.carried.tokens ?? 0;
   let cost = charge?.carried.costUsd ?? 0;
   let modelId: string | undefined;
-  const usage = {
+  // The run stops where the person it serves left: before the work, and after it, before anything is written.
+  const signal = opts.signal ?? currentSignal();
+  let writesOwnResult = false;
+  const usage: RunUsage = {
+    beforeWrite() {
+      signal?.throwIfAborted();
+      writesOwnResult = true;
+    },
     add(u: CallUsage) {
       tokens += u.inputTokens + u.outputTokens;
       cost += u.costUsd;
@@ -182,15 +205,14 @@ export async function recordRun<T>(
     const granted = await grantMilestones(charge.payer, opts.workspaceId, outcome === "success", () => chargedRunCount(opts.workspaceId), charge.plan);
     for (const m of granted) opts.onMilestone?.({ milestone: m, credits_granted: TRIAL_MILESTONE_CREDITS, message: MILESTONE_MESSAGES[m] });
   };
-  // The run stops where the person it serves left: before the work, and after it, before anything is written.
-  const signal = opts.signal ?? currentSignal();
   let result: T;
   try {
     signal?.throwIfAborted();
     result = await work(usage);
     // Work that reports its own outcome (the agent loop ends partial on an abort, and its partial answer is kept)
-    // is judged by `outcomeOf`; any other work abandoned midway must not be written by its caller.
-    if (!opts.outcomeOf) signal?.throwIfAborted();
+    // is judged by `outcomeOf`; work that wrote its result itself (`beforeWrite`) delivered it, whatever the signal
+    // says since; any other work abandoned midway must not be written by its caller.
+    if (!opts.outcomeOf && !writesOwnResult) signal?.throwIfAborted();
   } catch (err) {
     // An approved action's attempt the executor will run again is not the run's end: no settle, no record. Its hold
     // and its use (the executor carries it on the row) go to the retry, so the run is charged once, as what it

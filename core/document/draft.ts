@@ -88,6 +88,7 @@ export async function draft(userId: string, input: DraftInput, opts: AgentWrite<
       // Kept before the create: an approved action's attempt that dies from here on is still charged it, and the row's
       // `spent` write cannot race the create's transaction on the same row.
       if (out.usage) await usage.add(out.usage);
+      usage.beforeWrite();
       return create(
         userId,
         {

@@ -288,6 +288,7 @@ export async function synthesize(userId: string, input: SynthesizeInput, opts: A
         } else {
           output = await (await LocalEngine()).synthesize({ sources, embedder: emb, existing });
         }
+        usage.beforeWrite();
         return { output, ...(await store(output)) };
       },
       (r) => ({ insights: r.output.insights.map((i) => i.title), stats: r.output.stats }),

@@ -103,6 +103,7 @@ export async function generate(userId: string, input: GenerateInput, opts: Agent
       const out = await engine.generate({ insights, focus_areas: input.focus_areas, product });
       // Kept before the run goes on: an approved action's attempt that dies from here on is still charged it.
       if (out.usage) await usage.add(out.usage);
+      usage.beforeWrite();
       return { result: out.result, stored: await store(out.result) };
     },
     (out) => ({ titles: out.result.recommendations.map((r) => r.title) }),

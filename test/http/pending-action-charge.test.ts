@@ -409,8 +409,8 @@ describe("a delivered draft whose first attempt's hold went stale is charged aft
     await first.reached;
     expect((await holdsOf(owner.id)).map((h) => h.run_id)).toEqual([runId]);
     expect((await rowOf()).status).toBe("executing");
-    // Its model call's use was kept on the row as the call ended (draft_document does not wait for that write).
-    await vi.waitFor(async () => expect((await rowOf()).spent).toEqual({ tokens: 15_000, cost_usd: 0.17 }), { timeout: 5_000, interval: 50 });
+    // Its model call's use was kept on the row as the call ended (draft_document waits for that write before its create).
+    expect((await rowOf()).spent).toEqual({ tokens: 15_000, cost_usd: 0.17 });
 
     // Twenty minutes on the hold is stale, but its action may still be executed (executing): the sweep leaves it.
     const early = await sweepLater(owner.id);
@@ -728,8 +728,8 @@ describe("the use of an attempt that dies before its deferral is kept on the row
     await first.reached;
     // Its use was kept on the row when the model call ended (the tool waits for it before going on).
     expect(await rowOf(env.workspaceId, id)).toMatchObject({ status: "executing", spent: { tokens: 15_000, cost_usd: 0.17 } });
-    // Its process is gone: its lease runs out, and the next executor claims the row.
-    await db().entities.pendingAction.patch({ workspace_id: env.workspaceId, id }).set({ lease_expires_at: Date.now() - 1_000 }).go();
+    // Its process is gone with its lease (no renewal of its can extend it again), and the next executor claims the row.
+    await db().entities.pendingAction.patch({ workspace_id: env.workspaceId, id }).set({ lease_owner: `gone-${randomUUID()}`, lease_expires_at: Date.now() - 1_000 }).go();
     expect(await executeAction(env.workspaceId, id)).toMatchObject({ outcome: "executed" });
     expect(await chargeOf(owner.id, runId)).toMatchObject({ kinds: ["reserve", "settle"], settle: { credits: 4.5, charged: 4.5, tokens: 30_000, cost_usd: 0.34 } });
     expect(await holdsOf(owner.id)).toEqual([]);
@@ -742,10 +742,10 @@ describe("the use of an attempt that dies before its deferral is kept on the row
     const { id, runId } = await approvedDraft(owner, env);
     const first = executeStoppingBeforeSettle(env.workspaceId, id, "before-commit");
     await first.reached;
-    // draft_document does not wait for the write (core/document/draft.ts): it lands beside the create's own requests.
-    await vi.waitFor(async () => expect((await rowOf(env.workspaceId, id)).spent).toEqual({ tokens: 15_000, cost_usd: 0.17 }), { timeout: 5_000, interval: 50 });
+    // draft_document waits for the write before its create (core/document/draft.ts): it is on the row already.
+    expect((await rowOf(env.workspaceId, id)).spent).toEqual({ tokens: 15_000, cost_usd: 0.17 });
     // Interrupted until the executor gives up on it (MAX_ATTEMPTS claims that neither finished nor deferred).
-    await db().entities.pendingAction.patch({ workspace_id: env.workspaceId, id }).set({ attempts: MAX_ATTEMPTS, lease_expires_at: Date.now() - 1_000 }).go();
+    await db().entities.pendingAction.patch({ workspace_id: env.workspaceId, id }).set({ attempts: MAX_ATTEMPTS, lease_owner: `gone-${randomUUID()}`, lease_expires_at: Date.now() - 1_000 }).go();
     expect(await executeAction(env.workspaceId, id)).toMatchObject({ outcome: "failed", reason: expect.stringMatching(/^outcome unknown/) });
     // The model call that was made (0.17 USD, 15,000 tokens) is charged once, as the failed run's: 2.5 credits.
     const swept = await sweepLater(owner.id);

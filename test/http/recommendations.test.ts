@@ -7,6 +7,9 @@
 import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import { runsOf } from "../../core/agent";
+import { withAbortSignal } from "../../core/context";
+import { dynamoClient } from "../../core/db/client";
+import { generate } from "../../core/recommendation/generate";
 import { call, newUser, newWorkspace } from "../support/api";
 import { sourceWith } from "../support/sources";
 import { expectEnvelope, withEnv } from "./_helpers";
@@ -366,6 +369,62 @@ describe("POST /api/recommendations/generate", () => {
     const runs = (await runsOf(workspace.id)).filter((r) => r.agent_type === "recommendation");
     expect(runs).toHaveLength(1);
     expect(runs[0]).toMatchObject({ status: "success", tool_name: "generate_recommendations" });
+  });
+
+  it("a generation whose person leaves while its set is being stored is a success, not a cancelled run (its set is there)", async () => {
+    const { owner, workspace } = await newWorkspace("Generate, then leave");
+    const quotes = ["I keep getting logged out", "Refills take too many steps", "Remind me of appointments"];
+    const src = await sourceWith(owner.token, workspace.id, quotes);
+    const ids = await Promise.all(quotes.map((q) => insight(owner.token, workspace.id, src, q, q)));
+    const userId = (await call("GET", "/api/auth/me", { token: owner.token })).body.id as string;
+    // The copilot's client disconnects (its stream's signal fires) as the set's transaction is sent.
+    const left = new AbortController();
+    const name = "leaveDuringCommit";
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (String(context.commandName).startsWith("TransactWrite") && JSON.stringify(args.input).includes('"recommendation"')) left.abort();
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    let out: Awaited<ReturnType<typeof generate>>;
+    try {
+      out = await withAbortSignal(left.signal, () => generate(userId, { workspace_id: workspace.id, insight_ids: ids, focus_areas: [] }));
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(left.signal.aborted).toBe(true);
+    expect(out.count).toBeGreaterThan(0);
+    const runs = (await runsOf(workspace.id)).filter((r) => r.agent_type === "recommendation");
+    expect(runs).toHaveLength(1);
+    expect(runs[0]).toMatchObject({ status: "success", tool_name: "generate_recommendations" });
+  });
+
+  it("a generation whose person left before its set was stored writes nothing and is a cancelled run", async () => {
+    const { owner, workspace } = await newWorkspace("Generate after leaving");
+    const quotes = ["I keep getting logged out", "Refills take too many steps"];
+    const src = await sourceWith(owner.token, workspace.id, quotes);
+    const ids = await Promise.all(quotes.map((q) => insight(owner.token, workspace.id, src, q, q)));
+    const userId = (await call("GET", "/api/auth/me", { token: owner.token })).body.id as string;
+    // The client leaves while the insights are read, after the run's reservation: the model's answer is not stored.
+    const left = new AbortController();
+    const name = "leaveBeforeCommit";
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (String(context.commandName).startsWith("BatchGet") && JSON.stringify(args.input).includes(ids[0]!)) left.abort();
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    try {
+      await expect(withAbortSignal(left.signal, () => generate(userId, { workspace_id: workspace.id, insight_ids: ids, focus_areas: [] }))).rejects.toThrow();
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    const listed = await call("GET", "/api/recommendations", { token: owner.token, query: { workspace_id: workspace.id } });
+    expect(listed.body.recommendations).toEqual([]);
+    const runs = (await runsOf(workspace.id)).filter((r) => r.agent_type === "recommendation");
+    expect(runs.map((r) => r.status)).toEqual(["partial"]);
   });
 
   it("refuses unknown insight ids (422 naming them), non-members (403) and workspaces without a subscription (402)", async () => {
