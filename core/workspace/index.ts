@@ -23,6 +23,7 @@ import { CYCLES_ON, type MembershipEntity, type WorkspaceEntity } from "./worksp
 import { partitionOf } from "./keys";
 import { deleteWorkspace, dropMembership, purgeMemberItems, requireDropMembership } from "./deletion";
 import { entitlementOf } from "../billing/entitlement";
+import { serviceLog } from "../log";
 import type {
   AddMemberInput,
   AgentIntro,
@@ -304,6 +305,8 @@ export async function create(user: User.User, input: CreateWorkspaceInput): Prom
       User.forget(user.id);
       throw Errors.unauthorized("This account is being deleted");
     }
+    // Another write to one of these items at the same moment (the user item's, the account's): read and try again.
+    if (codes.some((c) => c === "TransactionConflict") && codes.every((c) => c === "None" || c === "TransactionConflict")) continue;
     if (codes.slice(0, -1).some((c) => c !== "None")) throw new AppError("CONFLICT", "Workspace could not be created; try again");
     // Only the counter refused: the limit was reached meanwhile (the next read says so), or a concurrent create moved it.
   }
@@ -582,12 +585,37 @@ export async function removeMember(userId: string, workspaceId: string, memberId
   await requireDropMembership(workspaceId, memberId);
 }
 
+/** How often, and how far apart (ms), `removeAllOf` looks again for owned workspaces its first read missed. */
+const OWNED_RECHECKS = 6;
+const OWNED_RECHECK_MS = 500;
+
 /**
  * Everything a deleted user owns (spec 02 user.deleted): workspaces they own are deleted whole (`deleteWorkspace`; a
  * redelivery finds the owner's membership, marked, and goes on); their memberships elsewhere are removed with their
  * seats given back, and their memory, skill suggestions and ratings there deleted (`purgeMemberItems`).
+ *
+ * The user's memberships are found on gsi2, which is eventually consistent: a workspace whose create committed a
+ * moment before the deletion began (its transaction checked the user item before `deleting_at`) may be missing from
+ * the first read. Each deletion gives the owner's slot back (`workspaces_owned`), so the counter, read strongly, says
+ * whether an owned workspace is left; while it is, the memberships are read again, up to OWNED_RECHECKS times
+ * OWNED_RECHECK_MS apart. A counter still above 0 after that (one that drifted) is logged, not an error: it must not
+ * keep the account from being deleted.
+ * @throws the DynamoDB and S3 clients' errors (the redelivered event runs the cascade again)
  */
 export async function removeAllOf(user: User.User): Promise<void> {
+  await removeMemberships(user);
+  for (let pass = 0; pass < OWNED_RECHECKS; pass++) {
+    const { data: account } = await db().entities.billingAccount.get({ user_id: user.id }).go({ consistent: true });
+    // No counter: no workspace was created since it exists, so none can have raced the deletion.
+    if (!account?.workspaces_owned) return;
+    await new Promise((resolve) => setTimeout(resolve, OWNED_RECHECK_MS));
+    await removeMemberships(user);
+  }
+  serviceLog("workspace").warn("a deleted user's owned-workspaces counter is still above 0", { user_id: user.id });
+}
+
+/** One pass of `removeAllOf` over the user's memberships as gsi2 lists them now. */
+async function removeMemberships(user: User.User): Promise<void> {
   const { data: memberships } = await db().entities.membership.query.byUser({ user_id: user.id }).go({ pages: "all" });
   for (const m of memberships) {
     if (m.role === "owner") {

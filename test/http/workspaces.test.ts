@@ -15,6 +15,7 @@ import { call, newUser, newWorkspace } from "../support/api";
 import { setAccount } from "../support/billing";
 import { expectEnvelope, partitionItems, putChild, putRaw } from "./_helpers";
 import { deletedBeforeUpdate } from "../support/races";
+import { conflictTransactions } from "../support/throttle";
 
 const ws = (id: string, rest = "") => `/api/workspaces/${id}${rest}`;
 
@@ -52,6 +53,20 @@ describe("POST /api/workspaces", () => {
     const trialDays = (Date.parse(sub.trial_ends_at!) - Date.now()) / 86_400_000;
     expect(trialDays).toBeGreaterThan(Config.trialDays() - 1);
     expect(trialDays).toBeLessThanOrEqual(Config.trialDays());
+  });
+
+  it("a create that meets another write on its owner's user item (a transaction conflict) is tried again, not answered 409", async () => {
+    const u = await newUser();
+    // The create's transaction checks the owner's user item first (item 0): DynamoDB cancels it on a concurrent write there.
+    const conflict = conflictTransactions([`user#${u.id}`, "Conflicted once"], 1, 0);
+    try {
+      const res = await call("POST", "/api/workspaces", { token: u.token, body: { name: "Conflicted once" } });
+      expect(res.status, res.text).toBe(201);
+    } finally {
+      conflict.remove();
+    }
+    expect(conflict.left).toBe(0);
+    expect((await call("GET", "/api/workspaces", { token: u.token })).body.total).toBe(1);
   });
 
   it("optional fields are null when absent", async () => {
