@@ -57,7 +57,8 @@ describe("npm test without ffmpeg and pocketsphinx (point 13)", () => {
     const res = await run([VITEST, "run", "test/unit/extract/speech.test.ts"], cleanEnv({ FFMPEG_PATH: join(scratch, "no-ffmpeg") }));
     const out = res.stdout + res.stderr;
     expect(res.status, out).toBe(0);
-    expect(out).toContain("Audio tests skipped. Audio transcription needs ffmpeg and pocketsphinx: apt-get install -y ffmpeg pocketsphinx pocketsphinx-en-us (missing: ffmpeg)");
+    // ffmpeg is missing here; so may pocketsphinx be, on a newcomer's machine (they are optional for `npm test`).
+    expect(out).toMatch(/Audio tests skipped\. Audio transcription needs ffmpeg and pocketsphinx: apt-get install -y ffmpeg pocketsphinx pocketsphinx-en-us \(missing: ffmpeg(, [A-Za-z -]+)*\)/);
     expect(out).toMatch(/Tests\s+\d+ passed \| \d+ skipped \(\d+\)/);
   }, 60_000);
 });
