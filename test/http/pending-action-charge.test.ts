@@ -163,12 +163,21 @@ function executeStoppingBeforeSettle(workspaceId: string, id: string, point: "be
   };
 }
 
-/** What the ledger and the account say about one run's charge. */
 /** The sweep 20 minutes on settles exactly one stale hold, for `credits`, without errors. */
 async function sweepSettlesOnce(userId: string, credits: number) {
   const swept = await sweepLater(userId);
   expect(swept.errors).toEqual([]);
   expect(swept).toMatchObject({ stale: 1, released: 0, settled: 1, credits_charged: credits });
+}
+
+/**
+ * The sweep settles the run's one stale hold as a failed run of a single model call (0.17 USD, 15,000 tokens): 2.5
+ * credits, one reserve and one settle, no hold left.
+ */
+async function expectSweptAsOneFailedCall(userId: string, runId: string) {
+  await sweepSettlesOnce(userId, 2.5);
+  expect(await chargeOf(userId, runId)).toMatchObject({ kinds: ["reserve", "settle"], settle: { credits: 2.5, tokens: 15_000, cost_usd: 0.17 } });
+  expect(await holdsOf(userId)).toEqual([]);
 }
 
 /** Charged exactly as the uncrashed reference draft: one reserve and one settle of its figures, no hold left, the same account change. */
@@ -178,6 +187,7 @@ async function expectChargedAsReference(userId: string, runId: string, before: A
   expect(diff(before, await figures(userId))).toEqual(reference.change);
 }
 
+/** What the ledger and the account say about one run's charge. */
 async function chargeOf(userId: string, runId: string) {
   const entries = await ledgerOf(userId, runId);
   const settles = entries.filter((l) => l.kind === "settle");
@@ -578,11 +588,7 @@ describe("an action's run that the executor will retry keeps its hold, and the r
     await deferredBy(documentCreateFailsOnce(), env.workspaceId, id);
     // Ended failed before any attempt reserved again (as when its next attempts were interrupted until it gave up).
     await db().entities.pendingAction.patch({ workspace_id: env.workspaceId, id }).set({ status: "failed" }).go();
-    const swept = await sweepLater(owner.id);
-    expect(swept.errors).toEqual([]);
-    expect(swept).toMatchObject({ stale: 1, released: 0, settled: 1, credits_charged: 2.5 });
-    expect(await chargeOf(owner.id, runId)).toMatchObject({ kinds: ["reserve", "settle"], settle: { credits: 2.5, tokens: 15_000, cost_usd: 0.17 } });
-    expect(await holdsOf(owner.id)).toEqual([]);
+    await expectSweptAsOneFailedCall(owner.id, runId);
   }, 60_000);
 
   it("attempt 1 fails after its model call; attempt 2 delivers and dies before its settle: the sweep charges the whole run once", async () => {
@@ -748,10 +754,6 @@ describe("the use of an attempt that dies before its deferral is kept on the row
     await db().entities.pendingAction.patch({ workspace_id: env.workspaceId, id }).set({ attempts: MAX_ATTEMPTS, lease_owner: `gone-${randomUUID()}`, lease_expires_at: Date.now() - 1_000 }).go();
     expect(await executeAction(env.workspaceId, id)).toMatchObject({ outcome: "failed", reason: expect.stringMatching(/^outcome unknown/) });
     // The model call that was made (0.17 USD, 15,000 tokens) is charged once, as the failed run's: 2.5 credits.
-    const swept = await sweepLater(owner.id);
-    expect(swept.errors).toEqual([]);
-    expect(swept).toMatchObject({ stale: 1, released: 0, settled: 1, credits_charged: 2.5 });
-    expect(await chargeOf(owner.id, runId)).toMatchObject({ kinds: ["reserve", "settle"], settle: { credits: 2.5, tokens: 15_000, cost_usd: 0.17 } });
-    expect(await holdsOf(owner.id)).toEqual([]);
+    await expectSweptAsOneFailedCall(owner.id, runId);
   }, 60_000);
 });

@@ -42,6 +42,15 @@ async function insight(token: string, workspaceId: string, sourceId: string, tit
   return res.body.id as string;
 }
 
+/** A new workspace with one insight per quote (each quoting it from one research source), and its owner's user id. */
+async function workspaceWithInsights(name: string, quotes: string[]) {
+  const { owner, workspace } = await newWorkspace(name);
+  const src = await sourceWith(owner.token, workspace.id, quotes);
+  const ids = await Promise.all(quotes.map((q) => insight(owner.token, workspace.id, src, q, q)));
+  const userId = (await call("GET", "/api/auth/me", { token: owner.token })).body.id as string;
+  return { owner, workspace, ids, userId };
+}
+
 beforeAll(async () => {
   const [{ owner, workspace }, stranger] = await Promise.all([newWorkspace("Recommendations"), newUser()]);
   ws = { token: owner.token, workspaceId: workspace.id, sourceId: await sourceWith(owner.token, workspace.id, ["I keep getting logged out"]) };
@@ -372,11 +381,7 @@ describe("POST /api/recommendations/generate", () => {
   });
 
   it("a generation whose person leaves while its set is being stored is a success, not a cancelled run (its set is there)", async () => {
-    const { owner, workspace } = await newWorkspace("Generate, then leave");
-    const quotes = ["I keep getting logged out", "Refills take too many steps", "Remind me of appointments"];
-    const src = await sourceWith(owner.token, workspace.id, quotes);
-    const ids = await Promise.all(quotes.map((q) => insight(owner.token, workspace.id, src, q, q)));
-    const userId = (await call("GET", "/api/auth/me", { token: owner.token })).body.id as string;
+    const { owner, workspace, ids, userId } = await workspaceWithInsights("Generate, then leave", ["I keep getting logged out", "Refills take too many steps", "Remind me of appointments"]);
     // The copilot's client disconnects (its stream's signal fires) as the set's transaction is sent.
     const left = new AbortController();
     const name = "leaveDuringCommit";
@@ -401,11 +406,7 @@ describe("POST /api/recommendations/generate", () => {
   });
 
   it("a generation whose person left before its set was stored writes nothing and is a cancelled run", async () => {
-    const { owner, workspace } = await newWorkspace("Generate after leaving");
-    const quotes = ["I keep getting logged out", "Refills take too many steps"];
-    const src = await sourceWith(owner.token, workspace.id, quotes);
-    const ids = await Promise.all(quotes.map((q) => insight(owner.token, workspace.id, src, q, q)));
-    const userId = (await call("GET", "/api/auth/me", { token: owner.token })).body.id as string;
+    const { owner, workspace, ids, userId } = await workspaceWithInsights("Generate after leaving", ["I keep getting logged out", "Refills take too many steps"]);
     // The client leaves while the insights are read, after the run's reservation: the model's answer is not stored.
     const left = new AbortController();
     const name = "leaveBeforeCommit";
