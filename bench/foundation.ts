@@ -24,7 +24,6 @@ import {
   type TransactWriteItemsCommandInput,
 } from "@aws-sdk/client-dynamodb";
 import { marshall } from "@aws-sdk/util-dynamodb";
-import { createWriteTransaction } from "electrodb";
 import { startBenchRuntime, type BenchRuntime } from "./lib/runtime";
 import { LoopbackClient } from "./lib/http";
 import { Recorder, fmtMs, printTable, since, type Summary } from "./lib/stats";
@@ -133,10 +132,6 @@ async function run(rt: BenchRuntime, http: LoopbackClient, raw: DynamoDBClient):
   const { requireUsage } = await import("../core/billing/gates");
   const { groupHandler, toApiGatewayEvent, lambdaContext } = await import("../local/apigw");
   const { dynamoClient } = await import("../core/db/client");
-  const { markPut } = await import("../core/db/slim-index");
-  const { DOCUMENT_INDEX } = await import("../core/document/document.entity");
-  const { TASK_LIST_INDEX } = await import("../core/task/task.entity");
-  const { ANSWER_INDEX } = await import("../core/chat/conversation.entity");
 
 
   // --- a user and a workspace
@@ -178,24 +173,12 @@ async function run(rt: BenchRuntime, http: LoopbackClient, raw: DynamoDBClient):
   // seats counter; the three list indexes' marks; the owner's workspaces_owned counter, unconditioned under an
   // unlimited plan); the conditional PutItem of its empty search
   // snapshot head (core/insight/search-index.ts startEmptySnapshot); the read-back GetItem of the workspace.
-  // Mirrors core/billing/gates.ts usageOf and core/workspace/index.ts create(); keep in step with them.
+  // The reads mirror core/billing/gates.ts usageOf and core/workspace/index.ts create(); keep in step with them.
   const accountGet = toLowLevelGet(db().entities.billingAccount.get({ user_id: me.id }).params({ consistent: true }));
   const buildCreate = () => {
     const id = randomUUID();
-    const params = createWriteTransaction(
-      db().pick("user", "workspace", "membership", "workspaceSettings", "usage", "billingAccount"),
-      ({ user, workspace, membership, workspaceSettings, usage, billingAccount }) => [
-        user.check({ id: me.id }).where((a, op) => `${op.exists(a.id)} AND ${op.notExists(a.deleting_at)}`).commit(),
-        workspace.create({ id, owner_id: me.id, ...createBody }).commit(),
-        membership.create({ workspace_id: id, user_id: me.id, role: "owner", added_by: me.id }).commit(),
-        workspaceSettings.create({ workspace_id: id, researchCycleEnabled: false, overnightCycleNotifyEmail: false }).commit(),
-        usage.update({ workspace_id: id }).set({ members: 1 }).commit(),
-        markPut(DOCUMENT_INDEX, id) as never,
-        markPut(TASK_LIST_INDEX, id) as never,
-        markPut(ANSWER_INDEX, id) as never,
-        billingAccount.patch({ user_id: me.id }).add({ workspaces_owned: 1 }).commit(),
-      ],
-    )
+    // The create's own transaction (core/workspace createTransaction): the Power plan is unlimited, the counter exists.
+    const params = Workspace.createTransaction({ id, ownerId: me.id, input: createBody, owned: 0, limit: null, counted: true })
       .params() as unknown as TransactInput;
     return {
       transact: toLowLevelTransact(params),

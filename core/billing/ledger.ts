@@ -18,6 +18,7 @@ import pRetry from "p-retry";
 import { Config } from "../config";
 import { db } from "../db/service";
 import { queryAll } from "../db/partition";
+import { cancelCodes, cancelledOnlyBy } from "../db/errors";
 import { AppError } from "../error";
 import { BOOST_EXPIRY_DUE, type BillingAccountEntity, type CreditBoostEntity, type CreditHoldEntity } from "./account.entity";
 import { entitlementOf, type Entitlement, type EntitlementInput } from "./entitlement";
@@ -245,9 +246,9 @@ type TxResult = { canceled: boolean; data: unknown };
  */
 function outcome(result: TxResult): "committed" | "duplicate" | "contended" {
   if (!result.canceled) return "committed";
-  const codes = (result.data as { code?: string }[]).map((d) => d?.code ?? "None");
+  const codes = cancelCodes(result);
   if (codes[0] === "ConditionalCheckFailed") return "duplicate";
-  if (codes.every((c) => c === "None" || c === "ConditionalCheckFailed" || c === "TransactionConflict")) return "contended";
+  if (cancelledOnlyBy(codes, ["ConditionalCheckFailed", "TransactionConflict"])) return "contended";
   throw new Error(`Credit transaction cancelled: ${codes.join(", ")}`);
 }
 

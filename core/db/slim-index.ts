@@ -14,12 +14,11 @@
  *
  * One implementation for every such list, so the mark, the conditions and the order of writes cannot drift apart.
  */
-import { TransactionCanceledException } from "@aws-sdk/client-dynamodb";
 import { GetCommand, TransactWriteCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import pLimit from "p-limit";
 import { Config } from "../config";
 import { dynamoClient } from "./client";
-import { isConditionalFailure } from "./errors";
+import { cancelledOnlyBy, isConditionalFailure, sdkCancelCodes } from "./errors";
 import { queryAll } from "./partition";
 import { TABLE_KEYS, type GlobalIndexName, type IndexKeys, type SlimKeys } from "./table";
 
@@ -183,9 +182,7 @@ async function writeMark(index: SlimIndex, workspaceId: string, backfilled: numb
     // The workspace is gone, or the mark is there already: nothing to write either way. A conflict with another
     // transaction on the workspace item leaves the mark unwritten too: the next read backfills (finding nothing
     // missing) and writes it; the read itself has its answer.
-    const reasons = err instanceof TransactionCanceledException ? (err.CancellationReasons ?? []) : [];
-    const settled = reasons.some((r) => r.Code === "ConditionalCheckFailed" || r.Code === "TransactionConflict") && reasons.every((r) => ["ConditionalCheckFailed", "TransactionConflict", "None"].includes(r.Code ?? "None"));
-    if (!settled) throw err;
+    if (!cancelledOnlyBy(sdkCancelCodes(err) ?? [], ["ConditionalCheckFailed", "TransactionConflict"])) throw err;
   }
 }
 

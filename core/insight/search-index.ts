@@ -47,6 +47,7 @@ import { dynamoClient } from "../db/client";
 import { requestScope } from "../context";
 import { consistentBatchGet } from "../db/batch-get";
 import { queryPrefix } from "../db/partition";
+import { sdkCancelCodes } from "../db/errors";
 import type { Embedder } from "../ai/ports";
 import { decodeInt8, encodeInt8, quantizeInt8 } from "../ai/vectors";
 import { toView, type InsightItem } from "./view";
@@ -433,7 +434,7 @@ async function writeShard(workspaceId: string, shard: number, rows: SearchRow[],
   } catch (err) {
     const refused =
       err instanceof ConditionalCheckFailedException ||
-      (err instanceof TransactionCanceledException && (err.CancellationReasons ?? []).some((r) => r.Code === "ConditionalCheckFailed" || r.Code === "TransactionConflict"));
+      (sdkCancelCodes(err) ?? []).some((c) => c === "ConditionalCheckFailed" || c === "TransactionConflict");
     if (refused) throw new ShardChanged();
     throw err;
   }

@@ -1,4 +1,5 @@
-import { cancelCodes, isConditionalFailure } from "../db/errors";
+import { setTimeout as sleep } from "node:timers/promises";
+import { cancelCodes, cancelledOnlyBy, isConditionalFailure } from "../db/errors";
 import { randomUUID } from "node:crypto";
 import type { EntityItem } from "electrodb";
 import { AppError, Errors } from "../error";
@@ -206,7 +207,7 @@ export async function locateFresh<L>(locate: () => Promise<L | undefined>): Prom
   let found = await locate();
   for (const ms of LOCATE_RETRY_MS) {
     if (found) break;
-    await new Promise((resolve) => setTimeout(resolve, ms));
+    await sleep(ms);
     found = await locate();
   }
   return found;
@@ -270,31 +271,7 @@ export async function create(user: User.User, input: CreateWorkspaceInput): Prom
     // An account older than the counter starts it from the workspaces it owns (conditioned on it still being unset).
     const owned = account.workspaces_owned ?? (await ownedCount(user.id));
     if (limit !== null && owned >= limit) throw usageLimitError("workspaces", owned, limit, plan);
-    const result = await createWriteTransaction(
-      db().pick("user", "workspace", "membership", "workspaceSettings", "usage", "billingAccount"),
-      ({ user: owner, workspace, membership, workspaceSettings, usage, billingAccount }) => [
-        // The owner still exists and is not being deleted: another container may serve a deleted user from its cache
-        // for up to USER_CACHE_TTL_MS, and a workspace created then would outlive the deletion's cascade.
-        owner.check({ id: user.id }).where((a, op) => `${op.exists(a.id)} AND ${op.notExists(a.deleting_at)}`).commit(),
-        workspace.create({ id, owner_id: user.id, ...input }).commit(),
-        membership.create({ workspace_id: id, user_id: user.id, role: "owner", added_by: user.id }).commit(),
-        workspaceSettings.create({ workspace_id: id, researchCycleEnabled: false, overnightCycleNotifyEmail: false }).commit(),
-        usage.update({ workspace_id: id }).set({ members: 1 }).commit(),
-        // A new workspace's documents, tasks and assistant messages are all in their indexes from the start
-        // (core/db/slim-index.ts): no backfill to pay. The documents' mark keeps its create's condition.
-        markPut(DOCUMENT_INDEX, id) as never,
-        markPut(TASK_LIST_INDEX, id) as never,
-        markPut(ANSWER_INDEX, id) as never,
-        // The owned-workspaces counter is the last write: a refusal of it alone is told apart below.
-        account.workspaces_owned === undefined
-          ? billingAccount.patch({ user_id: user.id }).set({ workspaces_owned: owned + 1 }).where((a, op) => op.notExists(a.workspaces_owned)).commit()
-          : billingAccount
-              .patch({ user_id: user.id })
-              .add({ workspaces_owned: 1 })
-              .where((a, op) => (limit === null ? "" : op.lt(a.workspaces_owned, limit)))
-              .commit(),
-      ],
-    ).go();
+    const result = await createTransaction({ id, ownerId: user.id, input, owned, limit, counted: account.workspaces_owned !== undefined }).go();
     if (!result.canceled) {
       // Loaded when a workspace is created: the search index's code stays out of the reads' cold start (bench/cold.ts).
       await (await import("../insight/search-index")).startEmptySnapshot(id);
@@ -306,11 +283,50 @@ export async function create(user: User.User, input: CreateWorkspaceInput): Prom
       throw Errors.unauthorized("This account is being deleted");
     }
     // Another write to one of these items at the same moment (the user item's, the account's): read and try again.
-    if (codes.some((c) => c === "TransactionConflict") && codes.every((c) => c === "None" || c === "TransactionConflict")) continue;
+    if (cancelledOnlyBy(codes, ["TransactionConflict"])) continue;
     if (codes.slice(0, -1).some((c) => c !== "None")) throw new AppError("CONFLICT", "Workspace could not be created; try again");
     // Only the counter refused: the limit was reached meanwhile (the next read says so), or a concurrent create moved it.
   }
   throw new AppError("SERVICE_UNAVAILABLE", "Too many workspaces are being created at once; try again", { retryable: true });
+}
+
+/**
+ * The workspace create's one transaction (`create`), unsent: `.go()` sends it, `.params()` gives its request (bench/
+ * foundation.ts times the same request raw as its floor). Nine items: the owner's user item checked (exists, not being
+ * deleted); the workspace, the owner's membership and the default settings (conditional creates); the seats counter;
+ * the three list indexes' marks; last, the owner's `workspaces_owned` counter (started at `owned + 1` when the account
+ * has none yet, else added to under `limit`).
+ * @param w.id the new workspace's id
+ * @param w.owned workspaces the owner owns now; w.limit the plan's `max_workspaces` (null: unlimited)
+ * @param w.counted whether the account already has its `workspaces_owned` counter
+ */
+export function createTransaction(w: { id: string; ownerId: string; input: CreateWorkspaceInput; owned: number; limit: number | null; counted: boolean }) {
+  const { id, ownerId, input, owned, limit } = w;
+  return createWriteTransaction(
+    db().pick("user", "workspace", "membership", "workspaceSettings", "usage", "billingAccount"),
+    ({ user: owner, workspace, membership, workspaceSettings, usage, billingAccount }) => [
+      // The owner still exists and is not being deleted: another container may serve a deleted user from its cache
+      // for up to USER_CACHE_TTL_MS, and a workspace created then would outlive the deletion's cascade.
+      owner.check({ id: ownerId }).where((a, op) => `${op.exists(a.id)} AND ${op.notExists(a.deleting_at)}`).commit(),
+      workspace.create({ id, owner_id: ownerId, ...input }).commit(),
+      membership.create({ workspace_id: id, user_id: ownerId, role: "owner", added_by: ownerId }).commit(),
+      workspaceSettings.create({ workspace_id: id, researchCycleEnabled: false, overnightCycleNotifyEmail: false }).commit(),
+      usage.update({ workspace_id: id }).set({ members: 1 }).commit(),
+      // A new workspace's documents, tasks and assistant messages are all in their indexes from the start
+      // (core/db/slim-index.ts): no backfill to pay. The documents' mark keeps its create's condition.
+      markPut(DOCUMENT_INDEX, id) as never,
+      markPut(TASK_LIST_INDEX, id) as never,
+      markPut(ANSWER_INDEX, id) as never,
+      // The owned-workspaces counter is the last write: a refusal of it alone is told apart by `create`.
+      w.counted
+        ? billingAccount
+            .patch({ user_id: ownerId })
+            .add({ workspaces_owned: 1 })
+            .where((a, op) => (limit === null ? "" : op.lt(a.workspaces_owned, limit)))
+            .commit()
+        : billingAccount.patch({ user_id: ownerId }).set({ workspaces_owned: owned + 1 }).where((a, op) => op.notExists(a.workspaces_owned)).commit(),
+    ],
+  );
 }
 
 /** Workspaces a user owns, counted from their memberships (to start a missing counter). */
@@ -608,7 +624,7 @@ export async function removeAllOf(user: User.User): Promise<void> {
     const { data: account } = await db().entities.billingAccount.get({ user_id: user.id }).go({ consistent: true });
     // No counter: no workspace was created since it exists, so none can have raced the deletion.
     if (!account?.workspaces_owned) return;
-    await new Promise((resolve) => setTimeout(resolve, OWNED_RECHECK_MS));
+    await sleep(OWNED_RECHECK_MS);
     await removeMemberships(user);
   }
   serviceLog("workspace").warn("a deleted user's owned-workspaces counter is still above 0", { user_id: user.id });
