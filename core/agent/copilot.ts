@@ -47,6 +47,8 @@ const THINKING_BUDGET = { max: 16_000, deep: 8_000 } as const;
 /** The model a stream calls, its output cap and thinking budget (`modelChoice`). */
 export interface ModelChoice {
   tier: ModelTier;
+  /** The effort the request asked for, if any: its reservation prices that effort's envelope on `tier`. */
+  effort?: Effort;
   /** The `model` the request named (a catalogue id); unset: the tier's default. */
   modelId?: string;
   thinking?: { budgetTokens: number };
@@ -72,11 +74,12 @@ export function modelChoice(input: { effort?: string; reasoning_mode?: string; m
   let tier = asked.length ? asked.reduce((a, b) => (TIER_ORDER.indexOf(b) > TIER_ORDER.indexOf(a) ? b : a)) : "mid";
   const budget = input.effort === "max" ? THINKING_BUDGET.max : input.reasoning_mode === "deep" ? THINKING_BUDGET.deep : undefined;
   const thinking = budget ? { budgetTokens: budget } : undefined;
+  const effortOf = input.effort && Object.hasOwn(EFFORT_TIER, input.effort) ? { effort: input.effort as Effort } : {};
   if (aiEngine() === "openai-compatible") {
     // The server's own model: Chat Completions has no portable thinking budget, so none is checked here.
     const allowed = [Config.openaiModel()];
     if (input.model && !allowed.includes(input.model)) throw notAllowed("model", `model must be one of: ${allowed.join(", ")}`, allowed);
-    return { tier, ...(input.model ? { modelId: input.model } : {}), ...(thinking ? { thinking } : {}) };
+    return { tier, ...effortOf, ...(input.model ? { modelId: input.model } : {}), ...(thinking ? { thinking } : {}) };
   }
   const models = catalogue();
   const allowedIds = models.models.map((m) => m.id);
@@ -99,7 +102,7 @@ export function modelChoice(input: { effort?: string; reasoning_mode?: string; m
     tier = up;
     entry = models.defaults[up];
   }
-  return { tier, ...(input.model ? { modelId: entry.id } : {}), ...(thinking ? { thinking, maxTokens: outputTokens(entry, { thinking }) } : { maxTokens: outputTokens(entry, {}) }) };
+  return { tier, ...effortOf, ...(input.model ? { modelId: entry.id } : {}), ...(thinking ? { thinking, maxTokens: outputTokens(entry, { thinking }) } : { maxTokens: outputTokens(entry, {}) }) };
 }
 
 /**
@@ -258,7 +261,7 @@ async function prepare(spec: RunSpec): Promise<PreparedStream> {
   let charge: Charge | undefined;
   try {
     // Reserved before the stream opens: an account that cannot carry the message gets 402, not a stream (spec 02).
-    charge = await startCharge({ workspaceId: spec.workspaceId, payer: workspace.owner_id, runId: randomUUID(), engine: model.engine, tier: spec.choice.tier, thinking: !!spec.choice.thinking, chatMessage: true });
+    charge = await startCharge({ workspaceId: spec.workspaceId, payer: workspace.owner_id, runId: randomUUID(), engine: model.engine, tier: spec.choice.tier, thinking: !!spec.choice.thinking, effort: spec.choice.effort, chatMessage: true });
     clock.mark("reserved");
     // A new conversation is stored with the prompt, in one transaction, once the stream runs (`deferCreate`).
     const conversation = await Chat.openConversation(spec.userId, spec.workspaceId, spec.conversationId, spec.prompt, { deferCreate: true });

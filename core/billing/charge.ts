@@ -36,9 +36,11 @@ export const EFFORT_ENVELOPE: Record<Effort, { input: number; output: number }> 
 /** The model tier an effort runs on (the copilot's `modelChoice` takes the higher of this and `reasoning_mode`'s). */
 export const EFFORT_TIER: Record<Effort, ModelTier> = { low: "small", medium: "mid", high: "large", max: "large" };
 
-/** The effort whose envelope a run on `tier` reserves: `max` when it thinks (extended thinking), else the tier's own. */
-const reservedEffort = (tier: ModelTier, thinking: boolean): Effort =>
-  thinking ? "max" : (Object.keys(EFFORT_TIER) as Effort[]).find((e) => e !== "max" && EFFORT_TIER[e] === tier)!;
+/** The effort a run on `tier` is priced at when it names none: the effort that runs on that tier (`max` aside). */
+export const effortOfTier = (tier: ModelTier): Effort => (Object.keys(EFFORT_TIER) as Effort[]).find((e) => e !== "max" && EFFORT_TIER[e] === tier)!;
+
+/** The effort whose envelope a run reserves: `max` when it thinks (extended thinking), else the one it asked for, else its tier's. */
+const reservedEffort = (tier: ModelTier, thinking: boolean, effort?: Effort): Effort => (thinking ? "max" : (effort ?? effortOfTier(tier)));
 
 /** How far above the typical envelope a run's reservation reaches (and the estimate's `creditRangeHigh`). */
 export const RESERVATION_FACTOR = 2;
@@ -64,16 +66,18 @@ export const isFreeEngine = (engine: string): boolean => FREE_ENGINES.has(engine
 
 /**
  * What a run reserves, in credits: on a free engine its largest minimum charge (success: 0.5; a chat message at
- * least 0.25), on a model engine `RESERVATION_FACTOR` times the envelope of the tier's effort (`max`'s when the run
- * thinks), priced at the tier's rates — the estimate's `creditRangeHigh` for that effort.
+ * least 0.25), on a model engine `RESERVATION_FACTOR` times the envelope of the run's effort (`max`'s when the run
+ * thinks; without one, the effort of its tier), priced at the tier's rates — the estimate's `creditRangeHigh` for
+ * that effort and model.
  * @param engine the engine's name as recorded on the agent run (`local`, `bedrock`, `openai-compatible`, ...)
  * @param tier the model tier the run uses (default mid)
  * @param opts.thinking the run uses extended thinking (effort max or reasoning_mode deep)
+ * @param opts.effort the effort the run asked for (a copilot message's `effort`), when it named one
  */
-export function reservationFor(engine: string, tier: ModelTier = "mid", opts: { chatMessage?: boolean; thinking?: boolean } = {}): number {
+export function reservationFor(engine: string, tier: ModelTier = "mid", opts: { chatMessage?: boolean; thinking?: boolean; effort?: Effort } = {}): number {
   const message = { chatMessage: opts.chatMessage };
   if (isFreeEngine(engine)) return creditsFor(0, "success", message);
-  return envelopeCredits(tier, reservedEffort(tier, opts.thinking ?? false), RESERVATION_FACTOR, message);
+  return envelopeCredits(tier, reservedEffort(tier, opts.thinking ?? false, opts.effort), RESERVATION_FACTOR, message);
 }
 
 /** Owners of workspaces this process has looked up: a workspace's owner is set at creation and never changes. */
@@ -260,13 +264,14 @@ export function owedBy(delivery: Delivery): OwedCharge | undefined {
  * `reason: credits_exhausted`, with `required` and `available`).
  * @param input.runId the run's id: one reservation and one settlement per run (a replayed pending action derives it)
  * @param input.engine the engine that will run (free engines reserve the minimum charge)
+ * @param input.effort the effort the run asked for (`reservationFor`); input.tier its model's tier
  * @throws AppError USAGE_LIMIT_EXCEEDED (402), NOT_FOUND (workspace gone), SERVICE_UNAVAILABLE (account contended).
  */
-export async function startCharge(input: { workspaceId: string; runId: string; engine: string; tier?: ModelTier; thinking?: boolean; chatMessage?: boolean; payer?: string }): Promise<Charge> {
+export async function startCharge(input: { workspaceId: string; runId: string; engine: string; tier?: ModelTier; thinking?: boolean; effort?: Effort; chatMessage?: boolean; payer?: string }): Promise<Charge> {
   const started = performance.now();
   const payer = input.payer ?? (await payerOf(input.workspaceId));
   const chatMessage = input.chatMessage ?? false;
-  const held = reservationFor(input.engine, input.tier, { chatMessage, thinking: input.thinking });
+  const held = reservationFor(input.engine, input.tier, { chatMessage, thinking: input.thinking, effort: input.effort });
   // The run of an approved action being executed: its hold names the action, whose flip records what the run owes.
   const delivery = deliveries.getStore();
   const forAction = delivery?.runId === input.runId ? delivery : undefined;

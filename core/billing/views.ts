@@ -13,7 +13,7 @@ import { Errors } from "../error";
 import { partitionOf, requireMember } from "../workspace";
 import { MODEL_RATES, type ModelTier } from "../ai/ports";
 import { catalogue } from "../ai/catalogue";
-import { EFFORT_TIER, envelopeCredits, isFreeEngine, RESERVATION_FACTOR, reservationFor } from "./charge";
+import { EFFORT_TIER, effortOfTier, envelopeCredits, isFreeEngine, reservationFor } from "./charge";
 import { aiEngine } from "../ai/engine-setting";
 import { computeOf } from "./compute";
 import { v5 as uuidv5 } from "uuid";
@@ -345,10 +345,10 @@ function tierOfModel(model: string | undefined): ModelTier | undefined {
 /**
  * The credits a copilot run would cost (`GET /api/billing/estimate`; spec 02: "blocked true means the run will be
  * refused for lack of credits"), on the engine in effect (AI_ENGINE, `aiEngine`):
- * - a model engine: the effort's token envelope (`EFFORT_ENVELOPE` of charge.ts, default medium) priced at the
- *   model's tier (spec 02 model rates; tier from `model`, else the effort's as in the copilot's `modelChoice`) through
- *   `creditsFor` (success); low end half the envelope, high end `RESERVATION_FACTOR` times it (what the run reserves
- *   when the tier is the effort's own);
+ * - a model engine: the effort's token envelope (`EFFORT_ENVELOPE` of charge.ts; without an effort, the model tier's
+ *   own, medium without a model) priced at the model's tier (spec 02 model rates; tier from `model`, else the
+ *   effort's as in the copilot's `modelChoice`) through `creditsFor` (success); low end half the envelope, high end
+ *   what the run reserves (`RESERVATION_FACTOR` times it, `reservationFor` with the same effort and tier);
  * - a free engine (the local engine costs 0 USD): all three figures are the run's minimum charge (0.5), which is
  *   also all it reserves.
  * `blocked` when the owner's spendable credits cannot cover what the run would reserve (`reservationFor` on that
@@ -359,15 +359,17 @@ function tierOfModel(model: string | undefined): ModelTier | undefined {
 export async function estimate(userId: string, q: EstimateQuery): Promise<Out<typeof CreditEstimate>> {
   const { ownerId, account } = await accountFor(userId, q.workspace_id);
   const balance = await balanceOf(ownerId);
-  const effort = q.effort ?? "medium";
-  const tier = tierOfModel(q.model) ?? EFFORT_TIER[effort];
+  const tier = tierOfModel(q.model) ?? EFFORT_TIER[q.effort ?? "medium"];
+  // A run that names no effort is priced, and reserves, at its model tier's own effort (medium without a model).
+  const effort = q.effort ?? effortOfTier(tier);
   const engine = aiEngine();
   // What the copilot's pre-flight holds for this run (core/agent/copilot.ts `startCharge`): effort max thinks.
-  const reservation = reservationFor(engine, tier, { chatMessage: true, thinking: effort === "max" });
+  const reservation = reservationFor(engine, tier, { chatMessage: true, thinking: effort === "max", effort: q.effort });
   const free = isFreeEngine(engine);
   const estimatedCredits = free ? reservation : envelopeCredits(tier, effort, 1);
   const creditRangeLow = free ? reservation : envelopeCredits(tier, effort, 0.5);
-  const creditRangeHigh = free ? reservation : envelopeCredits(tier, effort, RESERVATION_FACTOR);
+  // The high end is what the run holds (`RESERVATION_FACTOR` times the envelope), so `blocked` and it agree.
+  const creditRangeHigh = reservation;
   const level = computeOf(account).level;
   const remainingCredits = balance.total_remaining;
   const blocked = remainingCredits < reservation || level === "blocked";

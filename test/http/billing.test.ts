@@ -242,18 +242,20 @@ describe("GET /api/billing/estimate", () => {
     }
   });
 
-  it("blocked compares the balance with what the run would reserve on its model's tier, not with the effort's envelope", async () => {
-    // A run on a named model reserves that model's tier (the copilot's `modelChoice`): a small model at effort high
-    // holds 0.5, a large one at effort low 45, whatever the effort's envelope on that tier comes to.
-    expect(reservationFor("bedrock", "small")).toBeLessThan(2);
+  it("on a named model the high end is what the run reserves at that effort on the model's tier; blocked agrees with it", async () => {
+    // A run on a named model prices the effort's envelope at the model's tier (the copilot's `modelChoice` and
+    // `startCharge`): a small model at effort high holds 2.5, a large one at effort low 8.5; with no effort, the tier's own.
+    const cases = [
+      { q: { effort: "high", model: "small" }, held: reservationFor("bedrock", "small", { effort: "high" }) },
+      { q: { effort: "low", model: "large" }, held: reservationFor("bedrock", "large", { effort: "low" }) },
+      { q: { model: "large" }, held: reservationFor("bedrock", "large") },
+    ];
+    expect(cases.map((c) => c.held)).toEqual([2.5, 8.5, 45]);
+    for (const { q, held } of cases) expect((await ok("estimate", q)).creditRangeHigh, JSON.stringify(q)).toBe(held);
     await reserve(owner.id, randomUUID(), 3);
-    expect(await ok("estimate", { effort: "high", model: "small" })).toMatchObject({ remainingCredits: 2, blocked: false });
-    await grant(owner.id, { source: `cs_${randomUUID()}`, credits: 40, bucket: "boost", expiresAt: new Date(Date.now() + 30 * DAY) });
-    const large = reservationFor("bedrock", "large");
-    expect(large).toBeGreaterThan(42);
-    const body = await ok("estimate", { effort: "low", model: "large" });
-    expect(body.creditRangeHigh).toBeLessThan(42);
-    expect(body).toMatchObject({ remainingCredits: 42, blocked: true });
+    await grant(owner.id, { source: `cs_${randomUUID()}`, credits: 8, bucket: "boost", expiresAt: new Date(Date.now() + 30 * DAY) });
+    expect(await ok("estimate", { effort: "low", model: "large" })).toMatchObject({ remainingCredits: 10, blocked: false });
+    expect(await ok("estimate", { model: "large" })).toMatchObject({ remainingCredits: 10, blocked: true });
   });
 
   it("422 for an unknown effort", async () => {

@@ -155,6 +155,29 @@ describe("the model catalogue (422 before any stream opens)", () => {
     expect(run.cost_usd).toBeCloseTo(modelCostUsd(opus, u.inputTokens, u.outputTokens), 6);
     expect(run.model_id).toBe(opus.id);
   });
+
+  it("a named model at an effort holds what the estimate's creditRangeHigh says, so blocked there is refused here and the reverse", async () => {
+    const w = await newWorkspace("Effort on a named model");
+    const estimate = async (q: Record<string, string>) =>
+      (await call("GET", "/api/billing/estimate", { token: w.owner.token, query: { workspace_id: w.workspace.id, ...q } })).body;
+    const low = await estimate({ model: opus.id, effort: "low" });
+    const own = await estimate({ model: opus.id });
+    // The large tier at effort low holds the low envelope at opus's rates; without an effort, the tier's own (high).
+    expect(low.creditRangeHigh).toBeLessThan(own.creditRangeHigh);
+    const between = Math.ceil(low.creditRangeHigh) + 1;
+    expect(between).toBeLessThan(own.creditRangeHigh);
+    if (low.remainingCredits < between) await topUp(w.owner.id, between - low.remainingCredits);
+    expect(await estimate({ model: opus.id, effort: "low" })).toMatchObject({ remainingCredits: between, blocked: false });
+    expect(await estimate({ model: opus.id })).toMatchObject({ remainingCredits: between, blocked: true });
+
+    // The stream holds the same: a low-effort ask opens (it used to hold the tier's own 45 and be refused), one with no effort does not.
+    bedrock.reply({ frames: recorded("claude-v2-text.json").frames });
+    const events = await readStream(gw.base, "/api/stream/chat", w.owner.token, { workspace_id: w.workspace.id, prompt: "Say hello", model: opus.id, effort: "low" });
+    expect(events.at(-1)!.event).toBe("done");
+    const refused = await call("POST", "/api/stream/chat", { token: w.owner.token, body: { workspace_id: w.workspace.id, prompt: "Say hello", model: opus.id } });
+    expectEnvelope(refused, 402, "USAGE_LIMIT_EXCEEDED");
+    expect(refused.body.reason).toBe("credits_exhausted");
+  });
 });
 
 describe("history that earlier runs left behind", () => {
