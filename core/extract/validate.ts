@@ -56,7 +56,8 @@ interface Declared {
   textKind?: TextKind;
 }
 
-const DECLARED: Record<string, Declared> = {};
+// Null-prototype maps: a name or type such as "constructor" or "__proto__" must find nothing, not Object's own members.
+const DECLARED: Record<string, Declared> = Object.create(null);
 const declare = (family: Family, types: string[], textKind?: TextKind) => {
   for (const t of types) DECLARED[t] = { family, textKind };
 };
@@ -81,7 +82,7 @@ declare("text", ["application/x-subrip", "text/srt", "application/srt", "text/x-
 /** Declared types that say nothing about the content: resolve from the bytes and the file name instead. */
 const GENERIC = new Set(["", "application/octet-stream", "binary/octet-stream", "application/unknown", "application/x-unknown", "application/binary"]);
 
-const EXTENSIONS: Record<string, Declared> = {
+const EXTENSIONS: Record<string, Declared> = Object.assign(Object.create(null), {
   pdf: { family: "pdf" },
   docx: { family: "docx" },
   xlsx: { family: "xlsx" },
@@ -105,7 +106,7 @@ const EXTENSIONS: Record<string, Declared> = {
   json: { family: "text", textKind: "json" },
   vtt: { family: "text", textKind: "vtt" },
   srt: { family: "text", textKind: "srt" },
-};
+});
 
 /** Text-looking formats we do not parse; without this a .html upload would become a plain-text source full of tags. */
 const UNSUPPORTED_TEXT_EXTENSIONS = new Set(["html", "htm", "xhtml", "xml", "svg", "rtf", "eml", "ics", "yaml", "yml"]);

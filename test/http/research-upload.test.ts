@@ -276,6 +276,10 @@ describe("POST /api/research/upload-url", () => {
     { what: "a script type under a .txt name", file_name: "notes.txt", content_type: "application/x-sh", size: 1000, status: 400, code: "BLOCKED_FILE_TYPE" },
     { what: "a Python script", file_name: "analysis.py", content_type: "text/x-python", size: 1000, status: 400, code: "BLOCKED_FILE_TYPE" },
     { what: "an unsupported type", file_name: "chart.gif", content_type: "image/gif", size: 1000, status: 415, code: "UNSUPPORTED_MEDIA_TYPE" },
+    // Names and types that are members of every plain object: no lookup may find Object's own.
+    { what: "a .constructor name", file_name: "notes.constructor", content_type: "application/octet-stream", size: 1000, status: 415, code: "UNSUPPORTED_MEDIA_TYPE" },
+    { what: "a .__proto__ name", file_name: "notes.__proto__", content_type: "application/octet-stream", size: 1000, status: 415, code: "UNSUPPORTED_MEDIA_TYPE" },
+    { what: "a constructor type", file_name: "notes", content_type: "constructor", size: 1000, status: 415, code: "UNSUPPORTED_MEDIA_TYPE" },
     { what: "a file over 100 MB", file_name: "session.mp4", content_type: "video/mp4", size: MAX_UPLOAD_BYTES + 1, status: 413, code: "PAYLOAD_TOO_LARGE" },
     { what: "an empty file", file_name: "empty.txt", content_type: "text/plain", size: 0, status: 400, code: "EMPTY_FILE" },
   ];
