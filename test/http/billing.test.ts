@@ -245,7 +245,7 @@ describe("GET /api/billing/estimate", () => {
   it("on a named model the high end is what the run reserves at that effort on the model's tier; blocked agrees with it", async () => {
     // A run on a named model prices the effort's envelope at the model's tier (the copilot's `modelChoice` and
     // `startCharge`): a small model at effort high holds 2.5, a large one at effort low 8.5; with no effort, the tier's own.
-    const cases = [
+    const cases: { q: Record<string, string>; held: number }[] = [
       { q: { effort: "high", model: "small" }, held: reservationFor("bedrock", "small", { effort: "high" }) },
       { q: { effort: "low", model: "large" }, held: reservationFor("bedrock", "large", { effort: "low" }) },
       { q: { model: "large" }, held: reservationFor("bedrock", "large") },
