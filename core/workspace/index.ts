@@ -431,7 +431,23 @@ export const RESEARCH_CYCLE_MIN_SOURCES = 3;
  */
 export async function updateSettings(userId: string, workspaceId: string, input: UpdateSettingsInput): Promise<WorkspaceSettings> {
   await requireMember(userId, workspaceId, ["owner", "admin"]);
-  const current = toSettings(await settingsItem(workspaceId));
+  for (let attempt = 0; attempt < SETTINGS_TRIES; attempt++) {
+    const written = await writeSettings(workspaceId, input, await settingsItem(workspaceId));
+    if (written) return written;
+  }
+  throw new AppError("CONFLICT", "The workspace settings are being changed by another request; reload and retry");
+}
+
+/** Attempts of `updateSettings` against concurrent changes of the same settings before it answers 409. */
+const SETTINGS_TRIES = 3;
+
+/**
+ * One attempt of `updateSettings` on the settings as read: the checks run on `read`, and the patch is conditioned on
+ * `read.updated_at` (every write sets it), so a concurrent change (goals cleared while cycles are being enabled, or
+ * the reverse) cannot slip between the checks and the write. @returns undefined when another write came first.
+ */
+async function writeSettings(workspaceId: string, input: UpdateSettingsInput, read: Awaited<ReturnType<typeof settingsItem>>): Promise<WorkspaceSettings | undefined> {
+  const current = toSettings(read);
   const program = input.researchProgram !== undefined ? input.researchProgram : current.researchProgram;
   const enabling = input.researchCycleEnabled === true && !current.researchCycleEnabled;
   const keepsEnabled = input.researchCycleEnabled !== false && current.researchCycleEnabled;
@@ -459,8 +475,15 @@ export async function updateSettings(userId: string, workspaceId: string, input:
       ...(input.overnightCycleNotifyEmail !== undefined ? { overnightCycleNotifyEmail: input.overnightCycleNotifyEmail } : {}),
       ...(input.researchProgram !== undefined ? { researchProgram: input.researchProgram } : {}),
     });
-  const { data } = await (input.researchCycleEnabled === false ? patch.remove(["cycle_index"]) : patch).go({ response: "all_new" });
-  return toSettings(data as Awaited<ReturnType<typeof settingsItem>>);
+  try {
+    const { data } = await (input.researchCycleEnabled === false ? patch.remove(["cycle_index"]) : patch)
+      .where((a, op) => op.eq(a.updated_at, read.updated_at))
+      .go({ response: "all_new" });
+    return toSettings(data as Awaited<ReturnType<typeof settingsItem>>);
+  } catch (err) {
+    if (isConditionalFailure(err)) return undefined;
+    throw err;
+  }
 }
 
 /**

@@ -420,6 +420,22 @@ describe("workspace settings", () => {
     expect(withProgram.status, withProgram.text).toBe(200);
     expect(withProgram.body).toMatchObject({ researchCycleEnabled: true, researchProgram: { goals: ["Onboarding drop-off"] } });
   });
+
+  it("goals cleared between an enable's checks and its write: the enable is checked again and refused; cycles never run without goals", async () => {
+    const { owner, workspace } = await newWorkspace();
+    for (let i = 0; i < 3; i++) await putChild(workspace.id, "source");
+    await setAccount(owner.id, { plan: "power", status: "active" });
+    const patch = (body: Record<string, unknown>) => call("PATCH", ws(workspace.id, "/settings"), { token: owner.token, body });
+    expect((await patch({ researchProgram: { goals: ["Onboarding drop-off"] } })).status).toBe(200);
+
+    // The enable read goals and passed its checks; the clear (cycles still off, so nothing to check) lands first.
+    const enable = await deletedBeforeUpdate("settings", () => patch({ researchProgram: { goals: [] } }), () => patch({ researchCycleEnabled: true }));
+
+    expectEnvelope(enable, 403, "FORBIDDEN");
+    expect(enable.body.unmet_requirements).toEqual(["a research program with goals"]);
+    const { body } = await call("GET", ws(workspace.id, "/settings"), { token: owner.token });
+    expect(body).toMatchObject({ researchCycleEnabled: false, researchProgram: { goals: [] } });
+  });
 });
 
 describe("GET /api/workspaces/{id}/agent-intro", () => {
