@@ -23,8 +23,11 @@ const DEFAULT_DRAFT_INSIGHTS = 10;
  * insight ids, the workspace's most widespread insights ground it. Recorded as a `drafting` agent run.
  * For an approved pending action (`opts`, DESIGN.md 6.2) the document is created under `opts.id`, it and its
  * revision carry the action's id, and `opts.settle` commits with them (see `create`).
+ * The recommendation's `addresses_insight_ids` (used when the caller sends no `insight_ids`) may name insights deleted
+ * since; those are left out rather than refused.
  * @throws AppError FORBIDDEN, SUBSCRIPTION_REQUIRED (402), NOT_FOUND (recommendation), USAGE_LIMIT_EXCEEDED (402),
- *   VALIDATION_ERROR (422) for unknown insight ids; SettlementRefused when the executor lost the action meanwhile.
+ *   VALIDATION_ERROR (422) for unknown ids in the caller's `insight_ids`; SettlementRefused when the executor lost the
+ *   action meanwhile.
  */
 export async function draft(userId: string, input: DraftInput, opts: AgentWrite<DocumentWritten> = {}) {
   await requireMember(userId, input.workspace_id);
@@ -41,7 +44,11 @@ export async function draft(userId: string, input: DraftInput, opts: AgentWrite<
     if (!data) throw Errors.notFound("Recommendation");
     recommendation = recommendationView(data);
   }
+  // Ids the caller names must all be insights of the workspace (422 at body.insight_ids). Ids taken from the
+  // recommendation may name insights deleted since (a recommendation keeps them, docs/decisions.md): those are left
+  // out, since the caller sent no insight_ids to correct.
   const ids = input.insight_ids ?? recommendation?.addresses_insight_ids;
+  const skipMissing = input.insight_ids === undefined;
   const engine = documentEngine(await model());
   // The run's reservation is made while the insights and product context are read (an unknown id releases it).
   const {
@@ -50,7 +57,7 @@ export async function draft(userId: string, input: DraftInput, opts: AgentWrite<
   } = await reserveAlongside({ workspaceId: input.workspace_id, runId: runIdFor(opts) ?? randomUUID(), engine: engine.kind }, () =>
     Promise.all([
       ids
-        ? loadInsights(input.workspace_id, ids)
+        ? loadInsights(input.workspace_id, ids, "insight_ids", { skipMissing })
         : allOf(input.workspace_id).then((all) =>
             all
               .filter((i) => !i.is_archived)

@@ -101,12 +101,30 @@ async function account(plan: "power" | "trial" = "power") {
   return { owner, env };
 }
 
-/** An approved draft_document action, made as the agent loop makes it; its run's id as the executor derives it. */
-const approvedDraft = (owner: { id: string; token: string }, env: CaseEnv) => approvedAction("draft_document", owner, env);
+/**
+ * An approved draft_document action, made as the agent loop makes it; its run's id as the executor derives it.
+ * `edit` changes the case's input before the action is made.
+ */
+const approvedDraft = (owner: { id: string; token: string }, env: CaseEnv, edit?: InputEdit) => approvedAction("draft_document", owner, env, edit);
 
-/** An approved action of `tool` (its case's target and input), made as the agent loop makes it; its run's id. */
-async function approvedAction(tool: string, owner: { id: string; token: string }, env: CaseEnv): Promise<{ id: string; runId: string; input: Record<string, unknown> }> {
-  const { input } = await toolCase(tool).setup(env);
+/** A change to a tool case's input before its action is made. */
+type InputEdit = (input: Record<string, unknown>) => Promise<Record<string, unknown>>;
+
+/**
+ * A draft_document input that names its insights itself (`insight_ids`, as a caller may): the insights its
+ * recommendation addresses. Unlike ids the draft takes from the recommendation (skipped once deleted), ids the caller
+ * names must all exist: one deleted meanwhile is a 422 at body.insight_ids.
+ */
+const namingItsInsights = (env: CaseEnv): InputEdit => async (input) => {
+  const { data: rec } = await db().entities.recommendation.get({ workspace_id: env.workspaceId, id: input.recommendation_id as string }).go({ consistent: true });
+  expect(rec!.addresses_insight_ids?.length).toBeGreaterThan(0);
+  return { ...input, insight_ids: rec!.addresses_insight_ids };
+};
+
+/** An approved action of `tool` (its case's target and input, changed by `edit`), made as the agent loop makes it; its run's id. */
+async function approvedAction(tool: string, owner: { id: string; token: string }, env: CaseEnv, edit?: InputEdit): Promise<{ id: string; runId: string; input: Record<string, unknown> }> {
+  const setup = (await toolCase(tool).setup(env)).input;
+  const input = edit ? await edit(setup) : setup;
   const ctx = { userId: owner.id, workspaceId: env.workspaceId, missionId: randomUUID(), sessionId: null, attachmentIds: [] };
   const { id } = await createPending(ctx, gatedTool(tool)!, input);
   const res = await call("POST", `/api/pending-actions/${id}/approve`, { token: owner.token, body: {} });
@@ -567,13 +585,13 @@ describe("an action's run that the executor will retry keeps its hold, and the r
 
   it("attempt 1 fails after its model call; attempt 2 fails for good in its pre-reads: the carried use is settled as a failure, not given back", async () => {
     const { owner, env } = await account();
-    const { id, runId } = await approvedDraft(owner, env);
+    const { id, runId } = await approvedDraft(owner, env, namingItsInsights(env));
     await deferredBy(documentCreateFailsOnce(), env.workspaceId, id);
-    // The recommendation's insight is deleted meanwhile: attempt 2's pre-reads fail with a decided error (422).
+    // An insight the action names is deleted meanwhile: attempt 2's pre-reads fail with a decided error (422).
     const row = (await db().entities.pendingAction.get({ workspace_id: env.workspaceId, id }).go({ consistent: true })).data!;
-    const { data: rec } = await db().entities.recommendation.get({ workspace_id: env.workspaceId, id: (row.tool_input as { recommendation_id: string }).recommendation_id }).go({ consistent: true });
-    expect(rec!.addresses_insight_ids?.length).toBeGreaterThan(0);
-    for (const insightId of rec!.addresses_insight_ids ?? []) await db().entities.insight.delete({ workspace_id: env.workspaceId, id: insightId }).go();
+    const named = (row.tool_input as { insight_ids?: string[] }).insight_ids ?? [];
+    expect(named.length).toBeGreaterThan(0);
+    for (const insightId of named) await db().entities.insight.delete({ workspace_id: env.workspaceId, id: insightId }).go();
 
     await dueNow(env.workspaceId, id);
     expect(await executeAction(env.workspaceId, id)).toMatchObject({ outcome: "failed" });
