@@ -3,6 +3,8 @@ import type { EntityItem } from "electrodb";
 import { AppError, Errors, type FieldError } from "../error";
 import { createWriteTransaction } from "electrodb";
 import { db } from "../db/service";
+import { isConditionalFailure } from "../db/errors";
+import { fitResponse } from "../response-size";
 import { writeAll } from "../db/bulk";
 import { partitionOf, requireMember, requireResourceMember } from "../workspace";
 import { deleteKeys, partitionKeys } from "../db/partition";
@@ -10,7 +12,7 @@ import { emptyBlockContent, validateBlockContent, DEFAULT_TITLES, type BlockCont
 import { reload, requireDocument, withContent, type DocumentItem } from "./index";
 import { asWrite, commitWrites, tagOf, type AgentWrite } from "../db/agent-write";
 import type { AnnotationEntity, BlockEntity } from "./document.entity";
-import type { Block as BlockView, CreateBlockInput, UpdateBlockInput } from "./schema";
+import type { Block as BlockView, CreateBlockInput, ListBlocksQuery, UpdateBlockInput } from "./schema";
 
 export type BlockItem = EntityItem<BlockEntity>;
 type AnnotationItem = EntityItem<AnnotationEntity>;
@@ -62,11 +64,27 @@ async function writePositions(blocks: BlockItem[], order: string[]): Promise<voi
   }
 }
 
-/** `GET /api/documents/{id}/blocks`: all blocks ordered by position. */
+/**
+ * Every block of the document ordered by position, for in-process callers (the copilot's tools look blocks up in
+ * it). Not an HTTP answer: a document's blocks may weigh more than one Lambda answer holds (see listBlocksPage).
+ */
 export async function listBlocks(userId: string, documentId: string) {
   const doc = await requireDocument(userId, documentId);
   const blocks = (await blocksOf(doc)).map(blockView);
   return { blocks, total: blocks.length };
+}
+
+/**
+ * `GET /api/documents/{id}/blocks`: the blocks ordered by position, every one from `offset` by default (spec 01), at
+ * most `limit`. A page ends early, after at least one block, before LIST_RESPONSE_BYTES (`fitResponse`, as the other
+ * lists do): a block's content may hold 256 KiB, so about 24 of them pass Lambda's 6 MB answer. `total` counts every
+ * block; the next page starts at `offset` plus the blocks given.
+ */
+export async function listBlocksPage(userId: string, documentId: string, q: ListBlocksQuery = { offset: 0 }) {
+  const doc = await requireDocument(userId, documentId);
+  const all = await blocksOf(doc);
+  const page = all.slice(q.offset, q.limit === undefined ? undefined : q.offset + q.limit);
+  return { blocks: fitResponse(page.map(blockView)), total: all.length };
 }
 
 async function requireBlockOf(doc: DocumentItem, blockId: string): Promise<BlockItem> {
@@ -151,13 +169,30 @@ export interface BlockWritten {
  * `PATCH /api/documents/{id}/blocks/{block_id}`: title, content (validated for the block's type) or position. For an
  * approved pending action (`opts`, DESIGN.md 6.2) the title and content change carries the action's id in the same
  * write, and commits together with `opts.settle` (a position change is not among what the agent's tool may do).
- * @throws AppError NOT_FOUND (404) for the document or block; VALIDATION_ERROR (422) for content that does not fit the
- *   block's type; CONFLICT (409) when blocks changed meanwhile; SettlementRefused when the executor lost the action.
+ * A position change is written first, then the title and content: a position refused with 409 (the blocks changed
+ * meanwhile) leaves the block as it was, not half-changed. The title and content write is conditioned on the block
+ * existing (ElectroDB's patch), so a block deleted meanwhile answers 404.
+ * @throws AppError NOT_FOUND (404) for the document or block, also when the block is deleted meanwhile;
+ *   VALIDATION_ERROR (422) for content that does not fit the block's type; CONFLICT (409) when blocks changed
+ *   meanwhile; SettlementRefused when the executor lost the action.
  */
 export async function updateBlock(userId: string, documentId: string, blockId: string, input: UpdateBlockInput, opts: AgentWrite<BlockWritten> = {}): Promise<BlockView> {
   const doc = await requireDocument(userId, documentId);
   const block = await requireBlockOf(doc, blockId);
   const content = input.content !== undefined ? requestContent(block.block_type as BlockType, input.content) : undefined;
+  if (input.position !== undefined && input.position !== block.position) {
+    const all = await blocksOf(doc);
+    if (!all.some((b) => b.id === blockId)) throw Errors.notFound("Block");
+    const order = all.map((b) => b.id).filter((id) => id !== blockId);
+    order.splice(Math.min(input.position, order.length), 0, blockId);
+    try {
+      await writePositions(all, order);
+    } catch (err) {
+      // The block itself deleted meanwhile is a 404, as for the title and content write below.
+      if (err instanceof AppError && err.code === "CONFLICT") await requireBlockOf(doc, blockId);
+      throw err;
+    }
+  }
   if (input.title !== undefined || content !== undefined) {
     const write = db()
       .entities.block.patch({ workspace_id: doc.workspace_id, document_id: doc.id, id: blockId })
@@ -167,14 +202,14 @@ export async function updateBlock(userId: string, documentId: string, blockId: s
       // The patch's only condition: the block still exists.
       if (await commitWrites(["block"], [asWrite(write)], settlement)) throw Errors.notFound("Block");
     } else {
-      await write.go();
+      try {
+        await write.go();
+      } catch (err) {
+        // The patch's only condition: the block still exists (deleted since it was read).
+        if (isConditionalFailure(err)) throw Errors.notFound("Block");
+        throw err;
+      }
     }
-  }
-  if (input.position !== undefined && input.position !== block.position) {
-    const all = await blocksOf(doc);
-    const order = all.map((b) => b.id).filter((id) => id !== blockId);
-    order.splice(Math.min(input.position, order.length), 0, blockId);
-    await writePositions(all, order);
   }
   return blockView(await requireBlockOf(doc, blockId));
 }
@@ -222,8 +257,9 @@ export async function reorderBlocks(userId: string, documentId: string, blockIds
     throw new AppError("VALIDATION_ERROR", "block_ids must list every block of the document exactly once", { errors });
   }
   await writePositions(all, blockIds);
+  // The answer is the listing's first page (`listBlocksPage`): every block up to 5 MB of JSON, `total` counting all.
   const blocks = (await blocksOf(doc)).map(blockView);
-  return { blocks, total: blocks.length };
+  return { blocks: fitResponse(blocks), total: blocks.length };
 }
 
 /**

@@ -581,7 +581,11 @@ export async function restore(userId: string, documentId: string, revisionId: st
 export async function changeStatus(userId: string, documentId: string, input: StatusInput): Promise<DocumentView> {
   const found = await requireDocument(userId, documentId);
   assertTransition(found.status, input.target_status);
+  // withContent reads the item again when an edit replaced its stored text meanwhile, and the write below is
+  // conditioned on that newer item's status: the transition is checked on the status actually written over, so a
+  // status change racing an edit cannot commit a move the table forbids (draft -> approved, say).
   const { doc, content } = await withContent(found);
+  assertTransition(doc.status, input.target_status);
   const n = doc.last_revision + 1;
   const summary = input.change_summary ?? `${doc.status} -> ${input.target_status}`;
   const rev = await revisionItem({ ...doc, status: input.target_status }, n, "status_change", userId, summary, { title: doc.title, content });

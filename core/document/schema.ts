@@ -157,6 +157,16 @@ export const Block = z
 export type Block = z.infer<typeof Block>;
 export const BlockList = z.object({ blocks: z.array(Block), total: z.int() }).meta({ id: "BlockList" });
 /**
+ * `GET /api/documents/{id}/blocks` paging: by default every block from `offset` (spec 01: all blocks ordered by
+ * position), but a page ends early past 5 MB of JSON (core/response-size.ts): fewer blocks than `total` from `offset`
+ * means the next page starts at `offset` plus the blocks given.
+ */
+export const ListBlocksQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(500).optional().describe("at most this many blocks; default: every block from offset (up to 5 MB)"),
+  offset: z.coerce.number().int().min(0).default(0).describe("blocks to skip, in position order"),
+});
+export type ListBlocksQuery = z.infer<typeof ListBlocksQuery>;
+/**
  * One block type's content in a request body: the bounded-JSON checks of {@link BlockContentInput} on the raw value
  * first (the same 422s: size, depth, keys, reserved keys; nothing else is looked at once they fail), then the type's
  * own contract (core/document/blocks.ts). In OpenAPI it is that type's component, `<Type>BlockContent`.

@@ -5,7 +5,7 @@ import * as Blocks from "../../core/document/block-ops";
 
 /** Typed blocks, extraction, intent parsing, annotations (spec 01 Documents and blocks). */
 export const handler = httpGroup(blocksRoutes, {
-  "blocks.list": async ({ user, params }) => ok(await Blocks.listBlocks(user.id, params.document_id)),
+  "blocks.list": async ({ user, params, query }) => ok(await Blocks.listBlocksPage(user.id, params.document_id, query)),
   "blocks.create": async ({ user, params, body }) => created(await Blocks.createBlock(user.id, params.document_id, body)),
   "blocks.reorder": async ({ user, params, body }) => ok(await Blocks.reorderBlocks(user.id, params.document_id, body.block_ids)),
   "blocks.update": async ({ user, params, body }) =>

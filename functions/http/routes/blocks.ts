@@ -13,6 +13,7 @@ import {
   ExtractResult,
   IntentInput,
   IntentResult,
+  ListBlocksQuery,
   ReorderInput,
   UpdateBlockInput,
 } from "../../../core/document/schema";
@@ -21,8 +22,9 @@ import {
 export const blocksRoutes = defineRoutes({
   "blocks.list": {
     method: "GET", path: "/api/documents/{document_id}/blocks", group: "blocks", access: "user", workspaceScope: "resource",
-    summary: "All blocks ordered by position",
+    summary: "All blocks ordered by position (a page ends early past 5 MB; the next starts at offset plus the blocks given)",
     params: DocumentIdParam,
+    query: ListBlocksQuery,
     responses: { 200: BlockList },
   },
   "blocks.create": {
