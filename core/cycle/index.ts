@@ -204,7 +204,9 @@ async function retryOne(seen: CycleItem, now: Date): Promise<boolean> {
   const key = { workspace_id: record.workspace_id, date: record.date };
   // A cycle is a night's: a retry due after its date ended (the sweeper was down) is dropped.
   const nightEnds = Date.parse(`${record.date}T00:00:00.000Z`) + 86_400_000;
-  if (record.attempts >= MAX_CYCLE_ATTEMPTS || now.getTime() >= nightEnds) {
+  const settings = await settingsOf(record.workspace_id);
+  // Cycles turned off since the failure: the retry is dropped, not run and charged.
+  if (record.attempts >= MAX_CYCLE_ATTEMPTS || now.getTime() >= nightEnds || !settings.researchCycleEnabled) {
     try {
       await db().entities.researchCycle.patch(key).remove(["retry", "retry_at"]).where((attr, op) => op.eq(attr.attempts, record.attempts)).go();
     } catch (err) {
@@ -214,7 +216,6 @@ async function retryOne(seen: CycleItem, now: Date): Promise<boolean> {
   }
   const attempt = record.attempts + 1;
   const taskId = cycleTaskId(record.workspace_id, record.date, attempt);
-  const settings = await settingsOf(record.workspace_id);
   const moved = db()
     .entities.researchCycle.patch(key)
     .set({ status: "running", attempts: attempt, task_id: taskId, ...watchFrom(now.getTime()) })

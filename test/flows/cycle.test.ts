@@ -218,6 +218,25 @@ describe("the nightly run", () => {
     expect((await allOf(ws.workspace.id)).map((i) => i.id).sort()).toEqual(insightsBefore);
   }, 180_000);
 
+  it("a failed cycle whose workspace turned its cycles off meanwhile is not retried (nor charged): its retry is dropped", async () => {
+    await sourceWith(ws.owner.token, ws.workspace.id, ["Booking a video visit fails when my camera permission is off."], "camera.md");
+    const date = utcDate(night(10));
+    const hold = await tryLock(`ws#${ws.workspace.id}`, "synthesis", 600);
+    await runNightlyCycles({ now: night(10), workspaceIds: [ws.workspace.id] });
+    await cycleTask(date);
+    await hold!();
+    const record = (await cycleOf(ws.workspace.id, date))!;
+    expect(record).toMatchObject({ status: "failed", attempts: 1, retry: "retry" });
+    const off = await call("PATCH", `/api/workspaces/${ws.workspace.id}/settings`, { token: ws.owner.token, body: { researchCycleEnabled: false } });
+    expect(off.status, off.text).toBe(200);
+    const sweep = await sweepTasks({ workspaceId: ws.workspace.id, now: Date.parse(record.retry_at!) + 1000 });
+    expect(sweep.cycles).toMatchObject({ retried: 0, dropped: 1 });
+    expect(await cycleOf(ws.workspace.id, date)).toMatchObject({ status: "failed", attempts: 1 });
+    expect((await cycleOf(ws.workspace.id, date))!.retry).toBeUndefined();
+    const on = await call("PATCH", `/api/workspaces/${ws.workspace.id}/settings`, { token: ws.owner.token, body: { researchCycleEnabled: true } });
+    expect(on.status, on.text).toBe(200);
+  }, 180_000);
+
   it("a plan that lapsed has no cycle; cycles disabled leave the schedule's index", async () => {
     await setAccount(ws.owner.id, { plan: "power", status: "cancelled", period_end: new Date(Date.now() - DAY).toISOString() });
     const report = await runNightlyCycles({ now: night(7), workspaceIds: [ws.workspace.id] });
