@@ -7,7 +7,9 @@
  * "New since the last cycle": sources whose processing completed after the last completed cycle's cutoff and up to
  * this one's (the time the night's run started), by `processed_at`: a source still processing at a cutoff is the next
  * night's, and a reprocessed one is synthesized again (its mentions replace its earlier count, not add to it). Before
- * a workspace's first completed cycle: the completed sources no insight cites yet (never synthesized).
+ * a workspace's first completed cycle: the completed sources no insight cites yet (never synthesized). The night's
+ * list is read once, by its first attempt, and kept (the task's `sources` step): every later attempt of the night
+ * (a resumed worker, the cycle's retry) synthesizes the same chunks of it.
  */
 import { serviceLog } from "../log";
 import { db } from "../db/service";
@@ -36,37 +38,57 @@ async function lastCutoff(workspaceId: string, date: string): Promise<string | n
   return done[0]?.cutoff_at ?? null;
 }
 
-/** The research sources this night's cycle takes in (see the module comment), oldest first. */
-async function newSources(workspaceId: string, cutoff: string, since: string | null) {
+/** The workspace's research sources as they are now (one Query of its partition). */
+async function sourcesOf(workspaceId: string) {
   const { data } = await db().entities.researchSource.query.byWorkspace({ workspace_id: workspaceId }).go({ pages: "all", consistent: true });
-  // When processing last completed (older items without it: when created).
-  const doneAt = (s: (typeof data)[number]) => s.processed_at ?? s.created_at;
-  const completed = data.filter((s) => s.processing_status === "completed" && doneAt(s) <= cutoff);
+  return data;
+}
+type SourceItem = Awaited<ReturnType<typeof sourcesOf>>[number];
+
+/** When processing last completed (older items without it: when created). */
+const doneAt = (s: SourceItem) => s.processed_at ?? s.created_at;
+
+/** A source this night may synthesize: it exists, and its processing completed by the cutoff. */
+const readyBy = (s: SourceItem | undefined, cutoff: string): s is SourceItem => !!s && s.processing_status === "completed" && doneAt(s) <= cutoff;
+
+/** The research sources this night's cycle takes in (see the module comment), oldest first, by id. */
+async function newSources(workspaceId: string, all: SourceItem[], cutoff: string, since: string | null): Promise<string[]> {
+  const completed = all.filter((s) => readyBy(s, cutoff));
   const cited = since ? null : new Set((await allOf(workspaceId)).flatMap((i) => i.source_ids ?? []));
-  return completed.filter((s) => (since ? doneAt(s) > since : !cited!.has(s.id))).sort((a, b) => a.created_at.localeCompare(b.created_at));
+  return completed
+    .filter((s) => (since ? doneAt(s) > since : !cited!.has(s.id)))
+    .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id))
+    .map((s) => s.id);
 }
 
 /** What one chunk's synthesis step keeps on the task (its checkpoint), with the sources it took. */
 type ChunkResult = {
+  /** The chunk's sources (the night's list, `sources` step, cut in chunks of CHUNK): how a retry recognizes it. */
   source_ids?: string[];
+  /** Those of them not synthesized: deleted, or processing again, since the night's list was taken. */
+  skipped?: string[];
   created: CycleChanges["insights_created"];
   merged: { id: string; title: string }[];
 };
 
 /**
- * The chunks an earlier attempt of this night synthesized, by their sources (ids joined in order): a retry takes
- * them as done instead of synthesizing (and charging) them again. A chunk of other sources is not reused.
+ * What an earlier attempt of this night (the cycle's retry, a task of its own) left on its task: the night's list of
+ * sources (its `sources` step), and the chunks it synthesized, by their sources (ids joined in order). The retry takes
+ * that list, so its chunks are the same sources, and takes those chunks as done instead of synthesizing (and
+ * charging) them again. A chunk of other sources is not reused.
  */
-async function earlierChunks(record: CycleItem): Promise<Map<string, ChunkResult>> {
-  const done = new Map<string, ChunkResult>();
+async function earlierAttempts(record: CycleItem): Promise<{ sources: string[] | null; chunks: Map<string, ChunkResult> }> {
+  const out = { sources: null as string[] | null, chunks: new Map<string, ChunkResult>() };
   for (let attempt = 1; attempt < record.attempts; attempt++) {
     const { data } = await db().entities.task.get({ workspace_id: record.workspace_id, id: cycleTaskId(record.workspace_id, record.date, attempt) }).go({ consistent: true, attributes: ["checkpoint"] });
-    for (const [name, value] of Object.entries((data?.checkpoint ?? {}) as Record<string, unknown>)) {
+    const checkpoint = (data?.checkpoint ?? {}) as Record<string, unknown>;
+    if (Array.isArray(checkpoint.sources)) out.sources = checkpoint.sources as string[];
+    for (const [name, value] of Object.entries(checkpoint)) {
       const chunk = value as ChunkResult | null;
-      if (name.startsWith("synthesis#") && Array.isArray(chunk?.source_ids)) done.set(chunk.source_ids.join(","), chunk);
+      if (name.startsWith("synthesis#") && Array.isArray(chunk?.source_ids)) out.chunks.set(chunk.source_ids.join(","), chunk);
     }
   }
-  return done;
+  return out;
 }
 
 /**
@@ -110,28 +132,41 @@ export async function runCycle(ctx: WorkContext): Promise<WorkResult> {
   const record = date ? await cycleOf(task.workspace_id, date) : null;
   if (!date || !record || record.task_id !== task.id) throw new Error(`The research cycle task ${task.id} has no night record naming it`);
   const since = await lastCutoff(task.workspace_id, date);
-  const sources = await newSources(task.workspace_id, record.cutoff_at, since);
-  await ctx.report({ progress_pct: 5, message: sources.length ? `Synthesizing ${sources.length} new source${sources.length === 1 ? "" : "s"}` : "No new research sources since the last cycle" });
+  const current = new Map((await sourcesOf(task.workspace_id)).map((s) => [s.id, s]));
+  const earlier = record.attempts > 1 ? await earlierAttempts(record) : { sources: null, chunks: new Map<string, ChunkResult>() };
+  // The night's list of sources is read once and kept as a step: a resumed attempt (and the cycle's retry, which takes
+  // its earlier attempt's list) cuts the same chunks. Read again, it would differ: before the first completed cycle the
+  // sources a finished chunk synthesized are cited by then and drop out, so the others would move into the chunks
+  // already done and never be synthesized.
+  const listed = await ctx.step("sources", async () => earlier.sources ?? (await newSources(task.workspace_id, [...current.values()], record.cutoff_at, since)));
+  await ctx.report({ progress_pct: 5, message: listed.length ? `Synthesizing ${listed.length} new source${listed.length === 1 ? "" : "s"}` : "No new research sources since the last cycle" });
   const created: CycleChanges["insights_created"] = [];
   const merged = new Map<string, { id: string; title: string }>();
-  const earlier = record.attempts > 1 && sources.length ? await earlierChunks(record) : new Map<string, ChunkResult>();
-  for (let k = 0; k * CHUNK < sources.length; k++) {
-    const chunk = sources.slice(k * CHUNK, (k + 1) * CHUNK);
-    const source_ids = chunk.map((s) => s.id);
+  const skipped = new Set<string>();
+  for (let k = 0; k * CHUNK < listed.length; k++) {
+    const source_ids = listed.slice(k * CHUNK, (k + 1) * CHUNK);
     const res = await ctx.step(`synthesis#${k}`, async (): Promise<ChunkResult> => {
-      const before = earlier.get(source_ids.join(","));
+      const before = earlier.chunks.get(source_ids.join(","));
       if (before) return before;
-      const r = await synthesize(task.created_by, { workspace_id: task.workspace_id, source_ids, synthesis_type: "comprehensive" }, { rateLimited: false });
+      // A source deleted or processing again since the list was taken is not tonight's any more (a reprocessed one
+      // is the next night's, by when its processing completes).
+      const ready = source_ids.filter((id) => readyBy(current.get(id), record.cutoff_at));
+      const gone = source_ids.filter((id) => !ready.includes(id));
+      if (!ready.length) return { source_ids, skipped: gone, created: [], merged: [] };
+      const r = await synthesize(task.created_by, { workspace_id: task.workspace_id, source_ids: ready, synthesis_type: "comprehensive" }, { rateLimited: false });
       const byId = new Map(r.insights.map((i) => [i.id, i]));
       return {
         source_ids,
+        ...(gone.length ? { skipped: gone } : {}),
         created: r.created_ids.map((id) => ({ id, title: byId.get(id)?.title ?? id, severity: byId.get(id)?.severity ?? "medium" })),
         merged: r.merged.map((m) => ({ id: m.insight_id, title: m.title })),
       };
     });
     created.push(...res.created);
     for (const m of res.merged) merged.set(m.id, m);
-    await ctx.report({ progress_pct: 5 + Math.round((75 * Math.min(sources.length, (k + 1) * CHUNK)) / sources.length), message: `Synthesized ${Math.min(sources.length, (k + 1) * CHUNK)} of ${sources.length} new sources` });
+    for (const id of res.skipped ?? []) skipped.add(id);
+    const done = Math.min(listed.length, (k + 1) * CHUNK);
+    await ctx.report({ progress_pct: 5 + Math.round((75 * done) / listed.length), message: `Synthesized ${done} of ${listed.length} new sources` });
   }
   // Contradictions and stale sources: the entropy scanner (core/entropy, issue #21) on the workspace as the night left
   // it. A scanner that fails does not undo the synthesis: the cycle records that it did not check, and says so.
@@ -147,7 +182,11 @@ export async function runCycle(ctx: WorkContext): Promise<WorkResult> {
     }
   });
   const changes: CycleChanges = {
-    new_sources: sources.map((s) => ({ id: s.id, title: s.title, source_type: s.source_type })),
+    // The night's sources it synthesized (one deleted since has no page to link to).
+    new_sources: listed.flatMap((id) => {
+      const s = current.get(id);
+      return s && !skipped.has(id) ? [{ id, title: s.title, source_type: s.source_type }] : [];
+    }),
     insights_created: created,
     // An insight created tonight and merged into by a later chunk is new, not updated.
     insights_merged: [...merged.values()].filter((m) => !created.some((c) => c.id === m.id)),
