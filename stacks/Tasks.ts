@@ -3,6 +3,7 @@ import { NagSuppressions } from "cdk-nag";
 import { Config, Cron, Function, use, type StackContext } from "sst/constructs";
 import { TASK_STEPS, taskArnPlaceholder, taskDefinition, LONGEST_TASK_SECONDS, type TaskStepName } from "../functions/steps/task.asl";
 import { CYCLE_SCHEDULE } from "../core/cycle";
+import { ENTROPY_SCAN_SCHEDULE } from "../core/entropy/settings";
 import { bedrockInvokeStatement, grantBucket, grantTableData, grantTokenKey, sesSendStatement, settingsFrom, suppressBedrockRegions, suppressBoundSecrets, type BucketAccess } from "./defaults";
 import { boundSecrets, integrationEnvironment, type IntegrationUse } from "./integrations";
 import { runtimeEnvironment, Secrets } from "./Secrets";
@@ -41,7 +42,7 @@ export const TASK_WORKER_INTEGRATIONS: IntegrationUse = { opens: ["GOOGLE"], oau
 
 /** The scheduled entropy scanner (core/entropy `scanDue`) and its schedule: daily at 04:00 UTC, after the cycles. */
 export const ENTROPY_SCANNER_HANDLER = "functions/events/entropy-scanner.handler";
-export const ENTROPY_SCAN_SCHEDULE_EXPRESSION = "cron(0 4 * * ? *)";
+export const ENTROPY_SCAN_SCHEDULE_EXPRESSION = ENTROPY_SCAN_SCHEDULE;
 /** The scanner stops starting scans 2 minutes before its end (functions/events/entropy-scanner.ts): Lambda's longest. */
 export const ENTROPY_SCANNER_TIMEOUT_SECONDS = 900;
 

@@ -34,7 +34,7 @@ import type {
 export * from "./schema";
 // The scans' reads live in scans.ts (without the scanner's NLP, for the observability dashboards).
 export { recentScans, toScanView } from "./scans";
-export { EntropySettings } from "./settings";
+export { EntropySettings, ENTROPY_SCAN_CRON, ENTROPY_SCAN_SCHEDULE } from "./settings";
 
 type IssueItem = EntityItem<EntropyIssueEntity>;
 
@@ -242,19 +242,32 @@ export interface ScanDueReport {
   errors: { workspaceId: string; error: unknown }[];
 }
 
+/** How many workspaces' last scans the scheduled scanner reads at a time (one Query each). */
+const LAST_SCAN_READS = 8;
+
 /**
  * The scheduled scanner's work (functions/events/entropy-scanner.ts): every workspace owned by an active user (users
  * by access status, gsi3, then their owner memberships, gsi2: Queries, no Scan) whose last scan is older than
- * `ENTROPY_SCAN_INTERVAL_HOURS` is scanned, in the order of their owners' ids. Stops starting scans once `budgetMs` is
- * spent; the rest wait for the next run (they are still due then). A failing workspace is reported and skipped.
+ * `ENTROPY_SCAN_INTERVAL_HOURS` is scanned, the longest unscanned first: never scanned, then by their last scan, oldest
+ * first. It first reads each workspace's last scan (one Query of its partition, limit 1), then scans in that order and
+ * stops starting scans once its time is up; the rest wait for the next run, where they come first (the owners' order
+ * would leave the same tail waiting every day while the head, due again each day, took the run's time). A failing
+ * workspace is reported and skipped.
+ * @param opts.timeLeftMs time left to start scans (the handler: the Lambda's remaining time less a margin); default
+ *   `budgetMs` (default ten minutes) from the start
  */
-export async function scanDue(opts: { now?: Date; budgetMs?: number } = {}): Promise<ScanDueReport> {
+export async function scanDue(opts: { now?: Date; budgetMs?: number; timeLeftMs?: () => number } = {}): Promise<ScanDueReport> {
   const started = Date.now();
   const budget = opts.budgetMs ?? 10 * 60_000;
+  const timeLeft = opts.timeLeftMs ?? (() => started + budget - Date.now());
   const now = opts.now ?? new Date();
   const dueBefore = new Date(now.getTime() - EntropySettings.scanIntervalHours() * 3_600_000).toISOString();
   const report: ScanDueReport = { workspaces: 0, scanned: 0, skipped: 0, deferred: 0, errors: [] };
+  /** When the workspace was last scanned (null: never); due when that is at least the interval ago. */
+  const lastScanAt = async (workspaceId: string): Promise<string | null> => (await recentScans(workspaceId, 1))[0]?.scanned_at ?? null;
+  const isDue = (last: string | null) => last === null || last <= dueBefore;
   const e = db().entities;
+  const owned = new Set<string>();
   let cursor: string | null = null;
   do {
     const page: { data: { id: string }[]; cursor: string | null } = await e.user.query
@@ -262,38 +275,57 @@ export async function scanDue(opts: { now?: Date; budgetMs?: number } = {}): Pro
       .go({ cursor, attributes: ["id"] });
     cursor = page.cursor;
     for (const user of page.data) {
-      const { data: owned } = await e.membership.query
+      const { data } = await e.membership.query
         .byUser({ user_id: user.id })
         .where((a, op) => op.eq(a.role, "owner"))
         .go({ pages: "all", attributes: ["workspace_id"] });
-      for (const { workspace_id } of owned) {
-        report.workspaces++;
-        if (Date.now() - started > budget) {
-          report.deferred++;
-          continue;
-        }
-        try {
-          const [last] = await recentScans(workspace_id, 1);
-          if (last && last.scanned_at > dueBefore) {
-            report.skipped++;
-            continue;
-          }
-          const release = await tryLock(`entropy#${workspace_id}`, "scan", SCAN_LOCK_SECONDS);
-          if (!release) {
-            report.skipped++;
-            continue;
-          }
-          try {
-            await scanWorkspace(workspace_id, { trigger: "scheduled", now });
-            report.scanned++;
-          } finally {
-            await release();
-          }
-        } catch (error) {
-          report.errors.push({ workspaceId: workspace_id, error });
-        }
-      }
+      for (const { workspace_id } of data) owned.add(workspace_id);
     }
   } while (cursor);
+  report.workspaces = owned.size;
+
+  // Each workspace's last scan, a few at a time: the due ones, never scanned first, then the oldest scan first.
+  const due: { workspaceId: string; last: string | null }[] = [];
+  const queue = [...owned];
+  const read = async () => {
+    for (let ws = queue.shift(); ws; ws = queue.shift()) {
+      try {
+        const last = await lastScanAt(ws);
+        if (isDue(last)) due.push({ workspaceId: ws, last });
+        else report.skipped++;
+      } catch (error) {
+        report.errors.push({ workspaceId: ws, error });
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: LAST_SCAN_READS }, read));
+  due.sort((a, b) => (a.last ?? "").localeCompare(b.last ?? "") || a.workspaceId.localeCompare(b.workspaceId));
+
+  for (const { workspaceId } of due) {
+    if (timeLeft() <= 0) {
+      report.deferred++;
+      continue;
+    }
+    try {
+      const release = await tryLock(`entropy#${workspaceId}`, "scan", SCAN_LOCK_SECONDS);
+      if (!release) {
+        report.skipped++;
+        continue;
+      }
+      try {
+        // Read again under the lock: another run may have scanned it since its last scan was read above.
+        if (!isDue(await lastScanAt(workspaceId))) {
+          report.skipped++;
+          continue;
+        }
+        await scanWorkspace(workspaceId, { trigger: "scheduled", now });
+        report.scanned++;
+      } finally {
+        await release();
+      }
+    } catch (error) {
+      report.errors.push({ workspaceId, error });
+    }
+  }
   return report;
 }

@@ -30,3 +30,11 @@ export const EntropySettings = {
 
 /** Most issues of one type a scan keeps (the weightiest first); more sets the scan's `truncated`. */
 export const MAX_ISSUES_PER_TYPE = 500;
+
+/**
+ * When the scheduled scanner runs (functions/events/entropy-scanner.ts), UTC: daily at 04:00, after the 02:00 research
+ * cycles (which scan their own workspaces). EventBridge Scheduler form (stacks/Tasks.ts) and the 5-field form croner
+ * fires on the embedded runtime (local/tasks-schedules.ts).
+ */
+export const ENTROPY_SCAN_SCHEDULE = "cron(0 4 * * ? *)";
+export const ENTROPY_SCAN_CRON = "0 4 * * *";

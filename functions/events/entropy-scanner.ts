@@ -12,15 +12,16 @@ const LOCAL_BUDGET_MS = 10 * 60_000;
 /**
  * The scheduled entropy scanner (issue #21; core/entropy `scanDue`): scans every workspace of an active owner whose
  * last scan is older than ENTROPY_SCAN_INTERVAL_HOURS (default 20), for stale sources and contradictory insights,
- * storing each scan for the admin dashboard (`GET /api/admin/quality/entropy`). Meant to run daily (EventBridge in
- * AWS, the in-process cron locally); workspaces it had no time for are still due at the next run. Reads through
- * indexes (users by access status, owner memberships); never scans the table.
+ * storing each scan for the admin dashboard (`GET /api/admin/quality/entropy`). Runs daily at 04:00 UTC
+ * (`ENTROPY_SCAN_SCHEDULE`: EventBridge Scheduler in AWS, stacks/Tasks.ts; croner on the embedded runtime,
+ * local/tasks-schedules.ts); workspaces it had no time for are still due at the next run, and come first then (the
+ * longest unscanned first). Reads through indexes (users by access status, owner memberships); never scans the table.
  * @returns the run's counts (errors are logged, one line per workspace).
  */
 export async function handler(_event?: unknown, context?: { getRemainingTimeInMillis?: () => number }): Promise<Omit<ScanDueReport, "errors"> & { failed: number }> {
-  const remaining = context?.getRemainingTimeInMillis?.();
-  const budgetMs = remaining === undefined ? LOCAL_BUDGET_MS : Math.max(0, remaining - FINISH_MARGIN_MS);
-  const { errors, ...counts } = await scanDue({ budgetMs });
+  const remaining = context?.getRemainingTimeInMillis?.bind(context);
+  // Before each scan, the Lambda's time left (less the margin to finish the scan it starts).
+  const { errors, ...counts } = await scanDue(remaining ? { timeLeftMs: () => remaining() - FINISH_MARGIN_MS } : { budgetMs: LOCAL_BUDGET_MS });
   for (const { workspaceId, error } of errors) logger.error("entropy scan failed", { workspace_id: workspaceId, error: error as Error });
   logger.info("entropy scans", { ...counts, failed: errors.length });
   return { ...counts, failed: errors.length };
