@@ -66,7 +66,7 @@ async function main() {
     // Copilot exchanges a crash left owed to memory are sent again once due (core/memory/owed.ts), as in AWS.
     const { startMemorySweep } = await import("./recovery");
     stops.unshift(startMemorySweep().stop);
-    // Tasks a crash left pending or running are resumed from their record; research cycles run at 02:00 UTC (core/task, core/cycle).
+    // Tasks a crash left pending or running are resumed from their record; research cycles run at 02:00 UTC and the entropy scan at 04:00 (core/task, core/cycle, core/entropy).
     stops.unshift((await (await import("./tasks-schedules")).startTaskSchedules()).stop);
     const server = await startGateway(port);
     // The OCR worker thread holds the process open; stop it with the rest.
