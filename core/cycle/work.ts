@@ -31,11 +31,19 @@ const MAX_DIGEST_ISSUES = 20;
 /** Most sources one synthesis takes (spec 02: 1 to 20); a night with more synthesizes them in chunks. */
 const CHUNK = 20;
 
-/** The cutoff of the workspace's last completed cycle before `date`, or null when it has none. */
-async function lastCutoff(workspaceId: string, date: string): Promise<string | null> {
+/** Most failed nights after the last completed one whose synthesized chunks a night reuses (`lastCutoff`). */
+const REUSED_NIGHTS = 7;
+
+/**
+ * The cutoff of the workspace's last completed cycle before `date` (null when it has none), and the nights after it
+ * that failed (the latest `REUSED_NIGHTS`, newest first): their synthesized chunks are this night's to reuse.
+ */
+async function lastCutoff(workspaceId: string, date: string): Promise<{ since: string | null; failedSince: CycleItem[] }> {
   const { data } = await db().entities.researchCycle.query.byWorkspace({ workspace_id: workspaceId }).go({ pages: "all", consistent: true });
-  const done = (data as CycleItem[]).filter((c) => c.status === "completed" && c.date < date).sort((a, b) => b.date.localeCompare(a.date));
-  return done[0]?.cutoff_at ?? null;
+  const before = (data as CycleItem[]).filter((c) => c.date < date).sort((a, b) => b.date.localeCompare(a.date));
+  const last = before.find((c) => c.status === "completed");
+  const failedSince = before.filter((c) => c.status === "failed" && (!last || c.date > last.date)).slice(0, REUSED_NIGHTS);
+  return { since: last?.cutoff_at ?? null, failedSince };
 }
 
 /** The workspace's research sources as they are now (one Query of its partition). */
@@ -77,16 +85,30 @@ type ChunkResult = {
  * that list, so its chunks are the same sources, and takes those chunks as done instead of synthesizing (and
  * charging) them again. A chunk of other sources is not reused.
  */
-async function earlierAttempts(record: CycleItem): Promise<{ sources: string[] | null; chunks: Map<string, ChunkResult> }> {
+async function earlierAttempts(record: CycleItem, failedNights: CycleItem[], current: Map<string, SourceItem>): Promise<{ sources: string[] | null; chunks: Map<string, ChunkResult> }> {
   const out = { sources: null as string[] | null, chunks: new Map<string, ChunkResult>() };
-  for (let attempt = 1; attempt < record.attempts; attempt++) {
-    const { data } = await db().entities.task.get({ workspace_id: record.workspace_id, id: cycleTaskId(record.workspace_id, record.date, attempt) }).go({ consistent: true, attributes: ["checkpoint"] });
-    const checkpoint = (data?.checkpoint ?? {}) as Record<string, unknown>;
-    if (Array.isArray(checkpoint.sources)) out.sources = checkpoint.sources as string[];
+  const checkpointOf = async (night: CycleItem, attempt: number) => {
+    const { data } = await db().entities.task.get({ workspace_id: night.workspace_id, id: cycleTaskId(night.workspace_id, night.date, attempt) }).go({ consistent: true, attributes: ["checkpoint"] });
+    return (data?.checkpoint ?? {}) as Record<string, unknown>;
+  };
+  const keep = (checkpoint: Record<string, unknown>, usable: (chunk: ChunkResult) => boolean) => {
     for (const [name, value] of Object.entries(checkpoint)) {
       const chunk = value as ChunkResult | null;
-      if (name.startsWith("synthesis#") && Array.isArray(chunk?.source_ids)) out.chunks.set(chunk.source_ids.join(","), chunk);
+      if (name.startsWith("synthesis#") && Array.isArray(chunk?.source_ids) && usable(chunk)) out.chunks.set(chunk.source_ids.join(","), chunk);
     }
+  };
+  // Earlier nights that failed since the last completed cycle, oldest first (a later night's chunk of the same sources
+  // wins): a chunk counts only if none of its sources was processed again after that night's cutoff (a reprocessed
+  // source is synthesized again), nor skipped then.
+  for (const night of [...failedNights].reverse()) {
+    for (let attempt = 1; attempt <= night.attempts; attempt++) {
+      keep(await checkpointOf(night, attempt), (chunk) => !chunk.skipped?.length && chunk.source_ids!.every((id) => { const s = current.get(id); return !!s && doneAt(s) <= night.cutoff_at; }));
+    }
+  }
+  for (let attempt = 1; attempt < record.attempts; attempt++) {
+    const checkpoint = await checkpointOf(record, attempt);
+    if (Array.isArray(checkpoint.sources)) out.sources = checkpoint.sources as string[];
+    keep(checkpoint, () => true);
   }
   return out;
 }
@@ -131,9 +153,12 @@ export async function runCycle(ctx: WorkContext): Promise<WorkResult> {
   const date = task.cycle_date;
   const record = date ? await cycleOf(task.workspace_id, date) : null;
   if (!date || !record || record.task_id !== task.id) throw new Error(`The research cycle task ${task.id} has no night record naming it`);
-  const since = await lastCutoff(task.workspace_id, date);
+  const { since, failedSince } = await lastCutoff(task.workspace_id, date);
   const current = new Map((await sourcesOf(task.workspace_id)).map((s) => [s.id, s]));
-  const earlier = record.attempts > 1 ? await earlierAttempts(record) : { sources: null, chunks: new Map<string, ChunkResult>() };
+  // What earlier attempts synthesized: this night's (a retry), and the nights that failed since the last completed
+  // cycle (their sources are new tonight again: a backlog one night could not finish is not synthesized, and charged,
+  // again every night, and each night gets further).
+  const earlier = record.attempts > 1 || failedSince.length ? await earlierAttempts(record, failedSince, current) : { sources: null, chunks: new Map<string, ChunkResult>() };
   // The night's list of sources is read once and kept as a step: a resumed attempt (and the cycle's retry, which takes
   // its earlier attempt's list) cuts the same chunks. Read again, it would differ: before the first completed cycle the
   // sources a finished chunk synthesized are cited by then and drop out, so the others would move into the chunks

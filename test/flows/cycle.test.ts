@@ -50,6 +50,20 @@ const cycleTask = (date: string, attempt = 1) =>
     return t && ["completed", "failed", "cancelled"].includes(t.status) && settled ? t : null;
   }, 120_000, 100);
 
+/**
+ * Night `k`'s cycle fails on its first attempt (the shared workspace `ws`): a source is added (`quote`, in `file`), another synthesis holds the
+ * workspace's lock while the night runs, then lets go. @returns the night's date, its task and its failed record.
+ */
+async function failedNight(k: number, quote: string, file: string) {
+  await sourceWith(ws.owner.token, ws.workspace.id, [quote], file);
+  const date = utcDate(night(k));
+  const hold = await tryLock(`ws#${ws.workspace.id}`, "synthesis", 600);
+  await runNightlyCycles({ now: night(k), workspaceIds: [ws.workspace.id] });
+  const task = await cycleTask(date);
+  await hold!();
+  return { date, task, record: (await cycleOf(ws.workspace.id, date))! };
+}
+
 /** The digests in the outbox addressed to `to`, decoded. */
 async function digestsTo(to: string): Promise<{ subject: string; text: string }[]> {
   const dir = Config.mailOutboxDir();
@@ -182,24 +196,14 @@ describe("the nightly run", () => {
     await hold!();
 
     // Night 5: a retry that comes due after its night ended (the sweeper was down) is dropped, not run the next day.
-    await sourceWith(ws.owner.token, ws.workspace.id, ["Refilling a prescription in the app never confirms the order."], "refill.md");
-    const d5 = utcDate(night(5));
-    const hold5 = await tryLock(`ws#${ws.workspace.id}`, "synthesis", 600);
-    await runNightlyCycles({ now: night(5), workspaceIds: [ws.workspace.id] });
-    await cycleTask(d5);
-    await hold5!();
+    const { date: d5 } = await failedNight(5, "Refilling a prescription in the app never confirms the order.", "refill.md");
     const late = await sweepTasks({ workspaceId: ws.workspace.id, now: night(6).getTime() });
     expect(late.cycles).toMatchObject({ retried: 0, dropped: 1 });
     expect(await cycleOf(ws.workspace.id, d5)).toMatchObject({ status: "failed", attempts: 1 });
   }, 240_000);
 
   it("a cycle's retry takes the chunk its first attempt synthesized as done: not synthesized (or charged) again", async () => {
-    await sourceWith(ws.owner.token, ws.workspace.id, ["Searching my medication history shows nothing older than a year."], "history.md");
-    const date = utcDate(night(6));
-    const hold = await tryLock(`ws#${ws.workspace.id}`, "synthesis", 600);
-    await runNightlyCycles({ now: night(6), workspaceIds: [ws.workspace.id] });
-    const first = await cycleTask(date);
-    await hold!();
+    const { date, task: first } = await failedNight(6, "Searching my medication history shows nothing older than a year.", "history.md");
     // As if the first attempt had synthesized its one chunk and failed after it: its checkpoint keeps the chunk.
     const since = (await cycleOf(ws.workspace.id, utcDate(night(3))))!.cutoff_at;
     const { data: all } = await db().entities.researchSource.query.byWorkspace({ workspace_id: ws.workspace.id }).go({ pages: "all" });
@@ -219,13 +223,7 @@ describe("the nightly run", () => {
   }, 180_000);
 
   it("a failed cycle whose workspace turned its cycles off meanwhile is not retried (nor charged): its retry is dropped", async () => {
-    await sourceWith(ws.owner.token, ws.workspace.id, ["Booking a video visit fails when my camera permission is off."], "camera.md");
-    const date = utcDate(night(10));
-    const hold = await tryLock(`ws#${ws.workspace.id}`, "synthesis", 600);
-    await runNightlyCycles({ now: night(10), workspaceIds: [ws.workspace.id] });
-    await cycleTask(date);
-    await hold!();
-    const record = (await cycleOf(ws.workspace.id, date))!;
+    const { date, record } = await failedNight(10, "Booking a video visit fails when my camera permission is off.", "camera.md");
     expect(record).toMatchObject({ status: "failed", attempts: 1, retry: "retry" });
     const off = await call("PATCH", `/api/workspaces/${ws.workspace.id}/settings`, { token: ws.owner.token, body: { researchCycleEnabled: false } });
     expect(off.status, off.text).toBe(200);
@@ -235,6 +233,28 @@ describe("the nightly run", () => {
     expect((await cycleOf(ws.workspace.id, date))!.retry).toBeUndefined();
     const on = await call("PATCH", `/api/workspaces/${ws.workspace.id}/settings`, { token: ws.owner.token, body: { researchCycleEnabled: true } });
     expect(on.status, on.text).toBe(200);
+  }, 180_000);
+
+  it("the next night reuses what a failed night synthesized: a backlog is not synthesized (nor charged) again every night", async () => {
+    // Night 10 failed (above). As if its attempt had synthesized its one chunk before failing: its checkpoint keeps it.
+    const failed = (await cycleOf(ws.workspace.id, utcDate(night(10))))!;
+    expect(failed.status).toBe("failed");
+    const first = await readTask(ws.workspace.id, cycleTaskId(ws.workspace.id, failed.date, 1));
+    const listed = (first!.checkpoint as { sources: string[] }).sources;
+    expect(listed).toHaveLength(1);
+    const seeded = { id: "insight-of-the-failed-night", title: "Video visits fail without camera permission", severity: "high" };
+    await db().entities.task.patch({ workspace_id: ws.workspace.id, id: first!.id }).set({ checkpoint: { sources: listed, "synthesis#0": { source_ids: listed, created: [seeded], merged: [] } } }).go();
+    const insightsBefore = (await allOf(ws.workspace.id)).map((i) => i.id).sort();
+
+    await runNightlyCycles({ now: night(11), workspaceIds: [ws.workspace.id] });
+    const task = await cycleTask(utcDate(night(11)));
+    expect(task, JSON.stringify(task)).toMatchObject({ status: "completed" });
+    const changes = (task.result_data as { changes: CycleChanges }).changes;
+    expect(changes.new_sources.map((s) => s.id)).toEqual(listed);
+    expect(changes.insights_created).toEqual([seeded]);
+    // Nothing synthesized again: no insight created or changed by the night.
+    expect((await allOf(ws.workspace.id)).map((i) => i.id).sort()).toEqual(insightsBefore);
+    expect(changes.insights_merged).toEqual([]);
   }, 180_000);
 
   it("a plan that lapsed has no cycle; cycles disabled leave the schedule's index", async () => {
