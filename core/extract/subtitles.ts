@@ -1,5 +1,6 @@
 /** WebVTT and SRT transcripts (Zoom, Teams, Otter exports, captions) parsed with the `subtitle` package. */
 import { parseSync, type NodeCue } from "subtitle";
+import { decodeHTMLStrict } from "entities/decode";
 import { ExtractionError, unreadable } from "./errors";
 import { TextBuilder, formatTimestamp, splitSpeakerLine } from "./text";
 import type { Extraction } from "./types";
@@ -88,11 +89,9 @@ function toCue(node: NodeCue): ParsedCue {
   return { start: node.data.start, speaker: line.speaker, text: line.speaker ? line.text.trim() : raw, raw, voiced: false };
 }
 
-const ENTITIES: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: '"', apos: "'", nbsp: " ", lrm: "", rlm: "" };
-const decodeEntities = (s: string) => s.replace(/&(#\d+|#x[\da-f]+|[a-z]+);/gi, (m, e: string) => {
-  if (e[0] === "#") {
-    const code = e[1] === "x" || e[1] === "X" ? parseInt(e.slice(2), 16) : parseInt(e.slice(1), 10);
-    return Number.isFinite(code) ? String.fromCodePoint(code) : m;
-  }
-  return ENTITIES[e.toLowerCase()] ?? m;
-});
+/**
+ * Character references in cue text decoded as HTML does (`entities`: every named reference, numeric ones out of range
+ * become U+FFFD instead of failing the file), then as subtitles show them: a no-break space is a space, and the
+ * direction marks (U+200E, U+200F) are dropped.
+ */
+const decodeEntities = (s: string) => decodeHTMLStrict(s).replace(/\u00a0/g, " ").replace(/[\u200e\u200f]/g, "");

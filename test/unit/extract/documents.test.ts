@@ -398,6 +398,12 @@ describe("Subtitles", () => {
       { kind: "turn", text: "Agreed & noted.", speaker: "Bob", timestamp: "00:00:03.000" },
     ]);
   });
+
+  it("decodes character references as HTML does: one out of range or named like an Object member neither fails the file nor injects code", async () => {
+    const vtt = "WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nBad &#x110000; and &#99999999; refs\n\n00:00:03.000 --> 00:00:04.000\nNot &constructor; or &__proto__; &eacute;t&eacute; &#233;&nbsp;ok&lrm;\n";
+    const x = await run(Buffer.from(vtt), "vtt", "text/vtt");
+    expect(x.units.map((u) => u.text)).toEqual(["Bad \ufffd and \ufffd refs", "Not &constructor; or &__proto__; \u00e9t\u00e9 \u00e9 ok"]);
+  });
 });
 
 describe("every real document-type file", () => {
