@@ -25,7 +25,8 @@ function textOf(sources: SourceTexts, id: string): string | undefined {
 
 /**
  * Keep only quotes whose text is a verbatim substring of their source's extracted_text; drop the rest
- * (unknown source, empty text, or text not found). Order is preserved; exact duplicates are dropped.
+ * (unknown source, empty text, or text not found). Order is preserved; exact duplicates are dropped. A quote longer
+ * than MAX_QUOTE_CHARS is kept cut to its beginning (`cutQuote`).
  * @param quotes proposed quotes
  * @param sourcesById extracted text per source id
  * @returns the grounded quotes
@@ -37,12 +38,33 @@ export function groundQuotes(quotes: Quote[], sourcesById: SourceTexts): Quote[]
     if (!q || typeof q.text !== "string" || q.text.trim() === "") continue;
     const text = textOf(sourcesById, q.source_id);
     if (text === undefined || !text.includes(q.text)) continue;
-    const key = `${q.source_id}\u0000${q.text}`;
+    const quoted = cutQuote(q.text);
+    const key = `${q.source_id}\u0000${quoted}`;
     if (seen.has(key)) continue;
     seen.add(key);
-    out.push({ text: q.text, source_id: q.source_id, speaker: q.speaker ?? null });
+    out.push({ text: quoted, source_id: q.source_id, speaker: q.speaker ?? null });
   }
   return out;
+}
+
+/**
+ * Longest quote stored, characters. A mention may be a whole paragraph with no sentence break (a unit kept whole),
+ * and an insight keeps up to 12 quotes: uncut, a few such quotes pass DynamoDB's 400 KB item and fail every synthesis
+ * over those sources.
+ */
+export const MAX_QUOTE_CHARS = 2_000;
+
+/**
+ * `text` cut to MAX_QUOTE_CHARS at its last word break within them (a hard cut when it has none; never half of a
+ * surrogate pair): its beginning, so still a verbatim substring of the source.
+ */
+export function cutQuote(text: string): string {
+  if (text.length <= MAX_QUOTE_CHARS) return text;
+  let out = text.slice(0, MAX_QUOTE_CHARS);
+  const space = out.search(/\s\S*$/);
+  if (space > MAX_QUOTE_CHARS / 2) out = out.slice(0, space);
+  if (/[\uD800-\uDBFF]$/.test(out)) out = out.slice(0, -1);
+  return out.trimEnd();
 }
 
 /** A candidate quote: a mention with its similarity to the cluster centroid and its vector. */

@@ -20,7 +20,7 @@ import {
   type RankedPhrase,
   type TitleMention,
 } from "../../../core/ai/synthesis/naming";
-import { groundQuotes, pickQuotes } from "../../../core/ai/synthesis/quotes";
+import { groundQuotes, MAX_QUOTE_CHARS, pickQuotes } from "../../../core/ai/synthesis/quotes";
 import { normalize } from "../../../core/ai/vectors";
 
 const cues = (text: string, question?: string): Cues => {
@@ -181,6 +181,17 @@ describe("quotes", () => {
       { text: "Login is slow", source_id: "s2", speaker: null },
     ]);
     expect(groundQuotes([{ text: "Login is slow", source_id: "s2", speaker: null }], { s2: sources.get("s2")! })).toHaveLength(1);
+  });
+
+  it("cuts a quote past MAX_QUOTE_CHARS at a word break, keeping its beginning: still verbatim, and 12 of them fit an item", () => {
+    // One paragraph with no sentence break (a mention kept whole): 60,000 characters.
+    const paragraph = Array.from({ length: 6_000 }, (_, i) => `word${i % 97}`).join(" ");
+    const [quote] = groundQuotes([{ text: paragraph, source_id: "long", speaker: null }], { long: { extracted_text: `Intro. ${paragraph} Outro.` } });
+    expect(quote!.text.length).toBeLessThanOrEqual(MAX_QUOTE_CHARS);
+    expect(quote!.text.length).toBeGreaterThan(MAX_QUOTE_CHARS / 2);
+    expect(paragraph.startsWith(quote!.text)).toBe(true);
+    expect(paragraph[quote!.text.length]).toBe(" ");
+    expect(Buffer.byteLength(JSON.stringify(Array(12).fill(quote)))).toBeLessThan(100_000);
   });
 
   it("picks central, diverse, on-topic quotes from several sources", () => {
