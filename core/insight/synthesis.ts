@@ -1,3 +1,4 @@
+import { serviceLog } from "../log";
 import { randomUUID } from "node:crypto";
 import { AppError } from "../error";
 import { db } from "../db/service";
@@ -124,7 +125,10 @@ async function takeSynthesisLock(workspaceId: string, actionId: string | undefin
     try {
       await db().entities.guard.delete(key).where((attr, op) => op.eq(attr.owner, owner)).go();
     } catch (err) {
-      if (!isConditionalFailure(err)) throw err; // expired and taken by someone else: nothing to release
+      if (isConditionalFailure(err)) return; // expired and taken by someone else: nothing to release
+      // The release runs after the synthesis (stored or not): its failure must not turn a stored run into an error
+      // that a client retries (creating every insight again). The lock expires by itself (SYNTHESIS_LOCK_SECONDS).
+      serviceLog("synthesis").warn("the synthesis lock could not be released; it expires by itself", { workspace_id: workspaceId, error: err as Error });
     }
   };
 }

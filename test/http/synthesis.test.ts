@@ -8,6 +8,7 @@
 import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import { db } from "../../core/db/service";
+import { dynamoClient } from "../../core/db/client";
 import { acquireLock, rateLimit, runsOf } from "../../core/agent";
 import * as Synthesis from "../../core/insight/synthesis";
 import { SYNTHESIS_RATE_PER_MINUTE } from "../../core/insight/synthesis";
@@ -135,6 +136,35 @@ describe("POST /api/research/synthesize", () => {
     // The lock was released after the run.
     const lock = await db().entities.guard.get({ scope: `ws#${ctx.workspaceId}`, name: "synthesis" }).go({ consistent: true });
     expect(lock.data).toBeNull();
+  }, 120_000);
+
+  it("a stored synthesis answers 200 even when releasing its lock fails: the lock expires by itself, and a retry would create again", async () => {
+    const name = `lockReleaseFails-${randomUUID()}`;
+    let failed = false;
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (!failed && /^Delete/.test(context.commandName ?? "") && JSON.stringify(args.input).includes(`ws#${ctx.workspaceId}`) && JSON.stringify(args.input).includes("synthesis")) {
+          failed = true;
+          throw Object.assign(new Error("the store did not answer"), { name: "InternalServerError" });
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    const runs = (await runsOf(ctx.workspaceId)).filter((r) => r.agent_type === "synthesis").length;
+    try {
+      const res = await synthesize(ctx.token, ctx.workspaceId, ctx.sourceIds);
+      expect(failed, "the lock's release failed").toBe(true);
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.insight_ids.length).toBeGreaterThan(0);
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect((await runsOf(ctx.workspaceId)).filter((r) => r.agent_type === "synthesis")).toHaveLength(runs + 1);
+    // Still there, until its expiry (SYNTHESIS_LOCK_SECONDS): let it go for the tests after this one.
+    const lock = await db().entities.guard.get({ scope: `ws#${ctx.workspaceId}`, name: "synthesis" }).go({ consistent: true });
+    expect(lock.data?.ttl).toBeGreaterThan(Math.floor(Date.now() / 1000));
+    await db().entities.guard.delete({ scope: `ws#${ctx.workspaceId}`, name: "synthesis" }).go();
   }, 120_000);
 
   it("answers 422 SOURCE_NOT_READY naming the pending and failed sources, and 404 for a source of no such id", async () => {
