@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { randomUUID } from "node:crypto";
 import type { EntityItem } from "electrodb";
 import { AppError, Errors, type FieldError } from "../error";
@@ -10,7 +11,7 @@ import { partitionOf, requireMember, requireResourceMember } from "../workspace"
 import { deleteKeys, partitionKeys } from "../db/partition";
 import { emptyBlockContent, validateBlockContent, DEFAULT_TITLES, type BlockContent, type BlockType } from "./blocks";
 import { reload, requireDocument, withContent, type DocumentItem } from "./index";
-import { asWrite, commitWrites, tagOf, type AgentWrite } from "../db/agent-write";
+import { asWrite, commitWrites, tagOf, type AgentWrite, type WriteItem } from "../db/agent-write";
 import type { AnnotationEntity, BlockEntity } from "./document.entity";
 import type { Block as BlockView, CreateBlockInput, ListBlocksQuery, UpdateBlockInput } from "./schema";
 
@@ -122,40 +123,97 @@ function requestContent<K extends BlockType>(type: K, content: unknown): BlockCo
   }
 }
 
+/** How many times a block create reads the blocks again after losing its slot to a concurrent create. */
+const CREATE_TRIES = 5;
+
+/** The table and key of an item, as ElectroDB addresses it (a get's params). */
+function itemKey(chain: { params(): unknown }): { TableName: string; Key: Record<string, string> } {
+  const { TableName, Key } = chain.params() as { TableName: string; Key: Record<string, string> };
+  return { TableName, Key };
+}
+
+/**
+ * The condition a child create of `doc` (block, annotation) commits with: the document item exists and no DELETE has
+ * started removing it (`deleting_at`, set before that DELETE reads the child keys it deletes), so no child is written
+ * after the delete listed the children. With `bump`, the same item also moves the document's `blocks_rev` from the
+ * value read with the blocks to the next (a raw update: ElectroDB's would move `updated_at` too).
+ */
+function documentGuard(doc: DocumentItem, bump: boolean): WriteItem {
+  const { TableName, Key } = itemKey(db().entities.document.get({ workspace_id: doc.workspace_id, id: doc.id }));
+  const names: Record<string, string> = { "#key": Object.keys(Key)[0]!, "#deleting": "deleting_at" };
+  const exists = "attribute_exists(#key) AND attribute_not_exists(#deleting)";
+  if (!bump) return { ConditionCheck: { TableName, Key, ConditionExpression: exists, ExpressionAttributeNames: names } };
+  const rev = doc.blocks_rev ?? 0;
+  return {
+    Update: {
+      TableName,
+      Key,
+      UpdateExpression: "SET #rev = :next",
+      ConditionExpression: `${exists} AND ${rev ? "#rev = :rev" : "attribute_not_exists(#rev)"}`,
+      ExpressionAttributeNames: { ...names, "#rev": "blocks_rev" },
+      ExpressionAttributeValues: { ":next": rev + 1, ...(rev ? { ":rev": rev } : {}) },
+    },
+  };
+}
+
+/** `doc` read again for a child create: NOT_FOUND when it is gone or being deleted. */
+async function liveDocument(doc: DocumentItem): Promise<DocumentItem> {
+  const fresh = await reload(doc.workspace_id, doc.id);
+  if (fresh.deleting_at) throw Errors.notFound("Document");
+  return fresh;
+}
+
 /**
  * `POST /api/documents/{id}/blocks`: content is validated against the block type's schema (an empty skeleton when
  * omitted); inserting at a position shifts the blocks at and after it.
- * @throws AppError VALIDATION_ERROR (422) for content that does not fit the type.
+ *
+ * The block is written after the last block read, in one transaction with the document's `blocks_rev` moving from
+ * the value read with the blocks (and with the document existing, not being deleted): of two creates at once one
+ * commits and the other reads the blocks again (up to CREATE_TRIES times, then 409), so two appends, or an append
+ * and an insert, never take one position. An insert then moves the block into place with the others (`writePositions`).
+ * @throws AppError VALIDATION_ERROR (422) for content that does not fit the type; NOT_FOUND (404) when the document
+ *   is deleted meanwhile; CONFLICT (409) when the blocks changed meanwhile.
  */
 export async function createBlock(userId: string, documentId: string, input: CreateBlockInput): Promise<BlockView> {
-  const doc = await requireDocument(userId, documentId);
+  let doc = await requireDocument(userId, documentId);
+  if (doc.deleting_at) throw Errors.notFound("Document");
   const content = requestContent(input.block_type, input.content ?? emptyBlockContent(input.block_type));
-  const existing = await blocksOf(doc);
-  const position = Math.min(input.position ?? existing.length, existing.length);
   const id = randomUUID();
-  await db()
-    .entities.block.create({
+  for (let attempt = 1; ; attempt++) {
+    const existing = await blocksOf(doc);
+    // After the last block: a gap left by a delete whose shift lost must not put two blocks at one position.
+    const slot = existing.length ? Math.max(existing.length, existing[existing.length - 1]!.position + 1) : 0;
+    const create = db().entities.block.create({
       id,
       workspace_id: doc.workspace_id,
       document_id: doc.id,
       block_type: input.block_type,
       title: input.title ?? DEFAULT_TITLES[input.block_type],
       content,
-      position: existing.length, // appended first, then moved into place with the others
-    })
-    .go();
-  // writePositions patches by the full key, so the new block needs its workspace and document ids too.
-  const all = [...existing, { id, workspace_id: doc.workspace_id, document_id: doc.id, position: existing.length } as BlockItem];
-  const order = existing.map((b) => b.id);
-  order.splice(position, 0, id);
-  try {
-    await writePositions(all, order);
-  } catch (err) {
-    // The blocks changed meanwhile: the answer is 409, so the new block must not stay (at the end) either.
-    await db().entities.block.delete({ workspace_id: doc.workspace_id, document_id: doc.id, id }).go();
-    throw err;
+      position: slot, // appended first, then moved into place with the others
+    });
+    const result = await createWriteTransaction(db().pick("document", "block"), () => [documentGuard(doc, true), asWrite(create)] as never).go();
+    if (!result.canceled) {
+      const position = Math.min(input.position ?? existing.length, existing.length);
+      // writePositions patches by the full key, so the new block needs its workspace and document ids too.
+      const all = [...existing, { id, workspace_id: doc.workspace_id, document_id: doc.id, position: slot } as BlockItem];
+      const order = existing.map((b) => b.id);
+      order.splice(position, 0, id);
+      try {
+        await writePositions(all, order);
+      } catch (err) {
+        // The blocks changed meanwhile: the answer is 409, so the new block must not stay (at the end) either.
+        await db().entities.block.delete({ workspace_id: doc.workspace_id, document_id: doc.id, id }).go();
+        throw err;
+      }
+      return blockView(await requireBlockOf(doc, id));
+    }
+    // Another create took the slot (blocks_rev moved), the document is gone or being deleted, or the transaction
+    // collided with a concurrent one: read again (404 when the document is gone).
+    doc = await liveDocument(doc);
+    if (attempt >= CREATE_TRIES) throw new AppError("CONFLICT", "Blocks changed meanwhile; reload and retry");
+    await sleep(10 + Math.random() * 40 * attempt);
   }
-  return blockView(await requireBlockOf(doc, id));
 }
 
 /** What a block write hands its settlement (AgentWrite.settle): the block as written. */
@@ -370,13 +428,35 @@ export async function listAnnotations(userId: string, documentId: string, blockI
   return { annotations, total: annotations.length };
 }
 
+/**
+ * `POST .../blocks/{block_id}/annotations`: written in one transaction with checks that the document exists and is
+ * not being deleted (`documentGuard`) and that the block exists, so a document or block deleted meanwhile answers 404
+ * instead of leaving an annotation nobody deletes.
+ * @throws AppError NOT_FOUND (404) for the document or block, also when deleted meanwhile; CONFLICT (409) when
+ *   concurrent writes of the document kept colliding with it (CREATE_TRIES times).
+ */
 export async function createAnnotation(userId: string, documentId: string, blockId: string, input: { body: string; kind: AnnotationItem["kind"] }) {
-  const doc = await requireDocument(userId, documentId);
+  let doc = await requireDocument(userId, documentId);
+  if (doc.deleting_at) throw Errors.notFound("Document");
   await requireBlockOf(doc, blockId);
-  const { data } = await db()
-    .entities.annotation.create({ id: randomUUID(), workspace_id: doc.workspace_id, document_id: doc.id, block_id: blockId, body: input.body, kind: input.kind, author_id: userId })
-    .go();
-  return annotationView(data as AnnotationItem);
+  const id = randomUUID();
+  for (let attempt = 1; ; attempt++) {
+    const create = db().entities.annotation.create({ id, workspace_id: doc.workspace_id, document_id: doc.id, block_id: blockId, body: input.body, kind: input.kind, author_id: userId });
+    const block = itemKey(db().entities.block.get({ workspace_id: doc.workspace_id, document_id: doc.id, id: blockId }));
+    const blockExists: WriteItem = {
+      ConditionCheck: { ...block, ConditionExpression: "attribute_exists(#key)", ExpressionAttributeNames: { "#key": Object.keys(block.Key)[0]! } },
+    };
+    const result = await createWriteTransaction(db().pick("document", "block", "annotation"), () => [documentGuard(doc, false), blockExists, asWrite(create)] as never).go();
+    if (!result.canceled) break;
+    // The document or the block is gone (404), or the transaction collided with a concurrent one: try again.
+    doc = await liveDocument(doc);
+    await requireBlockOf(doc, blockId);
+    if (attempt >= CREATE_TRIES) throw new AppError("CONFLICT", "The document changed meanwhile; retry");
+    await sleep(10 + Math.random() * 40 * attempt);
+  }
+  const { data } = await db().entities.annotation.get({ workspace_id: doc.workspace_id, document_id: doc.id, block_id: blockId, id }).go({ consistent: true });
+  if (!data) throw Errors.notFound("Annotation");
+  return annotationView(data);
 }
 
 /** Delete an annotation: its author, or a workspace owner or admin. */

@@ -1,4 +1,5 @@
 import { diffArrays } from "diff";
+import { fitText, wireBytes } from "../response-size";
 
 /**
  * Line-level revision statistics for spec 01 `GET /api/documents/{id}/diff` (`diff_stats: {additions, deletions,
@@ -204,4 +205,26 @@ function fallbackStats(a: number[], b: number[]): DiffStats {
   const ad = b.length - p - q - common;
   const m = Math.min(r, ad);
   return { additions: ad - m, deletions: r - m, changes: m };
+}
+
+/**
+ * What the diff answer's two texts may take together, bytes as the Lambda answer carries them: under the 6 MB a Lambda
+ * may answer (API Gateway's proxy integration refuses more, a 500 outside the envelope), with room for the other
+ * fields. Two revisions of 1,000,000 characters may weigh 3 MB each (three-byte characters), more with escapes: the
+ * answer's JSON body is itself a JSON string in the proxy result, so a `"` of the text takes four bytes there.
+ */
+export const DIFF_TEXT_RESPONSE_BYTES = 5_000_000;
+
+/**
+ * The diff answer's two texts cut to `maxBytes` together (bytes as the Lambda answer carries them, core/response-size.ts
+ * `wireBytes`), each keeping its beginning: the lighter text is fitted first to at most half, the other takes the
+ * rest, so a short text is never cut for a long one.
+ * @returns both texts and whether either was cut
+ */
+export function fitDiffTexts(fromText: string, toText: string, maxBytes = DIFF_TEXT_RESPONSE_BYTES) {
+  const fromFirst = wireBytes(fromText) <= wireBytes(toText);
+  const first = fitText(fromFirst ? fromText : toText, Math.floor(maxBytes / 2));
+  const second = fitText(fromFirst ? toText : fromText, maxBytes - wireBytes(first.text));
+  const [from, to] = fromFirst ? [first, second] : [second, first];
+  return { from: from.text, to: to.text, truncated: from.cut || to.cut };
 }

@@ -46,6 +46,18 @@ export const buildDocumentEntity = () => new Entity({
     version: { type: "number", required: true, default: 1 },
     /** Highest revision number saved so far (revisions are numbered 1, 2, ...). */
     last_revision: { type: "number", required: true, default: 0 },
+    /**
+     * Internal: counts block creates (absent before the first). Each create writes its block in one transaction with
+     * this counter's increment, conditioned on the value it read with the blocks: two creates at once cannot both
+     * take the slot after the last block (core/document/block-ops.ts createBlock). Written outside ElectroDB's
+     * update, so it leaves `updated_at` as it is.
+     */
+    blocks_rev: { type: "number" },
+    /**
+     * Internal: set when a DELETE starts removing the document, before it reads the child keys it deletes. Block and
+     * annotation creates are conditioned on its absence (and on the item existing), so none commits after that read.
+     */
+    deleting_at: { type: "string" },
     related_recommendation_id: { type: "string" },
     related_insight_ids: { type: "list", items: { type: "string" }, default: () => [] },
     metadata: { type: "any", default: () => ({}) },

@@ -12,7 +12,7 @@ import { deleteKeys, partitionKeys } from "../db/partition";
 import { requireMember, requireResourceById, partitionOf } from "../workspace";
 import { requireActiveSubscription } from "../billing";
 import { assertTransition } from "./status";
-import { diffStats } from "./diff";
+import { diffStats, fitDiffTexts } from "./diff";
 import { deletePrefix } from "../storage";
 import { assertJsonObject } from "../json-object";
 import { documentsOf } from "./listing";
@@ -447,10 +447,18 @@ class ConditionFailed extends Error {}
 /**
  * `DELETE /api/documents/{id}`: the document with its blocks, revisions and annotations, then its stored texts.
  * Items go first, so a failure part-way leaves unreferenced objects (removed with the workspace), never an item
- * pointing at nothing.
+ * pointing at nothing. The document is marked `deleting_at` before its child keys are read: block and annotation
+ * creates are conditioned on that mark's absence (core/document/block-ops.ts), so none commits after the read and
+ * stays behind as an orphan; they answer 404 from then on.
  */
 export async function remove(userId: string, documentId: string): Promise<void> {
   const doc = await requireDocument(userId, documentId);
+  try {
+    await db().entities.document.patch({ workspace_id: doc.workspace_id, id: doc.id }).set({ deleting_at: new Date().toISOString() }).go();
+  } catch (err) {
+    // Deleted meanwhile by another DELETE: what is left of it goes below, as before.
+    if (!isConditionalFailure(err)) throw err;
+  }
   const keys = await partitionKeys(partitionOf(doc.workspace_id), `document#${doc.id}`);
   // Children first, the document last, so a failure leaves a document that can be deleted again.
   const own = `document#${doc.id}`;
@@ -519,17 +527,23 @@ export async function getRevision(userId: string, documentId: string, revisionId
   return revisionView(rev, await revisionContent(rev));
 }
 
-/** `GET .../diff?from_revision&to_revision`: line-level diff of two revision numbers. */
+/**
+ * `GET .../diff?from_revision&to_revision`: line-level diff of two revision numbers. `diff_stats` counts the whole
+ * texts; the two texts answered are cut together to DIFF_TEXT_RESPONSE_BYTES of JSON (`content_truncated` says so),
+ * each keeping its beginning: two revisions of 1,000,000 three-byte characters passed Lambda's 6 MB answer.
+ */
 export async function diff(userId: string, documentId: string, from: number, to: number) {
   const doc = await requireDocument(userId, documentId);
   const [a, b] = await Promise.all([getRevisionByNumber(doc, from), getRevisionByNumber(doc, to)]);
   const [fromContent, toContent] = await Promise.all([revisionContent(a), revisionContent(b)]);
+  const fitted = fitDiffTexts(fromContent, toContent);
   return {
     document_id: doc.id,
     from_revision: from,
     to_revision: to,
-    from_content: fromContent,
-    to_content: toContent,
+    from_content: fitted.from,
+    to_content: fitted.to,
+    content_truncated: fitted.truncated,
     diff_stats: diffStats(fromContent, toContent),
   };
 }

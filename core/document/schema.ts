@@ -126,6 +126,9 @@ export const DiffResult = z
     to_revision: z.int(),
     from_content: z.string(),
     to_content: z.string(),
+    content_truncated: z
+      .boolean()
+      .describe("from_content or to_content was cut to fit the response (a Lambda answers at most 6 MB, so the two texts share 5 MB of JSON; each may be 1,000,000 characters, up to 3 MB): each keeps its beginning, diff_stats counts the whole texts, and GET .../versions/{revision_id} reads either whole"),
     diff_stats: z.object({ additions: z.int(), deletions: z.int(), changes: z.int() }),
   })
   .meta({ id: "DocumentDiff" });

@@ -16,6 +16,7 @@ import { startExtraction } from "../pipeline";
 import { inspectUpload, inspectDeclared } from "../extract/validate";
 import type { Extraction } from "../extract/types";
 import { SOURCE_DUE, type ResearchSourceEntity } from "./research-source.entity";
+import { fitResponse, fitText, wireBytes } from "../response-size";
 import {
   MAX_UPLOAD_BYTES,
   MULTIPART_MAX_BYTES,
@@ -270,7 +271,8 @@ export async function list(userId: string, query: ListSourcesQuery): Promise<{ s
     // Strongly consistent, as the insight and recommendation lists: a source just uploaded is listed.
     .go({ pages: "all", consistent: true });
   const sorted = data.sort((a, b) => b.created_at.localeCompare(a.created_at) || b.id.localeCompare(a.id));
-  return { sources: sorted.slice(query.offset, query.offset + query.limit).map(toView), total: sorted.length };
+  // A page ends early past 5 MB (fitResponse, as the other lists): a source's own fields are bounded, not small.
+  return { sources: fitResponse(sorted.slice(query.offset, query.offset + query.limit).map(toView)), total: sorted.length };
 }
 
 /** The stored extraction of a source, or null before extraction completes. */
@@ -280,25 +282,11 @@ export async function readExtraction(workspaceId: string, sourceId: string): Pro
 }
 
 /**
- * What a source's two texts may take of the single-source read together, bytes as JSON: under the 6 MB a Lambda may
- * answer (API Gateway's proxy integration refuses more, a 500 outside the envelope), with room for the other fields.
+ * What a source's two texts may take of the single-source read together, bytes as the Lambda answer carries them
+ * (core/response-size.ts `wireBytes`): under the 6 MB a Lambda may answer (API Gateway's proxy integration refuses
+ * more, a 500 outside the envelope), with room for the other fields.
  */
 export const SOURCE_TEXT_RESPONSE_BYTES = 5_000_000;
-
-/** `text` cut to at most `maxBytes` as a JSON string (escapes counted), at a character boundary. */
-export function fitText(text: string, maxBytes: number): { text: string; cut: boolean } {
-  const bytes = (t: string) => Buffer.byteLength(JSON.stringify(t));
-  if (bytes(text) <= maxBytes) return { text, cut: false };
-  let chars = Math.min(text.length, maxBytes);
-  let out = text.slice(0, chars);
-  while (bytes(out) > maxBytes) {
-    chars = Math.floor((chars * maxBytes) / bytes(out) * 0.98);
-    out = text.slice(0, chars);
-  }
-  // Not half of a surrogate pair.
-  if (/[\uD800-\uDBFF]$/.test(out)) out = out.slice(0, -1);
-  return { text: out, cut: true };
-}
 
 /**
  * `GET /api/research/sources/{id}`: the source with extracted_text and transcript, cut together to
@@ -308,7 +296,7 @@ export async function get(userId: string, sourceId: string): Promise<ResearchSou
   const item = await requireSource(userId, sourceId);
   const extraction = item.processing_status === "completed" ? await readExtraction(item.workspace_id, item.id) : null;
   const transcript = extraction?.transcript == null ? null : fitText(extraction.transcript, SOURCE_TEXT_RESPONSE_BYTES / 2);
-  const room = SOURCE_TEXT_RESPONSE_BYTES - (transcript ? Buffer.byteLength(JSON.stringify(transcript.text)) : 0);
+  const room = SOURCE_TEXT_RESPONSE_BYTES - (transcript ? wireBytes(transcript.text) : 0);
   const text = extraction?.extracted_text == null ? null : fitText(extraction.extracted_text, room);
   return { ...toView(item), extracted_text: text?.text ?? null, transcript: transcript?.text ?? null, text_truncated: !!(text?.cut || transcript?.cut) };
 }

@@ -64,8 +64,9 @@ export const UploadFields = z.object({
 export const UploadBody = UploadFields.extend({
   file: z
     .object({
-      filename: z.string(),
-      mimetype: z.string(),
+      // As upload-url's file_name and content_type: a name of hundreds of KB would pass DynamoDB's item size.
+      filename: z.string().max(255),
+      mimetype: z.string().max(255),
       content: z.instanceof(Buffer).meta({ type: "string", format: "binary" }),
       truncated: z.boolean().optional(),
     })

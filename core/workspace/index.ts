@@ -477,7 +477,8 @@ async function writeSettings(workspaceId: string, input: UpdateSettingsInput, re
     });
   try {
     const { data } = await (input.researchCycleEnabled === false ? patch.remove(["cycle_index"]) : patch)
-      .where((a, op) => op.eq(a.updated_at, read.updated_at))
+      // (An item written before `updated_at` existed has none: the first write gives it one.)
+      .where((a, op) => (read.updated_at ? op.eq(a.updated_at, read.updated_at) : op.notExists(a.updated_at)))
       .go({ response: "all_new" });
     return toSettings(data as Awaited<ReturnType<typeof settingsItem>>);
   } catch (err) {

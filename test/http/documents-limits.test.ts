@@ -153,6 +153,48 @@ describe("content of the documented maximum (1,000,000 characters)", () => {
   });
 });
 
+describe("the diff of two maximal revisions stays under Lambda's 6 MB answer", () => {
+  it("two revisions of 1,000,000 characters (three-byte and quotes): both texts cut to fit together, content_truncated, whole-text stats", async () => {
+    // Lines of "界" (three bytes in UTF-8) and quotes (escaped twice in the Lambda proxy result, whose body is a JSON
+    // string: four bytes): each revision takes 3.35 MB of the answer, so both whole pass the 6 MiB Lambda answers.
+    const cjk = (tag: string) =>
+      Array.from({ length: 10_000 }, (_, k) => `${tag}${'"'.repeat(37)}${"界".repeat(60)}${k % 10}\n`).join("").slice(0, 1_000_000);
+    /** What the answer weighs in the Lambda proxy result (its body is a JSON string there). */
+    const lambdaBytes = (text: string) => Buffer.byteLength(JSON.stringify({ statusCode: 200, headers: { "content-type": "application/json" }, body: text }));
+    const first = cjk("甲");
+    const second = cjk("乙");
+    expect(first.length).toBe(1_000_000);
+    const created = await create({ content: first });
+    expect(created.status, created.text.slice(0, 300)).toBe(201);
+    const id = created.body.id as string;
+    const edited = await patch(id, { content: second });
+    expect(edited.status, edited.text.slice(0, 300)).toBe(200);
+    const saved = await call("POST", `${doc(id)}/versions`, { token: ws.token, body: {} });
+    expect(saved.status, saved.text.slice(0, 300)).toBe(201);
+
+    const res = await call("GET", `${doc(id)}/diff`, { token: ws.token, query: { from_revision: 1, to_revision: 2 } });
+    expect(res.status, res.text.slice(0, 300)).toBe(200);
+    expect(lambdaBytes(res.text)).toBeLessThan(6 * 1024 * 1024);
+    expect(res.body).toMatchObject({ document_id: id, from_revision: 1, to_revision: 2, content_truncated: true });
+    // Each keeps its beginning, and they share the budget evenly.
+    expect(first.startsWith(res.body.from_content)).toBe(true);
+    expect(second.startsWith(res.body.to_content)).toBe(true);
+    expect(res.body.from_content.length).toBeGreaterThan(700_000);
+    expect(res.body.to_content.length).toBeGreaterThan(700_000);
+    // The stats count the whole texts: every one of the 10,000 lines changed.
+    expect(res.body.diff_stats).toEqual({ additions: 0, deletions: 0, changes: 10_000 });
+
+    // A short revision beside a maximal one is answered whole; only the long one is cut, to the rest of the budget.
+    const short = await patch(id, { content: "# Short\n" });
+    expect(short.status, short.text.slice(0, 300)).toBe(200);
+    await call("POST", `${doc(id)}/versions`, { token: ws.token, body: {} });
+    const mixed = await call("GET", `${doc(id)}/diff`, { token: ws.token, query: { from_revision: 3, to_revision: 1 } });
+    expect(mixed.status, mixed.text.slice(0, 300)).toBe(200);
+    expect(lambdaBytes(mixed.text)).toBeLessThan(6 * 1024 * 1024);
+    expect(mixed.body).toMatchObject({ from_content: "# Short\n", to_content: first, content_truncated: false });
+  });
+});
+
 describe("block content is bounded (422, never 500)", () => {
   it("refuses block content over 256 KiB of JSON on create and update, naming body.content", async () => {
     const created = await create({ content: "# Blocks\n" });

@@ -280,6 +280,7 @@ describe("document versions", () => {
       to_revision: 2,
       from_content: "alpha\nbravo\ncharlie\ndelta\necho\n",
       to_content: "alpha\nBRAVO\ncharlie\necho\nfoxtrot\ngolf\n",
+      content_truncated: false,
       diff_stats: { additions: 2, deletions: 1, changes: 1 },
     });
     const back = await call("GET", `/api/documents/${doc.id}/diff`, { token: ws.token, query: { from_revision: 2, to_revision: 1 } });

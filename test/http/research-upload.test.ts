@@ -123,6 +123,14 @@ describe("POST /api/research/upload refuses what it must, and stores nothing", (
     await expectNothingStored(workspaceId);
   });
 
+  it("a file name over 255 characters is a 422 at body.file.filename (as upload-url's file_name), not a 500 on the item's size", async () => {
+    const long = await multipart({ workspace_id: workspaceId, source_type: "interview", title: "x" }, { name: `${"n".repeat(500_000)}.txt`, type: "text/plain", data: Buffer.from("hello") });
+    const res = await call("POST", "/api/research/upload", { token: owner.token, raw: long });
+    expectEnvelope(res, 422, "VALIDATION_ERROR");
+    expect(res.body.errors.map((e: { loc: string[] }) => e.loc.join("."))).toContain("body.file.filename");
+    await expectNothingStored(workspaceId);
+  });
+
   it("without a token it is 401, for a non-member 403, for an unknown workspace the same 403 — nothing stored", async () => {
     const file = { name: "a.md", data: Buffer.from("# Notes\n\nHello.\n") };
     const anonymous = await call("POST", "/api/research/upload", {

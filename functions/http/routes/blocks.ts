@@ -83,6 +83,7 @@ export const blocksRoutes = defineRoutes({
     summary: "Annotate a block (comment, question, suggestion, approval)",
     params: BlockParam,
     body: CreateAnnotationInput,
+    errors: ["CONFLICT"],
     responses: { 201: Annotation },
   },
   "blocks.deleteAnnotation": {

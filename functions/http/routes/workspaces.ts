@@ -63,7 +63,8 @@ export const workspacesRoutes = defineRoutes({
     // Only enabling the cycles needs the plan, checked in core with the other requirements so that the 403 names
     // every unmet one (spec 01 Errors); other setting changes pass.
     roles: ["owner", "admin"],
-    errors: ["SUBSCRIPTION_REQUIRED"],
+    // 409: the settings kept changing under three attempts (core/workspace `updateSettings`).
+    errors: ["SUBSCRIPTION_REQUIRED", "CONFLICT"],
     responses: { 200: WorkspaceSettings },
   },
   "workspaces.agentIntro": {

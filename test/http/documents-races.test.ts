@@ -1,0 +1,144 @@
+/**
+ * Block and annotation creates racing each other and the document's DELETE, over HTTP through the real handlers
+ * (spec 01 Documents and blocks endpoints; docs/decisions.md Documents):
+ * - two block creates at once (two appends, an append and an insert) never leave two blocks at one position: each
+ *   create commits with the document's `blocks_rev` moving from the value it read, and the loser reads again;
+ * - a block or annotation create racing the document's DELETE answers 404 and leaves nothing behind, whether the
+ *   DELETE lands before the create's write or between the DELETE's read of the child keys and its deletes.
+ *
+ * The races are made deterministic with middleware on the shared DynamoDB client: one request runs to its end just
+ * before the other's first write (of a given command, naming a given key) goes to DynamoDB.
+ */
+import { beforeAll, describe, expect, it } from "vitest";
+import { dynamoClient } from "../../core/db/client";
+import { call, newWorkspace, type ApiResponse } from "../support/api";
+import { expectEnvelope, partitionItems } from "./_helpers";
+
+type Ws = { token: string; workspaceId: string };
+let ws: Ws;
+
+beforeAll(async () => {
+  const { owner, workspace } = await newWorkspace("Document races");
+  ws = { token: owner.token, workspaceId: workspace.id };
+});
+
+/**
+ * Run `send`; when its first DynamoDB command matching `command` and naming `marker` is about to go, run `inner` to
+ * its end first. Every other command (`inner`'s own included) passes untouched.
+ * @returns what `send` and `inner` answered
+ */
+async function landsBefore<T, U>(command: RegExp, marker: string, inner: () => Promise<U>, send: () => Promise<T>): Promise<[T, U]> {
+  const name = `landsBefore-${marker}-${Math.random()}`;
+  let ran: { value: U } | undefined;
+  let fired = false;
+  dynamoClient().middlewareStack.add(
+    (next, context) => async (args) => {
+      if (!fired && command.test(context.commandName ?? "") && JSON.stringify(args.input).includes(marker)) {
+        fired = true;
+        ran = { value: await inner() };
+      }
+      return next(args);
+    },
+    { step: "initialize", name },
+  );
+  try {
+    const out = await send();
+    expect(ran, "the inner request ran before the write").toBeDefined();
+    return [out, ran!.value];
+  } finally {
+    dynamoClient().middlewareStack.remove(name);
+  }
+}
+
+/** The first write of a block or annotation create: a Put before the fix, the transaction after. */
+const CREATE_WRITE = /^(Put|TransactWrite)/;
+
+async function newDoc(): Promise<string> {
+  const res = await call("POST", "/api/documents", { token: ws.token, body: { workspace_id: ws.workspaceId, document_type: "prd", title: "Races", content: "# Races\n" } });
+  expect(res.status, res.text.slice(0, 300)).toBe(201);
+  return res.body.id;
+}
+
+const blocksPath = (docId: string) => `/api/documents/${docId}/blocks`;
+const addBlock = (docId: string, title: string, position?: number): Promise<ApiResponse> =>
+  call("POST", blocksPath(docId), { token: ws.token, body: { block_type: "free_text", title, content: { markdown: title }, ...(position === undefined ? {} : { position }) } });
+
+async function listed(docId: string): Promise<Array<{ title: string; position: number }>> {
+  const res = await call("GET", blocksPath(docId), { token: ws.token });
+  expect(res.status, res.text.slice(0, 300)).toBe(200);
+  return res.body.blocks;
+}
+
+/** The table items of a document and its children. */
+async function itemsOf(docId: string): Promise<string[]> {
+  return (await partitionItems(`ws#${ws.workspaceId}`)).map((i) => String(i.sk)).filter((sk) => sk.startsWith(`document#${docId}`));
+}
+
+describe("concurrent block creates never share a position", () => {
+  it("two appends at once (one landing between the other's read and write) end at distinct positions 0..n-1", async () => {
+    const docId = await newDoc();
+    for (const t of ["one", "two"]) expect((await addBlock(docId, t)).status).toBe(201);
+    const [a, b] = await landsBefore(CREATE_WRITE, `document#${docId}#block#`, () => addBlock(docId, "inner"), () => addBlock(docId, "outer"));
+    expect(a.status, a.text).toBe(201);
+    expect(b.status, b.text).toBe(201);
+    expect(b.body.position).toBe(2);
+    expect(a.body.position).toBe(3);
+    const blocks = await listed(docId);
+    expect(blocks.map((x) => x.position)).toEqual([0, 1, 2, 3]);
+    expect(blocks.map((x) => x.title)).toEqual(["one", "two", "inner", "outer"]);
+  });
+
+  it("an insert at 0 with an append landing between its read and write: distinct positions 0..n-1, the insert first", async () => {
+    const docId = await newDoc();
+    for (const t of ["one", "two"]) expect((await addBlock(docId, t)).status).toBe(201);
+    const [a, b] = await landsBefore(CREATE_WRITE, `document#${docId}#block#`, () => addBlock(docId, "appended"), () => addBlock(docId, "inserted", 0));
+    expect(a.status, a.text).toBe(201);
+    expect(b.status, b.text).toBe(201);
+    expect(a.body.position).toBe(0);
+    const blocks = await listed(docId);
+    expect(blocks.map((x) => x.position)).toEqual([0, 1, 2, 3]);
+    expect(blocks.map((x) => x.title)).toEqual(["inserted", "one", "two", "appended"]);
+  });
+});
+
+describe("creates racing the document's DELETE answer 404 and leave nothing behind", () => {
+  it("a block create whose write comes after the DELETE", async () => {
+    const docId = await newDoc();
+    expect((await addBlock(docId, "one")).status).toBe(201);
+    const [created, removed] = await landsBefore(CREATE_WRITE, `document#${docId}#block#`, () => call("DELETE", `/api/documents/${docId}`, { token: ws.token }), () => addBlock(docId, "late"));
+    expect(removed.status, removed.text).toBe(204);
+    expectEnvelope(created, 404, "NOT_FOUND");
+    expect(await itemsOf(docId)).toEqual([]);
+  });
+
+  it("a block create landing between the DELETE's read of the child keys and its deletes", async () => {
+    const docId = await newDoc();
+    expect((await addBlock(docId, "one")).status).toBe(201);
+    const [removed, created] = await landsBefore(/^BatchWrite/, `document#${docId}`, () => addBlock(docId, "late"), () => call("DELETE", `/api/documents/${docId}`, { token: ws.token }));
+    expect(removed.status, removed.text).toBe(204);
+    expectEnvelope(created, 404, "NOT_FOUND");
+    expect(await itemsOf(docId)).toEqual([]);
+  });
+
+  it("an annotation create whose write comes after the DELETE", async () => {
+    const docId = await newDoc();
+    const block = await addBlock(docId, "one");
+    expect(block.status).toBe(201);
+    const annotate = () => call("POST", `${blocksPath(docId)}/${block.body.id}/annotations`, { token: ws.token, body: { body: "Looks good" } });
+    const [created, removed] = await landsBefore(CREATE_WRITE, "#note#", () => call("DELETE", `/api/documents/${docId}`, { token: ws.token }), annotate);
+    expect(removed.status, removed.text).toBe(204);
+    expectEnvelope(created, 404, "NOT_FOUND");
+    expect(await itemsOf(docId)).toEqual([]);
+  });
+
+  it("an annotation create whose write comes after its block's DELETE", async () => {
+    const docId = await newDoc();
+    const block = await addBlock(docId, "one");
+    expect(block.status).toBe(201);
+    const annotate = () => call("POST", `${blocksPath(docId)}/${block.body.id}/annotations`, { token: ws.token, body: { body: "Looks good" } });
+    const [created, removed] = await landsBefore(CREATE_WRITE, "#note#", () => call("DELETE", `${blocksPath(docId)}/${block.body.id}`, { token: ws.token }), annotate);
+    expect(removed.status, removed.text).toBe(204);
+    expectEnvelope(created, 404, "NOT_FOUND");
+    expect((await itemsOf(docId)).filter((sk) => sk.includes("#block#") || sk.includes("#note#"))).toEqual([]);
+  });
+});
