@@ -7,6 +7,7 @@ import type { EntityItem } from "electrodb";
 import { Config } from "../config";
 import { AppError } from "../error";
 import { db } from "../db/service";
+import { writeAll } from "../db/bulk";
 import { isConditionalFailure } from "../db/errors";
 import { requireMember } from "../workspace";
 import { requireFeature, type PlanFeature } from "../billing/gates";
@@ -238,7 +239,8 @@ export async function activeIntegration(workspaceId: string, kind: IntegrationKi
 /**
  * Disconnect (spec 02): hard for codehost, planner and filestore (the row and every link of the kind deleted), soft
  * for the ticket tool (is_active false, token cleared, row kept for audit).
- * @throws AppError FORBIDDEN (403, not a member)
+ * @throws AppError FORBIDDEN (403, not a member); SERVICE_UNAVAILABLE (503, retryable: links DynamoDB left unprocessed
+ *   through every try)
  */
 export async function disconnect(userId: string, kind: IntegrationKind, workspaceId: string): Promise<{ disconnected: boolean }> {
   await requireMember(userId, workspaceId);
@@ -251,10 +253,14 @@ export async function disconnect(userId: string, kind: IntegrationKind, workspac
   }
   if (kind === "codehost" || kind === "planner") {
     const { data: links } = await db().entities.issueLink.query.byWorkspace({ workspace_id: workspaceId, kind }).go({ pages: "all" });
-    // Links first: a failure part-way leaves an integration whose disconnect can be repeated.
-    for (let i = 0; i < links.length; i += 25) {
-      await db().entities.issueLink.delete(links.slice(i, i + 25).map((l) => ({ workspace_id: l.workspace_id, kind: l.kind, recommendation_id: l.recommendation_id, id: l.id }))).go();
-    }
+    // Links first: a failure part-way leaves an integration whose disconnect can be repeated. A batch delete hands
+    // back what DynamoDB left unprocessed instead of sending it again: writeAll sends it again (then a 503), so no
+    // link outlives its integration unnoticed.
+    await writeAll(
+      links.map((l) => ({ workspace_id: l.workspace_id, kind: l.kind, recommendation_id: l.recommendation_id, id: l.id })),
+      (keys) => db().entities.issueLink.delete(keys).go(),
+      (k: { recommendation_id: string; id: string }) => `${k.recommendation_id}#${k.id}`,
+    );
   }
   const { data } = await db().entities.integration.delete(key).go({ response: "all_old" });
   return { disconnected: Boolean(data) };

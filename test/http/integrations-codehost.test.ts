@@ -11,6 +11,7 @@ import { GitHubStandIn } from "../support/github-standin";
 import { connectGithub, useStandInSettings } from "../support/integrations";
 import { localIntegrationsQueue } from "../../local/events";
 import { dynamoClient } from "../../core/db/client";
+import { db } from "../../core/db/service";
 import { expectEnvelope, headersOf, partitionItems } from "./_helpers";
 import { deletedBeforeUpdate } from "../support/races";
 import * as Codehost from "../../core/integration/codehost";
@@ -153,6 +154,41 @@ describe("sync", () => {
     );
     expect(res.status, res.text).toBe(200);
     expect(res.body).toEqual({ synced_count: 1, updated_count: 0, queued_count: 0 });
+    expect((await partitionItems(`ws#${workspace.id}`)).filter((i) => /^(integration#codehost|issue_link#codehost)/.test(String(i.sk)))).toEqual([]);
+  });
+
+  it("a disconnect deletes every link though DynamoDB left part of the batch delete unprocessed (it was left behind)", async () => {
+    const { owner, workspace } = await linked();
+    // Two more links (seeded: creating issues through Octokit is paced 3 s apart).
+    for (const n of [1, 2]) {
+      await db().entities.issueLink.put({
+        id: `seeded-${n}`, workspace_id: workspace.id, kind: "codehost", recommendation_id: `rec-${n}`, repo_full_name: REPO, issue_number: 900 + n,
+        issue_url: `https://github.test/${REPO}/issues/${900 + n}`, title: `Seeded ${n}`, state: "open",
+      }).go();
+    }
+    // The first BatchWriteItem of these links writes all but its last request, which DynamoDB answers as unprocessed.
+    const name = "unprocessedLinkDelete";
+    let withheld = 0;
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = args.input as { RequestItems?: Record<string, unknown[]> };
+        const [table, requests] = Object.entries(input.RequestItems ?? {})[0] ?? [];
+        if (!withheld && /BatchWrite/.test(String(context.commandName)) && table && requests && requests.length > 1 && JSON.stringify(requests).includes("issue_link#codehost")) {
+          withheld++;
+          const out = (await next({ ...args, input: { ...input, RequestItems: { [table]: requests.slice(0, -1) } } })) as { output: Record<string, unknown> };
+          return { ...out, output: { ...out.output, UnprocessedItems: { [table]: requests.slice(-1) } } } as never;
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    try {
+      const res = await call("DELETE", "/api/integrations/codehost/disconnect", { token: owner.token, query: q(workspace.id) });
+      expect(res.status, res.text).toBe(200);
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(withheld).toBe(1);
     expect((await partitionItems(`ws#${workspace.id}`)).filter((i) => /^(integration#codehost|issue_link#codehost)/.test(String(i.sk)))).toEqual([]);
   });
 
