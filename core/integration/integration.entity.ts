@@ -104,6 +104,11 @@ export const buildIssueLinkEntity = () => new Entity({
     created_by: { type: "string" },
     pending_action_id: { type: "string" },
     last_synced_at: { type: "string" },
+    /**
+     * The `started_at` of the last sync run whose read of this issue failed (gone, out of reach): that run's queued
+     * continuations skip the link instead of reading it again from the start, so a run ends however many links fail.
+     */
+    sync_failed_run: { type: "string" },
     created_at: { type: "string", required: true, readOnly: true, default: () => new Date().toISOString() },
   },
   indexes: {

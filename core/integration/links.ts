@@ -40,3 +40,20 @@ export async function markSynced(workspaceId: string, kind: "codehost" | "planne
     if (!isConditionalFailure(err)) throw err;
   }
 }
+
+/**
+ * Note on a link that the sync run begun at `startedAt` tried it and could not read its issue: the run's queued
+ * continuations (they pick up the links that run has not synced) skip it, so a run whose failing reads outlast the
+ * work budget still ends instead of queueing another continuation that reads them again, for ever. The next sync
+ * (another `started_at`) reads it again. A link gone meanwhile (a disconnect) is left gone.
+ */
+export async function markSyncFailed(link: LinkItem, startedAt: string): Promise<void> {
+  try {
+    await db()
+      .entities.issueLink.patch({ workspace_id: link.workspace_id, kind: link.kind, recommendation_id: link.recommendation_id, id: link.id })
+      .set({ sync_failed_run: startedAt })
+      .go();
+  } catch (err) {
+    if (!isConditionalFailure(err)) throw err;
+  }
+}

@@ -284,7 +284,10 @@ async function requireIntegration(userId: string, workspaceId: string, platform:
  * the list the push read at its start, since a review may have landed on a later ticket while earlier ones were
  * pushed (once the lease is held, none can). `retry`: an earlier attempt began, so an issue may exist already.
  */
-type Claim = { ticket: TicketItem; until: number; startedAt: string; retry: boolean };
+type Claim = { ticket: TicketItem; until: number; startedAt: string; retry: boolean; heldBefore: string | undefined };
+
+/** The place a push goes, as `may_hold_issue_at` records it. */
+const placeOf = (platform: Platform, destination: string): string => `${platform}:${destination}`;
 
 /** Take the push lease of a ticket in `from`: null when another push holds it or the status moved. */
 async function claim(t: TicketItem, platform: Platform, destination: string): Promise<Claim | null> {
@@ -292,12 +295,14 @@ async function claim(t: TicketItem, platform: Platform, destination: string): Pr
   const until = now + PUSH_LEASE_MS;
   // The first attempt's start stays: a retry must search back to it for an issue that attempt may have created.
   const startedAt = t.push_started_at ?? new Date(now).toISOString();
+  const place = placeOf(platform, destination);
   try {
+    // The mark of a possible issue goes down before the create can happen, and only where no other place holds one.
     const { data } = await db().entities.executionTicket.patch(keyOf(t))
-      .set({ push_claim_until: until, push_started_at: startedAt, platform, destination })
-      .where((a, op) => `${op.eq(a.status, t.status)} AND (${op.notExists(a.push_claim_until)} OR ${op.lt(a.push_claim_until, now)})`)
+      .set({ push_claim_until: until, push_started_at: startedAt, platform, destination, may_hold_issue_at: place })
+      .where((a, op) => `${op.eq(a.status, t.status)} AND (${op.notExists(a.push_claim_until)} OR ${op.lt(a.push_claim_until, now)}) AND (${op.notExists(a.may_hold_issue_at)} OR ${op.eq(a.may_hold_issue_at, place)})`)
       .go({ response: "all_new" });
-    return { ticket: data as TicketItem, until, startedAt, retry: !!t.push_started_at };
+    return { ticket: data as TicketItem, until, startedAt, retry: !!t.push_started_at, heldBefore: heldPlace(t) };
   } catch (err) {
     if (isConditionalFailure(err)) return null;
     throw err;
@@ -327,17 +332,37 @@ const OUTCOME_UNKNOWN = "outcome unknown";
 /**
  * Why a ticket may not be pushed to `platform`/`destination` now, or null: a push whose outcome is unknown may have
  * created an issue there, and only a push to the same place looks for it (by its marker) before creating one; a push
- * elsewhere would leave that issue behind as a duplicate. Unknown: a push_failed whose create got no answer, or a
- * push that claimed the ticket and never settled it (its worker died, perhaps after the create; every settle removes
- * the lease, so a lease left behind and run out says so).
+ * elsewhere would leave that issue behind as a duplicate. The place is `may_hold_issue_at`, set by every claim before
+ * its create and cleared only by a push settled as pushed or a create known not to have happened: a push_failed whose
+ * create got no answer, or a push that claimed the ticket and never settled it (its worker died, perhaps after the
+ * create). A review (PATCH) or a later refusal at that place does not clear it. (Tickets written before the attribute:
+ * a push_error "outcome unknown", or a lease left behind and run out, with `platform`/`destination`.) A push holding
+ * a live lease is left to the claim to refuse.
  */
 function elsewhereAfterUnknown(t: TicketItem, platform: Platform, destination: string, now = Date.now()): string | null {
-  const unanswered = t.status === "push_failed" && !!t.push_error?.startsWith(OUTCOME_UNKNOWN);
-  const abandoned = t.push_claim_until !== undefined && t.push_claim_until !== null && t.push_claim_until < now && !!t.platform;
-  if (!unanswered && !abandoned) return null;
-  if (t.platform === platform && (t.destination ?? "") === destination) return null;
-  return `its last push (to ${t.platform}${t.destination ? ` ${t.destination}` : ""}) may have created an issue there (${OUTCOME_UNKNOWN}): push it there again, which finds that issue before creating one`;
+  if (t.push_claim_until !== undefined && t.push_claim_until !== null && t.push_claim_until >= now) return null;
+  const held = heldPlace(t);
+  if (!held || held === placeOf(platform, destination)) return null;
+  const [heldPlatform, heldDestination] = [held.slice(0, held.indexOf(":")), held.slice(held.indexOf(":") + 1)];
+  return `its last push (to ${heldPlatform}${heldDestination ? ` ${heldDestination}` : ""}) may have created an issue there (${OUTCOME_UNKNOWN}): push it there again, which finds that issue before creating one`;
 }
+
+/**
+ * Where an issue of the ticket may exist unrecorded, or undefined: `may_hold_issue_at`, else (a ticket written before
+ * that attribute) its `platform`/`destination` when its push_error says "outcome unknown" or a lease was left behind.
+ */
+function heldPlace(t: TicketItem): string | undefined {
+  if (t.may_hold_issue_at) return t.may_hold_issue_at;
+  const leased = t.push_claim_until !== undefined && t.push_claim_until !== null;
+  const legacy = (t.status === "push_failed" && !!t.push_error?.startsWith(OUTCOME_UNKNOWN)) || leased;
+  return legacy && t.platform ? placeOf(t.platform, t.destination ?? "") : undefined;
+}
+
+/**
+ * What `may_hold_issue_at` becomes when this attempt is known to have created nothing (a refused create, a refused
+ * marker search, a rate limit, a refused grant): removed unless an earlier attempt left it (its issue may still exist).
+ */
+const nothingCreated = (c: Claim): string[] => (c.heldBefore ? [] : ["may_hold_issue_at"]);
 
 /** A push result before the answer adds `block_removed` (push reads the document's blocks once for all). */
 type PushResult = Omit<PushOutcome, "block_removed">;
@@ -359,17 +384,17 @@ async function pushOne(tracker: Tracker, c: Claim): Promise<PushResult> {
       ? await tracker.findByMarker(markerOf(t.id), new Date(Date.parse(c.startedAt) - MARKER_SEARCH_SLACK_MS).toISOString(), t.id)
       : null;
     const issue = earlier ?? (await tracker.create({ ticket_id: t.id, ticket_type: t.ticket_type, title: t.title, body: issueBody(t), labels: t.labels ?? [], priority: t.priority ?? null }));
-    const done = await settle(c, "pushed", { external_id: issue.external_id, external_url: issue.external_url }, ["push_error"]);
+    const done = await settle(c, "pushed", { external_id: issue.external_id, external_url: issue.external_url }, ["push_error", "may_hold_issue_at"]);
     return done ? outcome(done) : outcome(t, t.status, "another push took the ticket over");
   } catch (err) {
     if (err instanceof ProviderError && (err.failure === "rate_limited" || err.failure === "auth_expired")) {
       // A limit (the caller queues the rest) or a refused grant (the tracker answers its 424): nothing was created.
-      await settle(c, null);
+      await settle(c, null, {}, nothingCreated(c));
       throw err;
     }
     if (err instanceof AppError) {
       // The 424 of a refused grant (the tracker marked the integration): release the ticket, answer the 424.
-      await settle(c, null);
+      await settle(c, null, {}, nothingCreated(c));
       throw err;
     }
     // Refused (validation, forbidden, not found) or an outcome nobody knows (timeout, 5xx): push_failed. The
@@ -377,7 +402,9 @@ async function pushOne(tracker: Tracker, c: Claim): Promise<PushResult> {
     const known = err instanceof ProviderError && ["validation", "forbidden", "not_found"].includes(err.failure);
     const why = err instanceof Error ? err.message : String(err);
     const message = known ? why : `${OUTCOME_UNKNOWN} (${why}); a retry looks for the issue before creating one`;
-    const failed = await settle(c, "push_failed", { push_error: message.slice(0, 1000) });
+    // A known refusal (of the create, or of a retry's marker search) created nothing now; an earlier attempt's mark
+    // stays, whatever push_error says from now on. An unknown outcome keeps the mark the claim set.
+    const failed = await settle(c, "push_failed", { push_error: message.slice(0, 1000) }, known ? nothingCreated(c) : []);
     return outcome(failed ?? t, failed ? "push_failed" : t.status, message);
   }
 }
@@ -490,6 +517,18 @@ async function syncOne(tracker: Tracker, t: TicketItem, now: string, batched?: I
 }
 
 /**
+ * Note on a ticket that the sync run begun at `startedAt` tried it and could not sync it: that run's continuations
+ * skip it (the next sync, with its own `startedAt`, reads it again). A ticket deleted meanwhile stays deleted.
+ */
+async function markSyncFailed(t: TicketItem, startedAt: string): Promise<void> {
+  try {
+    await db().entities.executionTicket.patch(keyOf(t)).set({ sync_failed_run: startedAt }).go();
+  } catch (err) {
+    if (!isConditionalFailure(err)) throw err;
+  }
+}
+
+/**
  * Every pushed ticket of the document has settled (done or cancelled), one at least done: the work of the document
  * is delivered, and its recommendation moves to implemented (unless implemented or rejected; spec 01).
  */
@@ -506,7 +545,8 @@ async function settleRecommendation(userId: string, doc: DocumentItem): Promise<
  * (`synced_status`: GitHub state/state_reason, Linear state type, Jira statusCategory; never a name). One-way: nothing
  * is written to the tracker. Tickets whose platform lacks its plan feature or integration are reported as errors;
  * when no platform of the document's pushed tickets is usable, the answer is that platform's 403 or 404.
- * @param startedAt tickets synced at or after this instant are skipped (a queued continuation of the same sync)
+ * @param startedAt tickets synced at or after this instant, or whose read failed in the run begun then
+ *   (`sync_failed_run`), are skipped (a queued continuation of the same sync)
  * @returns `{results, synced (category changed), unchanged, errors, queued, recommendation_implemented}`
  * @throws AppError FORBIDDEN (403: not a member, or a plan gate); NOT_FOUND (404, document); NO_ACTIVE_INTEGRATION (404);
  *   CODEHOST_TOKEN_ERROR and the others' (424)
@@ -514,7 +554,9 @@ async function settleRecommendation(userId: string, doc: DocumentItem): Promise<
 export async function sync(userId: string, input: SyncTicketsInput, startedAt = new Date().toISOString(), opts: { budgetMs?: number } = {}): Promise<SyncTicketsResult> {
   const deadline = Date.now() + (opts.budgetMs ?? WORK_BUDGET_MS);
   const doc = await documentIn(userId, input.workspace_id, input.document_id);
-  const due = (await ticketsOf(doc)).filter((t) => (t.status === "pushed" || t.status === "synced") && t.external_id && t.platform && (!t.last_synced_at || t.last_synced_at < startedAt));
+  // A ticket this run already tried and could not sync (`sync_failed_run`) is not read again by its continuations:
+  // each run reads every ticket once at most, so its chain of continuations ends however many reads fail.
+  const due = (await ticketsOf(doc)).filter((t) => (t.status === "pushed" || t.status === "synced") && t.external_id && t.platform && (!t.last_synced_at || t.last_synced_at < startedAt) && t.sync_failed_run !== startedAt);
   const results: SyncResult[] = [];
   const groups = new Map<string, TicketItem[]>();
   for (const t of due) groups.set(`${t.platform}\u0000${t.destination ?? ""}`, [...(groups.get(`${t.platform}\u0000${t.destination ?? ""}`) ?? []), t]);
@@ -553,14 +595,18 @@ export async function sync(userId: string, input: SyncTicketsInput, startedAt = 
               const got = await tracker.readMany(ids);
               for (const id of ids) reads.set(id, got.get(id) ?? new ProviderError("not_found", `issue ${id} is gone or out of the grant's reach`));
             }
-            results.push(await syncOne(tracker, tickets[i]!, now, reads.get(tickets[i]!.external_id!)));
+            const r = await syncOne(tracker, tickets[i]!, now, reads.get(tickets[i]!.external_id!));
+            if (r.error) await markSyncFailed(tickets[i]!, startedAt);
+            results.push(r);
           } catch (err) {
             if (err instanceof ProviderError && err.failure === "rate_limited") return queueRest(i, err.retryAfterSeconds ?? 60);
             if (err instanceof ProviderError && err.failure !== "auth_expired") {
+              await markSyncFailed(tickets[i]!, startedAt);
               results.push(syncOutcome(tickets[i]!, false, `${err.failure}: ${err.message}`));
               continue;
             }
             if (isConditionalFailure(err)) {
+              await markSyncFailed(tickets[i]!, startedAt);
               results.push(syncOutcome(tickets[i]!, false, "the ticket changed meanwhile"));
               continue;
             }

@@ -37,12 +37,24 @@ export const buildExecutionTicketEntity = () => new Entity({
     push_error: { type: "string" },
     push_claim_until: { type: "number" },
     push_started_at: { type: "string" },
+    /**
+     * Where an issue of this ticket may exist although no push recorded it (`<platform>:<destination>`): written by the
+     * claim before a create, removed only when a push settles as pushed, or when this attempt's create was refused
+     * (or never sent) and no earlier attempt left the mark. A push elsewhere is refused while it is set (a second
+     * issue); the review (PATCH) and a retry's failed marker search leave it, whatever `push_error` then says.
+     */
+    may_hold_issue_at: { type: "string" },
     /** The category last read from the tracker (todo, in_progress, done, cancelled) and the raw state it came from. */
     synced_status: { type: "string" },
     remote_state: { type: "string" },
     /** The ETag of the last issue read (code host), for a conditional request that costs no rate limit. */
     etag: { type: "string" },
     last_synced_at: { type: "string" },
+    /**
+     * The `started_at` of the last sync run whose read of this ticket's issue failed (gone, refused, unmapped, a 5xx):
+     * that run's queued continuations skip the ticket instead of reading it again, so a run ends however many fail.
+     */
+    sync_failed_run: { type: "string" },
     created_by: { type: "string", required: true },
     reviewed_by: { type: "string" },
     created_at: { type: "string", required: true, readOnly: true, default: () => new Date().toISOString() },

@@ -285,6 +285,55 @@ describe("push", () => {
     expect((await listed(s))[0]).toMatchObject({ status: "pushed", push_error: null });
   });
 
+  it("a ticket whose push outcome is unknown stays refused elsewhere after a review (PATCH) and after a retry whose marker search GitHub refused", async () => {
+    const s = await setup({ connect: true, select: [REPO, OTHER] });
+    const { tickets } = await generate(s, ["user_story"]);
+    const id = tickets[0].id;
+    await review(s, id);
+    github.fail({ match: /^POST \/repos\/.*\/issues$/, status: 0, message: "lost", lost: true });
+    const first = await push(s, { repo: REPO, ticket_ids: [id] });
+    expect(first.body.results[0]).toMatchObject({ status: "push_failed", error: expect.stringMatching(/outcome unknown/) });
+    expect(issuesFor([id])).toHaveLength(1); // GitHub did create it
+
+    // A: the review clears push_error, not the fact that REPO may hold the issue.
+    const reviewed = await review(s, id, { title: "Resume an interrupted upload (edited)" });
+    expect(reviewed.status, reviewed.text).toBe(200);
+    expect(reviewed.body).toMatchObject({ status: "reviewed", push_error: null });
+    const elsewhere = await push(s, { repo: OTHER, ticket_ids: [id] });
+    expect(elsewhere.body).toMatchObject({ pushed: 0, failed: 1 });
+    expect(elsewhere.body.results[0]).toMatchObject({ status: "reviewed", error: expect.stringMatching(new RegExp(`to codehost ${REPO}\\) may have created an issue there.*push it there again`)) });
+    expect(issuesFor([id], OTHER)).toHaveLength(0);
+
+    // B: a retry at REPO whose marker search GitHub refuses (a 4xx: a known failure) is push_failed without "outcome
+    // unknown"; the issue may still be there, so OTHER stays refused.
+    github.fail({ match: new RegExp(`^GET /repos/${REPO}/issues$`), status: 422, message: "Validation Failed" });
+    const refused = await push(s, { repo: REPO, ticket_ids: [id] });
+    expect(refused.body.results[0]).toMatchObject({ status: "push_failed", error: expect.not.stringMatching(/outcome unknown/) });
+    const still = await push(s, { repo: OTHER, ticket_ids: [id] });
+    expect(still.body.results[0]).toMatchObject({ status: "push_failed", error: expect.stringMatching(/may have created an issue there/) });
+    expect(issuesFor([id], OTHER)).toHaveLength(0);
+
+    // Pushed to REPO again, it finds that issue: one issue, and the ticket is pushed (the mark goes with it).
+    const retry = await push(s, { repo: REPO, ticket_ids: [id] });
+    expect(retry.body).toMatchObject({ pushed: 1, failed: 0 });
+    expect(issuesFor([id])).toHaveLength(1);
+    expect(retry.body.results[0].external_id).toBe(`${REPO}#${issuesFor([id])[0]!.number}`);
+  });
+
+  it("a create GitHub refused (a known outcome) leaves no mark: the ticket may then be pushed elsewhere", async () => {
+    const s = await setup({ connect: true, select: [REPO, OTHER] });
+    const { tickets } = await generate(s, ["user_story"]);
+    const id = tickets[0].id;
+    await review(s, id);
+    github.fail({ match: new RegExp(`^POST /repos/${REPO}/issues$`), status: 422, message: "Validation Failed" });
+    const refused = await push(s, { repo: REPO, ticket_ids: [id] });
+    expect(refused.body.results[0]).toMatchObject({ status: "push_failed", error: expect.stringMatching(/Validation Failed/) });
+    const elsewhere = await push(s, { repo: OTHER, ticket_ids: [id] });
+    expect(elsewhere.body).toMatchObject({ pushed: 1, failed: 0 });
+    expect(issuesFor([id], OTHER)).toHaveLength(1);
+    expect(issuesFor([id])).toHaveLength(0);
+  });
+
   it("a refused create is push_failed with GitHub's reason; a rate limit queues the rest with GitHub's wait", async () => {
     const s = await setup({ connect: true });
     const { tickets } = await generate(s);

@@ -14,7 +14,7 @@ import { isConditionalFailure } from "../../db/errors";
 import { logProviderFailure } from "../log";
 import { deferJob, WORK_BUDGET_MS } from "../jobs";
 import { markImplemented } from "../implemented";
-import { markSynced, recordSyncedLink } from "../links";
+import { markSyncFailed, markSynced, recordSyncedLink } from "../links";
 import type { IssueLinkEntity } from "../integration.entity";
 import type {
   CallbackQuery,
@@ -260,22 +260,26 @@ export async function refreshLink(userId: string, host: CodeHost, link: LinkItem
  * `POST /sync` (spec 02): refresh every code-host link of the workspace. When GitHub rate-limits part-way, the rest
  * is queued with GitHub's wait as the delay (the answer counts it in `queued_count`) instead of waiting here; past
  * `WORK_BUDGET_MS` (12 s) the rest is queued at once, so a request stays well inside API Gateway's 29 s. A link whose
- * issue GitHub no longer answers for (deleted, out of reach) keeps its last known state and is not counted.
- * @param startedAt links synced at or after this instant are skipped (a queued continuation of the same sync)
+ * issue GitHub no longer answers for (deleted, out of reach) keeps its last known state and is not counted; it is noted
+ * as failed by this run (`sync_failed_run`), so the run's continuations do not read it again and the chain ends.
+ * @param startedAt links synced at or after this instant, or failed by the run begun then, are skipped (a queued
+ *   continuation of the same sync)
  * @returns `{synced_count, updated_count, queued_count}`
  */
 export async function sync(userId: string, workspaceId: string, startedAt = new Date().toISOString(), opts: { budgetMs?: number } = {}): Promise<SyncResult> {
   const deadline = Date.now() + (opts.budgetMs ?? WORK_BUDGET_MS);
   await requireMember(userId, workspaceId);
   await OAuth.activeIntegration(workspaceId, "codehost");
-  const pending = (await allLinks(workspaceId)).filter((l) => !l.last_synced_at || l.last_synced_at < startedAt);
+  // A link this run already tried and could not read (`sync_failed_run`) is not read again by its continuations.
+  const pending = (await allLinks(workspaceId)).filter((l) => (!l.last_synced_at || l.last_synced_at < startedAt) && l.sync_failed_run !== startedAt);
   let synced = 0;
   let updated = 0;
   let queued = 0;
   await withCodeHost(workspaceId, async (host) => {
     for (let i = 0; i < pending.length; i++) {
       if (i > 0 && Date.now() > deadline) {
-        // Past the budget: the queue's consumer goes on with the links not synced since `startedAt`.
+        // Past the budget: the queue's consumer goes on with the links not synced since `startedAt` (nor tried and
+        // failed by this run: each run reads every link once, so the chain of continuations ends).
         queued = pending.length - i;
         await deferJob({ type: "codehost.sync", workspace_id: workspaceId, user_id: userId, started_at: startedAt }, 1);
         return;
@@ -288,6 +292,7 @@ export async function sync(userId: string, workspaceId: string, startedAt = new 
         // 403) keeps its last known state, as a planner link does; the other links still sync.
         if (err instanceof ProviderError && (err.failure === "not_found" || err.failure === "forbidden")) {
           logProviderFailure("codehost", workspaceId, err);
+          await markSyncFailed(pending[i]!, startedAt);
           continue;
         }
         if (!(err instanceof ProviderError) || err.failure !== "rate_limited") throw err;
