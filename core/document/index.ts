@@ -485,7 +485,8 @@ export async function saveRevision(userId: string, documentId: string, summary: 
     document
       .patch({ workspace_id: doc.workspace_id, id: doc.id })
       .set({ last_revision: n })
-      .where((attr, op) => (expected === undefined ? op.eq(attr.last_revision, doc.last_revision) : `${op.eq(attr.last_revision, doc.last_revision)} AND ${op.eq(attr.version, expected)}`))
+      // Not while a DELETE removes the document: a revision written after it listed the children would be left behind.
+      .where((attr, op) => `${op.eq(attr.last_revision, doc.last_revision)} AND ${op.notExists(attr.deleting_at)}${expected === undefined ? "" : ` AND ${op.eq(attr.version, expected)}`}`)
       .commit(),
     revision.create(rev).commit(),
   ]).go();
@@ -571,7 +572,7 @@ export async function restore(userId: string, documentId: string, revisionId: st
       .set({ title: target.title, ...stored, last_revision: n + 2, version: doc.version + 1 });
     const write = !stored.content_ref && doc.content_ref ? patch.remove(["content_ref"]) : patch;
     return [
-      write.where((attr, op) => `${op.eq(attr.last_revision, n)} AND ${op.eq(attr.version, doc.version)}`).commit(),
+      write.where((attr, op) => `${op.eq(attr.last_revision, n)} AND ${op.eq(attr.version, doc.version)} AND ${op.notExists(attr.deleting_at)}`).commit(),
       revision.create(before).commit(),
       revision.create(after).commit(),
     ];
@@ -607,7 +608,7 @@ export async function changeStatus(userId: string, documentId: string, input: St
     document
       .patch({ workspace_id: doc.workspace_id, id: doc.id })
       .set({ status: input.target_status, last_revision: n })
-      .where((attr, op) => `${op.eq(attr.status, doc.status)} AND ${op.eq(attr.last_revision, doc.last_revision)}`)
+      .where((attr, op) => `${op.eq(attr.status, doc.status)} AND ${op.eq(attr.last_revision, doc.last_revision)} AND ${op.notExists(attr.deleting_at)}`)
       .commit(),
     revision.create(rev).commit(),
   ]).go();

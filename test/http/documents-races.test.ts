@@ -120,6 +120,19 @@ describe("creates racing the document's DELETE answer 404 and leave nothing behi
     expect(await itemsOf(docId)).toEqual([]);
   });
 
+  it("a revision save or a status change landing between the DELETE's read of the child keys and its deletes leaves no revision behind", async () => {
+    for (const late of [
+      (docId: string) => call("POST", `/api/documents/${docId}/versions`, { token: ws.token, body: { change_summary: "late" } }),
+      (docId: string) => call("POST", `/api/documents/${docId}/status`, { token: ws.token, body: { target_status: "review" } }),
+    ]) {
+      const docId = await newDoc();
+      const [removed, saved] = await landsBefore(/^BatchWrite/, `document#${docId}`, () => late(docId), () => call("DELETE", `/api/documents/${docId}`, { token: ws.token }));
+      expect(removed.status, removed.text).toBe(204);
+      expect(saved.status, saved.text).toBe(409);
+      expect(await itemsOf(docId)).toEqual([]);
+    }
+  });
+
   it("an annotation create whose write comes after the DELETE", async () => {
     const docId = await newDoc();
     const block = await addBlock(docId, "one");
