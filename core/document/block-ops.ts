@@ -362,21 +362,26 @@ async function extractLocked(found: DocumentItem) {
     // The replaced blocks' annotations go with them (as on DELETE of a block), rather than being left orphaned.
     await deleteKeys(await partitionKeys(partitionOf(doc.workspace_id), `document#${doc.id}#note#`));
   }
-  await writeAll(
-    drafts.map((d, i) => ({
-      id: randomUUID(),
-      workspace_id: doc.workspace_id,
-      document_id: doc.id,
-      block_type: d.block_type,
-      title: d.title ?? DEFAULT_TITLES[d.block_type],
-      content: d.content as Record<string, unknown>,
-      position: i,
-    })),
-    (items) => db().entities.block.put(items).go(),
-    (k: { id: string }) => k.id,
-  );
+  const written = drafts.map((d, i) => ({
+    id: randomUUID(),
+    workspace_id: doc.workspace_id,
+    document_id: doc.id,
+    block_type: d.block_type,
+    title: d.title ?? DEFAULT_TITLES[d.block_type],
+    content: d.content as Record<string, unknown>,
+    position: i,
+  }));
+  await writeAll(written, (items) => db().entities.block.put(items).go(), (k: { id: string }) => k.id);
+  // A batch put takes no condition: a DELETE of the document that began meanwhile (its mark, `deleting_at`) may have
+  // listed the children before these were written, so they go again here rather than outlive it.
+  const { data: now } = await db().entities.document.get({ workspace_id: doc.workspace_id, id: doc.id }).go({ consistent: true });
+  if (!now || now.deleting_at) {
+    await writeAll(written.map(({ workspace_id, document_id, id }) => ({ workspace_id, document_id, id })), (keys) => db().entities.block.delete(keys).go(), (k: { id: string }) => k.id);
+    throw Errors.notFound("Document");
+  }
   const blocks = (await blocksOf(doc)).map(blockView);
-  return { document_id: doc.id, blocks, count: blocks.length, replaced: old.length };
+  // The first page of the listing (`listBlocksPage`): every block up to 5 MB of JSON; `count` counts them all.
+  return { document_id: doc.id, blocks: fitResponse(blocks), count: blocks.length, replaced: old.length };
 }
 
 /** `POST /api/intent/parse`: a block skeleton decomposed from free text (nothing is stored). */

@@ -133,6 +133,15 @@ describe("creates racing the document's DELETE answer 404 and leave nothing behi
     }
   });
 
+  it("an extraction whose blocks are written after the DELETE listed the children takes them back and answers 404", async () => {
+    const docId = await newDoc();
+    const extract = () => call("POST", "/api/blocks/extract", { token: ws.token, body: { workspace_id: ws.workspaceId, document_id: docId } });
+    const [removed, extracted] = await landsBefore(/^BatchWrite/, `document#${docId}`, extract, () => call("DELETE", `/api/documents/${docId}`, { token: ws.token }));
+    expect(removed.status, removed.text).toBe(204);
+    expectEnvelope(extracted, 404, "NOT_FOUND");
+    expect(await itemsOf(docId)).toEqual([]);
+  });
+
   it("an annotation create whose write comes after the DELETE", async () => {
     const docId = await newDoc();
     const block = await addBlock(docId, "one");
