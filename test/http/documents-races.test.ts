@@ -142,25 +142,18 @@ describe("creates racing the document's DELETE answer 404 and leave nothing behi
     expect(await itemsOf(docId)).toEqual([]);
   });
 
-  it("an annotation create whose write comes after the DELETE", async () => {
+  it.each([
+    // The document's DELETE leaves nothing of it; a block's leaves the document and its revision.
+    { what: "the DELETE", path: (docId: string) => `/api/documents/${docId}`, left: (_sk: string) => true },
+    { what: "its block's DELETE", path: (docId: string, blockId: string) => `${blocksPath(docId)}/${blockId}`, left: (sk: string) => sk.includes("#block#") || sk.includes("#note#") },
+  ])("an annotation create whose write comes after $what", async ({ path, left }) => {
     const docId = await newDoc();
     const block = await addBlock(docId, "one");
     expect(block.status).toBe(201);
     const annotate = () => call("POST", `${blocksPath(docId)}/${block.body.id}/annotations`, { token: ws.token, body: { body: "Looks good" } });
-    const [created, removed] = await landsBefore(CREATE_WRITE, "#note#", () => call("DELETE", `/api/documents/${docId}`, { token: ws.token }), annotate);
+    const [created, removed] = await landsBefore(CREATE_WRITE, "#note#", () => call("DELETE", path(docId, block.body.id), { token: ws.token }), annotate);
     expect(removed.status, removed.text).toBe(204);
     expectEnvelope(created, 404, "NOT_FOUND");
-    expect(await itemsOf(docId)).toEqual([]);
-  });
-
-  it("an annotation create whose write comes after its block's DELETE", async () => {
-    const docId = await newDoc();
-    const block = await addBlock(docId, "one");
-    expect(block.status).toBe(201);
-    const annotate = () => call("POST", `${blocksPath(docId)}/${block.body.id}/annotations`, { token: ws.token, body: { body: "Looks good" } });
-    const [created, removed] = await landsBefore(CREATE_WRITE, "#note#", () => call("DELETE", `${blocksPath(docId)}/${block.body.id}`, { token: ws.token }), annotate);
-    expect(removed.status, removed.text).toBe(204);
-    expectEnvelope(created, 404, "NOT_FOUND");
-    expect((await itemsOf(docId)).filter((sk) => sk.includes("#block#") || sk.includes("#note#"))).toEqual([]);
+    expect((await itemsOf(docId)).filter(left)).toEqual([]);
   });
 });
