@@ -86,6 +86,14 @@ const RATE_LIMIT_DEFAULTS = {
 /** The names of the configurable per-user rate limits. */
 export type RateLimitName = keyof typeof RATE_LIMIT_DEFAULTS;
 
+/** Default of PROVIDER_REQUEST_TIMEOUT_SECONDS, ms. */
+export const PROVIDER_REQUEST_TIMEOUT_DEFAULT_MS = 20_000;
+/**
+ * The longest provider request timeout the setting can ask for, ms: a larger value is cut to this. core/ticket checks
+ * at load that it leaves room inside the push lease (a retry's marker search and then the create).
+ */
+export const PROVIDER_REQUEST_TIMEOUT_MAX_MS = 25_000;
+
 export const Config = {
   /** Stage name: "local" for the embedded runtime, the SST stage in AWS. */
   stage: () => env("STAGE") ?? "local",
@@ -230,6 +238,18 @@ export const Config = {
   googleAuthUrl: () => (env("GOOGLE_AUTH_URL") ?? "https://accounts.google.com").replace(/\/+$/, ""),
   /** Google OAuth token base (GOOGLE_TOKEN_URL): `/token`. */
   googleTokenUrl: () => (env("GOOGLE_TOKEN_URL") ?? "https://oauth2.googleapis.com").replace(/\/+$/, ""),
+  /**
+   * How long one request to GitHub, Linear or Jira (the code host, planner and ticket tool adapters) may take before it
+   * is aborted, in ms (PROVIDER_REQUEST_TIMEOUT_SECONDS, default 20 s; a positive number, fractions allowed; at most
+   * {@link PROVIDER_REQUEST_TIMEOUT_MAX_MS}). A push holds its ticket for `PUSH_LEASE_MS` (core/ticket), so a create
+   * must end, answered or aborted, well inside it: an aborted create is an outcome unknown, settled while the lease
+   * still holds, and the retry finds the issue by its marker.
+   */
+  providerRequestTimeoutMs: (): number => {
+    const seconds = secondsOf("PROVIDER_REQUEST_TIMEOUT_SECONDS");
+    const ms = seconds && seconds > 0 ? Math.ceil(seconds * 1000) : PROVIDER_REQUEST_TIMEOUT_DEFAULT_MS;
+    return Math.min(ms, PROVIDER_REQUEST_TIMEOUT_MAX_MS);
+  },
   /**
    * What jira.js does with a Jira answer its schema does not describe (JIRA_SCHEMA_MISMATCH): "warn" (default: the
    * body is used, the field reported once on stderr; a site's locale or features must not break the integration) or

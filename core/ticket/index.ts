@@ -15,6 +15,7 @@
  */
 import type { EntityItem } from "electrodb";
 import { AppError, Errors } from "../error";
+import { Config, PROVIDER_REQUEST_TIMEOUT_MAX_MS } from "../config";
 import { db } from "../db/service";
 import { getAll } from "../db/bulk";
 import { isConditionalFailure } from "../db/errors";
@@ -51,8 +52,17 @@ import {
 export * from "./schema";
 export type TicketItem = EntityItem<ExecutionTicketEntity>;
 
-/** How long one pusher holds a ticket while it talks to the tracker, ms: longer than one create takes. */
+/**
+ * How long one pusher holds a ticket while it talks to the tracker, ms: longer than one create takes. Every request
+ * of the code host, planner and ticket tool adapters is aborted after PROVIDER_REQUEST_TIMEOUT_SECONDS (default 20 s,
+ * at most `PROVIDER_REQUEST_TIMEOUT_MAX_MS`, core/integration/timeout.ts), so a create ends, answered or aborted
+ * (then push_failed "outcome unknown"), while its lease holds; a create is not begun with less than that left of it.
+ */
 export const PUSH_LEASE_MS = 60_000;
+// A retry's marker search and then the create must both fit in the lease: checked at load, not left to a comment.
+if (2 * PROVIDER_REQUEST_TIMEOUT_MAX_MS >= PUSH_LEASE_MS) {
+  throw new Error(`PROVIDER_REQUEST_TIMEOUT_MAX_MS (${PROVIDER_REQUEST_TIMEOUT_MAX_MS}) must be under half of PUSH_LEASE_MS (${PUSH_LEASE_MS})`);
+}
 /** How long a request works through tickets before it queues the rest (core/integration/jobs.ts). */
 export { WORK_BUDGET_MS };
 /** A retry looks for the marker among issues created from this long before the first attempt began (clock skew). */
@@ -383,6 +393,13 @@ async function pushOne(tracker: Tracker, c: Claim): Promise<PushResult> {
     const earlier = c.retry
       ? await tracker.findByMarker(markerOf(t.id), new Date(Date.parse(c.startedAt) - MARKER_SEARCH_SLACK_MS).toISOString(), t.id)
       : null;
+    if (!earlier && Date.now() + Config.providerRequestTimeoutMs() >= c.until) {
+      // The search ran so long that a create begun now could outlive the lease (and land after another push searched):
+      // nothing was created by this attempt; the next push searches again.
+      const message = "the search for an earlier issue left too little of the push's lease for a create; push again";
+      const late = await settle(c, "push_failed", { push_error: message }, nothingCreated(c));
+      return outcome(late ?? t, late ? "push_failed" : t.status, message);
+    }
     const issue = earlier ?? (await tracker.create({ ticket_id: t.id, ticket_type: t.ticket_type, title: t.title, body: issueBody(t), labels: t.labels ?? [], priority: t.priority ?? null }));
     const done = await settle(c, "pushed", { external_id: issue.external_id, external_url: issue.external_url }, ["push_error", "may_hold_issue_at"]);
     return done ? outcome(done) : outcome(t, t.status, "another push took the ticket over");

@@ -82,6 +82,17 @@ async function reviewed(s: Setup) {
 const push = (s: Setup, extra: Record<string, unknown>) => call("POST", "/api/execution/push", { token: s.token, body: { workspace_id: s.workspaceId, document_id: s.documentId, ...extra } });
 const sync = (s: Setup) => call("POST", "/api/execution/sync", { token: s.token, body: { workspace_id: s.workspaceId, document_id: s.documentId } });
 const listed = async (s: Setup) => (await call("GET", `/api/execution/${s.documentId}/tickets`, { token: s.token })).body.tickets as any[];
+/** Run `fn` with PROVIDER_REQUEST_TIMEOUT_SECONDS set to `seconds`, then put the setting back. */
+async function withRequestTimeout<T>(seconds: string, fn: () => Promise<T>): Promise<T> {
+  const before = process.env.PROVIDER_REQUEST_TIMEOUT_SECONDS;
+  process.env.PROVIDER_REQUEST_TIMEOUT_SECONDS = seconds;
+  try {
+    return await fn();
+  } finally {
+    if (before === undefined) delete process.env.PROVIDER_REQUEST_TIMEOUT_SECONDS;
+    else process.env.PROVIDER_REQUEST_TIMEOUT_SECONDS = before;
+  }
+}
 const recStatus = async (s: Setup) => (await call("GET", `/api/recommendations/${s.recommendationId}`, { token: s.token })).body.status;
 
 describe("planner (Linear)", () => {
@@ -151,6 +162,28 @@ describe("planner (Linear)", () => {
     expect(mine()).toHaveLength(1);
     expect(retry.body.results[0].external_id).toBe(mine()[0]!.id);
     expect(linear.count("PlannerIssueCreate", mark)).toBe(0);
+  });
+
+  it("a create Linear holds past PROVIDER_REQUEST_TIMEOUT_SECONDS is aborted: push_failed 'outcome unknown' within about the timeout; the retry finds the issue once Linear stores it", async () => {
+    const s = await connected();
+    const { story } = await reviewed(s);
+    const mine = () => [...linear.issues.values()].filter((i) => i.description?.includes(`r2d:ticket:${story.id}`));
+    await withRequestTimeout("0.4", async () => {
+      linear.fail({ operation: "PlannerIssueCreate", kind: "held", holdMs: 5000 });
+      const started = Date.now();
+      const first = await push(s, { platform: "planner", ticket_ids: [story.id] });
+      const took = Date.now() - started;
+      expect(first.body, `${took} ms: ${first.text}`).toMatchObject({ pushed: 0, failed: 1 });
+      expect(first.body.results[0]).toMatchObject({ status: "push_failed", error: expect.stringMatching(/^outcome unknown .*Linear did not answer within 400 ms/) });
+      expect(took, `${took} ms: ${first.text}`).toBeLessThan(4000); // not the stand-in's 5 s
+      expect(took).toBeLessThan(Tickets.PUSH_LEASE_MS);
+      expect(mine()).toHaveLength(0); // still held
+      await expect.poll(() => mine().length, { timeout: 10_000, interval: 100 }).toBe(1);
+    });
+    const retry = await push(s, { platform: "planner", ticket_ids: [story.id] });
+    expect(retry.body).toMatchObject({ pushed: 1, failed: 0 });
+    expect(mine()).toHaveLength(1);
+    expect(retry.body.results[0].external_id).toBe(mine()[0]!.id);
   });
 
   it("a sync whose connection to Linear drops answers the ticket's error (unknown), as GitHub's and Jira's do, not a 500; the others and the next sync read on", async () => {
@@ -248,6 +281,29 @@ describe("ticket tool (Jira)", () => {
     expect(retry.body).toMatchObject({ pushed: 1, failed: 0 });
     expect(issuesFor([story.id])).toHaveLength(1);
     expect(retry.body.results[0]).toMatchObject({ external_id: issuesFor([story.id])[0]!.id, external_url: `${jira.siteUrl}/browse/${issuesFor([story.id])[0]!.key}` });
+    expect(jira.creations(mark)).toBe(0);
+  });
+
+  it("a create Jira holds past PROVIDER_REQUEST_TIMEOUT_SECONDS is ended: push_failed 'outcome unknown' within about the timeout; the retry finds the issue by its label once Jira stores it", async () => {
+    const s = await connected();
+    const { story } = await reviewed(s);
+    await withRequestTimeout("0.4", async () => {
+      jira.fail({ match: /^POST \/ex\/jira\/[^/]+\/rest\/api\/3\/issue$/, status: 0, holdMs: 5000 });
+      const started = Date.now();
+      const first = await push(s, { platform: "tickets", project_key: "P002", ticket_ids: [story.id] });
+      const took = Date.now() - started;
+      expect(first.body, `${took} ms: ${first.text}`).toMatchObject({ pushed: 0, failed: 1 });
+      expect(first.body.results[0]).toMatchObject({ status: "push_failed", error: expect.stringMatching(/^outcome unknown .*Jira did not answer within 400 ms/) });
+      expect(took, `${took} ms: ${first.text}`).toBeLessThan(4000); // not the stand-in's 5 s
+      expect(took).toBeLessThan(Tickets.PUSH_LEASE_MS);
+      expect(issuesFor([story.id])).toHaveLength(0); // still held
+      await expect.poll(() => issuesFor([story.id]).length, { timeout: 10_000, interval: 100 }).toBe(1);
+    });
+    const mark = jira.requests.length;
+    const retry = await push(s, { platform: "tickets", project_key: "P002", ticket_ids: [story.id] });
+    expect(retry.body).toMatchObject({ pushed: 1, failed: 0 });
+    expect(issuesFor([story.id])).toHaveLength(1);
+    expect(retry.body.results[0]).toMatchObject({ external_id: issuesFor([story.id])[0]!.id });
     expect(jira.creations(mark)).toBe(0);
   });
 

@@ -285,6 +285,41 @@ describe("push", () => {
     expect((await listed(s))[0]).toMatchObject({ status: "pushed", push_error: null });
   });
 
+  it("a create GitHub holds past PROVIDER_REQUEST_TIMEOUT_SECONDS is aborted: the push answers within about the timeout, push_failed 'outcome unknown', well inside its lease; the retry finds the issue once GitHub stores it", async () => {
+    const s = await setup({ connect: true });
+    const { tickets } = await generate(s, ["user_story"]);
+    await review(s, tickets[0].id);
+    const mine = () => issuesFor([tickets[0].id]);
+    const before = process.env.PROVIDER_REQUEST_TIMEOUT_SECONDS;
+    process.env.PROVIDER_REQUEST_TIMEOUT_SECONDS = "0.4";
+    try {
+      github.fail({ match: /^POST \/repos\/.*\/issues$/, status: 0, message: "held", holdMs: 5000, bodyIncludes: `r2d:ticket:${tickets[0].id}` });
+      const started = Date.now();
+      const first = await push(s);
+      const took = Date.now() - started;
+      expect(first.status, first.text).toBe(200);
+      expect(first.body, `${took} ms: ${first.text}`).toMatchObject({ pushed: 0, failed: 1 });
+      expect(first.body.results[0]).toMatchObject({ status: "push_failed", error: expect.stringMatching(/^outcome unknown/) });
+      expect(took, `${took} ms: ${first.text}`).toBeLessThan(4000); // the timeout (0.4 s) and the push's own work, not GitHub's 5 s
+      expect(took).toBeLessThan(Tickets.PUSH_LEASE_MS);
+      const failed = (await listed(s))[0];
+      expect(failed).toMatchObject({ status: "push_failed", push_error: expect.stringMatching(/^outcome unknown .*did not answer within 400 ms/) });
+      expect(mine()).toHaveLength(0); // still held
+
+      // GitHub stores the create after all; the retry finds it by its marker instead of creating a second issue.
+      await expect.poll(() => mine().length, { timeout: 10_000, interval: 100 }).toBe(1);
+    } finally {
+      if (before === undefined) delete process.env.PROVIDER_REQUEST_TIMEOUT_SECONDS;
+      else process.env.PROVIDER_REQUEST_TIMEOUT_SECONDS = before;
+      github.clearFailures();
+    }
+    const retry = await push(s, { ticket_ids: [tickets[0].id] });
+    expect(retry.body).toMatchObject({ pushed: 1, failed: 0 });
+    expect(mine()).toHaveLength(1);
+    expect(retry.body.results[0].external_id).toBe(`${REPO}#${mine()[0]!.number}`);
+    expect((await listed(s))[0]).toMatchObject({ status: "pushed", push_error: null });
+  });
+
   it("a ticket whose push outcome is unknown stays refused elsewhere after a review (PATCH) and after a retry whose marker search GitHub refused", async () => {
     const s = await setup({ connect: true, select: [REPO, OTHER] });
     const { tickets } = await generate(s, ["user_story"]);

@@ -41,6 +41,13 @@ export interface Failure {
   times?: number;
   /** The request is carried out, then its answer is lost (a network error, as after a timeout): `status` is unused. */
   lost?: boolean;
+  /**
+   * The request waits this long, then is carried out and answered as usual (`status` is unused): a stalled provider,
+   * whose answer the caller may have given up on by then.
+   */
+  holdMs?: number;
+  /** Only a request whose body contains this (a ticket's marker): other work running meanwhile is answered as usual. */
+  bodyIncludes?: string;
 }
 
 export class GitHubStandIn extends StandIn<Failure> {
@@ -186,7 +193,12 @@ export class GitHubStandIn extends StandIn<Failure> {
       return http[method](`${GHE_API}${mswPath}`, async ({ request, params }) => {
         const url = new URL(request.url);
         const key = `${method.toUpperCase()} ${url.pathname.slice("/api/v3".length)}`;
-        const failure = this.takeFailure((f) => f.match.test(key));
+        const sent = method === "post" ? await request.clone().text() : "";
+        let failure = this.takeFailure((f) => f.match.test(key) && (!f.bodyIncludes || sent.includes(f.bodyIncludes)));
+        if (failure?.holdMs) {
+          await new Promise((resolve) => setTimeout(resolve, failure!.holdMs));
+          failure = undefined;
+        }
         if (failure?.lost) {
           const done = await answer({ params: params as Record<string, string>, url, request });
           this.requests.push({ method: method.toUpperCase(), path: url.pathname + url.search, status: done.status });

@@ -29,6 +29,8 @@ export interface JiraFailure {
    * a 5xx `status` the gateway answers that instead (504: Atlassian's edge timed out waiting while Jira wrote).
    */
   lost?: boolean;
+  /** The request waits this long, then is carried out and answered as usual (`status` is unused): a stalled provider. */
+  holdMs?: number;
 }
 
 /** An issue created in the stand-in site (by a push). */
@@ -168,8 +170,12 @@ export class JiraStandIn extends StandIn<JiraFailure> {
       http[method](`${ATLASSIAN_API}${template}`, async ({ request, params }) => {
         const url = new URL(request.url);
         const key = `${method.toUpperCase()} ${url.pathname}`;
-        const failure = this.takeFailure((f) => f.match.test(key));
+        let failure = this.takeFailure((f) => f.match.test(key));
         const log = (status: number) => this.requests.push({ method: method.toUpperCase(), path: url.pathname + url.search, status });
+        if (failure?.holdMs) {
+          await new Promise((resolve) => setTimeout(resolve, failure!.holdMs));
+          failure = undefined;
+        }
         if (failure) {
           if (failure.lost) {
             const done = answer({ url, params: params as Record<string, string>, body: method === "post" ? await request.json() : undefined });

@@ -62,7 +62,9 @@ export interface LinearFailure {
    * ratelimited: HTTP 400 with the RATELIMITED code (Linear's usual answer); 429: the plain status; auth: a refused
    * token; lost: the operation is carried out, then the connection drops before the answer.
    */
-  kind: "ratelimited" | "429" | "auth" | "lost";
+  kind: "ratelimited" | "429" | "auth" | "lost" | "held";
+  /** held: the request waits this long, then is carried out and answered as usual (a stalled Linear). */
+  holdMs?: number;
   headers?: Record<string, string>;
   times?: number;
 }
@@ -364,7 +366,11 @@ export class LinearStandIn extends StandIn<LinearFailure> {
         const op = doc.definitions.find((d): d is OperationDefinitionNode => d.kind === "OperationDefinition")!;
         const name = op.name?.value as Op;
         const log = (status: number) => this.requests.push({ operation: name, status });
-        const failure = this.takeFailure((f) => f.operation === name);
+        let failure = this.takeFailure((f) => f.operation === name);
+        if (failure?.kind === "held") {
+          await new Promise((resolve) => setTimeout(resolve, failure!.holdMs ?? 0));
+          failure = undefined;
+        }
         if (failure && failure.kind === "lost") {
           project(op.selectionSet, (this.resolvers[name] as (v: Record<string, unknown>) => unknown)(body.variables ?? {}), name);
           log(200);

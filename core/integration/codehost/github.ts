@@ -8,6 +8,7 @@
  */
 import { Config } from "../../config";
 import { ProviderError } from "../errors";
+import { timedFetch } from "../timeout";
 import type { CodeHost, IssueRef, IssueSnapshot, PullRequestRef, RepoInfo, TreeEntry } from "./port";
 
 // Octokit and its plugins load with the first GitHub call, not with every Lambda that reaches this port (issue #24
@@ -31,6 +32,10 @@ export async function githubClient(accessToken: string): Promise<Client> {
     auth: accessToken,
     baseUrl: Config.githubApiUrl(),
     userAgent: "research-to-delivery",
+    // Every request (and its body) is aborted after PROVIDER_REQUEST_TIMEOUT_SECONDS (../timeout.ts): Octokit has no
+    // timeout of its own. The abort fails as a RequestError 500 caused by a TimeoutError: `unknown` (creates are not
+    // retried; a read gets its one retry).
+    request: { fetch: timedFetch("GitHub") },
     // One quick retry of a 5xx; never of a limit (429 and 403 are the throttling handlers' and ours).
     retry: { retries: 1, doNotRetry: [400, 401, 403, 404, 409, 410, 422, 429, 451] },
     throttle: { onRateLimit: () => false, onSecondaryRateLimit: () => false },

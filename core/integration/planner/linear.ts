@@ -10,6 +10,7 @@
 import type { LinearClient, LinearDocument as L } from "@linear/sdk";
 import { Config } from "../../config";
 import { isTransportFailure, noAnswer, ProviderError } from "../errors";
+import { timeoutSignal } from "../timeout";
 import type { IssueCreate, IssueQuery, IssueUpdate, Planner, PlannerCycle, PlannerIssue, PlannerProject, PlannerTeam } from "./port";
 
 // The SDK (1.7 MB) loads with the first Linear call, not with every Lambda that reaches this port (issue #24 cold starts).
@@ -103,10 +104,14 @@ export interface Variables {
   PlannerCommentCreate: { input: L.CommentCreateInput };
 }
 
-/** A Linear client for one access token, at LINEAR_API_URL/graphql. */
-export async function linearClient(accessToken: string): Promise<LinearClient> {
+/**
+ * A Linear client for one access token, at LINEAR_API_URL/graphql. `signal` goes into every request's RequestInit
+ * (the SDK spreads its options into fetch's): a client made per request with the provider request timeout's signal
+ * (../timeout.ts) bounds that request, its body included.
+ */
+export async function linearClient(accessToken: string, signal?: AbortSignal): Promise<LinearClient> {
   const { LinearClient } = await LinearSdk();
-  return new LinearClient({ accessToken, apiUrl: `${Config.linearApiUrl()}/graphql` });
+  return new LinearClient({ accessToken, apiUrl: `${Config.linearApiUrl()}/graphql`, ...(signal ? { signal } : {}) });
 }
 
 interface RawGraphQLError {
@@ -208,11 +213,12 @@ const toProject = (p: ProjectNode): PlannerProject => ({
 
 /** The `Planner` port over one Linear token. */
 export function linear(accessToken: string): Planner {
-  // Made by the first call, which loads the SDK.
-  let client: Promise<LinearClient> | undefined;
+  // One client a request, each with its own timeout signal (PROVIDER_REQUEST_TIMEOUT_SECONDS): the SDK has no timeout,
+  // and its options are a client's, not a request's. The abort (a TimeoutError) is no answer: `unknown`.
   async function run<K extends keyof Answers>(op: K, variables: K extends keyof Variables ? Variables[K] : Record<string, unknown> = {} as never): Promise<Answers[K]> {
     try {
-      const res = await (await (client ??= linearClient(accessToken))).client.rawRequest<Answers[K], Record<string, unknown>>(DOCS[op], variables as Record<string, unknown>);
+      const client = await linearClient(accessToken, timeoutSignal("Linear"));
+      const res = await client.client.rawRequest<Answers[K], Record<string, unknown>>(DOCS[op], variables as Record<string, unknown>);
       return res.data as Answers[K];
     } catch (err) {
       throw await translate(err);

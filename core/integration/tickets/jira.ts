@@ -10,7 +10,8 @@ import * as z from "zod";
 import type { AccessibleResource, createCloudClient } from "jira.js";
 import type { Project } from "jira.js/cloud";
 import { Config } from "../../config";
-import { ProviderError } from "../errors";
+import { isTransportFailure, noAnswer, ProviderError } from "../errors";
+import { timeoutSignal, withTimeout } from "../timeout";
 import type { TicketIssueStatus, TicketProject, TicketSite, TicketTool } from "./port";
 
 // jira.js (its clients and response schemas) loads with the first Jira call, not with every Lambda that reaches this
@@ -34,6 +35,8 @@ export async function translate(err: unknown): Promise<unknown> {
   if (isNotFoundError(err)) return new ProviderError("not_found", err.message);
   if (isApiError(err)) return new ProviderError(err.status === 400 ? "validation" : "unknown", err.message);
   if (isNetworkError(err)) return new ProviderError("unknown", err.message);
+  // The provider request timeout (a TimeoutError, ../timeout.ts): no answer, `unknown`.
+  if (isTransportFailure(err)) return noAnswer(err);
   return err;
 }
 
@@ -63,6 +66,7 @@ export async function accessibleSites(accessToken: string): Promise<TicketSite[]
   // jira.js's own helper has the public address built in; the setting must reach stand-ins and proxies too.
   const res = await fetch(`${Config.atlassianApiUrl()}/oauth/token/accessible-resources`, {
     headers: { authorization: `Bearer ${accessToken}`, accept: "application/json" },
+    signal: timeoutSignal("Atlassian"),
   }).catch((err: unknown) => {
     throw new ProviderError("unknown", `Atlassian did not answer: ${(err as Error).message}`);
   });
@@ -130,24 +134,34 @@ const toProject = (p: Project): TicketProject => ({
 export function jira(accessToken: string, cloudId: string): TicketTool {
   // Both clients are made by the first call, which loads jira.js.
   let made: Promise<{ client: ReturnType<typeof createCloudClient>; writer: ReturnType<typeof createCloudClient> }> | undefined;
+  // jira.js takes neither a signal nor a fetch of its own, and has no timeout: each request (its retries included)
+  // goes through a client whose sendRequest is bounded by PROVIDER_REQUEST_TIMEOUT_SECONDS (../timeout.ts).
+  const timed = (createClient: typeof import("jira.js/core").createClient, config: Parameters<typeof createCloudClient>[0]) => {
+    const inner = createClient(config);
+    return { sendRequest: ((options) => withTimeout("Jira", inner.sendRequest(options))) as typeof inner.sendRequest };
+  };
   const clients = () =>
-    (made ??= JiraJs().then(({ createCloudClient }) => ({
-      client: createCloudClient({
-        host: jiraHost(cloudId),
-        auth: { type: "bearer", token: accessToken },
-        onSchemaMismatch: Config.jiraSchemaMismatch(),
-        // One quick retry of a 502/503/504 or a dropped connection (jira.js never retries a 4xx, so never a 429).
-        retry: { maxAttempts: 2, initialDelayMs: 200 },
-      }),
+    (made ??= Promise.all([JiraJs(), import("jira.js/core")]).then(([{ createCloudClient }, { createClient }]) => ({
+      client: createCloudClient(
+        timed(createClient, {
+          host: jiraHost(cloudId),
+          auth: { type: "bearer", token: accessToken },
+          onSchemaMismatch: Config.jiraSchemaMismatch(),
+          // One quick retry of a 502/503/504 or a dropped connection (jira.js never retries a 4xx, so never a 429).
+          retry: { maxAttempts: 2, initialDelayMs: 200 },
+        }),
+      ),
       // Creates are not idempotent, and jira.js retries a dropped connection whatever the method: a create whose
       // answer was lost would be made twice. Creates go through a client that never retries; the push's marker search
       // (a label) is what finds an issue behind a lost answer.
-      writer: createCloudClient({
-        host: jiraHost(cloudId),
-        auth: { type: "bearer", token: accessToken },
-        onSchemaMismatch: Config.jiraSchemaMismatch(),
-        retry: { maxAttempts: 1 },
-      }),
+      writer: createCloudClient(
+        timed(createClient, {
+          host: jiraHost(cloudId),
+          auth: { type: "bearer", token: accessToken },
+          onSchemaMismatch: Config.jiraSchemaMismatch(),
+          retry: { maxAttempts: 1 },
+        }),
+      ),
     })));
   return {
     async listProjects({ startAt, maxResults, query }) {
