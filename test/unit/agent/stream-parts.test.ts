@@ -110,15 +110,15 @@ describe("modelChoice", () => {
 
   it("maps effort and reasoning_mode to tiers, the higher winning, with thinking for max and deep within the model's limits", () => {
     expect(modelChoice({})).toEqual({ tier: "mid", maxTokens: 4096 });
-    expect(modelChoice({ effort: "low" })).toEqual({ tier: "small", maxTokens: 4096 });
-    expect(modelChoice({ effort: "low", reasoning_mode: "thorough" })).toEqual({ tier: "mid", maxTokens: 4096 });
+    expect(modelChoice({ effort: "low" })).toEqual({ tier: "small", effort: "low", maxTokens: 4096 });
+    expect(modelChoice({ effort: "low", reasoning_mode: "thorough" })).toEqual({ tier: "mid", effort: "low", maxTokens: 4096 });
     expect(modelChoice({ reasoning_mode: "deep" })).toEqual({ tier: "large", thinking: { budgetTokens: 8000 }, maxTokens: 8000 + 4096 });
-    expect(modelChoice({ effort: "max", model: large!.id })).toEqual({ tier: "large", modelId: large!.id, thinking: { budgetTokens: 16000 }, maxTokens: 16000 + 4096 });
+    expect(modelChoice({ effort: "max", model: large!.id })).toEqual({ tier: "large", effort: "max", modelId: large!.id, thinking: { budgetTokens: 16000 }, maxTokens: 16000 + 4096 });
   });
 
   it("takes the tier of a named catalogue model, and refuses other ids naming the allowed ones", () => {
     expect(modelChoice({ effort: "max", model: mid!.id })).toMatchObject({ tier: "mid", modelId: mid!.id, thinking: { budgetTokens: 16000 } });
-    expect(modelChoice({ effort: "high", model: small!.id })).toEqual({ tier: "small", modelId: small!.id, maxTokens: 4096 });
+    expect(modelChoice({ effort: "high", model: small!.id })).toEqual({ tier: "small", effort: "high", modelId: small!.id, maxTokens: 4096 });
     let err: unknown;
     try {
       modelChoice({ model: "anthropic.claude-instant-v1" });
