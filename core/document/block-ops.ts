@@ -133,24 +133,21 @@ function itemKey(chain: { params(): unknown }): { TableName: string; Key: Record
 }
 
 /**
- * The condition a child create of `doc` (block, annotation) commits with: the document item exists and no DELETE has
- * started removing it (`deleting_at`, set before that DELETE reads the child keys it deletes), so no child is written
- * after the delete listed the children. With `bump`, the same item also moves the document's `blocks_rev` from the
- * value read with the blocks to the next (a raw update: ElectroDB's would move `updated_at` too).
+ * The document item's write in a block create's transaction: the document exists and no DELETE has started removing it
+ * (`deleting_at`, set before that DELETE reads the child keys it deletes), so no block is written after the delete
+ * listed the children; and its `blocks_rev` moves from the value read with the blocks to the next (a raw update:
+ * ElectroDB's would move `updated_at` too).
  */
-function documentGuard(doc: DocumentItem, bump: boolean): WriteItem {
+function documentGuard(doc: DocumentItem): WriteItem {
   const { TableName, Key } = itemKey(db().entities.document.get({ workspace_id: doc.workspace_id, id: doc.id }));
-  const names: Record<string, string> = { "#key": Object.keys(Key)[0]!, "#deleting": "deleting_at" };
-  const exists = "attribute_exists(#key) AND attribute_not_exists(#deleting)";
-  if (!bump) return { ConditionCheck: { TableName, Key, ConditionExpression: exists, ExpressionAttributeNames: names } };
   const rev = doc.blocks_rev ?? 0;
   return {
     Update: {
       TableName,
       Key,
       UpdateExpression: "SET #rev = :next",
-      ConditionExpression: `${exists} AND ${rev ? "#rev = :rev" : "attribute_not_exists(#rev)"}`,
-      ExpressionAttributeNames: { ...names, "#rev": "blocks_rev" },
+      ConditionExpression: `attribute_exists(#key) AND attribute_not_exists(#deleting) AND ${rev ? "#rev = :rev" : "attribute_not_exists(#rev)"}`,
+      ExpressionAttributeNames: { "#key": Object.keys(Key)[0]!, "#deleting": "deleting_at", "#rev": "blocks_rev" },
       ExpressionAttributeValues: { ":next": rev + 1, ...(rev ? { ":rev": rev } : {}) },
     },
   };
@@ -192,7 +189,7 @@ export async function createBlock(userId: string, documentId: string, input: Cre
       content,
       position: slot, // appended first, then moved into place with the others
     });
-    const result = await createWriteTransaction(db().pick("document", "block"), () => [documentGuard(doc, true), asWrite(create)] as never).go();
+    const result = await createWriteTransaction(db().pick("document", "block"), () => [documentGuard(doc), asWrite(create)] as never).go();
     if (!result.canceled) {
       const position = Math.min(input.position ?? existing.length, existing.length);
       // writePositions patches by the full key, so the new block needs its workspace and document ids too.
@@ -446,12 +443,13 @@ export async function createAnnotation(userId: string, documentId: string, block
   await requireBlockOf(doc, blockId);
   const id = randomUUID();
   for (let attempt = 1; ; attempt++) {
-    const create = db().entities.annotation.create({ id, workspace_id: doc.workspace_id, document_id: doc.id, block_id: blockId, body: input.body, kind: input.kind, author_id: userId });
-    const block = itemKey(db().entities.block.get({ workspace_id: doc.workspace_id, document_id: doc.id, id: blockId }));
-    const blockExists: WriteItem = {
-      ConditionCheck: { ...block, ConditionExpression: "attribute_exists(#key)", ExpressionAttributeNames: { "#key": Object.keys(block.Key)[0]! } },
-    };
-    const result = await createWriteTransaction(db().pick("document", "block", "annotation"), () => [documentGuard(doc, false), blockExists, asWrite(create)] as never).go();
+    const { workspace_id, id: document_id } = doc;
+    // The document exists and is not being deleted (`deleting_at`), and so does the block: ElectroDB's condition checks.
+    const result = await createWriteTransaction(db().pick("document", "block", "annotation"), ({ document, block, annotation }) => [
+      document.check({ workspace_id, id: document_id }).where((a, op) => `${op.exists(a.id)} AND ${op.notExists(a.deleting_at)}`).commit(),
+      block.check({ workspace_id, document_id, id: blockId }).where((a, op) => op.exists(a.id)).commit(),
+      annotation.create({ id, workspace_id, document_id, block_id: blockId, body: input.body, kind: input.kind, author_id: userId }).commit(),
+    ]).go();
     if (!result.canceled) break;
     // The document or the block is gone (404), or the transaction collided with a concurrent one: try again.
     doc = await liveDocument(doc);
