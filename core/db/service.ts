@@ -30,6 +30,7 @@ import {
   buildDocumentIndexMarkEntity,
   buildRevisionEntity,
 } from "../document/document.entity";
+import { buildDocumentDeletionEntity } from "../document/deletion.entity";
 
 /**
  * Every ElectroDB entity of the service, in one catalogue (DESIGN.md section 3; docs/decisions.md "Entities
@@ -57,6 +58,7 @@ const catalogue = {
   revision: buildRevisionEntity,
   block: buildBlockEntity,
   annotation: buildAnnotationEntity,
+  documentDeletion: buildDocumentDeletionEntity,
   agentRun: buildAgentRunEntity,
   guard: buildGuardEntity,
   conversation: buildConversationEntity,

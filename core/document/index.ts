@@ -1,6 +1,6 @@
 import { isConditionalFailure } from "../db/errors";
 import { randomUUID } from "node:crypto";
-import { LIST_RESPONSE_BYTES } from "../response-size";
+import { LIST_RESPONSE_BYTES, wireBytes } from "../response-size";
 import type { EntityItem } from "electrodb";
 import { AppError, Errors } from "../error";
 import { createWriteTransaction } from "electrodb";
@@ -13,9 +13,9 @@ import { requireMember, requireResourceById, partitionOf } from "../workspace";
 import { requireActiveSubscription } from "../billing";
 import { assertTransition } from "./status";
 import { diffStats, fitDiffTexts } from "./diff";
-import { deletePrefix } from "../storage";
 import { assertJsonObject } from "../json-object";
 import { documentsOf } from "./listing";
+import { beginDocumentDeletion, finishDocumentDeletion } from "./deletion";
 import {
   discardContent,
   documentContentKey,
@@ -332,7 +332,8 @@ export async function list(userId: string, q: ListDocumentsQuery): Promise<{ doc
     );
     for (const v of views) {
       if (!v) continue;
-      const size = Buffer.byteLength(JSON.stringify(v));
+      // Measured as the Lambda answer carries it (the body is a string inside the proxy result's JSON).
+      const size = wireBytes(v);
       if (documents.length && bytes + size > LIST_RESPONSE_BYTES) return { documents, total: matching.length };
       documents.push(v);
       bytes += size;
@@ -445,26 +446,18 @@ export async function update(
 class ConditionFailed extends Error {}
 
 /**
- * `DELETE /api/documents/{id}`: the document with its blocks, revisions and annotations, then its stored texts.
- * Items go first, so a failure part-way leaves unreferenced objects (removed with the workspace), never an item
- * pointing at nothing. The document is marked `deleting_at` before its child keys are read: block and annotation
- * creates are conditioned on that mark's absence (core/document/block-ops.ts), so none commits after the read and
- * stays behind as an orphan; they answer 404 from then on.
+ * `DELETE /api/documents/{id}`: the document with its blocks, revisions and annotations, then its stored texts
+ * (./deletion.ts). The document is marked `deleting_at`, with a deletion record, before its child keys are read:
+ * block and annotation creates are conditioned on that mark's absence (core/document/block-ops.ts), so none commits
+ * after the read and stays behind as an orphan; they answer 404 from then on. A DELETE that fails part-way is
+ * finished by the recovery sweeper from its record, or by the DELETE sent again.
+ * @throws AppError NOT_FOUND (404) when the document does not exist or the caller is not a member of its workspace
  */
 export async function remove(userId: string, documentId: string): Promise<void> {
   const doc = await requireDocument(userId, documentId);
-  try {
-    await db().entities.document.patch({ workspace_id: doc.workspace_id, id: doc.id }).set({ deleting_at: new Date().toISOString() }).go();
-  } catch (err) {
-    // Deleted meanwhile by another DELETE: what is left of it goes below, as before.
-    if (!isConditionalFailure(err)) throw err;
-  }
-  const keys = await partitionKeys(partitionOf(doc.workspace_id), `document#${doc.id}`);
-  // Children first, the document last, so a failure leaves a document that can be deleted again.
-  const own = `document#${doc.id}`;
-  await deleteKeys(keys.filter((k) => k.sk !== own));
-  await deleteKeys(keys.filter((k) => k.sk === own));
-  await deletePrefix(documentPrefix(doc.workspace_id, doc.id));
+  // false: deleted meanwhile by another DELETE; what is left of it goes below, as before.
+  await beginDocumentDeletion(doc.workspace_id, doc.id);
+  await finishDocumentDeletion(doc.workspace_id, doc.id);
 }
 
 /**

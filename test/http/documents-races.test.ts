@@ -4,13 +4,15 @@
  * - two block creates at once (two appends, an append and an insert) never leave two blocks at one position: each
  *   create commits with the document's `blocks_rev` moving from the value it read, and the loser reads again;
  * - a block or annotation create racing the document's DELETE answers 404 and leaves nothing behind, whether the
- *   DELETE lands before the create's write or between the DELETE's read of the child keys and its deletes.
+ *   DELETE lands before the create's write or between the DELETE's read of the child keys and its deletes;
+ * - a DELETE that dies part-way is finished by the recovery sweeper from its deletion record.
  *
  * The races are made deterministic with middleware on the shared DynamoDB client: one request runs to its end just
  * before the other's first write (of a given command, naming a given key) goes to DynamoDB.
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import { dynamoClient } from "../../core/db/client";
+import { beginDocumentDeletion, DELETION_GRACE_MS, sweepDocumentDeletions } from "../../core/document/deletion";
 import { call, newWorkspace, type ApiResponse } from "../support/api";
 import { expectEnvelope, partitionItems } from "./_helpers";
 
@@ -155,5 +157,86 @@ describe("creates racing the document's DELETE answer 404 and leave nothing behi
     expect(removed.status, removed.text).toBe(204);
     expectEnvelope(created, 404, "NOT_FOUND");
     expect((await itemsOf(docId)).filter(left)).toEqual([]);
+  });
+});
+
+describe("an annotation create racing its block's DELETE", () => {
+  it("committing just before the block's delete: the DELETE removes it with the block, no orphan annotation", async () => {
+    const docId = await newDoc();
+    const block = await addBlock(docId, "one");
+    expect(block.status).toBe(201);
+    const annotate = () => call("POST", `${blocksPath(docId)}/${block.body.id}/annotations`, { token: ws.token, body: { body: "Looks good" } });
+    // The annotation commits after the DELETE found the block, just before the block's own delete goes out.
+    const [removed, created] = await landsBefore(/^DeleteItem/, `#block#${block.body.id}`, annotate, () => call("DELETE", `${blocksPath(docId)}/${block.body.id}`, { token: ws.token }));
+    expect(created.status, created.text).toBe(201);
+    expect(removed.status, removed.text).toBe(204);
+    expect((await itemsOf(docId)).filter((sk) => sk.includes("#block#") || sk.includes("#note#"))).toEqual([]);
+  });
+});
+
+describe("a DELETE that dies part-way is finished by the recovery sweeper", () => {
+  it("the children's deletes fail: the document refuses new blocks, then the sweep removes it all and its record", async () => {
+    const docId = await newDoc();
+    expect((await addBlock(docId, "one")).status).toBe(201);
+    const name = `deleteDiesPartWay-${Math.random()}`;
+    // The store stops answering at the DELETE's first batch delete, as a process that died there would leave it.
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (/^BatchWrite/.test(context.commandName ?? "") && JSON.stringify(args.input).includes(`document#${docId}`)) {
+          throw Object.assign(new Error("the store did not answer"), { name: "InternalServerError" });
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    try {
+      const failed = await call("DELETE", `/api/documents/${docId}`, { token: ws.token });
+      expect(failed.status, failed.text).toBeGreaterThanOrEqual(500);
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(await itemsOf(docId)).toContain(`document#${docId}`);
+    expectEnvelope(await addBlock(docId, "late"), 404, "NOT_FOUND");
+    const record = (await partitionItems(`ws#${ws.workspaceId}`)).filter((i) => i.sk === `docdelete#${docId}`);
+    expect(record).toHaveLength(1);
+
+    // Not before its grace: a DELETE still running is not raced.
+    expect((await sweepDocumentDeletions({ workspaceId: ws.workspaceId })).due).toBe(0);
+    const later = Date.now() + DELETION_GRACE_MS + 1_000;
+    const swept = await sweepDocumentDeletions({ now: later, workspaceId: ws.workspaceId });
+    expect(swept).toMatchObject({ due: 1, finished: 1, failed: 0 });
+    expect(await itemsOf(docId)).toEqual([]);
+    expect((await partitionItems(`ws#${ws.workspaceId}`)).filter((i) => String(i.sk).startsWith("docdelete#"))).toEqual([]);
+    expectEnvelope(await call("GET", `/api/documents/${docId}`, { token: ws.token }), 404, "NOT_FOUND");
+    expect((await sweepDocumentDeletions({ now: later, workspaceId: ws.workspaceId })).due).toBe(0);
+  });
+
+  it("a sweep that fails tries again after a longer wait; a DELETE sent again finishes it at once", async () => {
+    const docId = await newDoc();
+    const begun = Date.now();
+    expect(await beginDocumentDeletion(ws.workspaceId, docId, begun)).toBe(true);
+    const name = `sweepFails-${Math.random()}`;
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (/^Query/.test(context.commandName ?? "") && JSON.stringify(args.input).includes(`document#${docId}`)) {
+          throw Object.assign(new Error("the store did not answer"), { name: "InternalServerError" });
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    let swept;
+    try {
+      swept = await sweepDocumentDeletions({ now: begun + DELETION_GRACE_MS, workspaceId: ws.workspaceId });
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(swept).toMatchObject({ due: 1, finished: 0, failed: 1 });
+    // Its next try waits twice the grace: not due a grace after the failed one.
+    expect((await sweepDocumentDeletions({ now: begun + 2 * DELETION_GRACE_MS, workspaceId: ws.workspaceId })).due).toBe(0);
+    const removed = await call("DELETE", `/api/documents/${docId}`, { token: ws.token });
+    expect(removed.status, removed.text).toBe(204);
+    expect(await itemsOf(docId)).toEqual([]);
+    expect((await partitionItems(`ws#${ws.workspaceId}`)).filter((i) => i.sk === `docdelete#${docId}`)).toEqual([]);
   });
 });

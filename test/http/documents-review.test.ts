@@ -160,6 +160,20 @@ describe("PATCH /api/documents/{id}/blocks/{block_id} racing other writers", () 
   });
 });
 
+describe("documents heavier than one answer may be (Lambda: 6 MB)", () => {
+  it("GET /api/documents measures each document as the Lambda answer carries it: quote-heavy texts end the page before 6 MB on the wire", async () => {
+    const ws = await workspace("Quote-heavy documents");
+    // 1,000,000 double quotes: 2 MB as JSON, 4 MB once the body is a string inside Lambda's proxy result.
+    for (let i = 0; i < 3; i++) await newDoc(ws, '"'.repeat(1_000_000));
+    const page = await call("GET", "/api/documents", { token: ws.token, query: { workspace_id: ws.workspaceId } });
+    expect(page.status, page.text.slice(0, 300)).toBe(200);
+    expect(page.body.total).toBe(3);
+    expect(page.body.documents.length).toBeGreaterThan(0);
+    // What Lambda carries: the proxy result's JSON, the body a string in it (6 MB is its limit).
+    expect(Buffer.byteLength(JSON.stringify({ statusCode: 200, body: page.text }))).toBeLessThan(6 * 1024 * 1024);
+  }, 120_000);
+});
+
 describe("blocks heavier than one answer may be (Lambda: 6 MB)", () => {
   it("GET .../blocks ends a page early past 5 MB; total counts every block and the next page starts at offset plus the blocks given", async () => {
     const ws = await workspace("Heavy blocks");
