@@ -278,9 +278,15 @@ export async function synthesize(userId: string, input: SynthesizeInput, opts: A
         },
         async () => emb,
       );
-      return { insightIds, createdIds, merged };
+      // What was written, as items: the answer's fallback when reading them back fails (below).
+      const at = new Date().toISOString();
+      const written = [
+        ...creates.map((c) => ({ is_archived: false, origin: "synthesis", ...c, created_at: at, updated_at: at }) as InsightItem),
+        ...merged.map((m) => ({ ...byId.get(m.insight_id)!, updated_at: at }) as InsightItem),
+      ];
+      return { insightIds, createdIds, merged, written };
     };
-    const { output, insightIds, createdIds, merged } = await recordRun(
+    const { output, insightIds, createdIds, merged, written } = await recordRun(
       { workspaceId: input.workspace_id, userId, runId: runIdFor(opts), agentType: "synthesis", toolName: "synthesize", engine, input: { source_ids: ids, synthesis_type: input.synthesis_type } },
       async (usage) => {
         let output: SynthesisOutput;
@@ -297,7 +303,16 @@ export async function synthesize(userId: string, input: SynthesizeInput, opts: A
       },
       (r) => ({ insights: r.output.insights.map((i) => i.title), stats: r.output.stats }),
     );
-    const fresh = await getAll(insightIds.map((id) => ({ workspace_id: input.workspace_id, id })), (keys) => db().entities.insight.get(keys).go({ consistent: true }));
+    let fresh: InsightItem[];
+    try {
+      fresh = await getAll(insightIds.map((id) => ({ workspace_id: input.workspace_id, id })), (keys) => db().entities.insight.get(keys).go({ consistent: true }));
+    } catch (err) {
+      // The run is stored and charged: a 5xx now would invite a retry that synthesizes (and charges) again. The answer
+      // is built from the values written instead (timestamps to the millisecond of the write; a concurrent edit of a
+      // merged insight is not shown).
+      serviceLog("synthesis").warn("reading the stored insights back failed; answering with the values written", { workspace_id: input.workspace_id, error: err as Error });
+      fresh = written;
+    }
     const order = new Map(insightIds.map((id, i) => [id, i]));
     const insights = fresh.sort((a, b) => order.get(a.id)! - order.get(b.id)!).map(toView);
     return { insights, insight_ids: insightIds, summary: output.summary, created_ids: createdIds, merged, engine };

@@ -167,6 +167,38 @@ describe("POST /api/research/synthesize", () => {
     await db().entities.guard.delete({ scope: `ws#${ctx.workspaceId}`, name: "synthesis" }).go();
   }, 120_000);
 
+  it("a stored synthesis whose insights cannot be read back answers 200 with the values it wrote, not a 5xx inviting a retry", async () => {
+    const name = `rereadFails-${randomUUID()}`;
+    let refused = 0;
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (/^BatchGet/.test(context.commandName ?? "") && JSON.stringify(args.input).includes(`"sk":"insight#`) && JSON.stringify(args.input).includes(ctx.workspaceId)) {
+          refused += 1;
+          throw Object.assign(new Error("the store did not answer"), { name: "InternalServerError" });
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    const runs = (await runsOf(ctx.workspaceId)).filter((r) => r.agent_type === "synthesis").length;
+    let res;
+    try {
+      res = await synthesize(ctx.token, ctx.workspaceId, ctx.sourceIds);
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(refused, "the read back was refused").toBeGreaterThan(0);
+    expect(res.status, res.text).toBe(200);
+    expect((await runsOf(ctx.workspaceId)).filter((r) => r.agent_type === "synthesis")).toHaveLength(runs + 1);
+    // The answer is what is stored: every insight it names, with the stored fields.
+    expect(res.body.insights.map((i: Insight) => i.id)).toEqual(res.body.insight_ids);
+    for (const insight of res.body.insights as Insight[]) {
+      const stored = await call("GET", `/api/insights/${insight.id}`, { token: ctx.token });
+      expect(stored.status).toBe(200);
+      expect({ ...insight, created_at: undefined, updated_at: undefined }).toEqual({ ...stored.body, created_at: undefined, updated_at: undefined });
+    }
+  }, 120_000);
+
   it("answers 422 SOURCE_NOT_READY naming the pending and failed sources, and 404 for a source of no such id", async () => {
     const pending = randomUUID();
     // A source whose extraction has not finished yet (written as the upload leaves it, without starting extraction).
