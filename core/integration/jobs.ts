@@ -9,7 +9,7 @@ import { queue } from "../queue";
 /**
  * How long a request (or a queued job) works through a provider's items before it queues the rest, ms. A provider
  * paces its answers (GitHub: 3 s between issue creations; slow reads under load), so a request does what fits well
- * inside API Gateway's 29 s and answers with the rest queued (execution-ticket push and sync, code-host sync).
+ * inside API Gateway's 29 s and answers with the rest queued (execution-ticket push and sync, code-host and planner sync).
  */
 export const WORK_BUDGET_MS = 12_000;
 
@@ -19,7 +19,7 @@ export const MAX_DELAY_SECONDS = 900;
 /** A deferred job. `codehost.sync`: sync the code-host links not synced since `started_at` (ISO). */
 export type IntegrationJob =
   | { type: "codehost.sync"; workspace_id: string; user_id: string; started_at: string }
-  /** Sync the planner links not synced since `started_at` (Linear rate-limited the batched query). */
+  /** Sync the planner links not synced since `started_at` (Linear rate-limited a batched query, or the work budget ran out). */
   | { type: "planner.sync"; workspace_id: string; user_id: string; started_at: string }
   /** Push the named execution tickets of a document (the provider rate-limited an earlier push part-way). */
   | { type: "tickets.push"; workspace_id: string; user_id: string; document_id: string; platform: "codehost" | "planner" | "tickets"; ticket_ids: string[]; destination: string }

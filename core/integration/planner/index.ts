@@ -11,9 +11,9 @@ import * as Recommendation from "../../recommendation";
 import * as OAuth from "../oauth";
 import { ProviderError, toAppError, tokenError } from "../errors";
 import { logProviderFailure } from "../log";
-import { deferJob } from "../jobs";
+import { deferJob, WORK_BUDGET_MS } from "../jobs";
 import { markImplemented } from "../implemented";
-import { markSynced, recordSyncedLink } from "../links";
+import { markSynced, markSyncFailed, recordSyncedLink } from "../links";
 import type { IssueLinkEntity } from "../integration.entity";
 import type { CallbackQuery, ConnectResult, SyncResult, WorkspaceQuery, LinksQuery } from "../schema";
 import type { CreatePlannerIssueBody, PlannerLinkView, PlannerStatus, PlannerTeamList, SelectTeamBody } from "./schema";
@@ -235,21 +235,43 @@ export async function applyIssue(userId: string, link: LinkItem, issue: PlannerI
 }
 
 /**
- * `POST /sync` (spec 02): refresh every planner link of the workspace with one batched GraphQL query per 250 links
- * (Linear counts requests and complexity per hour; one query per issue would spend both). When Linear rate-limits
- * part-way, the rest is queued with Linear's wait as the delay (counted in `queued_count`).
- * @param startedAt links synced at or after this instant are skipped (a queued continuation of the same sync)
+ * `POST /sync` (spec 02 "Planner integration"): refresh every planner link of the workspace with one batched GraphQL
+ * query per 250 links (Linear counts requests and complexity per hour; one query per issue would spend both).
+ * - Work budget: before each batch but the first, past `WORK_BUDGET_MS` (12 s, shared with the code-host and
+ *   execution-ticket syncs) the rest is queued at once as a `planner.sync` job of the same run (`started_at`), so a
+ *   request or a queued job stays well inside API Gateway's 29 s and the Lambda's timeout. A batch begun is finished.
+ * - Rate limit: when Linear rate-limits a batch, the rest is queued with Linear's wait as the delay.
+ * - An issue Linear no longer answers for (deleted, out of the grant's reach) keeps its link's last known state and
+ *   is not counted; the link is noted as failed by this run (`sync_failed_run`), so the run's continuations do not
+ *   read it again and the chain of continuations ends.
+ * Counts are this invocation's only, as the code-host sync answers them: `synced_count` the links read and recorded
+ * here, `updated_count` those of them whose state changed, `queued_count` the links left to the queued continuation
+ * (an extra field beside the spec's two; 0 when the run finished here). A continuation answers nobody.
+ * @param startedAt the run's start (ISO): links synced at or after it, or failed by the run begun then, are skipped
+ *   (a queued continuation of the same sync)
+ * @param opts.budgetMs the work budget, ms (default `WORK_BUDGET_MS`)
  * @returns `{synced_count, updated_count, queued_count}`
+ * @throws AppError FORBIDDEN (403, not a member); NO_ACTIVE_INTEGRATION (404); PLANNER_TOKEN_ERROR (424);
+ *   SERVICE_UNAVAILABLE (503) when Linear cannot be reached or no queue is configured
  */
-export async function sync(userId: string, workspaceId: string, startedAt = new Date().toISOString()): Promise<SyncResult> {
+export async function sync(userId: string, workspaceId: string, startedAt = new Date().toISOString(), opts: { budgetMs?: number } = {}): Promise<SyncResult> {
+  const deadline = Date.now() + (opts.budgetMs ?? WORK_BUDGET_MS);
   await requireMember(userId, workspaceId);
   await OAuth.activeIntegration(workspaceId, "planner");
-  const pending = (await allLinks(workspaceId)).filter((l) => l.issue_id && (!l.last_synced_at || l.last_synced_at < startedAt));
+  // A link this run already tried and could not read (`sync_failed_run`) is not read again by its continuations.
+  const pending = (await allLinks(workspaceId)).filter((l) => l.issue_id && (!l.last_synced_at || l.last_synced_at < startedAt) && l.sync_failed_run !== startedAt);
   let synced = 0;
   let updated = 0;
   let queued = 0;
   await withPlanner(workspaceId, async (planner) => {
     for (let i = 0; i < pending.length; i += MAX_PAGE) {
+      if (i > 0 && Date.now() > deadline) {
+        // Past the budget: the queue's consumer goes on with the links not synced since `startedAt` (nor failed by
+        // this run: each run reads every link once, so the chain of continuations ends).
+        queued = pending.length - i;
+        await deferJob({ type: "planner.sync", workspace_id: workspaceId, user_id: userId, started_at: startedAt }, 1);
+        return;
+      }
       const chunk = pending.slice(i, i + MAX_PAGE);
       let issues: PlannerIssue[];
       try {
@@ -264,7 +286,10 @@ export async function sync(userId: string, workspaceId: string, startedAt = new 
       for (const link of chunk) {
         const issue = byId.get(link.issue_id!);
         // An issue Linear no longer answers for (deleted, or out of the grant's reach) keeps its last known state.
-        if (!issue) continue;
+        if (!issue) {
+          await markSyncFailed(link, startedAt);
+          continue;
+        }
         if (await applyIssue(userId, link, issue)) updated++;
         synced++;
       }
