@@ -71,6 +71,9 @@ export function localWorkflowRunner(
     : undefined;
   return {
     async startExtraction(input: ExtractionInput) {
+      // As Step Functions refuses a second execution of the same name (ExecutionAlreadyExists, core/pipeline): an
+      // object-created event repeated while the attempt runs (a presigned POST used again) starts nothing.
+      if (running.has(executionName(input))) return;
       // Outside the starting request's scope: a Step Functions execution is no part of the request that started it.
       const execution = outsideRequestScope(() =>
         machine.run(input as never, {

@@ -42,7 +42,8 @@ const AI_TASKS: readonly StepTaskName[] = ["Index"];
  * test/stacks/bucket-access.test.ts checks this table against the code.
  */
 export const STEP_BUCKET_ACCESS: Readonly<Record<StepTaskName, readonly BucketAccess[]>> = {
-  Validate: ["read", "delete"],
+  // Read the upload, copy the checked version (CopyObject: read on the source, write on the copy), delete a refused one.
+  Validate: ["read", "write", "delete"],
   Parse: ["read", "write"],
   StartTextract: ["read"],
   CheckTextract: ["write"],
@@ -54,8 +55,11 @@ export const STEP_BUCKET_ACCESS: Readonly<Record<StepTaskName, readonly BucketAc
 };
 /** The upload consumer deletes an upload whose source no longer exists; it starts extractions, reads nothing. */
 export const UPLOAD_BUCKET_ACCESS: readonly BucketAccess[] = ["delete"];
-/** The recovery sweeper checks that an upload exists, and indexes (reads the extraction, stores the mentions). */
-export const SOURCE_SWEEPER_BUCKET_ACCESS: readonly BucketAccess[] = ["read", "write", "delete"];
+/**
+ * The recovery sweeper checks that an upload exists, indexes (reads the extraction, stores the mentions), and
+ * finishes document deletions (lists and deletes a document's stored texts: core/document/deletion.ts).
+ */
+export const SOURCE_SWEEPER_BUCKET_ACCESS: readonly BucketAccess[] = ["read", "write", "list", "delete"];
 
 /**
  * The Pipelines stack: research source extraction (spec 01 Research source processing).

@@ -44,8 +44,16 @@ export const dueAfterGrace = (from = Date.now()): string => new Date(from + Conf
 
 /** Where a source's files live: the original under `original/`, derived files beside it. */
 const sourcePrefix = (workspaceId: string, sourceId: string) => `workspaces/${workspaceId}/sources/${sourceId}/`;
-const originalKey = (workspaceId: string, sourceId: string, fileName: string) =>
-  `${sourcePrefix(workspaceId, sourceId)}original/${fileName.replace(/[^\w.\- ]+/g, "_").slice(-200) || "file"}`;
+const safeFileName = (fileName: string) => fileName.replace(/[^\w.\- ]+/g, "_").slice(-200) || "file";
+const originalKey = (workspaceId: string, sourceId: string, fileName: string) => `${sourcePrefix(workspaceId, sourceId)}original/${safeFileName(fileName)}`;
+/**
+ * Key of the copy of a presigned upload that the Validate step checked (functions/steps/validate.ts): the steps after
+ * it read this copy, never the original, which the presigned POST can replace until it expires. Outside `original/`,
+ * so its object-created event starts nothing (parseOriginalKey), and inside the source's prefix, so deleting the
+ * source or its workspace removes it.
+ */
+export const validatedKey = (workspaceId: string, sourceId: string, fileName: string) =>
+  `${sourcePrefix(workspaceId, sourceId)}validated/${safeFileName(fileName)}`;
 /** Key of the extraction result (text, transcript, units) of a source. */
 export const extractionKey = (workspaceId: string, sourceId: string) => `${sourcePrefix(workspaceId, sourceId)}extraction.json`;
 /** Key of the source's embedded mentions (written by the Index step). */

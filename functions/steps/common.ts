@@ -3,7 +3,11 @@ import type { FileKind } from "../../core/extract";
 import type { Extraction } from "../../core/extract/types";
 import * as Research from "../../core/research";
 
-/** The state that flows through the extraction state machine (kept small: Step Functions payloads cap at 256 KB). */
+/**
+ * The state that flows through the extraction state machine (kept small: Step Functions payloads cap at 256 KB).
+ * `key` is the uploaded object's key on input; from Validate on it names the bytes Validate checked (a presigned
+ * upload's pinned copy, core/research validatedKey), and it is the only key the later steps read.
+ */
 export interface StepState extends ExtractionInput {
   route?: "parse" | "textract" | "transcribe";
   kind?: FileKind;

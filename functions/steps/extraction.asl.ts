@@ -3,7 +3,8 @@
  * by stacks/Pipelines.ts and run locally by aws-local-stepfunctions with each Task state overridden by the same
  * handler module (local/pipeline.ts).
  *
- * Input: { workspace_id, source_id, bucket, key }.
+ * Input: { workspace_id, source_id, bucket, key, attempt }. Validate replaces `key` with the key of the bytes it
+ * checked (a presigned upload is copied to the source's `validated/` key, which no presigned POST can overwrite).
  * Validate -> Route (Choice) -> one of: Parse (in-Lambda parsers; all formats on the embedded runtime),
  * Textract (async text detection, polled), Transcribe (speaker labels, polled) -> Complete.
  * Any failure is caught into MarkFailed, which records a reason a user can act on.

@@ -44,6 +44,8 @@ const BUCKET_CALLS: Record<string, Record<string, readonly BucketAccess[]>> = {
     putObject: ["write"],
     deleteObject: ["delete"],
     deletePrefix: ["list", "delete"],
+    // CopyObject needs GetObject on the source and PutObject on the copy; the check reads the copy back.
+    copyObjectIfMatch: ["read", "write", "delete"],
   },
   // A presigned POST is authorized with the rights of whoever signed it.
   "core/storage/presign.ts": { presignedPost: ["write"] },
