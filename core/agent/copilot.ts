@@ -188,8 +188,11 @@ function storePrompt(
   prompt: string,
   limits?: Pick<PlanLimits, "chat_history_days">,
 ): { history: Promise<Awaited<ReturnType<typeof Chat.history>>>; stored: Promise<Chat.AppendOptions> } {
-  const history = (conversation.message_count ?? 0) === 0 ? Promise.resolve([]) : Chat.history(conversation, HISTORY_MESSAGES);
   const window = Chat.historyWindow(conversation.workspace_id, Date.now(), limits);
+  // Only messages inside the plan's chat-history window reach the model: older ones are not readable (spec 02 Limits).
+  const history = (conversation.message_count ?? 0) === 0
+    ? Promise.resolve([])
+    : Promise.all([Chat.history(conversation, HISTORY_MESSAGES), window]).then(([messages, { since }]) => messages.filter((m) => m.created_at >= since));
   const stored = Promise.all([history, window]).then(async ([, { days }]) => {
     const expected = { message_count: conversation.message_count ?? 0, last_message_at: conversation.last_message_at ?? null };
     const message = await Chat.appendMessage(conversation, { role: "user", content: prompt }, { expected, historyDays: days });
@@ -264,7 +267,7 @@ async function prepare(spec: RunSpec): Promise<PreparedStream> {
     charge = await startCharge({ workspaceId: spec.workspaceId, payer: workspace.owner_id, runId: randomUUID(), engine: model.engine, tier: spec.choice.tier, thinking: !!spec.choice.thinking, effort: spec.choice.effort, chatMessage: true });
     clock.mark("reserved");
     // A new conversation is stored with the prompt, in one transaction, once the stream runs (`deferCreate`).
-    const conversation = await Chat.openConversation(spec.userId, spec.workspaceId, spec.conversationId, spec.prompt, { deferCreate: true });
+    const conversation = await Chat.openConversation(spec.userId, spec.workspaceId, spec.conversationId, spec.prompt, { deferCreate: true, limits: charge.entitlement?.limits });
     clock.mark("opened");
     const held = charge;
     return {

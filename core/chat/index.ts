@@ -410,15 +410,17 @@ export const titleFromPrompt = (prompt: string): string => {
  * @param opts.deferCreate a new conversation is not stored now: the first `appendMessage` creates it in the same
  *   transaction as its first message (`UnsavedConversation`), so a stream stores its opening prompt in one write and
  *   a stream that never runs leaves no empty conversation behind
- * @throws AppError NOT_FOUND (404) when the id names no conversation of this user in this workspace; FORBIDDEN (403)
- *   non-member.
+ * @param opts.limits the owner's plan limits when the caller has just read them (a run's reservation), for the
+ *   history window; else they are read
+ * @throws AppError NOT_FOUND (404) when the id names no conversation of this user in this workspace, or one last
+ *   active before the plan's chat-history window (as `get` answers it); FORBIDDEN (403) non-member.
  */
 export async function openConversation(
   userId: string,
   workspaceId: string,
   conversationId: string | undefined,
   firstPrompt: string,
-  opts: { deferCreate?: boolean } = {},
+  opts: { deferCreate?: boolean; limits?: Pick<PlanLimits, "chat_history_days"> } = {},
 ): Promise<OpenedConversation> {
   await requireMember(userId, workspaceId);
   if (conversationId === undefined && opts.deferCreate) {
@@ -430,8 +432,9 @@ export async function openConversation(
     return { ...toConversationView(item), unsaved: true, title_source: "auto" };
   }
   if (conversationId === undefined) return { ...(await insert(userId, workspaceId, { autoTitle: titleFromPrompt(firstPrompt) })), title_source: "auto" };
-  const item = await conversationItem(workspaceId, conversationId);
-  if (!item || item.user_id !== userId) throw Errors.notFound("Conversation");
+  const [item, { since }] = await Promise.all([conversationItem(workspaceId, conversationId), historyWindow(workspaceId, Date.now(), opts.limits)]);
+  // Outside the window it is neither listed nor readable (spec 02 Limits), so it cannot be continued either.
+  if (!item || item.user_id !== userId || activityOf(item) < since) throw Errors.notFound("Conversation");
   return { ...toConversationView(item), title_source: item.title_source };
 }
 

@@ -16,6 +16,7 @@ import { runsOf } from "../../core/agent";
 import { acquireStreamSlot, MAX_STREAMS_PER_USER, prepareChat, type EventSink } from "../../core/agent/copilot";
 import { QUERY_BUDGET_MS } from "../../core/agent/loop";
 import * as Chat from "../../core/chat";
+import { db } from "../../core/db/service";
 import { creditsFor } from "../../core/billing/credits";
 import { HISTORY_MAX_CHARS } from "../../core/ai/turns";
 
@@ -199,6 +200,42 @@ describe("history that earlier runs left behind", () => {
     expect(messages[0].content.map((c: { text: string }) => c.text)).toEqual(["First question", "Second question, never answered", "Third question"]);
     for (const m of messages) for (const c of m.content) if ("text" in c) expect(c.text.trim()).not.toBe("");
     expect(toolConfig.tools.length).toBeGreaterThan(0);
+  });
+});
+
+describe("the plan's chat-history window (spec 02 Limits: Plans)", () => {
+  /** Move a stored message (and the conversation's last activity) `days` into the past. */
+  async function age(conversation: { id: string; workspace_id: string }, messageId: string, days: number, touchConversation: boolean) {
+    const e = db().entities;
+    const stored = (await e.message.query.byConversation({ workspace_id: conversation.workspace_id, conversation_id: conversation.id }).go({ consistent: true })).data.find((m) => m.id === messageId)!;
+    const old = new Date(Date.now() - days * 86_400_000).toISOString();
+    await e.message.delete({ workspace_id: stored.workspace_id, conversation_id: stored.conversation_id, created_at: stored.created_at, id: stored.id }).go();
+    await e.message.create({ ...stored, created_at: old }).go();
+    if (touchConversation) await e.conversation.patch({ workspace_id: conversation.workspace_id, id: conversation.id }).set({ last_message_at: old }).go();
+  }
+
+  it("a conversation last active before the window cannot be continued (404, as reading it answers), and older messages of one inside it never reach the model", async () => {
+    const days = (await Chat.historyWindow(ws)).days;
+    const stale = await Chat.openConversation(owner.id, ws, undefined, "Old question");
+    const staleMessage = await Chat.appendMessage(stale, { role: "user", content: "Old question" });
+    await age(stale, staleMessage.id, days + 10, true);
+    expectEnvelope(await call("GET", `/api/chat/conversations/${stale.id}`, { token: owner.token }), 404, "NOT_FOUND");
+    const before = bedrock.requests.length;
+    const refused = await call("POST", "/api/stream/chat", { token: owner.token, body: { workspace_id: ws, prompt: "Go on", conversation_id: stale.id } });
+    expectEnvelope(refused, 404, "NOT_FOUND");
+    expect(bedrock.requests.length).toBe(before);
+
+    const mixed = await Chat.openConversation(owner.id, ws, undefined, "Expired question");
+    const expired = await Chat.appendMessage(mixed, { role: "user", content: "Expired question about exports" });
+    await age(mixed, expired.id, days + 10, false);
+    await Chat.appendMessage(mixed, { role: "user", content: "A recent question about onboarding" });
+    await Chat.appendMessage(mixed, { role: "assistant", content: "A recent answer about onboarding" });
+    bedrock.reply({ frames: recorded("claude-v2-text.json").frames });
+    const events = await readStream(gw.base, "/api/stream/chat", owner.token, { workspace_id: ws, prompt: "And then?", conversation_id: mixed.id });
+    expect(events.at(-1)!.event).toBe("done");
+    const texts = (bedrock.requests[before]!.body.messages as { content: { text?: string }[] }[]).flatMap((m) => m.content.flatMap((c) => (c.text ? [c.text] : [])));
+    expect(texts.some((t) => t.includes("A recent answer about onboarding"))).toBe(true);
+    expect(texts.some((t) => t.includes("Expired question"))).toBe(false);
   });
 });
 
