@@ -315,6 +315,18 @@ async function execute(
   let messageId: string | null = null;
   let text = "";
   let harness: Harness | undefined;
+  // What the model calls cost as they end: a run that fails after some calls is charged and recorded with them (the
+  // harness's result, which sums every call, never comes then), also when its settlement is tried again below.
+  const spent = { inputTokens: 0, outputTokens: 0, costUsd: 0, calls: 0, modelId: undefined as string | undefined };
+  const onUsage = (u: CallUsage) => {
+    spent.inputTokens += u.inputTokens;
+    spent.outputTokens += u.outputTokens;
+    spent.costUsd += u.costUsd;
+    spent.calls += u.attempts;
+    spent.modelId = u.modelId;
+  };
+  /** The use a settlement tried again charges: the run's own sums when it finished, else what its calls spent. */
+  const used = () => (result ? { tokens: result.usage.inputTokens + result.usage.outputTokens, costUsd: result.usage.costUsd } : { tokens: spent.inputTokens + spent.outputTokens, costUsd: spent.costUsd });
   try {
     const model = await agentModel();
     engine = model.engine;
@@ -412,16 +424,6 @@ async function execute(
           onMilestone: (m) => sink.send("milestone_unlocked", m),
         },
         async (usage) => {
-          // What the model calls cost as they end: a run that fails after some calls is charged and recorded with
-          // them (the harness's result, which sums every call, never comes then).
-          const spent = { inputTokens: 0, outputTokens: 0, costUsd: 0, calls: 0, modelId: undefined as string | undefined };
-          const onUsage = (u: CallUsage) => {
-            spent.inputTokens += u.inputTokens;
-            spent.outputTokens += u.outputTokens;
-            spent.costUsd += u.costUsd;
-            spent.calls += u.attempts;
-            spent.modelId = u.modelId;
-          };
           let r: AgentRunResult;
           try {
             r = await withAbortSignal(budget, () =>
@@ -464,7 +466,12 @@ async function execute(
         (r) => ({ status: r.status, stop_reason: r.stopReason, num_turns: r.numTurns, tools: r.steps.map((s) => s.name), pending_action_ids: r.pendingActionIds, mission_id: h.missionId }),
       );
     } catch (err) {
-      if (result && !budget.aborted) {
+      if (!result && !budget.aborted && harness?.lastComplete) {
+        // The answer was finished and streamed when a check after it failed (the post-flight's reads, a repair): the
+        // conversation keeps the answer the client saw, and the error event says what failed.
+        result = harness.lastComplete;
+        failure = { code: err instanceof AppError ? err.code : "INTERNAL", message: err instanceof AppError ? err.message : "The answer could not be checked; quote the message id when reporting it" };
+      } else if (result && !budget.aborted) {
         // The run finished and its answer went out; only its bookkeeping failed. The settlement is tried again below
         // (else the sweeper gives the reservation back); the record of the run is lost, and said so in the log.
         agentLog().error("a finished copilot run could not be recorded", { workspace_id: spec.workspaceId, conversation_id: conversation.id, error: err as Error });
@@ -481,7 +488,7 @@ async function execute(
       // A run whose settlement failed in its bookkeeping is settled as it ended; work that failed before the loop, as failed.
       const outcome = result && !failure ? runOutcome(result) : sink.signal.aborted ? "cancelled" : "failed";
       await charge
-        .settle(outcome, { tokens: result ? result.usage.inputTokens + result.usage.outputTokens : 0, costUsd: result?.usage.costUsd ?? 0 })
+        .settle(outcome, used())
         .catch((err: unknown) => agentLog().error("settling a copilot run failed; the sweeper gives its reservation back", { workspace_id: spec.workspaceId, conversation_id: conversation.id, error: err as Error }));
     }
     const intent = result ? inferIntent(result) : { intent: "error", working_state: "planning" as const };
@@ -519,7 +526,7 @@ async function execute(
   } catch (err) {
     // The store failed around the run (the run itself is recorded): the client still hears why, then `done`.
     if (!failure) sink.send("error", { code: err instanceof AppError ? err.code : "INTERNAL", message: err instanceof AppError ? err.message : "The answer could not be saved" });
-    if (charge.charged === null) await charge.settle(sink.signal.aborted ? "cancelled" : "failed", { tokens: 0, costUsd: 0 }).catch(() => undefined);
+    if (charge.charged === null) await charge.settle(sink.signal.aborted ? "cancelled" : "failed", used()).catch(() => undefined);
   } finally {
     clearTimeout(timer);
     // Spec 02: tool-result context consumption, just before done.

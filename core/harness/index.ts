@@ -122,6 +122,11 @@ function merge(a: AgentRunResult, b: AgentRunResult): AgentRunResult {
 export class Harness {
   /** The run's judged quality, once the post-flight judged it (undefined for runs not judged). */
   quality: RunQuality | undefined;
+  /**
+   * The run's answer once the loop finished it and before the post-flight judged it: what the client has seen when a
+   * check after it fails (a read of the judged artifacts, a repair's model call), so the caller can keep it.
+   */
+  lastComplete: AgentRunResult | undefined;
   private artifacts: VariantArtifacts = { insightIds: [], recommendationIds: [], documentIds: [], sourceCount: 0 };
   private readonly monitor: StreamMonitor;
   private evidenceUsed = false;
@@ -226,6 +231,7 @@ export class Harness {
       result = await o.loop({ messages: o.messages, system: o.system, missionId: this.missionId, maxTurns: this.turns.left, nextTurn: this.turns.take, emit: this.emit, onToolResult: this.onToolResult });
     }
     if (result.status !== "success") return result;
+    this.lastComplete = result;
     const judged = await this.judgeAndRepair(result, o);
     if (swarm) this.iteration(3, { rqs: this.quality?.rqs ?? null, retries: this.quality?.quality.retries ?? 0 });
     return judged;

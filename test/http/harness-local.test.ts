@@ -249,6 +249,14 @@ describe("the contract's read of the stored artifacts under throttling (local en
     }
     expect(of(events, "harness_contract")).toEqual([]);
     expect(of(events, "error")).toEqual([expect.objectContaining({ code: "SERVICE_UNAVAILABLE" })]);
+    // The answer was finished and streamed before the check failed: the conversation keeps it, not a stop notice.
+    const streamed = text(events);
+    expect(streamed.trim()).not.toBe("");
+    const conv = await call("GET", `/api/chat/conversations/${events.at(-1)!.data.conversation_id}`, { token: s.token });
+    const stored = conv.body.messages.at(-1);
+    expect(stored.role).toBe("assistant");
+    expect(stored.content).not.toMatch(/^I could not finish/);
+    expect(streamed).toContain(stored.content.trim());
   }, 120_000);
 });
 
