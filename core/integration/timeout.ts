@@ -46,3 +46,17 @@ export function withTimeout<T>(provider: string, work: Promise<T>, ms = Config.p
   work.catch(() => undefined);
   return Promise.race([work, timedOut]).finally(() => clearTimeout(timer));
 }
+
+/**
+ * Marks `err` (a failure an adapter translated) as one the provider answered: an HTTP status came back, so its
+ * processing of the request ended. A create that failed without this mark may still be under way at the provider (our
+ * timeout ended the wait, the connection dropped, or the adapter cannot tell): a push keeps its lease for it
+ * (core/ticket). Returns `err`.
+ */
+export function markAnswered<E extends Error>(err: E): E {
+  Object.defineProperty(err, "providerAnswered", { value: true, enumerable: false });
+  return err;
+}
+
+/** Whether {@link markAnswered} marked `err`: the provider answered the request it failed. */
+export const wasAnswered = (err: unknown): boolean => !!err && typeof err === "object" && (err as { providerAnswered?: unknown }).providerAnswered === true;

@@ -5,7 +5,8 @@
  * - Push is exactly-once per ticket: a lease on the ticket (`push_claim_until`, a conditional write) keeps two pushes
  *   of it apart, and the ticket id travels in the issue body as a marker (`<!-- r2d:ticket:<id> -->`, the marker the
  *   code host's issue tools use) that a later attempt searches for, among the issues created since the first attempt
- *   began, before it creates one. A create whose answer was lost (timeout) leaves push_failed; the retry finds it.
+ *   began, before it creates one. A create whose answer was lost (timeout, dropped connection) leaves push_failed
+ *   and keeps the lease to its end (the provider may still be making the issue); the retry after it finds the issue.
  * - Sync is one-way: the tracker's status category (never its name) is read into `synced_status`; nothing is written
  *   back to a tracker whose workflow may refuse the jump.
  * - A provider's rate limit is never waited out in the request: the rest of a push or sync goes to the integrations
@@ -13,12 +14,13 @@
  * - Plan gate: push and sync need the platform's feature (has_codehost for the code host, has_integrations for the
  *   planner and ticket tool), checked here by platform since one route serves all three (docs/decisions.md).
  */
-import type { EntityItem } from "electrodb";
+import { setTimeout as sleep } from "node:timers/promises";
+import { createWriteTransaction, type EntityItem } from "electrodb";
 import { AppError, Errors } from "../error";
 import { Config, PROVIDER_REQUEST_TIMEOUT_MAX_MS } from "../config";
 import { db } from "../db/service";
 import { getAll } from "../db/bulk";
-import { isConditionalFailure } from "../db/errors";
+import { cancelCodes, cancelledOnlyBy, isConditionalFailure } from "../db/errors";
 import { requireMember, requireResourceById } from "../workspace";
 import { isPlanFeatureRefusal, requireFeature } from "../billing/gates";
 import { requireDocument, withContent, type DocumentItem } from "../document";
@@ -27,6 +29,7 @@ import { FEATURE_OF } from "../integration/oauth";
 import * as OAuth from "../integration/oauth";
 import { ProviderError } from "../integration/errors";
 import { deferJob, WORK_BUDGET_MS } from "../integration/jobs";
+import { wasAnswered } from "../integration/timeout";
 import { markImplemented } from "../integration/implemented";
 import { citedInsightIds, draftTicket, insightRefs, ticketIdOf, type EvidenceInsight } from "./draft";
 import { TERMINAL_CATEGORIES, type Platform, type TicketCategory } from "./mapping";
@@ -57,6 +60,7 @@ export type TicketItem = EntityItem<ExecutionTicketEntity>;
  * of the code host, planner and ticket tool adapters is aborted after PROVIDER_REQUEST_TIMEOUT_SECONDS (default 20 s,
  * at most `PROVIDER_REQUEST_TIMEOUT_MAX_MS`, core/integration/timeout.ts), so a create ends, answered or aborted
  * (then push_failed "outcome unknown"), while its lease holds; a create is not begun with less than that left of it.
+ * A create that got no answer keeps the lease to this end: the provider may still carry it out after our abort.
  */
 export const PUSH_LEASE_MS = 60_000;
 // A retry's marker search and then the create must both fit in the lease: checked at load, not left to a comment.
@@ -158,11 +162,16 @@ async function evidenceOf(workspaceId: string, ids: string[]): Promise<Map<strin
  * block ids) is deleted, conditioned on that status, and reported in `removed`: it drafted text the document no longer
  * has, and left in place it would sit beside the new block's ticket as a duplicate. Reviewed, pushed and synced tickets
  * of removed blocks stay (a person or a tracker holds them), shown with `block_removed`.
+ * Each ticket is written with a check that the document exists and is not being deleted, so a generation racing the
+ * document's DELETE answers 404 and leaves no ticket behind.
  * @returns `{tickets, total, skipped, removed}`: the tickets written by this call, in block order
- * @throws AppError FORBIDDEN (403); NOT_FOUND (404, document)
+ * @throws AppError FORBIDDEN (403); NOT_FOUND (404, document, also when deleted meanwhile); CONFLICT (409, the
+ *   document item kept colliding with other transactions)
  */
 export async function generate(userId: string, input: GenerateTicketsInput): Promise<GenerateTicketsResult> {
   const found = await documentIn(userId, input.workspace_id, input.document_id);
+  // Being deleted (core/document/deletion.ts): its tickets would be refused anyway.
+  if (found.deleting_at) throw Errors.notFound("Document");
   const { doc, content } = await withContent(found);
   const types = new Set(input.include_block_types ?? DEFAULT_TICKET_BLOCK_TYPES);
   const [blocks, existing] = await Promise.all([blocksOf(doc), ticketsOf(doc)]);
@@ -184,7 +193,8 @@ export async function generate(userId: string, input: GenerateTicketsInput): Pro
     }
   }
 
-  const tickets: ExecutionTicket[] = [];
+  // The tickets this call wrote, in block order.
+  const written: string[] = [];
   const skipped: GenerateTicketsResult["skipped"] = [];
   for (const block of chosen) {
     const id = ticketIdOf(doc.id, block.id);
@@ -200,25 +210,52 @@ export async function generate(userId: string, input: GenerateTicketsInput): Pro
       continue;
     }
     const item = { id, workspace_id: doc.workspace_id, document_id: doc.id, block_id: block.id, block_type: block.block_type, ...draft, status: "generated" as const, created_by: userId };
-    try {
-      if (prior) {
-        // Rewritten only while no one has reviewed it: the write is conditioned on the status it read.
-        const { data } = await db().entities.executionTicket.patch(keyOf(item))
-          .set({ title: draft.title, body: draft.body, ticket_type: draft.ticket_type, priority: draft.priority, labels: draft.labels, acceptance_criteria: draft.acceptance_criteria, estimated_effort: draft.estimated_effort, evidence_insight_ids: draft.evidence_insight_ids, trace: draft.trace })
-          .where((a, op) => op.eq(a.status, "generated"))
-          .go({ response: "all_new" });
-        tickets.push(toView(data as TicketItem, present));
-      } else {
-        const { data } = await db().entities.executionTicket.create(item).go();
-        tickets.push(toView(data as TicketItem, present));
-      }
-    } catch (err) {
-      // Reviewed meanwhile, or created by a generation running at the same time: that ticket stands.
-      if (!isConditionalFailure(err)) throw err;
-      skipped.push({ block_id: block.id, reason: "ticket_exists", ticket_id: id });
-    }
+    // Rewritten only while no one has reviewed it (the write is conditioned on the status it read), else created.
+    const rewrite = prior
+      ? { title: draft.title, body: draft.body, ticket_type: draft.ticket_type, priority: draft.priority, labels: draft.labels, acceptance_criteria: draft.acceptance_criteria, estimated_effort: draft.estimated_effort, evidence_insight_ids: draft.evidence_insight_ids, trace: draft.trace }
+      : null;
+    if (await writeTicket(doc, item, rewrite)) written.push(id);
+    // Reviewed meanwhile, or created by a generation running at the same time: that ticket stands.
+    else skipped.push({ block_id: block.id, reason: "ticket_exists", ticket_id: id });
   }
+  // Read back as stored. A ticket written here and gone now was removed by the document's DELETE, begun after the
+  // writes: the document is gone.
+  const stored = written.length ? new Map((await ticketsOf(doc)).map((t) => [t.id, t])) : new Map<string, TicketItem>();
+  if (written.some((id) => !stored.has(id))) throw Errors.notFound("Document");
+  const tickets = written.map((id) => toView(stored.get(id)!, present));
   return { tickets, total: tickets.length, skipped, removed };
+}
+
+/** How many times a ticket write is tried when it collides with another transaction on its document. */
+const WRITE_TRIES = 5;
+
+/**
+ * Write one generated ticket (`rewrite`: the fields of an existing `generated` one, else a create), in one transaction
+ * with a check that its document exists and is not being deleted (`deleting_at`, core/document/deletion.ts): a
+ * generation racing the document's DELETE writes no ticket after the DELETE's mark, so none is left behind (every
+ * ticket written before the mark is among the children the DELETE lists after it). Tickets are written one
+ * transaction each (each has its own condition, and one refused must not refuse the others).
+ * @returns false when the ticket's own condition refused it (reviewed meanwhile, or created by another generation)
+ * @throws AppError NOT_FOUND (404, the document is gone or being deleted); CONFLICT (409, collided WRITE_TRIES times)
+ */
+async function writeTicket(doc: Pick<DocumentItem, "workspace_id" | "id">, item: Parameters<ExecutionTicketEntity["create"]>[0], rewrite: Record<string, unknown> | null): Promise<boolean> {
+  const { workspace_id, id: document_id } = doc;
+  for (let attempt = 1; ; attempt++) {
+    const result = await createWriteTransaction(db().pick("document", "executionTicket"), ({ document, executionTicket }) => [
+      document.check({ workspace_id, id: document_id }).where((a, op) => `${op.exists(a.id)} AND ${op.notExists(a.deleting_at)}`).commit(),
+      rewrite
+        ? executionTicket.patch(keyOf(item)).set(rewrite).where((a, op) => op.eq(a.status, "generated")).commit()
+        : executionTicket.create(item).commit(),
+    ]).go();
+    if (!result.canceled) return true;
+    const codes = cancelCodes(result);
+    if (codes[0] === "ConditionalCheckFailed") throw Errors.notFound("Document");
+    if (codes[1] === "ConditionalCheckFailed") return false;
+    if (!cancelledOnlyBy(codes, ["TransactionConflict"])) throw new Error(`ticket ${item.id} could not be written: ${codes.join(", ")}`);
+    // Another transaction on the document item (a block create, a revision save) at the same moment: try again.
+    if (attempt >= WRITE_TRIES) throw new AppError("CONFLICT", "The document changed meanwhile; retry");
+    await sleep(10 + Math.random() * 40 * attempt);
+  }
 }
 
 /**
@@ -319,13 +356,18 @@ async function claim(t: TicketItem, platform: Platform, destination: string): Pr
   }
 }
 
-/** End a push attempt: the new status (and what it learned), only while this attempt still holds the lease. */
-async function settle(c: Claim, to: TicketStatus | null, set: Record<string, unknown> = {}, remove: string[] = []): Promise<TicketItem | null> {
+/**
+ * End a push attempt: the new status (and what it learned), only while this attempt still holds the lease. The lease
+ * goes with it, unless `keepLease`: a create that got no answer may still be carried out by the provider, so the
+ * ticket stays held until the claim's `until` (no push can claim it, search, find nothing yet and create a second
+ * issue); a push after that searches the marker and finds the issue if it landed.
+ */
+async function settle(c: Claim, to: TicketStatus | null, set: Record<string, unknown> = {}, remove: string[] = [], opts: { keepLease?: boolean } = {}): Promise<TicketItem | null> {
   if (to) assertTransition(c.ticket.status, to);
   try {
     const { data } = await db().entities.executionTicket.patch(keyOf(c.ticket))
       .set({ ...set, ...(to ? { status: to } : {}) })
-      .remove(["push_claim_until", ...remove] as never[])
+      .remove([...(opts.keepLease ? [] : ["push_claim_until"]), ...remove] as never[])
       .where((a, op) => `${op.eq(a.status, c.ticket.status)} AND ${op.eq(a.push_claim_until, c.until)}`)
       .go({ response: "all_new" });
     return data as TicketItem;
@@ -338,6 +380,15 @@ async function settle(c: Claim, to: TicketStatus | null, set: Record<string, unk
 
 /** How a push_failed ticket's `push_error` begins when its issue may exist (a lost answer to a create). */
 const OUTCOME_UNKNOWN = "outcome unknown";
+
+/**
+ * Why a claim was refused: another push holds the ticket (a push under way, or a create of an earlier attempt that got
+ * no answer and may still land), until the lease the push read, when it has one still running.
+ */
+function heldMessage(t: TicketItem, now = Date.now()): string {
+  const until = t.push_claim_until;
+  return until !== undefined && until !== null && until >= now ? `another push holds this ticket (until ${new Date(until).toISOString()})` : "another push holds this ticket";
+}
 
 /**
  * Why a ticket may not be pushed to `platform`/`destination` now, or null: a push whose outcome is unknown may have
@@ -388,6 +439,8 @@ const outcome = (t: TicketItem, status: PushOutcome["status"] = t.status, error:
  */
 async function pushOne(tracker: Tracker, c: Claim): Promise<PushResult> {
   const t = c.ticket;
+  // Whether this attempt sent a create: only then can its failure leave an issue still being made.
+  let created = false;
   try {
     // Only a ticket some attempt already began can have an issue: a first attempt spends no search.
     const earlier = c.retry
@@ -400,7 +453,11 @@ async function pushOne(tracker: Tracker, c: Claim): Promise<PushResult> {
       const late = await settle(c, "push_failed", { push_error: message }, nothingCreated(c));
       return outcome(late ?? t, late ? "push_failed" : t.status, message);
     }
-    const issue = earlier ?? (await tracker.create({ ticket_id: t.id, ticket_type: t.ticket_type, title: t.title, body: issueBody(t), labels: t.labels ?? [], priority: t.priority ?? null }));
+    let issue = earlier;
+    if (!issue) {
+      created = true;
+      issue = await tracker.create({ ticket_id: t.id, ticket_type: t.ticket_type, title: t.title, body: issueBody(t), labels: t.labels ?? [], priority: t.priority ?? null });
+    }
     const done = await settle(c, "pushed", { external_id: issue.external_id, external_url: issue.external_url }, ["push_error", "may_hold_issue_at"]);
     return done ? outcome(done) : outcome(t, t.status, "another push took the ticket over");
   } catch (err) {
@@ -417,11 +474,19 @@ async function pushOne(tracker: Tracker, c: Claim): Promise<PushResult> {
     // Refused (validation, forbidden, not found) or an outcome nobody knows (timeout, 5xx): push_failed. The
     // retry searches for the marker first, so an issue created behind a lost answer is found, not duplicated.
     const known = err instanceof ProviderError && ["validation", "forbidden", "not_found"].includes(err.failure);
+    // A create that got no answer (our timeout ended the wait, the connection dropped; anything but a failure the
+    // provider answered, `wasAnswered`) may still be carried out: the lease stays until its end, so no push searches
+    // for the marker before the issue can have landed. An answered failure (a 5xx) ended the provider's processing.
+    const stillOpen = !known && created && !wasAnswered(err);
     const why = err instanceof Error ? err.message : String(err);
-    const message = known ? why : `${OUTCOME_UNKNOWN} (${why}); a retry looks for the issue before creating one`;
+    const message = known
+      ? why
+      : stillOpen
+        ? `${OUTCOME_UNKNOWN} (${why}); the ticket is held until ${new Date(c.until).toISOString()} (the create may still land), then a retry looks for the issue before creating one`
+        : `${OUTCOME_UNKNOWN} (${why}); a retry looks for the issue before creating one`;
     // A known refusal (of the create, or of a retry's marker search) created nothing now; an earlier attempt's mark
     // stays, whatever push_error says from now on. An unknown outcome keeps the mark the claim set.
-    const failed = await settle(c, "push_failed", { push_error: message.slice(0, 1000) }, known ? nothingCreated(c) : []);
+    const failed = await settle(c, "push_failed", { push_error: message.slice(0, 1000) }, known ? nothingCreated(c) : [], { keepLease: stillOpen });
     return outcome(failed ?? t, failed ? "push_failed" : t.status, message);
   }
 }
@@ -484,7 +549,7 @@ export async function push(userId: string, input: PushTicketsInput, destination?
         }
         const c = await claim(pushable[i]!, input.platform, dest);
         if (!c) {
-          results.push(outcome(pushable[i]!, pushable[i]!.status, "another push holds this ticket"));
+          results.push(outcome(pushable[i]!, pushable[i]!.status, heldMessage(pushable[i]!)));
           continue;
         }
         try {

@@ -93,6 +93,20 @@ async function withRequestTimeout<T>(seconds: string, fn: () => Promise<T>): Pro
     else process.env.PROVIDER_REQUEST_TIMEOUT_SECONDS = before;
   }
 }
+/**
+ * Time passes: the lease a push kept after a create that got no answer (PUSH_LEASE_MS from its claim) runs out, its
+ * `push_claim_until` set into the past in the table, as 60 s of waiting would leave it.
+ */
+const expireLease = async (s: Setup, id: string) => {
+  await db().entities.executionTicket.patch({ workspace_id: s.workspaceId, document_id: s.documentId, id }).set({ push_claim_until: Date.now() - 1 }).go();
+};
+/** A retry at once after a create that got no answer: refused while the kept lease holds (nothing is sent). */
+const expectHeld = async (s: Setup, id: string, extra: Record<string, unknown>) => {
+  const res = await push(s, { ticket_ids: [id], ...extra });
+  expect(res.status, res.text).toBe(200);
+  expect(res.body).toMatchObject({ pushed: 0, failed: 1 });
+  expect(res.body.results[0]).toMatchObject({ ticket_id: id, status: "push_failed", error: expect.stringMatching(/^another push holds this ticket \(until /) });
+};
 const recStatus = async (s: Setup) => (await call("GET", `/api/recommendations/${s.recommendationId}`, { token: s.token })).body.status;
 
 describe("planner (Linear)", () => {
@@ -156,7 +170,11 @@ describe("planner (Linear)", () => {
     const mine = () => [...linear.issues.values()].filter((i) => i.description?.includes(`r2d:ticket:${story.id}`));
     expect(mine()).toHaveLength(1); // Linear did create it
 
+    // No answer: the create may still be under way at Linear, so the ticket stays held and a retry at once is refused.
     const mark = linear.requests.length;
+    await expectHeld(s, story.id, { platform: "planner" });
+    expect(linear.requests.length).toBe(mark); // nothing sent
+    await expireLease(s, story.id);
     const retry = await push(s, { platform: "planner", ticket_ids: [story.id] });
     expect(retry.body).toMatchObject({ pushed: 1, failed: 0 });
     expect(mine()).toHaveLength(1);
@@ -178,12 +196,17 @@ describe("planner (Linear)", () => {
       expect(took, `${took} ms: ${first.text}`).toBeLessThan(4000); // not the stand-in's 5 s
       expect(took).toBeLessThan(Tickets.PUSH_LEASE_MS);
       expect(mine()).toHaveLength(0); // still held
+      // Retried at once, while Linear still holds the create: refused, so nothing searches before the issue lands.
+      await expectHeld(s, story.id, { platform: "planner" });
       await expect.poll(() => mine().length, { timeout: 10_000, interval: 100 }).toBe(1);
     });
+    await expireLease(s, story.id);
+    const mark = linear.requests.length;
     const retry = await push(s, { platform: "planner", ticket_ids: [story.id] });
     expect(retry.body).toMatchObject({ pushed: 1, failed: 0 });
     expect(mine()).toHaveLength(1);
     expect(retry.body.results[0].external_id).toBe(mine()[0]!.id);
+    expect(linear.count("PlannerIssueCreate", mark)).toBe(0);
   });
 
   it("a sync whose connection to Linear drops answers the ticket's error (unknown), as GitHub's and Jira's do, not a 500; the others and the next sync read on", async () => {
@@ -276,7 +299,11 @@ describe("ticket tool (Jira)", () => {
     expect(first.body.results[0]).toMatchObject({ status: "push_failed", error: expect.stringMatching(/outcome unknown/) });
     expect(issuesFor([story.id])).toHaveLength(1);
 
+    // No answer: the create may still be under way at Jira, so the ticket stays held and a retry at once is refused.
     const mark = jira.requests.length;
+    await expectHeld(s, story.id, { platform: "tickets", project_key: "P002" });
+    expect(jira.requests.length).toBe(mark); // nothing sent
+    await expireLease(s, story.id);
     const retry = await push(s, { platform: "tickets", project_key: "P002", ticket_ids: [story.id] });
     expect(retry.body).toMatchObject({ pushed: 1, failed: 0 });
     expect(issuesFor([story.id])).toHaveLength(1);
@@ -297,8 +324,11 @@ describe("ticket tool (Jira)", () => {
       expect(took, `${took} ms: ${first.text}`).toBeLessThan(4000); // not the stand-in's 5 s
       expect(took).toBeLessThan(Tickets.PUSH_LEASE_MS);
       expect(issuesFor([story.id])).toHaveLength(0); // still held
+      // Retried at once, while Jira still holds the create: refused, so nothing searches before the issue lands.
+      await expectHeld(s, story.id, { platform: "tickets", project_key: "P002" });
       await expect.poll(() => issuesFor([story.id]).length, { timeout: 10_000, interval: 100 }).toBe(1);
     });
+    await expireLease(s, story.id);
     const mark = jira.requests.length;
     const retry = await push(s, { platform: "tickets", project_key: "P002", ticket_ids: [story.id] });
     expect(retry.body).toMatchObject({ pushed: 1, failed: 0 });
@@ -318,6 +348,7 @@ describe("ticket tool (Jira)", () => {
     const first = await push(s, { platform: "tickets", project_key: "P002", ticket_ids: [story.id] });
     expect(first.body).toMatchObject({ pushed: 0, failed: 1 });
     expect(first.body.results[0]).toMatchObject({ status: "push_failed", error: expect.stringMatching(/outcome unknown/) });
+    expect(first.body.results[0].error).not.toMatch(/held until/); // Jira answered: its processing ended, the lease went
     expect(creates()).toHaveLength(1);
     expect(issuesFor([story.id])).toHaveLength(1);
 

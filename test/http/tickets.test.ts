@@ -16,6 +16,7 @@ import { PLANS } from "../../core/billing/plans";
 import { localIntegrationsQueue } from "../../local/events";
 import { dynamoClient } from "../../core/db/client";
 import * as Tickets from "../../core/ticket";
+import { db } from "../../core/db/service";
 import { expectEnvelope } from "./_helpers";
 
 const REPO = "octokit-fixture-org/hello-world";
@@ -92,6 +93,25 @@ const listed = async (s: Setup, status?: string) => {
 const issuesOf = (repo = REPO) => github.repos.get(repo)!.issues;
 /** The issues of REPO whose body carries one of these tickets' markers (the stand-in's repositories are shared). */
 const issuesFor = (ids: string[], repo = REPO) => issuesOf(repo).filter((i) => ids.some((id) => (i.body ?? "").includes(`r2d:ticket:${id}`)));
+/**
+ * Time passes: the lease a push kept after a create that got no answer (PUSH_LEASE_MS from its claim) runs out, its
+ * `push_claim_until` set into the past in the table, as 60 s of waiting would leave it.
+ */
+const expireLease = async (s: Setup, id: string) => {
+  await db().entities.executionTicket.patch({ workspace_id: s.workspaceId, document_id: s.documentId, id }).set({ push_claim_until: Date.now() - 1 }).go();
+};
+/**
+ * An immediate retry while the kept lease holds: refused for that ticket, nothing sent to GitHub's create (not
+ * counted while a held create may land meanwhile: `countCreates` false).
+ */
+const expectHeld = async (s: Setup, id: string, extra: Record<string, unknown> = {}, countCreates = true) => {
+  const creations = github.creations();
+  const res = await push(s, { ticket_ids: [id], ...extra });
+  expect(res.status, res.text).toBe(200);
+  expect(res.body).toMatchObject({ pushed: 0, failed: 1 });
+  expect(res.body.results[0]).toMatchObject({ ticket_id: id, status: "push_failed", error: expect.stringMatching(/^another push holds this ticket \(until /) });
+  if (countCreates) expect(github.creations()).toBe(creations);
+};
 
 describe("generate", () => {
   it("makes one ticket per block of the default types, each field traced, the body quoting the cited insight verbatim with its source", async () => {
@@ -275,9 +295,15 @@ describe("push", () => {
     expect(first.status, first.text).toBe(200);
     expect(first.body).toMatchObject({ pushed: 0, failed: 1 });
     expect(first.body.results[0]).toMatchObject({ status: "push_failed", error: expect.stringMatching(/outcome unknown/) });
+    expect(first.body.results[0].error).toMatch(/the ticket is held until .*then a retry looks for the issue/);
     const mine = () => issuesFor([tickets[0].id]);
     expect(mine()).toHaveLength(1); // GitHub did create it; the answer never came back
 
+    // No answer came, so the create might still have been under way at GitHub: the ticket stays held (its lease)
+    // and a retry at once is refused instead of searching before the issue could have landed.
+    await expectHeld(s, tickets[0].id);
+    expect(mine()).toHaveLength(1);
+    await expireLease(s, tickets[0].id);
     const retry = await push(s, { ticket_ids: [tickets[0].id] });
     expect(retry.body).toMatchObject({ pushed: 1, failed: 0 });
     expect(mine()).toHaveLength(1);
@@ -306,8 +332,12 @@ describe("push", () => {
       expect(failed).toMatchObject({ status: "push_failed", push_error: expect.stringMatching(/^outcome unknown .*did not answer within 400 ms/) });
       expect(mine()).toHaveLength(0); // still held
 
-      // GitHub stores the create after all; the retry finds it by its marker instead of creating a second issue.
+      // Retried at once, while GitHub still holds the create: refused (the lease stays after a create with no
+      // answer), so no search finds nothing and no second create goes out before the first lands.
+      await expectHeld(s, tickets[0].id, {}, false);
+      // GitHub stores the create after all; once the lease has run out, the retry finds it by its marker.
       await expect.poll(() => mine().length, { timeout: 10_000, interval: 100 }).toBe(1);
+      await expireLease(s, tickets[0].id);
     } finally {
       if (before === undefined) delete process.env.PROVIDER_REQUEST_TIMEOUT_SECONDS;
       else process.env.PROVIDER_REQUEST_TIMEOUT_SECONDS = before;
@@ -329,6 +359,13 @@ describe("push", () => {
     const first = await push(s, { repo: REPO, ticket_ids: [id] });
     expect(first.body.results[0]).toMatchObject({ status: "push_failed", error: expect.stringMatching(/outcome unknown/) });
     expect(issuesFor([id])).toHaveLength(1); // GitHub did create it
+
+    // While the lease the no-answer create kept holds, the ticket is not reviewed either (409), nor pushed anywhere.
+    const early = await review(s, id, { title: "Resume an interrupted upload (edited)" });
+    expectEnvelope(early, 409, "CONFLICT");
+    await expectHeld(s, id, { repo: OTHER });
+    expect(issuesFor([id], OTHER)).toHaveLength(0);
+    await expireLease(s, id);
 
     // A: the review clears push_error, not the fact that REPO may hold the issue.
     const reviewed = await review(s, id, { title: "Resume an interrupted upload (edited)" });

@@ -8,7 +8,7 @@
  */
 import { Config } from "../../config";
 import { ProviderError } from "../errors";
-import { timedFetch } from "../timeout";
+import { markAnswered, timedFetch } from "../timeout";
 import type { CodeHost, IssueRef, IssueSnapshot, PullRequestRef, RepoInfo, TreeEntry } from "./port";
 
 // Octokit and its plugins load with the first GitHub call, not with every Lambda that reaches this port (issue #24
@@ -72,7 +72,9 @@ export function translate(err: unknown): unknown {
   // 410: the issue was deleted.
   if (e.status === 404 || e.status === 410) return new ProviderError("not_found", message);
   if (e.status === 422) return new ProviderError("validation", message);
-  return new ProviderError("unknown", message);
+  // With a response GitHub answered (a 5xx: its processing of the request ended); without one (Octokit's status 500
+  // for a failed fetch, our timeout's abort) the request may still be carried out, which a push reads to keep its lease.
+  return e.response ? markAnswered(new ProviderError("unknown", message)) : new ProviderError("unknown", message);
 }
 
 /** Pages read at most by a listing that scans (marker search, timeline): 500 items. */

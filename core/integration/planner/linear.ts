@@ -10,7 +10,7 @@
 import type { LinearClient, LinearDocument as L } from "@linear/sdk";
 import { Config } from "../../config";
 import { isTransportFailure, noAnswer, ProviderError } from "../errors";
-import { timeoutSignal } from "../timeout";
+import { markAnswered, timeoutSignal } from "../timeout";
 import type { IssueCreate, IssueQuery, IssueUpdate, Planner, PlannerCycle, PlannerIssue, PlannerProject, PlannerTeam } from "./port";
 
 // The SDK (1.7 MB) loads with the first Linear call, not with every Lambda that reaches this port (issue #24 cold starts).
@@ -161,7 +161,9 @@ export async function translate(err: unknown): Promise<unknown> {
   if (err.type === "Forbidden" || codes.includes("FORBIDDEN")) return new ProviderError("forbidden", message);
   if (errors.some((e) => /not found|could not find/i.test(`${e.message ?? ""} ${e.extensions?.userPresentableMessage ?? ""}`))) return new ProviderError("not_found", message);
   if (err.type === "InvalidInput" || err.type === "UserError" || codes.includes("INVALID_INPUT")) return new ProviderError("validation", message);
-  return new ProviderError("unknown", message);
+  // An HTTP status with a response: Linear answered (its processing ended), which a push reads to release its lease;
+  // a network error wrapped without one may still be carried out.
+  return typeof err.status === "number" && raw?.response ? markAnswered(new ProviderError("unknown", message)) : new ProviderError("unknown", message);
 }
 
 const toIssue = (i: IssueNode): PlannerIssue => ({

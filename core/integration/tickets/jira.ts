@@ -11,7 +11,7 @@ import type { AccessibleResource, createCloudClient } from "jira.js";
 import type { Project } from "jira.js/cloud";
 import { Config } from "../../config";
 import { isTransportFailure, noAnswer, ProviderError } from "../errors";
-import { timeoutSignal, withTimeout } from "../timeout";
+import { markAnswered, timeoutSignal, withTimeout } from "../timeout";
 import type { TicketIssueStatus, TicketProject, TicketSite, TicketTool } from "./port";
 
 // jira.js (its clients and response schemas) loads with the first Jira call, not with every Lambda that reaches this
@@ -33,7 +33,9 @@ export async function translate(err: unknown): Promise<unknown> {
   if (isAuthError(err)) return new ProviderError("auth_expired", err.message);
   if (isForbiddenError(err)) return new ProviderError("forbidden", err.message);
   if (isNotFoundError(err)) return new ProviderError("not_found", err.message);
-  if (isApiError(err)) return new ProviderError(err.status === 400 ? "validation" : "unknown", err.message);
+  // An answer (a 5xx included): Jira's processing of the request ended, which a push reads to release its lease.
+  if (isApiError(err)) return markAnswered(new ProviderError(err.status === 400 ? "validation" : "unknown", err.message));
+  // No answer (a dropped connection): the request may still be carried out.
   if (isNetworkError(err)) return new ProviderError("unknown", err.message);
   // The provider request timeout (a TimeoutError, ../timeout.ts): no answer, `unknown`.
   if (isTransportFailure(err)) return noAnswer(err);

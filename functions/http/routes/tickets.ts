@@ -25,6 +25,8 @@ export const ticketsRoutes = defineRoutes({
     summary: "Generate one ticket per block of the included types, each field traced to its block; the body cites the block's insights with their verbatim quotes and sources",
     body: GenerateTicketsInput,
     responses: { 200: GenerateTicketsResult },
+    // The document item kept colliding with other writes while the tickets were written (core/ticket writeTicket).
+    errors: ["CONFLICT"],
   },
   "tickets.list": {
     method: "GET", path: "/api/execution/{document_id}/tickets", group: "tickets", access: "user", workspaceScope: "resource",
