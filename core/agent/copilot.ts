@@ -325,8 +325,17 @@ async function execute(
     spent.calls += u.attempts;
     spent.modelId = u.modelId;
   };
-  /** The use a settlement tried again charges: the run's own sums when it finished, else what its calls spent. */
-  const used = () => (result ? { tokens: result.usage.inputTokens + result.usage.outputTokens, costUsd: result.usage.costUsd } : { tokens: spent.inputTokens + spent.outputTokens, costUsd: spent.costUsd });
+  /**
+   * The use a settlement tried again charges: what the calls spent, or the run's own sums when they are more. `spent`
+   * sees every call as it ends, the post-flight's judge and repairs included, which a kept answer's sums
+   * (`Harness.lastComplete`) do not.
+   */
+  const used = () => {
+    const calls = { tokens: spent.inputTokens + spent.outputTokens, costUsd: spent.costUsd };
+    if (!result) return calls;
+    const sums = { tokens: result.usage.inputTokens + result.usage.outputTokens, costUsd: result.usage.costUsd };
+    return sums.costUsd >= calls.costUsd ? sums : calls;
+  };
   try {
     const model = await agentModel();
     engine = model.engine;

@@ -273,15 +273,20 @@ export async function updateBlock(userId: string, documentId: string, blockId: s
 export async function deleteBlock(userId: string, documentId: string, blockId: string): Promise<void> {
   const doc = await requireDocument(userId, documentId);
   await requireBlockOf(doc, blockId);
-  // The block goes first, then the annotations read after it (strongly consistent): an annotation create is
-  // conditioned on its block existing, so one that commits before the block's delete is read here, and none after.
+  const deleteNotes = async () => {
+    const notes = await annotationsOf(doc, blockId);
+    await writeAll(
+      notes.map((n) => ({ workspace_id: n.workspace_id, document_id: n.document_id, block_id: n.block_id, id: n.id })),
+      (keys) => db().entities.annotation.delete(keys).go(),
+      (k: { id: string }) => k.id,
+    );
+  };
+  // The annotations before the block, so a DELETE that dies part-way leaves a block a retry still finds; and again
+  // after it (strongly consistent): an annotation create is conditioned on its block existing, so one that committed
+  // between the first pass and the block's delete is read then, and none commits after.
+  await deleteNotes();
   await db().entities.block.delete({ workspace_id: doc.workspace_id, document_id: doc.id, id: blockId }).go();
-  const notes = await annotationsOf(doc, blockId);
-  await writeAll(
-    notes.map((n) => ({ workspace_id: n.workspace_id, document_id: n.document_id, block_id: n.block_id, id: n.id })),
-    (keys) => db().entities.annotation.delete(keys).go(),
-    (k: { id: string }) => k.id,
-  );
+  await deleteNotes();
   const rest = (await blocksOf(doc)).filter((b) => b.id !== blockId);
   try {
     await writePositions(rest, rest.map((b) => b.id));

@@ -9,7 +9,9 @@
  * same deletion at once.
  */
 import { createWriteTransaction } from "electrodb";
-import { cancelCodes, isConditionalFailure } from "../db/errors";
+import { setTimeout as sleep } from "node:timers/promises";
+import { cancelCodes, cancelledOnlyBy, isConditionalFailure } from "../db/errors";
+import { AppError } from "../error";
 import { deleteKeys, partitionKeys } from "../db/partition";
 import { db } from "../db/service";
 import { deletePrefix } from "../storage";
@@ -35,23 +37,34 @@ const due = (from: number, attempts: number) => new Date(from + Math.min(DELETIO
  * one transaction. A document already marked (a DELETE sent again) keeps its first mark; its record is written again,
  * due a grace from now.
  * @returns false when the document item is gone (another deletion removed it): what is left of it is still deleted
- * @throws Error from DynamoDB: nothing was written, the DELETE can be sent again
+ * @throws AppError CONFLICT (409, retryable) when the transaction kept colliding with other writes on the document;
+ *   Error from DynamoDB: nothing was written in either case, the DELETE can be sent again
  */
 export async function beginDocumentDeletion(workspaceId: string, documentId: string, now = Date.now()): Promise<boolean> {
-  const result = await createWriteTransaction(db().pick("document", "documentDeletion"), ({ document, documentDeletion }) => [
-    document
-      .patch({ workspace_id: workspaceId, id: documentId })
-      // `if_not_exists`: a DELETE sent again keeps the first mark.
-      .data((a, op) => {
-        op.ifNotExists(a.deleting_at, new Date(now).toISOString());
-      })
-      .commit(),
-    documentDeletion.put({ workspace_id: workspaceId, document_id: documentId, sweep: DELETION_SWEEP, due_at: due(now, 0), attempts: 0 }).commit(),
-  ]).go();
-  if (!result.canceled) return true;
-  if (cancelCodes(result)[0] === "ConditionalCheckFailed") return false;
-  throw new Error(`the deletion of document ${documentId} could not begin: ${cancelCodes(result).join(", ")}`);
+  for (let attempt = 1; ; attempt++) {
+    const result = await createWriteTransaction(db().pick("document", "documentDeletion"), ({ document, documentDeletion }) => [
+      document
+        .patch({ workspace_id: workspaceId, id: documentId })
+        // `if_not_exists`: a DELETE sent again keeps the first mark.
+        .data((a, op) => {
+          op.ifNotExists(a.deleting_at, new Date(now).toISOString());
+        })
+        .commit(),
+      documentDeletion.put({ workspace_id: workspaceId, document_id: documentId, sweep: DELETION_SWEEP, due_at: due(now, 0), attempts: 0 }).commit(),
+    ]).go();
+    if (!result.canceled) return true;
+    const codes = cancelCodes(result);
+    if (codes[0] === "ConditionalCheckFailed") return false;
+    if (!cancelledOnlyBy(codes, ["TransactionConflict"])) throw new Error(`the deletion of document ${documentId} could not begin: ${codes.join(", ")}`);
+    // Another transaction on the document item at the same moment (a block create, a ticket write): nothing was
+    // written, so it is tried again, then refused as a conflict the client may retry.
+    if (attempt >= BEGIN_TRIES) throw new AppError("CONFLICT", "The document kept changing while its deletion began; retry", { retryable: true });
+    await sleep(10 + Math.random() * 40 * attempt);
+  }
 }
+
+/** How many times the deletion's first transaction is tried when it collides with another on the document. */
+const BEGIN_TRIES = 5;
 
 /**
  * Remove a document whose deletion has begun: its children (blocks, revisions, annotations), then the document item,

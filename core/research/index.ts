@@ -50,10 +50,11 @@ const originalKey = (workspaceId: string, sourceId: string, fileName: string) =>
  * Key of the copy of a presigned upload that the Validate step checked (functions/steps/validate.ts): the steps after
  * it read this copy, never the original, which the presigned POST can replace until it expires. Outside `original/`,
  * so its object-created event starts nothing (parseOriginalKey), and inside the source's prefix, so deleting the
- * source or its workspace removes it.
+ * source or its workspace removes it. One per processing attempt: a superseded attempt's Validate, which removes its
+ * own copy when it finds itself stale, never touches the copy a newer attempt reads.
  */
-export const validatedKey = (workspaceId: string, sourceId: string, fileName: string) =>
-  `${sourcePrefix(workspaceId, sourceId)}validated/${safeFileName(fileName)}`;
+export const validatedKey = (workspaceId: string, sourceId: string, attempt: number, fileName: string) =>
+  `${sourcePrefix(workspaceId, sourceId)}validated/${attempt}/${safeFileName(fileName)}`;
 /** Key of the extraction result (text, transcript, units) of a source. */
 export const extractionKey = (workspaceId: string, sourceId: string) => `${sourcePrefix(workspaceId, sourceId)}extraction.json`;
 /** Key of the source's embedded mentions (written by the Index step). */

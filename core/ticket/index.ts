@@ -60,7 +60,8 @@ export type TicketItem = EntityItem<ExecutionTicketEntity>;
  * of the code host, planner and ticket tool adapters is aborted after PROVIDER_REQUEST_TIMEOUT_SECONDS (default 20 s,
  * at most `PROVIDER_REQUEST_TIMEOUT_MAX_MS`, core/integration/timeout.ts), so a create ends, answered or aborted
  * (then push_failed "outcome unknown"), while its lease holds; a create is not begun with less than that left of it.
- * A create that got no answer keeps the lease to this end: the provider may still carry it out after our abort.
+ * A create that got no answer keeps the ticket held a whole lease from its failure: the provider may still carry it
+ * out after our abort.
  */
 export const PUSH_LEASE_MS = 60_000;
 // A retry's marker search and then the create must both fit in the lease: checked at load, not left to a comment.
@@ -359,14 +360,16 @@ async function claim(t: TicketItem, platform: Platform, destination: string): Pr
 /**
  * End a push attempt: the new status (and what it learned), only while this attempt still holds the lease. The lease
  * goes with it, unless `keepLease`: a create that got no answer may still be carried out by the provider, so the
- * ticket stays held until the claim's `until` (no push can claim it, search, find nothing yet and create a second
- * issue); a push after that searches the marker and finds the issue if it landed.
+ * ticket stays held for a whole lease from now (at least until the claim's `until`): no push can claim it, search,
+ * find nothing yet and create a second issue; a push after that searches the marker and finds the issue if it landed.
  */
 async function settle(c: Claim, to: TicketStatus | null, set: Record<string, unknown> = {}, remove: string[] = [], opts: { keepLease?: boolean } = {}): Promise<TicketItem | null> {
   if (to) assertTransition(c.ticket.status, to);
   try {
     const { data } = await db().entities.executionTicket.patch(keyOf(c.ticket))
-      .set({ ...set, ...(to ? { status: to } : {}) })
+      // A kept lease runs a whole lease from now: a create begun late in the claim's lease and aborted at its end
+      // would otherwise leave the ticket free a moment later, before the issue can have landed.
+      .set({ ...set, ...(to ? { status: to } : {}), ...(opts.keepLease ? { push_claim_until: Math.max(c.until, Date.now() + PUSH_LEASE_MS) } : {}) })
       .remove([...(opts.keepLease ? [] : ["push_claim_until"]), ...remove] as never[])
       .where((a, op) => `${op.eq(a.status, c.ticket.status)} AND ${op.eq(a.push_claim_until, c.until)}`)
       .go({ response: "all_new" });

@@ -41,7 +41,7 @@ export async function handler(state: StepState): Promise<StepState> {
  *   was deleted or reprocessed meanwhile (the copy is removed).
  */
 async function inspectAndPin(state: StepState, item: SourceItem): Promise<{ verdict: UploadVerdict; key: string }> {
-  const pinned = validatedKey(state.workspace_id, state.source_id, item.file_name);
+  const pinned = validatedKey(state.workspace_id, state.source_id, state.attempt, item.file_name);
   for (let round = 1; round <= VALIDATE_ROUNDS; round++) {
     const verdict = await inspectStored(state.key, pinned, item);
     if (!verdict.etag) throw new Error(`the object store sent no ETag for ${state.key}`);

@@ -17,7 +17,7 @@ import { acquireStreamSlot, MAX_STREAMS_PER_USER, prepareChat, type EventSink } 
 import { QUERY_BUDGET_MS } from "../../core/agent/loop";
 import * as Chat from "../../core/chat";
 import { db } from "../../core/db/service";
-import { dynamoClient } from "../../core/db/client";
+import { storeFails } from "../support/store-faults";
 import { creditsFor } from "../../core/billing/credits";
 import { HISTORY_MAX_CHARS } from "../../core/ai/turns";
 
@@ -318,25 +318,14 @@ describe("a run that fails after some model calls", () => {
     const toolTurn = toolCallTurn("tooluse_fail_2", "search_insights", { query: "sign-in", limit: 3 }, { inputTokens: 3800, outputTokens: 70 });
     bedrock.reply({ frames: toolTurn }, { frames: refusedTurn() });
     // The run's own settlement (its ledger transaction) fails once; the stream's retry settles it.
-    let failed = 0;
-    const name = "failFailedRunSettleOnce";
-    dynamoClient().middlewareStack.add(
-      (next, context) => async (args) => {
-        if (failed === 0 && context.commandName === "TransactWriteItemsCommand" && JSON.stringify(args.input).includes("#settle")) {
-          failed++;
-          throw new Error("injected: the table did not answer");
-        }
-        return next(args);
-      },
-      { step: "initialize", name },
-    );
+    const fault = storeFails(/^TransactWriteItems/, "#settle", 1);
     let events: WireEvent[];
     try {
       events = await readStream(gw.base, "/api/stream/chat", owner.token, { workspace_id: ws, prompt: "Search sign-in problems again", model: haiku.id, effort: "low" });
     } finally {
-      dynamoClient().middlewareStack.remove(name);
+      fault.remove();
     }
-    expect(failed).toBe(1);
+    expect(fault.failed()).toBe(1);
     expect(of(events, "error")).toHaveLength(1);
     // Spec 02: failed with cost, at least 0.25, and the metered cost.
     expect(events.at(-1)!.data.credits).toBe(creditsFor(modelCostUsd(haiku, 3800, 70), "failed"));

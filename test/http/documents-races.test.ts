@@ -11,8 +11,10 @@
  * before the other's first write (of a given command, naming a given key) goes to DynamoDB.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { dynamoClient } from "../../core/db/client";
 import { beginDocumentDeletion, DELETION_GRACE_MS, sweepDocumentDeletions } from "../../core/document/deletion";
+import { landsBefore } from "../support/races";
+import { storeFails } from "../support/store-faults";
+import { conflictTransactions } from "../support/throttle";
 import { call, newWorkspace, type ApiResponse } from "../support/api";
 import { expectEnvelope, partitionItems } from "./_helpers";
 
@@ -23,34 +25,6 @@ beforeAll(async () => {
   const { owner, workspace } = await newWorkspace("Document races");
   ws = { token: owner.token, workspaceId: workspace.id };
 });
-
-/**
- * Run `send`; when its first DynamoDB command matching `command` and naming `marker` is about to go, run `inner` to
- * its end first. Every other command (`inner`'s own included) passes untouched.
- * @returns what `send` and `inner` answered
- */
-async function landsBefore<T, U>(command: RegExp, marker: string, inner: () => Promise<U>, send: () => Promise<T>): Promise<[T, U]> {
-  const name = `landsBefore-${marker}-${Math.random()}`;
-  let ran: { value: U } | undefined;
-  let fired = false;
-  dynamoClient().middlewareStack.add(
-    (next, context) => async (args) => {
-      if (!fired && command.test(context.commandName ?? "") && JSON.stringify(args.input).includes(marker)) {
-        fired = true;
-        ran = { value: await inner() };
-      }
-      return next(args);
-    },
-    { step: "initialize", name },
-  );
-  try {
-    const out = await send();
-    expect(ran, "the inner request ran before the write").toBeDefined();
-    return [out, ran!.value];
-  } finally {
-    dynamoClient().middlewareStack.remove(name);
-  }
-}
 
 /** The first write of a block or annotation create: a Put before the fix, the transaction after. */
 const CREATE_WRITE = /^(Put|TransactWrite)/;
@@ -174,26 +148,40 @@ describe("an annotation create racing its block's DELETE", () => {
   });
 });
 
+describe("a block's DELETE that dies part-way", () => {
+  it("failing at its annotations' delete leaves the block, so the DELETE sent again finishes: no orphan annotation", async () => {
+    const docId = await newDoc();
+    const block = await addBlock(docId, "one");
+    expect(block.status).toBe(201);
+    const note = await call("POST", `${blocksPath(docId)}/${block.body.id}/annotations`, { token: ws.token, body: { body: "Looks good" } });
+    expect(note.status, note.text).toBe(201);
+    const fault = storeFails(/^BatchWrite/, "#note#", 1);
+    try {
+      const failed = await call("DELETE", `${blocksPath(docId)}/${block.body.id}`, { token: ws.token });
+      expect(failed.status, failed.text).toBeGreaterThanOrEqual(500);
+      expect(fault.failed()).toBe(1);
+    } finally {
+      fault.remove();
+    }
+    expect((await listed(docId)).map((b) => b.title)).toEqual(["one"]);
+    const again = await call("DELETE", `${blocksPath(docId)}/${block.body.id}`, { token: ws.token });
+    expect(again.status, again.text).toBe(204);
+    expect((await itemsOf(docId)).filter((sk) => sk.includes("#block#") || sk.includes("#note#"))).toEqual([]);
+  });
+});
+
 describe("a DELETE that dies part-way is finished by the recovery sweeper", () => {
   it("the children's deletes fail: the document refuses new blocks, then the sweep removes it all and its record", async () => {
     const docId = await newDoc();
     expect((await addBlock(docId, "one")).status).toBe(201);
-    const name = `deleteDiesPartWay-${Math.random()}`;
     // The store stops answering at the DELETE's first batch delete, as a process that died there would leave it.
-    dynamoClient().middlewareStack.add(
-      (next, context) => async (args) => {
-        if (/^BatchWrite/.test(context.commandName ?? "") && JSON.stringify(args.input).includes(`document#${docId}`)) {
-          throw Object.assign(new Error("the store did not answer"), { name: "InternalServerError" });
-        }
-        return next(args);
-      },
-      { step: "initialize", name },
-    );
+    const fault = storeFails(/^BatchWrite/, `document#${docId}`);
     try {
       const failed = await call("DELETE", `/api/documents/${docId}`, { token: ws.token });
       expect(failed.status, failed.text).toBeGreaterThanOrEqual(500);
+      expect(fault.failed()).toBeGreaterThan(0);
     } finally {
-      dynamoClient().middlewareStack.remove(name);
+      fault.remove();
     }
     expect(await itemsOf(docId)).toContain(`document#${docId}`);
     expectEnvelope(await addBlock(docId, "late"), 404, "NOT_FOUND");
@@ -211,25 +199,42 @@ describe("a DELETE that dies part-way is finished by the recovery sweeper", () =
     expect((await sweepDocumentDeletions({ now: later, workspaceId: ws.workspaceId })).due).toBe(0);
   });
 
+  it("a DELETE whose first transaction meets another on the document tries again; one that always does answers 409, having written nothing", async () => {
+    const docId = await newDoc();
+    // DynamoDB cancels the mark's transaction (TransactionConflict on the document's patch) once: tried again, 204.
+    const once = conflictTransactions([`docdelete#${docId}`], 1, 0);
+    try {
+      const removed = await call("DELETE", `/api/documents/${docId}`, { token: ws.token });
+      expect(removed.status, removed.text).toBe(204);
+      expect(once.left).toBe(0);
+    } finally {
+      once.remove();
+    }
+    expect(await itemsOf(docId)).toEqual([]);
+
+    const other = await newDoc();
+    const always = conflictTransactions([`docdelete#${other}`], 100, 0);
+    try {
+      expectEnvelope(await call("DELETE", `/api/documents/${other}`, { token: ws.token }), 409, "CONFLICT");
+    } finally {
+      always.remove();
+    }
+    // Nothing was written: no mark, no record; blocks can still be added and the DELETE sent again succeeds.
+    expect((await partitionItems(`ws#${ws.workspaceId}`)).filter((i) => i.sk === `docdelete#${other}`)).toEqual([]);
+    expect((await addBlock(other, "still editable")).status).toBe(201);
+    expect((await call("DELETE", `/api/documents/${other}`, { token: ws.token })).status).toBe(204);
+  });
+
   it("a sweep that fails tries again after a longer wait; a DELETE sent again finishes it at once", async () => {
     const docId = await newDoc();
     const begun = Date.now();
     expect(await beginDocumentDeletion(ws.workspaceId, docId, begun)).toBe(true);
-    const name = `sweepFails-${Math.random()}`;
-    dynamoClient().middlewareStack.add(
-      (next, context) => async (args) => {
-        if (/^Query/.test(context.commandName ?? "") && JSON.stringify(args.input).includes(`document#${docId}`)) {
-          throw Object.assign(new Error("the store did not answer"), { name: "InternalServerError" });
-        }
-        return next(args);
-      },
-      { step: "initialize", name },
-    );
+    const fault = storeFails(/^Query/, `document#${docId}`);
     let swept;
     try {
       swept = await sweepDocumentDeletions({ now: begun + DELETION_GRACE_MS, workspaceId: ws.workspaceId });
     } finally {
-      dynamoClient().middlewareStack.remove(name);
+      fault.remove();
     }
     expect(swept).toMatchObject({ due: 1, finished: 0, failed: 1 });
     // Its next try waits twice the grace: not due a grace after the failed one.

@@ -27,6 +27,7 @@ vi.mock("../../core/integration/planner/linear", async (importOriginal) => {
 });
 
 import { call, newWorkspace } from "../support/api";
+import { continuationsOf } from "../support/integrations";
 import { connectLinear, LinearStandIn, useLinearSettings } from "../support/linear-standin";
 import { localIntegrationsQueue } from "../../local/events";
 import { db } from "../../core/db/service";
@@ -39,27 +40,6 @@ beforeAll(() => {
   linear.listen();
 });
 afterAll(() => linear.close());
-
-/**
- * Count the continuations `act` queues until the queue is idle. Past `limit` a continuation is dropped (not sent), so
- * an endless chain ends the test instead of running on: the count then says so.
- */
-async function continuationsOf(act: () => Promise<unknown>, limit: number): Promise<number> {
-  const q = localIntegrationsQueue();
-  const send = q.send.bind(q);
-  let sent = 0;
-  const spy = vi.spyOn(q, "send").mockImplementation(async (m) => {
-    if (JSON.parse(m.body).type === "planner.sync" && ++sent > limit) return;
-    return send(m);
-  });
-  try {
-    await act();
-    await q.idle();
-  } finally {
-    spy.mockRestore();
-  }
-  return sent;
-}
 
 /**
  * A workspace with Linear connected and planner links seeded straight into the table (creating hundreds of issues
@@ -101,7 +81,7 @@ describe("the planner sync under its work budget", () => {
     let first: any;
     const sent = await continuationsOf(async () => {
       first = await call("POST", "/api/integrations/planner/sync", { token: s.token, body: { workspace_id: s.workspaceId } });
-    }, 5);
+    }, 5, "planner.sync");
     expect(first.status, first.text).toBe(200);
     // This invocation's counts (as the code-host sync answers them): the batch it read, and the links it left queued.
     expect(first.body).toEqual({ synced_count: MAX_PAGE, updated_count: MAX_PAGE, queued_count: 3 });
@@ -124,7 +104,7 @@ describe("the planner sync under its work budget", () => {
     let first: any;
     const sent = await continuationsOf(async () => {
       first = await call("POST", "/api/integrations/planner/sync", { token: s.token, body: { workspace_id: s.workspaceId } });
-    }, 5);
+    }, 5, "planner.sync");
     expect(first.status, first.text).toBe(200);
     // The failing links are not counted; the readable ones were left to the continuation.
     expect(first.body).toEqual({ synced_count: 0, updated_count: 0, queued_count: 3 });
@@ -145,7 +125,7 @@ describe("the planner sync under its work budget", () => {
     }
     // The next sync (a run of its own) tries the failing links again, and its chain ends too, each link read once.
     const again = reads.length;
-    const next = await continuationsOf(() => call("POST", "/api/integrations/planner/sync", { token: s.token, body: { workspace_id: s.workspaceId } }), 5);
+    const next = await continuationsOf(() => call("POST", "/api/integrations/planner/sync", { token: s.token, body: { workspace_id: s.workspaceId } }), 5, "planner.sync");
     expect(next).toBe(1);
     const nextCounts = readCounts(again);
     expect(nextCounts.size).toBe(MAX_PAGE + 3);

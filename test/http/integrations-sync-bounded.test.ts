@@ -14,7 +14,7 @@ vi.mock("../../core/integration/jobs", async (importOriginal) => ({ ...(await im
 
 import { call, newWorkspace } from "../support/api";
 import { GitHubStandIn } from "../support/github-standin";
-import { connectGithub, useStandInSettings } from "../support/integrations";
+import { connectGithub, continuationsOf, useStandInSettings } from "../support/integrations";
 import { localIntegrationsQueue } from "../../local/events";
 import { db } from "../../core/db/service";
 
@@ -26,27 +26,6 @@ beforeAll(() => {
   github.listen();
 });
 afterAll(() => github.close());
-
-/**
- * Count the continuations `act` queues until the queue is idle. Past `limit` a continuation is dropped (not sent), so
- * an endless chain ends the test instead of running on: the count then says so.
- */
-async function continuationsOf(act: () => Promise<unknown>, limit: number): Promise<number> {
-  const q = localIntegrationsQueue();
-  const send = q.send.bind(q);
-  let sent = 0;
-  const spy = vi.spyOn(q, "send").mockImplementation(async (m) => {
-    if (JSON.parse(m.body).type.endsWith(".sync") && ++sent > limit) return;
-    return send(m);
-  });
-  try {
-    await act();
-    await q.idle();
-  } finally {
-    spy.mockRestore();
-  }
-  return sent;
-}
 
 async function connected() {
   const { owner, workspace } = await newWorkspace("Bounded sync");

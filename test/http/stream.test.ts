@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { storeFails } from "../support/store-faults";
 import { call, newUser, newWorkspace } from "../support/api";
 import { uploadResearch, waitFor } from "../support/multipart";
 import { liveGateway, orderProblems, readStream, type WireEvent } from "../support/sse";
@@ -280,21 +281,10 @@ describe("stream errors before the stream opens", () => {
 
   it("keeps and charges an answer whose settlement failed once: the answer is stored, the settlement tried again", async () => {
     // The run's settlement (its ledger transaction) fails once, after the answer went out.
-    let failed = 0;
-    const name = "failSettleOnce";
-    dynamoClient().middlewareStack.add(
-      (next, context) => async (args) => {
-        if (failed === 0 && context.commandName === "TransactWriteItemsCommand" && JSON.stringify(args.input).includes("#settle")) {
-          failed++;
-          throw new Error("injected: the table did not answer");
-        }
-        return next(args);
-      },
-      { step: "initialize", name },
-    );
+    const fault = storeFails(/^TransactWriteItems/, "#settle", 1);
     try {
       const events = await readStream(gw.base, "/api/stream/chat", owner.token, { workspace_id: ws, prompt: "What do users struggle with when they sign in?" });
-      expect(failed).toBe(1);
+      expect(fault.failed()).toBe(1);
       expect(orderProblems(events)).toEqual([]);
       expect(of(events, "error")).toEqual([]);
       const done = events.at(-1)!.data;
@@ -303,7 +293,7 @@ describe("stream errors before the stream opens", () => {
       const assistant = conv.body.messages.find((m: { role: string }) => m.role === "assistant");
       expect(assistant).toMatchObject({ id: done.message_id, content: text(events) });
     } finally {
-      dynamoClient().middlewareStack.remove(name);
+      fault.remove();
     }
   });
 

@@ -16,6 +16,7 @@ import { sourceWith } from "../support/sources";
 import { LinearStandIn, connectLinear, useLinearSettings } from "../support/linear-standin";
 import { JiraStandIn, connectJira, useJiraSettings } from "../support/jira-standin";
 import { listenTogether } from "../support/standins";
+import { expireLease } from "../support/integrations";
 import type { SetupServer } from "msw/node";
 import { localIntegrationsQueue } from "../../local/events";
 import { expectEnvelope } from "./_helpers";
@@ -93,13 +94,6 @@ async function withRequestTimeout<T>(seconds: string, fn: () => Promise<T>): Pro
     else process.env.PROVIDER_REQUEST_TIMEOUT_SECONDS = before;
   }
 }
-/**
- * Time passes: the lease a push kept after a create that got no answer (PUSH_LEASE_MS from its claim) runs out, its
- * `push_claim_until` set into the past in the table, as 60 s of waiting would leave it.
- */
-const expireLease = async (s: Setup, id: string) => {
-  await db().entities.executionTicket.patch({ workspace_id: s.workspaceId, document_id: s.documentId, id }).set({ push_claim_until: Date.now() - 1 }).go();
-};
 /** A retry at once after a create that got no answer: refused while the kept lease holds (nothing is sent). */
 const expectHeld = async (s: Setup, id: string, extra: Record<string, unknown>) => {
   const res = await push(s, { ticket_ids: [id], ...extra });
@@ -348,9 +342,15 @@ describe("ticket tool (Jira)", () => {
     const first = await push(s, { platform: "tickets", project_key: "P002", ticket_ids: [story.id] });
     expect(first.body).toMatchObject({ pushed: 0, failed: 1 });
     expect(first.body.results[0]).toMatchObject({ status: "push_failed", error: expect.stringMatching(/outcome unknown/) });
-    expect(first.body.results[0].error).not.toMatch(/held until/); // Jira answered: its processing ended, the lease went
+    // A gateway's 5xx says the edge stopped waiting, not that Jira stopped (here it made the issue): the lease stays.
+    expect(first.body.results[0].error).toMatch(/held until/);
     expect(creates()).toHaveLength(1);
     expect(issuesFor([story.id])).toHaveLength(1);
+    const atOnce = await push(s, { platform: "tickets", project_key: "P002", ticket_ids: [story.id] });
+    expect(atOnce.body).toMatchObject({ pushed: 0, failed: 1 });
+    expect(atOnce.body.results[0].error).toMatch(/^another push holds this ticket \(until /);
+    expect(creates()).toHaveLength(1);
+    await expireLease(s, story.id);
 
     // Pushed elsewhere (another project, or platform) it would leave that issue behind as a duplicate: refused.
     const elsewhere = await push(s, { platform: "tickets", project_key: "P001", ticket_ids: [story.id] });

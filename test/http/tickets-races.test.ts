@@ -8,8 +8,8 @@
  * does): the DELETE runs to its end just before generate's write of a given ticket goes to DynamoDB.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { dynamoClient } from "../../core/db/client";
 import { ticketIdOf } from "../../core/ticket/draft";
+import { landsBefore } from "../support/races";
 import { call, newWorkspace } from "../support/api";
 import { expectEnvelope, partitionItems } from "./_helpers";
 
@@ -20,34 +20,6 @@ beforeAll(async () => {
   const { owner, workspace } = await newWorkspace("Ticket races");
   ws = { token: owner.token, workspaceId: workspace.id };
 });
-
-/**
- * Run `send`; when its first DynamoDB command matching `command` and naming `marker` is about to go, run `inner` to
- * its end first. Every other command (`inner`'s own included) passes untouched.
- * @returns what `send` and `inner` answered
- */
-async function landsBefore<T, U>(command: RegExp, marker: string, inner: () => Promise<U>, send: () => Promise<T>): Promise<[T, U]> {
-  const name = `landsBefore-${marker}-${Math.random()}`;
-  let ran: { value: U } | undefined;
-  let fired = false;
-  dynamoClient().middlewareStack.add(
-    (next, context) => async (args) => {
-      if (!fired && command.test(context.commandName ?? "") && JSON.stringify(args.input).includes(marker)) {
-        fired = true;
-        ran = { value: await inner() };
-      }
-      return next(args);
-    },
-    { step: "initialize", name },
-  );
-  try {
-    const out = await send();
-    expect(ran, "the inner request ran before the write").toBeDefined();
-    return [out, ran!.value];
-  } finally {
-    dynamoClient().middlewareStack.remove(name);
-  }
-}
 
 /** A ticket write of generate: a Put before the fix, the transaction with the document's check after. */
 const TICKET_WRITE = /^(Put|TransactWrite)/;

@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { call, newUser, newWorkspace } from "../support/api";
 import { GitHubStandIn } from "../support/github-standin";
-import { connectGithub, useStandInSettings } from "../support/integrations";
+import { connectGithub, expireLease, useStandInSettings } from "../support/integrations";
 import { sourceWith } from "../support/sources";
 import { setAccount } from "../support/billing";
 import { PLANS } from "../../core/billing/plans";
@@ -93,13 +93,6 @@ const listed = async (s: Setup, status?: string) => {
 const issuesOf = (repo = REPO) => github.repos.get(repo)!.issues;
 /** The issues of REPO whose body carries one of these tickets' markers (the stand-in's repositories are shared). */
 const issuesFor = (ids: string[], repo = REPO) => issuesOf(repo).filter((i) => ids.some((id) => (i.body ?? "").includes(`r2d:ticket:${id}`)));
-/**
- * Time passes: the lease a push kept after a create that got no answer (PUSH_LEASE_MS from its claim) runs out, its
- * `push_claim_until` set into the past in the table, as 60 s of waiting would leave it.
- */
-const expireLease = async (s: Setup, id: string) => {
-  await db().entities.executionTicket.patch({ workspace_id: s.workspaceId, document_id: s.documentId, id }).set({ push_claim_until: Date.now() - 1 }).go();
-};
 /**
  * An immediate retry while the kept lease holds: refused for that ticket, nothing sent to GitHub's create (not
  * counted while a held create may land meanwhile: `countCreates` false).

@@ -1,7 +1,9 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { expect } from "vitest";
+import { expect, vi } from "vitest";
+import { localIntegrationsQueue } from "../../local/events";
+import { db } from "../../core/db/service";
 import { call } from "./api";
 import { GHE_API, GHE_WEB, type GitHubStandIn } from "./github-standin";
 
@@ -32,4 +34,35 @@ export async function connectGithub(github: GitHubStandIn, token: string, worksp
   expect(cb.status, cb.text).toBe(302);
   expect(cb.headers.location).toBe(`${APP_URL}/settings/integrations?codehost=connected`);
   return { state, code };
+}
+
+/**
+ * Count the sync continuations `act` queues on the local integrations queue until it is idle (jobs whose type ends
+ * `.sync`, or only `type`). Past `limit` a continuation is dropped (not sent), so an endless chain ends the test
+ * instead of running on: the count then says so.
+ */
+export async function continuationsOf(act: () => Promise<unknown>, limit: number, type?: string): Promise<number> {
+  const q = localIntegrationsQueue();
+  const send = q.send.bind(q);
+  let sent = 0;
+  const spy = vi.spyOn(q, "send").mockImplementation(async (m) => {
+    const jobType = JSON.parse(m.body).type as string;
+    if ((type ? jobType === type : jobType.endsWith(".sync")) && ++sent > limit) return;
+    return send(m);
+  });
+  try {
+    await act();
+    await q.idle();
+  } finally {
+    spy.mockRestore();
+  }
+  return sent;
+}
+
+/**
+ * Time passes: the lease a push kept after a create that got no answer (core/ticket PUSH_LEASE_MS) runs out, its
+ * `push_claim_until` set into the past in the table, as a minute of waiting would leave it.
+ */
+export async function expireLease(s: { workspaceId: string; documentId: string }, id: string): Promise<void> {
+  await db().entities.executionTicket.patch({ workspace_id: s.workspaceId, document_id: s.documentId, id }).set({ push_claim_until: Date.now() - 1 }).go();
 }

@@ -58,3 +58,31 @@ export async function deletedAfterWrite<T>(sk: string, remove: () => Promise<{ s
     expect(removed, "the DELETE ran after the write").toBe(true);
   }
 }
+
+/**
+ * Run `send`; when its first DynamoDB command matching `command` and naming `marker` is about to go, run `inner` to
+ * its end first. Every other command (`inner`'s own included) passes untouched.
+ * @returns what `send` and `inner` answered
+ */
+export async function landsBefore<T, U>(command: RegExp, marker: string, inner: () => Promise<U>, send: () => Promise<T>): Promise<[T, U]> {
+  const name = `landsBefore-${marker}-${Math.random()}`;
+  let ran: { value: U } | undefined;
+  let fired = false;
+  dynamoClient().middlewareStack.add(
+    (next, context) => async (args) => {
+      if (!fired && command.test(context.commandName ?? "") && JSON.stringify(args.input).includes(marker)) {
+        fired = true;
+        ran = { value: await inner() };
+      }
+      return next(args);
+    },
+    { step: "initialize", name },
+  );
+  try {
+    const out = await send();
+    expect(ran, "the inner request ran before the write").toBeDefined();
+    return [out, ran!.value];
+  } finally {
+    dynamoClient().middlewareStack.remove(name);
+  }
+}

@@ -53,3 +53,25 @@ export function documentCreateHeld(): { atHold: Promise<void>; release: () => vo
   );
   return { atHold, release: () => release(), remove: () => dynamoClient().middlewareStack.remove(name) };
 }
+
+/**
+ * Make the DynamoDB commands matching `command` whose input names `marker` fail with a 5xx-class store error
+ * (`InternalServerError`, thrown before the SDK's retries), the first `times` of them (default: every one), as a store
+ * that stopped answering or a process that died at that write would leave it.
+ * @returns `failed()` (how many have failed so far) and `remove()` (take the middleware off; call it in a `finally`)
+ */
+export function storeFails(command: RegExp, marker: string, times = Number.POSITIVE_INFINITY): { failed: () => number; remove: () => void } {
+  const name = `storeFails-${marker}-${Math.random()}`;
+  let failed = 0;
+  dynamoClient().middlewareStack.add(
+    (next, context) => async (args) => {
+      if (failed < times && command.test(context.commandName ?? "") && JSON.stringify(args.input).includes(marker)) {
+        failed++;
+        throw Object.assign(new Error("the store did not answer"), { name: "InternalServerError" });
+      }
+      return next(args);
+    },
+    { step: "initialize", name },
+  );
+  return { failed: () => failed, remove: () => dynamoClient().middlewareStack.remove(name) };
+}

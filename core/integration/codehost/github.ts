@@ -72,9 +72,10 @@ export function translate(err: unknown): unknown {
   // 410: the issue was deleted.
   if (e.status === 404 || e.status === 410) return new ProviderError("not_found", message);
   if (e.status === 422) return new ProviderError("validation", message);
-  // With a response GitHub answered (a 5xx: its processing of the request ended); without one (Octokit's status 500
-  // for a failed fetch, our timeout's abort) the request may still be carried out, which a push reads to keep its lease.
-  return e.response ? markAnswered(new ProviderError("unknown", message)) : new ProviderError("unknown", message);
+  // Answered below 500, GitHub's processing of the request ended. A 5xx (a gateway that stopped waiting: 502, 504)
+  // or no response at all (Octokit's status 500 for a failed fetch, our timeout's abort) may still be carried out,
+  // which a push reads to keep its lease.
+  return e.response && e.status < 500 ? markAnswered(new ProviderError("unknown", message)) : new ProviderError("unknown", message);
 }
 
 /** Pages read at most by a listing that scans (marker search, timeline): 500 items. */

@@ -161,9 +161,9 @@ export async function translate(err: unknown): Promise<unknown> {
   if (err.type === "Forbidden" || codes.includes("FORBIDDEN")) return new ProviderError("forbidden", message);
   if (errors.some((e) => /not found|could not find/i.test(`${e.message ?? ""} ${e.extensions?.userPresentableMessage ?? ""}`))) return new ProviderError("not_found", message);
   if (err.type === "InvalidInput" || err.type === "UserError" || codes.includes("INVALID_INPUT")) return new ProviderError("validation", message);
-  // An HTTP status with a response: Linear answered (its processing ended), which a push reads to release its lease;
-  // a network error wrapped without one may still be carried out.
-  return typeof err.status === "number" && raw?.response ? markAnswered(new ProviderError("unknown", message)) : new ProviderError("unknown", message);
+  // Answered below 500 (with a response), Linear's processing of the request ended, which a push reads to release its
+  // lease; a 5xx (a gateway that stopped waiting) or a network error wrapped without a response may still be carried out.
+  return typeof err.status === "number" && err.status < 500 && raw?.response ? markAnswered(new ProviderError("unknown", message)) : new ProviderError("unknown", message);
 }
 
 const toIssue = (i: IssueNode): PlannerIssue => ({

@@ -33,8 +33,12 @@ export async function translate(err: unknown): Promise<unknown> {
   if (isAuthError(err)) return new ProviderError("auth_expired", err.message);
   if (isForbiddenError(err)) return new ProviderError("forbidden", err.message);
   if (isNotFoundError(err)) return new ProviderError("not_found", err.message);
-  // An answer (a 5xx included): Jira's processing of the request ended, which a push reads to release its lease.
-  if (isApiError(err)) return markAnswered(new ProviderError(err.status === 400 ? "validation" : "unknown", err.message));
+  // Answered below 500, Jira's processing of the request ended, which a push reads to release its lease; a 5xx (a
+  // gateway that stopped waiting: 502, 504) may still be carried out.
+  if (isApiError(err)) {
+    const failure = new ProviderError(err.status === 400 ? "validation" : "unknown", err.message);
+    return err.status < 500 ? markAnswered(failure) : failure;
+  }
   // No answer (a dropped connection): the request may still be carried out.
   if (isNetworkError(err)) return new ProviderError("unknown", err.message);
   // The provider request timeout (a TimeoutError, ../timeout.ts): no answer, `unknown`.

@@ -52,6 +52,8 @@ export const documentsRoutes = defineRoutes({
     summary: "Delete a document with its blocks, revisions and annotations",
     params: DocumentIdParam,
     responses: { 204: null },
+    // Its first write kept colliding with other writes on the document (core/document/deletion.ts): retry.
+    errors: ["CONFLICT"],
   },
   "documents.saveVersion": {
     method: "POST", path: "/api/documents/{document_id}/versions", group: "documents", access: "user", workspaceScope: "resource",

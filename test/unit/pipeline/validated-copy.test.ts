@@ -95,7 +95,7 @@ describe("a presigned upload replaced after Validate checked it", () => {
     expect(done.extracted_text).not.toContain("replacement");
 
     // Parse read the pinned copy under validated/, which no presigned policy names.
-    const pinned = Research.validatedKey(workspaceId, source.id, "notes.md");
+    const pinned = Research.validatedKey(workspaceId, source.id, validated[0].attempt, "notes.md");
     expect(validated[0].key).toBe(pinned);
     expect(upload.fields.key).not.toBe(pinned);
     expect(await bucketKeys(`workspaces/${workspaceId}/sources/${source.id}/`)).toContain(pinned);
