@@ -9,6 +9,7 @@ import { v5 as uuidv5 } from "uuid";
 import { Config } from "../config";
 import { serviceLog } from "../log";
 import { db } from "../db/service";
+import { fitResponse } from "../response-size";
 import { isConditionalFailure } from "../db/errors";
 import { AppError } from "../error";
 import { rateLimit } from "../rate-limit";
@@ -225,12 +226,16 @@ export async function generateCodes(input: GenerateCodesInput): Promise<{ codes:
   return { codes, count: codes.length };
 }
 
-/** `GET /api/admin/plg/codes`: codes newest first, optionally of one status, a page of `limit` from `offset`. */
+/**
+ * `GET /api/admin/plg/codes` (spec 02 `{codes, total}`): codes newest first, optionally of one status; every one from
+ * `offset`, or a page of `limit`; cut at what one answer may carry (`fitResponse`), `total` counting every match.
+ */
 export async function listCodes(query: z.output<typeof CodesQuery>) {
   const { data } = await db().entities.accessCode.query.all({}).go({ pages: "all", order: "desc" });
   const matching = query.status ? data.filter((c) => c.status === query.status) : data;
+  const page = matching.slice(query.offset, query.limit === undefined ? undefined : query.offset + query.limit);
   return {
-    codes: matching.slice(query.offset, query.offset + query.limit).map((c) => ({
+    codes: fitResponse(page.map((c) => ({
       id: uuidv5(c.code, ACCESS_CODE_ID_NAMESPACE),
       code: c.code,
       status: c.status,
@@ -238,7 +243,7 @@ export async function listCodes(query: z.output<typeof CodesQuery>) {
       redeemed_at: c.redeemed_at ?? null,
       metadata: (c.metadata ?? {}) as Record<string, unknown>,
       created_at: c.created_at,
-    })),
+    }))),
     total: matching.length,
   };
 }

@@ -87,7 +87,12 @@ export const GeneratedCodes = z
 export const AccessCodeStatus = z.enum(["available", "redeemed", "revoked"]).meta({ id: "AccessCodeStatus" });
 
 /** `GET /api/admin/plg/codes` query: optional status filter, newest first. */
-export const CodesQuery = z.object({ status: AccessCodeStatus.optional(), limit: pageLimit, offset: pageOffset });
+/**
+ * `GET /api/admin/plg/codes` query. Spec 02 gives the route no parameters and answers every code (`{codes, total}`):
+ * without `limit` that is what it does (cut only at what one answer may carry, `total` counting all); `status`,
+ * `limit` (at most 200) and `offset` are additions for a client that pages.
+ */
+export const CodesQuery = z.object({ status: AccessCodeStatus.optional(), limit: z.coerce.number().int().min(1).max(200).optional(), offset: pageOffset });
 
 /** Spec 02 Access code. `id` is derived from the code (UUID v5), so codes made before it existed have one too. */
 export const AccessCodeView = z

@@ -10,6 +10,7 @@
 import type { EntityItem } from "electrodb";
 import { db } from "../db/service";
 import { getAll } from "../db/bulk";
+import { fitResponse } from "../response-size";
 import { requireMember } from "../workspace";
 import { feedbackOf } from "../chat";
 import { answerIdsSince } from "../chat/answers";
@@ -67,12 +68,20 @@ export function windowOf(days: number, now = new Date()): { since: string; dates
   return { since: `${dates[0]}T00:00:00.000Z`, dates };
 }
 
-const toRunView = (r: RunItem): AgentRunView => ({
+/** The copilot's runs (core/agent/copilot.ts): their input is the prompt of a conversation only its owner may read. */
+const COPILOT_TOOL = "agent_loop";
+
+/**
+ * A run as spec 02's Agent run, for `callerId`. A copilot run another member started shows no `input_data` (null):
+ * its prompt and conversation id belong to a private conversation (spec 01: conversations are owner only, and
+ * another member is not told one exists); its counts, cost and outcome are the workspace's.
+ */
+const toRunView = (r: RunItem, callerId: string): AgentRunView => ({
   id: r.id,
   workspace_id: r.workspace_id,
   agent_type: r.agent_type,
   tool_name: r.tool_name ?? null,
-  input_data: r.input_data ?? null,
+  input_data: r.tool_name === COPILOT_TOOL && r.user_id !== callerId ? null : (r.input_data ?? null),
   output_data: r.output_data ?? null,
   latency_ms: r.latency_ms,
   tokens_used: r.tokens_used,
@@ -111,7 +120,9 @@ export async function listRuns(userId: string, q: AgentRunsQuery): Promise<Agent
     // Every key read (unprocessed ones asked again), then put back in the listing's order.
     const rows = await getAll(page.map((k) => ({ workspace_id: q.workspace_id, executed_at: k.executed_at, id: k.id })), (k) => db().entities.agentRun.get(k).go());
     const byId = new Map(rows.map((r) => [r.id, r as RunItem]));
-    runs = page.map((k) => byId.get(k.id)).filter((r): r is RunItem => r !== undefined).map(toRunView);
+    // Cut to what one answer may carry (each run's input and output hold up to 20,000 characters): `total` still
+    // counts every match, and the next page starts at offset plus the runs given.
+    runs = fitResponse(page.map((k) => byId.get(k.id)).filter((r): r is RunItem => r !== undefined).map((r) => toRunView(r, userId)));
   }
   return { runs, total: keys.length, limit: q.limit, offset: q.offset };
 }

@@ -251,6 +251,18 @@ describe("access codes", () => {
     for (const c of listed) expect(c).toMatchObject({ status: "available", metadata: { trial_days: 30, campaign: "launch" }, id: expect.stringMatching(/^[0-9a-f-]{36}$/) });
   });
 
+  it("GET /codes without limit answers every code (spec 02 {codes, total}); limit and offset page", async () => {
+    const { token } = await admin();
+    expect((await call("POST", "/api/admin/plg/codes/generate", { token, body: { count: 60, metadata: { campaign: "all of them" } } })).status).toBe(200);
+    const all = await call("GET", "/api/admin/plg/codes", { token });
+    expect(all.status, all.text.slice(0, 300)).toBe(200);
+    expect(all.body.total).toBeGreaterThanOrEqual(60);
+    expect(all.body.codes).toHaveLength(all.body.total);
+    const page = await call("GET", "/api/admin/plg/codes", { token, query: { limit: 10, offset: 5 } });
+    expect(page.body.codes.map((c: { code: string }) => c.code)).toEqual(all.body.codes.slice(5, 15).map((c: { code: string }) => c.code));
+    expect(page.body.total).toBe(all.body.total);
+  });
+
   it("refuses bad counts and metadata (422)", async () => {
     const { token } = await admin();
     const bad = [

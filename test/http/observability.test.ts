@@ -51,10 +51,10 @@ interface RunSeed {
   error_message?: string;
 }
 
-async function seedRun(workspaceId: string, r: RunSeed): Promise<string> {
+async function seedRun(workspaceId: string, r: RunSeed & { user_id?: string; input_data?: Record<string, unknown> }): Promise<string> {
   const id = randomUUID();
   await db().entities.agentRun.create({
-    id, workspace_id: workspaceId, user_id: randomUUID(), engine: "local", latency_ms: 1234, tokens_used: 321, input_data: { prompt: "p" }, output_data: { ok: true },
+    id, workspace_id: workspaceId, user_id: r.user_id ?? randomUUID(), engine: "local", latency_ms: 1234, tokens_used: 321, input_data: { prompt: "p" }, output_data: { ok: true },
     cost_usd: 0, ...r,
     ...(r.rqs !== undefined ? { quality: { workflow_type: r.agent_type, contract: { score: r.rqs, issues: [] }, verifier: { score: r.rqs, issues: [] }, grounding: 1, retries: 0, degraded: false, mission_id: null } } : {}),
   }).go();
@@ -188,6 +188,31 @@ describe("GET /api/admin/agent-runs", () => {
 
   it("refuses a request without workspace_id (422)", async () => {
     expectEnvelope(await call("GET", "/api/admin/agent-runs", { token: owner.token }), 422, "VALIDATION_ERROR");
+  });
+
+  it("a copilot run another member started shows no input: its prompt is of a conversation only its owner may read", async () => {
+    const delta = await seedWorkspace("Delta", owner, [member]);
+    const mine = await seedRun(delta, { agent_type: "chat", status: "success", tool_name: "agent_loop", executed_at: at(0, 9), user_id: owner.id, input_data: { prompt: "The owner's own question", conversation_id: randomUUID() } });
+    const theirs = await seedRun(delta, { agent_type: "chat", status: "success", tool_name: "agent_loop", executed_at: at(0, 8), user_id: member.id, input_data: { prompt: "A member's private question", conversation_id: randomUUID() } });
+    const synthesis = await seedRun(delta, { agent_type: "synthesis", status: "success", tool_name: "synthesize", executed_at: at(0, 7), user_id: member.id, input_data: { source_ids: ["s1"] } });
+    const inputs = async (token: string) =>
+      Object.fromEntries(((await get("/api/admin/agent-runs", token, { workspace_id: delta })).body.runs as { id: string; input_data: unknown }[]).map((r) => [r.id, r.input_data]));
+    expect(await inputs(owner.token)).toEqual({ [mine]: expect.objectContaining({ prompt: "The owner's own question" }), [theirs]: null, [synthesis]: { source_ids: ["s1"] } });
+    expect(await inputs(member.token)).toEqual({ [mine]: null, [theirs]: expect.objectContaining({ prompt: "A member's private question" }), [synthesis]: { source_ids: ["s1"] } });
+  });
+
+  it("a page of heavy runs is cut before 6 MB on the wire; total counts every run", async () => {
+    const heavy = await seedWorkspace("Heavy runs", owner);
+    // 100 runs whose output is 20,000 quote characters (the stored clip): 4 bytes each on the wire, 8 MB in all.
+    await Promise.all(Array.from({ length: 100 }, (_, i) =>
+      db().entities.agentRun.create({ id: randomUUID(), workspace_id: heavy, user_id: owner.id, engine: "local", agent_type: "block_action", tool_name: "summarize", status: "success", latency_ms: 1, tokens_used: 1, cost_usd: 0, input_data: {}, output_data: { text: '"'.repeat(20_000) }, executed_at: at(0, 1 + (i % 20)) }).go(),
+    ));
+    const page = await get("/api/admin/agent-runs", owner.token, { workspace_id: heavy, limit: 100 });
+    expect(page.status, page.text.slice(0, 300)).toBe(200);
+    expect(page.body.total).toBe(100);
+    expect(page.body.runs.length).toBeGreaterThan(0);
+    expect(page.body.runs.length).toBeLessThan(100);
+    expect(Buffer.byteLength(JSON.stringify({ statusCode: 200, body: page.text }))).toBeLessThan(6 * 1024 * 1024);
   });
 });
 
