@@ -343,6 +343,7 @@ function patchAccount(
   deltas: Partial<Record<NumericField, number>>,
   where: AccountCondition = () => "",
   set: Partial<Pick<BillingAccount, "plan" | "period_plan" | "status" | "period_start" | "period_end" | "quota_granted" | "quota_remaining" | "tokens_used" | "cost_usd" | "quota_lapsed_period">> = {},
+  remove: "quota_lapsed_period"[] = [],
 ) {
   const add: Partial<Record<NumericField, number>> = {};
   const subtract: Partial<Record<NumericField, number>> = {};
@@ -350,7 +351,8 @@ function patchAccount(
     if (v > 0) add[field] = v;
     else if (v < 0) subtract[field] = -v;
   }
-  return e.patch({ user_id: userId }).set(set).add(add).subtract(subtract).where(where).commit();
+  const patch = e.patch({ user_id: userId }).set(set).add(add).subtract(subtract);
+  return (remove.length ? patch.remove(remove) : patch).where(where).commit();
 }
 
 /**
@@ -568,6 +570,9 @@ export async function grantUpgrade(userId: string, input: { periodStart: string;
       { quota_granted: credits, quota_remaining: credits },
       (a, op) => `${op.eq(a.period_start, input.periodStart)} AND (${op.notExists(a.period_plan)} OR ${op.eq(a.period_plan, input.from)})`,
       { period_plan: input.to },
+      // The period's quota is paid for again: a lapse of it (`lapseQuota`) no longer closes it, so what holds of it
+      // leave unused goes back instead of being forfeited.
+      ["quota_lapsed_period"],
     ),
   ]).go();
   const end = outcome(result);

@@ -445,8 +445,13 @@ export async function renewYearly(now: Date = new Date()): Promise<RenewalReport
     .lte({ renew_at: now.toISOString() })
     .go({ limit: 200 });
   const report: RenewalReport = { due: data.length, granted: 0, lapsed: 0, errors: [] };
-  for (const account of data) {
+  for (const listed of data) {
     try {
+      // The index is eventually consistent, and a sync may have written since it was read (a paid retry that moved
+      // `renew_at`, a cancellation): the decision is made on the account as it is now, and skipped when another
+      // writer moved its due time.
+      const { data: account } = await db().entities.billingAccount.get({ user_id: listed.user_id }).go({ consistent: true });
+      if (!account || account.renew_at !== listed.renew_at) continue;
       const entitled = entitlementOf(account, now);
       let next: string | undefined;
       if (entitled.lapsed) {
@@ -466,7 +471,13 @@ export async function renewYearly(now: Date = new Date()): Promise<RenewalReport
         if (entitled.lapses_at && (!next || entitled.lapses_at < next)) next = entitled.lapses_at;
       }
       const patch = db().entities.billingAccount.patch({ user_id: account.user_id });
-      await (next ? patch.set({ renewal: RENEWAL_DUE, renew_at: next }) : patch.remove(["renewal", "renew_at"])).go();
+      // Only while the due time is the one decided on: a sync that wrote meanwhile keeps its own.
+      const read = account.renew_at;
+      try {
+        await (next ? patch.set({ renewal: RENEWAL_DUE, renew_at: next }) : patch.remove(["renewal", "renew_at"])).where((a, op) => op.eq(a.renew_at, read!)).go();
+      } catch (err) {
+        if (!isConditionalFailure(err)) throw err;
+      }
     } catch (err) {
       report.errors.push(err);
     }

@@ -9,6 +9,7 @@
 import Stripe from "stripe";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { db } from "../../core/db/service";
+import { dynamoClient } from "../../core/db/client";
 import { PLANS } from "../../core/billing/plans";
 import { creditMonth, REFERRAL_CREDITS, renewYearly } from "../../core/billing/sync";
 import { setQueue } from "../../core/queue";
@@ -632,6 +633,37 @@ describe("yearly subscriptions: each month's credits without an event from Strip
     expect(last!.renewal).toBeUndefined();
     expect(last!.period_start).toBe(month(11).toISOString());
     expect((await renewYearly(new Date(month(13).getTime()))).granted).toBe(0);
+  });
+
+  it("a sweep that read the due index before a sync moved the account on decides on the account as it is now: the sync's due time stays", async () => {
+    const o = await payingOwner();
+    const sub = stripeHas({ customer: o.customer, start: o.t0, price: PRICE.growthYearly, days: 365 });
+    await deliver(eventObject("customer.subscription.created", sub));
+    const due = (await accountRow(o.owner.id))!.renew_at!;
+    // The index copy the sweep reads says "past_due and lapsed"; a paid retry's sync has meanwhile made the account
+    // active and due later (written just after the sweep's Query, as an index lagging behind the table would show it).
+    await db().entities.billingAccount.patch({ user_id: o.owner.id }).set({ status: "past_due", past_due_since: new Date((o.t0 - 30 * DAY) * 1000).toISOString() }).go();
+    const moved = new Date(Date.parse(due) + 20 * DAY * 1000).toISOString();
+    const name = `syncAfterSweepRead-${o.owner.id}`;
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        const out = await next(args);
+        if (context.commandName === "QueryCommand" && JSON.stringify(args.input).includes("renew#due")) {
+          dynamoClient().middlewareStack.remove(name);
+          await db().entities.billingAccount.patch({ user_id: o.owner.id }).set({ status: "active", renewal: "due", renew_at: moved }).remove(["past_due_since"]).go();
+        }
+        return out;
+      },
+      { step: "initialize", name },
+    );
+    try {
+      const report = await renewYearly(new Date(Date.parse(due) + 60_000));
+      expect(report.errors).toEqual([]);
+      expect(report.lapsed).toBe(0);
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(await accountRow(o.owner.id)).toMatchObject({ status: "active", renewal: "due", renew_at: moved });
   });
 
   it("a cancelled yearly account gets no more months; it stays due only for the end of its paid year", async () => {

@@ -248,6 +248,26 @@ describe("issue #19: the trial cap, upgrades and lapsed plans", () => {
   });
 });
 
+describe("a lapsed period paid for again", () => {
+  it("an upgrade's quota granted after the period's lapse is open: a hold of it gives back what it did not use", async () => {
+    const u = user();
+    await accountOf(u);
+    const period = { start: inDays(0.001), end: inDays(30) };
+    await grant(u, { source: "in_1", credits: PLANS.pro.monthly_credits, bucket: "monthly", period, plan: "pro" });
+    // The plan lapses (an unpaid upgrade's grace ran out) and the sweeper expires the period's quota.
+    await db().entities.billingAccount.patch({ user_id: u }).set({ status: "cancelled", period_end: inDays(-0.001) }).go();
+    expect(await lapseQuota(u)).toBe(PLANS.pro.monthly_credits);
+    // The card is fixed: the subscription is active again, on the higher plan, and the upgrade tops the period up.
+    await db().entities.billingAccount.patch({ user_id: u }).set({ status: "active", plan: "growth", period_end: period.end }).go();
+    expect((await grantUpgrade(u, { periodStart: period.start, from: "pro", to: "growth" })).applied).toBe(true);
+    const run = await reserve(u, "after-upgrade", 4);
+    expect(run.quota).toBe(4);
+    expect(await settle(u, "after-upgrade", 1)).toMatchObject({ charged: 1, returned: 3, forfeited: 0, applied: true });
+    const s = await expectConsistent(u);
+    expect(s.account.quota_remaining).toBe(PLANS.growth.monthly_credits - PLANS.pro.monthly_credits - 1);
+  });
+});
+
 describe("reserve's fast path (this process's last view of the account) takes nothing a read would have refused", () => {
   /** A Power account this process has reserved for once (its fast path is warm), with a 20-credit boost pack. */
   async function warm() {
