@@ -1,10 +1,10 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import { randomUUID } from "node:crypto";
 import type { EntityItem } from "electrodb";
 import { AppError, Errors, type FieldError } from "../error";
 import { createWriteTransaction } from "electrodb";
 import { db } from "../db/service";
 import { isConditionalFailure } from "../db/errors";
+import { conflictPause } from "../db/transact";
 import { fitResponse } from "../response-size";
 import { writeAll } from "../db/bulk";
 import { partitionOf, requireMember, requireResourceMember } from "../workspace";
@@ -209,7 +209,7 @@ export async function createBlock(userId: string, documentId: string, input: Cre
     // collided with a concurrent one: read again (404 when the document is gone).
     doc = await liveDocument(doc);
     if (attempt >= CREATE_TRIES) throw new AppError("CONFLICT", "Blocks changed meanwhile; reload and retry");
-    await sleep(10 + Math.random() * 40 * attempt);
+    await conflictPause(attempt);
   }
 }
 
@@ -462,7 +462,7 @@ export async function createAnnotation(userId: string, documentId: string, block
     doc = await liveDocument(doc);
     await requireBlockOf(doc, blockId);
     if (attempt >= CREATE_TRIES) throw new AppError("CONFLICT", "The document changed meanwhile; retry");
-    await sleep(10 + Math.random() * 40 * attempt);
+    await conflictPause(attempt);
   }
   const { data } = await db().entities.annotation.get({ workspace_id: doc.workspace_id, document_id: doc.id, block_id: blockId, id }).go({ consistent: true });
   if (!data) throw Errors.notFound("Annotation");

@@ -9,8 +9,8 @@
  * same deletion at once.
  */
 import { createWriteTransaction } from "electrodb";
-import { setTimeout as sleep } from "node:timers/promises";
-import { cancelCodes, cancelledOnlyBy, isConditionalFailure } from "../db/errors";
+import { isConditionalFailure } from "../db/errors";
+import { transactRetryingConflicts } from "../db/transact";
 import { AppError } from "../error";
 import { deleteKeys, partitionKeys } from "../db/partition";
 import { db } from "../db/service";
@@ -41,26 +41,26 @@ const due = (from: number, attempts: number) => new Date(from + Math.min(DELETIO
  *   Error from DynamoDB: nothing was written in either case, the DELETE can be sent again
  */
 export async function beginDocumentDeletion(workspaceId: string, documentId: string, now = Date.now()): Promise<boolean> {
-  for (let attempt = 1; ; attempt++) {
-    const result = await createWriteTransaction(db().pick("document", "documentDeletion"), ({ document, documentDeletion }) => [
-      document
-        .patch({ workspace_id: workspaceId, id: documentId })
-        // `if_not_exists`: a DELETE sent again keeps the first mark.
-        .data((a, op) => {
-          op.ifNotExists(a.deleting_at, new Date(now).toISOString());
-        })
-        .commit(),
-      documentDeletion.put({ workspace_id: workspaceId, document_id: documentId, sweep: DELETION_SWEEP, due_at: due(now, 0), attempts: 0 }).commit(),
-    ]).go();
-    if (!result.canceled) return true;
-    const codes = cancelCodes(result);
-    if (codes[0] === "ConditionalCheckFailed") return false;
-    if (!cancelledOnlyBy(codes, ["TransactionConflict"])) throw new Error(`the deletion of document ${documentId} could not begin: ${codes.join(", ")}`);
-    // Another transaction on the document item at the same moment (a block create, a ticket write): nothing was
-    // written, so it is tried again, then refused as a conflict the client may retry.
-    if (attempt >= BEGIN_TRIES) throw new AppError("CONFLICT", "The document kept changing while its deletion began; retry", { retryable: true });
-    await sleep(10 + Math.random() * 40 * attempt);
-  }
+  // A collision with another transaction on the document item (a block create, a ticket write) wrote nothing: it is
+  // sent again, then refused as a conflict the client may retry.
+  const codes = await transactRetryingConflicts(
+    () =>
+      createWriteTransaction(db().pick("document", "documentDeletion"), ({ document, documentDeletion }) => [
+        document
+          .patch({ workspace_id: workspaceId, id: documentId })
+          // `if_not_exists`: a DELETE sent again keeps the first mark.
+          .data((a, op) => {
+            op.ifNotExists(a.deleting_at, new Date(now).toISOString());
+          })
+          .commit(),
+        documentDeletion.put({ workspace_id: workspaceId, document_id: documentId, sweep: DELETION_SWEEP, due_at: due(now, 0), attempts: 0 }).commit(),
+      ]).go(),
+    BEGIN_TRIES,
+    () => new AppError("CONFLICT", "The document kept changing while its deletion began; retry", { retryable: true }),
+  );
+  if (codes.length === 0) return true;
+  if (codes[0] === "ConditionalCheckFailed") return false;
+  throw new Error(`the deletion of document ${documentId} could not begin: ${codes.join(", ")}`);
 }
 
 /** How many times the deletion's first transaction is tried when it collides with another on the document. */

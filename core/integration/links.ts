@@ -42,6 +42,14 @@ export async function markSynced(workspaceId: string, kind: "codehost" | "planne
 }
 
 /**
+ * Whether the sync run begun at `startedAt` has still to read this link or ticket: not synced since the run began, and
+ * not noted as failed by that run (`markSyncFailed`), so each run reads every item at most once and its chain of
+ * queued continuations ends (code-host, planner and execution-ticket syncs).
+ */
+export const unreadInRun = (item: { last_synced_at?: string | null; sync_failed_run?: string | null }, startedAt: string): boolean =>
+  (!item.last_synced_at || item.last_synced_at < startedAt) && item.sync_failed_run !== startedAt;
+
+/**
  * Note on a link that the sync run begun at `startedAt` tried it and could not read its issue: the run's queued
  * continuations (they pick up the links that run has not synced) skip it, so a run whose failing reads outlast the
  * work budget still ends instead of queueing another continuation that reads them again, for ever. The next sync

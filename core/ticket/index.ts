@@ -14,13 +14,13 @@
  * - Plan gate: push and sync need the platform's feature (has_codehost for the code host, has_integrations for the
  *   planner and ticket tool), checked here by platform since one route serves all three (docs/decisions.md).
  */
-import { setTimeout as sleep } from "node:timers/promises";
 import { createWriteTransaction, type EntityItem } from "electrodb";
 import { AppError, Errors } from "../error";
 import { Config, PROVIDER_REQUEST_TIMEOUT_MAX_MS } from "../config";
 import { db } from "../db/service";
 import { getAll } from "../db/bulk";
-import { cancelCodes, cancelledOnlyBy, isConditionalFailure } from "../db/errors";
+import { isConditionalFailure } from "../db/errors";
+import { transactRetryingConflicts } from "../db/transact";
 import { requireMember, requireResourceById } from "../workspace";
 import { isPlanFeatureRefusal, requireFeature } from "../billing/gates";
 import { requireDocument, withContent, type DocumentItem } from "../document";
@@ -31,6 +31,7 @@ import { ProviderError } from "../integration/errors";
 import { deferJob, WORK_BUDGET_MS } from "../integration/jobs";
 import { wasAnswered } from "../integration/timeout";
 import { markImplemented } from "../integration/implemented";
+import { unreadInRun } from "../integration/links";
 import { citedInsightIds, draftTicket, insightRefs, ticketIdOf, type EvidenceInsight } from "./draft";
 import { TERMINAL_CATEGORIES, type Platform, type TicketCategory } from "./mapping";
 import { assertTransition, canTransition, checkBatchTransition, type TicketStatus } from "./status";
@@ -241,22 +242,22 @@ const WRITE_TRIES = 5;
  */
 async function writeTicket(doc: Pick<DocumentItem, "workspace_id" | "id">, item: Parameters<ExecutionTicketEntity["create"]>[0], rewrite: Record<string, unknown> | null): Promise<boolean> {
   const { workspace_id, id: document_id } = doc;
-  for (let attempt = 1; ; attempt++) {
-    const result = await createWriteTransaction(db().pick("document", "executionTicket"), ({ document, executionTicket }) => [
-      document.check({ workspace_id, id: document_id }).where((a, op) => `${op.exists(a.id)} AND ${op.notExists(a.deleting_at)}`).commit(),
-      rewrite
-        ? executionTicket.patch(keyOf(item)).set(rewrite).where((a, op) => op.eq(a.status, "generated")).commit()
-        : executionTicket.create(item).commit(),
-    ]).go();
-    if (!result.canceled) return true;
-    const codes = cancelCodes(result);
-    if (codes[0] === "ConditionalCheckFailed") throw Errors.notFound("Document");
-    if (codes[1] === "ConditionalCheckFailed") return false;
-    if (!cancelledOnlyBy(codes, ["TransactionConflict"])) throw new Error(`ticket ${item.id} could not be written: ${codes.join(", ")}`);
-    // Another transaction on the document item (a block create, a revision save) at the same moment: try again.
-    if (attempt >= WRITE_TRIES) throw new AppError("CONFLICT", "The document changed meanwhile; retry");
-    await sleep(10 + Math.random() * 40 * attempt);
-  }
+  // A collision with another transaction on the document item (a block create, a revision save) is sent again.
+  const codes = await transactRetryingConflicts(
+    () =>
+      createWriteTransaction(db().pick("document", "executionTicket"), ({ document, executionTicket }) => [
+        document.check({ workspace_id, id: document_id }).where((a, op) => `${op.exists(a.id)} AND ${op.notExists(a.deleting_at)}`).commit(),
+        rewrite
+          ? executionTicket.patch(keyOf(item)).set(rewrite).where((a, op) => op.eq(a.status, "generated")).commit()
+          : executionTicket.create(item).commit(),
+      ]).go(),
+    WRITE_TRIES,
+    () => new AppError("CONFLICT", "The document changed meanwhile; retry"),
+  );
+  if (codes.length === 0) return true;
+  if (codes[0] === "ConditionalCheckFailed") throw Errors.notFound("Document");
+  if (codes[1] === "ConditionalCheckFailed") return false;
+  throw new Error(`ticket ${item.id} could not be written: ${codes.join(", ")}`);
 }
 
 /**
@@ -641,7 +642,7 @@ export async function sync(userId: string, input: SyncTicketsInput, startedAt = 
   const doc = await documentIn(userId, input.workspace_id, input.document_id);
   // A ticket this run already tried and could not sync (`sync_failed_run`) is not read again by its continuations:
   // each run reads every ticket once at most, so its chain of continuations ends however many reads fail.
-  const due = (await ticketsOf(doc)).filter((t) => (t.status === "pushed" || t.status === "synced") && t.external_id && t.platform && (!t.last_synced_at || t.last_synced_at < startedAt) && t.sync_failed_run !== startedAt);
+  const due = (await ticketsOf(doc)).filter((t) => (t.status === "pushed" || t.status === "synced") && t.external_id && t.platform && unreadInRun(t, startedAt));
   const results: SyncResult[] = [];
   const groups = new Map<string, TicketItem[]>();
   for (const t of due) groups.set(`${t.platform}\u0000${t.destination ?? ""}`, [...(groups.get(`${t.platform}\u0000${t.destination ?? ""}`) ?? []), t]);

@@ -14,7 +14,7 @@ import { isConditionalFailure } from "../../db/errors";
 import { logProviderFailure } from "../log";
 import { deferJob, WORK_BUDGET_MS } from "../jobs";
 import { markImplemented } from "../implemented";
-import { markSyncFailed, markSynced, recordSyncedLink } from "../links";
+import { markSyncFailed, markSynced, recordSyncedLink, unreadInRun } from "../links";
 import type { IssueLinkEntity } from "../integration.entity";
 import type {
   CallbackQuery,
@@ -271,7 +271,7 @@ export async function sync(userId: string, workspaceId: string, startedAt = new 
   await requireMember(userId, workspaceId);
   await OAuth.activeIntegration(workspaceId, "codehost");
   // A link this run already tried and could not read (`sync_failed_run`) is not read again by its continuations.
-  const pending = (await allLinks(workspaceId)).filter((l) => (!l.last_synced_at || l.last_synced_at < startedAt) && l.sync_failed_run !== startedAt);
+  const pending = (await allLinks(workspaceId)).filter((l) => unreadInRun(l, startedAt));
   let synced = 0;
   let updated = 0;
   let queued = 0;

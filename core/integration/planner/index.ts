@@ -13,7 +13,7 @@ import { ProviderError, toAppError, tokenError } from "../errors";
 import { logProviderFailure } from "../log";
 import { deferJob, WORK_BUDGET_MS } from "../jobs";
 import { markImplemented } from "../implemented";
-import { markSynced, markSyncFailed, recordSyncedLink } from "../links";
+import { markSynced, markSyncFailed, recordSyncedLink, unreadInRun } from "../links";
 import type { IssueLinkEntity } from "../integration.entity";
 import type { CallbackQuery, ConnectResult, SyncResult, WorkspaceQuery, LinksQuery } from "../schema";
 import type { CreatePlannerIssueBody, PlannerLinkView, PlannerStatus, PlannerTeamList, SelectTeamBody } from "./schema";
@@ -259,7 +259,7 @@ export async function sync(userId: string, workspaceId: string, startedAt = new 
   await requireMember(userId, workspaceId);
   await OAuth.activeIntegration(workspaceId, "planner");
   // A link this run already tried and could not read (`sync_failed_run`) is not read again by its continuations.
-  const pending = (await allLinks(workspaceId)).filter((l) => l.issue_id && (!l.last_synced_at || l.last_synced_at < startedAt) && l.sync_failed_run !== startedAt);
+  const pending = (await allLinks(workspaceId)).filter((l) => l.issue_id && unreadInRun(l, startedAt));
   let synced = 0;
   let updated = 0;
   let queued = 0;
