@@ -8,7 +8,7 @@ import { db, type EntityName } from "../db/service";
 import type { WriteItem } from "../db/agent-write";
 import { getAll } from "../db/bulk";
 import { deleteKeys, partitionKeys } from "../db/partition";
-import { partitionOf, requireMember, requireResourceMember } from "../workspace";
+import { locateFresh, partitionOf, requireMember, requireResourceMember } from "../workspace";
 import { limitsOfWorkspace } from "../billing/counters";
 import type { PlanLimits } from "../billing/plans";
 import { fitNewest } from "../response-size";
@@ -105,8 +105,8 @@ async function conversationItem(workspaceId: string, conversationId: string): Pr
  * @throws AppError NOT_FOUND (404), also when the owner is no longer a member of its workspace.
  */
 export async function requireConversation(userId: string, conversationId: string): Promise<ConversationItem> {
-  const { data } = await db().entities.conversation.query.byId({ id: conversationId }).go({ limit: 1 });
-  const found = data[0];
+  // The id index lags its table: a conversation another container created a moment ago is looked for again briefly.
+  const found = await locateFresh(async () => (await db().entities.conversation.query.byId({ id: conversationId }).go({ limit: 1 })).data[0]);
   if (!found || found.user_id !== userId) throw Errors.notFound("Conversation");
   await requireResourceMember(userId, found.workspace_id, "Conversation");
   const item = await conversationItem(found.workspace_id, conversationId);
@@ -344,8 +344,8 @@ export async function messages(userId: string, conversationId: string, q: ListMe
  *   assistant message; NOT_FOUND (404) too when the caller left the workspace.
  */
 export async function giveFeedback(userId: string, messageId: string, input: MessageFeedbackInput): Promise<FeedbackView> {
-  const { data } = await db().entities.message.query.byId({ id: messageId }).go({ limit: 1 });
-  const message = data[0];
+  // As for conversations: a message the stream's `done` named a moment ago may not be in the id index yet.
+  const message = await locateFresh(async () => (await db().entities.message.query.byId({ id: messageId }).go({ limit: 1 })).data[0]);
   if (!message || message.user_id !== userId) throw Errors.notFound("Message");
   await requireResourceMember(userId, message.workspace_id, "Message");
   if (message.role !== "assistant") {

@@ -12,6 +12,7 @@ import { call, newUser, newWorkspace } from "../support/api";
 import { expectEnvelope, fillPath, partitionItems } from "./_helpers";
 import { setAccount } from "../support/billing";
 import { deletedBeforeUpdate } from "../support/races";
+import { idIndexLags } from "../support/index-lag";
 import { LIST_RESPONSE_BYTES } from "../../core/response-size";
 import { db as chatDb } from "../../core/db/service";
 
@@ -320,6 +321,19 @@ describe("GET /api/chat/conversations/{id}", () => {
     expectEnvelope(await call("GET", "/api/chat/conversations/not-a-uuid", { token: owner.token }), 422, "VALIDATION_ERROR");
   });
 
+  it("a conversation the id index does not know yet (it lags its table) is found a moment later, not answered 404", async () => {
+    const conv = await newConv(owner, { title: "Just made" });
+    const lag = idIndexLags(conv.id, 2);
+    try {
+      const res = await call("GET", `/api/chat/conversations/${conv.id}`, { token: owner.token });
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.id).toBe(conv.id);
+    } finally {
+      lag.restore();
+    }
+    expect(lag.hidden()).toBe(2);
+  });
+
   it("an owner who left the workspace gets 404 on their old conversation, as for one that does not exist", async () => {
     const { owner: o, workspace } = await newWorkspace("Leaving");
     const leaver = await newUser();
@@ -591,6 +605,18 @@ describe("POST /api/chat/messages/{id}/feedback", () => {
     expect(stored[0]).toMatchObject({ rating: "positive", message_id: answer.id });
     const dashboard = await Chat.feedbackOf(wsId);
     expect(dashboard.filter((f) => f.message_id === answer.id)).toEqual([second.body]);
+  });
+
+  it("a message the id index does not know yet is found a moment later, not answered 404", async () => {
+    const fresh = await say(conv, "Fresh answer.", "assistant");
+    const lag = idIndexLags(fresh.id);
+    try {
+      const res = await rate(fresh.id, { rating: "positive" });
+      expect(res.status, res.text).toBe(200);
+    } finally {
+      lag.restore();
+    }
+    expect(lag.hidden()).toBe(1);
   });
 
   it("refuses a user message (422), someone else's or an unknown message (404), and bad bodies (422)", async () => {

@@ -16,6 +16,7 @@ import { conversation, firstAttemptDies, realRun, settled, spawned } from "../su
 import { setAccount, topUp } from "../support/billing";
 import { connectDrive, DriveStandIn, useDriveSettings } from "../support/drive-standin";
 import { expectEnvelope } from "./_helpers";
+import { idIndexLags } from "../support/index-lag";
 import { db } from "../../core/db/service";
 import { runsOf } from "../../core/agent";
 import { claimAttempt, completeTask, readTask, runIdOf, setTaskRunner, taskRunner, TASK_TIMEOUT_SECONDS, TaskProgress } from "../../core/task";
@@ -207,29 +208,16 @@ describe("GET /api/tasks, /api/tasks/{id}, /status", () => {
   });
 
   it("a task the id index does not know yet (it lags its table) is found a moment later, not answered 404", async () => {
-    const { dynamoClient } = await import("../../core/db/client");
     const { forgetLocations } = await import("../../core/workspace");
     forgetLocations();
-    let hidden = 0;
-    const name = "indexLag";
-    dynamoClient().middlewareStack.add(
-      (next, context) => async (args) => {
-        const input = args.input as { IndexName?: string };
-        if (hidden < 1 && /Query/.test(String(context.commandName)) && input.IndexName === "gsi1" && JSON.stringify(input).includes(ids[5]!)) {
-          hidden++;
-          return { output: { Items: [], Count: 0, ScannedCount: 0, $metadata: {} }, response: {} } as never;
-        }
-        return next(args);
-      },
-      { step: "initialize", name },
-    );
+    const lag = idIndexLags(ids[5]!);
     try {
       const res = await call("GET", `/api/tasks/${ids[5]}/status`, { token: ws.owner.token });
       expect(res.status, res.text).toBe(200);
     } finally {
-      dynamoClient().middlewareStack.remove(name);
+      lag.restore();
     }
-    expect(hidden).toBe(1);
+    expect(lag.hidden()).toBe(1);
   });
 
   it("filters by status", async () => {
