@@ -186,11 +186,17 @@ export async function approveWaitlist(input: ApproveInput): Promise<{ approved_c
     codes++;
     try {
       await mail.send(invitation(entry.email, code, metadata));
-      await db().entities.waitlistEntry.patch({ email: entry.email }).set({ invited_at: new Date().toISOString() }).go();
-      sent++;
     } catch (err) {
       log().warn("invitation e-mail failed", { waitlist_entry_id: id, error: err as Error });
+      continue;
     }
+    // Sent is sent: a failed record of it must not report the invitation as unsent (an operator would mail again).
+    sent++;
+    await db()
+      .entities.waitlistEntry.patch({ email: entry.email })
+      .set({ invited_at: new Date().toISOString() })
+      .go()
+      .catch((err: unknown) => log().warn("invitation sent; recording invited_at failed", { waitlist_entry_id: id, error: err as Error }));
   }
   return { approved_count: approved, codes_generated: codes, emails_sent: sent };
 }

@@ -21,6 +21,7 @@ import type { RouteSpec } from "../../functions/lib/route";
 import { accountOf } from "../../core/billing/ledger";
 import { dynamoClient } from "../../core/db/client";
 import { call, idp, newUser } from "../support/api";
+import { storeFails } from "../support/store-faults";
 import { expectEnvelope, fillPath, headersOf, withEnv } from "./_helpers";
 
 let dir: string;
@@ -212,6 +213,24 @@ describe("POST /api/admin/plg/waitlist/approve", () => {
     const again = await call("POST", "/api/admin/plg/waitlist/approve", { token, body: { waitlist_entry_ids: ids } });
     expect(again.body).toEqual({ approved_count: 0, codes_generated: 0, emails_sent: 0 });
     expect((await mailTo(a)).filter((m) => m.subject.includes("invitation"))).toHaveLength(1);
+  });
+
+  it("an invitation sent whose invited_at write fails is still counted as sent (emails_sent), not reported unsent", async () => {
+    const { token } = await admin();
+    const address = email();
+    await join_({ email: address });
+    const id = (await waitlist(token)).entries.find((e) => e.email === address)!.id;
+    const fault = storeFails(/UpdateItem/, "invited_at");
+    let res;
+    try {
+      res = await call("POST", "/api/admin/plg/waitlist/approve", { token, body: { waitlist_entry_ids: [id] } });
+    } finally {
+      fault.remove();
+    }
+    expect(fault.failed()).toBeGreaterThan(0);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual({ approved_count: 1, codes_generated: 1, emails_sent: 1 });
+    expect((await mailTo(address)).filter((m) => m.subject.includes("invitation"))).toHaveLength(1);
   });
 
   it("with SES chosen but no MAIL_FROM: 503 naming it, and nothing is approved", async () => {
