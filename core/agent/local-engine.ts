@@ -29,6 +29,7 @@ import { parseRepairTurn, type RepairDirectives } from "../harness/repair-turn";
 import { requestOf } from "../harness/complexity";
 import { composeTemplated, evidenceNeeded, templateOf, type ActiveTemplate } from "./local-template";
 import { promptEmbedding } from "./prompt-embedding";
+import { SEVERITY_RANK } from "../insight/severity";
 
 const DOCUMENT_TYPES: [RegExp, string][] = [
   [/\bprd\b|product requirements/i, "prd"],
@@ -61,7 +62,6 @@ type Rec = { id: string; title: string; status: string; priority_rank: number | 
 type InsightBrief = { id: string; title: string; severity: string; frequency: number; insight_type: string; quotes: { text: string; source_id: string; speaker: string | null }[] };
 type SourceBrief = { id: string; title: string; source_type: string; processing_status: string; mention_count?: number | null };
 
-const SEVERITY_RANK: Record<string, number> = { critical: 4, high: 3, medium: 2, low: 1 };
 
 const recommendationsOf = (results: Map<string, unknown>): Rec[] => (results.get("list_recommendations") as { recommendations?: Rec[] } | undefined)?.recommendations ?? [];
 

@@ -13,6 +13,7 @@
  * source, and every item its id, as the harness contract (core/harness/contract.ts) and verifier expect.
  */
 import { templateSections } from "../skill/format";
+import { SEVERITY_RANK } from "../insight/severity";
 
 /** The line a section gets when the tool results hold nothing that fills it. */
 export const NOT_ENOUGH = "Not enough evidence in the workspace for this section.";
@@ -82,7 +83,6 @@ export function titleOf(template: string): string {
   return line.replace(/<!--.*?-->/g, "").split("{{")[0]!.replace(/[\s:—–\-(,·|]+$/u, "").trim();
 }
 
-const SEVERITY_RANK: Record<string, number> = { critical: 4, high: 3, medium: 2, low: 1 };
 /** Insights shown in a section; the rest are named by count so nothing is silently dropped. */
 const MAX_ITEMS = 5;
 /** Quotes shown per theme (the interview-synthesis template asks for two). */

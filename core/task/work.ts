@@ -44,6 +44,7 @@ import { assumptionMap, assumptionsOf, interviewGuide, researchPlan, type KitInp
 import { PHASES, type TaskType } from "./schema";
 import type { DocumentType } from "../document/schema";
 import type * as z from "zod";
+import { SEVERITY_RANK } from "../insight/severity";
 
 type DocumentTypeName = z.infer<typeof DocumentType>;
 
@@ -320,7 +321,6 @@ const fsResearch: Work = async (ctx) => {
 // ---------------------------------------------------------------------------------------------------------------
 // validation_kit
 
-const SEVERITY_RANK: Record<string, number> = { critical: 4, high: 3, medium: 2, low: 1 };
 
 /** The workspace's most important insights (not archived): severity, then how widespread. */
 async function topInsights(workspaceId: string, n: number) {

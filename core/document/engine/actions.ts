@@ -19,6 +19,7 @@ import {
   type SimulateResult,
   type SimulationScenario,
 } from "./types";
+import { SEVERITY_RANK } from "../../insight/severity";
 
 /**
  * Local block actions (spec 01 `POST /api/blocks/{id}/expand | challenge | simulate`): rule-based, deterministic, using
@@ -132,7 +133,7 @@ export function expandBlock(block: ActionBlock, context: ActionBlock[] = [], ins
       if (!c.impact.trim()) {
         const src = c.evidence.filter((e) => e.insight_id).map((e) => insights.find((i) => i.id === e.insight_id)).filter((i): i is InsightInput => !!i);
         if (src.length) {
-          const worst = src.reduce((a, x) => (SEV[x.severity] > SEV[a.severity] ? x : a));
+          const worst = src.reduce((a, x) => (SEVERITY_RANK[x.severity] > SEVERITY_RANK[a.severity] ? x : a));
           c.impact = `Linked to ${src.length} insight${src.length === 1 ? "" : "s"} from ${src.reduce((n, i) => n + i.frequency, 0)} source mentions; highest severity ${worst.severity} (${worst.title}).`;
           added.push("impact from the linked insights' severity and sources");
         }
@@ -253,7 +254,7 @@ export function expandBlock(block: ActionBlock, context: ActionBlock[] = [], ins
       const c = structuredClone(b.content);
       const t = `${c.risk} ${c.mitigation}`;
       if (!c.impact && related.length) {
-        const worst = related.reduce((a, x) => (SEV[x.severity] > SEV[a.severity] ? x : a));
+        const worst = related.reduce((a, x) => (SEVERITY_RANK[x.severity] > SEVERITY_RANK[a.severity] ? x : a));
         c.impact = worst.severity === "critical" || worst.severity === "high" ? "high" : worst.severity === "medium" ? "medium" : "low";
         added.push(`impact from the severity of insight “${worst.title}”`);
       }
@@ -315,7 +316,6 @@ export function expandBlock(block: ActionBlock, context: ActionBlock[] = [], ins
   }
 }
 
-const SEV: Record<string, number> = { low: 1, medium: 2, high: 3, critical: 4 };
 const lowerStart = (s: string) => (s && !/^[A-Z]{2}/.test(s) ? s[0].toLowerCase() + s.slice(1) : s);
 
 function done(b: Typed, content: unknown, added: string[]): ExpandResult {
@@ -530,7 +530,7 @@ export function simulateBlock(block: ActionBlock, context: ActionBlock[] = [], i
   const b = typed(block);
   const ctx = selectContext(block, context).map(typed);
   const related = relatedInsights(blockText(b), insights);
-  const worst = related.reduce((m, i) => Math.max(m, SEV[i.severity]), 0);
+  const worst = related.reduce((m, i) => Math.max(m, SEVERITY_RANK[i.severity]), 0);
   const metrics = ctx.filter((x) => x.block_type === "metrics").flatMap((x) => (x.content as BlockContent<"metrics">).metrics);
   const signals = metrics.slice(0, 3).map((m) => `${m.name}${m.target ? ` (target ${m.target})` : ""}`);
   const scenarios: SimulationScenario[] = [];

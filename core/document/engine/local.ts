@@ -6,6 +6,7 @@ import { keywordSet, lowerFirst, stripEndPunct, truncate, upperFirst } from "../
 import { type BlockType, blockMarker, classifyHeading } from "../blocks";
 import { refLabel, sourcesSection } from "./grounding";
 import { DraftDocumentInput, type DocumentDraft, type DocumentType, type DraftRecommendation } from "./types";
+import { SEVERITY_RANK } from "../../insight/severity";
 
 export { expandBlock, challengeBlock, simulateBlock, selectContext } from "./actions";
 
@@ -122,7 +123,6 @@ interface Ctx {
   otherInsights: InsightInput[];
 }
 
-const SEV_RANK: Record<string, number> = { critical: 4, high: 3, medium: 2, low: 1 };
 const oneLine = (s: string) => s.replace(/\s+/g, " ").trim();
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 const sourcesOf = (i: InsightInput) => Math.max(i.frequency, new Set(i.quotes.map((q) => q.source_id)).size);
@@ -176,7 +176,7 @@ function impactLine(c: Ctx): string {
   const sources = new Set(c.insights.flatMap((i) => i.quotes.map((q) => q.source_id))).size;
   const maxFreq = Math.max(...c.insights.map(sourcesOf));
   const mentions = c.insights.reduce((s, i) => s + mentionsOf(i), 0);
-  const top = [...c.insights].sort((a, b) => SEV_RANK[b.severity] - SEV_RANK[a.severity])[0];
+  const top = [...c.insights].sort((a, b) => SEVERITY_RANK[b.severity] - SEVERITY_RANK[a.severity])[0];
   return `Reported in ${plural(Math.max(sources, maxFreq), "source")} and ${plural(mentions, "mention")}; highest severity ${top.severity} (${top.title} ${cite(c, top)})${c.rec?.impact_score !== undefined ? `; recommendation impact score ${c.rec.impact_score.toFixed(2)}` : ""}.`;
 }
 
@@ -638,7 +638,7 @@ function selectInsights(input: DraftDocumentInput, opts: Options): { chosen: Ins
   const byId = new Map(input.insights.map((i) => [i.id, i]));
   const addressed = (input.recommendation?.addresses_insight_ids ?? []).map((id) => byId.get(id)).filter((i): i is InsightInput => !!i);
   const rank = (a: InsightInput, b: InsightInput) =>
-    SEV_RANK[b.severity] - SEV_RANK[a.severity] || sourcesOf(b) - sourcesOf(a) || mentionsOf(b) - mentionsOf(a) || a.id.localeCompare(b.id);
+    SEVERITY_RANK[b.severity] - SEVERITY_RANK[a.severity] || sourcesOf(b) - sourcesOf(a) || mentionsOf(b) - mentionsOf(a) || a.id.localeCompare(b.id);
   let pool = addressed.length ? addressed : [...input.insights].sort(rank);
   if (input.document_type === "roadmap_update") {
     // A roadmap ranks the whole set: the recommendation's insights first, then every other one.

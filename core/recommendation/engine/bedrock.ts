@@ -1,7 +1,8 @@
 import * as z from "zod";
 import type { CallUsage, Model, ModelTier } from "../../ai/ports";
 import { Errors } from "../../error";
-import { normaliseForMatch } from "./text";
+import { normaliseForMatch, truncate } from "./text";
+import { SEVERITY_RANK } from "../../insight/severity";
 import {
   EffortEstimate,
   GenerateRecommendationsInput,
@@ -77,13 +78,69 @@ export function recommendationsToolSchema(insights: InsightInput[]) {
   });
 }
 
-function insightLine(i: InsightInput): string {
+/**
+ * Room for the insights in one prompt, in characters (about 4 per token): some 40,000 tokens, well inside every
+ * tier's context window with the system text, the tool schema and the answer. A request may name up to 200 insights,
+ * each with a description up to 10,000 characters and quotes up to 5,000: sent whole, they pass the model's context
+ * and Converse refuses the call (ValidationException, a 500 on every retry).
+ */
+export const INSIGHT_PROMPT_CHARS = 160_000;
+/** Per insight, what one prompt line carries at most (characters): cut on a word boundary with "…". */
+const LINE_CUTS = { title: 300, description: 2_000, quote: 600, quotes: 4 } as const;
+
+function insightHeader(i: InsightInput): string {
   const sources = Math.max(i.frequency, new Set(i.quotes.map((q) => q.source_id)).size);
+  return `- id ${i.id} | ${i.insight_type} | severity ${i.severity} | ${sources} sources | ${i.mention_count ?? i.quotes.length} mentions\n  title: ${truncate(i.title, LINE_CUTS.title)}`;
+}
+
+function insightLine(i: InsightInput): string {
   const quotes = i.quotes
-    .slice(0, 4)
-    .map((q) => `    - “${q.text.replace(/\s+/g, " ")}”${q.speaker ? ` — ${q.speaker}` : ""}`)
+    .slice(0, LINE_CUTS.quotes)
+    .map((q) => `    - “${truncate(q.text, LINE_CUTS.quote)}”${q.speaker ? ` — ${truncate(q.speaker, 80)}` : ""}`)
     .join("\n");
-  return `- id ${i.id} | ${i.insight_type} | severity ${i.severity} | ${sources} sources | ${i.mention_count ?? i.quotes.length} mentions\n  title: ${i.title}\n  description: ${i.description.replace(/\s+/g, " ")}${quotes ? `\n  quotes:\n${quotes}` : ""}`;
+  return `${insightHeader(i)}\n  description: ${truncate(i.description, LINE_CUTS.description)}${quotes ? `\n  quotes:\n${quotes}` : ""}`;
+}
+
+/**
+ * The insights as prompt lines within `budget` characters, in the order given: the strongest (severity, then sources,
+ * then mentions) with their description and quotes while the room lasts, the rest by their header and title alone,
+ * and any beyond even that left out.
+ * @returns `text` (the lines), `detailed` and `brief` (how many of each) and `omitted` (insights not shown)
+ */
+export function insightsForPrompt(insights: InsightInput[], budget = INSIGHT_PROMPT_CHARS): { text: string; detailed: number; brief: number; omitted: number } {
+  const ranked = [...insights].sort(
+    (a, b) => (SEVERITY_RANK[b.severity] ?? 0) - (SEVERITY_RANK[a.severity] ?? 0) || b.frequency - a.frequency || (b.mention_count ?? 0) - (a.mention_count ?? 0),
+  );
+  // Every insight's header first (so each can be cited), then details for the strongest while room is left.
+  const shown = new Map<InsightInput, string>();
+  let used = 0;
+  for (const i of ranked) {
+    const line = insightHeader(i);
+    if (used + line.length + 1 > budget) break;
+    shown.set(i, line);
+    used += line.length + 1;
+  }
+  let detailed = 0;
+  for (const i of ranked) {
+    const brief = shown.get(i);
+    if (brief === undefined) break;
+    const full = insightLine(i);
+    if (used + full.length - brief.length > budget) continue;
+    shown.set(i, full);
+    used += full.length - brief.length;
+    detailed++;
+  }
+  const text = insights.flatMap((i) => (shown.has(i) ? [shown.get(i)!] : [])).join("\n");
+  return { text, detailed, brief: shown.size - detailed, omitted: insights.length - shown.size };
+}
+
+/** The line above the insights: how many, and how they were shortened to fit. */
+function insightsHeading(shown: ReturnType<typeof insightsForPrompt>, total: number): string {
+  if (!shown.brief && !shown.omitted) return `${total} insights:`;
+  const parts = [`${total} insights, the ${shown.detailed} strongest with description and quotes`];
+  if (shown.brief) parts.push(`${shown.brief} by title only`);
+  if (shown.omitted) parts.push(`${shown.omitted} left out for room`);
+  return `${parts.join(", ")} (long texts cut with "…"):`;
 }
 
 /**
@@ -111,13 +168,14 @@ export async function generateRecommendationsWithModel(
     product?.current_stage ? `Stage: ${product.current_stage}` : "",
     focus_areas?.length ? `Focus areas: ${focus_areas.join("; ")}` : "",
   ].filter(Boolean);
+  const shown = insightsForPrompt(insights);
   const { output, usage } = await model.structured({
     tier: opts.tier ?? "mid",
     system: SYSTEM,
     messages: [
       {
         role: "user",
-        text: `${context.length ? `${context.join("\n")}\n\n` : ""}${insights.length} insights:\n\n${insights.map(insightLine).join("\n")}\n\nReturn 3 to 7 prioritized recommendations.`,
+        text: `${context.length ? `${context.join("\n")}\n\n` : ""}${insightsHeading(shown, insights.length)}\n\n${shown.text}\n\nReturn 3 to 7 prioritized recommendations.`,
       },
     ],
     tool: {

@@ -14,7 +14,7 @@ import { checkGrounding } from "../../../core/document/engine/grounding";
 import { documentEngine, localDocumentEngine } from "../../../core/document/engine";
 import type { ActionBlock } from "../../../core/document/engine/types";
 import { extractBlocks } from "../../../core/document/markdown";
-import { generateRecommendationsWithModel, recommendationsToolSchema } from "../../../core/recommendation/engine/bedrock";
+import { INSIGHT_PROMPT_CHARS, generateRecommendationsWithModel, insightsForPrompt, recommendationsToolSchema } from "../../../core/recommendation/engine/bedrock";
 import { localRecommendationEngine, recommendationEngine } from "../../../core/recommendation/engine";
 import { BLOCK_TYPES } from "../../../core/document/blocks";
 import { ReplayModel, fixture, vaInsights } from "./fake-model";
@@ -65,6 +65,41 @@ describe("recommendations with the model (replayed)", () => {
   it("fails with INTERNAL when no grounded answer comes back", async () => {
     const bad = fixture<{ responses: { output: unknown; usage: { inputTokens: number; outputTokens: number } }[] }>("generate-repair.json").responses[0];
     await expect(generateRecommendationsWithModel(new ReplayModel([bad, bad]), { insights })).rejects.toMatchObject({ code: "INTERNAL" });
+  });
+
+  it("fits the largest request the API accepts (200 insights at their longest) in the prompt's room, strongest first in detail", async () => {
+    const long = (n: number, word: string) => `${word} `.repeat(Math.ceil(n / (word.length + 1))).slice(0, n);
+    const many = Array.from({ length: 200 }, (_, k) => ({
+      id: `00000000-0000-4000-8000-${String(k).padStart(12, "0")}`,
+      title: long(500, `title${k}`),
+      description: long(10_000, "description"),
+      insight_type: "pain_point",
+      severity: k === 150 ? ("critical" as const) : ("low" as const),
+      frequency: 1,
+      mention_count: 3,
+      quotes: Array.from({ length: 4 }, (_, q) => ({ text: long(5_000, `quote${k}x${q}`), source_id: "s1", speaker: "respondent" })),
+    }));
+    const shown = insightsForPrompt(many);
+    expect(shown.text.length).toBeLessThanOrEqual(INSIGHT_PROMPT_CHARS);
+    expect(shown.omitted).toBe(0);
+    expect(shown.detailed).toBeGreaterThan(0);
+    expect(shown.brief).toBe(200 - shown.detailed);
+    for (const i of many) expect(shown.text).toContain(`id ${i.id}`);
+    // the critical insight is ranked first, so it is among those shown with their quotes
+    const critical = shown.text.slice(shown.text.indexOf(`id ${many[150]!.id}`)).split("\n- id ")[0]!;
+    expect(critical).toContain("quotes:");
+    // the model sees the same lines and is told how they were shortened
+    const model = ReplayModel.fromFixture("generate.json");
+    // the replayed answer cites the fixture's insights, not these: only the request matters here
+    await generateRecommendationsWithModel(model, { insights: many }).catch(() => undefined);
+    expect(model.requests[0].messages[0].text).toContain(`200 insights, the ${shown.detailed} strongest with description and quotes, ${shown.brief} by title only`);
+    expect(model.requests[0].messages[0].text.length).toBeLessThan(INSIGHT_PROMPT_CHARS + 1_000);
+  });
+
+  it("a small request is sent whole, as before", () => {
+    const shown = insightsForPrompt(insights);
+    expect(shown).toMatchObject({ detailed: insights.length, brief: 0, omitted: 0 });
+    expect(shown.text).toContain(`“${insights[0].quotes[0].text.replace(/\s+/g, " ").trim()}”`);
   });
 
   it("refuses an empty insight list before calling the model", async () => {
