@@ -10,7 +10,8 @@
  *    changes (core/task/changes.ts: the table's stream). Heartbeat-only writes wake nothing new.
  * 4. When the live channel is unavailable, the stored state is polled every 3 s, at most 200 times.
  * 5. After 10 s without a message the current state goes out again (and membership is checked again: a member removed
- *    meanwhile loses the stream, and gets the 403 when reconnecting).
+ *    meanwhile loses the stream, and gets the 403 when reconnecting). While the live channel still has changes on
+ *    their way, the re-send repeats the last event, and the changes follow in order.
  * 6. The stream closes on a terminal status, when its client leaves, after the 200 polls, or shortly before the
  *    function's own time runs out (the client reconnects and catches up).
  */
@@ -100,16 +101,21 @@ async function stream(userId: string, task: TaskItem, sink: ProgressSink, deadli
   let silence: NodeJS.Timeout | undefined;
   let poll: NodeJS.Timeout | undefined;
   let last = "";
+  let lastSent: TaskProgress | undefined;
   /** The newest revision of the item this stream has seen (core/task/task.entity.ts `revision`). */
   let seen = -1;
+  const revisionOf = (item: { revision?: unknown }) => (typeof item.revision === "number" ? item.revision : 0);
   const newer = (item: { revision?: unknown }) => {
-    const r = typeof item.revision === "number" ? item.revision : 0;
+    const r = revisionOf(item);
     if (r <= seen) return false;
     seen = r;
     return true;
   };
+  /** `seen` when a silent read last found the live channel behind the table (-1: it was not behind). */
+  let behindAt = -1;
   const send = (p: TaskProgress) => {
     sink.send(p);
+    lastSent = p;
     last = newsKey(p);
     if (silence) clearTimeout(silence), timers.delete(silence);
     silence = after(SILENCE_MS, "silence");
@@ -159,6 +165,17 @@ async function stream(userId: string, task: TaskItem, sink: ProgressSink, deadli
       if (silent && !(await stillMember(userId, task.workspace_id))) return "membership_lost";
       const item = await readTask(task.workspace_id, task.id);
       if (!item) return "task_gone";
+      // Live (so this is the silence re-send): a read newer than the last image processed means images are still on
+      // their way (the channel reads every ~250 ms). Sending the read and moving `seen` past them would drop their
+      // phases, and a terminal read would close the stream before them. So the re-send repeats what the client has,
+      // and the images follow in revision order. Only if the channel delivered nothing by the next silence is the read
+      // trusted (an image lost, e.g. to an iterator reset): the stream must not wait forever.
+      if (live && revisionOf(item) > seen && behindAt !== seen && lastSent) {
+        behindAt = seen;
+        send(lastSent);
+        continue;
+      }
+      behindAt = -1;
       newer(item);
       const p = toProgress(item);
       if (silent || newsKey(p) !== last) send(p);

@@ -13,7 +13,9 @@ import { waitFor } from "../support/multipart";
 import { topUp } from "../support/billing";
 import { liveGateway } from "../support/sse";
 import { withEnv } from "./_helpers";
-import { readTask, setTaskRunner, TaskProgress, type TaskExecutionInput } from "../../core/task";
+import { DynamoDBStreamsClient, GetRecordsCommand } from "@aws-sdk/client-dynamodb-streams";
+import { claimAttempt, readTask, setTaskRunner, TaskProgress, writeProgress, type TaskExecutionInput } from "../../core/task";
+import { taskChanges } from "../../core/task/changes";
 import { openProgress } from "../../core/task/progress";
 import { MAX_POLLS, POLL_INTERVAL_MS, SILENCE_MS } from "../../core/task/settings";
 import { localTaskRunner } from "../../local/tasks";
@@ -51,6 +53,46 @@ async function spawn(body: Record<string, unknown>, token = ws.owner.token): Pro
   const res = await call("POST", "/api/tasks/spawn", { token, body: { workspace_id: ws.workspace.id, conversation_id: conv, ...body } });
   expect(res.status, res.text).toBe(201);
   return res.body.id;
+}
+
+/** A task left running at its first phase by a runner that never starts it: the test writes the worker's progress. */
+async function runningTask(prompt: string): Promise<string> {
+  setTaskRunner({ start: async () => undefined, stop: async () => undefined, isRunning: async () => false });
+  const id = await spawn({ task_type: "research", prompt });
+  expect(await claimAttempt(ws.workspace.id, id, 1)).not.toBeNull();
+  return id;
+}
+
+/**
+ * Holds back the live channel: while shut, its reads of the table's stream (GetRecords) wait at a gate, so nothing
+ * written meanwhile reaches a progress stream until `open`. `restore` opens it and removes the spy.
+ */
+function holdFeed() {
+  let gate: Promise<void> | null = null;
+  let release: (() => void) | undefined;
+  let waiting = 0;
+  const send = DynamoDBStreamsClient.prototype.send;
+  const spy = vi.spyOn(DynamoDBStreamsClient.prototype, "send").mockImplementation(async function (this: DynamoDBStreamsClient, ...args: unknown[]) {
+    if (args[0] instanceof GetRecordsCommand && gate) {
+      waiting++;
+      await gate;
+    }
+    return (send as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof send);
+  const open = () => {
+    gate = null;
+    release?.();
+  };
+  return {
+    /** Resolves once the reader is parked at the gate (a read already under way may still deliver before it). */
+    shut: async () => {
+      gate = new Promise<void>((r) => (release = r));
+      const before = waiting;
+      await waitFor(async () => waiting > before, 10_000, 10);
+    },
+    open,
+    restore: () => (open(), spy.mockRestore()),
+  };
 }
 
 /**
@@ -222,6 +264,60 @@ describe("timing (fake timers)", () => {
     expect(members.events).toHaveLength(2);
     await owners.received(3);
     owners.close();
+  });
+
+  it("a silence re-send while the live channel still holds two phases: both follow, in revision order", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"], shouldAdvanceTime: true });
+    const id = await runningTask("Two phases in a burst");
+    const feed = holdFeed();
+    const s = progressStream(id, ws.owner.token);
+    try {
+      await s.received(1);
+      expect(s.events[0]!.data).toMatchObject({ status: "running", phase: "running" });
+      await feed.shut();
+      expect(await writeProgress(ws.workspace.id, id, 1, { phase: "alpha", progress_pct: 20, message: "Alpha" })).toBe(true);
+      expect(await writeProgress(ws.workspace.id, id, 1, { phase: "beta", progress_pct: 40, message: "Beta" })).toBe(true);
+      // The silence re-send fires before the channel has delivered either phase.
+      await vi.advanceTimersByTimeAsync(SILENCE_MS + 500);
+      await s.received(2);
+      const delivered = taskChanges.delivered;
+      feed.open();
+      await waitFor(async () => taskChanges.delivered >= delivered + 2, 10_000, 10);
+      // Both images are processed (or, before the fix, dropped as older than the re-send's read).
+      await s.received(4, 3000).catch(() => undefined);
+    } finally {
+      feed.restore();
+      s.close();
+    }
+    const phases = s.events.map((e) => e.data.phase).filter((p, i, all) => p !== all[i - 1]);
+    expect(phases).toEqual(["running", "alpha", "beta"]);
+    // The re-send repeated what the client had; the held phases then came, each once.
+    expect(s.events[1]!.data).toEqual(s.events[0]!.data);
+    expect(s.events.map((e) => e.data.phase)).toEqual(["running", "running", "alpha", "beta"]);
+    const pcts = s.events.map((e) => e.data.progress_pct);
+    expect(pcts).toEqual([...pcts].sort((a, b) => a - b));
+    expect(s.events.at(-1)!.data).toMatchObject({ status: "running", phase: "beta", progress_pct: 40 });
+  });
+
+  it("a live channel that delivers nothing through two silences: the second re-send trusts the stored state", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"], shouldAdvanceTime: true });
+    const id = await runningTask("A stuck channel");
+    const feed = holdFeed();
+    const s = progressStream(id, ws.owner.token);
+    try {
+      await s.received(1);
+      await feed.shut();
+      expect(await writeProgress(ws.workspace.id, id, 1, { phase: "alpha", progress_pct: 20, message: "Alpha" })).toBe(true);
+      await vi.advanceTimersByTimeAsync(SILENCE_MS + 500);
+      await s.received(2);
+      expect(s.events[1]!.data.phase).toBe("running");
+      await vi.advanceTimersByTimeAsync(SILENCE_MS + 500);
+      await s.received(3);
+      expect(s.events[2]!.data).toMatchObject({ phase: "alpha", progress_pct: 20 });
+    } finally {
+      feed.restore();
+      s.close();
+    }
   });
 
   it("without the live channel: polls every 3 s, sends what changed, closes on the terminal status", async () => {
