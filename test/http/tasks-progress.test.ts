@@ -19,6 +19,7 @@ import { taskChanges } from "../../core/task/changes";
 import { openProgress } from "../../core/task/progress";
 import { MAX_POLLS, POLL_INTERVAL_MS, SILENCE_MS } from "../../core/task/settings";
 import { localTaskRunner } from "../../local/tasks";
+import { idIndexLags } from "../support/index-lag";
 
 type Ws = Awaited<ReturnType<typeof newWorkspace>>;
 
@@ -184,34 +185,21 @@ describe("over the wire", () => {
 
 describe("right after the spawn", () => {
   it("a stream opened while the id index does not know the task yet (it lags its table) is served at once, not answered 404", async () => {
-    const { dynamoClient } = await import("../../core/db/client");
     const { forgetLocations } = await import("../../core/workspace");
     const held = heldRunner();
     const id = await spawn({ task_type: "research", prompt: "Watched right after the spawn" });
     forgetLocations();
-    let hidden = 0;
-    const name = "progressIndexLag";
-    dynamoClient().middlewareStack.add(
-      (next, context) => async (args) => {
-        const input = args.input as { IndexName?: string };
-        // The id index answers its first question about this task with nothing, as gsi1 does while it lags.
-        if (hidden < 1 && /Query/.test(String(context.commandName)) && input.IndexName === "gsi1" && JSON.stringify(input).includes(id)) {
-          hidden++;
-          return { output: { Items: [], Count: 0, ScannedCount: 0, $metadata: {} }, response: {} } as never;
-        }
-        return next(args);
-      },
-      { step: "initialize", name },
-    );
+    // The id index answers its first question about this task with nothing, as gsi1 does while it lags.
+    const lag = idIndexLags(id);
     const s = progressStream(id, ws.owner.token);
     try {
       await Promise.race([s.received(1), s.closed]);
     } finally {
       s.close();
-      dynamoClient().middlewareStack.remove(name);
+      lag.restore();
       held.open();
     }
-    expect(hidden).toBe(1);
+    expect(lag.hidden()).toBe(1);
     expect(s.events).toHaveLength(1);
     expect(s.events[0]).toMatchObject({ event: undefined, data: { id, status: "pending", phase: "pending" } });
     await waitFor(async () => (await readTask(ws.workspace.id, id))?.status === "completed", 60_000);
