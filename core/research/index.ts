@@ -10,8 +10,8 @@ import { asWrite, commitWrites, type WriteItem } from "../db/agent-write";
 import { stateTable } from "../state-table";
 import { requireActiveSubscription } from "../billing";
 import { requireMember, requireResourceById } from "../workspace";
-import { deleteObject, deletePrefix, getObject, putObject } from "../storage";
-import { presignedPost } from "../storage/presign";
+import { deleteObject, deletePrefix, getObject, objectSize, putObject } from "../storage";
+import { PRESIGN_VALID_SECONDS, presignedPost } from "../storage/presign";
 import { startExtraction } from "../pipeline";
 import { inspectUpload, inspectDeclared } from "../extract/validate";
 import type { Extraction } from "../extract/types";
@@ -329,13 +329,15 @@ export async function remove(userId: string, sourceId: string): Promise<void> {
 /**
  * `POST /api/research/sources/{id}/reprocess`: pending or failed goes (back) to pending with a new attempt number
  * and extraction runs again; completed is refused. The failed attempt's `processing_error` and `processed_at` go.
- * @throws AppError ALREADY_PROCESSED (422) for a completed source.
+ * @throws AppError ALREADY_PROCESSED (422) for a completed source; CONFLICT (409) for a presigned source whose file has
+ *   not arrived while its upload URL is still valid (extraction starts when it arrives), or one changed meanwhile.
  */
 export async function reprocess(userId: string, sourceId: string): Promise<SourceView> {
   const item = await requireSource(userId, sourceId);
   if (!processing.canTransition(item.processing_status, "pending")) {
     throw new AppError("ALREADY_PROCESSED", "This source is already processed");
   }
+  await refuseBeforeUpload(item);
   const attempt = item.processing_attempt + 1;
   let updated: SourceItem;
   try {
@@ -354,6 +356,20 @@ export async function reprocess(userId: string, sourceId: string): Promise<Sourc
   }
   await startExtraction({ workspace_id: item.workspace_id, source_id: item.id, bucket: Config.bucketName(), key: item.file_key, attempt });
   return toView(updated);
+}
+
+/**
+ * A presigned source still waiting for its file: extraction started now would fail it ("the uploaded file is
+ * missing"), and the upload that then arrives would start nothing (only a pending source is extracted on upload).
+ */
+async function refuseBeforeUpload(item: SourceItem): Promise<void> {
+  if (item.processing_status !== "pending" || item.upload_method !== "presigned") return;
+  const expires = Date.parse(item.created_at) + PRESIGN_VALID_SECONDS * 1000;
+  if (Date.now() >= expires || (await objectSize(item.file_key)) !== null) return;
+  throw new AppError(
+    "CONFLICT",
+    `The file has not been uploaded yet: upload it with the URL from POST /api/research/upload-url (valid until ${new Date(expires).toISOString()}); extraction starts when it arrives`,
+  );
 }
 
 // ---- used by the extraction steps (functions/steps) ----

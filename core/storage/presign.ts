@@ -1,11 +1,14 @@
 import { Config } from "../config";
 import { s3Client } from "./client";
 
+/** How long a presigned upload may be used, seconds (the default of `presignedPost`). */
+export const PRESIGN_VALID_SECONDS = 900;
+
 /**
  * A presigned S3 POST for one object (DESIGN.md section 5: uploads above the gateway's payload limit).
  * The policy pins the key, the content type and a content-length range, so S3 itself refuses anything else.
  */
-export async function presignedPost(key: string, contentType: string, maxBytes: number, expiresSeconds = 900) {
+export async function presignedPost(key: string, contentType: string, maxBytes: number, expiresSeconds = PRESIGN_VALID_SECONDS) {
   // Imported on first use, like the S3 client (./client.ts): a cold start of a group that never presigns skips it.
   const { createPresignedPost } = await import("@aws-sdk/s3-presigned-post");
   const post = await createPresignedPost(await s3Client(), {

@@ -268,6 +268,24 @@ describe("POST /api/research/upload-url", () => {
     expect(done.pages).toBe(15);
   });
 
+  it("reprocess before the presigned file arrives is refused (409) and changes nothing; the file that then arrives completes the source", async () => {
+    const { owner, workspace } = await newWorkspace();
+    const file = { name: "early.md", data: Buffer.from("# Early\n\nReprocessed before it was uploaded.\n") };
+    const res = await uploadUrl(owner.token, { workspace_id: workspace.id, source_type: "interview", title: "Early", file_name: file.name, content_type: "text/markdown", file_size_bytes: file.data.length });
+    expect(res.status, res.text).toBe(201);
+    const { source, upload } = res.body;
+    const early = await call("POST", `/api/research/sources/${source.id}/reprocess`, { token: owner.token });
+    expectEnvelope(early, 409, "CONFLICT");
+    expect(early.body.detail).toMatch(/not been uploaded yet/);
+    expect(early.body.detail).toContain(upload.expires_at.slice(0, 16));
+    expect((await call("GET", `/api/research/sources/${source.id}`, { token: owner.token })).body).toMatchObject({ processing_status: "pending", processing_error: null });
+
+    expect((await postToPresigned(upload, file, "text/markdown")).status).toBe(204);
+    const done = await settled(owner.token, source.id);
+    expect(done.processing_status, done.processing_error).toBe("completed");
+    expect(done.extracted_text).toContain("Reprocessed before it was uploaded.");
+  });
+
   it("a file that arrives for a source deleted meanwhile is removed from the bucket", async () => {
     const { owner, workspace } = await newWorkspace();
     const file = { name: "late.md", data: Buffer.from("# Late\n\nArrived after the source was deleted.\n") };

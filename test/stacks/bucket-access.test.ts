@@ -54,7 +54,7 @@ const BUCKET_CALLS: Record<string, Record<string, readonly BucketAccess[]>> = {
   "core/extract/transcribe.ts": { startTranscription: ["read"] },
 };
 /** Exports of the storage modules that make no bucket call. */
-const NOT_BUCKET_CALLS = new Set(["workspacePrefix", "s3Client", "s3"]);
+const NOT_BUCKET_CALLS = new Set(["workspacePrefix", "s3Client", "s3", "PRESIGN_VALID_SECONDS"]);
 
 /** Handler module (repository-relative .ts path) -> the bucket access its function is granted. */
 function grantedAccess(): Map<string, readonly BucketAccess[]> {
