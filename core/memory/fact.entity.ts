@@ -63,13 +63,22 @@ export const buildMemoryFactEntity = () => new Entity({
 });
 export type MemoryFactEntity = ReturnType<typeof buildMemoryFactEntity>;
 
-/** A user's memory head in a workspace: `version` changes with every write to their facts (cache validation). */
+/**
+ * A user's memory head in a workspace: `version` changes with every write to their facts (cache validation);
+ * `forgotten_at` is the watermark of their last wholesale deletion.
+ */
 export const buildMemoryHeadEntity = () => new Entity({
   model: { entity: "memory_head", version: "1", service: "r2d" },
   attributes: {
     workspace_id: { type: "string", required: true },
     user_id: { type: "string", required: true },
     version: { type: "number", required: true, default: 0 },
+    /**
+     * When the user last deleted all their memory in the workspace (ISO 8601): statements made at or before it are not
+     * learned, so an exchange still owed to memory does not bring deleted facts back. Absent: never (and on heads
+     * written before it existed).
+     */
+    forgotten_at: { type: "string" },
     updated_at: { type: "string", required: true, default: () => new Date().toISOString(), set: () => new Date().toISOString(), watch: "*" },
   },
   indexes: {

@@ -212,11 +212,23 @@ const DELETE_CHUNK = 99;
 
 /**
  * `DELETE /api/memory?workspace_id=` (ours): delete everything remembered about the caller in a workspace, history
- * included. Each chunk of facts goes in one transaction with the head's version bump, so no cache serves a deleted fact.
+ * included, and what they said up to now that is still waiting to be learned. First the head's watermark
+ * (`forgotten_at`, now) with a version bump: from then on the learner learns no statement made at or before it
+ * (core/memory/learn.ts), and a learner that read the memory before is refused by the bump and, retried, sees the
+ * watermark. Then each chunk of facts goes in one transaction with the head's version bump, so no cache serves a
+ * deleted fact.
  * @throws AppError FORBIDDEN (403) for a non-member
  */
 export async function forgetAll(userId: string, q: ForgetAllQuery): Promise<ForgetAllResult> {
   await requireMember(userId, q.workspace_id);
+  // Before the facts are read, not with their deletion: no fact of an older statement can then be written between
+  // the read and the delete (an exchange owed to memory, a queue retry or the sweeper's re-send is learned later).
+  await db()
+    .entities.memoryHead.update({ workspace_id: q.workspace_id, user_id: userId })
+    .set({ forgotten_at: new Date().toISOString() })
+    .add({ version: 1 })
+    .go();
+  forgetCached(q.workspace_id, userId);
   const facts = await allFacts(q.workspace_id, userId);
   for (let i = 0; i < facts.length; i += DELETE_CHUNK) {
     const chunk = facts.slice(i, i + DELETE_CHUNK);

@@ -120,8 +120,9 @@ export interface LearnOptions {
  * Extract the facts of a statement and reconcile each against the user's current facts in the workspace, in order
  * (a later fact of the statement sees the earlier ones). Each outcome is one transaction: the new fact, the facts it
  * supersedes (invalid_at = the statement's time, superseded_by) or contradicts (flagged on both sides), the removal of
- * superseded facts from their partners' contradictions, and the user's memory head version.
- * @returns each fact's outcome ([] when the statement holds none)
+ * superseded facts from their partners' contradictions, and the user's memory head version. A statement made at or
+ * before the user's last deletion of all their memory in the workspace (`forgotten_at` on their head) is not learned.
+ * @returns each fact's outcome ([] when the statement holds none, or was made before the memory was deleted)
  * @throws a cancelled transaction (a fact deleted meanwhile) as an Error: the exchange is retried on fresh reads
  */
 export async function learnFromStatement(statement: Statement, opts: LearnOptions = {}): Promise<LearnResult> {
@@ -131,6 +132,9 @@ export async function learnFromStatement(statement: Statement, opts: LearnOption
   if (byRules?.length === 0) return { extractor: "rules", facts: [] };
   const emb = opts.embedder ?? (await defaultEmbedder());
   let memory = await loadMemory(statement.workspaceId, statement.userId, emb);
+  // Said before the user deleted all their memory here (an exchange still owed then, a retry, a re-send): not learned.
+  // Checked on every run, so a run whose write the deletion's version bump refused learns nothing when retried.
+  if (memory.forgottenAt && statement.at <= memory.forgottenAt) return { extractor: extractor ? "model" : "rules", facts: [] };
 
   let extracted: ExtractedFact[];
   if (extractor) {

@@ -11,6 +11,7 @@ import { decodeVector, encodeVector, toMatrix, type Matrix } from "../ai/vectors
 import type { MemoryFactEntity } from "./fact.entity";
 import type { Prefetch } from "../db/read";
 import { requestScope } from "../context";
+import { isConditionalFailure } from "../db/errors";
 
 export type FactItem = EntityItem<MemoryFactEntity>;
 
@@ -20,6 +21,11 @@ export interface LoadedMemory {
   userId: string;
   /** The head version it was loaded at (0: the user has no memory head in the workspace). */
   version: number;
+  /**
+   * When the user last deleted all their memory in the workspace (ISO 8601; null: never): statements made at or before
+   * it are not learned (`forgetAll`, core/memory/index.ts). Read with `version`, which every forget bumps.
+   */
+  forgottenAt: string | null;
   /** Every fact, history included, oldest first. */
   facts: FactItem[];
   /** The current facts (not superseded), oldest first. */
@@ -63,8 +69,24 @@ export function prefetchMemoryHead(workspaceId: string, userId: string): Prefetc
   const readAt = Date.now(); // the window counts from the read, not from when the membership check passed
   return {
     ref: { entity: db().entities.memoryHead, key: { workspace_id: workspaceId, user_id: userId } },
-    keep: (item) => requestScope()?.recent.set(headScopeKey(workspaceId, userId), { at: readAt, value: (item as { version?: number } | null)?.version ?? 0 }),
+    keep: (item) => requestScope()?.recent.set(headScopeKey(workspaceId, userId), { at: readAt, value: headOf(item as HeadRead | null) }),
   };
+}
+
+type HeadRead = { version?: number; forgotten_at?: string } | null;
+/** What a memory read needs of the head (heads written before `forgotten_at` existed read as never forgotten). */
+interface Head {
+  version: number;
+  forgottenAt: string | null;
+}
+const headOf = (item: HeadRead): Head => ({ version: item?.version ?? 0, forgottenAt: item?.forgotten_at ?? null });
+
+/** The user's memory head in the workspace (strongly consistent, or as this request read it ahead: `headVersion`). */
+async function readHead(workspaceId: string, userId: string): Promise<Head> {
+  const kept = requestScope()?.recent.get(headScopeKey(workspaceId, userId));
+  if (kept && Date.now() - kept.at <= MEMORY_HEAD_REUSE_MS) return kept.value as Head;
+  const { data } = await db().entities.memoryHead.get({ workspace_id: workspaceId, user_id: userId }).go({ consistent: true });
+  return headOf(data);
 }
 
 /**
@@ -72,10 +94,7 @@ export function prefetchMemoryHead(workspaceId: string, userId: string): Prefetc
  * scope when this request read it less than MEMORY_HEAD_REUSE_MS ago (`prefetchMemoryHead`), else one GetItem.
  */
 export async function headVersion(workspaceId: string, userId: string): Promise<number> {
-  const kept = requestScope()?.recent.get(headScopeKey(workspaceId, userId));
-  if (kept && Date.now() - kept.at <= MEMORY_HEAD_REUSE_MS) return kept.value as number;
-  const { data } = await db().entities.memoryHead.get({ workspace_id: workspaceId, user_id: userId }).go({ consistent: true });
-  return data?.version ?? 0;
+  return (await readHead(workspaceId, userId)).version;
 }
 
 /** Every fact of the user in the workspace, history included, oldest first (strongly consistent). */
@@ -90,16 +109,17 @@ export const isCurrent = (f: FactItem): boolean => !f.invalid_at;
 /**
  * The user's memory in a workspace, from the cache when its head version is unchanged. With an embedder, facts
  * whose vector is missing or from another embedder are embedded and their vectors stored (not a memory change: no
- * version bump), and `matrix` holds the current facts' vectors.
+ * version bump), and `matrix` holds the current facts' vectors. A fact deleted while its vector was being stored is
+ * left out (its patch finds no item).
  * @throws EmbedderUnavailable when embedding missing vectors fails; whatever the table throws
  */
 export async function loadMemory(workspaceId: string, userId: string, emb: Embedder | null): Promise<LoadedMemory> {
   const key = keyOf(workspaceId, userId);
-  const version = await headVersion(workspaceId, userId);
+  const { version, forgottenAt } = await readHead(workspaceId, userId);
   const cached = cache.get(key);
   if (cached && cached.version === version && (!emb || cached.embedderId === emb.id)) return cached;
-  const facts = version === 0 ? [] : await allFacts(workspaceId, userId);
-  const current = facts.filter(isCurrent);
+  let facts = version === 0 ? [] : await allFacts(workspaceId, userId);
+  let current = facts.filter(isCurrent);
   let matrix: Matrix | null = null;
   if (emb) {
     const missing = current.filter((f) => !f.vector || f.embedder_id !== emb.id);
@@ -110,17 +130,29 @@ export async function loadMemory(workspaceId: string, userId: string, emb: Embed
       } catch (err) {
         throw new EmbedderUnavailable(err);
       }
+      const gone = new Set<string>();
       await Promise.all(
-        missing.map((f, i) => {
+        missing.map(async (f, i) => {
           f.vector = encodeVector(vectors[i]!);
           f.embedder_id = emb.id;
-          return db().entities.memoryFact.patch({ workspace_id: workspaceId, user_id: userId, id: f.id }).set({ vector: f.vector, embedder_id: emb.id }).go();
+          try {
+            await db().entities.memoryFact.patch({ workspace_id: workspaceId, user_id: userId, id: f.id }).set({ vector: f.vector, embedder_id: emb.id }).go();
+          } catch (err) {
+            // A patch needs the item: refused, the fact was deleted since it was read (its deletion bumped the head,
+            // so this load is not served again from the cache). Not an error of the read: the fact is just gone.
+            if (!isConditionalFailure(err)) throw err;
+            gone.add(f.id);
+          }
         }),
       );
+      if (gone.size) {
+        facts = facts.filter((f) => !gone.has(f.id));
+        current = current.filter((f) => !gone.has(f.id));
+      }
     }
     matrix = toMatrix(current.map((f) => decodeVector(f.vector!, emb.dimensions)), emb.dimensions);
   }
-  const loaded: LoadedMemory = { workspaceId, userId, version, facts, current, matrix, embedderId: emb?.id ?? null };
+  const loaded: LoadedMemory = { workspaceId, userId, version, forgottenAt, facts, current, matrix, embedderId: emb?.id ?? null };
   // A version this request kept may be older than the cached one (another request loaded since): the facts are as
   // they are now, but labelled older, so they do not replace a newer entry of the same embedder.
   const held = cache.get(key);

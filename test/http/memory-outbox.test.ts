@@ -16,6 +16,7 @@ import { db } from "../../core/db/service";
 import { MAX_RESENDS, OWED_AFTER_MS, sweepOwedExchanges, type OwedSweepReport } from "../../core/memory/owed";
 import { allFacts } from "../../core/memory/store";
 import { handler as consumer } from "../../functions/events/memory-consumer";
+import { landsBefore } from "../support/races";
 
 let gw: Awaited<ReturnType<typeof liveGateway>>;
 const STATED = "Hi! I'm the PM of Jupyter Notebook, and we use Mixpanel for product analytics.";
@@ -210,5 +211,73 @@ describe("an answer's exchange owed to memory", () => {
     const last = (await owedOf(workspace.id, conversationId, answerId))!;
     expect(await sweepOwedExchanges({ now: new Date(last.due_at), workspaceId: workspace.id })).toMatchObject({ due: 1, resent: 0, abandoned: 1, errors: [] });
     expect(await owedOf(workspace.id, conversationId, answerId)).toBeUndefined();
+  });
+});
+
+describe("an exchange still owed when the user deletes all their memory", () => {
+  const SWITCHED = "We switched from Jira to Linear last month.";
+  const LINEAR = ["We switched from Jira to Linear last month."];
+  const forgetAll = (token: string, workspaceId: string) => call("DELETE", "/api/memory", { token, query: { workspace_id: workspaceId } });
+  const record = (body: string, n = 1) => ({ messageId: `forgotten-${n}`, body }) as SQSEvent["Records"][number];
+
+  /** A user with the facts of STATED learned, and the exchange of SWITCHED answered and owed but not yet learned. */
+  async function pending(name: string) {
+    const { owner, workspace } = await newWorkspace(name);
+    await chat(owner.token, workspace.id, STATED);
+    await learned();
+    expect(await contents(workspace.id, owner.id)).toEqual(FACTS);
+    sent.length = 0;
+    lost = true;
+    const { conversationId, answerId } = await chat(owner.token, workspace.id, SWITCHED);
+    lost = false;
+    const [job] = sent;
+    expect(JSON.parse(job!.body)).toMatchObject({ assistant_message_id: answerId, owed: true });
+    return { owner, workspace, conversationId, answerId, job: job! };
+  }
+
+  it("is not learned when its job arrives after the deletion, nor when it comes again; a new exchange is", async () => {
+    const { owner, workspace, conversationId, answerId, job } = await pending("Forget before learning");
+    const cleared = await forgetAll(owner.token, workspace.id);
+    expect(cleared.status, cleared.text).toBe(200);
+    expect(cleared.body).toEqual({ workspace_id: workspace.id, deleted: 2 });
+
+    // The job the hook sent arrives now (and again: SQS delivers at least once): it teaches nothing and clears its record.
+    expect(await consumer({ Records: [record(job.body, 1)] })).toEqual({ batchItemFailures: [] });
+    expect(await contents(workspace.id, owner.id)).toEqual([]);
+    expect(await owedOf(workspace.id, conversationId, answerId)).toBeUndefined();
+    expect(await consumer({ Records: [record(job.body, 2)] })).toEqual({ batchItemFailures: [] });
+    expect(await contents(workspace.id, owner.id)).toEqual([]);
+    expect(await sweepOwedExchanges({ now: new Date(Date.now() + 10 * OWED_AFTER_MS), workspaceId: workspace.id })).toMatchObject({ due: 0, resent: 0 });
+
+    // Saying it again after the deletion is a new exchange: learned.
+    await chat(owner.token, workspace.id, SWITCHED);
+    await learned();
+    expect(await contents(workspace.id, owner.id)).toEqual(LINEAR);
+  });
+
+  it("is not learned when the sweeper sends it again after the deletion", async () => {
+    const { owner, workspace, conversationId, answerId } = await pending("Forget before the re-send");
+    expect((await forgetAll(owner.token, workspace.id)).status).toBe(200);
+    const owed = (await owedOf(workspace.id, conversationId, answerId))!;
+    expect(await sweepOwedExchanges({ now: new Date(owed.due_at), workspaceId: workspace.id })).toMatchObject({ due: 1, resent: 1, errors: [] });
+    await learned();
+    expect(await contents(workspace.id, owner.id)).toEqual([]);
+    expect(await owedOf(workspace.id, conversationId, answerId)).toBeUndefined();
+  });
+
+  it("is not learned by a retry when the deletion lands while it is being written", async () => {
+    const { owner, workspace, job } = await pending("Forget while learning");
+    // The deletion runs to its end just before the learner's first write (its transaction names the user's facts).
+    const [first, cleared] = await landsBefore(/^TransactWrite/, `memory#${owner.id}#`, () => forgetAll(owner.token, workspace.id), () =>
+      consumer({ Records: [record(job.body, 1)] }),
+    );
+    expect(cleared.status, cleared.text).toBe(200);
+    expect(cleared.body).toMatchObject({ deleted: 2 });
+    // Refused by the deletion's version bump: the queue retries it.
+    expect(first.batchItemFailures).toEqual([{ itemIdentifier: "forgotten-1" }]);
+    expect(await contents(workspace.id, owner.id)).toEqual([]);
+    // The queue's retry reads afresh and learns nothing.
+    expect(await consumer({ Records: [record(job.body, 2)] })).toEqual({ batchItemFailures: [] });
+    expect(await contents(workspace.id, owner.id)).toEqual([]);
   });
 });

@@ -12,6 +12,8 @@ import { expectEnvelope, withEnv } from "./_helpers";
 import { registeredQueue } from "../../core/queue";
 import type { LocalFifoQueue } from "../../core/queue/local";
 import { RUN_HOOKS, runBefore } from "../../core/agent/hooks";
+import { db } from "../../core/db/service";
+import { deletedBeforeUpdate } from "../support/races";
 
 interface Person { token: string; id: string; email: string }
 let gw: Awaited<ReturnType<typeof liveGateway>>;
@@ -216,6 +218,33 @@ describe("deletion", () => {
     expect((await listed(owner)).body).toEqual({ memories: [], total: 0 });
     expect((await profile(owner)).body).toEqual({ static_facts: [], dynamic_facts: [], is_available: true });
     expect((await search(owner, "which analytics tool do we use")).body.memories).toEqual([]);
+  });
+});
+
+describe("a search that stores new vectors (the embedder changed)", () => {
+  it("leaves out a fact deleted while its vector was being stored, and answers the rest", async () => {
+    const { owner: me, workspace } = await newWorkspace("Memory re-embedded");
+    const stated = await readStream(gw.base, "/api/stream/chat", me.token, { workspace_id: workspace.id, prompt: "Hi! I'm the PM of Jupyter Notebook, and we use Mixpanel for product analytics." });
+    expect(stated.at(-1)!.event).toBe("done");
+    await learned();
+    const facts = (await call("GET", "/api/memory", { token: me.token, query: { workspace_id: workspace.id } })).body.memories as { id: string; content: string }[];
+    expect(facts.map((f) => f.content).sort()).toEqual([ROLE, MIXPANEL]);
+    // Vectors from an embedder no longer in use, and the head moved on so no container serves its cached vectors.
+    for (const f of facts) await db().entities.memoryFact.patch({ workspace_id: workspace.id, user_id: me.id, id: f.id }).set({ embedder_id: "retired-embedder" }).go();
+    await db().entities.memoryHead.update({ workspace_id: workspace.id, user_id: me.id }).add({ version: 1 }).go();
+
+    // The role is deleted just before the search stores its new vector.
+    const role = facts.find((f) => f.content === ROLE)!;
+    const found = await deletedBeforeUpdate(
+      `memory#${me.id}#${role.id}`,
+      () => call("DELETE", `/api/memory/${role.id}`, { token: me.token }),
+      () => call("GET", "/api/memory/search", { token: me.token, query: { query: "which analytics tool do we use", workspace_id: workspace.id } }),
+    );
+    expect(found.status, found.text).toBe(200);
+    expect(found.body.memories.map((m: { content: string }) => m.content)).toEqual([MIXPANEL]);
+    // The next search reads the memory as it is now.
+    const again = await call("GET", "/api/memory/search", { token: me.token, query: { query: "what is my role", workspace_id: workspace.id } });
+    expect(again.body.memories.map((m: { metadata: { memory_id: string } }) => m.metadata.memory_id)).not.toContain(role.id);
   });
 });
 
