@@ -473,9 +473,20 @@ export interface SweepReport {
   /** Rows a transient failure put back, to be retried later. */
   deferred: number;
   skipped: number;
+  /** Due rows not started because the time left was under a row's budget (the next sweep takes them). */
+  left: number;
   /** Unexpected tool errors, for the caller to log. */
   errors: unknown[];
 }
+
+/**
+ * The time the sweeper leaves for each row it claims, ms: it claims no further row once less than this is left of its
+ * run. A row killed with its Lambda counts as an interruption (MAX_ATTEMPTS of them fail it "outcome unknown"), its
+ * model calls are paid again and a killed synthesis holds the workspace's lock until its lease runs out, while a row
+ * not claimed is only taken by the next sweep a minute later. Tools run 15-60 s under a lease (60 s by default) they
+ * renew while they run: two leases, at least 2 minutes.
+ */
+export const sweepRowBudgetMs = (): number => Math.max(120_000, 2 * leaseMs());
 
 /**
  * The sweeper (DESIGN.md 6.2): re-drive the rows the stream did not finish. Queries the sparse `due` index (never a
@@ -484,18 +495,31 @@ export interface SweepReport {
  * @param opts.graceMs how long an approved row is left to the stream (default `sweepGraceMs()`, 30 s); the embedded
  *   runtime passes 0 at start-up, when no stream record from before it started will ever arrive.
  * @param opts.limit at most this many rows per sweep (default 200); the next sweep takes the rest.
+ * @param opts.timeLeftMs the time left to the caller's run (a Lambda's `getRemainingTimeInMillis`), asked before each
+ *   claim: under `rowBudgetMs` no further row is started, and the rows in flight are finished. Without it there is
+ *   no deadline (the embedded runtime).
+ * @param opts.rowBudgetMs what one row may need, ms (default {@link sweepRowBudgetMs}).
  */
-export async function sweep(opts: { graceMs?: number; limit?: number } = {}): Promise<SweepReport> {
+export async function sweep(opts: { graceMs?: number; limit?: number; timeLeftMs?: () => number; rowBudgetMs?: number } = {}): Promise<SweepReport> {
   // due_at = approved_at + default grace (or lease expiry); a shorter grace looks that much further ahead.
   const horizon = new Date(Date.now() + sweepGraceMs() - (opts.graceMs ?? sweepGraceMs())).toISOString();
   const { data } = await db()
     .entities.pendingAction.query.due({ sweep: DUE })
     .lte({ due_at: horizon })
     .go({ limit: opts.limit ?? 200 });
-  const report: SweepReport = { due: data.length, executed: 0, failed: 0, deferred: 0, skipped: 0, errors: [] };
+  const report: SweepReport = { due: data.length, executed: 0, failed: 0, deferred: 0, skipped: 0, left: 0, errors: [] };
   const queue = [...data];
+  const budget = opts.rowBudgetMs ?? sweepRowBudgetMs();
+  // A row started without the time to finish would be killed mid-run with the Lambda: leave it to the next sweep.
+  const next = () => {
+    if (opts.timeLeftMs && queue.length > 0 && opts.timeLeftMs() < budget) {
+      report.left += queue.length;
+      queue.length = 0;
+    }
+    return queue.shift();
+  };
   const worker = async () => {
-    for (let row = queue.shift(); row; row = queue.shift()) {
+    for (let row = next(); row; row = next()) {
       const done = await executeAction(row.workspace_id, row.id);
       report[done.outcome]++;
       if (done.cause !== undefined) report.errors.push(done.cause);

@@ -6,6 +6,7 @@ import { getAll } from "../db/bulk";
 import { Config } from "../config";
 import { isConditionalFailure } from "../db/errors";
 import { requireMember, requireResourceMember, requireResourceById } from "../workspace";
+import { fitResponse } from "../response-size";
 import type { GatedTool, Preview, ToolContext } from "../agent/tools/types";
 import { DUE, type PendingActionEntity } from "./pending-action.entity";
 import { storedStatusesOf, wireStatus, type StoredStatus } from "./status";
@@ -133,6 +134,9 @@ const newestFirst = (a: PendingActionItem, b: PendingActionItem) => b.created_at
 /**
  * `GET /api/pending-actions` (spec 01 Pending actions): the workspace's pending actions, newest first, optionally of
  * one status (`approved` includes rows being executed), paginated like the other lists (limit default 200, max 500).
+ * A page ends early when it would weigh more than 5 MB (`fitResponse`, as the other lists: a row may carry 64 KiB
+ * each of toolInput, preview and userEdits plus a result): `total` counts every match, and the next page starts at
+ * `offset` plus the items given.
  * @returns `{items, total}`, total counting every match.
  * @throws AppError FORBIDDEN (403) for a non-member; NOT_FOUND (404) for an unknown workspace.
  */
@@ -141,7 +145,7 @@ export async function list(userId: string, q: ListPendingActionsQuery): Promise<
   const { data } = await db().entities.pendingAction.query.byWorkspace({ workspace_id: q.workspace_id }).go({ pages: "all", consistent: true });
   const wanted = q.status ? new Set<StoredStatus>(storedStatusesOf(q.status)) : null;
   const matching = data.filter((i) => !wanted || wanted.has(i.status)).sort(newestFirst);
-  return { items: matching.slice(q.offset, q.offset + q.limit).map(toView), total: matching.length };
+  return { items: fitResponse(matching.slice(q.offset, q.offset + q.limit).map(toView)), total: matching.length };
 }
 
 /**
@@ -251,10 +255,16 @@ export function transactionChunks<T>(items: readonly T[], bytesOf: (item: T) => 
  * a row that was pending when listed but resolved by another session before the write counts as `skipped`. Rows
  * already non-pending when listed are left alone and counted nowhere; rows not listed stay pending. Execution of the
  * approved rows is not awaited.
+ *
+ * A store failure other than a cancellation (throttling past the SDK's retries, a dropped connection) after some rows
+ * were resolved cannot be a 200 (the request did not do what it was asked) nor a bare 500 (those rows are resolved,
+ * and approved ones are executing): it is a 503 carrying what was done ({@link partialBatch}). Its retry finds those
+ * rows non-pending and, as the batch rules say, counts them nowhere: the two answers together count every row once.
  * @returns `{batchId, approved, rejected, skipped}`.
  * @throws AppError NOT_FOUND (404) for an empty or unknown batch, or one of a workspace the caller is not in;
  *   VALIDATION_ERROR (422) when an item names a row outside the batch, names a row twice, or its userEdits is too
- *   large; INVARIANT_VIOLATION (500) when the batch's rows span more than one workspace.
+ *   large; INVARIANT_VIOLATION (500) when the batch's rows span more than one workspace; SERVICE_UNAVAILABLE (503,
+ *   retryable) when the store failed after this request resolved some rows, with the counts so far and the rows left.
  */
 export async function batchApprove(userId: string, batchId: string, input: BatchApproveInput): Promise<BatchApproveResult> {
   const { data: rows } = await db().entities.pendingAction.query.byBatch({ batch_id: batchId }).go({ pages: "all" });
@@ -286,27 +296,56 @@ export async function batchApprove(userId: string, batchId: string, input: Batch
   const count = (item: (typeof todo)[number]) => (item.exclude ? counts.rejected++ : counts.approved++);
   const keyOf = (item: (typeof todo)[number]) => ({ workspace_id: first.workspace_id, id: item.pendingActionId });
   const setOf = (item: (typeof todo)[number]) => resolution(item.exclude ? "reject" : "approve", userId, item.userEdits);
-  for (const chunk of transactionChunks(todo, (item) => jsonBytes(current.get(item.pendingActionId)) + jsonBytes(item.userEdits))) {
-    const tx = await createWriteTransaction(db().pick("pendingAction"), ({ pendingAction }) =>
-      chunk.map((item) => pendingAction.patch(keyOf(item)).set(setOf(item)).where((attr, op) => op.eq(attr.status, "pending")).commit()),
-    ).go();
-    if (!tx.canceled) {
-      chunk.forEach(count);
-      continue;
-    }
-    // Cancelled (a row's condition failed, or a conflicting transaction): nothing of the chunk was written, so each
-    // row is written on its own; the ones whose condition fails were resolved by someone else meanwhile.
-    for (const item of chunk) {
-      try {
-        await db().entities.pendingAction.patch(keyOf(item)).set(setOf(item)).where((attr, op) => op.eq(attr.status, "pending")).go();
-        count(item);
-      } catch (err) {
-        if (!isConditionalFailure(err)) throw err;
-        counts.skipped++;
+  // Rows of `todo` (in order: chunks and the row-by-row redo keep it) this request has finished, written or skipped.
+  let finished = 0;
+  try {
+    for (const chunk of transactionChunks(todo, (item) => jsonBytes(current.get(item.pendingActionId)) + jsonBytes(item.userEdits))) {
+      const tx = await createWriteTransaction(db().pick("pendingAction"), ({ pendingAction }) =>
+        chunk.map((item) => pendingAction.patch(keyOf(item)).set(setOf(item)).where((attr, op) => op.eq(attr.status, "pending")).commit()),
+      ).go();
+      if (!tx.canceled) {
+        chunk.forEach(count);
+        finished += chunk.length;
+        continue;
+      }
+      // Cancelled (a row's condition failed, or a conflicting transaction): nothing of the chunk was written, so each
+      // row is written on its own; the ones whose condition fails were resolved by someone else meanwhile.
+      for (const item of chunk) {
+        try {
+          await db().entities.pendingAction.patch(keyOf(item)).set(setOf(item)).where((attr, op) => op.eq(attr.status, "pending")).go();
+          count(item);
+        } catch (err) {
+          if (!isConditionalFailure(err)) throw err;
+          counts.skipped++;
+        }
+        finished++;
       }
     }
+  } catch (err) {
+    // Nothing done yet: the failure is the whole answer, and a retry starts afresh.
+    if (finished === 0) throw err;
+    throw partialBatch(batchId, counts, todo.slice(finished).map((i) => i.pendingActionId), err);
   }
   return { batchId, ...counts };
+}
+
+/**
+ * The 503 of a batch approval the store interrupted after some rows were resolved (see {@link batchApprove}): the
+ * envelope carries `batchId` and the `approved`, `rejected` and `skipped` counts of the rows this request finished,
+ * and `remainingIds`, the listed rows it did not finish (in the request's order). A remaining row is still pending
+ * unless the write that failed went through after all (its outcome is unknown to us); the retry of the same items
+ * resolves those still pending and counts the others nowhere.
+ */
+function partialBatch(batchId: string, counts: Omit<BatchApproveResult, "batchId">, remainingIds: string[], cause: unknown): AppError {
+  const done = `${counts.approved} approved, ${counts.rejected} rejected, ${counts.skipped} skipped`;
+  const error = new AppError(
+    "SERVICE_UNAVAILABLE",
+    `The batch was interrupted by a store failure after ${done}; ${remainingIds.length} listed rows were left (remainingIds). ` +
+      "Retry the same request to resolve the rest (rows already resolved are counted nowhere then)",
+    { retryable: true, batchId, ...counts, remainingIds },
+  );
+  // The store's own error, for the log line the 5xx gets (functions/lib/http).
+  return Object.assign(error, { cause });
 }
 
 /** The named rows of one workspace, read strongly consistent (BatchGetItem, unprocessed keys asked again), by id. */

@@ -35,6 +35,7 @@ import { idFor } from "../../core/db/agent-write";
 import { gatedTool } from "../../core/agent/tools";
 import { createPending, type PendingActionItem } from "../../core/pending-action";
 import { executeAction, MAX_ATTEMPTS, MAX_RETRIES, RETRY_BASE_MS } from "../../core/pending-action/executor";
+import { handler as sweeperHandler } from "../../functions/events/pending-action-sweeper";
 import { call, newUser, newWorkspace } from "../support/api";
 import { topUp } from "../support/billing";
 import { realFile, uploadResearch, waitFor } from "../support/multipart";
@@ -419,5 +420,25 @@ describe("failures: transient ones are retried with backoff, decided ones fail a
     expect(row).toMatchObject({ status: "failed" });
     expect(row.sweep).toBeUndefined();
     expect((await db().entities.insight.get({ workspace_id: workspaceId, id: idFor(id, "insight") }).go({ consistent: true })).data).toBeNull();
+  });
+});
+
+describe("the sweeper Lambda and its time left", () => {
+  it("claims no row once less than a row's budget is left (a killed run would count as an interruption); with time, it runs the row", async () => {
+    const { input } = await toolCase("create_insight").setup(env);
+    const id = await approved("create_insight", input);
+    await makeDue(id);
+    // 5 s left of the Lambda's time: far under any row's budget (sweepRowBudgetMs, at least 2 minutes).
+    const short = await sweeperHandler(undefined, { getRemainingTimeInMillis: () => 5_000 });
+    expect(await rowOf(id)).toMatchObject({ status: "approved", attempts: 0 });
+    expect(short.left).toBeGreaterThanOrEqual(1);
+    // With time left, and with no context (the embedded runtime's schedule calls it so, local/streams.ts: no
+    // deadline). Rows of other tests may be due before this one, so the sweep is asked until it took the row.
+    let calls = 0;
+    await waitFor(async () => {
+      await (calls++ % 2 ? sweeperHandler() : sweeperHandler(undefined, { getRemainingTimeInMillis: () => 10 * 60_000 }));
+      return (await rowOf(id)).status === "executed" || null;
+    }, 30_000, 100);
+    await toolCase("create_insight").verify(env, id, await rowOf(id), { input });
   });
 });

@@ -15,7 +15,9 @@ import { gatedTool, type GatedTool, type ToolContext } from "../../core/agent/to
 import { createPending } from "../../core/pending-action";
 import { executeAction, MAX_ATTEMPTS, sweep } from "../../core/pending-action/executor";
 import { startLocalStreams, type LocalStreams } from "../../local/streams";
+import { LIST_RESPONSE_BYTES, wireBytes } from "../../core/response-size";
 import { call, newUser, newWorkspace } from "../support/api";
+import { storeFails } from "../support/store-faults";
 import { waitFor } from "../support/multipart";
 import { expectEnvelope } from "./_helpers";
 
@@ -157,6 +159,42 @@ describe("GET /api/pending-actions", () => {
     const executed = await call("GET", "/api/pending-actions", { token: owner.token, query: { workspace_id: ws, status: "executed" } });
     expect(executed.body).toEqual({ items: [], total: 0 });
   });
+
+  it("cuts a page at what one answer may carry: 32 rows of 3 × 55 KB fields pass 5 MB once escaped; total counts all, the next page starts after the cut", async () => {
+    const { owner: member, workspace } = await newWorkspace("Heavy listing");
+    // update_block-sized fields near the 64 KiB cap, with quotes that the proxy answer escapes twice.
+    const big = (tag: string) => ({ content: `<p class="${tag}">${'"block" '.repeat(5_500)}</p>` });
+    await Promise.all(
+      Array.from({ length: 32 }, () =>
+        db()
+          .entities.pendingAction.create({
+            id: randomUUID(),
+            workspace_id: workspace.id,
+            batch_id: `${randomUUID()}:update_block`,
+            tool_name: "update_block",
+            tool_input: big("input"),
+            preview: big("preview"),
+            user_edits: big("edits"),
+            status: "rejected",
+            created_by: member.id,
+          })
+          .go(),
+      ),
+    );
+    const first = await call("GET", "/api/pending-actions", { token: member.token, query: { workspace_id: workspace.id } });
+    expect(first.status).toBe(200);
+    expect(first.body.total).toBe(32);
+    const n = first.body.items.length;
+    expect(n).toBeGreaterThan(0);
+    expect(n).toBeLessThan(32);
+    expect(wireBytes(first.body.items)).toBeLessThanOrEqual(LIST_RESPONSE_BYTES);
+    const rest = await call("GET", "/api/pending-actions", { token: member.token, query: { workspace_id: workspace.id, offset: n } });
+    expect(rest.status).toBe(200);
+    expect(rest.body.total).toBe(32);
+    const ids = [...first.body.items, ...rest.body.items].map((i: { id: string }) => i.id);
+    expect(ids).toHaveLength(32);
+    expect(new Set(ids).size).toBe(32);
+  }, 60_000);
 
   it("answers 422 for a status outside the spec's five", async () => {
     for (const status of ["executing", "done"]) {
@@ -467,6 +505,34 @@ describe("with the embedded stream reader", () => {
       const listed = await db().entities.pendingAction.query.byBatch({ batch_id: `${missionId}:create_insight` }).go({ pages: "all" });
       expect(listed.data.filter((r) => r.status === "rejected")).toHaveLength(101);
     });
+
+    it("a store failure after a committed transaction: 503 with the counts so far and the rows left; the retry resolves the rest", async () => {
+      const missionId = randomUUID();
+      const ids = await Promise.all(Array.from({ length: 101 }, () => pend({ missionId }).then((r) => r.id)));
+      // Row 0 is approved in the first transaction (100 rows), row 100 in the second, which the store fails (as
+      // throttling past the SDK's retries would); every other row is rejected.
+      const items = ids.map((pendingActionId, i) => ({ pendingActionId, exclude: i !== 0 && i !== 100 }));
+      const fault = storeFails(/^TransactWrite/, ids[100]!, 1);
+      let res;
+      try {
+        res = await batch(`${missionId}:create_insight`, items);
+      } finally {
+        fault.remove();
+      }
+      expect(fault.failed()).toBe(1);
+      expectEnvelope(res, 503, "SERVICE_UNAVAILABLE");
+      expect(res.body).toMatchObject({ batchId: `${missionId}:create_insight`, approved: 1, rejected: 99, skipped: 0, remainingIds: [ids[100]], retryable: true });
+      expect(res.body.detail).toMatch(/1 approved, 99 rejected/);
+      expect(await statusOf(ids[100]!)).toBe("pending");
+      expect(await statusOf(ids[1]!)).toBe("rejected");
+
+      // The retry of the same request: the rows the first one resolved are non-pending now, counted nowhere.
+      const retry = await batch(`${missionId}:create_insight`, items);
+      expect(retry.status, retry.text).toBe(200);
+      expect(retry.body).toEqual({ batchId: `${missionId}:create_insight`, approved: 1, rejected: 0, skipped: 0 });
+      expect((await settled(ids[0]!)).body.status).toBe("executed");
+      expect((await settled(ids[100]!)).body.status).toBe("executed");
+    }, 60_000);
 
     it("rows with large edits are approved in transactions under DynamoDB's 4 MB (80 rows of 60 KB edits: one chunk would be 4.8 MB)", async () => {
       const { dynamoClient } = await import("../../core/db/client");
