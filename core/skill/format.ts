@@ -5,8 +5,10 @@
  * ship, what we export and what we accept obey the same rules.
  *
  * Front matter (the format's six fields, nothing else): `name` (1-64 characters: lowercase letters, digits and single
- * hyphens, not at either end; equal to the folder's name), `description` (1-1,024 characters), optional `license`,
- * `compatibility` (at most 500), `metadata` (a map of string values) and `allowed-tools`. Any other top-level field is
+ * hyphens, not at either end; equal to the folder's name), `description` (1-1,024 characters), optional `license`
+ * (at most 500), `compatibility` (at most 500), `metadata` (a map of string values, {@link METADATA_LIMITS}) and
+ * `allowed-tools` ({@link ALLOWED_TOOLS_LIMITS}). The format bounds only name, description and compatibility; the
+ * others are bounded here because an imported skill is stored as one DynamoDB item (400 KB). Any other top-level field is
  * refused, naming it, as the reference validator (skills-ref) does. This service's own properties travel in
  * `metadata` under the keys of {@link META}: the display name, the semantic version, category, icon and the trigger
  * keywords (comma-separated, since metadata values are strings).
@@ -17,9 +19,9 @@
 import { parseDocument, stringify } from "yaml";
 import { Errors, type FieldError } from "../error";
 
-import { COMPATIBILITY_MAX, DESCRIPTION_MAX, NAME_MAX, SLUG_PATTERN } from "./limits";
+import { ALLOWED_TOOLS_LIMITS, COMPATIBILITY_MAX, DESCRIPTION_MAX, LICENSE_MAX, METADATA_LIMITS, NAME_MAX, SLUG_PATTERN } from "./limits";
 
-export { COMPATIBILITY_MAX, DESCRIPTION_MAX, NAME_MAX, SLUG_PATTERN };
+export { ALLOWED_TOOLS_LIMITS, COMPATIBILITY_MAX, DESCRIPTION_MAX, LICENSE_MAX, METADATA_LIMITS, NAME_MAX, SLUG_PATTERN };
 
 /** The front matter's fields (Agent Skills specification); any other top-level key is refused. */
 export const FRONT_MATTER_FIELDS = ["name", "description", "license", "compatibility", "metadata", "allowed-tools"] as const;
@@ -152,7 +154,7 @@ export function parseSkillMd(text: string, where: (string | number)[] = ["SKILL.
     if (max !== undefined && v.length > max) errors.push({ loc: at(field), msg: `${field} must be at most ${max} characters (it has ${v.length})`, type: "too_long" });
     return v;
   };
-  const license = optionalString("license");
+  const license = optionalString("license", LICENSE_MAX);
   const compatibility = optionalString("compatibility", COMPATIBILITY_MAX);
 
   const metadata: Record<string, string> = {};
@@ -160,11 +162,30 @@ export function parseSkillMd(text: string, where: (string | number)[] = ["SKILL.
     if (typeof fm.metadata !== "object" || Array.isArray(fm.metadata)) {
       errors.push({ loc: at("metadata"), msg: "metadata must be a mapping of keys to string values", type: "mapping_type" });
     } else {
-      for (const [k, v] of Object.entries(fm.metadata as Record<string, unknown>)) {
-        // YAML reads `version: 1.0` as a number: scalars are taken as their text; nested values are refused.
-        if (isScalar(v)) metadata[k] = String(v);
-        else errors.push({ loc: [...at("metadata"), k], msg: `metadata.${k} must be a string (metadata maps keys to string values)`, type: "string_type" });
+      // The count and the total bound the keys beyond this service's own (META), which an export always writes: a
+      // skill imported at the bounds exports and imports again.
+      const ours = new Set<string>(Object.values(META));
+      const entries = Object.entries(fm.metadata as Record<string, unknown>);
+      const extra = entries.filter(([k]) => !ours.has(k)).length;
+      if (extra > METADATA_LIMITS.keys) {
+        errors.push({ loc: at("metadata"), msg: `metadata may hold at most ${METADATA_LIMITS.keys} keys besides ${[...ours].join(", ")} (it has ${extra})`, type: "too_many" });
       }
+      let chars = 0;
+      for (const [k, v] of entries.slice(0, METADATA_LIMITS.keys + ours.size)) {
+        // Names of the keys in messages are cut: a key of any length is echoed back otherwise.
+        const shown = k.length > METADATA_LIMITS.key ? `${k.slice(0, METADATA_LIMITS.key)}…` : k;
+        if (k.length > METADATA_LIMITS.key) errors.push({ loc: [...at("metadata"), shown], msg: `metadata key "${shown}" must be at most ${METADATA_LIMITS.key} characters (it has ${k.length})`, type: "too_long" });
+        // YAML reads `version: 1.0` as a number: scalars are taken as their text; nested values are refused.
+        if (!isScalar(v)) {
+          errors.push({ loc: [...at("metadata"), shown], msg: `metadata.${shown} must be a string (metadata maps keys to string values)`, type: "string_type" });
+          continue;
+        }
+        const text = String(v);
+        if (text.length > METADATA_LIMITS.value) errors.push({ loc: [...at("metadata"), shown], msg: `metadata.${shown} must be at most ${METADATA_LIMITS.value} characters (it has ${text.length})`, type: "too_long" });
+        if (!ours.has(k)) chars += k.length + text.length;
+        metadata[k] = text;
+      }
+      if (chars > METADATA_LIMITS.totalChars) errors.push({ loc: at("metadata"), msg: `metadata keys and values besides this service's must hold at most ${METADATA_LIMITS.totalChars} characters together (they have ${chars})`, type: "too_long" });
     }
   }
 
@@ -174,6 +195,14 @@ export function parseSkillMd(text: string, where: (string | number)[] = ["SKILL.
     if (typeof tools === "string") allowedTools = tools;
     else if (Array.isArray(tools) && tools.every((t) => typeof t === "string")) allowedTools = tools as string[];
     else errors.push({ loc: at("allowed-tools"), msg: "allowed-tools must be a space-delimited string or a list of strings", type: "allowed_tools_type" });
+    const list = typeof allowedTools === "string" ? allowedTools.split(/\s+/).filter(Boolean) : (allowedTools ?? []);
+    if (list.length > ALLOWED_TOOLS_LIMITS.tools) {
+      errors.push({ loc: at("allowed-tools"), msg: `allowed-tools may name at most ${ALLOWED_TOOLS_LIMITS.tools} tools (it has ${list.length})`, type: "too_many" });
+    }
+    const long = list.find((t) => t.length > ALLOWED_TOOLS_LIMITS.tool);
+    if (long !== undefined) {
+      errors.push({ loc: at("allowed-tools"), msg: `each of allowed-tools must be at most ${ALLOWED_TOOLS_LIMITS.tool} characters (one has ${long.length})`, type: "too_long" });
+    }
   }
 
   if (errors.length) {

@@ -14,6 +14,7 @@ import { QueryCommand } from "@aws-sdk/lib-dynamodb";
 import { AppError, Errors, type FieldError } from "../error";
 import { Config } from "../config";
 import { serviceLog } from "../log";
+import { fitResponse, LIST_RESPONSE_BYTES, wireBytes } from "../response-size";
 import { db } from "../db/service";
 import { dynamoClient } from "../db/client";
 import { cancelCodes, isConditionalFailure } from "../db/errors";
@@ -235,6 +236,7 @@ const installedView = (item: InstallItem, record: SkillRecord, usage: number): I
   installed_at: item.installed_at,
   last_used_at: item.last_used_at ?? null,
   activation_count: item.activation_count ?? 0,
+  texts_omitted: false,
 });
 
 /**
@@ -255,13 +257,46 @@ async function installedRecords(workspaceId: string): Promise<{ item: InstallIte
 }
 
 /**
- * Skills installed in a workspace (spec 01 `GET /api/skills/workspace`).
+ * An installed skill without its Markdown texts (instructions, sample output, output template), marked
+ * `texts_omitted`: what the workspace list gives once full skills would pass what one answer may carry.
+ */
+const briefView = (v: InstalledSkill): InstalledSkill => ({ ...v, skill: { ...v.skill, instructions_md: "", sample_output_md: "", output_template_md: "" }, texts_omitted: true });
+
+/**
+ * The installed skills as one answer may carry them (`maxBytes` of core/response-size.ts `wireBytes`): every
+ * installation, in order, each skill in full while that fits and without its Markdown texts after ({@link briefView}),
+ * so the list stays whole (spec 01 gives an array, no pages) and a skill's texts are one
+ * `GET /api/skills/library/{slug}?workspace_id=` away. Only when even the brief views pass the budget (hundreds of
+ * skills with every field at its limit) is the list cut at the last that fits (`fitResponse`), and that is logged.
+ */
+export function fitInstalled(views: readonly InstalledSkill[], maxBytes = LIST_RESPONSE_BYTES): InstalledSkill[] {
+  const briefs = views.map(briefView);
+  const sizes = briefs.map(wireBytes);
+  const briefTotal = sizes.reduce((a, b) => a + b, 0);
+  if (briefTotal > maxBytes) {
+    const kept = fitResponse(briefs, maxBytes);
+    log().warn("installed skills cut to fit one response", { installed: views.length, listed: kept.length });
+    return kept;
+  }
+  // Room left once every installation is listed briefly: skills get their texts back in order while it lasts.
+  let room = maxBytes - briefTotal;
+  return views.map((v, i) => {
+    const extra = wireBytes(v) - sizes[i]!;
+    if (extra > room) return briefs[i]!;
+    room -= extra;
+    return v;
+  });
+}
+
+/**
+ * Skills installed in a workspace (spec 01 `GET /api/skills/workspace`), oldest installation first, fitted to one
+ * answer by {@link fitInstalled}: a skill whose texts did not fit comes with them empty and `texts_omitted` true.
  * @throws AppError FORBIDDEN (403) for a non-member.
  */
 export async function installed(userId: string, workspaceId: string): Promise<InstalledSkill[]> {
   await requireMember(userId, workspaceId);
   const rows = await installedRecords(workspaceId);
-  return Promise.all(rows.map(async ({ item, record }) => installedView(item, record, record.is_official ? await usageCount(record.slug) : 1)));
+  return fitInstalled(await Promise.all(rows.map(async ({ item, record }) => installedView(item, record, record.is_official ? await usageCount(record.slug) : 1))));
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -358,6 +393,24 @@ const customLimitError = (current: number, limit: number, plan: string) =>
     usage_type: "custom_skills", current, limit, plan,
   });
 
+/**
+ * A skill DynamoDB refused to store: the limits of the format (format.ts) and of a custom skill (schema.ts) keep one
+ * under the 400 KB item, so this is a last guard, answered as the field problem it is rather than a 500 or a 409.
+ */
+const skillTooLarge = (slug: string) =>
+  Errors.validation([{ loc: ["body"], msg: "the skill is larger than one skill may be stored", type: "too_large" }], `The skill ${slug} is too large to store; shorten its texts or front matter`);
+
+/** True for DynamoDB's refusal of an item's size (a top-level ValidationException, or ElectroDB's error wrapping one). */
+const isSizeRefusal = (err: unknown): boolean => {
+  const e = ((err as { cause?: unknown } | null)?.cause ?? err) as { name?: string; message?: string } | null;
+  return e?.name === "ValidationException" && /size/i.test(e.message ?? "");
+};
+
+/** A `.catch` that turns a size refusal into {@link skillTooLarge} and rethrows anything else. */
+const refuseTooLarge = (slug: string) => (err: unknown): never => {
+  throw isSizeRefusal(err) ? skillTooLarge(slug) : err;
+};
+
 /** Everything a custom skill is made of, as create and import give it. */
 type NewCustom = Omit<SkillContent, "slug"> & { slug: string };
 
@@ -433,7 +486,7 @@ async function author(userId: string, workspaceId: string, s: NewCustom): Promis
         .add({ custom_skills: 1 })
         .where((a, op) => (limit === null ? "" : `${op.notExists(a.custom_skills)} OR ${op.lt(a.custom_skills, limit)}`))
         .commit(),
-    ]).go();
+    ]).go().catch(refuseTooLarge(s.slug));
     if (!result.canceled) {
       forgetUsage(s.slug);
       // The skill as written, not re-read: a deletion right after the commit must not turn the create into a 500.
@@ -441,6 +494,8 @@ async function author(userId: string, workspaceId: string, s: NewCustom): Promis
     }
     const codes = cancelCodes(result);
     if (codes[0] === "ConditionalCheckFailed" || codes[2] === "ConditionalCheckFailed") throw slugTaken(s.slug);
+    // The item itself was refused (over DynamoDB's 400 KB): a retry can never succeed, so not a 409 "try again".
+    if (codes.includes("ValidationError")) throw skillTooLarge(s.slug);
     if (codes[0] !== "None" || codes[1] !== "None" || codes[2] !== "None") throw new AppError("CONFLICT", "The skill could not be created; try again");
     // Only the counter refused: the limit was reached meanwhile (the next read says so), or a concurrent create moved it.
   }
@@ -452,7 +507,7 @@ async function author(userId: string, workspaceId: string, s: NewCustom): Promis
  * @returns the skill detail (usage_count 1, is_installed true)
  * @throws AppError FORBIDDEN (403) for a non-member, or without has_custom_skills;
  *   USAGE_LIMIT_EXCEEDED (402, usage_type custom_skills) at the plan's max_custom_skills; CONFLICT (409) when the slug
- *   is official or another workspace's.
+ *   is official or another workspace's; VALIDATION_ERROR (422) when DynamoDB refuses the item's size.
  */
 export async function createCustom(userId: string, input: CreateCustomInput): Promise<SkillDetail> {
   await mayAuthor(userId, input.workspace_id);
@@ -540,7 +595,7 @@ export async function updateCustom(userId: string, slug: string, input: UpdateCu
       written = (await update.where((a, op) => op.eq(a.version, item.version)).go({ response: "all_new" })).data as CustomItem;
     } catch (err) {
       if (isConditionalFailure(err)) continue;
-      throw err;
+      throw isSizeRefusal(err) ? skillTooLarge(slug) : err;
     }
     const fresh = fromCustom(written);
     return detailOf(fresh, await usageOf(fresh), !!(await installItem(ws, slug)));

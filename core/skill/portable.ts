@@ -16,7 +16,7 @@ export const ARCHIVE_LIMITS = {
   entries: 200,
   /** Declared unpacked size of all files. */
   totalBytes: 16 * 1024 * 1024,
-  /** Unpacked size of one file this service reads (SKILL.md, an asset). */
+  /** Unpacked size of one file this service reads (SKILL.md, an asset), and of a SKILL.md uploaded on its own. */
   fileBytes: 256 * 1024,
 } as const;
 
@@ -45,12 +45,15 @@ const isNoise = (name: string) => name.endsWith("/") || name.startsWith("__MACOS
  * a lone SKILL.md.
  * @returns the files this service reads, by path inside the skill folder; the paths of every other file (listed, not
  *   read); the folder's name when the archive held one
- * @throws AppError VALIDATION_ERROR (422): not a readable zip, over {@link ARCHIVE_LIMITS}, unsafe paths, no SKILL.md,
- *   a file that is not UTF-8
+ * @throws AppError VALIDATION_ERROR (422): not a readable zip, over {@link ARCHIVE_LIMITS} (a lone SKILL.md too is held
+ *   to `fileBytes`), unsafe paths, no SKILL.md, a file that is not UTF-8
  */
 export async function readUpload(bytes: Buffer, filename: string): Promise<{ files: Record<string, string>; others: string[]; folder?: string }> {
   if (!isZip(bytes)) {
     if (/\.zip$/i.test(filename)) throw refuse(`${filename} is not a zip archive`);
+    // The same bound as SKILL.md inside a zip: the request may be 1 MB, and the parser must not read past what any
+    // skill can hold (a skill is stored as one DynamoDB item).
+    if (bytes.length > ARCHIVE_LIMITS.fileBytes) throw refuse(`${filename || "SKILL.md"} is ${bytes.length} bytes; at most ${ARCHIVE_LIMITS.fileBytes} are read`, "archive_too_large");
     return { files: { "SKILL.md": utf8(bytes, filename || "SKILL.md") }, others: [] };
   }
   let zip: yauzl.ZipFile;

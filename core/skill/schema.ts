@@ -64,6 +64,11 @@ export const InstalledSkill = z
     installed_at: z.string(),
     last_used_at: z.string().nullable(),
     activation_count: z.int().describe("copilot runs that loaded it"),
+    texts_omitted: z
+      .boolean()
+      .describe(
+        "true when the list left this skill's instructions_md, sample_output_md and output_template_md empty to fit one response (GET /api/skills/library/{slug}?workspace_id= gives them); always false outside GET /api/skills/workspace",
+      ),
   })
   .meta({ id: "InstalledSkill" });
 export type InstalledSkill = z.infer<typeof InstalledSkill>;

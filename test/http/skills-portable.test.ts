@@ -13,6 +13,8 @@ import { expectEnvelope, headersOf } from "./_helpers";
 import { dispatch } from "../../local/apigw";
 import { parseSkillMd, FRONT_MATTER_FIELDS } from "../../core/skill/format";
 import { officialSkill } from "../../core/skill/library";
+import { dynamoClient } from "../../core/db/client";
+import { TransactionCanceledException } from "@aws-sdk/client-dynamodb";
 
 async function paidWorkspace() {
   const w = await newWorkspace("Portable skills");
@@ -208,5 +210,75 @@ describe("POST /api/skills/import", () => {
     const big = await importFile(p.token, p.ws, { name: "big.zip", type: "application/zip", data: Buffer.alloc(1024 * 1024 + 70 * 1024) });
     expectEnvelope(big, 413, "PAYLOAD_TOO_LARGE");
     expect(headersOf(big)["content-type"]).toContain("application/json");
+  });
+});
+
+describe("POST /api/skills/import: bounds of a lone SKILL.md and of its front matter (it was a 500 or a 409)", () => {
+  const md = (front: string[], name = "bounded-skill") => asMd(["---", `name: ${name}`, "description: Bounded.", ...front, "---", "", "Body.", ""].join("\n"));
+
+  it("holds a lone SKILL.md to the per-file limit of a zip entry: 422, not stored", async () => {
+    const p = await paidWorkspace();
+    // A huge license, as a request may carry 1 MB: it used to pass parsing and the create schema and reach DynamoDB.
+    const res = await importFile(p.token, p.ws, md([`license: ${"l".repeat(900 * 1024)}`]));
+    expectEnvelope(res, 422, "VALIDATION_ERROR");
+    expect(res.body.errors[0]).toMatchObject({ loc: ["body", "file"], type: "archive_too_large" });
+    expect(res.body.detail).toMatch(/262144/);
+    expectEnvelope(await call("GET", "/api/skills/library/bounded-skill", { token: p.token, query: { workspace_id: p.ws } }), 404, "NOT_FOUND");
+  });
+
+  it.each([
+    ["a license over 500 characters", [`license: ${"l".repeat(501)}`], ["license"], "too_long"],
+    ["more than 32 metadata keys", ["metadata:", ...Array.from({ length: 33 }, (_, i) => `  k${i}: v`)], ["metadata"], "too_many"],
+    ["a metadata key over 64 characters", ["metadata:", `  ${"k".repeat(65)}: v`], ["metadata", `${"k".repeat(64)}…`], "too_long"],
+    ["a metadata value over 2,048 characters", ["metadata:", `  author: ${"v".repeat(2049)}`], ["metadata", "author"], "too_long"],
+    ["metadata over 8,192 characters together", ["metadata:", ...Array.from({ length: 5 }, (_, i) => `  k${i}: ${"v".repeat(2000)}`)], ["metadata"], "too_long"],
+    ["more than 32 allowed tools", [`allowed-tools: ${Array.from({ length: 33 }, (_, i) => `Tool${i}`).join(" ")}`], ["allowed-tools"], "too_many"],
+    ["an allowed tool over 128 characters", ["allowed-tools:", `  - ${"t".repeat(129)}`], ["allowed-tools"], "too_long"],
+  ])("refuses %s with a 422 naming the field", async (what, front, field, type) => {
+    const p = await paidWorkspace();
+    // A slug per case: were one stored, the next case would meet a taken slug, not its own problem.
+    const res = await importFile(p.token, p.ws, md(front, `bounded-${what.replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "")}`));
+    expectEnvelope(res, 422, "VALIDATION_ERROR");
+    expect(res.body.errors).toContainEqual(expect.objectContaining({ loc: ["body", "file", "SKILL.md", "frontmatter", ...field], type }));
+  });
+
+  it("takes a front matter at every bound, and exports it as it came", async () => {
+    const p = await paidWorkspace();
+    const metadata = Object.fromEntries(Array.from({ length: 32 }, (_, i) => [`key-${String(i).padStart(2, "0")}`, "v".repeat(240)]));
+    const tools = Array.from({ length: 32 }, (_, i) => `T${i}`.padEnd(128, "x"));
+    const res = await importFile(p.token, p.ws, md([`license: ${"l".repeat(500)}`, "metadata:", ...Object.entries(metadata).map(([k, v]) => `  ${k}: ${v}`), `allowed-tools: ${tools.join(" ")}`]));
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.skill.license).toHaveLength(500);
+    const exported = await JSZip.loadAsync((await exportZip(p.token, "bounded-skill", p.ws)).bytes);
+    expect(parseSkillMd(await exported.file("bounded-skill/SKILL.md")!.async("string"))).toMatchObject({ metadata, allowedTools: tools.join(" ") });
+    // The export adds this service's metadata keys (display-name, version): it still imports.
+    const again = await importFile(p.token, p.ws, asZip(await exported.generateAsync({ type: "nodebuffer" })), { slug: "bounded-skill-copy" });
+    expect(again.status, again.text).toBe(200);
+  });
+
+  it("answers 422, not a 409 'try again', when DynamoDB refuses the item's size in the create transaction", async () => {
+    const p = await paidWorkspace();
+    const name = "refuse-item-size";
+    // DynamoDB's answer to an item over 400 KB inside a transaction (the bounds above keep a real one from getting there).
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (/^TransactWrite/.test(context.commandName ?? "") && JSON.stringify(args.input).includes("refuse-item-size")) {
+          throw new TransactionCanceledException({
+            message: "Transaction cancelled, please refer cancellation reasons for specific reasons [ValidationError, None, None, None]",
+            $metadata: {},
+            CancellationReasons: [{ Code: "ValidationError", Message: "Item size has exceeded the maximum allowed size" }, { Code: "None" }, { Code: "None" }, { Code: "None" }],
+          });
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    try {
+      const res = await importFile(p.token, p.ws, md([], name));
+      expectEnvelope(res, 422, "VALIDATION_ERROR");
+      expect(res.body.errors[0]).toMatchObject({ type: "too_large" });
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
   });
 });

@@ -11,6 +11,8 @@ import { PLANS } from "../../core/billing/plans";
 import { officialSkills } from "../../core/skill/library";
 import { deletedAfterWrite, deletedBeforeUpdate } from "../support/races";
 import { dynamoClient } from "../../core/db/client";
+import { LIST_RESPONSE_BYTES, wireBytes } from "../../core/response-size";
+import { fitInstalled, type InstalledSkill } from "../../core/skill";
 
 const OFFICIAL = officialSkills();
 
@@ -228,6 +230,50 @@ describe("custom skills (POST /api/skills/custom; PUT, DELETE /api/skills/custom
   it("has no count limit on the power plan", async () => {
     const p = await paidWorkspace("power");
     for (let i = 0; i < PLANS.growth.max_custom_skills! + 1; i++) expect((await call("POST", "/api/skills/custom", { token: p.token, body: customBody(p.ws) })).status).toBe(200);
+  });
+
+  it("GET /api/skills/workspace fits one Lambda answer: every installation listed, skills past the budget without their texts", async () => {
+    const p = await paidWorkspace("power");
+    // Quote-heavy texts at a custom skill's limits: a `"` takes 4 bytes once the JSON is the proxy result's string body,
+    // so 18 such skills (about 360 KB each) passed Lambda's 6 MB answer.
+    const quotes = (n: number) => `Q${'"'.repeat(n - 1)}`;
+    const heavy = { instructions_md: quotes(50_000), sample_output_md: quotes(20_000), output_template_md: quotes(20_000) };
+    const slugs: string[] = [];
+    for (let i = 0; i < 18; i++) {
+      const res = await call("POST", "/api/skills/custom", { token: p.token, body: customBody(p.ws, slug("heavy"), heavy) });
+      expect(res.status, res.text).toBe(200);
+      slugs.push(res.body.slug);
+    }
+    const list = await call("GET", "/api/skills/workspace", { token: p.token, query: { workspace_id: p.ws } });
+    expect(list.status).toBe(200);
+    expect(wireBytes(list.body)).toBeLessThanOrEqual(LIST_RESPONSE_BYTES + 100);
+    // Every installation is there, in order; the first skills whole, the rest without their Markdown texts (marked).
+    expect(list.body.map((i: { skill: { slug: string } }) => i.skill.slug)).toEqual(slugs);
+    const omitted = list.body.filter((i: { texts_omitted: boolean }) => i.texts_omitted);
+    expect(omitted.length).toBeGreaterThan(0);
+    expect(list.body[0]).toMatchObject({ texts_omitted: false, skill: heavy });
+    for (const i of omitted) expect(i.skill).toMatchObject({ instructions_md: "", sample_output_md: "", output_template_md: "", name: "Churn debrief", trigger_keywords: ["churn debrief", "why customers left"] });
+    // A skill's texts are one read away.
+    const last = omitted.at(-1).skill.slug;
+    expect((await call("GET", `/api/skills/library/${last}`, { token: p.token, query: { workspace_id: p.ws } })).body).toMatchObject(heavy);
+  });
+
+  it("fitInstalled cuts the list only when even skills without their texts pass the budget", () => {
+    const view = (n: number) => ({
+      id: `00000000-0000-4000-8000-${String(n).padStart(12, "0")}`,
+      skill: { slug: `s-${n}`, description: "d".repeat(1000), instructions_md: "i".repeat(5000), sample_output_md: "", output_template_md: "" },
+      is_enabled: true, config: {}, installed_at: "2024-01-01T00:00:00.000Z", last_used_at: null, activation_count: 0, texts_omitted: false,
+    }) as unknown as InstalledSkill;
+    const views = Array.from({ length: 10 }, (_, i) => view(i));
+    const roomy = fitInstalled(views, 10 * wireBytes(views[0]));
+    expect(roomy.map((v) => v.texts_omitted)).toEqual(Array(10).fill(false));
+    const tight = fitInstalled(views, 10 * 1500 + 2 * 5000);
+    expect(tight).toHaveLength(10);
+    expect(tight.filter((v) => !v.texts_omitted)).toHaveLength(2);
+    expect(tight.slice(0, 2).every((v) => !v.texts_omitted)).toBe(true);
+    const cut = fitInstalled(views, 3 * 1200);
+    expect(cut.length).toBeLessThan(10);
+    expect(cut.every((v) => v.texts_omitted && v.skill.instructions_md === "")).toBe(true);
   });
 
   it("bumps the semantic version by what an edit changes, and only on a change", async () => {
