@@ -23,7 +23,8 @@ export const substitutionKey = (task: StepTaskName) => arnPlaceholder(task).slic
 // The AWS calls of each task (core/extract/textract.ts, core/extract/transcribe.ts). Textract and Transcribe have
 // no resource-level scoping for these calls, hence "*"; each action goes only to the task that makes it.
 const SERVICE_ACTIONS: Partial<Record<StepTaskName, string[]>> = {
-  // Images are read with Textract's synchronous text detection inside Parse (functions/steps/parse.ts).
+  // PNG and JPEG images are read with Textract's synchronous text detection inside Parse (functions/steps/parse.ts);
+  // PDFs and TIFFs go to StartTextract.
   Parse: ["textract:DetectDocumentText"],
   StartTextract: ["textract:StartDocumentTextDetection"],
   CheckTextract: ["textract:GetDocumentTextDetection"],
@@ -38,7 +39,7 @@ const AI_TASKS: readonly StepTaskName[] = ["Index"];
  * deletes a rejected file; Parse reads the file (and Textract reads images with the task's rights) and stores the
  * extraction; StartTextract and StartTranscribe hand the stored file to the service, which reads it with the caller's
  * rights; the Check tasks store the extraction; Complete deletes an extraction whose source went away meanwhile; Index
- * reads the extraction and stores or removes the mentions file; MarkFailed only updates the table.
+ * reads the extraction and stores or removes the mentions file; MarkFailed deletes the failed attempt's validated copy.
  * test/stacks/bucket-access.test.ts checks this table against the code.
  */
 export const STEP_BUCKET_ACCESS: Readonly<Record<StepTaskName, readonly BucketAccess[]>> = {
@@ -51,7 +52,7 @@ export const STEP_BUCKET_ACCESS: Readonly<Record<StepTaskName, readonly BucketAc
   CheckTranscribe: ["write"],
   Complete: ["delete"],
   Index: ["read", "write", "delete"],
-  MarkFailed: [],
+  MarkFailed: ["delete"],
 };
 /** The upload consumer deletes an upload whose source no longer exists; it starts extractions, reads nothing. */
 export const UPLOAD_BUCKET_ACCESS: readonly BucketAccess[] = ["delete"];

@@ -1,4 +1,11 @@
-import { DescribeExecutionCommand, ExecutionAlreadyExists, ExecutionDoesNotExist, SFNClient, StartExecutionCommand } from "@aws-sdk/client-sfn";
+import {
+  DescribeExecutionCommand,
+  ExecutionAlreadyExists,
+  ExecutionDoesNotExist,
+  SFNClient,
+  StartExecutionCommand,
+  type ExecutionStatus,
+} from "@aws-sdk/client-sfn";
 import { Config } from "../config";
 
 /** Input of the extraction state machine (functions/steps/extraction.asl.ts). */
@@ -22,6 +29,13 @@ export interface WorkflowRunner {
    * source's work only when none is, so a slow execution is never raced by a second one.
    */
   isRunning(ref: ExecutionRef): Promise<boolean>;
+  /**
+   * Did this attempt's execution end because the state machine's own TimeoutSeconds ran out (Step Functions'
+   * TIMED_OUT)? Such an execution runs no Catch, so MarkFailed never recorded a reason: the recovery sweeper fails
+   * the source with one instead of starting the same slow (and, for Textract and Transcribe, paid) work again.
+   * Optional: a runner without an execution timeout (the embedded runtime's) leaves it out, which means "no".
+   */
+  timedOut?(ref: ExecutionRef): Promise<boolean>;
 }
 
 /** The execution name of an attempt: a duplicated S3 event cannot start a second execution of the same attempt. */
@@ -47,20 +61,31 @@ export const stepFunctionsRunner: WorkflowRunner = {
     }
   },
   async isRunning(ref) {
-    const stateMachineArn = process.env.EXTRACTION_STATE_MACHINE_ARN;
-    if (!stateMachineArn) throw new Error("EXTRACTION_STATE_MACHINE_ARN is not set");
-    sfn ??= new SFNClient({ region: Config.region() });
-    // arn:aws:states:<region>:<account>:stateMachine:<name> -> arn:aws:states:<region>:<account>:execution:<name>:<execution>
-    const executionArn = `${stateMachineArn.replace(":stateMachine:", ":execution:")}:${executionName(ref)}`;
-    try {
-      const { status } = await sfn.send(new DescribeExecutionCommand({ executionArn }));
-      return status === "RUNNING" || status === "PENDING_REDRIVE";
-    } catch (err) {
-      if (err instanceof ExecutionDoesNotExist) return false;
-      throw err;
-    }
+    const status = await executionStatus(ref);
+    return status === "RUNNING" || status === "PENDING_REDRIVE";
+  },
+  async timedOut(ref) {
+    return (await executionStatus(ref)) === "TIMED_OUT";
   },
 };
+
+/**
+ * The status of an attempt's execution (DescribeExecution): RUNNING, SUCCEEDED, FAILED, TIMED_OUT, ABORTED or
+ * PENDING_REDRIVE; undefined when there is none.
+ */
+async function executionStatus(ref: ExecutionRef): Promise<ExecutionStatus | undefined> {
+  const stateMachineArn = process.env.EXTRACTION_STATE_MACHINE_ARN;
+  if (!stateMachineArn) throw new Error("EXTRACTION_STATE_MACHINE_ARN is not set");
+  sfn ??= new SFNClient({ region: Config.region() });
+  // arn:aws:states:<region>:<account>:stateMachine:<name> -> arn:aws:states:<region>:<account>:execution:<name>:<execution>
+  const executionArn = `${stateMachineArn.replace(":stateMachine:", ":execution:")}:${executionName(ref)}`;
+  try {
+    return (await sfn.send(new DescribeExecutionCommand({ executionArn }))).status;
+  } catch (err) {
+    if (err instanceof ExecutionDoesNotExist) return undefined;
+    throw err;
+  }
+}
 
 let runner: WorkflowRunner = stepFunctionsRunner;
 
@@ -74,3 +99,9 @@ export const startExtraction = (input: ExtractionInput): Promise<void> => runner
 
 /** Is an execution of this attempt of a source's extraction still running (see WorkflowRunner.isRunning)? */
 export const isExtractionRunning = (ref: ExecutionRef): Promise<boolean> => runner.isRunning(ref);
+
+/**
+ * Did this attempt's execution end by the state machine's timeout (see WorkflowRunner.timedOut)? False when the
+ * runner cannot tell.
+ */
+export const hasExtractionTimedOut = async (ref: ExecutionRef): Promise<boolean> => (await runner.timedOut?.(ref)) ?? false;

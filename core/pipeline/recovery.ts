@@ -4,7 +4,7 @@ import { db } from "../db/service";
 import * as Research from "../research";
 import { SOURCE_DUE } from "../research/research-source.entity";
 import { objectSize } from "../storage";
-import { isExtractionRunning, startExtraction } from "./index";
+import { hasExtractionTimedOut, isExtractionRunning, startExtraction } from "./index";
 import { indexMentions, mentionIndexingEnabled } from "./mentions";
 
 /** What one sweep did, by outcome (counts of sources). */
@@ -17,7 +17,7 @@ export interface SourceSweepReport {
   restarted: number;
   /** Indexed by the sweeper (the execution died, or its Index step failed, after Complete). */
   indexed: number;
-  /** Failed with a reason: the upload never arrived, or extraction was interrupted too often. */
+  /** Failed with a reason: the upload never arrived, its execution timed out, or extraction was interrupted too often. */
   failed: number;
   /** Settled without indexing (indexing is off, or given up: synthesis embeds on the fly). */
   settled: number;
@@ -40,6 +40,9 @@ const PRESIGN_VALID_MS = 900_000;
  *   grace and MAX_RUNNING_LEASE_MS (runningLease), so a long backlog is looked at a few times, not once per grace;
  * - pending, and its file never arrived: a presigned upload waits until its URL expires (then fails with "the
  *   upload did not arrive"); a multipart upload interrupted between the item and the object fails at once;
+ * - pending, and its execution ended by the state machine's own timeout (TIMED_OUT in AWS, where no Catch runs, so
+ *   MarkFailed never did): fails with a timeout reason, since a new attempt would redo the same slow work (and
+ *   start another paid Textract or Transcribe job);
  * - pending otherwise (the S3 event or the execution was lost, the process crashed): a new attempt starts, the
  *   bump conditioned on the attempt the sweeper saw, so two sweepers cannot both restart it; after
  *   Config.sourceMaxRecoveries restarts the source fails with a reason instead of looping;
@@ -100,6 +103,10 @@ async function recoverPending(item: Research.SourceItem, now: number): Promise<O
       item.upload_method === "presigned"
         ? "The file did not arrive before its upload URL expired; upload it again"
         : "The upload was interrupted before the file was stored; upload it again";
+    return (await Research.markFailed(item.workspace_id, item.id, item.processing_attempt, reason)) ? "failed" : "waiting";
+  }
+  if (await hasExtractionTimedOut({ source_id: item.id, attempt: item.processing_attempt })) {
+    const reason = "Extraction ran past its time limit and was stopped; try reprocessing, or split the file into smaller parts";
     return (await Research.markFailed(item.workspace_id, item.id, item.processing_attempt, reason)) ? "failed" : "waiting";
   }
   const recoveries = item.recoveries ?? 0;

@@ -13,7 +13,12 @@ export interface StepState extends ExtractionInput {
   kind?: FileKind;
   content_type?: string;
   file_name?: string;
-  job?: { id: string; status: "IN_PROGRESS" | "SUCCEEDED" };
+  /**
+   * The polled Textract or Transcribe job. `started_at` (ISO time) is when its Start step ran: the Check step fails
+   * the source once the job is still running JOB_DEADLINE_SECONDS later (absent in executions started before it
+   * was kept: those are bounded by the execution's TimeoutSeconds alone).
+   */
+  job?: { id: string; status: "IN_PROGRESS" | "SUCCEEDED"; started_at?: string };
   stats?: { char_count: number; unit_count: number; pages?: number; engine: string };
   error?: { Error: string; Cause?: string };
 }

@@ -6,7 +6,9 @@
  * Input: { workspace_id, source_id, bucket, key, attempt }. Validate replaces `key` with the key of the bytes it
  * checked (a presigned upload is copied to the source's `validated/` key, which no presigned POST can overwrite).
  * Validate -> Route (Choice) -> one of: Parse (in-Lambda parsers; all formats on the embedded runtime),
- * Textract (async text detection, polled), Transcribe (speaker labels, polled) -> Complete.
+ * Textract (async text detection, polled; PDFs and TIFFs), Transcribe (speaker labels, polled) -> Complete. A polled
+ * job that is still running after JOB_DEADLINE_SECONDS fails the source (through MarkFailed, before the execution's
+ * own TimeoutSeconds, which no Catch sees).
  * Any failure is caught into MarkFailed, which records a reason a user can act on.
  * Index (embedding the source's mentions for synthesis) runs after Complete: the text is already usable, so an
  * Index failure ends in IndexSkipped (synthesis embeds on the fly) instead of failing the source.
@@ -25,6 +27,21 @@ export const STEP_TASKS = {
   MarkFailed: "fail",
 } as const;
 export type StepTaskName = keyof typeof STEP_TASKS;
+
+/**
+ * The execution's own limit (the definition's TimeoutSeconds). An execution that reaches it ends TIMED_OUT: no Catch
+ * runs, so MarkFailed never does, and the recovery sweeper (core/pipeline/recovery.ts) fails the source instead.
+ */
+export const EXECUTION_TIMEOUT_SECONDS = 3600;
+
+/**
+ * How long a Textract or Transcribe job may stay IN_PROGRESS, from its start (StartTextract / StartTranscribe stamp
+ * `job.started_at`), before CheckTextract / CheckTranscribe fail the source with a reason (functions/steps/jobs.ts).
+ * Well below EXECUTION_TIMEOUT_SECONDS, so the failure goes through MarkFailed: what runs before the job (Validate:
+ * a head read and a server-side copy) and after the deadline (one last Check, at most its Lambda's 300 s, then
+ * MarkFailed, or Complete on success) fits in the remaining 15 minutes.
+ */
+export const JOB_DEADLINE_SECONDS = EXECUTION_TIMEOUT_SECONDS - 15 * 60;
 
 /** Placeholder for a task's Lambda ARN in the definition; the stack substitutes it (DefinitionSubstitutions). */
 export const arnPlaceholder = (task: StepTaskName) => `\${${task}Arn}`;
@@ -62,7 +79,7 @@ const task = (name: StepTaskName, next: string | null, extra: Record<string, unk
 export const extractionDefinition = {
   Comment: "Research source text extraction",
   StartAt: "Validate",
-  TimeoutSeconds: 3600,
+  TimeoutSeconds: EXECUTION_TIMEOUT_SECONDS,
   States: {
     Validate: task("Validate", "Route"),
     Route: {

@@ -1,4 +1,5 @@
 import * as Research from "../../core/research";
+import { deleteObject } from "../../core/storage";
 import type { StepState } from "./common";
 import { extractionDefinition } from "./extraction.asl";
 
@@ -29,10 +30,29 @@ export function reasonOf(error: StepState["error"]): string {
 /** Error names whose messages are written for users (AppError and its subclasses). */
 const USER_FACING_ERRORS: ReadonlySet<string> = new Set(["AppError", "ExtractionError"]);
 
-/** MarkFailed step: pending -> failed with a reason a user can act on (a superseded attempt writes nothing). */
+/**
+ * MarkFailed step: pending -> failed with a reason a user can act on (a superseded attempt writes nothing), then the
+ * attempt's checked copy of a presigned upload (`validated/<attempt>/`, functions/steps/validate.ts) is deleted: no
+ * later step reads it (reprocess and recovery validate again from the original, under a new attempt and key), and
+ * kept it would cost another copy of the file for every failed attempt until the source is deleted. The source is
+ * marked first, so a failed delete leaves at most the copy behind, never a pending source.
+ */
 export async function handler(state: StepState): Promise<StepState> {
   if (state.error?.Error !== "StaleExecutionError") {
     await Research.markFailed(state.workspace_id, state.source_id, state.attempt, reasonOf(state.error));
   }
+  await deleteValidatedCopy(state);
   return state;
+}
+
+/**
+ * Delete this attempt's validated copy, if any. The file name is Validate's output, or the source's when Validate
+ * itself failed (its output is then lost: the state is its input). Deleting a key that does not exist (a multipart
+ * upload, which has no copy; a copy already gone) succeeds, so a retried MarkFailed is harmless. Each attempt has
+ * its own key, so a superseded attempt's delete never touches the copy a newer attempt reads.
+ */
+async function deleteValidatedCopy(state: StepState): Promise<void> {
+  const fileName = state.file_name ?? (await Research.getItem(state.workspace_id, state.source_id))?.file_name;
+  if (fileName === undefined) return; // the source is deleted: its purge removes its files
+  await deleteObject(Research.validatedKey(state.workspace_id, state.source_id, state.attempt, fileName));
 }

@@ -3,7 +3,11 @@ import { extract, type ExtractEngines } from "../../core/extract";
 import { getObject } from "../../core/storage";
 import { engineMode, storeExtraction, type StepState } from "./common";
 
-/** In AWS, images are read by Textract's synchronous text detection; everything else parses the same everywhere. */
+/**
+ * In AWS, images are read by Textract's synchronous text detection: only PNGs and JPEGs of at most 10 MB get here
+ * (Validate's routeOf sends TIFFs, which may have many pages, to StartTextract and fails larger images). Everything
+ * else parses the same everywhere.
+ */
 async function enginesFor(state: StepState): Promise<Partial<ExtractEngines>> {
   if (engineMode() !== "aws") return {};
   const { textractOcr } = await import("../../core/extract/textract");

@@ -25,7 +25,7 @@ import {
 import { mockClient } from "aws-sdk-client-mock";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { extract, ExtractionError } from "../../../core/extract/index";
-import { detectDocumentText, getTextDetection, startTextDetection, textractOcr } from "../../../core/extract/textract";
+import { detectDocumentText, getTextDetection, RESULT_FETCH_BUDGET_MS, startTextDetection, textractOcr } from "../../../core/extract/textract";
 import { getTranscription, startTranscription, transcribeMediaFormat, transcriptToExtraction } from "../../../core/extract/transcribe";
 import { expectVerbatim } from "./helpers";
 
@@ -91,6 +91,57 @@ describe("Textract", () => {
       { kind: "page", locator: "page 2", text: "Jupyter.org Strengths" },
     ]);
     expectVerbatim(result.extraction);
+  });
+
+  it("reads each block a bounded number of times however many pages the result has (pages indexed, not searched)", async () => {
+    // 300 pages of 5 LINEs (5 WORDs each) under their PAGE block, in result pages of 1,000 blocks as Textract sends
+    // them. Every block counts how often its BlockType is read: searching the blocks for each page's PAGE block
+    // read ~pages x blocks / 2 of them (~1.4 million here); one pass reads each a few times.
+    const PAGES = 300;
+    let reads = 0;
+    const counted = (b: Block): Block => {
+      const { BlockType, ...rest } = b;
+      return Object.defineProperty(rest, "BlockType", { enumerable: true, get: () => (reads++, BlockType) }) as Block;
+    };
+    const all: Block[] = [];
+    for (let p = 1; p <= PAGES; p++) {
+      const lines = [0, 1, 2, 3, 4].map((i) => line(`p${p}l${i}`, p, `Page ${p} line ${i} of the usability report`, 0.1 + i * 0.1));
+      all.push(page(p, lines.map((l) => l[0].Id!)), ...lines.flat());
+    }
+    const chunks = Array.from({ length: Math.ceil(all.length / 1000) }, (_, i) => all.slice(i * 1000, (i + 1) * 1000).map(counted));
+    textract.on(GetDocumentTextDetectionCommand).callsFake(async ({ NextToken }: { NextToken?: string }) => {
+      const i = NextToken ? Number(NextToken) : 0;
+      return { JobStatus: "SUCCEEDED", DocumentMetadata: { Pages: PAGES }, Blocks: chunks[i], NextToken: i + 1 < chunks.length ? String(i + 1) : undefined };
+    });
+    const result = await getTextDetection("job-dense");
+    expect(result.status).toBe("SUCCEEDED");
+    if (result.status !== "SUCCEEDED") return;
+    expect(result.extraction.units).toHaveLength(PAGES);
+    expect(result.extraction.units[PAGES - 1]).toEqual({
+      kind: "page",
+      locator: `page ${PAGES}`,
+      text: [0, 1, 2, 3, 4].map((i) => `Page ${PAGES} line ${i} of the usability report`).join("\n"),
+    });
+    expect(reads).toBeLessThanOrEqual(3 * all.length);
+  });
+
+  it("fails with a reason when the finished result takes longer to fetch than its budget, instead of the Lambda timing out", async () => {
+    // Each result page takes 30 s of the clock: the budget (200 s) runs out before the 10th.
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      textract.on(GetDocumentTextDetectionCommand).callsFake(async ({ NextToken }: { NextToken?: string }) => {
+        vi.advanceTimersByTime(30_000);
+        const i = NextToken ? Number(NextToken) : 0;
+        return { JobStatus: "SUCCEEDED", DocumentMetadata: { Pages: 2800 }, Blocks: [...line(`l${i}`, i + 1, "Findings", 0.1)], NextToken: i < 9 ? String(i + 1) : undefined };
+      });
+      const err = await getTextDetection("job-huge").catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ExtractionError);
+      expect(err).toMatchObject({ reason: "too_large" });
+      expect((err as Error).message).toBe("The document (2,800 pages) has more text than can be collected in one pass; split it into smaller files and upload them separately");
+      expect(textract.commandCalls(GetDocumentTextDetectionCommand)).toHaveLength(Math.floor(RESULT_FETCH_BUDGET_MS / 30_000) + 1);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("reports a failed job with Textract's message", async () => {

@@ -7,14 +7,25 @@
  * happens in between. Spec 01 Research source processing; docs/decisions.md (processing_attempt).
  */
 import { ListObjectsV2Command } from "@aws-sdk/client-s3";
+import {
+  DetectDocumentTextCommand,
+  GetDocumentTextDetectionCommand,
+  StartDocumentTextDetectionCommand,
+  TextractClient,
+} from "@aws-sdk/client-textract";
+import { GetTranscriptionJobCommand, TranscribeClient } from "@aws-sdk/client-transcribe";
 import { StateMachine } from "aws-local-stepfunctions";
-import { beforeAll, describe, expect, it, vi } from "vitest";
+import { mockClient } from "aws-sdk-client-mock";
+import sharp from "sharp";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { ExtractionError } from "../../../core/extract";
 import { s3Client } from "../../../core/storage/client";
 import { Config } from "../../../core/config";
 import { setWorkflowRunner, type ExtractionInput } from "../../../core/pipeline";
 import * as Research from "../../../core/research";
 import { db } from "../../../core/db/service";
-import { extractionDefinition, STEP_TASKS, type StepTaskName } from "../../../functions/steps/extraction.asl";
+import { extractionDefinition, JOB_DEADLINE_SECONDS, STEP_TASKS, type StepTaskName } from "../../../functions/steps/extraction.asl";
+import { routeOf, TEXTRACT_IMAGE_MAX_BYTES } from "../../../functions/steps/validate";
 import { localExtractionDefinition } from "../../../local/pipeline";
 import { call, newWorkspace } from "../../support/api";
 import { realFile, uploadResearch, waitFor } from "../../support/multipart";
@@ -298,5 +309,150 @@ describe("local runner definition", () => {
     } finally {
       vi.useRealTimers();
     }
+  });
+});
+
+/**
+ * The AWS route (EXTRACTION_ENGINES=aws): the real Validate chooses the route, Textract and Transcribe are answered
+ * by aws-sdk-client-mock (test/unit/extract/aws.test.ts has their response shapes).
+ */
+describe("extraction state machine on the AWS engines", () => {
+  const textract = mockClient(TextractClient);
+  const transcribe = mockClient(TranscribeClient);
+  const previous = process.env.EXTRACTION_ENGINES;
+  beforeAll(() => {
+    process.env.EXTRACTION_ENGINES = "aws";
+  });
+  afterAll(() => {
+    if (previous === undefined) delete process.env.EXTRACTION_ENGINES;
+    else process.env.EXTRACTION_ENGINES = previous;
+    textract.restore();
+    transcribe.restore();
+  });
+
+  /** A Textract result: one PAGE block and its LINE blocks per page. */
+  const textractResult = (pages: string[][]) => ({
+    JobStatus: "SUCCEEDED" as const,
+    DocumentMetadata: { Pages: pages.length },
+    Blocks: pages.flatMap((lines, p) => [
+      { BlockType: "PAGE" as const, Id: `page-${p + 1}`, Page: p + 1, Relationships: [{ Type: "CHILD" as const, Ids: lines.map((_, i) => `l${p + 1}-${i}`) }] },
+      ...lines.map((text, i) => ({ BlockType: "LINE" as const, Id: `l${p + 1}-${i}`, Page: p + 1, Text: text })),
+    ]),
+  });
+
+  it("a multi-page TIFF goes to asynchronous text detection, not the single-page DetectDocumentText", async () => {
+    textract.reset();
+    textract.on(StartDocumentTextDetectionCommand).resolves({ JobId: "job-tiff" });
+    textract.on(GetDocumentTextDetectionCommand).resolves(textractResult([["Usability test, session 1"], ["Session 2: the export button"]]));
+    const { owner, workspace } = await newWorkspace();
+    const page = await sharp({ create: { width: 64, height: 64, channels: 3, background: "#fff" } }).png().toBuffer();
+    const tiff = await sharp([page, page], { join: { animated: true } }).tiff({ compression: "lzw" }).toBuffer();
+    const id = await uploadFile(owner.token, workspace.id, { name: "sessions.tiff", data: tiff }, "image/tiff");
+    const input = await startedFor(id, 0);
+    const { output, calls } = await execute(input);
+    expect(calls).toMatchObject({ Validate: 1, Parse: 0, StartTextract: 1, CheckTextract: 1, Complete: 1, MarkFailed: 0 });
+    expect(textract.commandCalls(DetectDocumentTextCommand)).toHaveLength(0);
+    expect(textract.commandCalls(StartDocumentTextDetectionCommand)[0]!.args[0].input.DocumentLocation).toEqual({
+      S3Object: { Bucket: input.bucket, Name: input.key },
+    });
+    expect(output.job).toMatchObject({ id: "job-tiff", status: "SUCCEEDED" });
+    expect(Date.parse(output.job.started_at)).toBeGreaterThan(Date.now() - 60_000);
+    const item = (await Research.getItem(workspace.id, id))!;
+    expect(item).toMatchObject({ processing_status: "completed", pages: 2, engine: "textract" });
+    expect((await Research.readExtraction(workspace.id, id))!.extracted_text).toContain("Session 2: the export button");
+  });
+
+  it("a PNG over 10 MB fails before Textract is called, with a reason a user can act on", async () => {
+    textract.reset();
+    textract.on(DetectDocumentTextCommand).resolves(textractResult([["Screenshot text"]]));
+    const { owner, workspace } = await newWorkspace();
+    const png = await sharp({ create: { width: 64, height: 64, channels: 3, background: "#fff" } }).png().toBuffer();
+    // A PNG with 10 MB of trailing bytes: what the route looks at is the stored size (decoding is Textract's job).
+    const big = Buffer.concat([png, Buffer.alloc(TEXTRACT_IMAGE_MAX_BYTES + 1 - png.length)]);
+    // Over the multipart limit (4 MB): through a presigned POST, as a browser would.
+    const res = await call("POST", "/api/research/upload-url", {
+      token: owner.token,
+      body: { workspace_id: workspace.id, source_type: "other", title: "Whiteboard", file_name: "whiteboard.png", content_type: "image/png", file_size_bytes: big.length },
+    });
+    expect(res.status, res.text).toBe(201);
+    const form = new FormData();
+    for (const [k, v] of Object.entries(res.body.upload.fields as Record<string, string>)) form.append(k, v);
+    form.append("file", new Blob([new Uint8Array(big)], { type: "image/png" }), "whiteboard.png");
+    expect((await fetch(res.body.upload.url, { method: "POST", body: form })).status).toBe(204);
+    const id = res.body.source.id as string;
+    const { output, calls } = await execute(await startedFor(id, 0));
+    expect(calls).toMatchObject({ Validate: 1, Parse: 0, StartTextract: 0, MarkFailed: 1 });
+    expect(output.error.Error).toBe("ExtractionError");
+    expect(textract.calls()).toHaveLength(0);
+    const item = (await Research.getItem(workspace.id, id))!;
+    expect(item.processing_status).toBe("failed");
+    expect(item.processing_error).toBe(
+      "This image is 10.0 MB; images over 10 MB cannot be read in this deployment. Scale it down or save it as a PDF, then upload it again",
+    );
+    // The original stays (a reprocess starts from it); the attempt's checked copy went with the failure.
+    expect(await keysUnder(`workspaces/${workspace.id}/sources/${id}/`)).toEqual([item.file_key]);
+  });
+
+  it("routes by kind and size only in AWS: images up to 10 MB are parsed, TIFFs polled; locally everything is parsed", () => {
+    const png = { kind: "image", contentType: "image/png" } as const;
+    const tiff = { kind: "image", contentType: "image/tiff" } as const;
+    expect(routeOf(png, TEXTRACT_IMAGE_MAX_BYTES, "aws")).toBe("parse");
+    expect(() => routeOf({ kind: "image", contentType: "image/jpeg" }, TEXTRACT_IMAGE_MAX_BYTES + 1, "aws")).toThrow(ExtractionError);
+    expect(routeOf(tiff, 90 * 1_048_576, "aws")).toBe("textract");
+    expect(routeOf({ kind: "pdf", contentType: "application/pdf" }, 1000, "aws")).toBe("textract");
+    expect(routeOf({ kind: "audio", contentType: "audio/wav" }, 1000, "aws")).toBe("transcribe");
+    for (const verdict of [png, tiff, { kind: "pdf", contentType: "application/pdf" } as const]) {
+      expect(routeOf(verdict, 90 * 1_048_576, "local")).toBe("parse");
+    }
+  });
+
+  it("a Textract job still running past the deadline fails the source through MarkFailed, with a reason", async () => {
+    textract.reset();
+    textract.on(StartDocumentTextDetectionCommand).resolves({ JobId: "job-slow" });
+    // Without a deadline the job would be polled until it ends: here, FAILED on the fourth poll.
+    textract
+      .on(GetDocumentTextDetectionCommand)
+      .resolvesOnce({ JobStatus: "IN_PROGRESS" })
+      .resolvesOnce({ JobStatus: "IN_PROGRESS" })
+      .resolvesOnce({ JobStatus: "IN_PROGRESS" })
+      .resolves({ JobStatus: "FAILED", StatusMessage: "Internal error" });
+    const { owner, workspace } = await newWorkspace();
+    const pdf = await realFile("jupyter/docs/jupyter-org-redesign-heuristic-eval-competitive-analysis.pdf");
+    const id = await uploadFile(owner.token, workspace.id, pdf, "application/pdf");
+    const { output, calls } = await execute(await startedFor(id, 0), {
+      // The job started longer ago than the deadline (the state machine's Wait states are skipped here).
+      StartTextract: async (i) => {
+        const out = await real.StartTextract(i);
+        return { ...out, job: { ...out.job, started_at: new Date(Date.now() - (JOB_DEADLINE_SECONDS + 1) * 1000).toISOString() } };
+      },
+    });
+    expect(calls).toMatchObject({ StartTextract: 1, CheckTextract: 1, Complete: 0, MarkFailed: 1 });
+    expect(output.error.Error).toBe("ExtractionError");
+    const item = (await Research.getItem(workspace.id, id))!;
+    expect(item.processing_status).toBe("failed");
+    expect(item.processing_error).toBe(
+      `Text detection took longer than ${JOB_DEADLINE_SECONDS / 60} minutes, so it was stopped; try reprocessing later, or split the document into smaller files`,
+    );
+  });
+
+  it("CheckTranscribe keeps polling before the deadline, carrying the start time, and fails past it", async () => {
+    transcribe.reset();
+    transcribe.on(GetTranscriptionJobCommand).resolves({ TranscriptionJob: { TranscriptionJobStatus: "IN_PROGRESS" } });
+    const state = { workspace_id: "w", source_id: "s", bucket: "b", key: "k", attempt: 0, route: "transcribe" };
+    const at = (secondsAgo: number) => ({ id: "src-s-0", status: "IN_PROGRESS", started_at: new Date(Date.now() - secondsAgo * 1000).toISOString() });
+    const early = at(JOB_DEADLINE_SECONDS - 60);
+    await expect(real.CheckTranscribe({ ...state, job: early })).resolves.toMatchObject({ job: early });
+    const late = await real.CheckTranscribe({ ...state, job: at(JOB_DEADLINE_SECONDS + 1) }).catch((e: unknown) => e);
+    expect(late).toBeInstanceOf(ExtractionError);
+    expect((late as Error).message).toBe(
+      `Transcription took longer than ${JOB_DEADLINE_SECONDS / 60} minutes, so it was stopped; try reprocessing later, or split the recording into shorter parts`,
+    );
+  });
+
+  it("the polling deadline ends well before the execution's timeout, so MarkFailed runs", () => {
+    // After the deadline: one more Check (its Lambda stops at 300 s) and MarkFailed, or Complete; before the job:
+    // Validate and the Start step. All of it must fit between the deadline and TimeoutSeconds.
+    expect(JOB_DEADLINE_SECONDS).toBeGreaterThanOrEqual(30 * 60);
+    expect(extractionDefinition.TimeoutSeconds - JOB_DEADLINE_SECONDS).toBeGreaterThanOrEqual(3 * 300);
   });
 });

@@ -105,6 +105,29 @@ describe("source recovery sweeper", () => {
     await waitFor(async () => (await itemOf(workspace.id, id))?.processing_status === "completed");
   });
 
+  it("fails a pending source whose execution timed out, instead of starting the same work again", async () => {
+    // In AWS an execution that reaches the state machine's TimeoutSeconds ends TIMED_OUT without running MarkFailed.
+    const starts: ExtractionInput[] = [];
+    setWorkflowRunner({
+      startExtraction: async (input) => void starts.push(input),
+      isRunning: async () => false,
+      timedOut: async (ref) => starts.some((s) => s.source_id === ref.source_id && s.attempt === ref.attempt),
+    });
+    const { owner, workspace } = await newWorkspace();
+    const id = await uploadText(owner.token, workspace.id);
+    await waitFor(async () => starts.some((s) => s.source_id === id));
+    const report = await sweepSources({ workspaceId: workspace.id, now: Date.now() + GRACE_MS });
+    expect(report).toMatchObject({ due: 1, failed: 1, restarted: 0, errors: [] });
+    expect(starts.filter((s) => s.source_id === id).map((s) => s.attempt)).toEqual([0]);
+    const item = await itemOf(workspace.id, id);
+    expect(item).toMatchObject({
+      processing_status: "failed",
+      processing_attempt: 0,
+      processing_error: "Extraction ran past its time limit and was stopped; try reprocessing, or split the file into smaller parts",
+    });
+    expect(item!.sweep).toBeUndefined();
+  });
+
   it("two sweepers at once restart a source once", async () => {
     const dropped = lossyRunner(() => true);
     const { owner, workspace } = await newWorkspace();

@@ -11,6 +11,7 @@
 import { ListObjectsV2Command } from "@aws-sdk/client-s3";
 import { afterEach, describe, expect, it } from "vitest";
 import { Config } from "../../../core/config";
+import { ExtractionError } from "../../../core/extract";
 import { setWorkflowRunner, type ExtractionInput } from "../../../core/pipeline";
 import * as Research from "../../../core/research";
 import { s3Client } from "../../../core/storage/client";
@@ -141,5 +142,45 @@ describe("a presigned upload replaced after Validate checked it", () => {
     } finally {
       client.middlewareStack.remove(name);
     }
+  });
+});
+
+describe("the checked copy's size and lifetime", () => {
+  it("the source's file_size_bytes becomes the stored file's size, not the size the client declared", async () => {
+    const { token, source, upload } = await presigned();
+    expect(source.file_size_bytes).toBe(1000); // declared; the POST policy accepts 1 to 1000 bytes
+    runnerWith({});
+    await postToPresigned(upload, CHECKED, "text/markdown");
+    const done = await settled(token, source.id);
+    expect(done.processing_status, done.processing_error).toBe("completed");
+    expect(done.file_size_bytes).toBe(CHECKED.length);
+  });
+
+  it("a failed attempt's checked copy is deleted by MarkFailed; the original stays for a reprocess", async () => {
+    const { token, workspaceId, source, upload } = await presigned();
+    // Parse fails after Validate pinned the copy.
+    runnerWith({
+      Parse: async () => {
+        throw new ExtractionError("corrupt", "The file could not be read");
+      },
+    });
+    await postToPresigned(upload, CHECKED, "text/markdown");
+    const done = await settled(token, source.id);
+    expect(done.processing_status).toBe("failed");
+    const prefix = `workspaces/${workspaceId}/sources/${source.id}/`;
+    expect(await bucketKeys(prefix)).toEqual([upload.fields.key]);
+
+    // Validate itself fails after pinning (its output, with the file name, is lost): the copy goes too.
+    runnerWith({
+      Validate: async (input) => {
+        const out = await step("validate")(input);
+        expect(await bucketKeys(prefix)).toContain(out.key);
+        throw new ExtractionError("too_large", "The file is too large for this deployment");
+      },
+    });
+    expect((await call("POST", `/api/research/sources/${source.id}/reprocess`, { token })).status).toBe(200);
+    const again = await settled(token, source.id);
+    expect(again.processing_error).toBe("The file is too large for this deployment");
+    expect(await bucketKeys(prefix)).toEqual([upload.fields.key]);
   });
 });
