@@ -1,3 +1,6 @@
+import pLimit from "p-limit";
+import pRetry from "p-retry";
+import { isServerError, isThrottlingError, isTransientError } from "@smithy/service-error-classification";
 import { isConditionalFailure } from "../db/errors";
 import { randomUUID } from "node:crypto";
 import { AppError, Errors, type FieldError } from "../error";
@@ -257,30 +260,96 @@ export async function remove(userId: string, insightId: string): Promise<void> {
 }
 
 /**
+ * Archive writes of one batch in flight at once. Unbounded, 500 UpdateItems of 10-15 KB insights on one partition key
+ * (`ws#<id>`) were several thousand WCU in one burst against a partition's 1,000 WCU/s: most were throttled.
+ */
+const BATCH_CONCURRENCY = 8;
+/** Tries of one insight's archive write failing transiently (throttled, 5xx, dropped), beyond the SDK's own retries. */
+const BATCH_WRITE_TRIES = 6;
+/**
+ * No write of a batch is tried again once this long has passed since the batch began: the insights group's function
+ * times out at 29 s, and the snapshot bookkeeping and the answer come after the writes.
+ */
+const BATCH_RETRY_BUDGET_MS = 18_000;
+
+/**
+ * DynamoDB errors worth trying again: throttling, capacity, server faults, dropped connections (on the error or its
+ * `cause` chain: ElectroDB wraps the SDK's error).
+ */
+function isTransientStoreError(err: unknown): boolean {
+  let e = err as { name?: string; $retryable?: unknown; $metadata?: { httpStatusCode?: number }; cause?: unknown } | undefined;
+  for (let depth = 0; e && typeof e === "object" && depth < 6; depth++, e = e.cause as typeof e) {
+    const sdk = e as Parameters<typeof isTransientError>[0];
+    const status = e.$metadata?.httpStatusCode ?? 0;
+    if (isThrottlingError(sdk) || isTransientError(sdk) || isServerError(sdk) || e.$retryable || status >= 500 || status === 429) return true;
+    if (e.name === "InternalServerError" || e.name === "ServiceUnavailable" || e.name === "NetworkingError") return true;
+  }
+  return false;
+}
+
+/**
  * `POST /api/insights/batch`: archive or unarchive the listed insights of the workspace. Ids that are not
- * insights of this workspace are not touched and not counted.
+ * insights of this workspace are not touched and not counted; neither are insights already in the asked state, so
+ * `insight_ids` are exactly the insights this call changed.
+ * The writes go a few at a time (one partition key takes them all), each tried again with backoff while DynamoDB
+ * throttles it or fails transiently, within `BATCH_RETRY_BUDGET_MS`.
+ * @throws AppError FORBIDDEN; SERVICE_UNAVAILABLE (503, retryable) when some writes still failed: its `updated_count`
+ *   and `insight_ids` are the insights this call did change (the search snapshot shows them), and the same request
+ *   sent again changes the rest (and answers those, the ones done here being in the asked state already).
  */
 export async function batch(userId: string, input: BatchInsightsInput): Promise<{ updated_count: number; insight_ids: string[] }> {
   await requireMember(userId, input.workspace_id);
   const archive = input.action === "archive";
   const unique = [...new Set(input.insight_ids)];
-  const data = await getAll(unique.map((id) => ({ workspace_id: input.workspace_id, id })), (keys) => db().entities.insight.get(keys).go({ consistent: true }));
+  const keysOf = (ids: string[]) => ids.map((id) => ({ workspace_id: input.workspace_id, id }));
+  const readAll = (ids: string[]) => getAll(keysOf(ids), (keys) => db().entities.insight.get(keys).go({ consistent: true }));
+  const data = await readAll(unique);
   const targets = data.filter((i) => i.is_archived !== archive);
-  // One change of the search snapshot: its rows carry is_archived, which search results show (nothing to embed).
-  const done = await asChange(input.workspace_id, targets.map((i) => i.id), () =>
-    Promise.all(
-      targets.map(async (i) => {
-        try {
-          await db().entities.insight.patch({ workspace_id: i.workspace_id, id: i.id }).set({ is_archived: archive }).go();
-          return i.id;
-        } catch (err) {
-          // Deleted meanwhile: not touched, not counted (as an id that is not the workspace's).
-          if (isConditionalFailure(err)) return null;
-          throw err;
-        }
-      }),
-    ),
-  );
-  const updated = done.filter((id): id is string => id !== null);
+  const deadline = Date.now() + BATCH_RETRY_BUDGET_MS;
+  const limit = pLimit(BATCH_CONCURRENCY);
+  // One change of the search snapshot: its rows carry is_archived, which search results show (nothing to embed). Its
+  // finishChange re-reads every target as it is, so a batch that changed only some leaves their rows right too.
+  const outcomes = await asChange(input.workspace_id, targets.map((i) => i.id), async () => {
+    const settled = await limit.map(targets, async (i): Promise<{ id: string; outcome: "updated" | "gone" | "failed" | "error"; err?: unknown }> => {
+      try {
+        await pRetry(() => db().entities.insight.patch({ workspace_id: i.workspace_id, id: i.id }).set({ is_archived: archive }).go(), {
+          retries: BATCH_WRITE_TRIES - 1,
+          factor: 2,
+          minTimeout: 50,
+          maxTimeout: 1_000,
+          randomize: true,
+          shouldRetry: ({ error }) => isTransientStoreError(error) && Date.now() < deadline,
+        });
+        return { id: i.id, outcome: "updated" };
+      } catch (err) {
+        // Deleted meanwhile: not touched, not counted (as an id that is not the workspace's).
+        if (isConditionalFailure(err)) return { id: i.id, outcome: "gone" };
+        // Kept failing: the others go on, and the answer says which were done.
+        if (isTransientStoreError(err)) return { id: i.id, outcome: "failed" };
+        return { id: i.id, outcome: "error", err };
+      }
+    });
+    // Thrown only once every write has settled: the snapshot's finishChange must read them after the last one lands.
+    const defect = settled.find((o) => o.outcome === "error");
+    if (defect) throw defect.err;
+    return settled;
+  });
+  const updated = outcomes.filter((o) => o.outcome === "updated").map((o) => o.id);
+  const failed = outcomes.filter((o) => o.outcome === "failed").map((o) => o.id);
+  if (failed.length > 0) {
+    // A write whose answer was lost may have landed: counted when the insight is now in the asked state; one gone
+    // meanwhile is not counted (as above). When even this read fails, every failed one is left for the retry.
+    const now = await readAll(failed).catch(() => undefined);
+    const state = new Map(now?.map((i) => [i.id, i.is_archived]));
+    updated.push(...failed.filter((id) => state.get(id) === archive));
+    const left = now ? failed.filter((id) => state.has(id) && state.get(id) !== archive) : failed;
+    if (left.length > 0) {
+      throw new AppError(
+        "SERVICE_UNAVAILABLE",
+        `The table is busy: ${updated.length} insights were ${input.action}d (listed in insight_ids) and ${left.length} could not be yet; send the same request again to ${input.action} the rest`,
+        { retryable: true, retry_after_seconds: 1, updated_count: updated.length, insight_ids: updated },
+      );
+    }
+  }
   return { updated_count: updated.length, insight_ids: updated };
 }

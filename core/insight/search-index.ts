@@ -8,12 +8,14 @@
  *   begun and not yet applied), `built` (the snapshot was built from the insights once; before that the first search
  *   builds it, which is how workspaces older than the snapshot get one).
  * - `searchix#s#<shard>#<page>`: the rows of the insights whose id hashes to `<shard>` (one of `SHARDS`), encoded as one
- *   blob (`encodeShard`) cut into pages of at most `PAGE_BYTES`; page 0 carries the shard's `rev` and page count, and
- *   every page of a shard is written together under a condition on that `rev`.
+ *   blob (`encodeShard`) cut into pages of at most `PAGE_BYTES`; page 0 carries the page count, every page the shard's
+ *   `rev` (page 0 marks that with `pagerevs`), and every page of a shard is written together under a condition on page
+ *   0's `rev`. A Query is read-committed per item only, so a reader can meet page 0 of one write and page 1 of another:
+ *   pages whose rev is not page 0's are a shard read mid-rewrite, read again (`samePages`).
  * - `searchix#lex#<page>`: the workspace's lexical (BM25) index in MiniSearch's serialized form, deflated, with the
- *   head version it was built at (`lexv`). Stored by the first reader that had to build it (`saveLexical`), so the
- *   next containers load it (about five times faster than indexing the text again); a reader whose head version
- *   differs builds its own.
+ *   head version it was built at (`lexv`, on every page, checked like a shard's `rev`). Stored by the first reader
+ *   that had to build it (`saveLexical`), so the next containers load it (about five times faster than indexing the
+ *   text again); a reader whose head version differs builds its own.
  * A row holds what ranking and filters need: id, type, severity, frequency, creation time, title, description (at
  * most `MAX_DESCRIPTION` characters) and the int8 search vector with its scale and embedder; and the rest of what a
  * search result shows (`RowView`: sources, quotes, counts, notes, rating, archived, update time), so a search answers
@@ -395,18 +397,39 @@ async function readInsights(workspaceId: string, ids: string[]): Promise<Map<str
   return found;
 }
 
-/** A shard as stored: its rows, its rev (0 when absent) and how many pages it has. */
+/**
+ * Page 0's mark that every page of its blob carries the blob's rev (`rev` of a shard, `lexv` of the lexical index).
+ * Pages written before revs were on every page have none; they are read as before, but only under a page 0 without
+ * this mark (a page 0 written since then has rewritten every page of its blob in the same transaction).
+ */
+const PAGE_REVS = "pagerevs";
+
+/**
+ * Whether the pages of one blob (in page order, page 0 first) are of one write: every page carries page 0's `revAttr`
+ * (a page without one only under an unmarked, older page 0). DynamoDB's Query reads each item committed but not the
+ * items of one transaction together, so page 0 of a rewrite can come with page 1 of the write before it: such a blob
+ * decodes without error into wrong vectors.
+ */
+function samePages(items: Record<string, unknown>[], revAttr: "rev" | "lexv"): boolean {
+  const rev = items[0]?.[revAttr];
+  const marked = items[0]?.[PAGE_REVS] === true;
+  return items.every((item, k) => k === 0 || (item[revAttr] === undefined ? !marked : item[revAttr] === rev));
+}
+
+/** A shard as stored: its rows, its rev (0 when absent) and how many pages it has. @throws ShardChanged mid-rewrite */
 async function readShard(workspaceId: string, shard: number): Promise<{ rows: SearchRow[]; rev: number; pages: number }> {
   const items = await queryAll(workspaceId, shardPrefix(shard));
   if (items.length === 0) return { rows: [], rev: 0, pages: 0 };
   const first = items.find((i) => i.sk === pageSk(shard, 0));
   const pages = (first?.pages as number | undefined) ?? 0;
   const parts = items
-    .map((i) => ({ page: Number((i.sk as string).slice(shardPrefix(shard).length)), blob: i.blob as Uint8Array }))
+    .map((i) => ({ page: Number((i.sk as string).slice(shardPrefix(shard).length)), item: i }))
     .filter((p) => p.page < pages)
     .sort((a, b) => a.page - b.page);
-  if (!first || parts.length !== pages) throw new ShardChanged(); // read between a rewrite's pages: read again
-  return { rows: decodeShard(Buffer.concat(parts.map((p) => p.blob))), rev: (first.rev as number) ?? 0, pages };
+  // Read between a rewrite's pages (some missing, or of two writes): read again. A mixed blob decoded and written
+  // back under page 0's rev would store wrong vectors for good.
+  if (!first || parts.length !== pages || !samePages(parts.map((p) => p.item), "rev")) throw new ShardChanged();
+  return { rows: decodeShard(Buffer.concat(parts.map((p) => p.item.blob as Uint8Array))), rev: (first.rev as number) ?? 0, pages };
 }
 
 class ShardChanged extends Error {}
@@ -420,13 +443,14 @@ async function writeShard(workspaceId: string, shard: number, rows: SearchRow[],
   const condition = rev === 0
     ? { ConditionExpression: "attribute_not_exists(pk)" }
     : { ConditionExpression: "rev = :rev", ExpressionAttributeValues: { ":rev": rev } };
-  const page0 = { TableName: table, Item: { pk: pk(workspaceId), sk: pageSk(shard, 0), rev: rev + 1, pages: pages.length, blob: pages[0] }, ...condition };
+  const page0 = { TableName: table, Item: { pk: pk(workspaceId), sk: pageSk(shard, 0), rev: rev + 1, pages: pages.length, [PAGE_REVS]: true, blob: pages[0] }, ...condition };
   try {
     if (pages.length === 1 && oldPages <= 1) {
       await dynamoClient().send(new PutCommand(page0));
       return;
     }
-    const rest = pages.slice(1).map((b, k) => ({ Put: { TableName: table, Item: { pk: pk(workspaceId), sk: pageSk(shard, k + 1), blob: b } } }));
+    // Every page carries the rev, so a reader can tell pages of two writes apart (`samePages`).
+    const rest = pages.slice(1).map((b, k) => ({ Put: { TableName: table, Item: { pk: pk(workspaceId), sk: pageSk(shard, k + 1), rev: rev + 1, blob: b } } }));
     const surplus = Array.from({ length: Math.max(0, oldPages - pages.length) }, (_, k) => ({
       Delete: { TableName: table, Key: { pk: pk(workspaceId), sk: pageSk(shard, pages.length + k) } },
     }));
@@ -524,12 +548,15 @@ export interface StoredLexical {
 
 const LEXICAL_PREFIX = "searchix#lex#";
 
-/** A blob cut in pages: its parts in page order, or null when the pages are not all there (a rewrite under way). */
-function joinPages(pages: { page: number; item: Record<string, unknown> }[]): Buffer | null {
+/**
+ * A blob cut in pages: its parts in page order, or null when the pages are not all there or not all of one write (a
+ * rewrite under way: `samePages` on `revAttr`).
+ */
+function joinPages(pages: { page: number; item: Record<string, unknown> }[], revAttr: "rev" | "lexv"): Buffer | null {
   pages.sort((a, b) => a.page - b.page);
   const count = pages[0]?.page === 0 ? ((pages[0].item.pages as number | undefined) ?? 0) : 0;
-  const parts = pages.filter((p) => p.page < count).map((p) => p.item.blob as Uint8Array);
-  return parts.length === count && count > 0 ? Buffer.concat(parts) : null;
+  const parts = pages.filter((p) => p.page < count).map((p) => p.item);
+  return parts.length === count && count > 0 && samePages(parts, revAttr) ? Buffer.concat(parts.map((p) => p.blob as Uint8Array)) : null;
 }
 
 /**
@@ -549,7 +576,7 @@ export async function loadSnapshot(workspaceId: string): Promise<{ rows: SearchR
   const rows: SearchRow[] = [];
   let lexical: StoredLexical | null = null;
   for (const [group, pages] of groups) {
-    const blob = joinPages(pages);
+    const blob = joinPages(pages, group === LEXICAL_PREFIX ? "lexv" : "rev");
     if (group === LEXICAL_PREFIX) {
       // A lexical index caught mid-rewrite is only not used: the reader builds its own.
       if (blob) lexical = { version: pages[0]!.item.lexv as number, json: inflateRawSync(blob).toString("utf8"), pages: pages.length };
@@ -579,7 +606,7 @@ export async function saveLexical(workspaceId: string, version: number, json: st
   const table = Config.tableName();
   const page0 = {
     TableName: table,
-    Item: { pk: pk(workspaceId), sk: `${LEXICAL_PREFIX}0`, lexv: version, pages: pages.length, blob: pages[0] },
+    Item: { pk: pk(workspaceId), sk: `${LEXICAL_PREFIX}0`, lexv: version, pages: pages.length, [PAGE_REVS]: true, blob: pages[0] },
     ConditionExpression: "attribute_not_exists(pk) OR lexv < :v",
     ExpressionAttributeValues: { ":v": version },
   };
@@ -588,7 +615,7 @@ export async function saveLexical(workspaceId: string, version: number, json: st
       await dynamoClient().send(new PutCommand(page0));
       return;
     }
-    const rest = pages.slice(1).map((b, k) => ({ Put: { TableName: table, Item: { pk: pk(workspaceId), sk: `${LEXICAL_PREFIX}${k + 1}`, blob: b } } }));
+    const rest = pages.slice(1).map((b, k) => ({ Put: { TableName: table, Item: { pk: pk(workspaceId), sk: `${LEXICAL_PREFIX}${k + 1}`, lexv: version, blob: b } } }));
     const surplus = Array.from({ length: Math.max(0, oldPages - pages.length) }, (_, k) => ({
       Delete: { TableName: table, Key: { pk: pk(workspaceId), sk: `${LEXICAL_PREFIX}${pages.length + k}` } },
     }));

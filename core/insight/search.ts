@@ -87,8 +87,10 @@ async function snapshot(workspaceId: string, first: SnapshotHead, refreshed = fa
       loaded = await loadSnapshot(workspaceId);
       break;
     } catch (err) {
-      // A shard caught between the pages of its rewrite (only shards past 350 KB have several): read again.
+      // A shard caught between the pages of its rewrite (only shards past 350 KB have several): read again, after a
+      // moment (the rewrite is one transaction, committing its other pages within milliseconds).
       if (attempt >= 3) throw err;
+      await new Promise((r) => setTimeout(r, 10 * (attempt + 1)));
     }
   }
   const { rows, lexical } = loaded;

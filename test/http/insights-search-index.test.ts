@@ -22,7 +22,7 @@ import { requestScope, withRequestScope } from "../../core/context";
 import { requireMember, requireMemberWithWorkspace } from "../../core/workspace";
 import { create as createInsight, remove as removeInsight } from "../../core/insight";
 import { CreateInsightInput } from "../../core/insight/schema";
-import { decodeShard, encodeShard, headKey, keptHeadKey, loadSnapshot, readHead, STALE_PENDING_MS } from "../../core/insight/search-index";
+import { decodeShard, encodeShard, headKey, keptHeadKey, loadSnapshot, readHead, shardOf, STALE_PENDING_MS, type SearchRow } from "../../core/insight/search-index";
 import { call, newUser, newWorkspace } from "../support/api";
 import { expectEnvelope } from "./_helpers";
 import { deletedBeforeUpdate } from "../support/races";
@@ -602,4 +602,88 @@ describe("a request that changes an insight reads the head again (a stream varia
   });
 });
 
+describe("a shard stored in several pages is used only when every page is of one write", () => {
+  /**
+   * A workspace with one insight and, in its shard, a second row (no insight behind it: nothing rewrites it) whose
+   * codes sit at the end of the blob; and that shard as two writes would store it, cut in two pages inside those codes
+   * (a shard past 350 KB, in miniature: the readers go by the page count on page 0). The two writes' blobs differ only
+   * in those codes, so page 0 of one with page 1 of the other decodes without error into wrong codes.
+   */
+  async function twoWrites() {
+    const { owner, workspace } = await newWorkspace("Paged shard");
+    const made = await call("POST", "/api/insights", { token: owner.token, body: { workspace_id: workspace.id, insight_type: "pain_point", title: "Invoices are late", description: "Customers wait weeks." } });
+    expect(made.status, made.text).toBe(201);
+    const shard = shardOf(made.body.id);
+    const prefix = `searchix#s#${String(shard).padStart(2, "0")}#`;
+    const { Items = [] } = await dynamoClient().send(new QueryCommand({
+      TableName: Config.tableName(), KeyConditionExpression: "pk = :pk AND begins_with(sk, :s)", ExpressionAttributeValues: { ":pk": `ws#${workspace.id}`, ":s": prefix },
+    }));
+    expect(Items.length).toBe(1);
+    const [page0] = Items as Record<string, unknown>[];
+    const rows = decodeShard(page0!.blob as Uint8Array);
+    // The current embedder's, so a write path's backfill (rows without a current vector) leaves the row's codes be.
+    expect(rows[0]!.embedder_id).toEqual(expect.any(String));
+    let otherId = randomUUID();
+    while (shardOf(otherId) !== shard) otherId = randomUUID();
+    const other = (fill: number): SearchRow => ({ ...rows[0]!, id: otherId, title: "Other", embedder_id: rows[0]!.embedder_id, codes: new Int8Array(32).fill(fill), scale: 0.01 });
+    const rev = page0!.rev as number;
+    const cut = (fill: number) => {
+      const blob = encodeShard([...rows, other(fill)]);
+      return [blob.subarray(0, blob.length - 16), blob.subarray(blob.length - 16)] as const;
+    };
+    const [oldHead, oldTail] = cut(1); // the write at rev + 1
+    const [newHead, newTail] = cut(-1); // the write at rev + 2
+    const put = (Item: Record<string, unknown>) => dynamoClient().send(new PutCommand({ TableName: Config.tableName(), Item: { pk: `ws#${workspace.id}`, ...Item } }));
+    return {
+      owner, workspace, insightId: made.body.id as string, otherId, shardPrefix: prefix,
+      /** Page 0 of the later write beside page 1 of the earlier one, as a Query can read them while the later commits. */
+      mixed: () => Promise.all([
+        put({ sk: `${prefix}0`, rev: rev + 2, pages: 2, pagerevs: true, blob: newHead }),
+        put({ sk: `${prefix}1`, rev: rev + 1, blob: oldTail }),
+      ]),
+      /** The later write's page 1 landing. */
+      landed: () => put({ sk: `${prefix}1`, rev: rev + 2, blob: newTail }),
+      /** Both pages of a write stored before pages carried the rev (page 0 unmarked, page 1 without one). */
+      legacy: () => Promise.all([put({ sk: `${prefix}0`, rev: rev + 1, pages: 2, blob: oldHead }), put({ sk: `${prefix}1`, blob: oldTail })]),
+    };
+  }
+  const codesOf = async (workspaceId: string, id: string) => [...((await loadSnapshot(workspaceId)).rows.find((r) => r.id === id)?.codes ?? [])];
 
+  it("a reader does not decode page 0 of one write with page 1 of another (it reads again); pages stored before revs on every page still load", async () => {
+    const shard = await twoWrites();
+    await shard.mixed();
+    await expect(loadSnapshot(shard.workspace.id)).rejects.toThrow(/shard rewrite/);
+    await shard.landed();
+    expect(await codesOf(shard.workspace.id, shard.otherId)).toEqual(new Array(32).fill(-1));
+    await shard.legacy();
+    expect(await codesOf(shard.workspace.id, shard.otherId)).toEqual(new Array(32).fill(1));
+  });
+
+  it("a writer that read the pages of two writes reads again instead of storing their mix under the later rev", async () => {
+    const shard = await twoWrites();
+    await shard.mixed();
+    const name = "shardPage1LandsAfterRead";
+    let reads = 0;
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        const values = (args.input as { ExpressionAttributeValues?: Record<string, unknown> }).ExpressionAttributeValues;
+        const out = await next(args);
+        // The later write's page 1 lands just after the PATCH's change has read the shard it rewrites.
+        if (/^Query/.test(context.commandName ?? "") && String(values?.[":sk"] ?? "").startsWith(shard.shardPrefix) && reads++ === 0) await shard.landed();
+        return out;
+      },
+      { step: "initialize", name },
+    );
+    let res;
+    try {
+      res = await call("PATCH", `/api/insights/${shard.insightId}`, { token: shard.owner.token, body: { notes: "Seen again" } });
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(res.status, res.text).toBe(200);
+    expect(reads).toBeGreaterThan(1);
+    const snapshot = await loadSnapshot(shard.workspace.id);
+    expect(snapshot.rows.find((r) => r.id === shard.insightId)?.view?.notes).toBe("Seen again");
+    expect(await codesOf(shard.workspace.id, shard.otherId)).toEqual(new Array(32).fill(-1));
+  });
+});

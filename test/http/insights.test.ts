@@ -6,7 +6,10 @@
  */
 import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
+import { ProvisionedThroughputExceededException } from "@aws-sdk/client-dynamodb";
 import { db } from "../../core/db/service";
+import { dynamoClient } from "../../core/db/client";
+import { loadSnapshot, readHead } from "../../core/insight/search-index";
 import { call, newUser, newWorkspace } from "../support/api";
 import { sourceWith } from "../support/sources";
 import { expectEnvelope } from "./_helpers";
@@ -287,6 +290,77 @@ describe("POST /api/insights/batch", () => {
     expect(await get(other.owner.token, foreign.id)).toBe(false);
     expectEnvelope(await batch(A.token, A.workspaceId, [a.id], "delete"), 422, "VALIDATION_ERROR");
     expectEnvelope(await batch(A.token, A.workspaceId, [], "archive"), 422, "VALIDATION_ERROR");
+  });
+
+  /**
+   * DynamoDB throttling the archive writes (`ProvisionedThroughputExceededException`, thrown before the SDK's own
+   * retries, as it ends when those are spent): the `nth` UpdateItem of `is_archived` once, or every one of `onlyId`.
+   */
+  function throttleArchiveWrites(opts: { nth?: number; onlyId?: string }): { thrown: () => number; remove: () => void } {
+    const name = `throttleArchiveWrites-${Math.random()}`;
+    let seen = 0;
+    let thrown = 0;
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        const text = JSON.stringify(args.input);
+        if (/^Update/.test(context.commandName ?? "") && text.includes("is_archived")) {
+          seen++;
+          if (opts.nth !== undefined ? seen === opts.nth : text.includes(`insight#${opts.onlyId}`)) {
+            thrown++;
+            throw new ProvisionedThroughputExceededException({ message: "The level of configured provisioned throughput for the table was exceeded", $metadata: {} });
+          }
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    return { thrown: () => thrown, remove: () => dynamoClient().middlewareStack.remove(name) };
+  }
+
+  const batchOf = (workspace_id: string, insight_ids: string[], action: string) =>
+    call("POST", "/api/insights/batch", { token: A.token, body: { workspace_id, insight_ids, action } });
+
+  it("a throttled archive write is tried again: every insight changes and the answer names them all (not a 500 after some landed)", async () => {
+    const made = await Promise.all(Array.from({ length: 5 }, () => created(A.token, A.workspaceId)));
+    const throttle = throttleArchiveWrites({ nth: 3 });
+    let res;
+    try {
+      res = await batchOf(A.workspaceId, made.map((i) => i.id), "archive");
+    } finally {
+      throttle.remove();
+    }
+    expect(throttle.thrown()).toBe(1);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.updated_count).toBe(5);
+    expect(new Set(res.body.insight_ids)).toEqual(new Set(made.map((i) => i.id)));
+  });
+
+  it("writes that stay throttled: 503 naming the insights changed, the snapshot shows exactly those, and the same request again finishes the rest", async () => {
+    const made = await Promise.all(Array.from({ length: 4 }, () => created(A.token, A.workspaceId)));
+    const stuck = made[1]!.id;
+    const throttle = throttleArchiveWrites({ onlyId: stuck });
+    let res;
+    try {
+      res = await batchOf(A.workspaceId, made.map((i) => i.id), "archive");
+    } finally {
+      throttle.remove();
+    }
+    expect(throttle.thrown()).toBeGreaterThan(1); // tried again before giving up
+    expectEnvelope(res, 503, "SERVICE_UNAVAILABLE");
+    const done = made.map((i) => i.id).filter((id) => id !== stuck);
+    expect(res.body.updated_count).toBe(3);
+    expect(new Set(res.body.insight_ids)).toEqual(new Set(done));
+    expect(res.body.detail).toMatch(/3 insights were archived.*same request again/);
+    // The search snapshot applied the partial batch: rows of the changed ones archived, the stuck one not, none pending.
+    const rows = new Map((await loadSnapshot(A.workspaceId)).rows.map((r) => [r.id, r.view?.is_archived]));
+    for (const id of done) expect(rows.get(id)).toBe(true);
+    expect(rows.get(stuck)).toBe(false);
+    expect((await readHead(A.workspaceId)).pending.map((p) => p.id)).not.toContain(stuck);
+
+    const again = await batchOf(A.workspaceId, made.map((i) => i.id), "archive");
+    expect(again.status, again.text).toBe(200);
+    expect(again.body).toEqual({ updated_count: 1, insight_ids: [stuck] });
+    expect((await call("GET", `/api/insights/${stuck}`, { token: A.token })).body.is_archived).toBe(true);
   });
 });
 

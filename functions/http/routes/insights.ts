@@ -28,8 +28,10 @@ export const insightsRoutes = defineRoutes({
   },
   "insights.batch": {
     method: "POST", path: "/api/insights/batch", group: "insights", access: "user", workspaceScope: "body",
-    summary: "Archive or unarchive several insights",
+    summary: "Archive or unarchive several insights (503 with updated_count and insight_ids when the table stayed busy for some; the same request again finishes the rest)",
     body: BatchInsightsInput,
+    // Writes still throttled after their retries: the 503 lists the insights that were changed.
+    errors: ["SERVICE_UNAVAILABLE"],
     responses: { 200: BatchInsightsResult },
   },
   "insights.search": {
