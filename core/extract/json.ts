@@ -3,6 +3,7 @@
  * any other JSON becomes one `paragraph` unit per prose string leaf.
  */
 import { unreadable } from "./errors";
+import { capField } from "./limits";
 import { markdownToPlain } from "./markdown";
 import { TextBuilder } from "./text";
 import type { Extraction } from "./types";
@@ -19,11 +20,12 @@ const str = (v: Json | undefined): string | undefined => (typeof v === "string" 
  * Thread shape, recognised at the top level or one property down (e.g. `{ "issues": [...] }`): an array of objects
  * with a `title`/`subject` and a `body`/`description` and/or a `comments`/`replies`/`messages` array. Each issue body
  * and comment becomes a `comment` unit: `speaker` = author (`author`, `user.login`, `user.name`, `author_name`, ...),
- * `fields.title` = thread title (plus `url`, `date` when present), locator "#443 comment 2". Bodies are Markdown
- * (GitHub), so they are rendered to plain text first.
+ * `fields.title` = thread title (plus `url`, `date` when present; each capped at MAX_FIELD_CHARS, limits.ts),
+ * locator "#443 comment 2". Bodies are Markdown (GitHub), so they are rendered to plain text first.
  *
  * Anything else: every string leaf that reads as prose (has a space, or 20+ characters, and is not a URL) becomes a
- * `paragraph` unit with its JSON path as locator; extracted_text lists "path: value" for all scalar leaves.
+ * `paragraph` unit with its JSON path (capped) as locator and `fields.path`; extracted_text lists "path: value" for
+ * all scalar leaves.
  *
  * @throws ExtractionError `corrupt` with the line and column where the JSON stops being valid (not V8's wording).
  */
@@ -98,7 +100,8 @@ function threadsToExtraction(threads: JsonObject[]): Extraction {
       .join(" ");
     b.text(title);
     if (meta) b.text(`\n${meta}`);
-    const fields = { title, url: url ?? "" };
+    // Capped once per thread and shared by its comments (limits.ts, MAX_FIELD_CHARS): the title is repeated on each.
+    const fields = { title: capField(title), url: capField(url ?? "") };
 
     const entries: { o: JsonObject; body: string; locator: string }[] = [];
     const body = bodyOf(t);
@@ -111,7 +114,7 @@ function threadsToExtraction(threads: JsonObject[]): Extraction {
       const author = authorOf(e.o);
       const date = dateOf(e.o);
       b.text(`\n\n${author ?? "Unknown author"}${date ? ` (${date})` : ""}:\n`);
-      b.unit({ kind: "comment", text: markdownToPlain(e.body), speaker: author, fields: { ...fields, date: date ?? "" }, locator: e.locator });
+      b.unit({ kind: "comment", text: markdownToPlain(e.body), speaker: author, fields: { ...fields, date: capField(date ?? "") }, locator: e.locator });
     }
   });
   return b.build("json");
@@ -129,8 +132,11 @@ function genericToExtraction(data: Json): Extraction {
     b.text(`${path}: `);
     const s = String(v);
     const text = s.trim();
-    if (typeof v === "string" && isProse(text)) b.unit({ kind: "paragraph", text, locator: path, fields: { path } });
-    else b.text(s.replace(/\s+/g, " "));
+    if (typeof v === "string" && isProse(text)) {
+      // The full path is in the text; the unit's copy is capped (a long key would be repeated on every leaf under it).
+      const where = capField(path);
+      b.unit({ kind: "paragraph", text, locator: where, fields: { path: where } });
+    } else b.text(s.replace(/\s+/g, " "));
   };
   visit(data, "$");
   return b.build("json");

@@ -4,6 +4,8 @@ import { extractTextItems, getDocumentProxy, type StructuredTextItem } from "unp
 import { Config } from "../config";
 import { blocksToExtraction, type Block } from "./blocks";
 import { ExtractionError, unreadable } from "./errors";
+import { extractionLimits, MAX_PDF_PAGE_TEXT_RUNS } from "./limits";
+import { textTooLong } from "./text";
 import type { Extraction } from "./types";
 
 interface Line {
@@ -21,12 +23,25 @@ interface Line {
  * column). Lines set noticeably larger than the body text (>= 1.3x the median size) and short become heading context.
  * Lines are joined with a space; a word hyphenated across a line break is joined without one.
  *
+ * Text runs are counted before any layout work (too many on a page or in all, or more characters than
+ * `maxTextChars`: `too_large`), and the layout is linear in them, so a small crafted PDF cannot hold the thread.
+ *
  * @throws ExtractionError `encrypted` for password-protected files, `corrupt` for unreadable ones ("The PDF could
  *   not be read (it may be truncated or corrupt)"; PDF.js' own error goes to the log), `no_text` when there is no
- *   text layer (a scan).
+ *   text layer (a scan), `too_large` over a text-run limit (limits.ts).
  */
 export async function extractPdf(bytes: Buffer): Promise<Extraction> {
   const { pages, items } = await readTextItems(bytes);
+  return textItemsToExtraction(pages, items);
+}
+
+/**
+ * The layout half of {@link extractPdf}: PDF.js text items per page -> lines -> paragraphs and headings -> the
+ * extraction. Runs on the calling (main) thread, so its work is bounded and linear in the text runs.
+ * @throws ExtractionError `too_large` over a text-run limit, `no_text` when no page has text
+ */
+export function textItemsToExtraction(pages: number, items: StructuredTextItem[][]): Extraction {
+  checkTextRuns(items);
   const pageLines = items.map(toLines);
   const bodySize = bodyFontSize(pageLines.flat()) || 10;
 
@@ -37,7 +52,8 @@ export async function extractPdf(bytes: Buffer): Promise<Extraction> {
       const text = joinLines(para.map((l) => l.text));
       // Page furniture: bare page numbers ("7", "7 / 53", "Page 7 of 53") are not content.
       if (!/[\p{L}\p{N}]/u.test(text) || /^(page\s+)?\d+(\s*(\/|of)\s*\d+)?$/i.test(text)) continue;
-      const size = Math.max(...para.map((l) => l.fontSize));
+      // A loop, not Math.max(...): a paragraph of 100,000+ lines would overflow the call stack as arguments.
+      const size = para.reduce((m, l) => Math.max(m, l.fontSize), 0);
       if (size >= bodySize * 1.3 && text.length <= 120 && para.length <= 3) blocks.push({ type: "heading", depth: 1, text });
       else blocks.push({ type: "paragraph", text, locator });
     }
@@ -121,22 +137,55 @@ function pdfError(err: unknown): ExtractionError {
   return unreadable("The PDF could not be read (it may be truncated or corrupt)", err);
 }
 
-/** Text runs -> lines, using PDF.js' end-of-line flags. */
+/**
+ * Refuse a PDF whose text runs would make layout work unbounded: more than {@link MAX_PDF_PAGE_TEXT_RUNS} on a page,
+ * more than `maxPdfTextRuns` in all, or more characters than `maxTextChars` (the extracted text could not be kept
+ * anyway). A 2 KB compressed content stream can repeat one short string a million times.
+ * @throws ExtractionError `too_large`
+ */
+function checkTextRuns(items: StructuredTextItem[][]): void {
+  const { maxPdfTextRuns, maxTextChars } = extractionLimits();
+  let runs = 0;
+  let chars = 0;
+  items.forEach((page, i) => {
+    if (page.length > MAX_PDF_PAGE_TEXT_RUNS) {
+      throw new ExtractionError(
+        "too_large",
+        `The PDF is refused: page ${i + 1} holds ${page.length.toLocaleString("en-US")} pieces of text, more than the limit of ${MAX_PDF_PAGE_TEXT_RUNS.toLocaleString("en-US")} per page`,
+      );
+    }
+    runs += page.length;
+    if (runs > maxPdfTextRuns) {
+      throw new ExtractionError("too_large", `The PDF is refused: it holds more than ${maxPdfTextRuns.toLocaleString("en-US")} pieces of text, the limit`);
+    }
+    for (const item of page) chars += item.str ? item.str.length : 0;
+    if (chars > maxTextChars) throw textTooLong(maxTextChars);
+  });
+}
+
+/** Text runs -> lines, using PDF.js' end-of-line flags. Linear in the runs' total length. */
 function toLines(items: StructuredTextItem[]): Line[] {
   const lines: Line[] = [];
-  let text = "";
+  // Parts joined once per line, and a flag for "has non-blank text yet": re-trimming the growing line for every
+  // run was quadratic (15.9 s of main thread for 50,000 runs on one line).
+  let parts: string[] = [];
+  let started = false;
   let y = 0;
   let fontSize = 0;
   const flush = () => {
-    const t = text.replace(/\s+/g, " ").trim();
+    const t = started ? parts.join("").replace(/\s+/g, " ").trim() : "";
     if (t) lines.push({ text: t, y, fontSize });
-    text = "";
+    parts = [];
+    started = false;
     fontSize = 0;
   };
   for (const item of items) {
     if (item.str) {
-      if (!text.trim()) y = item.y;
-      text += item.str;
+      if (!started && /\S/.test(item.str)) {
+        started = true;
+        y = item.y;
+      }
+      parts.push(item.str);
       fontSize = Math.max(fontSize, item.fontSize);
     }
     if (item.hasEOL) flush();
@@ -176,13 +225,17 @@ function paragraphs(lines: Line[]): Line[][] {
 }
 
 function joinLines(lines: string[]): string {
-  let s = "";
+  // Parts joined once, and the hyphen test on the previous line's last characters: an end-anchored regex over the
+  // growing paragraph (and slicing a concatenated string, which flattens it) was quadratic in its length.
+  const parts: string[] = [];
+  let prev = "";
   for (const line of lines) {
-    if (!s) s = line;
-    else if (/\p{L}-$/u.test(s) && /^\p{Ll}/u.test(line)) s += line;
-    else s += ` ${line}`;
+    if (!prev) parts.push(line);
+    else if (/\p{L}-$/u.test(prev.slice(-3)) && /^\p{Ll}/u.test(line)) parts.push(line);
+    else parts.push(" ", line);
+    prev = line;
   }
-  return s;
+  return parts.join("");
 }
 
 /** The font size most of the text is set in: the character-weighted median of line sizes. */

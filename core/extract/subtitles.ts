@@ -2,6 +2,7 @@
 import { parseSync, type NodeCue } from "subtitle";
 import { decodeHTMLStrict } from "entities/decode";
 import { ExtractionError, unreadable } from "./errors";
+import { capField } from "./limits";
 import { TextBuilder, formatTimestamp, splitSpeakerLine } from "./text";
 import type { Extraction } from "./types";
 
@@ -21,9 +22,10 @@ interface ParsedCue extends Cue {
 /**
  * Extract a WebVTT or SRT file as speaker turns (engine "vtt" or "srt").
  *
- * Speakers come from WebVTT voice spans (`<v Name>`) or a "Name: " prefix (Zoom, Teams). Consecutive cues of the
- * same speaker are merged into one turn (captioners split sentences across cues; a turn is what a person said
- * before someone else spoke), timestamped at its first cue. Cues without any speaker stay one turn each.
+ * Speakers come from WebVTT voice spans (`<v Name>`) or a "Name: " prefix (Zoom, Teams), capped at MAX_FIELD_CHARS
+ * (limits.ts) like unit fields, in the units and the transcript lines alike. Consecutive cues of the same speaker are
+ * merged into one turn (captioners split sentences across cues; a turn is what a person said before someone else
+ * spoke), timestamped at its first cue. Cues without any speaker stay one turn each.
  * extracted_text = transcript = one line per turn, "[HH:MM:SS.mmm] Speaker: words".
  *
  * @throws ExtractionError `corrupt` when the file cannot be parsed, `no_text` when it has no cues.
@@ -82,11 +84,11 @@ function toCue(node: NodeCue): ParsedCue {
   if (voice) {
     body = body.slice(voice[0].length);
     const text = clean(body);
-    return { start: node.data.start, speaker: voice[1].trim(), text, raw: text, voiced: true };
+    return { start: node.data.start, speaker: capField(voice[1].trim()), text, raw: text, voiced: true };
   }
   const raw = clean(body);
   const line = splitSpeakerLine(raw);
-  return { start: node.data.start, speaker: line.speaker, text: line.speaker ? line.text.trim() : raw, raw, voiced: false };
+  return { start: node.data.start, speaker: line.speaker && capField(line.speaker), text: line.speaker ? line.text.trim() : raw, raw, voiced: false };
 }
 
 /**

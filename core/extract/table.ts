@@ -8,14 +8,23 @@
  * picks under metadata headers such as "Status") are left out. A table with neither free text nor a closed question
  * (usage data) gets one `row` unit per row instead, so its content is still quotable.
  */
+import { ExtractionError } from "./errors";
+import { capField, extractionLimits, MAX_FIELD_CHARS } from "./limits";
 import { TextBuilder, isBlankAnswer } from "./text";
 import { classifyClosedColumns, type ClosedColumn } from "./survey-columns";
 import type { Extraction } from "./types";
 
+/** The `too_large` failure of a CSV or workbook whose tables hold more than `maxCells` cells (rows × columns). */
+export const tableTooLarge = (maxCells: number): ExtractionError =>
+  new ExtractionError(
+    "too_large",
+    `The table is refused: its rows and columns make more than ${maxCells.toLocaleString("en-US")} cells, the most we read from one file; split the file into smaller ones`,
+  );
+
 export interface Table {
   /** Sheet name for workbooks; appears in locators ("Sheet1 row 4"). */
   name?: string;
-  /** Rows of cell text, header row first. Ragged rows are fine. */
+  /** Rows of cell text, header row first. Ragged rows are fine, and so are holes (read as empty cells). */
   rows: string[][];
 }
 
@@ -35,8 +44,14 @@ const CHOICE_VOCABULARY = 30;
  * ("- [respondent 3] Daily"). Units: `response` with `speaker` (the id column's value, else "respondent <n>" by
  * data row, "respondent <n> (<sheet>)" in a workbook of several sheets: each response is one respondent),
  * `fields.question`, `fields.closed` (+ `stem`, `option`) for closed questions, `locator` "row <spreadsheet row>".
+ * Field values are capped at MAX_FIELD_CHARS (limits.ts, {@link capField}); the full header stays in extracted_text.
+ *
+ * @throws ExtractionError `too_large` when the header's columns × the data rows of all tables exceed
+ *   `maxTableCells` (checked before the columns are laid out), or the text exceeds `maxTextChars`.
  */
 export function tablesToExtraction(tables: Table[], engine: string): Extraction {
+  const { maxTableCells } = extractionLimits();
+  let cells = 0;
   const b = new TextBuilder();
   let firstSection = true;
   const separate = () => {
@@ -47,10 +62,13 @@ export function tablesToExtraction(tables: Table[], engine: string): Extraction 
   for (const table of tables) {
     const headerIndex = table.rows.findIndex((r) => r.some((c) => c.trim()));
     if (headerIndex < 0) continue;
-    const header = table.rows[headerIndex].map((h, i) => h.replace(/\s+/g, " ").trim() || `Column ${i + 1}`);
+    const header = Array.from(table.rows[headerIndex], (h, i) => (h ?? "").replace(/\s+/g, " ").trim() || `Column ${i + 1}`);
     const body = table.rows.slice(headerIndex + 1).map((r, i) => ({ cells: r, sheetRow: headerIndex + i + 2, n: i + 1 }));
     const data = body.filter((r) => r.cells.some((c) => c && c.trim()));
     if (!data.length) continue;
+    // Every column below is a full-height array: a 100,000-column header over 1,000 short rows would be 100 million.
+    cells += header.length * data.length;
+    if (cells > maxTableCells) throw tableTooLarge(maxTableCells);
 
     const columns = header.map((_, col) => data.map((r) => r.cells[col] ?? ""));
     const closed = classifyClosedColumns(header, columns);
@@ -70,8 +88,9 @@ export function tablesToExtraction(tables: Table[], engine: string): Extraction 
 
     const answerCols = roles.flatMap((role, col) => (role === "answer" || role === "closed" ? [col] : []));
     if (answerCols.length) {
+      const questions = questionFields(header);
       for (const col of answerCols) {
-        const fields = closedFields(header[col], closed[col]);
+        const fields = closedFields(questions[col], closed[col]);
         const answers = data.filter((r) => !isBlankAnswer(r.cells[col] ?? ""));
         if (!answers.length) continue;
         separate();
@@ -101,10 +120,34 @@ export function tablesToExtraction(tables: Table[], engine: string): Extraction 
   return b.build(engine);
 }
 
-/** `fields` of a unit answering this column: the question, plus the closed kind and grid parts when closed. */
+/** `fields` of a unit answering this column: the question, plus the closed kind and grid parts (capped) when closed. */
 function closedFields(question: string, c: ClosedColumn | null): Record<string, string> {
   if (!c) return { question };
-  return { question, closed: c.kind, ...(c.stem ? { stem: c.stem } : {}), ...(c.option ? { option: c.option } : {}), ...(c.separator ? { separator: c.separator } : {}) };
+  return {
+    question,
+    closed: c.kind,
+    ...(c.stem ? { stem: capField(c.stem) } : {}),
+    ...(c.option ? { option: capField(c.option) } : {}),
+    ...(c.separator ? { separator: c.separator } : {}),
+  };
+}
+
+/**
+ * Each column's `fields.question`: its header, capped by {@link capField}. Synthesis groups answers by question
+ * (core/ai/synthesis/survey.ts), so two different long headers that cap to the same text get their column number
+ * appended instead of merging.
+ */
+function questionFields(header: string[]): string[] {
+  const capped = header.map((h) => capField(h));
+  const sources = new Map<string, Set<string>>();
+  header.forEach((h, col) => {
+    if (capped[col] !== h) sources.set(capped[col], (sources.get(capped[col]) ?? new Set()).add(h));
+  });
+  return capped.map((q, col) => {
+    if ((sources.get(q)?.size ?? 0) < 2) return q;
+    const suffix = ` (column ${col + 1})`;
+    return capField(header[col], MAX_FIELD_CHARS - suffix.length) + suffix;
+  });
 }
 
 /** Cell text as it will be quoted: trimmed, line ends normalised (a multi-line answer stays multi-line). */

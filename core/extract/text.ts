@@ -4,7 +4,7 @@
  */
 import { AppError } from "../error";
 import { ExtractionError } from "./errors";
-import { extractionLimits } from "./limits";
+import { capField, extractionLimits } from "./limits";
 import type { Extraction, TextUnit } from "./types";
 
 /** The `too_large` failure of a text over `maxChars` characters (extracted_text of any format). */
@@ -74,13 +74,20 @@ export class TextBuilder {
   }
 }
 
-/** Drop undefined and empty optional fields, so stored units stay small and comparable. */
+/**
+ * Drop undefined and empty optional fields, so stored units stay small and comparable; field values over
+ * MAX_FIELD_CHARS are capped (extractors cap them where they are made, once; this holds the bound for every engine).
+ */
 function compact(unit: TextUnit): TextUnit {
   const out: TextUnit = { kind: unit.kind, text: unit.text };
   if (unit.speaker) out.speaker = unit.speaker;
   if (unit.timestamp) out.timestamp = unit.timestamp;
   if (unit.fields) {
-    const fields = Object.fromEntries(Object.entries(unit.fields).filter(([, v]) => v !== undefined && v !== ""));
+    const fields = Object.fromEntries(
+      Object.entries(unit.fields)
+        .filter(([, v]) => v !== undefined && v !== "")
+        .map(([k, v]) => [k, capField(v)]),
+    );
     if (Object.keys(fields).length) out.fields = fields;
   }
   if (unit.locator) out.locator = unit.locator;

@@ -2,7 +2,7 @@
 import ExcelJS from "exceljs";
 import { unreadable } from "./errors";
 import { extractionLimits } from "./limits";
-import { tablesToExtraction, type Table } from "./table";
+import { tablesToExtraction, tableTooLarge, type Table } from "./table";
 import type { Extraction } from "./types";
 import { checkedArchive } from "./zip-limits";
 
@@ -12,9 +12,11 @@ import { checkedArchive } from "./zip-limits";
  * Locators name the sheet when there is more than one ("Responses row 12"). Engine "xlsx".
  *
  * The archive is checked against the extraction limits first (checkedArchive), and exceljs reads the checked copy.
+ * Only cells that exist are read and stored, and each sheet's rows × columns are counted against `maxTableCells`.
  *
- * @throws ExtractionError `too_large` over a limit (see checkedArchive); `corrupt` when the workbook cannot be
- *   opened (truncated, not really XLSX, encrypted), with exceljs' own error in the log, not in the reason.
+ * @throws ExtractionError `too_large` over a limit (see checkedArchive) or with more table cells than
+ *   `maxTableCells`; `corrupt` when the workbook cannot be opened (truncated, not really XLSX, encrypted), with
+ *   exceljs' own error in the log, not in the reason.
  */
 export async function extractXlsx(bytes: Buffer): Promise<Extraction> {
   const limits = extractionLimits();
@@ -26,20 +28,38 @@ export async function extractXlsx(bytes: Buffer): Promise<Extraction> {
   } catch (err) {
     throw unreadable("The spreadsheet could not be read (it may be truncated, corrupt or password-protected)", err, { bytes: bytes.length });
   }
+  // Only cells that exist are visited and stored: includeEmpty made exceljs create a Cell for every column up to a
+  // row's last one (16,384 for XFD) and a Row for every gap, about 4 MB per row of a 7 KB workbook. Rows keep their
+  // cells at their column index with holes between (tablesToExtraction reads a hole as an empty cell). exceljs still
+  // steps through every column index up to a row's last cell (under 1 µs each), so each row's width and each row
+  // slot count against maxTableCells: that bounds the main-thread time too, and tablesToExtraction bounds its grid.
+  let cells = 0;
+  const count = (n: number) => {
+    cells += n;
+    if (cells > limits.maxTableCells) throw tableTooLarge(limits.maxTableCells);
+  };
   const tables: Table[] = [];
   workbook.eachSheet((sheet) => {
     const rows: string[][] = [];
-    sheet.eachRow({ includeEmpty: true }, (row, rowNumber) => {
-      const cells: string[] = [];
-      row.eachCell({ includeEmpty: true }, (cell, col) => {
-        cells[col - 1] = cellText(cell);
+    sheet.eachRow((row, rowNumber) => {
+      count(row.cellCount);
+      const out: string[] = [];
+      row.eachCell((cell, col) => {
+        out[col - 1] = cellText(cell);
       });
-      rows[rowNumber - 1] = Array.from(cells, (c) => c ?? "");
+      // The row's width is its last cell that exists, value or not, as includeEmpty read it: a header's trailing
+      // empty cells still name their columns ("Column 4"). Setting the length allocates nothing for the holes.
+      out.length = row.cellCount;
+      rows[rowNumber - 1] = out;
     });
-    tables.push({ name: sheet.name, rows: Array.from(rows, (r) => r ?? []) });
+    count(rows.length);
+    tables.push({ name: sheet.name, rows: Array.from(rows, (r) => r ?? NO_CELLS) });
   });
   return tablesToExtraction(tables, "xlsx");
 }
+
+/** The row of a gap between rows with values (rows are only read, never changed). */
+const NO_CELLS: string[] = [];
 
 function cellText(cell: ExcelJS.Cell): string {
   try {

@@ -4,15 +4,19 @@
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
+import { deflateSync } from "node:zlib";
 import ExcelJS from "exceljs";
 import Papa from "papaparse";
 import { parseSync, stringifySync } from "subtitle";
-import { describe, expect, it } from "vitest";
+import type { StructuredTextItem } from "unpdf";
+import { afterEach, describe, expect, it } from "vitest";
 import { extract, ExtractionError, inspectUpload } from "../../../core/extract/index";
-import { pdfWorkerCount, shutdownPdfWorkers } from "../../../core/extract/pdf";
+import { capField, MAX_FIELD_CHARS } from "../../../core/extract/limits";
+import { pdfWorkerCount, shutdownPdfWorkers, textItemsToExtraction } from "../../../core/extract/pdf";
 import type { Extraction } from "../../../core/extract/types";
 import type { FileKind } from "../../../core/extract/validate";
 import { expectVerbatim, kinds, real, REALDATA } from "./helpers";
+import { docx, paragraph } from "./zips";
 
 const run = (bytes: Buffer, kind: FileKind, contentType: string, filename = `file.${kind}`): Promise<Extraction> =>
   extract({ bytes, kind, contentType, filename });
@@ -93,7 +97,79 @@ describe("PDF (unpdf)", () => {
       else process.env.PDF_WORKERS = saved;
     }
   });
+
+  describe("crafted text runs (a few KB of content stream repeating one string)", () => {
+    afterEach(() => {
+      delete process.env.EXTRACT_MAX_PDF_TEXT_RUNS;
+    });
+
+    /** `n` PDF.js text items of "Hello there world " on one page: one line, or one line each, 0.01 pt apart. */
+    const runs = (n: number, eol: boolean): StructuredTextItem[] =>
+      Array.from({ length: n }, (_, i) => ({
+        str: "Hello there world ",
+        x: 72,
+        y: eol ? 720 - i * 0.01 : 720,
+        width: 90,
+        height: 12,
+        fontSize: 12,
+        fontFamily: "Helvetica",
+        dir: "ltr",
+        hasEOL: eol,
+      }));
+
+    it("lays out 60,000 runs on one line and 60,000 one-run lines in one paragraph without hanging", () => {
+      // The layout runs on the main thread after PDF.js (a worker on the embedded runtime) hands the items over.
+      // Re-trimming the growing line per run and re-testing the growing paragraph per line were quadratic: minutes
+      // for these two pages. Linear, they take well under a second; the bound only says "does not hang".
+      const started = performance.now();
+      const x = textItemsToExtraction(2, [runs(60_000, false), runs(60_000, true)]);
+      expect(performance.now() - started).toBeLessThan(10_000);
+      expect(x.units.map((u) => [u.locator, u.text.length])).toEqual([
+        ["page 1", 60_000 * 18 - 1],
+        ["page 2", 60_000 * 18 - 1],
+      ]);
+      expectVerbatim(x);
+    });
+
+    it("refuses a page of more than 100,000 runs, and a file over EXTRACT_MAX_PDF_TEXT_RUNS, before any layout", async () => {
+      expect(() => textItemsToExtraction(1, [runs(100_001, false)])).toThrow(
+        "The PDF is refused: page 1 holds 100,001 pieces of text, more than the limit of 100,000 per page",
+      );
+      // A real file through PDF.js: 1 KB whose content stream shows one string 1,500 times.
+      const bytes = minimalPdf(`BT /F1 12 Tf 72 720 Td ${"(Hello there world) Tj T* ".repeat(1500)}ET`);
+      expect(bytes.length).toBeLessThan(2048);
+      expect((await run(bytes, "pdf", "application/pdf")).extracted_text.length).toBe(1500 * 17);
+      process.env.EXTRACT_MAX_PDF_TEXT_RUNS = "1000";
+      const err = await failure(run(bytes, "pdf", "application/pdf"));
+      expect(err.reason).toBe("too_large");
+      expect(err.message).toBe("The PDF is refused: it holds more than 1,000 pieces of text, the limit");
+    });
+  });
 });
+
+/** A one-page PDF (Helvetica as /F1) whose page content is `content`, deflated, with a correct xref table. */
+function minimalPdf(content: string): Buffer {
+  const stream = deflateSync(Buffer.from(content));
+  const objects = [
+    Buffer.from("<< /Type /Catalog /Pages 2 0 R >>"),
+    Buffer.from("<< /Type /Pages /Kids [3 0 R] /Count 1 >>"),
+    Buffer.from("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>"),
+    Buffer.concat([Buffer.from(`<< /Length ${stream.length} /Filter /FlateDecode >>\nstream\n`), stream, Buffer.from("\nendstream")]),
+    Buffer.from("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"),
+  ];
+  const parts = [Buffer.from("%PDF-1.4\n")];
+  const offsets: number[] = [];
+  let length = parts[0].length;
+  objects.forEach((body, i) => {
+    offsets.push(length);
+    const obj = Buffer.concat([Buffer.from(`${i + 1} 0 obj\n`), body, Buffer.from("\nendobj\n")]);
+    parts.push(obj);
+    length += obj.length;
+  });
+  const xref = offsets.map((o) => `${String(o).padStart(10, "0")} 00000 n \n`).join("");
+  parts.push(Buffer.from(`xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${xref}trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${length}\n%%EOF\n`));
+  return Buffer.concat(parts);
+}
 
 describe("DOCX (mammoth)", () => {
   it("extracts the code of conduct as paragraphs and list items", async () => {
@@ -403,6 +479,77 @@ describe("Subtitles", () => {
     const vtt = "WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nBad &#x110000; and &#99999999; refs\n\n00:00:03.000 --> 00:00:04.000\nNot &constructor; or &__proto__; &eacute;t&eacute; &#233;&nbsp;ok&lrm;\n";
     const x = await run(Buffer.from(vtt), "vtt", "text/vtt");
     expect(x.units.map((u) => u.text)).toEqual(["Bad \ufffd and \ufffd refs", "Not &constructor; or &__proto__; \u00e9t\u00e9 \u00e9 ok"]);
+  });
+});
+
+describe("unit fields are capped at MAX_FIELD_CHARS, so a long heading or question is not copied onto every unit", () => {
+  // Before: a 200 KB Markdown file made 60 MB of JSON; a 5 MB CSV header over 200 answers, about 1 GB.
+  const long = (c: string) => `${c.repeat(20_000)} ${c.repeat(10_000)}`;
+  const words = Array.from({ length: 200 }, (_, i) => `word${i}`);
+  const cases: { name: string; kind: FileKind; type: string; bytes: () => Buffer; full: string }[] = [
+    { name: "Markdown headings", kind: "markdown", type: "text/markdown", bytes: () => Buffer.from(`# ${long("a")}\n\n## ${long("b")}\n\n${words.join("\n\n")}`), full: long("b") },
+    {
+      name: "DOCX headings",
+      kind: "docx",
+      type: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+      bytes: () => docx(`<w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr><w:r><w:t xml:space="preserve">${long("a")}</w:t></w:r></w:p>${words.map(paragraph).join("")}`),
+      full: long("a"),
+    },
+    { name: "CSV question", kind: "csv", type: "text/csv", bytes: () => Buffer.from(`id,"${long("q")}"\n${words.map((w, i) => `r${i},"the answer is ${w}"`).join("\n")}`), full: long("q") },
+    {
+      name: "JSON thread title",
+      kind: "json",
+      type: "application/json",
+      bytes: () => Buffer.from(JSON.stringify([{ title: long("t"), body: "Opening words", comments: words.map((w) => ({ author: "ann", body: `I agree, ${w}` })) }])),
+      full: long("t"),
+    },
+    { name: "JSON path", kind: "json", type: "application/json", bytes: () => Buffer.from(JSON.stringify({ [long("k")]: words.map((w) => `a comment about ${w}`) })), full: long("k") },
+    {
+      name: "WebVTT speaker",
+      kind: "vtt",
+      type: "text/vtt",
+      bytes: () => Buffer.from(`WEBVTT\n\n${words.map((w, i) => `00:00:${String(i % 60).padStart(2, "0")}.000 --> 00:00:${String(i % 60).padStart(2, "0")}.500\n<v ${i % 2 ? "Ann" : long("s")}>said ${w}`).join("\n\n")}\n`),
+      // The transcript lines carry the capped speaker too; the words are whole.
+      full: "said word199",
+    },
+  ];
+
+  it.each(cases)("$name", async ({ kind, type, bytes, full }) => {
+    const x = await run(bytes(), kind, type);
+    expect(x.units.length).toBeGreaterThanOrEqual(200);
+    const values = x.units.flatMap((u) => [...Object.values(u.fields ?? {}), u.speaker ?? "", u.locator ?? ""]);
+    expect(Math.max(...values.map((v) => v.length))).toBeLessThanOrEqual(MAX_FIELD_CHARS);
+    // The context is still there, shortened: its start and its end.
+    expect(values.some((v) => v.length > 400 && v.includes(" … "))).toBe(true);
+    // The per-unit overhead is bounded; the long text itself is still in extracted_text (once).
+    expect(JSON.stringify(x.units).length).toBeLessThan(200 * (MAX_FIELD_CHARS * 2 + 300));
+    expect(x.extracted_text).toContain(full);
+    expectVerbatim(x);
+  });
+
+  it("capField keeps start and end at word boundaries; long grid headers keep their options, other long twins their column", async () => {
+    expect(capField("short")).toBe("short");
+    const capped = capField(`${"lorem ipsum ".repeat(100)}[Option A]`);
+    expect(capped.length).toBeLessThanOrEqual(MAX_FIELD_CHARS);
+    expect(capped).toMatch(/^lorem ipsum .* … .*\[Option A\]$/);
+    expect(capped).not.toMatch(/ (lore|ipsu|lorem ipsu) … /);
+    expect(capField("😀".repeat(400))).not.toMatch(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/);
+    // A rating grid under a 1,000-character stem: the options stay apart. Two free-text columns whose headers differ
+    // only in the middle get their column number instead of merging into one question.
+    const stem = `How much do you agree with each statement ${"about the way the export dialog and the settings page work ".repeat(17)}`;
+    const twin = (middle: string) => `Tell us ${"more and more ".repeat(40)}${middle}${" and then some".repeat(40)}`;
+    const header = ["id", `${stem}[Speed]`, `${stem}[Clarity]`, twin("about export"), twin("about import")];
+    const rows = Array.from({ length: 12 }, (_, i) => [`r${i}`, String((i % 5) + 1), String(((i + 2) % 5) + 1), `Export note number ${i} is long enough`, `Import note ${i} says more`]);
+    const csv = Papa.unparse([header, ...rows]);
+    const x = await run(Buffer.from(csv), "csv", "text/csv");
+    const questions = [...new Set(x.units.map((u) => u.fields?.question))];
+    expect(questions).toHaveLength(4);
+    for (const q of questions) expect(q!.length).toBeLessThanOrEqual(MAX_FIELD_CHARS);
+    expect(questions.filter((q) => q!.endsWith("[Speed]") || q!.endsWith("[Clarity]"))).toHaveLength(2);
+    expect(questions.filter((q) => / \(column [45]\)$/.test(q!))).toHaveLength(2);
+    const grid = x.units.filter((u) => u.fields?.closed);
+    expect(new Set(grid.map((u) => u.fields?.option))).toEqual(new Set(["Speed", "Clarity"]));
+    expect(new Set(grid.map((u) => u.fields?.stem)).size).toBe(1);
   });
 });
 

@@ -126,6 +126,57 @@ describe("DOCX and XLSX archives are checked before they are read", () => {
   });
 });
 
+describe("tables are read from the cells that exist, within EXTRACT_MAX_TABLE_CELLS", () => {
+  afterEach(() => {
+    delete process.env.EXTRACT_MAX_TABLE_CELLS;
+  });
+
+  /** A workbook: a header in A1, then `rows` rows each with an answer in A and a value in the last column, XFD. */
+  function farColumnXlsx(rows: number): Buffer {
+    const text = (ref: string, t: string) => `<c r="${ref}" t="inlineStr"><is><t>${t}</t></is></c>`;
+    const body = Array.from({ length: rows }, (_, i) => `<row r="${i + 2}">${text(`A${i + 2}`, `Finding the export button took participant ${i + 2} a while`)}<c r="XFD${i + 2}"><v>${i}</v></c></row>`);
+    const ns = "http://schemas.openxmlformats.org";
+    return zip([
+      {
+        name: "[Content_Types].xml",
+        content: `<?xml version="1.0"?><Types xmlns="${ns}/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/><Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/></Types>`,
+      },
+      { name: "_rels/.rels", content: `<?xml version="1.0"?><Relationships xmlns="${ns}/package/2006/relationships"><Relationship Id="rId1" Type="${ns}/officeDocument/2006/relationships/officeDocument" Target="xl/workbook.xml"/></Relationships>` },
+      {
+        name: "xl/workbook.xml",
+        content: `<?xml version="1.0"?><workbook xmlns="${ns}/spreadsheetml/2006/main" xmlns:r="${ns}/officeDocument/2006/relationships"><sheets><sheet name="Responses" sheetId="1" r:id="rId1"/></sheets></workbook>`,
+      },
+      { name: "xl/_rels/workbook.xml.rels", content: `<?xml version="1.0"?><Relationships xmlns="${ns}/package/2006/relationships"><Relationship Id="rId1" Type="${ns}/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.xml"/></Relationships>` },
+      { name: "xl/worksheets/sheet1.xml", content: `<?xml version="1.0"?><worksheet xmlns="${ns}/spreadsheetml/2006/main"><sheetData><row r="1">${text("A1", "What was hardest?")}</row>${body.join("")}</sheetData></worksheet>` },
+    ]);
+  }
+
+  it("a small workbook with a value in column XFD on every row is read, and the process's memory stays flat", async () => {
+    // Reading every column up to XFD made exceljs create 16,384 cells per row: about 4 MB of heap each.
+    const bytes = farColumnXlsx(150);
+    expect(bytes.length).toBeLessThan(8 * 1024);
+    const peak0 = process.resourceUsage().maxRSS * 1024;
+    const x = await run(bytes, "xlsx");
+    const peakGrowth = process.resourceUsage().maxRSS * 1024 - peak0;
+    expect(x.units).toHaveLength(150);
+    expect(x.units[0]).toEqual({ kind: "response", text: "Finding the export button took participant 2 a while", speaker: "respondent 1", fields: { question: "What was hardest?" }, locator: "row 2" });
+    expect(peakGrowth).toBeLessThan(64 * MiB);
+  });
+
+  it("refuses an XLSX and a CSV whose rows × columns exceed the limit, and still reads a survey under it", async () => {
+    process.env.EXTRACT_MAX_TABLE_CELLS = "100000";
+    const message = "The table is refused: its rows and columns make more than 100,000 cells, the most we read from one file; split the file into smaller ones";
+    // 10 rows reaching column XFD: 163,840 cells, though only 20 exist.
+    const { err: xlsxErr } = await failure(async () => run(farColumnXlsx(10), "xlsx"));
+    expect([xlsxErr.reason, xlsxErr.message]).toEqual(["too_large", message]);
+    // A 2,000-column header over 100 one-cell rows: the table builder would lay out 200,000 cells.
+    const csv = `${Array.from({ length: 2000 }, (_, i) => `q${i}`).join(",")}\n${Array.from({ length: 100 }, (_, i) => `answer number ${i}`).join("\n")}`;
+    const { err: csvErr } = await failure(() => run(Buffer.from(csv), "csv"));
+    expect([csvErr.reason, csvErr.message]).toEqual(["too_large", message]);
+    expect((await run(await surveyXlsx(), "xlsx")).units.map((u) => u.text)).toContain("The exported PDF cut off my wide tables");
+  });
+});
+
 describe("the extracted text is capped while it is built, for every format", () => {
   beforeEach(() => {
     process.env.EXTRACT_MAX_TEXT_CHARS = "5000";
