@@ -31,6 +31,7 @@ import {
   buildRevisionEntity,
 } from "../document/document.entity";
 import { buildDocumentDeletionEntity } from "../document/deletion.entity";
+import { buildWorkspaceDeletionEntity } from "../workspace/deletion.entity";
 
 /**
  * Every ElectroDB entity of the service, in one catalogue (DESIGN.md section 3; docs/decisions.md "Entities
@@ -44,6 +45,7 @@ const catalogue = {
   workspace: buildWorkspaceEntity,
   membership: buildMembershipEntity,
   workspaceSettings: buildWorkspaceSettingsEntity,
+  workspaceDeletion: buildWorkspaceDeletionEntity,
   usage: buildUsageEntity,
   billingAccount: buildBillingAccountEntity,
   creditBoost: buildCreditBoostEntity,

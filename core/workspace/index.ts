@@ -22,7 +22,7 @@ import { consistentGet, type ItemRef, type Prefetch } from "../db/read";
 import { getAll } from "../db/bulk";
 import { CYCLES_ON, type MembershipEntity, type WorkspaceEntity } from "./workspace.entity";
 import { partitionOf } from "./keys";
-import { deleteWorkspace, dropMembership, purgeMemberItems, requireDropMembership } from "./deletion";
+import { deleteWorkspace, dropMembership, purgeMemberItems, requireDropMembership, WORKSPACE_DELETION_BUDGET_MS } from "./deletion";
 import { entitlementOf } from "../billing/entitlement";
 import { serviceLog } from "../log";
 import type {
@@ -329,15 +329,20 @@ export function createTransaction(w: { id: string; ownerId: string; input: Creat
   );
 }
 
-/** Workspaces a user owns, counted from their memberships (to start a missing counter). */
+/** Workspaces a user owns, counted from their memberships (to start a missing counter); one under deletion is not. */
 async function ownedCount(userId: string): Promise<number> {
   const { data } = await db().entities.membership.query.byUser({ user_id: userId }).go({ pages: "all" });
-  return data.filter((m) => m.role === "owner").length;
+  return data.filter((m) => m.role === "owner" && live(m)).length;
 }
 
-/** The caller's workspaces, most recently updated first (spec 01 `GET /api/workspaces`). */
+/**
+ * The caller's workspaces, most recently updated first (spec 01 `GET /api/workspaces`). A workspace whose deletion has
+ * begun is not listed (its owner's membership is marked `deleting_at`; the others' are deleted next:
+ * core/workspace/deletion.ts).
+ */
 export async function list(userId: string): Promise<{ workspaces: WorkspaceView[]; total: number }> {
-  const { data: memberships } = await db().entities.membership.query.byUser({ user_id: userId }).go({ pages: "all" });
+  const { data: all } = await db().entities.membership.query.byUser({ user_id: userId }).go({ pages: "all" });
+  const memberships = all.filter((m) => live(m));
   if (memberships.length === 0) return { workspaces: [], total: 0 };
   const roles = new Map(memberships.map((m) => [m.workspace_id, m.role]));
   const data = await getAll(memberships.map((m) => ({ id: m.workspace_id })), (keys) => db().entities.workspace.get(keys).go());
@@ -383,10 +388,13 @@ export async function update(userId: string, workspaceId: string, input: UpdateW
 }
 
 /**
- * Delete a workspace; owner only (spec 01 `DELETE /api/workspaces/{id}`): core/workspace/deletion.ts
- * `deleteWorkspace`. A deletion that stopped part-way is run again by the owner's next DELETE (the owner's membership,
- * marked, is still there and passes here only).
- * @throws AppError FORBIDDEN (403) for anyone but the owner (a workspace already gone included)
+ * Delete a workspace; owner only (spec 01 `DELETE /api/workspaces/{id}`: "deletes all associated data", 204):
+ * core/workspace/deletion.ts `deleteWorkspace`. Returns once the deletion is durable (its first transaction: from
+ * then on the workspace is not listed, refuses every request and no longer counts against `max_workspaces`), after
+ * as much of the cascade as the request's budget allows; the recovery sweeper finishes the rest. The owner's next
+ * DELETE goes on with it too (the owner's membership, marked, is still there and passes here only).
+ * @throws AppError FORBIDDEN (403) for anyone but the owner (a workspace already gone included); SERVICE_UNAVAILABLE
+ *   (503, retryable) when the first transaction kept colliding (nothing written); Error from DynamoDB (likewise)
  */
 export async function remove(userId: string, workspaceId: string): Promise<void> {
   const { data } = await db().entities.membership.get({ workspace_id: workspaceId, user_id: userId }).go({ consistent: true });
@@ -630,9 +638,11 @@ const OWNED_RECHECKS = 6;
 const OWNED_RECHECK_MS = 500;
 
 /**
- * Everything a deleted user owns (spec 02 user.deleted): workspaces they own are deleted whole (`deleteWorkspace`; a
- * redelivery finds the owner's membership, marked, and goes on); their memberships elsewhere are removed with their
- * seats given back, and their memory, skill suggestions and ratings there deleted (`purgeMemberItems`).
+ * Everything a deleted user owns (spec 02 user.deleted): workspaces they own are deleted whole (`deleteWorkspace`: each
+ * begun durably, its slot given back, and its cascade run within one budget shared by the whole delivery,
+ * `WORKSPACE_DELETION_BUDGET_MS`; what is left the recovery sweeper finishes; a redelivery finds the owner's
+ * membership, marked, and goes on); their memberships elsewhere are removed with their seats given back, and their
+ * memory, skill suggestions and ratings there deleted (`purgeMemberItems`).
  *
  * The user's memberships are found on gsi2, which is eventually consistent: a workspace whose create committed a
  * moment before the deletion began (its transaction checked the user item before `deleting_at`) may be missing from
@@ -643,23 +653,25 @@ const OWNED_RECHECK_MS = 500;
  * @throws the DynamoDB and S3 clients' errors (the redelivered event runs the cascade again)
  */
 export async function removeAllOf(user: User.User): Promise<void> {
-  await removeMemberships(user);
+  // One budget for every owned workspace's cascade: the webhook's request must answer; each deletion is begun anyway.
+  const deadline = Date.now() + WORKSPACE_DELETION_BUDGET_MS;
+  await removeMemberships(user, deadline);
   for (let pass = 0; pass < OWNED_RECHECKS; pass++) {
     const { data: account } = await db().entities.billingAccount.get({ user_id: user.id }).go({ consistent: true });
     // No counter: no workspace was created since it exists, so none can have raced the deletion.
     if (!account?.workspaces_owned) return;
     await sleep(OWNED_RECHECK_MS);
-    await removeMemberships(user);
+    await removeMemberships(user, deadline);
   }
   serviceLog("workspace").warn("a deleted user's owned-workspaces counter is still above 0", { user_id: user.id });
 }
 
 /** One pass of `removeAllOf` over the user's memberships as gsi2 lists them now. */
-async function removeMemberships(user: User.User): Promise<void> {
+async function removeMemberships(user: User.User, deadline: number): Promise<void> {
   const { data: memberships } = await db().entities.membership.query.byUser({ user_id: user.id }).go({ pages: "all" });
   for (const m of memberships) {
     if (m.role === "owner") {
-      await deleteWorkspace(user.id, m.workspace_id);
+      await deleteWorkspace(user.id, m.workspace_id, { deadline });
       continue;
     }
     // Purged before the membership goes (a redelivery after a crash finds the membership, so the purge runs again)

@@ -2,6 +2,7 @@ import { Logger } from "@aws-lambda-powertools/logger";
 import { Config } from "../../core/config";
 import { sweepSources, type SourceSweepReport } from "../../core/pipeline/recovery";
 import { sweepDocumentDeletions, type DeletionSweepReport } from "../../core/document/deletion";
+import { sweepWorkspaceDeletions, type WorkspaceDeletionSweepReport } from "../../core/workspace/deletion";
 
 const logger = new Logger({ serviceName: "research-to-delivery", logLevel: Config.logLevel() as "INFO" });
 
@@ -10,19 +11,28 @@ const logger = new Logger({ serviceName: "research-to-delivery", logLevel: Confi
  * (local/recovery.ts). Research sources (issue #10; core/pipeline/recovery.ts): restarts the extraction of pending
  * sources whose execution is gone, indexes completed sources whose Index step never finished, and fails uploads
  * that never arrived. Documents (core/document/deletion.ts): finishes the deletions a DELETE began and did not end.
- * Queries sparse `due` indexes; never scans. One sweep failing does not stop the other.
- * @returns the sweeps' counts by outcome (the sources' at the top level, the documents' under `document_deletions`).
+ * Workspaces (core/workspace/deletion.ts): goes on with the workspace deletions a DELETE or a `user.deleted` began and
+ * did not end, within a work budget. Queries sparse `due` indexes; never scans. One sweep failing does not stop the
+ * others.
+ * @returns the sweeps' counts by outcome (the sources' at the top level, the documents' under `document_deletions`,
+ *   the workspaces' under `workspace_deletions`).
  */
-export async function handler(): Promise<Omit<SourceSweepReport, "errors"> & { document_deletions: Omit<DeletionSweepReport, "errors"> }> {
-  const [sourcesRun, documentsRun] = await Promise.allSettled([sweepSources(), sweepDocumentDeletions()]);
-  // A sweep whose query failed throws once the other has run (the schedule's next run tries both again).
+export async function handler(): Promise<
+  Omit<SourceSweepReport, "errors"> & { document_deletions: Omit<DeletionSweepReport, "errors">; workspace_deletions: Omit<WorkspaceDeletionSweepReport, "errors"> }
+> {
+  const [sourcesRun, documentsRun, workspacesRun] = await Promise.allSettled([sweepSources(), sweepDocumentDeletions(), sweepWorkspaceDeletions()]);
+  // A sweep whose query failed throws once the others have run (the schedule's next run tries them all again).
   if (sourcesRun.status === "rejected") throw sourcesRun.reason;
   if (documentsRun.status === "rejected") throw documentsRun.reason;
+  if (workspacesRun.status === "rejected") throw workspacesRun.reason;
   const { errors, ...counts } = sourcesRun.value;
   for (const error of errors) logger.error("source recovery failed with an internal error", { error: error as Error });
   if (counts.due > 0) logger.info("source recovery sweep", counts);
   const { errors: deletionErrors, ...deletions } = documentsRun.value;
   for (const error of deletionErrors) logger.error("finishing a document deletion failed", { error: error as Error });
   if (deletions.due > 0) logger.info("document deletion sweep", deletions);
-  return { ...counts, document_deletions: deletions };
+  const { errors: workspaceErrors, ...workspaces } = workspacesRun.value;
+  for (const error of workspaceErrors) logger.error("going on with a workspace deletion failed", { error: error as Error });
+  if (workspaces.due > 0) logger.info("workspace deletion sweep", workspaces);
+  return { ...counts, document_deletions: deletions, workspace_deletions: workspaces };
 }

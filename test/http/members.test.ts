@@ -7,7 +7,8 @@ import { describe, expect, it } from "vitest";
 import { call, idp, newUser, newWorkspace } from "../support/api";
 import { db } from "../../core/db/service";
 import * as User from "../../core/user";
-import { expectEnvelope, partitionItems, userWithEmail } from "./_helpers";
+import { expectEnvelope, partitionItems, putRaw, userWithEmail } from "./_helpers";
+import { storeFails } from "../support/store-faults";
 import { learnFromStatement } from "../../core/memory/learn";
 import { PLANS } from "../../core/billing/plans";
 
@@ -266,6 +267,51 @@ describe("removing a member under contention", () => {
     expectEnvelope(await call("DELETE", members(workspace.id, u.id), { token: owner.token }), 404, "NOT_FOUND");
     const { db } = await import("../../core/db/service");
     expect((await db().entities.usage.get({ workspace_id: workspace.id }).go({ consistent: true })).data?.members).toBe(1);
+  });
+});
+
+describe("a removed member's own items never outlive the removal", () => {
+  /** A member's memory and skill suggestion in the workspace, as stand-in items (the sort keys the purge deletes). */
+  async function ownItems(workspaceId: string, userId: string) {
+    for (const sk of [`memory#${userId}#${randomUUID()}`, `memhead#${userId}`, `skillsug#${userId}#${randomUUID()}`]) await putRaw(workspaceId, sk);
+  }
+  const itemsOf = async (workspaceId: string, userId: string) =>
+    (await partitionItems(`ws#${workspaceId}`)).map((i) => String(i.sk)).filter((sk) => sk.includes(userId));
+
+  it("a removal whose purge fails (500) is sent again and purges: no memory item is left", async () => {
+    const { owner, workspace } = await newWorkspace("Purge fails");
+    const m = await newUser();
+    expect((await add(workspace.id, owner.token, m.email)).status).toBe(201);
+    await ownItems(workspace.id, m.id);
+    // The store stops answering the purge's first batch delete, as a throttle or a crash there would leave it.
+    const fault = storeFails(/^BatchWrite/, `memory#${m.id}`, 1);
+    let failed;
+    try {
+      failed = await call("DELETE", members(workspace.id, m.id), { token: owner.token });
+    } finally {
+      fault.remove();
+    }
+    expect(fault.failed()).toBe(1);
+    expect(failed.status, failed.text).toBeGreaterThanOrEqual(500);
+
+    const again = await call("DELETE", members(workspace.id, m.id), { token: owner.token });
+    expect(again.status, again.text).toBe(204);
+    expect(await itemsOf(workspace.id, m.id)).toEqual([]);
+    expect((await call("GET", members(workspace.id), { token: owner.token })).body.total).toBe(1);
+  });
+
+  it("removing someone already removed purges what is left of theirs before the 404; a caller without the role purges nothing", async () => {
+    const { owner, workspace } = await newWorkspace("Purged on 404");
+    const [m, plain] = await Promise.all([newUser(), newUser()]);
+    for (const u of [m, plain]) expect((await add(workspace.id, owner.token, u.email, "member")).status).toBe(201);
+    expect((await call("DELETE", members(workspace.id, m.id), { token: owner.token })).status).toBe(204);
+    // What a removal that failed after its drop (or one older than purging) left behind.
+    await ownItems(workspace.id, m.id);
+
+    expectEnvelope(await call("DELETE", members(workspace.id, m.id), { token: plain.token }), 403, "FORBIDDEN");
+    expect(await itemsOf(workspace.id, m.id)).toHaveLength(3);
+    expectEnvelope(await call("DELETE", members(workspace.id, m.id), { token: owner.token }), 404, "NOT_FOUND");
+    expect(await itemsOf(workspace.id, m.id)).toEqual([]);
   });
 });
 
