@@ -311,6 +311,9 @@ export async function batch(userId: string, input: BatchInsightsInput): Promise<
   // finishChange re-reads every target as it is, so a batch that changed only some leaves their rows right too.
   const outcomes = await asChange(input.workspace_id, targets.map((i) => i.id), async () => {
     const settled = await limit.map(targets, async (i): Promise<{ id: string; outcome: "updated" | "gone" | "failed" | "error"; err?: unknown }> => {
+      // Past the budget no write starts (each may spend the SDK's own backoff): those left are answered as not done,
+      // inside the function's time, rather than a gateway timeout outside the envelope.
+      if (Date.now() >= deadline) return { id: i.id, outcome: "failed" };
       try {
         await pRetry(() => db().entities.insight.patch({ workspace_id: i.workspace_id, id: i.id }).set({ is_archived: archive }).go(), {
           retries: BATCH_WRITE_TRIES - 1,

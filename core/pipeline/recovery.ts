@@ -4,6 +4,7 @@ import { db } from "../db/service";
 import * as Research from "../research";
 import { SOURCE_DUE } from "../research/research-source.entity";
 import { objectSize } from "../storage";
+import { PRESIGN_VALID_SECONDS } from "../storage/presign";
 import { hasExtractionTimedOut, isExtractionRunning, startExtraction } from "./index";
 import { indexMentions, mentionIndexingEnabled } from "./mentions";
 
@@ -27,8 +28,8 @@ export interface SourceSweepReport {
   errors: unknown[];
 }
 
-/** How long a presigned upload URL is valid (core/storage/presign.ts default), ms. */
-const PRESIGN_VALID_MS = 900_000;
+/** How long a presigned upload URL is valid, ms (the one setting reprocess also reads: core/research). */
+const PRESIGN_VALID_MS = PRESIGN_VALID_SECONDS * 1000;
 
 /**
  * The recovery sweeper of research sources (issue #10; the pattern of DESIGN.md 6.2): the durable record drives the

@@ -329,15 +329,16 @@ export async function remove(userId: string, sourceId: string): Promise<void> {
 /**
  * `POST /api/research/sources/{id}/reprocess`: pending or failed goes (back) to pending with a new attempt number
  * and extraction runs again; completed is refused. The failed attempt's `processing_error` and `processed_at` go.
- * @throws AppError ALREADY_PROCESSED (422) for a completed source; CONFLICT (409) for a presigned source whose file has
- *   not arrived while its upload URL is still valid (extraction starts when it arrives), or one changed meanwhile.
+ * A presigned source whose file has not arrived while its upload URL is still valid is answered as it is (pending)
+ * and nothing starts: its extraction starts when the file arrives (functions/events/s3-upload.ts).
+ * @throws AppError ALREADY_PROCESSED (422) for a completed source; CONFLICT (409) for one changed meanwhile.
  */
 export async function reprocess(userId: string, sourceId: string): Promise<SourceView> {
   const item = await requireSource(userId, sourceId);
   if (!processing.canTransition(item.processing_status, "pending")) {
     throw new AppError("ALREADY_PROCESSED", "This source is already processed");
   }
-  await refuseBeforeUpload(item);
+  if (await awaitingUpload(item)) return toView(item);
   const attempt = item.processing_attempt + 1;
   let updated: SourceItem;
   try {
@@ -359,17 +360,14 @@ export async function reprocess(userId: string, sourceId: string): Promise<Sourc
 }
 
 /**
- * A presigned source still waiting for its file: extraction started now would fail it ("the uploaded file is
- * missing"), and the upload that then arrives would start nothing (only a pending source is extracted on upload).
+ * A presigned source still waiting for its file, its upload URL still valid. Extraction started now would fail it
+ * ("the uploaded file is missing"), and the upload that then arrives would start nothing (only a pending source is
+ * extracted on upload), so reprocess leaves it pending for that upload.
  */
-async function refuseBeforeUpload(item: SourceItem): Promise<void> {
-  if (item.processing_status !== "pending" || item.upload_method !== "presigned") return;
-  const expires = Date.parse(item.created_at) + PRESIGN_VALID_SECONDS * 1000;
-  if (Date.now() >= expires || (await objectSize(item.file_key)) !== null) return;
-  throw new AppError(
-    "CONFLICT",
-    `The file has not been uploaded yet: upload it with the URL from POST /api/research/upload-url (valid until ${new Date(expires).toISOString()}); extraction starts when it arrives`,
-  );
+async function awaitingUpload(item: SourceItem): Promise<boolean> {
+  if (item.processing_status !== "pending" || item.upload_method !== "presigned") return false;
+  if (Date.now() >= Date.parse(item.created_at) + PRESIGN_VALID_SECONDS * 1000) return false;
+  return (await objectSize(item.file_key)) === null;
 }
 
 // ---- used by the extraction steps (functions/steps) ----

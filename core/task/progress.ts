@@ -169,8 +169,9 @@ async function stream(userId: string, task: TaskItem, sink: ProgressSink, deadli
       // their way (the channel reads every ~250 ms). Sending the read and moving `seen` past them would drop their
       // phases, and a terminal read would close the stream before them. So the re-send repeats what the client has,
       // and the images follow in revision order. Only if the channel delivered nothing by the next silence is the read
-      // trusted (an image lost, e.g. to an iterator reset): the stream must not wait forever.
-      if (live && revisionOf(item) > seen && behindAt !== seen && lastSent) {
+      // trusted (an image lost, e.g. to an iterator reset): the stream must not wait forever. A read that differs from
+      // what the client has only by its heartbeat (the worker's 10 s beat) holds no phase to skip: it goes out as read.
+      if (live && revisionOf(item) > seen && behindAt !== seen && lastSent && newsKey(toProgress(item)) !== last) {
         behindAt = seen;
         send(lastSent);
         continue;
