@@ -95,7 +95,8 @@ export async function usageOf(scope: GateScope, usage: PlanUsage): Promise<{ cur
     case "workspaces": {
       if (limits.max_workspaces === null) return { current: 0, limit: null, plan };
       const { data } = await db().entities.membership.query.byUser({ user_id: scope.userId }).go({ pages: "all" });
-      return { current: data.filter((m) => m.role === "owner").length, limit: limits.max_workspaces, plan };
+      // One whose deletion has begun is not counted (a deletion begun before the records still sits in this index).
+      return { current: data.filter((m) => m.role === "owner" && !m.deleting_at).length, limit: limits.max_workspaces, plan };
     }
     case "seats": {
       if (limits.max_seats_per_workspace === null) return { current: 0, limit: null, plan };

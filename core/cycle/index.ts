@@ -13,7 +13,7 @@ import { serviceLog } from "../log";
 import { db } from "../db/service";
 import { asWrite } from "../db/agent-write";
 import { isConditionalFailure } from "../db/errors";
-import { settingsOf, workspacesWithCycles } from "../workspace";
+import { deletionBegun, settingsOf, workspacesWithCycles } from "../workspace";
 import { planOf } from "../billing/gates";
 import { payerOf } from "../billing/charge";
 import { createTask, isTerminal, readTask } from "../task";
@@ -63,6 +63,8 @@ export async function startCycle(workspaceId: string, now: Date): Promise<"start
   const date = utcDate(now);
   const settings = await settingsOf(workspaceId);
   if (!settings.researchCycleEnabled) return { skip: "research cycles are disabled" };
+  // Its settings item outlives the first passes of a long deletion: a workspace being deleted starts no paid work.
+  if (await deletionBegun(workspaceId)) return { skip: "the workspace is being deleted" };
   const owner = await payerOf(workspaceId);
   const { plan, limits } = await planOf({ userId: owner, workspaceId });
   if (!limits.has_overnight_cycles) return { skip: `the plan in effect (${plan}) has no overnight cycles` };
@@ -205,8 +207,8 @@ async function retryOne(seen: CycleItem, now: Date): Promise<boolean> {
   // A cycle is a night's: a retry due after its date ended (the sweeper was down) is dropped.
   const nightEnds = Date.parse(`${record.date}T00:00:00.000Z`) + 86_400_000;
   const settings = await settingsOf(record.workspace_id);
-  // Cycles turned off since the failure: the retry is dropped, not run and charged.
-  if (record.attempts >= MAX_CYCLE_ATTEMPTS || now.getTime() >= nightEnds || !settings.researchCycleEnabled) {
+  // Cycles turned off since the failure, or the workspace being deleted: the retry is dropped, not run and charged.
+  if (record.attempts >= MAX_CYCLE_ATTEMPTS || now.getTime() >= nightEnds || !settings.researchCycleEnabled || (await deletionBegun(record.workspace_id))) {
     try {
       await db().entities.researchCycle.patch(key).remove(["retry", "retry_at"]).where((attr, op) => op.eq(attr.attempts, record.attempts)).go();
     } catch (err) {

@@ -9,14 +9,18 @@ const isMissing = (err: unknown): boolean => ["NoSuchKey", "NotFound"].includes(
 export const workspacePrefix = (workspaceId: string) => `workspaces/${workspaceId}/`;
 
 /**
- * Delete every object under `prefix` in the uploads bucket (1,000 keys per request).
+ * Delete every object under `prefix` in the uploads bucket (1,000 keys per request), each listed page before the
+ * next is read, so a run stopped part-way keeps what it deleted.
+ * @param opts.deadline ms since the epoch after which no new page is read (a budgeted caller: a workspace deletion)
+ * @returns how many objects were deleted, or -1 when the deadline came before the prefix was empty
  * @throws Error when S3 reports per-key errors, so the caller does not go on as if the files were gone.
  */
-export async function deletePrefix(prefix: string): Promise<number> {
+export async function deletePrefix(prefix: string, opts: { deadline?: number } = {}): Promise<number> {
   const { client, sdk } = await s3();
   let deleted = 0;
   let token: string | undefined;
   do {
+    if (opts.deadline !== undefined && Date.now() >= opts.deadline) return -1;
     const page = await client.send(new sdk.ListObjectsV2Command({ Bucket: Config.bucketName(), Prefix: prefix, ContinuationToken: token }));
     const keys = (page.Contents ?? []).map((o) => ({ Key: o.Key! }));
     if (keys.length > 0) {

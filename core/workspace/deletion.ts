@@ -17,7 +17,7 @@ import { Config } from "../config";
 import { db } from "../db/service";
 import { dynamoClient } from "../db/client";
 import { cancelCodes, isConditionalFailure } from "../db/errors";
-import { conflictPause } from "../db/transact";
+import { conflictPause, transactRetryingConflicts } from "../db/transact";
 import { deleteKeys, partitionKeys } from "../db/partition";
 import { AppError, Errors } from "../error";
 import { COUNTED_TRIES } from "../billing/counters";
@@ -66,6 +66,14 @@ const due = (from: number, attempts: number) =>
 
 /** The deletion record's entity, bound to the configured table and client. */
 const deletions = () => db().entities.workspaceDeletion;
+
+/**
+ * Whether a workspace's deletion has begun and not finished (its record exists; strongly consistent): for work that
+ * starts without a member's request (the nightly research cycles), which no membership check stops.
+ */
+export async function deletionBegun(workspaceId: string): Promise<boolean> {
+  return (await deletions().get({ workspace_id: workspaceId }).go({ consistent: true })).data !== null;
+}
 
 /**
  * Begin a workspace's deletion, in one transaction: the owner's membership is marked `deleting_at` (kept if already
@@ -118,7 +126,11 @@ export async function beginWorkspaceDeletion(ownerId: string, workspaceId: strin
     if (codes[0] === "ConditionalCheckFailed") return false;
     // A record already: the deletion began before (its slot is back); this run goes on with it.
     if (codes[1] === "ConditionalCheckFailed") return true;
-    // A conflict, or the counter moved under its condition: read it again.
+    // Refused for another reason than a collision or a condition (a throttle, a size): nothing was written.
+    if (codes.some((c) => !["None", "TransactionConflict", "ConditionalCheckFailed"].includes(c))) {
+      throw new Error(`The workspace deletion could not begin (${codes.join(", ")})`);
+    }
+    // A collision, or the counter moved under its condition: read it again.
     await conflictPause(attempt);
   }
   throw new AppError("SERVICE_UNAVAILABLE", "The workspace is busy; try deleting it again", { retryable: true });
@@ -153,13 +165,12 @@ export async function runWorkspaceDeletion(ownerId: string, workspaceId: string,
   const { deletePrefix, workspacePrefix } = await import("../storage");
   for (let pass = 0; pass < 2; pass++) {
     if (Date.now() >= deadline) return "paused";
-    await deletePrefix(workspacePrefix(workspaceId));
+    if ((await deletePrefix(workspacePrefix(workspaceId), { deadline })) < 0) return "paused";
     if (!(await deletePartitionPages(pk, kept, deadline))) return "paused";
   }
-  for (let attempt = 1; attempt <= COUNTED_TRIES; attempt++) {
-    const result = await createWriteTransaction(
-      db().pick("workspace", "membership", "workspaceDeletion"),
-      ({ workspace, membership, workspaceDeletion }) => [
+  const codes = await transactRetryingConflicts(
+    () =>
+      createWriteTransaction(db().pick("workspace", "membership", "workspaceDeletion"), ({ workspace, membership, workspaceDeletion }) => [
         workspace.remove({ id: workspaceId }).commit(),
         membership.delete({ workspace_id: workspaceId, user_id: ownerId }).commit(),
         // The list indexes' marks (core/db/slim-index.ts): a first listing's backfill may have written one after the
@@ -168,20 +179,20 @@ export async function runWorkspaceDeletion(ownerId: string, workspaceId: string,
         markDelete(TASK_LIST_INDEX, workspaceId) as never,
         markDelete(ANSWER_INDEX, workspaceId) as never,
         workspaceDeletion.delete({ workspace_id: workspaceId }).commit(),
-      ],
-    ).go();
-    const codes = cancelCodes(result);
-    if (codes.length === 0) return "finished";
-    if (codes[0] === "ConditionalCheckFailed") {
-      // The workspace item is gone: another run finished. What it left (a crash between its deletes) goes, record last.
-      await db().entities.membership.delete({ workspace_id: workspaceId, user_id: ownerId }).go();
-      await deletions().delete({ workspace_id: workspaceId }).go();
-      return "gone";
-    }
-    // A conflict (a write to the workspace item at the same moment): tried again.
-    await conflictPause(attempt);
+      ]).go(),
+    COUNTED_TRIES,
+    () => new AppError("SERVICE_UNAVAILABLE", "The workspace is busy; try deleting it again", { retryable: true }),
+  );
+  if (codes.length === 0) return "finished";
+  if (codes[0] === "ConditionalCheckFailed") {
+    // The workspace item is gone: this step ran before and something stopped it from being seen (an interrupted
+    // clean-up of this branch, or a deletion by code older than the records). What is left goes, record last.
+    await db().entities.membership.delete({ workspace_id: workspaceId, user_id: ownerId }).go();
+    await deletions().delete({ workspace_id: workspaceId }).go();
+    return "gone";
   }
-  throw new AppError("SERVICE_UNAVAILABLE", "The workspace is busy; try deleting it again", { retryable: true });
+  // Refused for another reason (a throttle, a size): the record stays, and the next run tries again.
+  throw new Error(`The workspace deletion's last step was refused (${codes.join(", ")})`);
 }
 
 /**

@@ -22,7 +22,8 @@ import { consistentGet, type ItemRef, type Prefetch } from "../db/read";
 import { getAll } from "../db/bulk";
 import { CYCLES_ON, type MembershipEntity, type WorkspaceEntity } from "./workspace.entity";
 import { partitionOf } from "./keys";
-import { deleteWorkspace, dropMembership, purgeMemberItems, requireDropMembership, WORKSPACE_DELETION_BUDGET_MS } from "./deletion";
+import { beginWorkspaceDeletion, deleteWorkspace, deletionBegun, dropMembership, purgeMemberItems, requireDropMembership, WORKSPACE_DELETION_BUDGET_MS } from "./deletion";
+export { deletionBegun };
 import { entitlementOf } from "../billing/entitlement";
 import { serviceLog } from "../log";
 import type {
@@ -342,6 +343,9 @@ async function ownedCount(userId: string): Promise<number> {
  */
 export async function list(userId: string): Promise<{ workspaces: WorkspaceView[]; total: number }> {
   const { data: all } = await db().entities.membership.query.byUser({ user_id: userId }).go({ pages: "all" });
+  // An owner's membership marked but still in this index was marked by a deletion older than the deletion records,
+  // which nothing finishes: begin it properly (idempotent), so it gets its record, the sweeper, and the slot back.
+  for (const m of all) if (m.role === "owner" && m.deleting_at) await beginWorkspaceDeletion(userId, m.workspace_id);
   const memberships = all.filter((m) => live(m));
   if (memberships.length === 0) return { workspaces: [], total: 0 };
   const roles = new Map(memberships.map((m) => [m.workspace_id, m.role]));

@@ -22,6 +22,7 @@ import { cycleOf, cycleTaskId, runNightlyCycles, START_RETRIES, utcDate } from "
 import { readTask } from "../../core/task";
 import { handler } from "../../functions/events/task-cycles";
 import type { CycleChanges } from "../../core/cycle/digest";
+import { beginWorkspaceDeletion } from "../../core/workspace/deletion";
 
 const DAY = 86_400_000;
 const night = (k: number) => new Date(Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), new Date().getUTCDate()) + k * DAY + 2 * 3_600_000);
@@ -101,6 +102,17 @@ describe("a source still processing at a night's cutoff", () => {
     expect(second.status).toBe("completed");
     expect((second.result_data as { changes: CycleChanges }).changes.new_sources.map((s) => s.id)).toEqual([late]);
   }, 240_000);
+});
+
+describe("a workspace whose deletion has begun", () => {
+  it("starts no cycle: its settings item outlives the deletion's first passes, but no paid work starts", async () => {
+    const ws = await enabled("Deleted at night");
+    expect(await beginWorkspaceDeletion(ws.owner.id, ws.workspace.id)).toBe(true);
+    const report = await runNightlyCycles({ now: night(0), workspaceIds: [ws.workspace.id] });
+    expect(report.skipped).toEqual([{ workspace_id: ws.workspace.id, reason: "the workspace is being deleted" }]);
+    expect(await cycleOf(ws.workspace.id, utcDate(night(0)))).toBeNull();
+    expect(await readTask(ws.workspace.id, cycleTaskId(ws.workspace.id, utcDate(night(0)), 1))).toBeNull();
+  });
 });
 
 describe("a digest that cannot be sent", () => {

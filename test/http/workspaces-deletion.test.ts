@@ -67,6 +67,8 @@ describe("a workspace DELETE that dies part-way is finished by the recovery swee
     }
     expect(fault.failed()).toBeGreaterThan(0);
     expect(res.status, res.text).toBe(204);
+    // A file that lands after the request's own pass over the bucket (an upload in flight): the sweeper removes it.
+    await (await s3Client()).send(new PutObjectCommand({ Bucket: Config.bucketName(), Key: `workspaces/${workspace.id}/sources/c/late.txt`, Body: "late" }));
 
     // Durable at once: listed for no one, shut for everyone, and its slot is back.
     expect(await listedIds(owner.token)).not.toContain(workspace.id);
@@ -90,6 +92,22 @@ describe("a workspace DELETE that dies part-way is finished by the recovery swee
     expect(await owned(owner.id)).toBe(before);
     expectEnvelope(await call("DELETE", ws(workspace.id), { token: owner.token }), 403, "FORBIDDEN");
     expect((await sweepWorkspaceDeletions({ now: later, workspaceId: workspace.id })).due).toBe(0);
+  });
+
+  it("a workspace marked by a deletion older than the records is begun properly on its owner's next listing, then swept", async () => {
+    const { owner, workspace } = await filledWorkspace("Half-deleted before the records");
+    for (const name of ["Second", "Third"]) expect((await call("POST", "/api/workspaces", { token: owner.token, body: { name } })).status).toBe(201);
+    // As the earlier code left it: the owner's membership marked and still in the user index, no record, slot held.
+    await db().entities.membership.patch({ workspace_id: workspace.id, user_id: owner.id }).set({ deleting_at: new Date().toISOString() }).go();
+    const held = (await owned(owner.id))!;
+    expect(await listedIds(owner.token)).not.toContain(workspace.id);
+    expect(await owned(owner.id)).toBe(held - 1);
+    expect((await partitionItems(`ws#${workspace.id}`)).map((i) => String(i.sk))).toContain("wsdelete");
+    expect((await call("POST", "/api/workspaces", { token: owner.token, body: { name: "Fourth" } })).status).toBe(201);
+    const swept = await sweepWorkspaceDeletions({ now: Date.now() + WORKSPACE_DELETION_GRACE_MS + 1_000, workspaceId: workspace.id });
+    expect(swept).toMatchObject({ due: 1, finished: 1, failed: 0 });
+    expect(await partitionItems(`ws#${workspace.id}`)).toEqual([]);
+    expect(await storedFiles(workspace.id)).toEqual([]);
   });
 
   it("a sweep out of budget makes the deletion due again at once; the next sweep finishes it", async () => {
