@@ -3,7 +3,7 @@
  * any other JSON becomes one `paragraph` unit per prose string leaf.
  */
 import { unreadable } from "./errors";
-import { capField } from "./limits";
+import { capField, MAX_FIELD_CHARS } from "./limits";
 import { markdownToPlain } from "./markdown";
 import { TextBuilder } from "./text";
 import type { Extraction } from "./types";
@@ -101,7 +101,8 @@ function threadsToExtraction(threads: JsonObject[]): Extraction {
     b.text(title);
     if (meta) b.text(`\n${meta}`);
     // Capped once per thread and shared by its comments (limits.ts, MAX_FIELD_CHARS): the title is repeated on each.
-    const fields = { title: capField(title), url: capField(url ?? "") };
+    // A cut URL is no link: one longer than a field may be is left out (the thread's text still names it).
+    const fields = { title: capField(title), url: (url ?? "").length <= MAX_FIELD_CHARS ? (url ?? "") : "" };
 
     const entries: { o: JsonObject; body: string; locator: string }[] = [];
     const body = bodyOf(t);
@@ -114,7 +115,7 @@ function threadsToExtraction(threads: JsonObject[]): Extraction {
       const author = authorOf(e.o);
       const date = dateOf(e.o);
       b.text(`\n\n${author ?? "Unknown author"}${date ? ` (${date})` : ""}:\n`);
-      b.unit({ kind: "comment", text: markdownToPlain(e.body), speaker: author, fields: { ...fields, date: capField(date ?? "") }, locator: e.locator });
+      b.unit({ kind: "comment", text: markdownToPlain(e.body), speaker: author === undefined || author === null ? author : capField(author), fields: { ...fields, date: capField(date ?? "") }, locator: e.locator });
     }
   });
   return b.build("json");

@@ -78,7 +78,7 @@ export function tablesToExtraction(tables: Table[], engine: string): Extraction 
     const where = (row: number) => (table.name && tables.length > 1 ? `${table.name} row ${row}` : `row ${row}`);
     const speakerOf = (r: (typeof data)[number]) => {
       const id = idCol >= 0 ? (r.cells[idCol] ?? "").trim() : "";
-      return id || `respondent ${r.n}${sheetTag}`;
+      return id ? capField(id) : `respondent ${r.n}${sheetTag}`;
     };
 
     if (tables.length > 1 && table.name) {

@@ -486,7 +486,14 @@ export interface SweepReport {
  * not claimed is only taken by the next sweep a minute later. Tools run 15-60 s under a lease (60 s by default) they
  * renew while they run: two leases, at least 2 minutes.
  */
-export const sweepRowBudgetMs = (): number => Math.max(120_000, 2 * leaseMs());
+export const sweepRowBudgetMs = (): number => Math.min(Math.max(120_000, 2 * leaseMs()), SWEEP_ROW_BUDGET_MAX_MS);
+
+/**
+ * The most a row's budget may be, ms: two thirds of the executor Lambda's 300 s (stacks/PendingActions.ts
+ * EXECUTOR_TIMEOUT_SECONDS), so a long lease setting (PENDING_ACTION_LEASE_SECONDS of 150 or more) still leaves the
+ * sweeper time to claim rows instead of none.
+ */
+const SWEEP_ROW_BUDGET_MAX_MS = 200_000;
 
 /**
  * The sweeper (DESIGN.md 6.2): re-drive the rows the stream did not finish. Queries the sparse `due` index (never a

@@ -125,7 +125,7 @@ export function insightsForPrompt(insights: InsightInput[], budget = INSIGHT_PRO
     const brief = shown.get(i);
     if (brief === undefined) break;
     const full = insightLine(i);
-    if (used + full.length - brief.length > budget) continue;
+    if (used + full.length - brief.length > budget) break; // strictly the strongest first, as the prompt says
     shown.set(i, full);
     used += full.length - brief.length;
     detailed++;
