@@ -37,7 +37,7 @@ import { TERMINAL_CATEGORIES, type Platform, type TicketCategory } from "./mappi
 import { assertTransition, canTransition, checkBatchTransition, type TicketStatus } from "./status";
 import { trackerOf, type IssueRead, type Tracker } from "./trackers";
 import type { ExecutionTicketEntity } from "./ticket.entity";
-import { fitResponse } from "../response-size";
+import { fitResponse, LIST_RESPONSE_BYTES, wireBytes } from "../response-size";
 import {
   DEFAULT_TICKET_BLOCK_TYPES,
   type ExecutionTicket,
@@ -166,7 +166,8 @@ async function evidenceOf(workspaceId: string, ids: string[]): Promise<Map<strin
  * of removed blocks stay (a person or a tracker holds them), shown with `block_removed`.
  * Each ticket is written with a check that the document exists and is not being deleted, so a generation racing the
  * document's DELETE answers 404 and leaves no ticket behind.
- * @returns `{tickets, total, skipped, removed}`: the tickets written by this call, in block order
+ * @returns `{tickets, total, skipped, removed}`: the tickets written by this call, in block order, as many as fit in
+ *   one answer (`fitResponse`, under 5 MB); `total` counts every ticket written
  * @throws AppError FORBIDDEN (403); NOT_FOUND (404, document, also when deleted meanwhile); CONFLICT (409, the
  *   document item kept colliding with other transactions)
  */
@@ -225,7 +226,10 @@ export async function generate(userId: string, input: GenerateTicketsInput): Pro
   const stored = written.length ? new Map((await ticketsOf(doc)).map((t) => [t.id, t])) : new Map<string, TicketItem>();
   if (written.some((id) => !stored.has(id))) throw Errors.notFound("Document");
   const tickets = written.map((id) => toView(stored.get(id)!, present));
-  return { tickets, total: tickets.length, skipped, removed };
+  // Many large tickets pass Lambda's 6 MB answer: the answer gives the first that fit (`fitResponse`, beside the
+  // skipped and removed lists), `total` counting every ticket written; the list (GET .../tickets) pages the rest.
+  const fitted = fitResponse(tickets, LIST_RESPONSE_BYTES - wireBytes({ skipped, removed }));
+  return { tickets: fitted, total: tickets.length, skipped, removed };
 }
 
 /** How many times a ticket write is tried when it collides with another transaction on its document. */
@@ -702,9 +706,10 @@ export async function sync(userId: string, input: SyncTicketsInput, startedAt = 
       });
       usable++;
     } catch (err) {
-      // A grant that expired or was revoked (424, reconnect): this platform's tickets say so, the other platforms'
-      // results stand; only when no platform could be read is the sync itself refused.
-      if (!(err instanceof AppError) || err.status !== 424) throw err;
+      // A grant that expired or was revoked (424, reconnect), a token that could not be refreshed just now (503,
+      // retryable) or an integration a disconnect removed meanwhile (NO_ACTIVE_INTEGRATION): this platform's tickets
+      // say so, the other platforms' results stand; only when no platform could be read is the sync itself refused.
+      if (!(err instanceof AppError) || (err.status !== 424 && err.status !== 503 && err.code !== "NO_ACTIVE_INTEGRATION")) throw err;
       unusable ??= err;
       const done = new Set(results.slice(before).map((r) => r.ticket_id));
       for (const t of tickets) if (!done.has(t.id)) results.push(syncOutcome(t, false, `${err.code}: ${err.message}`));

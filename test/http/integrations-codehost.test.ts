@@ -74,6 +74,17 @@ describe("repositories", () => {
     expectEnvelope(bad, 422, "VALIDATION_ERROR");
   });
 
+  it("a disconnect landing just before select writes: 404 NO_ACTIVE_INTEGRATION, nothing recreated (it was a 500)", async () => {
+    const { owner, workspace } = await connected([]);
+    const res = await deletedBeforeUpdate(
+      "integration#codehost",
+      () => call("DELETE", "/api/integrations/codehost/disconnect", { token: owner.token, query: q(workspace.id) }),
+      () => call("POST", "/api/integrations/codehost/repos/select", { token: owner.token, body: { workspace_id: workspace.id, repos: [REPO] } }),
+    );
+    expectEnvelope(res, 404, "NO_ACTIVE_INTEGRATION");
+    expect((await partitionItems(`ws#${workspace.id}`)).filter((i) => String(i.sk).startsWith("integration#codehost"))).toEqual([]);
+  });
+
   it("without a connection: 404 NO_ACTIVE_INTEGRATION", async () => {
     const { owner, workspace } = await newWorkspace("Unconnected");
     expectEnvelope(await call("GET", "/api/integrations/codehost/repos", { token: owner.token, query: q(workspace.id) }), 404, "NO_ACTIVE_INTEGRATION");

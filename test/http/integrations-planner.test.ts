@@ -13,7 +13,8 @@ import { connectLinear, LinearStandIn, useLinearSettings } from "../support/line
 import { localIntegrationsQueue } from "../../local/events";
 import { db } from "../../core/db/service";
 import { retryAfterOf } from "../../core/integration/planner/linear";
-import { expectEnvelope, headersOf } from "./_helpers";
+import { expectEnvelope, headersOf, partitionItems } from "./_helpers";
+import { deletedBeforeUpdate } from "../support/races";
 
 const linear = new LinearStandIn();
 const ENG = () => linear.team("ENG");
@@ -112,6 +113,19 @@ describe("teams", () => {
     await call("POST", "/api/integrations/planner/teams/select", { token: owner.token, body: { workspace_id: workspace.id, team_id: linear.team("DES").id, team_name: "Design" } });
     const after = await call("GET", "/api/integrations/planner/status", { token: owner.token, query: q(workspace.id) });
     expect(after.body).toMatchObject({ selected_team_name: "Design", selected_project_id: null, selected_project_name: null });
+  });
+});
+
+describe("teams: a racing disconnect", () => {
+  it("a disconnect landing while select reads Linear: 404 NO_ACTIVE_INTEGRATION, nothing recreated (it was a 500)", async () => {
+    const { owner, workspace } = await connected({ select: false });
+    const res = await deletedBeforeUpdate(
+      "integration#planner",
+      () => call("DELETE", "/api/integrations/planner/disconnect", { token: owner.token, query: q(workspace.id) }),
+      () => call("POST", "/api/integrations/planner/teams/select", { token: owner.token, body: { workspace_id: workspace.id, team_id: ENG().id, team_name: "Engineering" } }),
+    );
+    expectEnvelope(res, 404, "NO_ACTIVE_INTEGRATION");
+    expect((await partitionItems(`ws#${workspace.id}`)).filter((i) => String(i.sk).startsWith("integration#planner"))).toEqual([]);
   });
 });
 

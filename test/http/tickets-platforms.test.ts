@@ -20,6 +20,8 @@ import { expireLease } from "../support/integrations";
 import type { SetupServer } from "msw/node";
 import { localIntegrationsQueue } from "../../local/events";
 import { expectEnvelope } from "./_helpers";
+import * as OAuth from "../../core/integration/oauth";
+import { openTokens, sealTokens } from "../../core/integration/crypto";
 
 const linear = new LinearStandIn();
 const jira = new JiraStandIn(3);
@@ -465,5 +467,35 @@ describe("a document pushed to two platforms", () => {
     expect(res.body.errors).toBe(1);
     // Read from Jira, as a sync records it.
     expect((await listed(s)).filter((t) => t.platform === "tickets").map((t) => t.status)).toEqual(["synced", "synced"]);
+  });
+
+  it("syncs the platform it can read when the other's token could not be refreshed just now: those tickets name the 503 (it was a 503 for all)", async () => {
+    const s = await setup();
+    await connectLinear(linear, s.token, s.workspaceId);
+    const team = linear.team("ENG");
+    expect((await call("POST", "/api/integrations/planner/teams/select", { token: s.token, body: { workspace_id: s.workspaceId, team_id: team.id, team_name: team.name } })).status).toBe(200);
+    await connectJira(jira, s.token, s.workspaceId);
+    const { story, solution, risk } = await reviewed(s);
+    expect((await push(s, { platform: "planner", ticket_ids: [story.id] })).body).toMatchObject({ pushed: 1 });
+    expect((await push(s, { platform: "tickets", project_key: "P001", ticket_ids: [solution.id, risk.id] })).body).toMatchObject({ pushed: 2 });
+    // Jira's token has expired and its token endpoint fails (a 500): the refresh is transient, a retryable 503.
+    const ctx = { workspace_id: s.workspaceId, kind: "tickets" as const };
+    const row = (await OAuth.findIntegration(s.workspaceId, "tickets"))!;
+    const sealed = await sealTokens({ ...(await openTokens(row.token_ciphertext!, ctx)), expires_at: Date.now() - 1000 }, ctx);
+    await db().entities.integration.patch({ workspace_id: s.workspaceId, kind: "tickets" }).set({ token_ciphertext: sealed }).go();
+    jira.onRefresh = () => Promise.reject(new Error("stand-in Jira: token endpoint down"));
+    let res;
+    try {
+      res = await sync(s);
+    } finally {
+      jira.onRefresh = undefined;
+    }
+    expect(res.status, res.text).toBe(200);
+    const by = new Map((res.body.results as { ticket_id: string; error: string | null }[]).map((r) => [r.ticket_id, r]));
+    expect(by.get(story.id)!.error).toBeNull();
+    expect(by.get(solution.id)!.error).toMatch(/^SERVICE_UNAVAILABLE: /);
+    expect(by.get(risk.id)!.error).toMatch(/^SERVICE_UNAVAILABLE: /);
+    expect(res.body.errors).toBe(2);
+    expect((await listed(s)).find((t) => t.id === story.id).status).toBe("synced");
   });
 });

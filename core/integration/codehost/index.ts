@@ -102,12 +102,22 @@ export async function repos(userId: string, q: ReposQuery) {
   return { repos, page: q.page, has_more: page.hasMore, total: repos.length };
 }
 
-/** `POST /repos/select`: replaces `selected_repos` (deduplicated, order kept). @throws NO_ACTIVE_INTEGRATION (404) */
+/**
+ * `POST /repos/select`: replaces `selected_repos` (deduplicated, order kept).
+ * @throws NO_ACTIVE_INTEGRATION (404), also when a disconnect removes the integration before the write
+ */
 export async function selectRepos(userId: string, body: SelectReposBody): Promise<{ selected_repos: string[] }> {
   await requireMember(userId, body.workspace_id);
   await OAuth.activeIntegration(body.workspace_id, "codehost");
   const selected = [...new Set(body.repos)];
-  await db().entities.integration.patch({ workspace_id: body.workspace_id, kind: "codehost" }).set({ selected_repos: selected }).go();
+  try {
+    await db().entities.integration.patch({ workspace_id: body.workspace_id, kind: "codehost" }).set({ selected_repos: selected }).go();
+  } catch (err) {
+    // A disconnect removed the integration after the read: answer what a select on a disconnected one gets.
+    if (!isConditionalFailure(err)) throw err;
+    await OAuth.activeIntegration(body.workspace_id, "codehost");
+    throw err;
+  }
   return { selected_repos: selected };
 }
 

@@ -10,6 +10,7 @@ import { requireMember } from "../../workspace";
 import * as Recommendation from "../../recommendation";
 import * as OAuth from "../oauth";
 import { ProviderError, toAppError, tokenError } from "../errors";
+import { isConditionalFailure } from "../../db/errors";
 import { logProviderFailure } from "../log";
 import { deferJob, WORK_BUDGET_MS } from "../jobs";
 import { markImplemented } from "../implemented";
@@ -89,7 +90,7 @@ export async function teams(userId: string, q: WorkspaceQuery): Promise<PlannerT
 /**
  * `POST /teams/select`: saves the team (and optionally a project of it) that create, query and state resolution use.
  * Both are checked at Linear first, and their current names stored.
- * @throws AppError NO_ACTIVE_INTEGRATION (404); NOT_FOUND (404) for a team the account does not reach or a project
+ * @throws AppError NO_ACTIVE_INTEGRATION (404, also when a disconnect lands while Linear is read); NOT_FOUND (404) for a team the account does not reach or a project
  *   that is not the team's
  */
 export async function selectTeam(userId: string, body: SelectTeamBody) {
@@ -103,7 +104,14 @@ export async function selectTeam(userId: string, body: SelectTeamBody) {
     selected_team_id: team.id, selected_team_name: team.name,
     ...(project ? { selected_project_id: project.id, selected_project_name: project.name } : {}),
   });
-  await (project ? update : update.remove(["selected_project_id", "selected_project_name"])).go();
+  try {
+    await (project ? update : update.remove(["selected_project_id", "selected_project_name"])).go();
+  } catch (err) {
+    // A disconnect removed the integration while Linear was read: answer what a select on a disconnected one gets.
+    if (!isConditionalFailure(err)) throw err;
+    await OAuth.activeIntegration(body.workspace_id, "planner");
+    throw err;
+  }
   return { selected_team_id: team.id, selected_team_name: team.name, selected_project_id: project?.id ?? null, selected_project_name: project?.name ?? null };
 }
 
