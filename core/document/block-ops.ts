@@ -5,15 +5,17 @@ import { createWriteTransaction } from "electrodb";
 import { db } from "../db/service";
 import { isConditionalFailure } from "../db/errors";
 import { conflictPause } from "../db/transact";
+import { dynamoClient } from "../db/client";
+import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { fitResponse } from "../response-size";
 import { writeAll } from "../db/bulk";
 import { partitionOf, requireMember, requireResourceMember } from "../workspace";
 import { deleteKeys, partitionKeys } from "../db/partition";
-import { emptyBlockContent, validateBlockContent, DEFAULT_TITLES, type BlockContent, type BlockType } from "./blocks";
+import { emptyBlockContent, validateBlockContent, DEFAULT_TITLES, MAX_BLOCKS_PER_DOCUMENT, type BlockContent, type BlockDraft, type BlockType } from "./blocks";
 import { reload, requireDocument, withContent, type DocumentItem } from "./index";
 import { asWrite, commitWrites, tagOf, type AgentWrite, type WriteItem } from "../db/agent-write";
 import type { AnnotationEntity, BlockEntity } from "./document.entity";
-import type { Block as BlockView, CreateBlockInput, ListBlocksQuery, UpdateBlockInput } from "./schema";
+import type { Block as BlockView, CreateBlockInput, ListAnnotationsQuery, ListBlocksQuery, UpdateBlockInput } from "./schema";
 
 export type BlockItem = EntityItem<BlockEntity>;
 type AnnotationItem = EntityItem<AnnotationEntity>;
@@ -123,6 +125,14 @@ function requestContent<K extends BlockType>(type: K, content: unknown): BlockCo
   }
 }
 
+/** 422 VALIDATION_ERROR (`too_many_blocks` at `loc`) when a document would hold more than MAX_BLOCKS_PER_DOCUMENT blocks. */
+function assertBlockCount(count: number, loc: string[] = ["body", "document_id"]): void {
+  if (count <= MAX_BLOCKS_PER_DOCUMENT) return;
+  throw new AppError("VALIDATION_ERROR", `A document holds at most ${MAX_BLOCKS_PER_DOCUMENT} blocks`, {
+    errors: [{ loc, msg: `a document holds at most ${MAX_BLOCKS_PER_DOCUMENT} blocks (this would make ${count})`, type: "too_many_blocks" }],
+  });
+}
+
 /** How many times a block create reads the blocks again after losing its slot to a concurrent create. */
 const CREATE_TRIES = 5;
 
@@ -146,11 +156,54 @@ function documentGuard(doc: DocumentItem): WriteItem {
       TableName,
       Key,
       UpdateExpression: "SET #rev = :next",
-      ConditionExpression: `attribute_exists(#key) AND attribute_not_exists(#deleting) AND ${rev ? "#rev = :rev" : "attribute_not_exists(#rev)"}`,
-      ExpressionAttributeNames: { "#key": Object.keys(Key)[0]!, "#deleting": "deleting_at", "#rev": "blocks_rev" },
-      ExpressionAttributeValues: { ":next": rev + 1, ...(rev ? { ":rev": rev } : {}) },
+      // Not while an extraction replaces the blocks (`extracting_until` not yet past): it moved `blocks_rev` when it
+      // set the mark, and moves it again when it clears it, so a create that read the blocks before is refused too.
+      ConditionExpression:
+        `attribute_exists(#key) AND attribute_not_exists(#deleting) AND ${rev ? "#rev = :rev" : "attribute_not_exists(#rev)"}` +
+        " AND (attribute_not_exists(#extracting) OR #extracting < :now)",
+      ExpressionAttributeNames: { "#key": Object.keys(Key)[0]!, "#deleting": "deleting_at", "#rev": "blocks_rev", "#extracting": "extracting_until" },
+      ExpressionAttributeValues: { ":next": rev + 1, ":now": Date.now(), ...(rev ? { ":rev": rev } : {}) },
     },
   };
+}
+
+/**
+ * Set or clear an extraction's mark on the document (`extracting_until`), moving `blocks_rev` in the same write
+ * (raw, leaving `updated_at` as it is). Setting is conditioned on the document existing, not being deleted, its
+ * `blocks_rev` being the value read and no other mark being live; clearing, on the mark being this one.
+ * @returns false when the condition refused the write
+ */
+async function markExtraction(doc: DocumentItem, mark: { set: number } | { clear: number }): Promise<boolean> {
+  const { TableName, Key } = itemKey(db().entities.document.get({ workspace_id: doc.workspace_id, id: doc.id }));
+  const rev = doc.blocks_rev ?? 0;
+  const names = { "#key": Object.keys(Key)[0]!, "#deleting": "deleting_at", "#rev": "blocks_rev", "#extracting": "extracting_until" };
+  const command =
+    "set" in mark
+      ? new UpdateCommand({
+          TableName,
+          Key,
+          UpdateExpression: "SET #rev = :next, #extracting = :until",
+          ConditionExpression:
+            `attribute_exists(#key) AND attribute_not_exists(#deleting) AND ${rev ? "#rev = :rev" : "attribute_not_exists(#rev)"}` +
+            " AND (attribute_not_exists(#extracting) OR #extracting < :now)",
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: { ":next": rev + 1, ":until": mark.set, ":now": Date.now(), ...(rev ? { ":rev": rev } : {}) },
+        })
+      : new UpdateCommand({
+          TableName,
+          Key,
+          UpdateExpression: "SET #rev = if_not_exists(#rev, :zero) + :one REMOVE #extracting",
+          ConditionExpression: "#extracting = :until",
+          ExpressionAttributeNames: { "#rev": "blocks_rev", "#extracting": "extracting_until" },
+          ExpressionAttributeValues: { ":zero": 0, ":one": 1, ":until": mark.clear },
+        });
+  try {
+    await dynamoClient().send(command);
+    return true;
+  } catch (err) {
+    if (isConditionalFailure(err)) return false;
+    throw err;
+  }
 }
 
 /** `doc` read again for a child create: NOT_FOUND when it is gone or being deleted. */
@@ -168,8 +221,9 @@ async function liveDocument(doc: DocumentItem): Promise<DocumentItem> {
  * the value read with the blocks (and with the document existing, not being deleted): of two creates at once one
  * commits and the other reads the blocks again (up to CREATE_TRIES times, then 409), so two appends, or an append
  * and an insert, never take one position. An insert then moves the block into place with the others (`writePositions`).
- * @throws AppError VALIDATION_ERROR (422) for content that does not fit the type; NOT_FOUND (404) when the document
- *   is deleted meanwhile; CONFLICT (409) when the blocks changed meanwhile.
+ * @throws AppError VALIDATION_ERROR (422) for content that does not fit the type, or (`too_many_blocks`) when the
+ *   document holds MAX_BLOCKS_PER_DOCUMENT blocks already; NOT_FOUND (404) when the document is deleted meanwhile;
+ *   CONFLICT (409) when the blocks changed meanwhile, also while an extraction replaces them.
  */
 export async function createBlock(userId: string, documentId: string, input: CreateBlockInput): Promise<BlockView> {
   let doc = await requireDocument(userId, documentId);
@@ -178,6 +232,7 @@ export async function createBlock(userId: string, documentId: string, input: Cre
   const id = randomUUID();
   for (let attempt = 1; ; attempt++) {
     const existing = await blocksOf(doc);
+    assertBlockCount(existing.length + 1, ["body"]);
     // After the last block: a gap left by a delete whose shift lost must not put two blocks at one position.
     const slot = existing.length ? Math.max(existing.length, existing[existing.length - 1]!.position + 1) : 0;
     const create = db().entities.block.create({
@@ -327,7 +382,9 @@ export async function reorderBlocks(userId: string, documentId: string, blockIds
 /**
  * `POST /api/blocks/extract`: replace the document's blocks with typed blocks extracted from the Markdown sections
  * of its content (content is the source of truth; see docs/decisions.md).
- * @throws AppError CONFLICT (409) while another extraction of the document runs.
+ * @throws AppError CONFLICT (409) while another extraction of the document runs, or when block creates kept moving
+ *   its `blocks_rev`; VALIDATION_ERROR (422 `too_many_blocks`, nothing deleted) when the content would make more than
+ *   MAX_BLOCKS_PER_DOCUMENT blocks.
  */
 export async function extractFromContent(userId: string, workspaceId: string, documentId: string) {
   // The route names its workspace in the body: a non-member gets that workspace's 403 (spec 01 Authorization 4).
@@ -350,12 +407,38 @@ export async function extractFromContent(userId: string, workspaceId: string, do
 /** The longest an extraction holds its document's lock, s (a crash frees it then; an extraction takes well under 1 s). */
 const EXTRACT_LOCK_SECONDS = 60;
 
-/** `extractFromContent` once it holds the document's extraction lock. */
+/**
+ * `extractFromContent` once it holds the document's extraction lock. Before reading the old blocks it moves the
+ * document's `blocks_rev` and marks it `extracting_until` (one conditional write): a block create that read the
+ * blocks before is refused by the moved counter, and one after by the mark (`documentGuard`; they read again and
+ * answer 409 if the extraction still runs), so no create lands between the deletes and the puts, at a position the
+ * new blocks take, nor survives the replace. When the puts are done the mark is cleared and the counter moved again;
+ * a crashed extraction's mark lapses after EXTRACT_LOCK_SECONDS, as its lock does.
+ */
 async function extractLocked(found: DocumentItem) {
-  const { doc, content } = await withContent(found);
+  let { doc, content } = await withContent(found);
   // The Markdown parser loads with the two routes that parse, not with every block route (bench/cold.ts).
   const { extractBlocks } = await import("./markdown");
-  const drafts = extractBlocks(content);
+  let drafts = extractBlocks(content);
+  const until = Date.now() + EXTRACT_LOCK_SECONDS * 1000;
+  for (let attempt = 1; ; attempt++) {
+    assertBlockCount(drafts.length);
+    if (await markExtraction(doc, { set: until })) break;
+    // A create moved `blocks_rev` meanwhile, or the document is gone or being deleted (404): read it again.
+    if (attempt >= CREATE_TRIES) throw new AppError("CONFLICT", "Blocks changed meanwhile; reload and retry");
+    await conflictPause(attempt);
+    ({ doc, content } = await withContent(await liveDocument(doc)));
+    drafts = extractBlocks(content);
+  }
+  try {
+    return await replaceBlocks(doc, drafts);
+  } finally {
+    await markExtraction(doc, { clear: until });
+  }
+}
+
+/** `extractLocked`'s replace, once the document is marked. */
+async function replaceBlocks(doc: DocumentItem, drafts: BlockDraft[]) {
   const old = await blocksOf(doc);
   if (old.length) {
     await writeAll(
@@ -430,11 +513,18 @@ const annotationView = (a: AnnotationItem) => ({
   created_at: a.created_at,
 });
 
-export async function listAnnotations(userId: string, documentId: string, blockId: string) {
+/**
+ * `GET .../blocks/{block_id}/annotations`: oldest first, every one from `offset` by default, at most `limit`. A page
+ * ends early, after at least one annotation, before LIST_RESPONSE_BYTES (`fitResponse`, as the blocks list does): an
+ * annotation's body may hold 5,000 characters, each control character 12 bytes of the Lambda answer, so about 175 of
+ * them passed its 6 MB. `total` counts every annotation; the next page starts at `offset` plus the ones given.
+ */
+export async function listAnnotations(userId: string, documentId: string, blockId: string, q: ListAnnotationsQuery = { offset: 0 }) {
   const doc = await requireDocument(userId, documentId);
   await requireBlockOf(doc, blockId);
-  const annotations = (await annotationsOf(doc, blockId)).map(annotationView);
-  return { annotations, total: annotations.length };
+  const all = await annotationsOf(doc, blockId);
+  const page = all.slice(q.offset, q.limit === undefined ? undefined : q.offset + q.limit);
+  return { annotations: fitResponse(page.map(annotationView)), total: all.length };
 }
 
 /**

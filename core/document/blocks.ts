@@ -2,6 +2,13 @@ import * as z from "zod";
 import { Errors, type FieldError } from "../error";
 
 /**
+ * The most blocks a document holds: a reorder names every block (`block_ids`, at most this many), and an extraction
+ * writes them all in one request. A create past it, or an extraction that would produce more, answers 422
+ * (core/document/block-ops.ts).
+ */
+export const MAX_BLOCKS_PER_DOCUMENT = 500;
+
+/**
  * Document blocks: the typed content contract (spec 01 "Document block": `content` is a JSON object whose structure
  * varies by `block_type`).
  *

@@ -54,6 +54,12 @@ export const buildDocumentEntity = () => new Entity({
      */
     blocks_rev: { type: "number" },
     /**
+     * Internal: set (epoch ms) by a block extraction while it replaces the blocks, with `blocks_rev` moved in the same
+     * write; block creates are refused while it is in the future (core/document/block-ops.ts documentGuard). The
+     * extraction clears it when done; a crashed one's mark lapses at that time. Written outside ElectroDB's update.
+     */
+    extracting_until: { type: "number" },
+    /**
      * Internal: set when a DELETE starts removing the document, before it reads the child keys it deletes. Block and
      * annotation creates are conditioned on its absence (and on the item existing), so none commits after that read.
      */

@@ -466,12 +466,17 @@ export async function remove(userId: string, documentId: string): Promise<void> 
  * saves cannot take the same number.
  * @param opts.expectedVersion save only while the document is at this version (a writer's revision of its own text,
  *   not of an edit made since its write)
- * @throws AppError CONFLICT (409), also when the document is no longer at `opts.expectedVersion`.
+ * @throws AppError CONFLICT (409), also when the document is no longer at `opts.expectedVersion` (default: the version
+ *   read here, so an edit committed between the read and the write refuses the save rather than have the revision
+ *   hold the replaced text).
  */
 export async function saveRevision(userId: string, documentId: string, summary: string | undefined, changeType: ChangeType = "manual_save", opts: { expectedVersion?: number } = {}) {
   const { doc, content } = await withContent(await requireDocument(userId, documentId));
-  const expected = opts.expectedVersion;
-  if (expected !== undefined && doc.version !== expected) throw canceledConflict();
+  // The revision holds the text read here, so it commits only while the document still holds it: a content PATCH
+  // moves `version` but not `last_revision`, and without this a save that read version 3 would commit after a PATCH
+  // wrote version 4, its revision holding the replaced text (409, as restore answers).
+  const expected = opts.expectedVersion ?? doc.version;
+  if (doc.version !== expected) throw canceledConflict();
   const n = doc.last_revision + 1;
   const rev = await revisionItem(doc, n, changeType, userId, summary, { title: doc.title, content });
   const result = await createWriteTransaction(db().pick("document", "revision"), ({ document, revision }) => [
@@ -479,7 +484,7 @@ export async function saveRevision(userId: string, documentId: string, summary: 
       .patch({ workspace_id: doc.workspace_id, id: doc.id })
       .set({ last_revision: n })
       // Not while a DELETE removes the document: a revision written after it listed the children would be left behind.
-      .where((attr, op) => `${op.eq(attr.last_revision, doc.last_revision)} AND ${op.notExists(attr.deleting_at)}${expected === undefined ? "" : ` AND ${op.eq(attr.version, expected)}`}`)
+      .where((attr, op) => `${op.eq(attr.last_revision, doc.last_revision)} AND ${op.eq(attr.version, expected)} AND ${op.notExists(attr.deleting_at)}`)
       .commit(),
     revision.create(rev).commit(),
   ]).go();
@@ -584,7 +589,8 @@ export async function restore(userId: string, documentId: string, revisionId: st
  * `POST .../status`: move through the document table (draft -> review -> approved -> published; review and
  * approved can go back to draft; published is terminal). The change is saved as a status_change revision in the
  * same transaction.
- * @throws AppError INVALID_TRANSITION (422 with valid_transitions); CONFLICT (409).
+ * @throws AppError INVALID_TRANSITION (422 with valid_transitions); CONFLICT (409), also when an edit moved the
+ *   document's version after the read (the revision would record a text the document no longer holds).
  */
 export async function changeStatus(userId: string, documentId: string, input: StatusInput): Promise<DocumentView> {
   const found = await requireDocument(userId, documentId);
@@ -601,7 +607,9 @@ export async function changeStatus(userId: string, documentId: string, input: St
     document
       .patch({ workspace_id: doc.workspace_id, id: doc.id })
       .set({ status: input.target_status, last_revision: n })
-      .where((attr, op) => `${op.eq(attr.status, doc.status)} AND ${op.eq(attr.last_revision, doc.last_revision)} AND ${op.notExists(attr.deleting_at)}`)
+      // And on the version read: the revision records the text read here as the one given this status, so a content
+      // PATCH committed meanwhile (it moves `version`, not `last_revision`) refuses it (409, as restore answers).
+      .where((attr, op) => `${op.eq(attr.status, doc.status)} AND ${op.eq(attr.last_revision, doc.last_revision)} AND ${op.eq(attr.version, doc.version)} AND ${op.notExists(attr.deleting_at)}`)
       .commit(),
     revision.create(rev).commit(),
   ]).go();

@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { DocumentStatus } from "./status";
 import { jsonObject, type JsonObjectBounds } from "../json-object";
-import { BLOCK_CONTENT_BOUNDS, BLOCK_CONTENT_SCHEMAS, BLOCK_TYPES, BlockType } from "./blocks";
+import { BLOCK_CONTENT_BOUNDS, BLOCK_CONTENT_SCHEMAS, BLOCK_TYPES, BlockType, MAX_BLOCKS_PER_DOCUMENT } from "./blocks";
 import { ChallengeResult, ExpandResult, SimulateResult } from "./engine/types";
 
 export { DocumentStatus };
@@ -245,7 +245,7 @@ export const UpdateBlockInput = z
   .meta({ id: "UpdateBlockInput" });
 export type UpdateBlockInput = z.infer<typeof UpdateBlockInput>;
 export const ReorderInput = z
-  .object({ block_ids: z.array(z.uuid()).min(1).max(500).describe("every block of the document, in the new order") })
+  .object({ block_ids: z.array(z.uuid()).min(1).max(MAX_BLOCKS_PER_DOCUMENT).describe("every block of the document, in the new order") })
   .strict()
   .meta({ id: "ReorderBlocksInput" });
 export const BlockParam = z.object({ document_id: z.uuid(), block_id: z.uuid() });
@@ -273,6 +273,16 @@ export const Annotation = z
   })
   .meta({ id: "BlockAnnotation" });
 export const AnnotationList = z.object({ annotations: z.array(Annotation), total: z.int() }).meta({ id: "BlockAnnotationList" });
+/**
+ * `GET .../blocks/{block_id}/annotations`: every annotation from `offset` by default, oldest first, at most `limit`;
+ * a page ends early past 5 MB of JSON (core/response-size.ts), as the blocks list does: fewer annotations than
+ * `total` from `offset` means the next page starts at `offset` plus the annotations given.
+ */
+export const ListAnnotationsQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(500).optional().describe("at most this many annotations; default: every annotation from offset (up to 5 MB)"),
+  offset: z.coerce.number().int().min(0).default(0).describe("annotations to skip, oldest first"),
+});
+export type ListAnnotationsQuery = z.infer<typeof ListAnnotationsQuery>;
 export const CreateAnnotationInput = z
   .object({ body: z.string().trim().min(1).max(5000), kind: z.enum(["comment", "question", "suggestion", "approval"]).default("comment") })
   .strict()

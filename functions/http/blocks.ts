@@ -16,8 +16,8 @@ export const handler = httpGroup(blocksRoutes, {
   },
   "blocks.extract": async ({ user, body }) => ok(await Blocks.extractFromContent(user.id, body.workspace_id, body.document_id)),
   "blocks.intent": async ({ user, body }) => ok(await Blocks.intent(user.id, body.raw_input, body.workspace_id)),
-  "blocks.listAnnotations": async ({ user, params }) =>
-    ok(await Blocks.listAnnotations(user.id, params.document_id, params.block_id)),
+  "blocks.listAnnotations": async ({ user, params, query }) =>
+    ok(await Blocks.listAnnotations(user.id, params.document_id, params.block_id, query)),
   "blocks.createAnnotation": async ({ user, params, body }) =>
     created(await Blocks.createAnnotation(user.id, params.document_id, params.block_id, body)),
   "blocks.deleteAnnotation": async ({ user, params }) => {

@@ -9,6 +9,7 @@ import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import { runsOf } from "../../core/agent";
 import { dynamoClient } from "../../core/db/client";
+import { db } from "../../core/db/service";
 import { call, newUser, newWorkspace } from "../support/api";
 import { sourceWith } from "../support/sources";
 import { expectEnvelope, partitionItems } from "./_helpers";
@@ -457,5 +458,23 @@ describe("block annotations", () => {
     expect((await call("DELETE", `${blocksPath(doc)}/${block.id}`, { token: owner.token })).status).toBe(204);
     const left = (await partitionItems(`ws#${workspace.id}`)).filter((i) => String(i.sk).startsWith(`document#${doc}#note#`));
     expect(left).toEqual([]);
+  });
+});
+
+describe("an extraction's mark on the document (extracting_until)", () => {
+  it("refuses block creates while it is live (409) and lets them through once it has lapsed (a crashed extraction)", async () => {
+    const docId = await newDoc();
+    const mark = (until: number) => db().entities.document.patch({ workspace_id: ws.workspaceId, id: docId }).set({ extracting_until: until }).go();
+    await mark(Date.now() + 60_000);
+    expectEnvelope(await addBlock(docId, { block_type: "free_text", title: "during" }), 409, "CONFLICT");
+    expect(await listed(docId)).toEqual([]);
+    await mark(Date.now() - 1);
+    expect((await addBlock(docId, { block_type: "free_text", title: "after" })).status).toBe(201);
+    // An extraction then sets its own mark over the lapsed one and clears it when done.
+    const res = await call("POST", "/api/blocks/extract", { token: ws.token, body: { workspace_id: ws.workspaceId, document_id: docId } });
+    expect(res.status, res.text.slice(0, 300)).toBe(200);
+    const { data } = await db().entities.document.get({ workspace_id: ws.workspaceId, id: docId }).go({ consistent: true });
+    expect(data!.extracting_until).toBeUndefined();
+    expect((await addBlock(docId, { block_type: "free_text", title: "later" })).status).toBe(201);
   });
 });

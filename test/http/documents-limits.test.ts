@@ -10,6 +10,8 @@ import { randomUUID } from "node:crypto";
 import { ListObjectsV2Command } from "@aws-sdk/client-s3";
 import { beforeAll, describe, expect, it } from "vitest";
 import { Config } from "../../core/config";
+import { db } from "../../core/db/service";
+import { MAX_BLOCKS_PER_DOCUMENT } from "../../core/document/blocks";
 import { s3Client } from "../../core/storage/client";
 import { call, newWorkspace, type ApiResponse } from "../support/api";
 import { expectEnvelope, partitionItems } from "./_helpers";
@@ -307,4 +309,37 @@ describe("ids a document body references belong to the caller's workspace", () =
     expect(ok.status, ok.text).toBe(201);
     expect(ok.body.related_insight_ids).toEqual([ownInsight.body.id]);
   });
+});
+
+describe(`a document holds at most ${MAX_BLOCKS_PER_DOCUMENT} blocks (a reorder names them all)`, () => {
+  const blocksPath = (id: string) => `${doc(id)}/blocks`;
+  const titles = async (id: string) => (await call("GET", blocksPath(id), { token: ws.token })).body.blocks.map((b: { title: string }) => b.title);
+
+  it("a create past the limit answers 422 too_many_blocks and writes nothing", async () => {
+    const created = await create({});
+    const id = created.body.id as string;
+    const ids = Array.from({ length: MAX_BLOCKS_PER_DOCUMENT - 1 }, () => randomUUID());
+    await db()
+      .entities.block.put(ids.map((bid, position) => ({ id: bid, workspace_id: ws.workspaceId, document_id: id, block_type: "free_text" as const, title: `B${position}`, content: { markdown: "x" }, position })))
+      .go();
+    const last = await call("POST", blocksPath(id), { token: ws.token, body: { block_type: "free_text", title: "last" } });
+    expect(last.status, last.text.slice(0, 300)).toBe(201);
+    const over = await call("POST", blocksPath(id), { token: ws.token, body: { block_type: "free_text", title: "over" } });
+    expectEnvelope(over, 422, "VALIDATION_ERROR");
+    expect(over.body.errors[0].type).toBe("too_many_blocks");
+    const all = await titles(id);
+    expect(all).toHaveLength(MAX_BLOCKS_PER_DOCUMENT);
+    expect(all).not.toContain("over");
+  }, 60_000);
+
+  it("an extraction that would make more answers 422 before deleting anything", async () => {
+    const sections = Array.from({ length: MAX_BLOCKS_PER_DOCUMENT + 1 }, (_, k) => `## Note ${k}\n\nText ${k}.\n`).join("\n");
+    const created = await create({ content: `# Many\n\n${sections}` });
+    const id = created.body.id as string;
+    expect((await call("POST", blocksPath(id), { token: ws.token, body: { block_type: "free_text", title: "kept" } })).status).toBe(201);
+    const res = await call("POST", "/api/blocks/extract", { token: ws.token, body: { workspace_id: ws.workspaceId, document_id: id } });
+    expectEnvelope(res, 422, "VALIDATION_ERROR");
+    expect(res.body.errors[0].type).toBe("too_many_blocks");
+    expect(await titles(id)).toEqual(["kept"]);
+  }, 60_000);
 });

@@ -245,3 +245,74 @@ describe("a DELETE that dies part-way is finished by the recovery sweeper", () =
     expect((await partitionItems(`ws#${ws.workspaceId}`)).filter((i) => i.sk === `docdelete#${docId}`)).toEqual([]);
   });
 });
+
+describe("a revision save or a status change racing a content edit", () => {
+  // The edit lands between the request's read (version 1, "# Races") and its transaction: the revision would record a
+  // text the document no longer holds, so the request answers 409 and writes nothing.
+  it.each([
+    { what: "a status change", send: (docId: string) => call("POST", `/api/documents/${docId}/status`, { token: ws.token, body: { target_status: "review" } }) },
+    { what: "a revision save", send: (docId: string) => call("POST", `/api/documents/${docId}/versions`, { token: ws.token, body: { change_summary: "late" } }) },
+  ])("$what whose read came before the edit answers 409 and leaves the document and its revisions as the edit left them", async ({ send }) => {
+    const docId = await newDoc();
+    const edit = () => call("PATCH", `/api/documents/${docId}`, { token: ws.token, body: { content: "# Edited\n" } });
+    const [answered, edited] = await landsBefore(/^TransactWrite/, `document#${docId}`, edit, () => send(docId));
+    expect(edited.status, edited.text).toBe(200);
+    expectEnvelope(answered, 409, "CONFLICT");
+    const doc = await call("GET", `/api/documents/${docId}`, { token: ws.token });
+    expect(doc.body).toMatchObject({ status: "draft", version: 2, content: "# Edited\n" });
+    const revisions = await call("GET", `/api/documents/${docId}/versions`, { token: ws.token });
+    expect(revisions.body.revisions).toHaveLength(1);
+    // Sent again, it reads the edit and records it.
+    const again = await send(docId);
+    expect(again.status, again.text).toBeLessThan(300);
+    const [latest] = (await call("GET", `/api/documents/${docId}/versions`, { token: ws.token })).body.revisions;
+    const full = await call("GET", `/api/documents/${docId}/versions/${latest.id}`, { token: ws.token });
+    expect(full.body.content).toBe("# Edited\n");
+  });
+});
+
+describe("a block create racing an extraction never leaves two blocks at one position", () => {
+  const sections = "# Races\n\n## Problem\n\nZebra problem.\n\n## Solution\n\nZebra solution.\n\n## Risks\n\nZebra risk.\n";
+  async function docWithBlock(): Promise<string> {
+    const docId = await newDoc();
+    expect((await call("PATCH", `/api/documents/${docId}`, { token: ws.token, body: { content: sections } })).status).toBe(200);
+    expect((await addBlock(docId, "old")).status).toBe(201);
+    return docId;
+  }
+  const extract = (docId: string) => call("POST", "/api/blocks/extract", { token: ws.token, body: { workspace_id: ws.workspaceId, document_id: docId } });
+  const expectDistinct = (blocks: Array<{ position: number }>) => expect(blocks.map((b) => b.position)).toEqual(blocks.map((_, i) => i));
+
+  it("a create landing after the extraction read the old blocks (before its deletes) answers 409 and is not left behind", async () => {
+    const docId = await docWithBlock();
+    const [extracted, created] = await landsBefore(/^BatchWrite/, `document#${docId}#block#`, () => addBlock(docId, "late"), () => extract(docId));
+    expect(extracted.status, extracted.text).toBe(200);
+    expectEnvelope(created, 409, "CONFLICT");
+    const blocks = await listed(docId);
+    expect(blocks.map((b) => b.title)).not.toContain("late");
+    expect(blocks.map((b) => b.title)).not.toContain("old");
+    expectDistinct(blocks);
+  });
+
+  it("a create landing between the extraction's deletes and its puts answers 409: the new blocks alone, at 0..n-1", async () => {
+    const docId = await docWithBlock();
+    // The puts carry the new blocks' text; the deletes only keys.
+    const [extracted, created] = await landsBefore(/^BatchWrite/, "Zebra", () => addBlock(docId, "late"), () => extract(docId));
+    expect(extracted.status, extracted.text).toBe(200);
+    expectEnvelope(created, 409, "CONFLICT");
+    const blocks = await listed(docId);
+    expect(blocks.map((b) => b.title)).not.toContain("late");
+    expectDistinct(blocks);
+  });
+
+  it("a create that read the blocks before the extraction, writing after it, reads again and appends after the new blocks", async () => {
+    const docId = await docWithBlock();
+    const [created, extracted] = await landsBefore(CREATE_WRITE, `document#${docId}#block#`, () => extract(docId), () => addBlock(docId, "late"));
+    expect(extracted.status, extracted.text).toBe(200);
+    expect(created.status, created.text).toBe(201);
+    const blocks = await listed(docId);
+    expectDistinct(blocks);
+    expect(blocks.length).toBe(extracted.body.count + 1);
+    expect(blocks.at(-1)!.title).toBe("late");
+    expect(created.body.position).toBe(extracted.body.count);
+  });
+});

@@ -5,7 +5,8 @@
  * - a status change racing an edit that replaces the stored text is checked against the status it writes over;
  * - a draft from a recommendation that addresses a deleted insight is drafted from the rest (caller ids stay strict);
  * - a block PATCH racing the block's DELETE is 404, and a PATCH whose position is refused (409) changes nothing;
- * - the blocks listing (and the reorder answer) ends a page early rather than pass Lambda's 6 MB answer.
+ * - the blocks listing (and the reorder answer) ends a page early rather than pass Lambda's 6 MB answer, and so
+ *   does a block's annotations listing.
  */
 import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -212,4 +213,42 @@ describe("blocks heavier than one answer may be (Lambda: 6 MB)", () => {
     expect(reordered.body.total).toBe(n);
     expect(reordered.body.blocks[0].id).toBe(ids[n - 1]);
   }, 180_000);
+});
+
+describe("annotations heavier than one answer may be (Lambda: 6 MB)", () => {
+  it("GET .../annotations ends a page early past 5 MB on the wire; total counts them all and the next page starts at offset plus those given", async () => {
+    const ws = await workspace("Heavy annotations");
+    const doc = await newDoc(ws);
+    const block = await addBlock(ws, doc.id, "Noted");
+    // 200 annotations of 5,000 control characters: each is 6 bytes as JSON, 7 once the body is a string inside the
+    // proxy result, so 35 KB an annotation and 7 MB together.
+    const n = 200;
+    const base = Date.parse("2026-01-01T00:00:00Z");
+    const ids = Array.from({ length: n }, () => randomUUID());
+    await db()
+      .entities.annotation.put(
+        ids.map((id, i) => ({
+          id, workspace_id: ws.workspaceId, document_id: doc.id, block_id: block.id, body: "\u0001".repeat(5_000), kind: "comment" as const,
+          author_id: randomUUID(), created_at: new Date(base + i * 1000).toISOString(),
+        })),
+      )
+      .go();
+    const path = `${blocksPath(doc.id)}/${block.id}/annotations`;
+    const seen: string[] = [];
+    let pages = 0;
+    for (let offset = 0; offset < n && pages < 4; pages++) {
+      const page = await call("GET", path, { token: ws.token, query: offset ? { offset } : undefined });
+      expect(page.status, page.text.slice(0, 300)).toBe(200);
+      expect(Buffer.byteLength(JSON.stringify({ statusCode: 200, body: page.text }))).toBeLessThan(LIST_RESPONSE_BYTES + 10_000);
+      expect(page.body.total).toBe(n);
+      expect(page.body.annotations.length).toBeGreaterThan(0);
+      seen.push(...page.body.annotations.map((a: { id: string }) => a.id));
+      offset += page.body.annotations.length;
+    }
+    expect(pages).toBeGreaterThan(1);
+    expect(seen).toEqual(ids);
+    const tail = await call("GET", path, { token: ws.token, query: { limit: 2, offset: n - 1 } });
+    expect(tail.body.annotations.map((a: { id: string }) => a.id)).toEqual([ids[n - 1]]);
+    expectEnvelope(await call("GET", path, { token: ws.token, query: { limit: 0 } }), 422, "VALIDATION_ERROR");
+  }, 120_000);
 });

@@ -13,6 +13,7 @@ import {
   ExtractResult,
   IntentInput,
   IntentResult,
+  ListAnnotationsQuery,
   ListBlocksQuery,
   ReorderInput,
   UpdateBlockInput,
@@ -74,8 +75,9 @@ export const blocksRoutes = defineRoutes({
   },
   "blocks.listAnnotations": {
     method: "GET", path: "/api/documents/{document_id}/blocks/{block_id}/annotations", group: "blocks", access: "user", workspaceScope: "resource",
-    summary: "Annotations on a block, oldest first",
+    summary: "Annotations on a block, oldest first (a page ends early past 5 MB; the next starts at offset plus the annotations given)",
     params: BlockParam,
+    query: ListAnnotationsQuery,
     responses: { 200: AnnotationList },
   },
   "blocks.createAnnotation": {
