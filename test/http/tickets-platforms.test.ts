@@ -448,7 +448,8 @@ describe("ticket tool (Jira)", () => {
 });
 
 describe("a document pushed to two platforms", () => {
-  it("syncs the platform it can read when the other's grant was revoked: those tickets name the reconnect error (it was a 424 for all)", async () => {
+  /** A reviewed document whose story went to Linear (team ENG) and whose solution and risk went to Jira (P001). */
+  async function pushedToBoth() {
     const s = await setup();
     await connectLinear(linear, s.token, s.workspaceId);
     const team = linear.team("ENG");
@@ -457,6 +458,11 @@ describe("a document pushed to two platforms", () => {
     const { story, solution, risk } = await reviewed(s);
     expect((await push(s, { platform: "planner", ticket_ids: [story.id] })).body).toMatchObject({ pushed: 1 });
     expect((await push(s, { platform: "tickets", project_key: "P001", ticket_ids: [solution.id, risk.id] })).body).toMatchObject({ pushed: 2 });
+    return { s, story, solution, risk };
+  }
+
+  it("syncs the platform it can read when the other's grant was revoked: those tickets name the reconnect error (it was a 424 for all)", async () => {
+    const { s, story, solution, risk } = await pushedToBoth();
     linear.revokeAll();
     const res = await sync(s);
     expect(res.status, res.text).toBe(200);
@@ -470,14 +476,7 @@ describe("a document pushed to two platforms", () => {
   });
 
   it("syncs the platform it can read when the other's token could not be refreshed just now: those tickets name the 503 (it was a 503 for all)", async () => {
-    const s = await setup();
-    await connectLinear(linear, s.token, s.workspaceId);
-    const team = linear.team("ENG");
-    expect((await call("POST", "/api/integrations/planner/teams/select", { token: s.token, body: { workspace_id: s.workspaceId, team_id: team.id, team_name: team.name } })).status).toBe(200);
-    await connectJira(jira, s.token, s.workspaceId);
-    const { story, solution, risk } = await reviewed(s);
-    expect((await push(s, { platform: "planner", ticket_ids: [story.id] })).body).toMatchObject({ pushed: 1 });
-    expect((await push(s, { platform: "tickets", project_key: "P001", ticket_ids: [solution.id, risk.id] })).body).toMatchObject({ pushed: 2 });
+    const { s, story, solution, risk } = await pushedToBoth();
     // Jira's token has expired and its token endpoint fails (a 500): the refresh is transient, a retryable 503.
     const ctx = { workspace_id: s.workspaceId, kind: "tickets" as const };
     const row = (await OAuth.findIntegration(s.workspaceId, "tickets"))!;
