@@ -42,6 +42,8 @@ interface StoredIssue {
   dueDate: string | null;
   createdAt: string;
   updatedAt: string;
+  /** Set when the issue is archived (Linear archives closed issues after a while): list queries leave it out unless `includeArchived`. */
+  archivedAt?: string;
 }
 
 interface StoredTeam {
@@ -180,6 +182,11 @@ export class LinearStandIn extends StandIn<LinearFailure> {
     return issue;
   }
 
+  /** Archive an issue (Linear's auto-archive of closed issues, or a person): left out of `issues` unless `includeArchived`. */
+  archive(issueId: string): void {
+    this.issues.get(issueId)!.archivedAt = new Date().toISOString();
+  }
+
   revokeAll(): void {
     this.tokens.clear();
     this.refreshTokens.clear();
@@ -263,8 +270,8 @@ export class LinearStandIn extends StandIn<LinearFailure> {
     return true;
   }
 
-  private sortedIssues(filter: L.IssueFilter) {
-    return [...this.issues.values()].filter((i) => this.matches(i, filter)).sort((a, b) => b.updatedAt.localeCompare(a.updatedAt) || b.number - a.number);
+  private sortedIssues(filter: L.IssueFilter, includeArchived = false) {
+    return [...this.issues.values()].filter((i) => (includeArchived || !i.archivedAt) && this.matches(i, filter)).sort((a, b) => b.updatedAt.localeCompare(a.updatedAt) || b.number - a.number);
   }
 
   /** One resolver per operation, answering the SDK-typed `Answers[K]`. */
@@ -286,7 +293,7 @@ export class LinearStandIn extends StandIn<LinearFailure> {
       if (!i) throw new NotFound("Issue");
       return { issue: this.issueNode(i) };
     },
-    PlannerIssues: (v) => ({ issues: { nodes: this.sortedIssues(v.filter).slice(0, v.first).map((i) => this.issueNode(i)) } }),
+    PlannerIssues: (v) => ({ issues: { nodes: this.sortedIssues(v.filter, v.includeArchived === true).slice(0, v.first).map((i) => this.issueNode(i)) } }),
     PlannerSearch: (v) => {
       const term = String(v.term).toLowerCase();
       const hits = this.sortedIssues(v.teamId ? { team: { id: { eq: v.teamId } } } : {}).filter((i) => `${i.title} ${i.description ?? ""}`.toLowerCase().includes(term));

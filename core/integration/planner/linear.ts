@@ -83,7 +83,7 @@ const DOCS: Record<keyof Answers, string> = {
   PlannerTeams: `query PlannerTeams($first: Int!, $after: String) { teams(first: $first, after: $after) { nodes { ${TEAM_FIELDS} } pageInfo { hasNextPage endCursor } } }`,
   PlannerTeam: `query PlannerTeam($id: String!) { team(id: $id) { ${TEAM_FIELDS} } }`,
   PlannerIssue: `query PlannerIssue($id: String!) { issue(id: $id) { ${ISSUE_FIELDS} } }`,
-  PlannerIssues: `query PlannerIssues($filter: IssueFilter, $first: Int!) { issues(filter: $filter, first: $first, orderBy: updatedAt) { nodes { ${ISSUE_FIELDS} } } }`,
+  PlannerIssues: `query PlannerIssues($filter: IssueFilter, $first: Int!, $includeArchived: Boolean) { issues(filter: $filter, first: $first, includeArchived: $includeArchived, orderBy: updatedAt) { nodes { ${ISSUE_FIELDS} } } }`,
   PlannerSearch: `query PlannerSearch($term: String!, $first: Int!, $teamId: String) { searchIssues(term: $term, first: $first, teamId: $teamId) { nodes { ${ISSUE_FIELDS} } } }`,
   PlannerIssueCreate: `mutation PlannerIssueCreate($input: IssueCreateInput!) { issueCreate(input: $input) { success issue { ${ISSUE_FIELDS} } } }`,
   PlannerIssueUpdate: `mutation PlannerIssueUpdate($id: String!, $input: IssueUpdateInput!) { issueUpdate(id: $id, input: $input) { success issue { ${ISSUE_FIELDS} } } }`,
@@ -98,7 +98,7 @@ const DOCS: Record<keyof Answers, string> = {
 
 /** The variables each document takes, typed by the SDK's input types where Linear defines one. */
 export interface Variables {
-  PlannerIssues: { filter: L.IssueFilter; first: number };
+  PlannerIssues: { filter: L.IssueFilter; first: number } & Pick<L.QueryIssuesArgs, "includeArchived">;
   PlannerIssueCreate: { input: L.IssueCreateInput };
   PlannerIssueUpdate: { id: string; input: L.IssueUpdateInput };
   PlannerCommentCreate: { input: L.CommentCreateInput };
@@ -284,7 +284,9 @@ export function linear(accessToken: string): Planner {
       // One request per 250 links (Linear's largest page), however many links a workspace has below that.
       for (let i = 0; i < ids.length; i += MAX_PAGE) {
         const chunk = ids.slice(i, i + MAX_PAGE);
-        const { issues } = await run("PlannerIssues", { filter: { id: { in: chunk } }, first: chunk.length });
+        // Archived issues too: Linear archives completed and cancelled issues after a while (and a person can), and a
+        // read by id must still see their state, or a synced ticket or link would never learn it was done.
+        const { issues } = await run("PlannerIssues", { filter: { id: { in: chunk } }, first: chunk.length, includeArchived: true });
         out.push(...issues.nodes.map(toIssue));
       }
       return out;
