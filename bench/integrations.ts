@@ -178,7 +178,7 @@ export default async function integrations(): Promise<void> {
           links.push({ external_id: issue.id, external_url: `${LINEAR_WEB}/acme/issue/ENG-${issue.number}`, destination: team.id });
         } else {
           const issue = jira.addIssue("P001", `Seeded ${i + 1}`);
-          links.push({ external_id: issue.id, external_url: `${jira.siteUrl}/browse/${issue.key}`, destination: "P001" });
+          links.push({ external_id: issue.id, external_url: `${jira.siteUrl}/browse/${issue.key}`, destination: `${jira.cloudId}/P001` });
         }
       }
       const items = links.map((l, i) => ({

@@ -35,7 +35,7 @@ import { unreadInRun } from "../integration/links";
 import { citedInsightIds, draftTicket, insightRefs, ticketIdOf, type EvidenceInsight } from "./draft";
 import { TERMINAL_CATEGORIES, type Platform, type TicketCategory } from "./mapping";
 import { assertTransition, canTransition, checkBatchTransition, type TicketStatus } from "./status";
-import { trackerOf, type IssueRead, type Tracker } from "./trackers";
+import { jiraDestination, samePlace, trackerOf, type IssueRead, type Tracker } from "./trackers";
 import type { ExecutionTicketEntity } from "./ticket.entity";
 import { fitResponse, LIST_RESPONSE_BYTES, wireBytes } from "../response-size";
 import {
@@ -349,11 +349,14 @@ async function claim(t: TicketItem, platform: Platform, destination: string): Pr
   // The first attempt's start stays: a retry must search back to it for an issue that attempt may have created.
   const startedAt = t.push_started_at ?? new Date(now).toISOString();
   const place = placeOf(platform, destination);
+  // A mark recorded before Jira places named their site is this place too (`samePlace`): the claim is conditioned on
+  // that mark as read, and records the place with its site.
+  const held = t.may_hold_issue_at && t.may_hold_issue_at !== place && samePlace(t.may_hold_issue_at, place) ? t.may_hold_issue_at : null;
   try {
     // The mark of a possible issue goes down before the create can happen, and only where no other place holds one.
     const { data } = await db().entities.executionTicket.patch(keyOf(t))
       .set({ push_claim_until: until, push_started_at: startedAt, platform, destination, may_hold_issue_at: place })
-      .where((a, op) => `${op.eq(a.status, t.status)} AND (${op.notExists(a.push_claim_until)} OR ${op.lt(a.push_claim_until, now)}) AND (${op.notExists(a.may_hold_issue_at)} OR ${op.eq(a.may_hold_issue_at, place)})`)
+      .where((a, op) => `${op.eq(a.status, t.status)} AND (${op.notExists(a.push_claim_until)} OR ${op.lt(a.push_claim_until, now)}) AND (${op.notExists(a.may_hold_issue_at)} OR ${op.eq(a.may_hold_issue_at, place)}${held ? ` OR ${op.eq(a.may_hold_issue_at, held)}` : ""})`)
       .go({ response: "all_new" });
     return { ticket: data as TicketItem, until, startedAt, retry: !!t.push_started_at, heldBefore: heldPlace(t) };
   } catch (err) {
@@ -411,7 +414,7 @@ function heldMessage(t: TicketItem, now = Date.now()): string {
 function elsewhereAfterUnknown(t: TicketItem, platform: Platform, destination: string, now = Date.now()): string | null {
   if (t.push_claim_until !== undefined && t.push_claim_until !== null && t.push_claim_until >= now) return null;
   const held = heldPlace(t);
-  if (!held || held === placeOf(platform, destination)) return null;
+  if (!held || samePlace(held, placeOf(platform, destination))) return null;
   const [heldPlatform, heldDestination] = [held.slice(0, held.indexOf(":")), held.slice(held.indexOf(":") + 1)];
   return `its last push (to ${heldPlatform}${heldDestination ? ` ${heldDestination}` : ""}) may have created an issue there (${OUTCOME_UNKNOWN}): push it there again, which finds that issue before creating one`;
 }
@@ -440,6 +443,24 @@ type SyncResult = Omit<SyncOutcome, "block_removed">;
 const outcome = (t: TicketItem, status: PushOutcome["status"] = t.status, error: string | null = null): PushResult => ({
   ticket_id: t.id, status, external_url: t.external_url ?? null, external_id: t.external_id ?? null, error,
 });
+
+/**
+ * A ticket a queued continuation may not push (see `push`'s `stale`): push_failed with the reason, unless a push holds
+ * it or its status moved meanwhile (then it is left as it is). No lease is taken: nothing is sent to a tracker.
+ */
+async function failUnclaimed(t: TicketItem, reason: string): Promise<PushResult> {
+  const message = reason.slice(0, 1000);
+  try {
+    const { data } = await db().entities.executionTicket.patch(keyOf(t))
+      .set({ status: "push_failed", push_error: message })
+      .where((a, op) => `${op.eq(a.status, t.status)} AND (${op.notExists(a.push_claim_until)} OR ${op.lt(a.push_claim_until, Date.now())})`)
+      .go({ response: "all_new" });
+    return outcome(data as TicketItem, "push_failed", message);
+  } catch (err) {
+    if (!isConditionalFailure(err)) throw err;
+    return outcome(t, t.status, "the ticket changed meanwhile (a push may be under way)");
+  }
+}
 
 /**
  * Push one claimed ticket: find the issue an earlier attempt created (by the marker), else create it.
@@ -505,7 +526,10 @@ async function pushOne(tracker: Tracker, c: Claim): Promise<PushResult> {
  * its invalid transition and counted as failed; the others go on). On success the ticket stores platform,
  * external_id and external_url; a refused push is push_failed with the reason. When the provider rate-limits part-way,
  * the rest is queued with its retry-after as the delay and reported `queued`.
- * @param destination set by a queued continuation (the repository the first request resolved)
+ * @param destination set by a queued continuation (the repository, team or Jira site and project the first request
+ *   resolved). It is checked against the integration as it is now: a repository deselected, another team or site, a
+ *   disconnect or a plan without the feature fails the continuation's tickets with the reason (push_failed), and the
+ *   job ends (the queue does not retry a refusal)
  * @returns `{results: [{ticket_id, status, external_url, external_id, error, block_removed}], pushed, failed, queued}`
  * @throws AppError FORBIDDEN (403: not a member; or the plan lacks has_codehost for the code host, has_integrations
  *   for the others); NOT_FOUND (404, document); NO_ACTIVE_INTEGRATION (404); VALIDATION_ERROR (422, ticket ids not of the
@@ -515,8 +539,19 @@ async function pushOne(tracker: Tracker, c: Claim): Promise<PushResult> {
 export async function push(userId: string, input: PushTicketsInput, destination?: string, opts: { budgetMs?: number } = {}): Promise<PushTicketsResult> {
   const deadline = Date.now() + (opts.budgetMs ?? WORK_BUDGET_MS);
   const doc = await documentIn(userId, input.workspace_id, input.document_id);
-  const integration = await requireIntegration(userId, doc.workspace_id, input.platform);
   const adapter = trackerOf(input.platform);
+  let integration: OAuth.IntegrationItem | null = null;
+  // Why a queued continuation may not go on: its integration went (a disconnect, a plan without the feature) or no
+  // longer leads where the first request resolved (`adapter.changed`). Its tickets then fail with the reason, once,
+  // rather than reaching a destination nobody chose now, or the queue retrying a refusal until it dead-letters.
+  let stale: string | null = null;
+  try {
+    integration = await requireIntegration(userId, doc.workspace_id, input.platform);
+  } catch (err) {
+    if (destination === undefined || !(err instanceof AppError) || (err.status !== 403 && err.status !== 404)) throw err;
+    stale = `${err.code}: ${err.message}`;
+  }
+  if (destination !== undefined && integration) stale = adapter.changed(integration, destination);
   const all = await ticketsOf(doc);
   let chosen: TicketItem[];
   if (input.ticket_ids) {
@@ -533,7 +568,9 @@ export async function push(userId: string, input: PushTicketsInput, destination?
     if (refused) results.push(outcome(t, t.status, refused.error));
     return !refused;
   });
-  if (pushable.length) {
+  if (pushable.length && stale !== null) {
+    for (const t of pushable) results.push(await failUnclaimed(t, stale));
+  } else if (pushable.length && integration) {
     const related = doc.related_recommendation_id
       ? (await db().entities.recommendation.get({ workspace_id: doc.workspace_id, id: doc.related_recommendation_id }).go()).data
       : null;
@@ -585,6 +622,20 @@ const syncOutcome = (t: TicketItem, changed: boolean, error: string | null = nul
   ticket_id: t.id, status, synced_status: (t.synced_status as TicketCategory | undefined) ?? null, external_url: t.external_url ?? null, changed, error,
 });
 
+/**
+ * A Jira ticket pushed before its destination named the site (`KEY` alone, not `<cloud_id>/KEY`) whose issue address
+ * is on another host than the issue just read under that id: the workspace reconnected to another site, where the
+ * same numeric id is an unrelated issue. (A ticket that names its site never reaches another: `open` refuses it.)
+ */
+function pushedToAnotherSite(t: TicketItem, readUrl: string): boolean {
+  if (t.platform !== "tickets" || !t.external_url || jiraDestination(t.destination ?? "").site !== null) return false;
+  try {
+    return new URL(t.external_url).host !== new URL(readUrl).host;
+  } catch {
+    return false;
+  }
+}
+
 /** Read one pushed ticket's issue (or take what a batched read found) and record its category (pushed → synced; synced stays synced). */
 async function syncOne(tracker: Tracker, t: TicketItem, now: string, batched?: IssueRead | ProviderError): Promise<SyncResult> {
   if (batched instanceof ProviderError) throw batched;
@@ -596,6 +647,9 @@ async function syncOne(tracker: Tracker, t: TicketItem, now: string, batched?: I
     return syncOutcome(data as TicketItem, t.status !== to);
   }
   if (!read.category) return syncOutcome(t, false, `unmapped status category: ${read.remote_state}`);
+  if (pushedToAnotherSite(t, read.external_url)) {
+    return syncOutcome(t, false, `not_found: the ticket was pushed to another Jira site (${new URL(t.external_url!).host}) than the one connected now: connect that site again to sync it`);
+  }
   const changed = read.category !== t.synced_status;
   // Only over the sync this one read: a concurrent sync that read the issue later and wrote first keeps its newer
   // state (this write fails its condition: "the ticket changed meanwhile") instead of being moved back.

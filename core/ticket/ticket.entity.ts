@@ -30,7 +30,10 @@ export const buildExecutionTicketEntity = () => new Entity({
     trace: { type: "any", default: () => ({}) },
     status: { type: ["generated", "reviewed", "pushed", "push_failed", "synced"] as const, required: true, default: "generated" },
     platform: { type: ["codehost", "planner", "tickets"] as const },
-    /** Where the push goes within the platform: the repository (codehost), team (planner), project (tickets). */
+    /**
+     * Where the push goes within the platform: the repository (codehost), team or team/project (planner), the site and
+     * project `<cloud_id>/<KEY>` (tickets; the key alone for tickets pushed before the site was recorded).
+     */
     destination: { type: "string" },
     external_id: { type: "string" },
     external_url: { type: "string" },

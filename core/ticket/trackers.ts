@@ -70,6 +70,12 @@ export interface TrackerAdapter {
    * and throws the kind's 424; other provider failures reach `fn`'s caller as `ProviderError`s.
    */
   open<T>(workspaceId: string, destination: string, fn: (tracker: Tracker) => Promise<T>): Promise<T>;
+  /**
+   * Why a push to `destination` (resolved earlier: a queued continuation carries it) may not go on under the
+   * integration as it is now, or null: a repository no longer selected, another Linear team or project selected,
+   * another Jira site connected. Reads only the integration item.
+   */
+  changed(integration: IntegrationItem, destination: string): string | null;
 }
 
 /** GitHub issue ids are "owner/repo#number": enough to read the issue back. */
@@ -173,6 +179,35 @@ export const jiraMarkerLabel = (ticketId: string): string => `r2d-ticket-${ticke
 /** Issue type names a ticket type prefers, in order (create only: sync never reads a name). */
 const JIRA_TYPES: Record<string, string[]> = { story: ["Story"], feature: ["Story", "Feature", "New Feature"], epic: ["Epic"], task: ["Task"] };
 
+/**
+ * A ticket tool destination: `<cloud_id>/<project key>`, the site recorded beside the project (Jira numbers issues per
+ * site from 10000, so an id read on another site is another issue). Tickets pushed before the site was recorded hold
+ * the key alone (`site` null). Project keys hold no "/".
+ */
+export function jiraDestination(destination: string): { site: string | null; projectKey: string } {
+  const at = destination.indexOf("/");
+  return at < 0 ? { site: null, projectKey: destination } : { site: destination.slice(0, at), projectKey: destination.slice(at + 1) };
+}
+
+/**
+ * Whether two places (`<platform>:<destination>`, as `may_hold_issue_at` records them) are the same: equal, or a Jira
+ * place recorded before the site was (`tickets:KEY`) and the same project on a site (`tickets:<cloud_id>/KEY`).
+ */
+export function samePlace(a: string, b: string): boolean {
+  if (a === b) return true;
+  const jira = (p: string) => (p.startsWith("tickets:") ? jiraDestination(p.slice("tickets:".length)) : null);
+  const [x, y] = [jira(a), jira(b)];
+  return !!x && !!y && x.projectKey === y.projectKey && (x.site === null || y.site === null);
+}
+
+/** A tracker for tickets pushed to another Jira site than the one connected now: every call is refused, nothing is sent. */
+function otherSiteTracker(site: string, connected: string): Tracker {
+  const refuse = (): never => {
+    throw new ProviderError("not_found", `the ticket was pushed to another Jira site (cloud id ${site}) than the one connected now (${connected}): connect that site again to sync or push it`);
+  };
+  return { findByMarker: async () => refuse(), create: async () => refuse(), read: async () => refuse(), readMany: async () => refuse(), readBatch: STATUS_PAGE };
+}
+
 /** Jira at project `projectKey`, issues browsed at `siteUrl`. */
 function jiraTracker(tool: TicketTool, projectKey: string, siteUrl: string): Tracker {
   let types: Promise<{ id: string; name: string; subtask: boolean }[]> | undefined;
@@ -250,6 +285,8 @@ export const TRACKERS: Partial<Record<Platform, TrackerAdapter>> = {
       return Codehost.selectedRepo(workspaceId, undefined);
     },
     open: (workspaceId, repo, fn) => Codehost.withCodeHost(workspaceId, (host, login) => fn(codehostTracker(host, login, repo)), { raw: true }),
+    changed: (integration, repo) =>
+      (integration.selected_repos ?? []).some((r) => r.toLowerCase() === repo.toLowerCase()) ? null : `${repo} is no longer a selected repository; select it, or push to another`,
   },
   planner: {
     async destination(workspaceId) {
@@ -258,17 +295,31 @@ export const TRACKERS: Partial<Record<Platform, TrackerAdapter>> = {
       return team.projectId ? `${team.teamId}/${team.projectId}` : team.teamId;
     },
     open: (workspaceId, destination, fn) => PlannerIntegration.withPlanner(workspaceId, (planner) => fn(plannerTracker(planner, destination)), { raw: true }),
+    changed(integration, destination) {
+      const now = integration.selected_team_id ? (integration.selected_project_id ? `${integration.selected_team_id}/${integration.selected_project_id}` : integration.selected_team_id) : null;
+      return now === destination ? null : "the Linear team or project selected for this workspace changed since the push began; push again";
+    },
   },
   tickets: {
-    async destination(_workspaceId, _integration, requested) {
+    async destination(_workspaceId, integration, requested) {
       // The server keeps no project selection for the ticket tool (spec 02: the frontend keeps the chosen projects).
       if (!requested.projectKey) {
         throw Errors.validation([{ loc: ["body", "project_key"], msg: "the Jira project to push to is required for the ticket tool", type: "missing" }], "project_key is required when pushing to Jira");
       }
-      return requested.projectKey;
+      // The site goes with the project: the ticket's sync and a retried push must reach the site it was pushed to.
+      return `${integration.cloud_id ?? ""}/${requested.projectKey}`;
     },
-    open: (workspaceId, projectKey, fn) =>
-      TicketsIntegration.withTicketTool(workspaceId, (tool, _cloudId, integration) => fn(jiraTracker(tool, projectKey, (integration.account as { site_url?: string } | undefined)?.site_url ?? "")), { raw: true }),
+    open: (workspaceId, destination, fn) =>
+      TicketsIntegration.withTicketTool(workspaceId, (tool, cloudId, integration) => {
+        const { site, projectKey } = jiraDestination(destination);
+        const account = (integration.account ?? {}) as { site_url?: string; site_name?: string };
+        if (site !== null && site !== cloudId) return fn(otherSiteTracker(site, account.site_name ?? cloudId));
+        return fn(jiraTracker(tool, projectKey, account.site_url ?? ""));
+      }, { raw: true }),
+    changed(integration, destination) {
+      const { site } = jiraDestination(destination);
+      return site === null || site === integration.cloud_id ? null : "the workspace is connected to another Jira site than when the push began; push again";
+    },
   },
 };
 

@@ -159,6 +159,18 @@ describe("planner (Linear)", () => {
     expect(linear.requests.slice(mark).every((r) => r.operation === "PlannerIssues")).toBe(true);
   });
 
+  it("a queued continuation whose team is no longer the selected one fails its tickets with the reason and sends nothing", async () => {
+    const s = await connected();
+    const { story } = await reviewed(s);
+    const eng = linear.team("ENG");
+    const des = linear.team("DES");
+    expect((await call("POST", "/api/integrations/planner/teams/select", { token: s.token, body: { workspace_id: s.workspaceId, team_id: des.id, team_name: des.name } })).status).toBe(200);
+    const mark = linear.requests.length;
+    const res = await Tickets.push(s.userId, { workspace_id: s.workspaceId, document_id: s.documentId, platform: "planner", ticket_ids: [story.id] }, eng.id);
+    expect(res.results[0]).toMatchObject({ ticket_id: story.id, status: "push_failed", error: expect.stringMatching(/Linear team or project selected for this workspace changed/) });
+    expect(linear.requests.length).toBe(mark);
+  });
+
   it("a push retried after its answer was lost finds the issue by the id derived from the ticket: one issue", async () => {
     const s = await connected();
     const { story } = await reviewed(s);
@@ -289,6 +301,57 @@ describe("ticket tool (Jira)", () => {
     expect(jira.creations(mark)).toBe(0);
   });
 
+  it("a ticket is held to the site it was pushed to: after a reconnect to another site (same issue ids), sync and a retried push refuse it instead of reading or creating there; a queued continuation fails its tickets", async () => {
+    const s = await connected();
+    const { story, solution, risk } = await reviewed(s);
+    const first = await push(s, { platform: "tickets", project_key: "P001", ticket_ids: [story.id] });
+    expect(first.body).toMatchObject({ pushed: 1, failed: 0 });
+    const key = (id: string) => ({ workspace_id: s.workspaceId, document_id: s.documentId, id });
+    expect((await db().entities.executionTicket.get(key(story.id)).go()).data).toMatchObject({ destination: `${jira.cloudId}/P001` });
+    // The risk's create got no answer: its issue may exist on this site.
+    jira.fail({ match: /^POST \/ex\/jira\/[^/]+\/rest\/api\/3\/issue$/, status: 0, lost: true });
+    expect((await push(s, { platform: "tickets", project_key: "P001", ticket_ids: [risk.id] })).body.results[0]).toMatchObject({ status: "push_failed", error: expect.stringMatching(/outcome unknown/) });
+    await expireLease(s, risk.id);
+    // A ticket pushed before destinations named the site: the key alone.
+    const legacy = await push(s, { platform: "tickets", project_key: "P001", ticket_ids: [solution.id] });
+    expect(legacy.body).toMatchObject({ pushed: 1 });
+    await db().entities.executionTicket.patch(key(solution.id)).set({ destination: "P001" }).go();
+
+    // The workspace reconnects to another site, whose issues carry the same ids (every site numbers from 10000).
+    const siteA = jira.cloudId;
+    const siteB = "55667788-a1b2-4c3d-8e9f-000000000002";
+    jira.cloudId = siteB;
+    try {
+      await db().entities.integration.patch({ workspace_id: s.workspaceId, kind: "tickets" })
+        .set({ cloud_id: siteB, account: { site_name: "other", site_url: "https://other.atlassian.net", site_avatar_url: null } }).go();
+      for (const i of issuesFor([story.id, solution.id])) jira.transition(i.key, "Shipped");
+      const mark = jira.requests.length;
+      const res = await sync(s);
+      expect(res.status, res.text).toBe(200);
+      const by = new Map((res.body.results as any[]).map((r) => [r.ticket_id, r]));
+      expect(by.get(story.id)).toMatchObject({ changed: false, error: expect.stringMatching(/pushed to another Jira site/) });
+      expect(by.get(solution.id)).toMatchObject({ changed: false, error: expect.stringMatching(/pushed to another Jira site \(acme\.atlassian\.net\)/) });
+      expect(res.body).toMatchObject({ synced: 0, recommendation_implemented: false });
+      // The ticket naming its site sent nothing; the legacy one was read once (its address shows the site) and not recorded.
+      expect(jira.requests.length - mark).toBe(1);
+      expect((await listed(s)).filter((t) => t.id !== risk.id).map((t) => t.synced_status)).toEqual([null, null]);
+      expect(await recStatus(s)).not.toBe("implemented");
+
+      // The risk's issue may exist on site A: a push to P001 on site B refuses instead of creating a second one.
+      const retry = await push(s, { platform: "tickets", project_key: "P001", ticket_ids: [risk.id] });
+      expect(retry.body.results[0]).toMatchObject({ status: "push_failed", error: expect.stringMatching(/may have created an issue there/) });
+      expect(jira.creations(mark)).toBe(0);
+
+      // A continuation queued while site A was connected: its tickets fail with the reason, nothing is sent.
+      await db().entities.executionTicket.patch(key(risk.id)).set({ status: "reviewed" }).remove(["may_hold_issue_at", "push_started_at"]).go();
+      const cont = await Tickets.push(s.userId, { workspace_id: s.workspaceId, document_id: s.documentId, platform: "tickets", ticket_ids: [risk.id] }, `${siteA}/P001`);
+      expect(cont.results[0]).toMatchObject({ status: "push_failed", error: expect.stringMatching(/another Jira site/) });
+      expect(jira.requests.length - mark).toBe(1);
+    } finally {
+      jira.cloudId = siteA;
+    }
+  });
+
   it("a push retried after its answer was lost finds the issue by its marker label: one issue", async () => {
     const s = await connected();
     const { story } = await reviewed(s);
@@ -397,7 +460,7 @@ describe("ticket tool (Jira)", () => {
     expect(issuesFor([story.id])).toHaveLength(1);
     const key = { workspace_id: s.workspaceId, document_id: s.documentId, id: story.id };
     const left = (await db().entities.executionTicket.get(key).go({ consistent: true })).data!;
-    expect(left).toMatchObject({ status: "reviewed", platform: "tickets", destination: "P002" });
+    expect(left).toMatchObject({ status: "reviewed", platform: "tickets", destination: `${jira.cloudId}/P002` });
     // Its lease runs out (time passes).
     await db().entities.executionTicket.patch(key).set({ push_claim_until: Date.now() - 1 }).go();
 

@@ -432,6 +432,28 @@ describe("push", () => {
     expect(issuesFor(tickets.map((t) => t.id))).toHaveLength(3);
   });
 
+  it("a queued continuation checks its destination again: a repository deselected meanwhile, or a disconnect, fails its tickets with the reason and sends nothing", async () => {
+    const s = await setup({ connect: true, select: [REPO, OTHER] });
+    const { tickets } = await generate(s);
+    for (const t of tickets) await review(s, t.id);
+    const me = (await call("GET", "/api/auth/me", { token: s.token })).body.id as string;
+    const [first, second] = tickets;
+    // REPO is deselected after the first request resolved it and queued the rest.
+    expect((await call("POST", "/api/integrations/codehost/repos/select", { token: s.token, body: { workspace_id: s.workspaceId, repos: [OTHER] } })).status).toBe(200);
+    const creations = github.creations();
+    const moved = await Tickets.push(me, { workspace_id: s.workspaceId, document_id: s.documentId, platform: "codehost", ticket_ids: [first.id] }, REPO);
+    expect(moved).toMatchObject({ pushed: 0, failed: 1, queued: 0 });
+    expect(moved.results[0]).toMatchObject({ ticket_id: first.id, status: "push_failed", error: `${REPO} is no longer a selected repository; select it, or push to another` });
+    // Disconnected meanwhile: the continuation ends with its tickets failed (the queue does not retry a refusal).
+    expect((await call("DELETE", "/api/integrations/codehost/disconnect", { token: s.token, query: { workspace_id: s.workspaceId } })).status).toBe(200);
+    const gone = await Tickets.push(me, { workspace_id: s.workspaceId, document_id: s.documentId, platform: "codehost", ticket_ids: [second.id] }, OTHER);
+    expect(gone.results[0]).toMatchObject({ ticket_id: second.id, status: "push_failed", error: expect.stringMatching(/^NO_ACTIVE_INTEGRATION: /) });
+    expect(github.creations()).toBe(creations);
+    expect((await listed(s, "push_failed")).map((t) => t.id).sort()).toEqual([first.id, second.id].sort());
+    // A request (not a continuation) still answers the refusal itself.
+    expect((await push(s, { ticket_ids: [first.id] })).status).toBe(404);
+  });
+
   it("errors: no integration 404; several repositories and none named 422; unknown ids 422; a revoked grant 424", async () => {
     const bare = await setup();
     const { tickets } = await generate(bare);

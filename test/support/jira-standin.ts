@@ -76,7 +76,11 @@ interface Grant {
 export class JiraStandIn extends StandIn<JiraFailure> {
   readonly clientId = "atl-client-id";
   readonly clientSecret = "atl-client-secret";
-  readonly cloudId = "11223344-a1b2-4c3d-8e9f-000000000001";
+  /**
+   * The site's cloud id. A test may change it: the same issues then answer under another site's id, as another site
+   * does whose issues are numbered from 10000 too (a workspace reconnected to another site).
+   */
+  cloudId = "11223344-a1b2-4c3d-8e9f-000000000001";
   readonly siteUrl = "https://acme.atlassian.net";
   /** Seconds the access tokens issued next live (Atlassian: 3600). */
   accessTtlSeconds = 3600;
