@@ -2,7 +2,7 @@
  * The code-host integration (spec 02 "Code-host integration", prefix /api/integrations/codehost): connect, callback,
  * disconnect, status, repos, repos/select, issues, links, sync. GitHub through the `CodeHost` port (./github.ts).
  */
-import { randomUUID } from "node:crypto";
+import { createHash } from "node:crypto";
 import type { EntityItem } from "electrodb";
 import { AppError } from "../../error";
 import { db } from "../../db/service";
@@ -174,9 +174,36 @@ function markerWindow(since?: string): string {
 }
 
 /**
+ * How far back a plain `POST /issues` (no action marker) looks for the issue an earlier attempt of the same request
+ * created: a client retries within seconds or minutes of a failure, and an identical request later than this is taken
+ * as a new one. Bounded because the search lists the account's issues touched since then (a page per 100).
+ */
+export const ISSUE_RETRY_WINDOW_MS = 15 * 60_000;
+
+const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
+
+/**
+ * The link of an issue: its id derives from the issue, so whether an issue is linked already is one read of a known
+ * key, and a retried write of the same link replaces it instead of adding a second.
+ */
+const linkIdOf = (repo: string, number: number) => v4From(sha256(`codehost:${repo}#${number}`));
+
+/** A UUID in version-4 form from 32 or more hex digits (the planner's `v4From`, for a link id as UUID-shaped as a random one). */
+function v4From(hex: string): string {
+  const v = `${hex.slice(0, 12)}4${hex.slice(13, 16)}${((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16)}${hex.slice(17, 32)}`;
+  return `${v.slice(0, 8)}-${v.slice(8, 12)}-${v.slice(12, 16)}-${v.slice(16, 20)}-${v.slice(20)}`;
+}
+
+/**
  * `POST /issues`: an issue in a selected repository for a recommendation of the workspace, and the link between
- * them. Title defaults to the recommendation's title, body to its description. With a `marker` (an approved pending
- * action's id), an issue that carries it already is reused instead of creating a second one.
+ * them. Title defaults to the recommendation's title, body to its description.
+ * - With a `marker` (an approved pending action's id), an issue that carries it already is reused instead of creating
+ *   a second one, under the action's link id.
+ * - Without one (the HTTP route), the body carries a marker hashed from the request's content (workspace,
+ *   recommendation, repository, title, body). An issue of the account that carries it, touched in the last
+ *   `ISSUE_RETRY_WINDOW_MS`, and that has no link yet is adopted: the retry of a request whose link write failed
+ *   (a store error, a Lambda that died) answers that issue instead of creating a second. One that is linked already
+ *   means the same issue is asked for again on purpose: a new one is created. The link's id derives from the issue.
  * @returns `{issue_url, issue_number, link_id}`
  * @throws AppError REPO_NOT_SELECTED (422); NOT_FOUND (404, recommendation); NO_ACTIVE_INTEGRATION (404);
  *   CODEHOST_TOKEN_ERROR (424); RATE_LIMITED (429)
@@ -186,18 +213,24 @@ export async function createIssue(userId: string, input: CreateIssueBody, opts: 
   const rec = await Recommendation.get(userId, input.recommendation_id);
   if (rec.workspace_id !== input.workspace_id) throw new AppError("NOT_FOUND", "Recommendation not found");
   const repo = await selectedRepo(input.workspace_id, input.repository ?? input.repo_full_name ?? input.repo);
-  const linkId = opts.linkId ?? randomUUID();
-  const markerLine = opts.marker ? `\n\n<!-- r2d:${opts.marker} -->` : "";
   const title = input.title ?? rec.title;
-  const body = `${input.body ?? rec.description}${markerLine}`;
-  const startedAt = markerWindow(opts.markerSince);
+  const text = input.body ?? rec.description;
+  // JSON, not a joined string: no title or body can make two different requests hash alike.
+  const marker = opts.marker ?? `issue:${sha256(JSON.stringify([input.workspace_id, rec.id, repo, title, text])).slice(0, 32)}`;
+  const body = `${text}\n\n<!-- r2d:${marker} -->`;
+  const startedAt = opts.marker ? markerWindow(opts.markerSince) : new Date(Date.now() - ISSUE_RETRY_WINDOW_MS).toISOString();
+  const linkOf = async (number: number) =>
+    (await db().entities.issueLink.get({ workspace_id: input.workspace_id, kind: "codehost", recommendation_id: rec.id, id: linkIdOf(repo, number) }).go({ consistent: true })).data;
   const issue = await withCodeHost(input.workspace_id, async (host, login) => {
-    if (opts.marker && login) {
-      const found = await host.findIssueByMarker(repo, `r2d:${opts.marker}`, { since: startedAt, creator: login });
-      if (found) return found;
+    if (login) {
+      const found = await host.findIssueByMarker(repo, `r2d:${marker}`, { since: startedAt, creator: login });
+      // An action's issue is its own whether linked or not; a request's is adopted only while unlinked (newest first:
+      // the orphan of a repeated request is found before the linked issues it repeats).
+      if (found && (opts.marker || !(await linkOf(found.number)))) return found;
     }
     return host.createIssue(repo, { title, body, labels: input.labels });
   });
+  const linkId = opts.linkId ?? linkIdOf(repo, issue.number);
   await db().entities.issueLink.put({
     id: linkId, workspace_id: input.workspace_id, kind: "codehost", recommendation_id: rec.id, repo_full_name: repo,
     issue_number: issue.number, issue_url: issue.url, title: issue.title, state: "open", created_by: userId,

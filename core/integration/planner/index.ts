@@ -2,7 +2,7 @@
  * The planner integration (spec 02 "Planner integration", prefix /api/integrations/planner): connect, callback,
  * disconnect, status, teams, teams/select, issues, links, sync. Linear through the `Planner` port (./linear.ts).
  */
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import type { EntityItem } from "electrodb";
 import { AppError } from "../../error";
 import { db } from "../../db/service";
@@ -171,11 +171,20 @@ export async function createOrFind(planner: Planner, input: Parameters<Planner["
   return planner.createIssue(input);
 }
 
+const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
+
 /**
  * `POST /issues`: an issue in the selected team for a recommendation of the workspace, and the link between them
  * (with the issue's current state and state type). The project falls back to the selected project; title and body
  * default to the recommendation's. An issue created in a completed or cancelled state moves the recommendation to
  * implemented (unless implemented or rejected).
+ * - With an `issueId` (an approved pending action's), the issue is found by it or created under it, and linked under
+ *   the action's link id.
+ * - Without one (the HTTP route), the issue is created under an id hashed from the request's content (workspace,
+ *   recommendation, team, project, title, body), and Linear is asked for that id first. Found and not linked yet, it
+ *   is adopted: the retry of a request whose link write failed (a store error, a Lambda that died) answers that issue
+ *   instead of creating a second. Found and linked, the same issue is asked for again on purpose: a new one is
+ *   created under a random id. The link's id derives from the issue's.
  * @returns `{issue_url, issue_identifier, link_id}`
  * @throws AppError NO_TEAM_SELECTED (422); NOT_FOUND (404, recommendation); NO_ACTIVE_INTEGRATION (404);
  *   PLANNER_TOKEN_ERROR (424); RATE_LIMITED (429)
@@ -185,19 +194,29 @@ export async function createIssue(userId: string, input: CreatePlannerIssueBody,
   const rec = await Recommendation.get(userId, input.recommendation_id);
   if (rec.workspace_id !== input.workspace_id) throw new AppError("NOT_FOUND", "Recommendation not found");
   const team = await selectedTeam(input.workspace_id, input.team_id);
-  const linkId = opts.linkId ?? randomUUID();
-  const issue = await withPlanner(input.workspace_id, (planner) =>
-    createOrFind(planner, {
-      ...(opts.issueId ? { id: opts.issueId } : {}),
-      teamId: team.teamId,
-      title: input.title ?? rec.title,
-      description: input.body ?? rec.description,
-      ...(input.project_id ?? team.projectId ? { projectId: (input.project_id ?? team.projectId)! } : {}),
-      labelIds: input.label_ids,
-      ...(input.state_id ? { stateId: input.state_id } : {}),
-      ...(input.priority !== undefined ? { priority: input.priority } : {}),
-    }),
-  );
+  const projectId = input.project_id ?? team.projectId;
+  const title = input.title ?? rec.title;
+  const description = input.body ?? rec.description;
+  const fields = {
+    teamId: team.teamId, title, description,
+    ...(projectId ? { projectId } : {}),
+    labelIds: input.label_ids,
+    ...(input.state_id ? { stateId: input.state_id } : {}),
+    ...(input.priority !== undefined ? { priority: input.priority } : {}),
+  };
+  // A link's id derives from its issue's, so "is this issue linked?" is one read of a known key, and a retried write
+  // of the same link replaces it instead of adding a second.
+  const linkIdOf = (issueId: string) => v4From(sha256(`planner:${issueId}`));
+  const issue = await withPlanner(input.workspace_id, async (planner) => {
+    if (opts.issueId) return createOrFind(planner, { id: opts.issueId, ...fields });
+    // JSON, not a joined string: no title or body can make two different requests hash alike.
+    const id = v4From(sha256(JSON.stringify([input.workspace_id, rec.id, team.teamId, projectId ?? null, title, description])));
+    const found = await planner.getIssue(id);
+    if (!found) return planner.createIssue({ id, ...fields });
+    const { data: link } = await db().entities.issueLink.get({ workspace_id: input.workspace_id, kind: "planner", recommendation_id: rec.id, id: linkIdOf(found.id) }).go({ consistent: true });
+    return link ? planner.createIssue({ id: randomUUID(), ...fields }) : found;
+  });
+  const linkId = opts.linkId ?? linkIdOf(issue.id);
   await db().entities.issueLink.put({
     id: linkId, workspace_id: input.workspace_id, kind: "planner", recommendation_id: rec.id, issue_id: issue.id,
     identifier: issue.identifier, issue_url: issue.url, title: issue.title, state: issue.state?.name ?? "unknown",
