@@ -25,6 +25,7 @@ import {
   type BlockType,
 } from "../document/blocks";
 import type { TicketPriority } from "./mapping";
+import { TICKET_BODY_MAX, TICKET_CRITERION_MAX, TICKET_TEXT_MAX_BYTES, ticketTextBytes } from "./schema";
 
 /** A cited insight as the body shows it; `quotes[].source_name` is the source's title (its file name otherwise). */
 export interface EvidenceInsight {
@@ -65,6 +66,15 @@ export interface TicketDraft {
 /** At most this many insights, and quotes per insight, go into a body (GitHub takes 65,536 characters). */
 export const MAX_EVIDENCE_INSIGHTS = 8;
 export const MAX_QUOTES_PER_INSIGHT = 3;
+/**
+ * Characters the Evidence section may take in a body. Quotes are kept whole (never cut: they are verbatim), so a
+ * quote that would pass this is left out and counted (quotes may be 5,000 characters: 24 of them pass GitHub's limit).
+ */
+export const EVIDENCE_MAX_CHARS = 20_000;
+/** At most this many cited insight ids are kept on a ticket (the body shows the first MAX_EVIDENCE_INSIGHTS). */
+export const MAX_EVIDENCE_IDS = 100;
+/** What ends a summary cut to fit the body. */
+const CUT_NOTE = "\n\n… (cut: the block is longer than a ticket holds; the document has the whole text)";
 const TITLE_MAX = 120;
 
 /** The ticket of a block has a fixed id (a UUID derived from the document and block ids): generating twice, or two
@@ -237,17 +247,49 @@ function shapeOf(block: BlockForTicket): Shape {
 }
 
 /** The Evidence section: each insight with its verbatim quotes and source names (quotes are never reworded). */
-export function evidenceMarkdown(insights: EvidenceInsight[]): string {
+export function evidenceMarkdown(insights: EvidenceInsight[], maxChars = EVIDENCE_MAX_CHARS): string {
   if (!insights.length) return "";
-  const items = insights.slice(0, MAX_EVIDENCE_INSIGHTS).map((i) => {
+  let used = "## Evidence\n\n".length;
+  let left = 0;
+  const items: string[] = [];
+  for (const i of insights.slice(0, MAX_EVIDENCE_INSIGHTS)) {
     const head = `**${oneLine(i.title)}** (${i.insight_type.replace(/_/g, " ")}, ${i.severity} severity, ${i.frequency} source${i.frequency === 1 ? "" : "s"})`;
-    const quotes = i.quotes.slice(0, MAX_QUOTES_PER_INSIGHT).map((q) => {
+    if (used + head.length + 2 > maxChars) {
+      left += Math.min(i.quotes.length, MAX_QUOTES_PER_INSIGHT);
+      continue;
+    }
+    used += head.length + 2;
+    const quotes: string[] = [];
+    for (const q of i.quotes.slice(0, MAX_QUOTES_PER_INSIGHT)) {
       const who = [q.speaker, q.source_name ? `*${q.source_name}*` : null].filter(Boolean).join(", ");
-      return `- “${q.text}”${who ? ` — ${who}` : ""}`;
-    });
-    return join(head, quotes.join("\n"));
-  });
-  return `## Evidence\n\n${items.join("\n\n")}`;
+      const line = `- “${q.text}”${who ? ` — ${who}` : ""}`;
+      if (used + line.length + 1 > maxChars) {
+        left++;
+        continue;
+      }
+      used += line.length + 1;
+      quotes.push(line);
+    }
+    items.push(join(head, quotes.join("\n")));
+  }
+  const more = left ? `\n\n(${left} more quote${left === 1 ? "" : "s"} of these insights left out: a ticket holds ${maxChars.toLocaleString("en")} characters of evidence)` : "";
+  return `## Evidence\n\n${items.join("\n\n")}${more}`;
+}
+
+/** `summary` cut (at a character boundary, with a note) so that it fits in `max` characters; `max` ≥ the note. */
+function cutSummary(summary: string, max: number): { text: string; cut: boolean } {
+  if (summary.length <= max) return { text: summary, cut: false };
+  let text = summary.slice(0, Math.max(0, max - CUT_NOTE.length));
+  if (/[\uD800-\uDBFF]$/.test(text)) text = text.slice(0, -1);
+  return { text: `${text}${CUT_NOTE}`, cut: true };
+}
+
+/** A criterion cut to {@link TICKET_CRITERION_MAX} characters (at a character boundary, ending "…"). */
+function capCriterion(c: string): string {
+  if (c.length <= TICKET_CRITERION_MAX) return c;
+  let text = c.slice(0, TICKET_CRITERION_MAX - 1);
+  if (/[\uD800-\uDBFF]$/.test(text)) text = text.slice(0, -1);
+  return `${text}…`;
 }
 
 /**
@@ -272,25 +314,34 @@ export function draftTicket(doc: DocumentForTicket, block: BlockForTicket, insig
     priority = top;
     priorityFrom = `highest severity of the cited insights (${insights.find((i) => SEVERITY_PRIORITY[i.severity] === top)!.severity})`;
   }
-  const criteria = shape.criteria.map(oneLine).filter(Boolean).slice(0, 50);
+  const criteria = shape.criteria.map(oneLine).filter(Boolean).slice(0, 50).map(capCriterion);
   const labels = [kebab(block.block_type), ...new Set(insights.map((i) => kebab(i.insight_type)))].slice(0, 4);
-  const footer = `---\n\nGenerated from the ${block.block_type.replace(/_/g, " ")} block “${oneLine(block.title || DEFAULT_TITLES[block.block_type])}” of *${oneLine(doc.title)}* (${doc.document_type}).`;
+  const footer = `---\n\nGenerated from the ${block.block_type.replace(/_/g, " ")} block “${oneLine(block.title || DEFAULT_TITLES[block.block_type])}” of *${oneLine(doc.title).slice(0, 500)}* (${doc.document_type}).`;
+  // The body fits TICKET_BODY_MAX: evidence within its own budget, the footer whole, the summary cut to the rest.
+  const evidence = evidenceMarkdown(insights);
+  const summary = cutSummary(shape.summary, TICKET_BODY_MAX - evidence.length - footer.length - 4);
+  const body = join(summary.text, evidence, footer);
+  // Criteria in three-byte characters can pass the ticket's byte budget: the last ones are left out until it fits.
+  let kept = criteria.length;
+  while (kept > 0 && ticketTextBytes({ title, body, acceptance_criteria: criteria.slice(0, kept), labels }) > TICKET_TEXT_MAX_BYTES) kept--;
+  const dropped = criteria.length - kept;
+  criteria.length = kept;
   return {
     title,
-    body: join(shape.summary, evidenceMarkdown(insights), footer),
+    body,
     ticket_type: shape.ticket_type,
     priority,
     labels,
     acceptance_criteria: criteria,
     estimated_effort: effortOf(criteria.length),
-    evidence_insight_ids: insights.map((i) => i.id),
+    evidence_insight_ids: insights.slice(0, MAX_EVIDENCE_IDS).map((i) => i.id),
     trace: {
       title: ownTitle ? "block.title" : shape.titleFrom,
-      body: `${block.block_type} content${insights.length ? ` + quotes of ${insights.length} cited insight${insights.length === 1 ? "" : "s"}` : ""}`,
+      body: `${block.block_type} content${summary.cut ? " (cut to fit)" : ""}${insights.length ? ` + quotes of ${insights.length} cited insight${insights.length === 1 ? "" : "s"}` : ""}`,
       ticket_type: `block_type ${block.block_type}`,
       priority: priorityFrom,
       labels: insights.length ? "block_type + cited insights' types" : "block_type",
-      acceptance_criteria: shape.criteriaFrom,
+      acceptance_criteria: dropped ? `${shape.criteriaFrom} (the last ${dropped} left out: the ticket's size limit)` : shape.criteriaFrom,
       estimated_effort: `${criteria.length} acceptance criteria`,
     },
   };

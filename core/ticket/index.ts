@@ -40,6 +40,8 @@ import type { ExecutionTicketEntity } from "./ticket.entity";
 import { fitResponse, LIST_RESPONSE_BYTES, wireBytes } from "../response-size";
 import {
   DEFAULT_TICKET_BLOCK_TYPES,
+  TICKET_TEXT_MAX_BYTES,
+  ticketTextBytes,
   type ExecutionTicket,
   type GenerateTicketsInput,
   type GenerateTicketsResult,
@@ -296,12 +298,21 @@ async function requireTicket(userId: string, ticketId: string): Promise<TicketIt
  * `PATCH /api/execution/tickets/{ticket_id}` (spec 02: the review step): applies the edits and moves the ticket to
  * reviewed (from generated, reviewed or push_failed), conditioned on the status it read.
  * @throws AppError NOT_FOUND (404); INVALID_TRANSITION (422, a pushed or synced ticket: the tracker holds it now);
- *   CONFLICT (409, its status changed meanwhile)
+ *   VALIDATION_ERROR (422, the texts together pass TICKET_TEXT_MAX_BYTES); CONFLICT (409, its status changed meanwhile)
  */
 export async function review(userId: string, ticketId: string, input: ReviewTicketInput): Promise<ExecutionTicket> {
   const t = await requireTicket(userId, ticketId);
   assertTransition(t.status, "reviewed");
   const edits = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined));
+  // Each field is within its own limit (the schema); together they must also fit one item (TICKET_TEXT_MAX_BYTES).
+  const merged = { title: input.title ?? t.title, body: input.body ?? t.body, acceptance_criteria: input.acceptance_criteria ?? t.acceptance_criteria ?? [], labels: input.labels ?? t.labels ?? [] };
+  const bytes = ticketTextBytes(merged);
+  if (bytes > TICKET_TEXT_MAX_BYTES) {
+    throw Errors.validation(
+      [{ loc: ["body"], msg: `title, body, acceptance criteria and labels take ${bytes} bytes (UTF-8) together; a ticket holds at most ${TICKET_TEXT_MAX_BYTES}`, type: "too_long" }],
+      "The ticket's texts are too long together; shorten the body or the acceptance criteria",
+    );
+  }
   try {
     const { data } = await db().entities.executionTicket.patch(keyOf(t))
       .set({ ...edits, status: "reviewed", reviewed_by: userId })

@@ -95,13 +95,28 @@ export type ListTicketsQuery = z.infer<typeof ListTicketsQuery>;
 
 export const TicketList = z.object({ tickets: z.array(ExecutionTicket), total: z.int() }).meta({ id: "ExecutionTicketList" });
 
-const line = z.string().trim().min(1).max(2000);
+/** A ticket body holds at most this many characters (UTF-16 units): under GitHub's 65,536 for an issue body. */
+export const TICKET_BODY_MAX = 50_000;
+/** One acceptance criterion holds at most this many characters. */
+export const TICKET_CRITERION_MAX = 2_000;
+/**
+ * The UTF-8 bytes a ticket's texts (title, body, acceptance criteria, labels) may take together: with the ticket's
+ * other attributes well under DynamoDB's 400 KB item. The per-field limits alone allow about 450 KB of text in
+ * three-byte characters (a body of 50,000 and 50 criteria of 2,000).
+ */
+export const TICKET_TEXT_MAX_BYTES = 200 * 1024;
+
+/** Bytes of a ticket's texts, as {@link TICKET_TEXT_MAX_BYTES} counts them. */
+export const ticketTextBytes = (t: { title: string; body: string; acceptance_criteria: readonly string[]; labels: readonly string[] }): number =>
+  [t.title, t.body, ...t.acceptance_criteria, ...t.labels].reduce((n, x) => n + Buffer.byteLength(x, "utf8"), 0);
+
+const line = z.string().trim().min(1).max(TICKET_CRITERION_MAX);
 
 /** `PATCH /api/execution/tickets/{ticket_id}`: the review; every field optional (an empty body approves as is). */
 export const ReviewTicketInput = z
   .object({
     title: z.string().trim().min(1).max(256).optional(),
-    body: z.string().max(50_000).optional(),
+    body: z.string().max(TICKET_BODY_MAX).optional(),
     priority: TicketPriority.optional(),
     labels: z.array(z.string().trim().min(1).max(50)).max(20).optional(),
     acceptance_criteria: z.array(line).max(50).optional(),
