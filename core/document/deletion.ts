@@ -11,6 +11,7 @@
 import { createWriteTransaction } from "electrodb";
 import { isConditionalFailure } from "../db/errors";
 import { transactRetryingConflicts } from "../db/transact";
+import { sweepDue, type DueSweepReport } from "../db/due-sweep";
 import { AppError } from "../error";
 import { deleteKeys, partitionKeys } from "../db/partition";
 import { db } from "../db/service";
@@ -82,18 +83,8 @@ export async function finishDocumentDeletion(workspaceId: string, documentId: st
   await db().entities.documentDeletion.delete({ workspace_id: workspaceId, document_id: documentId }).go();
 }
 
-/** What one sweep of unfinished document deletions did. */
-export interface DeletionSweepReport {
-  /** Due records the sweep read. */
-  due: number;
-  /** Deletions finished. */
-  finished: number;
-  /** Records another sweep (or the DELETE) took or finished first. */
-  skipped: number;
-  /** Tries that failed (their errors are in `errors`): tried again after a longer wait. */
-  failed: number;
-  errors: unknown[];
-}
+/** What one sweep of unfinished document deletions did (`paused` stays 0: a document's deletion runs whole). */
+export type DeletionSweepReport = DueSweepReport;
 
 /**
  * Finish every document deletion whose record is due (`due_at` at or before `now`), oldest first, at most `limit`:
@@ -113,31 +104,18 @@ export async function sweepDocumentDeletions(opts: { now?: number; limit?: numbe
     .lte({ due_at: `${new Date(now).toISOString()}~` })
     .where((a, op) => (opts.workspaceId ? op.eq(a.workspace_id, opts.workspaceId) : ""))
     .go({ limit: opts.limit ?? DELETION_SWEEP_LIMIT });
-  const report: DeletionSweepReport = { due: data.length, finished: 0, skipped: 0, failed: 0, errors: [] };
-  for (const record of data) {
-    const key = { workspace_id: record.workspace_id, document_id: record.document_id };
-    try {
+  return sweepDue(data, {
+    claim: async (record, dueAt, attempts) => {
       await db()
-        .entities.documentDeletion.patch(key)
-        .set({ sweep: DELETION_SWEEP, due_at: due(now, record.attempts + 1), attempts: record.attempts + 1 })
+        .entities.documentDeletion.patch({ workspace_id: record.workspace_id, document_id: record.document_id })
+        .set({ sweep: DELETION_SWEEP, due_at: dueAt, attempts })
         .where((a, op) => op.eq(a.due_at, record.due_at))
         .go();
-    } catch (err) {
-      if (isConditionalFailure(err)) {
-        report.skipped += 1;
-        continue;
-      }
-      report.failed += 1;
-      report.errors.push(err);
-      continue;
-    }
-    try {
+    },
+    run: async (record) => {
       await finishDocumentDeletion(record.workspace_id, record.document_id);
-      report.finished += 1;
-    } catch (err) {
-      report.failed += 1;
-      report.errors.push(err);
-    }
-  }
-  return report;
+      return "finished";
+    },
+    nextDue: due,
+  }, { now });
 }

@@ -17,6 +17,7 @@ import { Config } from "../config";
 import { db } from "../db/service";
 import { dynamoClient } from "../db/client";
 import { cancelCodes, isConditionalFailure } from "../db/errors";
+import { sweepDue, type DueSweepReport } from "../db/due-sweep";
 import { conflictPause, transactRetryingConflicts } from "../db/transact";
 import { deleteKeys, partitionKeys } from "../db/partition";
 import { AppError, Errors } from "../error";
@@ -250,19 +251,7 @@ export async function deleteWorkspace(ownerId: string, workspaceId: string, opts
 }
 
 /** What one sweep of unfinished workspace deletions did. */
-export interface WorkspaceDeletionSweepReport {
-  /** Due records the sweep read. */
-  due: number;
-  /** Deletions finished (by this sweep, or found finished by another run). */
-  finished: number;
-  /** Deletions this sweep worked on until its budget ran out: due again at once, for the next sweep. */
-  paused: number;
-  /** Records another sweep took first, or left for the next sweep once the budget was spent. */
-  skipped: number;
-  /** Tries that failed (their errors are in `errors`): tried again after a longer wait. */
-  failed: number;
-  errors: unknown[];
-}
+export type WorkspaceDeletionSweepReport = DueSweepReport;
 
 /**
  * Go on with every workspace deletion whose record is due (`due_at` at or before `now`), oldest first, at most
@@ -286,52 +275,20 @@ export async function sweepWorkspaceDeletions(opts: { now?: number; limit?: numb
     .lte({ due_at: `${new Date(now).toISOString()}~` })
     .where((a, op) => (opts.workspaceId ? op.eq(a.workspace_id, opts.workspaceId) : ""))
     .go({ limit: opts.limit ?? WORKSPACE_SWEEP_LIMIT });
-  const report: WorkspaceDeletionSweepReport = { due: data.length, finished: 0, paused: 0, skipped: 0, failed: 0, errors: [] };
-  for (const [i, record] of data.entries()) {
-    // Past the budget no new deletion starts (the first always does: each sweep makes progress).
-    if (i > 0 && Date.now() >= deadline) {
-      report.skipped += 1;
-      continue;
-    }
-    const key = { workspace_id: record.workspace_id };
-    const claimed = due(now, record.attempts + 1);
-    try {
-      await deletions()
-        .patch(key)
-        .set({ sweep: WORKSPACE_DELETION_SWEEP, due_at: claimed, attempts: record.attempts + 1 })
-        .where((a, op) => op.eq(a.due_at, record.due_at))
-        .go();
-    } catch (err) {
-      if (isConditionalFailure(err)) report.skipped += 1;
-      else {
-        report.failed += 1;
-        report.errors.push(err);
-      }
-      continue;
-    }
-    try {
-      const run = await runWorkspaceDeletion(record.owner_id, record.workspace_id, deadline);
-      if (run !== "paused") {
-        report.finished += 1;
-        continue;
-      }
-      report.paused += 1;
-      try {
-        await deletions()
-          .patch(key)
-          .set({ sweep: WORKSPACE_DELETION_SWEEP, due_at: new Date(now).toISOString(), attempts: 0 })
-          .where((a, op) => op.eq(a.due_at, claimed))
-          .go();
-      } catch (err) {
-        // Finished or claimed meanwhile by another run: nothing to reschedule.
-        if (!isConditionalFailure(err)) report.errors.push(err);
-      }
-    } catch (err) {
-      report.failed += 1;
-      report.errors.push(err);
-    }
-  }
-  return report;
+  const moveTo = async (workspaceId: string, from: string, dueAt: string, attempts: number) => {
+    await deletions()
+      .patch({ workspace_id: workspaceId })
+      .set({ sweep: WORKSPACE_DELETION_SWEEP, due_at: dueAt, attempts })
+      .where((a, op) => op.eq(a.due_at, from))
+      .go();
+  };
+  return sweepDue(data, {
+    claim: (record, dueAt, attempts) => moveTo(record.workspace_id, record.due_at, dueAt, attempts),
+    run: async (record) => ((await runWorkspaceDeletion(record.owner_id, record.workspace_id, deadline)) === "paused" ? "paused" : "finished"),
+    // Progress was made: due again at once, its wait reset.
+    resume: (record, claimed, dueAt) => moveTo(record.workspace_id, claimed, dueAt, 0),
+    nextDue: due,
+  }, { now, deadline });
 }
 
 /**
