@@ -16,6 +16,7 @@ import { db, type EntityName } from "../db/service";
 import { getAll } from "../db/bulk";
 import { asWrite, commitWrites, type WriteItem } from "../db/agent-write";
 import { isConditionalFailure } from "../db/errors";
+import { fitResponse } from "../response-size";
 import { locateFresh, requireMember, requireResourceById } from "../workspace";
 import { requireActiveSubscription } from "../billing";
 import { planFeatureRequired, planOf } from "../billing/gates";
@@ -289,7 +290,7 @@ export const engineOf = (): string => TaskSettings.engine();
  * task), and the page's tasks are then read whole, by key and strongly consistently, in one batch get.
  * The index is eventually consistent: a task spawned a moment ago may be missing from the list (and from `total`), or
  * counted under the status it just left, typically for well under a second; a task read for the page shows its
- * current state.
+ * current state. A page ends early when it would weigh more than 5 MB (`fitResponse`).
  * @returns `{tasks, total}`, total counting every match. @throws AppError FORBIDDEN (403) for a non-member.
  */
 export async function list(userId: string, q: ListTasksQuery): Promise<{ tasks: TaskView[]; total: number }> {
@@ -301,7 +302,9 @@ export async function list(userId: string, q: ListTasksQuery): Promise<{ tasks: 
   // the index (eventually consistent) was read: a `status=running` page never shows a completed task.
   const tasks = (await getAll(page.map((k) => ({ workspace_id: q.workspace_id, id: k.id })), (k) => db().entities.task.get(k).go({ consistent: true }))) as TaskItem[];
   const shown = q.status ? tasks.filter((t) => t.status === q.status) : tasks;
-  return { tasks: shown.sort(newestFirst).map(toView), total: keys.length };
+  // A task may carry 100 KB of result, 10,000 characters of prompt and more: a page of 100 can pass Lambda's 6 MB
+  // answer. It ends early instead (`fitResponse`), as the other lists do: the next page starts at offset + its tasks.
+  return { tasks: fitResponse(shown.sort(newestFirst).map(toView)), total: keys.length };
 }
 
 /** `GET /api/tasks/{task_id}`: the canonical record. @throws AppError NOT_FOUND (404). */
@@ -484,6 +487,9 @@ export async function completeTask(workspaceId: string, taskId: string, attempt:
         completed_at: new Date().toISOString(),
         ...owingOutcome(),
       })
+      // A completed task resumes no step: its checkpoint goes, so it and the result never share the 400 KB item.
+      // (A failed one keeps it: a research cycle's retry takes the chunks its earlier attempts synthesized.)
+      .remove(["checkpoint"])
       .add({ revision: 1 })
       .where((attr, op) => `${op.eq(attr.status, "running")} AND ${op.eq(attr.attempt, attempt)}`)
       .go({ response: "all_new" });

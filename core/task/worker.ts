@@ -10,6 +10,7 @@
  * worker then stops and writes nothing (`TaskSuperseded`, which the Fail state ignores).
  */
 import { serviceLog } from "../log";
+import { jsonBytes } from "../json-object";
 import { withAbortSignal } from "../context";
 import { CHARGED_AS, claimAttempt, completeTask, releaseSpawnReservation, writeProgress, type ProgressUpdate, type TaskItem } from "./index";
 import { timedOutError } from "./schema";
@@ -22,6 +23,12 @@ import { registerWorker, TaskSuperseded } from "./workers";
 export { abortWorker, TaskSuperseded } from "./workers";
 
 const log = () => serviceLog();
+
+/**
+ * The most a task's checkpoint holds, in bytes of JSON: with a result of up to 100 KB, a 10,000-character prompt and
+ * the task's other fields, well under DynamoDB's 400 KB item. A step whose value would pass it is not checkpointed.
+ */
+export const CHECKPOINT_MAX_BYTES = 200 * 1024;
 
 /** The task ran past its timeout (the worker's own deadline; Step Functions' is States.Timeout). */
 export class TaskTimedOut extends Error {
@@ -76,8 +83,15 @@ export async function runTask(input: TaskExecutionInput): Promise<RunOutcome> {
     async step(name, fn) {
       if (Object.hasOwn(checkpoint, name)) return checkpoint[name] as never;
       const value = await fn();
+      const next = { ...checkpoint, [name]: value ?? null };
+      if (jsonBytes(next) > CHECKPOINT_MAX_BYTES) {
+        // Kept, the checkpoint would push the task past DynamoDB's 400 KB item and fail every write of it, so the
+        // task itself: the step's value stays in this attempt's memory only, and a resumed attempt runs it again.
+        log().warn("a task step's value is not checkpointed: the checkpoint would pass its budget", { task_id: claimed.id, step: name, bytes: jsonBytes(next) });
+        return value;
+      }
       checkpoint[name] = value ?? null;
-      await ctx.report({ checkpoint: { ...checkpoint } });
+      await ctx.report({ checkpoint: next });
       return value;
     },
   };

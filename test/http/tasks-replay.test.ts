@@ -149,6 +149,7 @@ describe("a resumed attempt finds what the dead attempt's step wrote before the 
     const drafts = vi.spyOn(localDocumentEngine, "draft");
     const draftsOfTask = () => drafts.mock.calls.filter(([input]) => input.user_instructions === prompt).length;
     let taskId = "";
+    let kept = "";
     try {
       firstAttemptDies();
       await withMiddleware("dieAfterRedraftKept", diesAfterCheckpointOf(ws, "redraft_content", () => taskId), async () => {
@@ -156,6 +157,7 @@ describe("a resumed attempt finds what the dead attempt's step wrote before the 
         await waitFor(async () => !(await taskRunner().isRunning({ task_id: taskId, attempt: 1 })) || null);
         const stuck = (await readTask(ws.workspace.id, taskId))!;
         expect((stuck.checkpoint as Record<string, { content?: string }>).redraft_content?.content).toEqual(expect.any(String));
+        kept = (stuck.checkpoint as Record<string, { content: string }>).redraft_content!.content;
         // Drafted and kept, not written.
         expect((await call("GET", `/api/documents/${doc.body.id}`, { token: ws.owner.token })).body.version).toBe(1);
       });
@@ -164,7 +166,7 @@ describe("a resumed attempt finds what the dead attempt's step wrote before the 
       const done = await settled(ws.owner.token, taskId);
       expect(done, JSON.stringify(done)).toMatchObject({ status: "completed", result_data: { document: { id: doc.body.id, version: 2, redrafted: true } } });
       expect(draftsOfTask()).toBe(1);
-      const kept = ((await readTask(ws.workspace.id, taskId))!.checkpoint as Record<string, { content: string }>).redraft_content!.content;
+      // The resumed attempt wrote the draft the dead one kept (a completed task keeps no checkpoint: read while stuck).
       expect((await call("GET", `/api/documents/${doc.body.id}`, { token: ws.owner.token })).body.content).toBe(kept);
       const runs = (await runsOf(ws.workspace.id)).filter((r) => r.tool_name === "task_drafting" && (r.input_data as { task_id?: string }).task_id === taskId);
       expect(runs).toHaveLength(1);
