@@ -546,13 +546,16 @@ async function grantMonthly(userId: string, input: GrantInput, credits: number):
  * plan's monthly credits at once, by the difference from the plan the period was paid at (`period_plan`), and
  * `period_plan` becomes the new plan. Once per period and plan: ledger key `grant#upgrade#<period start>#<plan>`, so a
  * replayed event, a second sync or a downgrade and re-upgrade within the period grant nothing more. The account's
- * period and `period_plan` are conditions of the transaction, so a period that turned meanwhile is not topped up.
+ * period and `period_plan` are conditions of the transaction, so a period that turned meanwhile is not topped up; a
+ * cancellation is told apart on a fresh read of the account, and one that only met a concurrent write of it (a
+ * reserve or settle: TransactionConflict) is retried, as every other credit change is (`retrying`).
  * @param userId the account's user
  * @param input.periodStart the credit period (ISO 8601, the account's `period_start`)
  * @param input.from the plan the period was paid at; input.to the higher plan now paid for
  * @returns the grant (`applied: false` with `already_applied`, or `stale_period` when the account's period or
  *   `period_plan` is no longer the one given)
  * @throws RangeError when `to` is not above `from`.
+ * @throws AppError SERVICE_UNAVAILABLE (503) when the account stays contended (the payments consumer retries).
  */
 export async function grantUpgrade(userId: string, input: { periodStart: string; from: Plan; to: Plan }): Promise<GrantResult> {
   const credits = PLANS[input.to].monthly_credits - PLANS[input.from].monthly_credits;
@@ -560,25 +563,33 @@ export async function grantUpgrade(userId: string, input: { periodStart: string;
   const source = `upgrade#${input.periodStart}#${input.to}`;
   const key = `grant#${source}`;
   const planned = { key, credits, forfeited: 0 };
-  const result = await createWriteTransaction(db().pick("creditLedger", "billingAccount"), ({ creditLedger, billingAccount }) => [
-    creditLedger
-      .create({ user_id: userId, key, kind: "grant", source, bucket: "monthly", credits, delta: credits, quota: credits, period_start: input.periodStart })
-      .commit(),
-    patchAccount(
-      billingAccount,
-      userId,
-      { quota_granted: credits, quota_remaining: credits },
-      (a, op) => `${op.eq(a.period_start, input.periodStart)} AND (${op.notExists(a.period_plan)} OR ${op.eq(a.period_plan, input.from)})`,
-      { period_plan: input.to },
-      // The period's quota is paid for again: a lapse of it (`lapseQuota`) no longer closes it, so what holds of it
-      // leave unused goes back instead of being forfeited.
-      ["quota_lapsed_period"],
-    ),
-  ]).go();
-  const end = outcome(result);
-  if (end === "committed") return { applied: true, ...planned };
-  if (end === "duplicate") return { applied: false, reason: "already_applied", ...planned };
-  return { applied: false, reason: "stale_period", ...planned };
+  return retrying("upgrade", async () => {
+    const result = await createWriteTransaction(db().pick("creditLedger", "billingAccount"), ({ creditLedger, billingAccount }) => [
+      creditLedger
+        .create({ user_id: userId, key, kind: "grant", source, bucket: "monthly", credits, delta: credits, quota: credits, period_start: input.periodStart })
+        .commit(),
+      patchAccount(
+        billingAccount,
+        userId,
+        { quota_granted: credits, quota_remaining: credits },
+        (a, op) => `${op.eq(a.period_start, input.periodStart)} AND (${op.notExists(a.period_plan)} OR ${op.eq(a.period_plan, input.from)})`,
+        { period_plan: input.to },
+        // The period's quota is paid for again: a lapse of it (`lapseQuota`) no longer closes it, so what holds of it
+        // leave unused goes back instead of being forfeited.
+        ["quota_lapsed_period"],
+      ),
+    ]).go();
+    const end = outcome(result);
+    if (end === "committed") return { applied: true, ...planned };
+    if (end === "duplicate") return { applied: false, reason: "already_applied" as const, ...planned };
+    // Cancelled on the account: its period or `period_plan` moved on, or a concurrent reserve/settle conflicted with
+    // it (TransactionConflict). Only a fresh read tells: a conflict is retried, never taken for a stale period.
+    const account = await readAccount(userId);
+    if (!account || account.period_start !== input.periodStart || (account.period_plan !== undefined && account.period_plan !== input.from)) {
+      return { applied: false, reason: "stale_period" as const, ...planned };
+    }
+    throw new Contended();
+  });
 }
 
 /**

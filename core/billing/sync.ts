@@ -11,7 +11,9 @@
  * - Credits: when the subscription is active or trialing and its latest invoice is paid, the plan's monthly credits
  *   are granted for the current month of its period (`grant#period#<start>`: the invoice and every later sync of the
  *   period find the same key, so a checkout and its invoice grant once). A yearly period is cut into months from its
- *   start; each month's credits are granted by the first sync in it, or by `renewYearly` (billing's sweeper).
+ *   start; each month's credits are granted by the first sync in it, or by `renewYearly` (billing's sweeper). A year
+ *   already credited as paid keeps its renewals when its latest invoice is later a void, uncollectible or open
+ *   proration invoice while the subscription stays live (`renewalOfPaidYear`).
  * - The account's plan, status, `cancel_at_period_end`, subscription, price and interval are set conditionally on
  *   `stripe_synced_at`: a read that started earlier than the one already written does not overwrite it.
  *
@@ -180,6 +182,23 @@ function currentOf(subs: Stripe.Subscription[]): Stripe.Subscription | undefined
     .sort((a, b) => RANK[STATUS[b.status]!] - RANK[STATUS[a.status]!] || b.created - a.created)[0];
 }
 
+/**
+ * When a live yearly subscription's next month is due, if its current period was already paid and credited (the
+ * account follows the same subscription and period, and holds the period's first monthly grant, which only a paid
+ * invoice's sync makes): the start of the month `now` falls in while that month is not credited yet (the sweeper
+ * grants it at once), else its end (the next month), none in the year's last month. Undefined for a period never
+ * credited as paid.
+ */
+async function renewalOfPaidYear(userId: string, account: BillingAccount, subscriptionId: string, startSec: number, endSec: number): Promise<string | undefined> {
+  const periodStart = new Date(startSec * 1000).toISOString();
+  if (account.stripe_subscription_id !== subscriptionId || account.subscription_start !== periodStart) return undefined;
+  const { data: paidGrant } = await db().entities.creditLedger.get({ user_id: userId, key: `grant#period#${periodStart}` }).go({ consistent: true });
+  if (!paidGrant) return undefined;
+  const month = creditMonth(startSec, endSec, new Date(), "yearly");
+  if (account.period_start < month.start.toISOString()) return month.start.toISOString();
+  return month.end.getTime() < endSec * 1000 ? month.end.toISOString() : undefined;
+}
+
 /** What `syncAccount` did. */
 export interface SyncOutcome {
   /** False when Stripe has no subscription the account can follow (or the plan is unknown): nothing written. */
@@ -231,6 +250,11 @@ export async function syncAccount(userId: string, customer: string, source: Stri
     if (now.period_start === period.start.toISOString() && paidAt !== "trial" && planRank(plan.plan) > planRank(paidAt)) {
       upgraded = await grantUpgrade(userId, { periodStart: now.period_start, from: paidAt, to: plan.plan });
     }
+  } else if (item && plan.interval === "yearly" && (status === "active" || status === "trialing")) {
+    // The latest invoice is not the year's (a later proration invoice voided, uncollectible or open) while the
+    // subscription stays live: a year this account was already credited for as paid (same subscription and period,
+    // its first month's paid grant on the ledger) keeps its monthly renewals. Nothing is granted here.
+    renewAt = await renewalOfPaidYear(userId, before, sub.id, item.current_period_start, item.current_period_end);
   }
   // The subscription's period as paid: a subscription cancelled while its renewal was unpaid (Stripe's dunning, or a
   // cancel within the past-due grace) was paid up to the start of its current period only, not to its end.

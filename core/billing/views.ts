@@ -188,14 +188,48 @@ async function createdSince(kind: "sources" | "insights" | "recommendations" | "
   return data.length;
 }
 
-/** Agent runs of a workspace executed at or after `since`, oldest first (embedding runs are internal and left out). */
+/**
+ * Agent runs of a workspace executed at or after `since`, oldest first (embedding runs are internal and left out):
+ * a key range on the runs' time-ordered sort key (`agentrun#<executed_at>#<id>`), with only the attributes the
+ * views count (not the runs' inputs and outputs).
+ */
 async function runsSince(workspaceId: string, since: string) {
   const { data } = await db()
     .entities.agentRun.query.byWorkspace({ workspace_id: workspaceId })
     // A range within `agentrun#`: `gte` alone would also read every item of the partition sorted after the runs.
     .between({ executed_at: since }, { executed_at: "9999" })
-    .go({ pages: "all" });
+    .go({ pages: "all", attributes: ["user_id", "agent_type", "status", "credits_charged", "executed_at"] });
   return data.filter((r) => r.agent_type !== "embedding");
+}
+
+/** Runs read per Query page by `milestoneRuns`: the milestones need the first three runs and the first success. */
+const MILESTONE_PAGE = 20;
+
+/**
+ * When the workspace's first successful agent run and its third agent run (any outcome) were executed, embedding runs
+ * left out (spec 02 Trial milestones). The runs' sort key is time-ordered (`agentrun#<executed_at>#<id>`), so they are
+ * read oldest first, MILESTONE_PAGE at a time with only the attributes needed, until both are known: a workspace's
+ * whole history is read only while it has fewer than three runs or none has succeeded yet.
+ */
+async function milestoneRuns(workspaceId: string): Promise<{ firstSuccess: string | null; third: string | null }> {
+  let firstSuccess: string | null = null;
+  let third: string | null = null;
+  let counted = 0;
+  let cursor: string | null = null;
+  do {
+    const page: { data: { agent_type: string; status: string; executed_at: string }[]; cursor: string | null } = await db()
+      .entities.agentRun.query.byWorkspace({ workspace_id: workspaceId })
+      .between({ executed_at: "" }, { executed_at: "9999" })
+      .go({ limit: MILESTONE_PAGE, cursor, attributes: ["agent_type", "status", "executed_at"] });
+    for (const run of page.data) {
+      if (run.agent_type === "embedding") continue;
+      counted += 1;
+      if (counted === 3) third = run.executed_at;
+      if (firstSuccess === null && run.status === "success") firstSuccess = run.executed_at;
+    }
+    cursor = page.cursor;
+  } while (cursor && (firstSuccess === null || third === null));
+  return { firstSuccess, third };
 }
 
 /** User messages of the workspace's conversations written at or after `since`. */
@@ -390,16 +424,15 @@ export async function milestones(userId: string, q: BillingWorkspaceQuery): Prom
   const { ownerId, account } = await accountFor(userId, q.workspace_id);
   const [ws, runs, ...grants] = await Promise.all([
     db().entities.workspace.get({ id: q.workspace_id }).go(),
-    runsSince(q.workspace_id, ""),
+    milestoneRuns(q.workspace_id),
     ...TRIAL_MILESTONES.map((name) =>
       db().entities.creditLedger.get({ user_id: ownerId, key: `grant#${milestoneSource(name, q.workspace_id)}` }).go({ consistent: true }),
     ),
   ]);
-  const firstSuccess = runs.find((r) => r.status === "success");
   const achievedAt: Record<(typeof TRIAL_MILESTONES)[number], string | null> = {
     signup: grants[0]?.data?.created_at ?? ws.data?.created_at ?? null,
-    first_run: firstSuccess?.executed_at ?? null,
-    engagement: runs.length >= 3 ? runs[2]!.executed_at : null,
+    first_run: runs.firstSuccess,
+    engagement: runs.third,
   };
   const list = TRIAL_MILESTONES.map((name, i) => ({
     name,

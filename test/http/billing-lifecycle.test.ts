@@ -19,6 +19,7 @@ import { eventObject, invoiceObject, stripeId, subscriptionObject, type PriceInp
 import { handler as creditSweeper } from "../../functions/events/credit-sweeper";
 import { call, newUser, newWorkspace } from "../support/api";
 import { setAccount } from "../support/billing";
+import { conflictTransactions } from "../support/throttle";
 import { chargeObject, startStripeFake, type StripeFake } from "../support/stripe-fake";
 import { expectEnvelope } from "./_helpers";
 
@@ -104,6 +105,26 @@ describe("plan changes within a period (deliverable 1)", () => {
     const upgrades = (await ledger(o.owner.id)).filter((l) => l.key.startsWith("grant#upgrade#"));
     expect(upgrades).toEqual([expect.objectContaining({ credits: 200, key: `grant#upgrade#${new Date(o.t0 * 1000).toISOString()}#growth` })]);
     expect((await get("credits", o.owner.token, o.workspace.id)).monthly_quota).toBe(300);
+  });
+
+  it("pro → growth while the account item is busy (TransactionConflict on the top-up): the top-up is retried, not lost", async () => {
+    const o = await customerOwner();
+    const sub = stripeHas({ customer: o.customer, plan: "pro", start: o.t0 });
+    await deliver(eventObject("customer.subscription.created", sub));
+    // A concurrent reserve/settle on the same account item: DynamoDB cancels the upgrade's two-item transaction with
+    // [None, TransactionConflict] (DynamoDB Local serializes instead, so it is injected once).
+    const conflict = conflictTransactions([o.owner.id, "grant#upgrade#"], 1);
+    const event = eventObject("customer.subscription.updated", stripeHas({ customer: o.customer, plan: "growth", start: o.t0, id: sub.id }));
+    try {
+      await deliver(event);
+      expect(conflict.left).toBe(0);
+    } finally {
+      conflict.remove();
+    }
+    expect(await receipt(event.id)).toMatchObject({ status: "applied" });
+    expect(await get("credits", o.owner.token, o.workspace.id)).toMatchObject({ plan: "growth", monthly_quota: 300, monthly_remaining: 300 });
+    expect((await ledger(o.owner.id)).filter((l) => l.key.startsWith("grant#upgrade#"))).toEqual([expect.objectContaining({ credits: 200 })]);
+    expect(await accountRow(o.owner.id)).toMatchObject({ period_plan: "growth" });
   });
 
   it("growth → pro mid-period: growth applies until the period's end, pro's quota from the next period", async () => {

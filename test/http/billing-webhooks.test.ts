@@ -635,6 +635,42 @@ describe("yearly subscriptions: each month's credits without an event from Strip
     expect((await renewYearly(new Date(month(13).getTime()))).granted).toBe(0);
   });
 
+  it("a paid year whose latest invoice later becomes a void proration invoice (still active) keeps its monthly credits", async () => {
+    const o = await payingOwner();
+    const sub = stripeHas({ customer: o.customer, start: o.t0, price: PRICE.growthYearly, days: 365 });
+    await deliver(eventObject("customer.subscription.created", sub));
+    const start = new Date(o.t0 * 1000);
+    const month = (k: number) => {
+      const d = new Date(start);
+      d.setUTCMonth(d.getUTCMonth() + k);
+      return d;
+    };
+    const monthly = async () => (await grants(o.owner.id)).filter((g) => g.bucket === "monthly").map((g) => g.period_start);
+    // The same subscription and paid year; its latest invoice is now a voided mid-year proration.
+    const voided = eventObject("customer.subscription.updated", stripeHas({ customer: o.customer, start: o.t0, price: PRICE.growthYearly, days: 365, id: sub.id, invoice: "void" }));
+    await deliver(voided);
+    expect(await receipt(voided.id)).toMatchObject({ status: "applied" });
+    expect(await accountRow(o.owner.id)).toMatchObject({ plan: "growth", status: "active", billing_interval: "yearly", renewal: "due", renew_at: month(1).toISOString() });
+    expect(await monthly()).toEqual([start.toISOString()]);
+
+    // The credit sweeper a month and a minute later grants month 2 (and keeps the account due for month 3).
+    const report = await renewYearly(new Date(month(1).getTime() + 60_000));
+    expect(report.errors).toEqual([]);
+    expect(await monthly()).toEqual([start.toISOString(), month(1).toISOString()]);
+    expect(await accountRow(o.owner.id)).toMatchObject({ period_start: month(1).toISOString(), quota_remaining: 300, renew_at: month(2).toISOString() });
+    expect((await get("credits", o.owner.token, o.workspace.id)).monthly_quota).toBe(300);
+  });
+
+  it("a yearly period never paid (its latest invoice void from the start) is not made due and grants nothing", async () => {
+    const o = await payingOwner();
+    const sub = stripeHas({ customer: o.customer, start: o.t0, price: PRICE.growthYearly, days: 365, invoice: "void" });
+    await deliver(eventObject("customer.subscription.created", sub));
+    const row = await accountRow(o.owner.id);
+    expect(row).toMatchObject({ plan: "growth", billing_interval: "yearly" });
+    expect(row!.renewal).toBeUndefined();
+    expect((await grants(o.owner.id)).filter((g) => g.bucket === "monthly")).toEqual([]);
+  });
+
   it("a sweep that read the due index before a sync moved the account on decides on the account as it is now: the sync's due time stays", async () => {
     const o = await payingOwner();
     const sub = stripeHas({ customer: o.customer, start: o.t0, price: PRICE.growthYearly, days: 365 });

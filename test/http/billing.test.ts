@@ -6,6 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { db } from "../../core/db/service";
+import { dynamoClient } from "../../core/db/client";
 import * as Chat from "../../core/chat";
 import { PLANS } from "../../core/billing/plans";
 import { accountSubscriptionId } from "../../core/billing/views";
@@ -366,6 +367,51 @@ describe("GET /api/billing/milestones and /accomplishments", () => {
     await mk("success", third);
     m = Object.fromEntries((await call("GET", "/api/billing/milestones", q)).body.milestones.map((x: any) => [x.name, x]));
     expect(m.engagement).toMatchObject({ achieved: true, achieved_at: third });
+  });
+
+  it("milestones read only the workspace's first runs, oldest first, however many it has", async () => {
+    const fresh = await newWorkspace("Many runs");
+    const base = Date.now() - 3600_000;
+    const at = (i: number) => new Date(base + i * 1000).toISOString();
+    // An internal embedding run first (not counted), two failed runs, the first success (the third counted run), then
+    // 150 later runs with sizeable inputs and outputs.
+    const outcomes: ["embedding" | "chat", "success" | "failed"][] = [["embedding", "success"], ["chat", "failed"], ["chat", "failed"], ["chat", "success"]];
+    for (let i = 0; i < 150; i++) outcomes.push(["chat", i % 2 ? "success" : "failed"]);
+    const bulk = "x".repeat(2000);
+    await db()
+      .entities.agentRun.put(
+        outcomes.map(([agent_type, status], i) => ({
+          id: randomUUID(), workspace_id: fresh.workspace.id, agent_type, engine: "local", latency_ms: 1, status, executed_at: at(i), input_data: { bulk }, output_data: { bulk },
+        })),
+      )
+      .go();
+    const name = `countRunQueries-${randomUUID()}`;
+    const pages: number[] = [];
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        const out = await next(args);
+        const text = JSON.stringify(args.input);
+        if (context.commandName === "QueryCommand" && text.includes(fresh.workspace.id) && text.includes("agentrun#")) {
+          pages.push((out.output as { ScannedCount?: number }).ScannedCount ?? 0);
+        }
+        return out;
+      },
+      { step: "initialize", name },
+    );
+    let body: any;
+    try {
+      const res = await call("GET", "/api/billing/milestones", { token: fresh.owner.token, query: { workspace_id: fresh.workspace.id } });
+      expect(res.status, res.text).toBe(200);
+      body = res.body;
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    const m = Object.fromEntries(body.milestones.map((x: any) => [x.name, x]));
+    expect(m.first_run).toMatchObject({ achieved: true, achieved_at: at(3) });
+    expect(m.engagement).toMatchObject({ achieved: true, achieved_at: at(3) });
+    // One page of a few runs, not the workspace's 154.
+    expect(pages.length).toBe(1);
+    expect(pages[0]!).toBeLessThanOrEqual(20);
   });
 
   it("accomplishments count this period's work, runs and credits used", async () => {
