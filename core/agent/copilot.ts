@@ -16,7 +16,7 @@ import type { PlanLimits } from "../billing/plans";
 import type { RunOutcome } from "../billing/credits";
 import { allOf } from "../insight";
 import { recordRun, tryLock, type AgentType } from "./index";
-import { QUERY_BUDGET_MS, runAgent, type AgentRunResult } from "./loop";
+import { partialRunOf, QUERY_BUDGET_MS, runAgent, type AgentRunResult } from "./loop";
 import { TOOLS, type Tool, type ToolContext } from "./tools";
 import { agentLog, answerWrites, hookPrefetches, runAfter, runBefore, type RunHookContext } from "./hooks";
 import { prefetchSearchHead } from "../insight/search";
@@ -486,6 +486,8 @@ async function execute(
         agentLog().error("a finished copilot run could not be recorded", { workspace_id: spec.workspaceId, conversation_id: conversation.id, error: err as Error });
       } else {
         failure = budget.aborted ? stopFailure(sink.signal.aborted) : { code: err instanceof AppError ? err.code : "INTERNAL", message: err instanceof AppError ? err.message : "The agent failed; quote the message id when reporting it" };
+        // What the loop did before its error (the text, steps and pending actions the client saw) is kept on the message.
+        result = partialRunOf(err);
       }
     }
     clock.mark("answered");

@@ -10,6 +10,16 @@ export const MAX_TURNS_LIMIT = 30;
 export const QUERY_BUDGET_MS = 300_000;
 /** Largest tool result handed back to the model, in characters of JSON. */
 const MAX_TOOL_RESULT_CHARS = 24_000;
+/**
+ * Characters of JSON one run's conversation may hold before its tool results stop being handed back: the turns the
+ * run was given (history and prompt) plus every tool result of the run, about 75,000 to 100,000 tokens. Claude's
+ * context window (200,000 tokens) also holds the system prompt, the tools and `max_tokens` (up to 64,000); 30 turns
+ * of 24,000-character results (720,000 characters) would pass it, and Bedrock's "input is too long" is not retried,
+ * so the whole run would fail. Past it, a result is replaced by `BUDGET_SPENT` and the model answers with what it has.
+ */
+export const RUN_CONTEXT_MAX_CHARS = 300_000;
+/** The tool result the model gets once the run's context budget (RUN_CONTEXT_MAX_CHARS) is spent. */
+export const BUDGET_SPENT = { omitted: true, reason: "omitted: this answer's context budget is spent; answer with what you have" } as const;
 
 /** What the loop reports while it runs; the SSE layer turns these into spec 02 events. */
 export type AgentEvent =
@@ -82,13 +92,26 @@ export interface AgentRunResult {
   thinkingBlocks: ThinkingContent[];
   steps: ToolStep[];
   numTurns: number;
-  stopReason: StopReason | "max_turns" | "aborted";
-  /** success: the model finished; partial: turns ran out, the output was cut, or the run was aborted. */
+  /** `error` only on the run of a thrown error, as far as it got (`partialRunOf`). */
+  stopReason: StopReason | "max_turns" | "aborted" | "error";
+  /** success: the model finished; partial: turns ran out, the output was cut, the run was aborted, or it failed. */
   status: "success" | "partial";
   usage: { inputTokens: number; outputTokens: number; costUsd: number; modelId: string | undefined; calls: number };
   pendingActionIds: string[];
   /** The conversation as it stands after the run (the input turns, then every turn the run added), to continue it. */
   messages: ConversationTurn[];
+}
+
+/** What a run that failed had done before its error: what the client saw (text, steps, pending actions) and spent. */
+const partialRuns = new WeakMap<object, AgentRunResult>();
+
+/**
+ * The run a thrown error ended (from `runAgent`), as far as it got: its text, steps, pending action ids, usage and
+ * turns, with `status` "partial" and `stopReason` "error". Undefined for an error that did not come out of a run.
+ * The error itself is thrown unchanged, so callers still tell its kind (AppError code, SDK class) as before.
+ */
+export function partialRunOf(err: unknown): AgentRunResult | undefined {
+  return typeof err === "object" && err !== null ? partialRuns.get(err) : undefined;
 }
 
 const summarize = (value: unknown, max = 160): string => {
@@ -113,8 +136,13 @@ function resultForModel(value: unknown): { value: unknown; chars: number; trunca
  * no repository, not connected, ...) answers `{success: false, error, error_code, ...}` and queues nothing. An
  * unknown tool or invalid input goes back to the model as an error result, so it can correct itself. Tool results
  * are data: nothing in them is executed or widens what the run may do.
+ * Tool results handed back are bounded per result (MAX_TOOL_RESULT_CHARS) and per run (RUN_CONTEXT_MAX_CHARS, less
+ * what the given turns take): a result past the run's budget is replaced by `BUDGET_SPENT`, so a long run ends with an
+ * answer rather than a request the model refuses as too long. A queued action's result always goes back whole (clipped
+ * as any result): the model must know the pending action's id.
  * @returns the answer text, tool steps, usage summed over all model calls, and the pending actions created
- * @throws the model's errors (AppError SERVICE_UNAVAILABLE after retries); an abort ends the run as partial instead
+ * @throws the model's errors (AppError SERVICE_UNAVAILABLE after retries), unchanged, with what the run did before
+ *   them readable by `partialRunOf(err)`; an abort ends the run as partial instead
  */
 export async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
   if (input.maxTurns < 1 || input.maxTurns > MAX_TURNS_LIMIT) throw new AppError("VALIDATION_ERROR", `max_turns must be 1 to ${MAX_TURNS_LIMIT}`);
@@ -130,6 +158,8 @@ export async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
   /** Model calls of this run; `n` below is the turn's number across the query (the same without `nextTurn`). */
   let turn = 0;
   let stopReason: AgentRunResult["stopReason"] = "end_turn";
+  /** Characters of tool results the run may still hand back (RUN_CONTEXT_MAX_CHARS less the turns it was given). */
+  const budget = { left: RUN_CONTEXT_MAX_CHARS - JSON.stringify(input.messages).length };
   const addUsage = (u: CallUsage) => {
     usage.inputTokens += u.inputTokens;
     usage.outputTokens += u.outputTokens;
@@ -151,7 +181,6 @@ export async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
       // The assistant turn as the model wrote it, block by block: thinking (signed, sent back unchanged), text, and
       // tool calls in arrival order, so a tool call made while thinking goes back behind its thinking (Anthropic).
       const assistant: TurnContent[] = [];
-      let turnText = "";
       let reason: StopReason = "end_turn";
       for await (const ev of input.model.stream({
         tier: input.tier,
@@ -164,7 +193,8 @@ export async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
         signal: input.signal,
       })) {
         if (ev.type === "text") {
-          turnText += ev.delta;
+          // Kept as it arrives: an abort mid-turn still leaves the run's text what the client saw.
+          text += ev.delta;
           const last = assistant.at(-1);
           if (last?.type === "text") last.text += ev.delta;
           else assistant.push({ type: "text", text: ev.delta });
@@ -185,7 +215,6 @@ export async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
           addUsage(ev.usage);
         }
       }
-      text += turnText;
       messages.push({ role: "assistant", content: assistant });
       if (calls.length === 0 || reason !== "tool_use") {
         stopReason = reason;
@@ -195,14 +224,19 @@ export async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
       const results: TurnContent[] = [];
       for (const call of calls) {
         input.signal.throwIfAborted();
-        results.push(await runTool(input, byName.get(call.name), call, n, steps, pendingActionIds));
+        results.push(await runTool(input, byName.get(call.name), call, n, steps, pendingActionIds, budget));
       }
       messages.push({ role: "user", content: results });
       input.emit({ event: "turn", data: { turn: n, total_tools: steps.length } });
       if (turn === input.maxTurns) stopReason = "max_turns";
     }
   } catch (err) {
-    if (!input.signal.aborted) throw err;
+    if (!input.signal.aborted) {
+      if (typeof err === "object" && err !== null) {
+        partialRuns.set(err, { text, thinking, thinkingBlocks, steps, numTurns: turn, stopReason: "error", status: "partial", usage, pendingActionIds, messages });
+      }
+      throw err;
+    }
     stopReason = "aborted";
   }
   const status = stopReason === "end_turn" || stopReason === "stop_sequence" ? "success" : "partial";
@@ -216,12 +250,16 @@ async function runTool(
   turn: number,
   steps: ToolStep[],
   pendingActionIds: string[],
+  budget: { left: number },
 ): Promise<TurnContent> {
   const started = performance.now();
   input.emit({ event: "tool_use", data: { name: call.name, status: "running", input_summary: summarize(call.input) } });
   const finish = (status: ToolStep["status"], content: unknown, extra: Partial<ToolStep> = {}): TurnContent => {
     const duration_ms = Math.round(performance.now() - started);
-    const forModel = resultForModel(content);
+    let forModel = resultForModel(content);
+    // Past the run's budget the model gets a stub; a queued action's result still goes back (its id is needed).
+    if (forModel.chars > budget.left && status !== "queued") forModel = { value: BUDGET_SPENT, chars: JSON.stringify(BUDGET_SPENT).length, truncated: true };
+    budget.left -= forModel.chars;
     steps.push({ turn, name: call.name, input: call.input, status, duration_ms, result_chars: forModel.chars, truncated: forModel.truncated, ...extra });
     input.onToolResult?.(call.name, content);
     input.emit({

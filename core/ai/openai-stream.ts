@@ -16,6 +16,7 @@
  * - `finish_reason` becomes the port's stop reason: `stop` → `end_turn` (or `tool_use` when tool calls were sent:
  *   Ollama says `stop` after a tool call, and the loop must still run the tools), `tool_calls` / `function_call` →
  *   `tool_use`, `length` → `max_tokens`, `content_filter` → `content_filtered`; anything else is an INTERNAL error.
+ *   With `length`, a tool call whose arguments do not parse (the cap cut it mid-JSON) is dropped, not an error.
  * - Usage comes in a last chunk with no choices (we ask with `stream_options.include_usage`); some servers put it on
  *   the finishing chunk instead, and some send none (then 0 tokens). The last one seen counts.
  *
@@ -85,7 +86,8 @@ type Delta = ChatCompletionChunk.Choice.Delta & { reasoning_content?: string | n
  *
  * @throws AppError SERVICE_UNAVAILABLE when a transient failure persists after the retries or happens after output
  *   was yielded, or when the server cannot be reached at all (the message names the address)
- * @throws AppError INTERNAL when a tool call's arguments are not a JSON object, a tool call has no name, the stream
+ * @throws AppError INTERNAL when a tool call's arguments are not a JSON object or a tool call has no name (unless the
+ *   output cap cut the call off: `finish_reason: "length"` drops it and stops with `max_tokens`), the stream
  *   ends without a `finish_reason`, or the finish reason is one we do not know
  * @throws an Error named "AbortError" when `req.signal` fires, also while waiting between retries
  * @throws the SDK's APIError unchanged for other failures (400 such as "model does not support tools", 401, 404)
@@ -171,13 +173,19 @@ export class OpenAICompatibleStreamingModel implements StreamingModel {
         if (req.signal?.aborted) throw abortError(req.signal);
         if (finish === undefined) throw new AppError("INTERNAL", "The model server's stream ended without a finish_reason");
         if (reasoningParts.length > 0) yield { type: "thinking_block", block: { type: "thinking", text: reasoningParts.splice(0).join("") } };
+        // A call the output cap cut off (`length`) may hold half-written JSON: it is dropped and the turn ends as cut
+        // (max_tokens), keeping what came before, as on Bedrock; with any other finish it is the model's error.
+        const cut = finish === "length";
+        let sent = 0;
         for (const [index, tool] of [...tools.entries()].sort((a, b) => a[0] - b[0])) {
-          const call = toolCall(tool, index);
+          const call = toolCall(tool, index, cut);
+          if (!call) continue;
+          sent++;
           yielded = true;
           yield call;
         }
         const usage = callUsage({ modelId: model, tier: req.tier, rates: this.rates, started, attempts }, inputTokens, outputTokens);
-        yield { type: "stop", reason: stopReason(finish, tools.size > 0), usage };
+        yield { type: "stop", reason: stopReason(finish, sent > 0), usage };
         return;
       } catch (err) {
         // The SDK reports the caller's abort as its own error; say it the one way callers know.
@@ -235,13 +243,20 @@ function toolResultText(part: Extract<TurnContent, { type: "tool_result" }>): st
   return part.status === "error" ? `Error: ${text}` : text;
 }
 
-/** A finished tool call: fragments joined and parsed; a call without an id gets one (the loop answers by id). */
-function toolCall(tool: { id: string; name: string; parts: string[] }, index: number): Extract<ModelStreamEvent, { type: "tool_call" }> {
+/**
+ * A finished tool call: fragments joined and parsed; a call without an id gets one (the loop answers by id).
+ * @returns undefined for a call the output cap cut off (`cut`) whose name or arguments are not usable
+ */
+function toolCall(tool: { id: string; name: string; parts: string[] }, index: number, cut = false): Extract<ModelStreamEvent, { type: "tool_call" }> | undefined {
   const id = tool.id || `call_${index}`;
-  if (!tool.name) throw new AppError("INTERNAL", `The AI model streamed a tool call (${id}) without a function name`);
+  if (!tool.name) {
+    if (cut) return undefined;
+    throw new AppError("INTERNAL", `The AI model streamed a tool call (${id}) without a function name`);
+  }
   const raw = tool.parts.join("");
   const args = parseArguments(raw);
   if (!args.ok) {
+    if (cut) return undefined;
     throw new AppError("INTERNAL", `The AI model sent tool input for ${tool.name} (${id}) that is not usable: ${args.problem}`, {
       model_error: raw.slice(0, 500),
     });

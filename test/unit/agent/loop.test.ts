@@ -6,10 +6,10 @@ import { beforeAll, describe, expect, it, vi } from "vitest";
 import * as z from "zod";
 import { serviceLog } from "../../../core/log";
 import type { ReadTool } from "../../../core/agent/tools/types";
-import { runAgent, type AgentEvent } from "../../../core/agent/loop";
+import { partialRunOf, RUN_CONTEXT_MAX_CHARS, runAgent, type AgentEvent } from "../../../core/agent/loop";
 import { LocalAgentModel } from "../../../core/agent/local-engine";
 import { TOOLS, type ToolContext } from "../../../core/agent/tools";
-import { MODEL_RATES, type ConversationTurn } from "../../../core/ai/ports";
+import { MODEL_RATES, type ConversationTurn, type ModelStreamEvent, type StreamingModel } from "../../../core/ai/ports";
 import { call, newWorkspace } from "../../support/api";
 import { setup, stream, type Frame } from "../../support/bedrock-stream";
 
@@ -139,7 +139,26 @@ describe("runAgent with Bedrock (recorded streams at the HTTP layer)", () => {
     });
     const result = await pending;
     expect(result).toMatchObject({ status: "partial", stopReason: "aborted" });
-    expect(events.filter((e) => e.event === "token").length).toBeGreaterThan(0);
+    const tokens = events.flatMap((e) => (e.event === "token" ? [e.data.content] : []));
+    expect(tokens.length).toBeGreaterThan(0);
+    // The interrupted turn's text is the run's, as the client saw it (it was dropped with the turn).
+    expect(result.text).toBe(tokens.join(""));
+  });
+
+  it("keeps what a run did before a model error on the error: its text, steps and pending action ids", async () => {
+    const { model } = setup([
+      { frames: toolCall("tooluse_6", "create_insight", { insight_type: "pain_point", title: "Search is slow", description: "Results take seconds.", severity: "low" }) },
+      { status: 400, errorType: "ValidationException", message: "Input is too long for requested model." },
+    ]);
+    const events: AgentEvent[] = [];
+    const error = await runAgent({ model, ctx, system: "s", messages: prompt("Record that search is slow"), tools: TOOLS, tier: "small", maxTurns: 5, signal: new AbortController().signal, emit: (e) => events.push(e) }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(error).toBeDefined();
+    const queued = events.find((e) => e.event === "tool_result")!.data as { pending_action_id: string };
+    expect(partialRunOf(error)).toMatchObject({ status: "partial", stopReason: "error", numTurns: 2, pendingActionIds: [queued.pending_action_id], steps: [{ name: "create_insight", status: "queued" }] });
+    expect(partialRunOf(new Error("not from a run"))).toBeUndefined();
   });
 });
 
@@ -179,5 +198,43 @@ describe("a tool that fails unexpectedly", () => {
     } finally {
       logged.mockRestore();
     }
+  });
+});
+
+describe("tool results over a long run", () => {
+  /** A model that calls `read_big` on each of its first `calls` turns, then answers; it records each request's size. */
+  function scripted(calls: number) {
+    const sizes: number[] = [];
+    const usage = { modelId: "scripted", tier: "small" as const, inputTokens: 10, outputTokens: 5, costUsd: 0, latencyMs: 1, attempts: 1 };
+    const model: StreamingModel = {
+      engine: "local",
+      async *stream(req): AsyncGenerator<ModelStreamEvent> {
+        sizes.push(JSON.stringify(req.messages).length);
+        if (sizes.length <= calls) {
+          yield { type: "tool_call", id: `call_${sizes.length}`, name: "read_big", input: {} };
+          yield { type: "stop", reason: "tool_use", usage };
+        } else {
+          yield { type: "text", delta: "Here is what I found." };
+          yield { type: "stop", reason: "end_turn", usage };
+        }
+      },
+    };
+    return { model, sizes };
+  }
+  const big: ReadTool = { name: "read_big", description: "Read a large file.", cues: [], gated: false, input: z.object({}), run: async () => ({ text: "x".repeat(30_000) }) };
+
+  it("stops handing results back past the run's budget, and the run still ends with the answer (30 turns of 24,000 characters passed the context)", async () => {
+    const { model, sizes } = scripted(25);
+    const result = await runAgent({ model, ctx, system: "s", messages: prompt("Read everything"), tools: [big], tier: "small", maxTurns: 30, signal: new AbortController().signal, emit: () => undefined });
+
+    expect(result).toMatchObject({ status: "success", stopReason: "end_turn", text: "Here is what I found.", numTurns: 26 });
+    // Every result was clipped to 24,000 characters; 25 of them would be 600,000.
+    expect(Math.max(...sizes)).toBeLessThan(RUN_CONTEXT_MAX_CHARS + 25 * 500);
+    expect(sizes.at(-1)!).toBeGreaterThan(RUN_CONTEXT_MAX_CHARS - 30_000);
+    // The early results went back whole (clipped), the later ones as the stub telling the model to answer.
+    const handed = result.messages.flatMap((m) => m.content.flatMap((p) => (p.type === "tool_result" ? [JSON.stringify(p.content)] : [])));
+    expect(handed[0]!.length).toBeGreaterThan(20_000);
+    expect(handed.at(-1)).toContain("context budget is spent");
+    expect(result.steps.at(-1)).toMatchObject({ name: "read_big", status: "success", truncated: true });
   });
 });

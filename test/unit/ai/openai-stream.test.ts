@@ -154,6 +154,27 @@ describe("OpenAICompatibleStreamingModel: decoding the stream", () => {
     expect(error.extra.model_error).toBe('{"query": "sign out", limit: 10}');
   });
 
+  it("drops a tool call the output cap cut off mid-JSON and stops with max_tokens, keeping the text (finish_reason length)", async () => {
+    const chunk = (delta: object, finish: string | null = null) =>
+      `data: ${JSON.stringify({ id: "chatcmpl-cut", object: "chat.completion.chunk", created: 1752832160, model: MODEL, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] })}\n\n`;
+    const body =
+      chunk({ role: "assistant", content: "Let me update the document." }) +
+      chunk({ tool_calls: [{ id: "call_whole", type: "function", index: 0, function: { name: "search_insights", arguments: '{"query": "sign out"}' } }] }) +
+      chunk({ tool_calls: [{ id: "call_cut", type: "function", index: 1, function: { name: "list_recommendations", arguments: "" } }] }) +
+      chunk({ tool_calls: [{ index: 1, function: { arguments: '{"status": "propo' } }] }) +
+      chunk({}, "length") +
+      `data: ${JSON.stringify({ id: "chatcmpl-cut", object: "chat.completion.chunk", created: 1752832160, model: MODEL, choices: [], usage: { prompt_tokens: 900, completion_tokens: 4096, total_tokens: 4996 } })}\n\n` +
+      "data: [DONE]\n\n";
+    const { model } = setup([{ sse: body }]);
+
+    const events = await collect(model.stream(request({ tools: TOOLS })));
+
+    expect(texts(events)).toEqual(["Let me update the document."]);
+    // The whole call is kept, as on Bedrock; the cut one is gone.
+    expect(ofType(events, "tool_call")).toEqual([{ type: "tool_call", id: "call_whole", name: "search_insights", input: { query: "sign out" } }]);
+    expect(ofType(events, "stop")[0]).toMatchObject({ reason: "max_tokens", usage: { inputTokens: 900, outputTokens: 4096 } });
+  });
+
   it("fails with INTERNAL when the stream ends without a finish_reason, after the text it had", async () => {
     const { model } = setup([sse("stream-cut-off.sse")]);
 
