@@ -8,7 +8,8 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatedTool, toolByName, type ReadTool, type ToolContext } from "../../core/agent/tools";
-import { MAX_READ_BYTES } from "../../core/integration/filestore";
+import { MAX_READ_BYTES, readText, withFileStore } from "../../core/integration/filestore";
+import { READ_RESULT_CHARS } from "../../core/agent/tools/filestore";
 import { newWorkspace } from "../support/api";
 import { connectDrive, DriveStandIn, useDriveSettings } from "../support/drive-standin";
 
@@ -38,12 +39,19 @@ const run = async (c: ToolContext, name: string, raw: unknown): Promise<any> => 
 };
 
 describe("read tools", () => {
-  it("filestore_search: name or content matches, newest first, trash excluded; limit clamped 1 to 50 (default 10)", async () => {
+  it("filestore_search: name or content matches, by relevance (no sort: Drive refuses one on a fullText query), trash excluded; limit clamped 1 to 50 (default 10)", async () => {
     const res = await run(ctx, "filestore_search", { query: "uploads" });
-    expect(res.files.map((f: { name: string }) => f.name)).toEqual(["roadmap.md", "Interview notes"]);
+    expect(res.files.map((f: { name: string }) => f.name).sort()).toEqual(["Interview notes", "roadmap.md"]);
     expect(res).toMatchObject({ count: 2, query: "uploads", truncated: false });
-    expect(res.files[0]).toMatchObject({ mime_type: "text/markdown", is_folder: false, size: 36, parents: [folderId], web_view_link: expect.stringContaining("https://") });
-    expect(res.files[1]).toMatchObject({ mime_type: "application/vnd.google-apps.document", size: null });
+    const byName = Object.fromEntries(res.files.map((f: { name: string }) => [f.name, f]));
+    expect(byName["roadmap.md"]).toMatchObject({ mime_type: "text/markdown", is_folder: false, size: 36, parents: [folderId], web_view_link: expect.stringContaining("https://") });
+    expect(byName["Interview notes"]).toMatchObject({ mime_type: "application/vnd.google-apps.document", size: null });
+    const search = new URL(drive.requests.at(-1)!.path, "https://x").searchParams;
+    expect(search.get("q")).toContain("fullText contains");
+    expect(search.has("orderBy")).toBe(false);
+    expect(drive.requests.at(-1)!.status).toBe(200);
+    // The stand-in orders as Drive's relevance might: a name match before a content match.
+    expect((await run(ctx, "filestore_search", { query: "roadmap" })).files.map((f: { name: string }) => f.name)).toEqual(["roadmap.md"]);
     const one = await run(ctx, "filestore_search", { query: "uploads", limit: 0 });
     expect(one).toMatchObject({ count: 1, truncated: true });
     await run(ctx, "filestore_search", { query: "it's", limit: 500 });
@@ -65,14 +73,31 @@ describe("read tools", () => {
     expect(await run(ctx, "filestore_read", { file_id: md })).toMatchObject({ content: "# Roadmap\n\nResumable uploads in Q2.\n", exported_as: null, mime_type: "text/markdown" });
   });
 
-  it("filestore_read: capped at 50,000 bytes without splitting a character; errors for folders, binaries, missing files and oversized exports", async () => {
-    const long = drive.put({ name: "long.txt", content: "a" + "漢".repeat(20_000) });
+  it("filestore_read: a read capped at 50,000 bytes and the tool's result at the loop's limit, without splitting a character, read on by offset; errors for folders, binaries, missing files and oversized exports", async () => {
+    const whole = "a" + "漢".repeat(20_000);
+    const long = drive.put({ name: "long.txt", content: whole });
+    const read = await withFileStore(ctx.workspaceId, (store) => readText(store, long));
+    expect(read).toMatchObject({ truncated: true, total_bytes: 60_001, offset: 0 });
+    expect(Buffer.byteLength(read.content)).toBeLessThanOrEqual(MAX_READ_BYTES);
+    expect(Buffer.byteLength(read.content)).toBeGreaterThan(MAX_READ_BYTES - 3);
+    expect(read.content).not.toContain("\uFFFD");
     const res = await run(ctx, "filestore_read", { file_id: long });
-    expect(res.truncated).toBe(true);
-    expect(res.total_bytes).toBe(60_001);
-    expect(Buffer.byteLength(res.content)).toBeLessThanOrEqual(MAX_READ_BYTES);
-    expect(Buffer.byteLength(res.content)).toBeGreaterThan(MAX_READ_BYTES - 3);
+    expect(res).toMatchObject({ truncated: true, total_bytes: 60_001, offset: 0, next_offset: res.content.length });
+    expect(JSON.stringify(res).length).toBeLessThanOrEqual(READ_RESULT_CHARS);
     expect(res.content).not.toContain("\uFFFD");
+    // Read on from next_offset until the whole text is read.
+    let text = res.content;
+    for (let page = res; page.next_offset !== null; ) {
+      page = await run(ctx, "filestore_read", { file_id: long, offset: page.next_offset });
+      expect(page.offset).toBe(text.length);
+      text += page.content;
+    }
+    expect(text).toBe(whole);
+    // An emoji (a surrogate pair) is never split, at the cut or at an offset inside it.
+    const emoji = drive.put({ name: "emoji.txt", content: "😀".repeat(15_000) });
+    const first = await run(ctx, "filestore_read", { file_id: emoji });
+    expect(first.next_offset % 2).toBe(0);
+    expect((await run(ctx, "filestore_read", { file_id: emoji, offset: 1 })).content.startsWith("😀")).toBe(true);
     expect(await run(ctx, "filestore_read", { file_id: folderId })).toMatchObject({ success: false, error_code: "validation_error" });
     const png = (await run(ctx, "filestore_list_folder", { folder_id: folderId })).files.find((f: { name: string }) => f.name === "logo.png").id;
     expect(await run(ctx, "filestore_read", { file_id: png })).toMatchObject({ success: false, error_code: "unsupported_type" });
@@ -161,8 +186,15 @@ describe("filestore_write (gated)", () => {
     expect(drive.files.get(id)).toMatchObject({ content: "new ✓", name: "notes-v2.txt" });
     await expect(tool.execute({ userId: ctx.userId, workspaceId: ctx.workspaceId, actionId: randomUUID() }, tool.input.parse({ file_id: docId, content: "x" }))).rejects.toMatchObject({ code: "VALIDATION_ERROR" });
     expect(drive.files.get(docId)!.content).toContain("flaky networks");
+    // Nor is a stored binary file replaced by text (422); the preview names the file, not just its id.
+    const pdf = drive.put({ name: "contract.pdf", mimeType: "application/pdf", content: "%PDF-1.7 binary" });
+    const overPdf = tool.input.parse({ file_id: pdf, content: "notes" });
+    expect((await tool.preview(ctx, overPdf)).summary).toBe(`Replace the content of Google Drive file 'contract.pdf' (${pdf})`);
+    await expect(tool.execute({ userId: ctx.userId, workspaceId: ctx.workspaceId, actionId: randomUUID() }, overPdf))
+      .rejects.toMatchObject({ code: "VALIDATION_ERROR", status: 422, message: expect.stringMatching(/contract\.pdf \(application\/pdf\) cannot be overwritten/) });
+    expect(drive.files.get(pdf)).toMatchObject({ mimeType: "application/pdf", content: "%PDF-1.7 binary" });
     expect(() => tool.input.parse({ content: "x" })).toThrow(/name is required/);
-    expect(() => tool.input.parse({ name: "big.txt", content: "x".repeat(1024 * 1024 + 1) })).toThrow();
+    expect(() => tool.input.parse({ name: "big.txt", content: "x".repeat(60_000) })).toThrow(/at most 60000 bytes of content as JSON/);
     expect(() => tool.input.parse({ name: "a.pdf", content: "x", mime_type: "application/pdf" })).toThrow();
   });
 

@@ -3,7 +3,8 @@
  * handlers at addresses of its own, so GOOGLE_AUTH_URL / GOOGLE_TOKEN_URL / GOOGLE_API_URL are what reaches it. Bodies
  * are typed by `@googleapis/drive`'s own types (Google ships no machine-readable schema in the package). It reads
  * Drive's query language as far as the adapter writes it (name/fullText contains, `in parents`, appProperties has,
- * trashed), and refuses anything else, so an adapter query it does not understand fails the test.
+ * trashed), and refuses anything else, so an adapter query it does not understand fails the test; like Drive, it
+ * refuses an orderBy on a query with a fullText term (403 forbidden) and answers such a query by relevance.
  */
 import { createHash, randomBytes } from "node:crypto";
 import { mkdtempSync } from "node:fs";
@@ -121,7 +122,10 @@ export class DriveStandIn extends StandIn<DriveFailure> {
     const search = take(new RegExp(String.raw`^\(name contains ${LIT} or fullText contains ${LIT}\)`));
     if (search) {
       const term = literal(search[1]!).toLowerCase();
-      hits = hits.filter((f) => f.mimeType !== FOLDER && (f.name.toLowerCase().includes(term) || f.content.toLowerCase().includes(term)));
+      const inName = (f: StoredFile) => f.name.toLowerCase().includes(term);
+      // Drive answers a full-text query in descending relevance; here, name matches before content-only matches.
+      hits = hits.filter((f) => f.mimeType !== FOLDER && (inName(f) || f.content.toLowerCase().includes(term)));
+      hits = [...hits.filter(inName), ...hits.filter((f) => !inName(f))];
     }
     const parent = take(new RegExp(String.raw`^${LIT} in parents`));
     if (parent) hits = hits.filter((f) => f.parents.includes(literal(parent[1]!)));
@@ -204,9 +208,18 @@ export class DriveStandIn extends StandIn<DriveFailure> {
       api("get", "/drive/v3/about", () =>
         HttpResponse.json({ user: { kind: "drive#user", displayName: "Ada Lovelace", emailAddress: this.email, photoLink: "https://lh3.googleusercontent.test/a/ada=s64", me: true, permissionId: "0123" } } satisfies drive_v3.Schema$About)),
       api("get", "/drive/v3/files", ({ url }) => {
-        const hits = this.select(url.searchParams.get("q") ?? "");
-        if (!hits) return error(400, "invalid", "Invalid Value");
+        const q = url.searchParams.get("q") ?? "";
         const order = url.searchParams.get("orderBy");
+        if (order && /\bfullText contains /.test(q)) {
+          // As Drive answers any orderBy on a query with a fullText term.
+          const message = "Sorting is not supported for queries with fullText terms. Results are always in descending relevance order.";
+          return HttpResponse.json(
+            { error: { code: 403, message, errors: [{ domain: "global", reason: "forbidden", message, locationType: "parameter", location: "orderBy" }] } },
+            { status: 403 },
+          );
+        }
+        const hits = this.select(q);
+        if (!hits) return error(400, "invalid", "Invalid Value");
         if (order === "modifiedTime desc") hits.sort((a, b) => b.modifiedTime.localeCompare(a.modifiedTime));
         else if (order === "folder,name") hits.sort((a, b) => Number(b.mimeType === FOLDER) - Number(a.mimeType === FOLDER) || a.name.localeCompare(b.name));
         const size = Number(url.searchParams.get("pageSize") ?? 100);

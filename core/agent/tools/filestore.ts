@@ -16,6 +16,11 @@ type Failure = { success: false; error: string; error_code: string; retry_after?
 
 /** Characters of the content an approval preview shows. */
 export const PREVIEW_CHARS = 4000;
+/**
+ * Characters of JSON a filestore_read result takes at most: the agent loop's MAX_TOOL_RESULT_CHARS (core/agent/loop.ts,
+ * not exported), past which the loop hands the model a clipped preview of the JSON instead of the result.
+ */
+export const READ_RESULT_CHARS = 24_000;
 /** MIME types a write may store (text the copilot produces). */
 export const WRITE_TYPES = ["text/plain", "text/markdown", "text/csv", "text/html", "application/json"] as const;
 
@@ -61,12 +66,26 @@ async function onStore<T>(ctx: { workspaceId: string }, fn: (store: FileStore, F
   }
 }
 
+/** The longest start of `text` whose JSON string (without its quotes) takes at most `budget` characters; whole characters only. */
+function fitJson(text: string, budget: number): string {
+  let used = 0;
+  let end = 0;
+  for (const ch of text) {
+    const plain = ch.length === 2 || (ch >= " " && ch !== '"' && ch !== "\\" && !(ch >= "\uD800" && ch <= "\uDFFF"));
+    const cost = plain ? ch.length : JSON.stringify(ch).length - 2;
+    if (used + cost > budget) break;
+    used += cost;
+    end += ch.length;
+  }
+  return text.slice(0, end);
+}
+
 const clamp = (lo: number, hi: number, fallback: number) => z.coerce.number().int().optional().transform((v) => Math.min(hi, Math.max(lo, v ?? fallback)));
 const FileId = z.string().trim().min(1).max(200).regex(/^[\w-]+$/, "a Drive file id");
 
 export const filestoreSearch: ReadTool<{ query: string; limit: number }> = {
   name: "filestore_search",
-  description: "Search the connected Google Drive for files whose name or content matches a query (1 to 50 results, default 10), most recently modified first.",
+  description: "Search the connected Google Drive for files whose name or content matches a query (1 to 50 results, default 10), most relevant first.",
   cues: ["google drive", "drive files", "find the doc", "search drive", "shared doc", "spreadsheet"],
   gated: false,
   input: z.object({ query: z.string().trim().min(1).max(200), limit: clamp(1, 50, 10) }).strict() as unknown as z.ZodType<{ query: string; limit: number }>,
@@ -77,19 +96,25 @@ export const filestoreSearch: ReadTool<{ query: string; limit: number }> = {
     }),
 };
 
-export const filestoreRead: ReadTool<{ file_id: string }> = {
+export const filestoreRead: ReadTool<{ file_id: string; offset: number }> = {
   name: "filestore_read",
-  description: "Read a Google Drive file as text: Google Docs and Slides are exported to plain text, Sheets to CSV; stored text files are read as they are. At most 50,000 bytes.",
+  description:
+    "Read a Google Drive file as text: Google Docs and Slides are exported to plain text, Sheets to CSV; stored text files are read as they are. " +
+    "About 20,000 characters a call: when truncated is true, call again with offset set to next_offset for the rest.",
   cues: ["read the doc", "open the file", "drive document", "contents of"],
   gated: false,
-  input: z.object({ file_id: FileId }).strict(),
+  input: z
+    .object({ file_id: FileId, offset: z.coerce.number().int().min(0).optional().transform((v) => v ?? 0) })
+    .strict() as unknown as z.ZodType<{ file_id: string; offset: number }>,
   run: (ctx, input) =>
     onStore(ctx, async (store, F) => {
-      const read = await F.readText(store, input.file_id);
-      return {
-        file_id: read.file.id, name: read.file.name, mime_type: read.file.mime_type, web_view_link: read.file.web_view_link,
-        content: read.content, total_bytes: read.total_bytes, truncated: read.truncated, exported_as: read.exported_as,
-      };
+      const read = await F.readText(store, input.file_id, input.offset);
+      // The content is cut so the whole result fits the loop's limit (READ_RESULT_CHARS), the fields before it.
+      const head = { file_id: read.file.id, name: read.file.name, mime_type: read.file.mime_type, web_view_link: read.file.web_view_link, total_bytes: read.total_bytes };
+      const room = READ_RESULT_CHARS - JSON.stringify({ ...head, truncated: false, exported_as: read.exported_as, offset: read.offset, next_offset: Number.MAX_SAFE_INTEGER, content: "" }).length;
+      const content = fitJson(read.content, room);
+      const more = read.truncated || content.length < read.content.length;
+      return { ...head, truncated: more, exported_as: read.exported_as, offset: read.offset, next_offset: more ? read.offset + content.length : null, content };
     }),
 };
 
@@ -112,23 +137,30 @@ type WriteInput = { file_id?: string; name?: string; content: string; mime_type:
 
 export const filestoreWrite: GatedTool<WriteInput> = {
   name: "filestore_write",
-  description: "Write a file to Google Drive (needs a member's approval): with file_id, replace that file's content; otherwise create `name` in folder_id (default the top folder). Text content, at most 1 MiB.",
+  description: `Write a file to Google Drive (needs a member's approval): with file_id, replace that text file's content; otherwise create \`name\` in folder_id (default the top folder). Text content, at most ${MAX_WRITE_BYTES.toLocaleString("en-US")} bytes as JSON (quotes and escapes count).`,
   cues: ["save to drive", "write a file", "update the file", "upload to drive"],
   gated: true,
   input: z
     .object({
       file_id: FileId.optional(),
       name: z.string().trim().min(1).max(255).optional(),
-      content: z.string().refine((c) => Buffer.byteLength(c) <= MAX_WRITE_BYTES, { message: `at most ${MAX_WRITE_BYTES} bytes` }),
+      // Measured as JSON: the input is held in a pending action, which stores at most 64 KiB of it (see MAX_WRITE_BYTES).
+      content: z.string().refine((c) => Buffer.byteLength(JSON.stringify(c)) <= MAX_WRITE_BYTES, {
+        message: `at most ${MAX_WRITE_BYTES} bytes of content as JSON (quotes and escapes count): shorten it or write it as several files`,
+      }),
       mime_type: z.enum(WRITE_TYPES).default("text/plain"),
       folder_id: FileId.optional(),
     })
     .strict()
     .refine((i) => i.file_id || i.name, { message: "name is required to create a file (or give file_id to update one)", path: ["name"] }) as unknown as z.ZodType<WriteInput>,
-  async preview(_ctx, input) {
+  async preview(ctx, input) {
     const shown = input.content.length > PREVIEW_CHARS ? `${input.content.slice(0, PREVIEW_CHARS)}…` : input.content;
+    // The file's current name, for the approver (the id alone says nothing); without it when the lookup fails: the
+    // write checks the file again when it runs.
+    const current = input.file_id ? await onStore(ctx, (store) => store.metadata(input.file_id!)) : undefined;
+    const named = current && !("success" in current) ? `'${current.name}' (${input.file_id})` : input.file_id;
     return input.file_id
-      ? { summary: `Replace the content of Google Drive file ${input.file_id}${input.name ? ` (renaming it '${input.name}')` : ""}`, target: "filestore_file", operation: "update", fields: { ...input, content: shown } }
+      ? { summary: `Replace the content of Google Drive file ${named}${input.name ? ` (renaming it '${input.name}')` : ""}`, target: "filestore_file", operation: "update", fields: { ...input, content: shown } }
       : { summary: `Create '${input.name}' in Google Drive${input.folder_id ? ` (folder ${input.folder_id})` : ""}`, target: "filestore_file", operation: "create", fields: { ...input, content: shown } };
   },
   async execute(ctx, input) {

@@ -110,7 +110,9 @@ export function googleDrive(accessToken: string): FileStore {
 
     async search(query, limit) {
       const q = `(name contains ${quote(query)} or fullText contains ${quote(query)}) and trashed = false`;
-      const { data } = await call(async () => (await d()).files.list({ q, pageSize: limit, orderBy: "modifiedTime desc", fields: `nextPageToken,files(${FILE_FIELDS})`, spaces: "drive" }));
+      // No orderBy: Drive refuses any sort on a query with a fullText term (403 "Sorting is not supported for queries
+      // with fullText terms"); such results come in descending relevance.
+      const { data } = await call(async () => (await d()).files.list({ q, pageSize: limit, fields: `nextPageToken,files(${FILE_FIELDS})`, spaces: "drive" }));
       return { files: (data.files ?? []).map(toInfo), hasMore: Boolean(data.nextPageToken) };
     },
 

@@ -90,15 +90,18 @@ export interface FileText {
   truncated: boolean;
   /** The format a native document was exported to, or null for a stored file. */
   exported_as: string | null;
+  /** Where `content` starts in the whole text (characters, UTF-16 code units). */
+  offset: number;
 }
 
 /**
  * A file's text: a native Google document exported (Docs and Slides to text/plain, Sheets to text/csv), a stored text
- * file downloaded; at most MAX_READ_BYTES bytes, cut at a character boundary.
+ * file downloaded; from `offset` (characters, UTF-16 code units; default 0) at most MAX_READ_BYTES bytes, cut at a
+ * character boundary (`truncated`: more follows).
  * @throws ProviderError validation (a folder), too_large (a stored file over 10 MiB, an export over Drive's limit);
  *   UnsupportedType (binary files and native types without a text export)
  */
-export async function readText(store: FileStore, fileId: string): Promise<FileText> {
+export async function readText(store: FileStore, fileId: string, offset = 0): Promise<FileText> {
   const file = await store.metadata(fileId);
   if (file.is_folder) throw new ProviderError("validation", `${file.name} is a folder: list it instead`);
   const exportAs = EXPORT_FORMATS[file.mime_type];
@@ -109,8 +112,11 @@ export async function readText(store: FileStore, fileId: string): Promise<FileTe
   else raw = await store.download(fileId);
   // Google's text exports start with a byte-order mark; it is not content.
   const text = raw.toString("utf8").replace(/^\uFEFF/, "");
-  const capped = capBytes(text, MAX_READ_BYTES);
-  return { file, content: capped.text, total_bytes: Buffer.byteLength(text), truncated: capped.truncated, exported_as: exportAs ?? null };
+  // An offset inside a surrogate pair starts at the pair's next character, never half of one.
+  let from = Math.min(Math.max(0, offset), text.length);
+  if (from > 0 && from < text.length && /[\uDC00-\uDFFF]/.test(text[from]!) && /[\uD800-\uDBFF]/.test(text[from - 1]!)) from++;
+  const capped = capBytes(text.slice(from), MAX_READ_BYTES);
+  return { file, content: capped.text, total_bytes: Buffer.byteLength(text), truncated: capped.truncated, exported_as: exportAs ?? null, offset: from };
 }
 
 /** The tool error a file that has no text form answers with (`unsupported_type`). */
@@ -124,7 +130,8 @@ const unsupportedType = (file: FileInfo) => new UnsupportedType(`${file.name} ($
  * content (a replay writes the same content again: harmless); without it, create `name` (in `folderId`, else the top
  * folder) tagged with the action's id, after looking for a file so tagged, so a replay after a crash finds the file its
  * first run created instead of making a second one.
- * @throws ProviderError not_found, forbidden, ...; UnsupportedType (a folder or a native Google document to overwrite)
+ * @throws ProviderError not_found, forbidden, ...; UnsupportedType (a folder, a native Google document or a stored
+ *   binary file to overwrite)
  */
 export async function writeFile(
   store: FileStore,
@@ -134,8 +141,9 @@ export async function writeFile(
   if (input.fileId) {
     const current = await store.metadata(input.fileId);
     // Uploading bytes over a folder or a native document would replace it with a stored file: refused, not guessed at.
-    if (current.is_folder || current.mime_type.startsWith("application/vnd.google-apps.")) {
-      throw new UnsupportedType(`${current.name} (${current.mime_type}) cannot be overwritten with ${input.mimeType} content`);
+    // Nor is a stored binary file (a PDF, an image) replaced by text: only a text file is overwritten.
+    if (current.is_folder || current.mime_type.startsWith("application/vnd.google-apps.") || !isText(current.mime_type)) {
+      throw new UnsupportedType(`${current.name} (${current.mime_type}) cannot be overwritten with ${input.mimeType} content: only a text file can`);
     }
     return { file: await store.update(input.fileId, { content: input.content, mimeType: input.mimeType, name: input.name }), created: false };
   }

@@ -3,8 +3,12 @@
  * from a cloud file store (Google Drive). Failures are `ProviderError`s (core/integration/errors.ts).
  */
 
-/** Bytes of content a write sends at most (here, beside the port, so the tools' input schema needs no more of it). */
-export const MAX_WRITE_BYTES = 1024 * 1024;
+/**
+ * Bytes of content a write sends at most, measured as JSON (the string with its quotes and escapes), here beside the
+ * port so the tools' input schema needs no more of it. A write is held as a pending action whose whole tool input is at
+ * most MAX_JSON_BYTES (64 KiB, core/pending-action/schema.ts) of JSON: this leaves room for the name, ids and type.
+ */
+export const MAX_WRITE_BYTES = 60_000;
 
 /** A file or folder as the tools show it. */
 export interface FileInfo {
@@ -28,7 +32,7 @@ export interface FileStoreAccount {
 export interface FileStore {
   /** The connected account (status shows it). */
   about(): Promise<FileStoreAccount>;
-  /** Files (not in the trash) whose name or content matches `query`, most recently modified first. */
+  /** Files (not in the trash) whose name or content matches `query`, most relevant first (Drive sorts no full-text search otherwise). */
   search(query: string, limit: number): Promise<{ files: FileInfo[]; hasMore: boolean }>;
   /** The children of a folder ("root": the account's top folder), folders first, then by name. */
   listFolder(folderId: string, limit: number, pageToken?: string): Promise<{ files: FileInfo[]; nextPageToken: string | null }>;
