@@ -17,7 +17,7 @@ import { tryLock } from "../agent";
 import { requireMember } from "../workspace";
 import { findContradictions, type ScannedInsight } from "./contradictions";
 import { findStaleSources } from "./stale";
-import { EntropySettings, MAX_ISSUES_PER_TYPE } from "./settings";
+import { EntropySettings, MAX_ISSUE_INSIGHT_IDS, MAX_ISSUES_PER_TYPE } from "./settings";
 import type { EntropyIssueEntity } from "./entropy.entity";
 import { recentScans, toScanView, type ScanItem } from "./scans";
 import type {
@@ -157,8 +157,8 @@ export async function scanWorkspace(workspaceId: string, opts: ScanOptions = {})
       severity: s.severity,
       detail: s.detail,
       source_id: s.sourceId,
-      insight_ids: s.insightIds,
-      evidence: { reason: s.reason, age_days: s.ageDays, stale_after_days: EntropySettings.staleSourceDays() },
+      insight_ids: s.insightIds.slice(0, MAX_ISSUE_INSIGHT_IDS),
+      evidence: { reason: s.reason, age_days: s.ageDays, stale_after_days: EntropySettings.staleSourceDays(), insight_count: s.insightIds.length },
     })),
     ...contradictions.slice(0, MAX_ISSUES_PER_TYPE).map((c) => ({
       ...base,

@@ -30,6 +30,11 @@ export const EntropySettings = {
 
 /** Most issues of one type a scan keeps (the weightiest first); more sets the scan's `truncated`. */
 export const MAX_ISSUES_PER_TYPE = 500;
+/**
+ * Most insight ids a stale-source issue keeps (its `evidence.insight_count` counts them all): a source thousands of
+ * insights cite would otherwise pass DynamoDB's 400 KB item, and the scan's write of its issues would fail every day.
+ */
+export const MAX_ISSUE_INSIGHT_IDS = 200;
 
 /**
  * When the scheduled scanner runs (functions/events/entropy-scanner.ts), UTC: daily at 04:00, after the 02:00 research

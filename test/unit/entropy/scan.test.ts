@@ -12,6 +12,7 @@ import { activeIssues, recentScans, scanDue, scanWorkspace } from "../../../core
 import { handler } from "../../../functions/events/entropy-scanner";
 import { newUser } from "../../support/api";
 import { PLANTED, REAL, type Seed } from "./realdata-insights";
+import { MAX_ISSUE_INSIGHT_IDS } from "../../../core/entropy/settings";
 
 const saved = process.env.TABLE_NAME;
 beforeAll(async () => {
@@ -138,6 +139,20 @@ describe("scanWorkspace", () => {
     expect(run).toMatchObject({ workspaces: 3, scanned: 1, skipped: 2, deferred: 0, failed: 0 });
     expect((await recentScans(other)).map((s) => s.trigger)).toEqual(["scheduled"]);
     expect(await handler()).toMatchObject({ scanned: 0, skipped: 3 });
+  });
+});
+
+describe("a source many insights cite", () => {
+  it("its stale-source issue keeps at most MAX_ISSUE_INSIGHT_IDS ids and counts them all", async () => {
+    // After the scheduled scanner's test (it counts this file's workspaces).
+    const ws = (await newWorkspace("Much cited")).workspace.id;
+    const old = await seedSource(ws, "Interviews 2019", 400);
+    const n = MAX_ISSUE_INSIGHT_IDS + 50;
+    for (let i = 0; i < n; i++) await seedInsight(ws, { key: `k${i}`, severity: "low", title: `Claim ${i}`, description: `Claim number ${i}.` }, [old], true);
+    const { issues } = await scanWorkspace(ws, { embedder: null });
+    const stale = issues.find((i) => i.source_id === old)!;
+    expect(stale.insight_ids).toHaveLength(MAX_ISSUE_INSIGHT_IDS);
+    expect(stale.evidence).toMatchObject({ reason: "superseded", insight_count: n });
   });
 });
 
