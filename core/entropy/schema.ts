@@ -23,10 +23,10 @@ export const EntropyIssue = z
     severity: EntropySeverity,
     detail: z.string().describe("why, in words an admin can act on"),
     source_id: z.uuid().nullable().describe("stale_source: the source"),
-    insight_ids: z.array(z.uuid()).describe("contradictory_insights: the pair; stale_source: the active insights resting on it"),
+    insight_ids: z.array(z.uuid()).describe("contradictory_insights: the pair; stale_source: the active insights resting on it (at most 200; evidence.insight_count counts them all)"),
     evidence: z
       .record(z.string(), z.unknown())
-      .describe("stale_source: {reason, age_days, stale_after_days}; contradictory_insights: {similarity, rules: [{rule, terms}]}"),
+      .describe("stale_source: {reason, age_days, stale_after_days, insight_count}; contradictory_insights: {similarity, rules: [{rule, terms}]}"),
     detected_at: z.string(),
   })
   .meta({ id: "EntropyIssue" });
