@@ -353,3 +353,29 @@ describe("a conversation longer than the model's context window allows", () => {
     expect(sent[0]!.role).toBe("user");
   });
 });
+
+describe("a run whose model fails after it queued an action", () => {
+  it("stores the message with the run's steps and pending action id beside the error (it stored steps: [] and pending_action_ids: [])", async () => {
+    const toolTurn = toolCallTurn(
+      "tooluse_partial_1",
+      "create_insight",
+      { insight_type: "pain_point", title: "Export is hard to find", description: "Users cannot find export.", severity: "medium" },
+      { inputTokens: 3000, outputTokens: 60 },
+    );
+    // The second call is refused in its stream (not transient: no retry), and the run fails.
+    bedrock.reply({ frames: toolTurn }, { frames: refusedTurn() });
+
+    const events = await readStream(gw.base, "/api/stream/chat", owner.token, { workspace_id: ws, prompt: "Record that export is hard to find", model: haiku.id, effort: "low" });
+
+    const queued = of(events, "tool_result")[0]!.data as { status: string; pending_action_id: string };
+    expect(queued.status).toBe("queued");
+    expect(of(events, "error")).toHaveLength(1);
+    const done = events.at(-1)!.data;
+    expect(done.tool_count).toBe(1);
+    const conv = await call("GET", `/api/chat/conversations/${done.conversation_id}`, { token: owner.token });
+    const message = conv.body.messages.find((m: { id: string }) => m.id === done.message_id);
+    expect(message.execution_metadata).toMatchObject({ stop_reason: "error", num_turns: 2, pending_action_ids: [queued.pending_action_id] });
+    expect(message.execution_metadata.steps).toMatchObject([{ name: "create_insight", status: "queued", pending_action_id: queued.pending_action_id }]);
+    expect(message.content).toMatch(/^I could not finish: /);
+  });
+});
