@@ -311,12 +311,15 @@ async function execute(
   const runOutcome = (r: AgentRunResult): RunOutcome => (r.status === "success" ? "success" : sink.signal.aborted ? "cancelled" : "partial");
   let result: AgentRunResult | undefined;
   let failure: { code: string; message: string } | undefined;
+  /** `result` is what a failed run did before its error (`partialRunOf`), not a run that ended. */
+  let failedPartial = false;
   let engine = "unknown";
   let messageId: string | null = null;
   let text = "";
   let harness: Harness | undefined;
   // What the model calls cost as they end: a run that fails after some calls is charged and recorded with them (the
-  // harness's result, which sums every call, never comes then), also when its settlement is tried again below.
+  // harness's result, which sums every call, never comes then; a failed run's partial result may undercount them),
+  // also when its settlement is tried again below.
   const spent = { inputTokens: 0, outputTokens: 0, costUsd: 0, calls: 0, modelId: undefined as string | undefined };
   const onUsage = (u: CallUsage) => {
     spent.inputTokens += u.inputTokens;
@@ -486,8 +489,12 @@ async function execute(
         agentLog().error("a finished copilot run could not be recorded", { workspace_id: spec.workspaceId, conversation_id: conversation.id, error: err as Error });
       } else {
         failure = budget.aborted ? stopFailure(sink.signal.aborted) : { code: err instanceof AppError ? err.code : "INTERNAL", message: err instanceof AppError ? err.message : "The agent failed; quote the message id when reporting it" };
-        // What the loop did before its error (the text, steps and pending actions the client saw) is kept on the message.
-        result = partialRunOf(err);
+        // What the loop did before its error (the text, steps and pending actions the client saw) is kept on the
+        // message. Not for threads: one thread's run is neither what was streamed nor the whole of what was queued.
+        if (!harness?.threaded) {
+          result = partialRunOf(err);
+          failedPartial = result !== undefined;
+        }
       }
     }
     clock.mark("answered");
@@ -502,7 +509,7 @@ async function execute(
         .settle(outcome, used())
         .catch((err: unknown) => agentLog().error("settling a copilot run failed; the sweeper gives its reservation back", { workspace_id: spec.workspaceId, conversation_id: conversation.id, error: err as Error }));
     }
-    const intent = result ? inferIntent(result) : { intent: "error", working_state: "planning" as const };
+    const intent = result && !failedPartial ? inferIntent(result) : { intent: "error", working_state: "planning" as const };
     text = result?.text.trim() ? result.text : stoppedText(result, failure, spec.maxTurns);
     const afterPrompt = await storing.stored;
     const firstAnswer = (conversation.message_count ?? 0) === 0;

@@ -1,3 +1,4 @@
+import { jsonBytes } from "../json-object";
 import type { CallUsage, ConversationTurn, ModelTier, StopReason, StreamingModel, ThinkingContent, TurnContent } from "../ai/ports";
 import { createPending } from "../pending-action";
 import { AppError } from "../error";
@@ -11,14 +12,16 @@ export const QUERY_BUDGET_MS = 300_000;
 /** Largest tool result handed back to the model, in characters of JSON. */
 const MAX_TOOL_RESULT_CHARS = 24_000;
 /**
- * Characters of JSON one run's conversation may hold before its tool results stop being handed back: the turns the
- * run was given (history and prompt) plus every tool result of the run, about 75,000 to 100,000 tokens. Claude's
- * context window (200,000 tokens) also holds the system prompt, the tools and `max_tokens` (up to 64,000); 30 turns
- * of 24,000-character results (720,000 characters) would pass it, and Bedrock's "input is too long" is not retried,
- * so the whole run would fail. Past it, a result is replaced by `BUDGET_SPENT` and the model answers with what it has.
+ * Bytes of JSON (UTF-8) one run's conversation may hold before its tool results stop being handed back: the turns the
+ * run was given (history and prompt), the assistant turns it adds, and every tool result of the run. In bytes, not
+ * characters, so text of three-byte characters (about one token each) counts about as many tokens as English text
+ * (about four bytes a token): some 75,000 to 100,000 tokens. Claude's context window (200,000 tokens) also holds the
+ * system prompt, the tools and `max_tokens` (up to 64,000); 30 turns of 24,000-character results would pass it, and
+ * Bedrock's "input is too long" is not retried, so the whole run would fail. Past it, a result is replaced by
+ * `BUDGET_SPENT` and the model answers with what it has.
  */
-export const RUN_CONTEXT_MAX_CHARS = 300_000;
-/** The tool result the model gets once the run's context budget (RUN_CONTEXT_MAX_CHARS) is spent. */
+export const RUN_CONTEXT_MAX_BYTES = 300_000;
+/** The tool result the model gets once the run's context budget (RUN_CONTEXT_MAX_BYTES) is spent. */
 export const BUDGET_SPENT = { omitted: true, reason: "omitted: this answer's context budget is spent; answer with what you have" } as const;
 
 /** What the loop reports while it runs; the SSE layer turns these into spec 02 events. */
@@ -136,8 +139,8 @@ function resultForModel(value: unknown): { value: unknown; chars: number; trunca
  * no repository, not connected, ...) answers `{success: false, error, error_code, ...}` and queues nothing. An
  * unknown tool or invalid input goes back to the model as an error result, so it can correct itself. Tool results
  * are data: nothing in them is executed or widens what the run may do.
- * Tool results handed back are bounded per result (MAX_TOOL_RESULT_CHARS) and per run (RUN_CONTEXT_MAX_CHARS, less
- * what the given turns take): a result past the run's budget is replaced by `BUDGET_SPENT`, so a long run ends with an
+ * Tool results handed back are bounded per result (MAX_TOOL_RESULT_CHARS) and per run (RUN_CONTEXT_MAX_BYTES, less
+ * what the given turns and the run's own assistant turns take): a result past the run's budget is replaced by `BUDGET_SPENT`, so a long run ends with an
  * answer rather than a request the model refuses as too long. A queued action's result always goes back whole (clipped
  * as any result): the model must know the pending action's id.
  * @returns the answer text, tool steps, usage summed over all model calls, and the pending actions created
@@ -158,8 +161,8 @@ export async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
   /** Model calls of this run; `n` below is the turn's number across the query (the same without `nextTurn`). */
   let turn = 0;
   let stopReason: AgentRunResult["stopReason"] = "end_turn";
-  /** Characters of tool results the run may still hand back (RUN_CONTEXT_MAX_CHARS less the turns it was given). */
-  const budget = { left: RUN_CONTEXT_MAX_CHARS - JSON.stringify(input.messages).length };
+  /** Bytes the run's conversation may still take (RUN_CONTEXT_MAX_BYTES less the turns it was given, as it goes on). */
+  const budget = { left: RUN_CONTEXT_MAX_BYTES - jsonBytes(input.messages) };
   const addUsage = (u: CallUsage) => {
     usage.inputTokens += u.inputTokens;
     usage.outputTokens += u.outputTokens;
@@ -216,6 +219,8 @@ export async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
         }
       }
       messages.push({ role: "assistant", content: assistant });
+      // The run's own turns fill the window too (a large tool input, such as a document's new content).
+      budget.left -= jsonBytes(assistant);
       if (calls.length === 0 || reason !== "tool_use") {
         stopReason = reason;
         input.emit({ event: "turn", data: { turn: n, total_tools: steps.length } });
@@ -258,8 +263,8 @@ async function runTool(
     const duration_ms = Math.round(performance.now() - started);
     let forModel = resultForModel(content);
     // Past the run's budget the model gets a stub; a queued action's result still goes back (its id is needed).
-    if (forModel.chars > budget.left && status !== "queued") forModel = { value: BUDGET_SPENT, chars: JSON.stringify(BUDGET_SPENT).length, truncated: true };
-    budget.left -= forModel.chars;
+    if (jsonBytes(forModel.value) > budget.left && status !== "queued") forModel = { value: BUDGET_SPENT, chars: JSON.stringify(BUDGET_SPENT).length, truncated: true };
+    budget.left -= jsonBytes(forModel.value);
     steps.push({ turn, name: call.name, input: call.input, status, duration_ms, result_chars: forModel.chars, truncated: forModel.truncated, ...extra });
     input.onToolResult?.(call.name, content);
     input.emit({

@@ -127,6 +127,11 @@ export class Harness {
    * check after it fails (a read of the judged artifacts, a repair's model call), so the caller can keep it.
    */
   lastComplete: AgentRunResult | undefined;
+  /**
+   * Whether the run went as threads (a mission's subtasks, a synthesis swarm): a thread's error then says nothing of
+   * what the client saw as a whole (threads stream no tokens; other threads' actions are elsewhere).
+   */
+  threaded = false;
   private artifacts: VariantArtifacts = { insightIds: [], recommendationIds: [], documentIds: [], sourceCount: 0 };
   private readonly monitor: StreamMonitor;
   private evidenceUsed = false;
@@ -213,6 +218,7 @@ export class Harness {
     const swarm = (this.o.entry === "synthesis" || this.o.entry === "pipeline") && swarmApplies(!!(this.o.plan && PLANS[this.o.plan]?.has_synthesis_swarm), this.artifacts.sourceCount, this.o.maxTurns);
     let result: AgentRunResult;
     if (this.selection && this.missionId) {
+      this.threaded = true;
       result = await this.threads(o, this.missionId, this.selection.plan);
     } else if (swarm && this.missionId) {
       this.iteration(1, { insights: this.artifacts.insightIds.length, sources: this.artifacts.sourceCount });
@@ -224,6 +230,7 @@ export class Harness {
         specialists: SPECIALISTS.map((s, index) => ({ index, agent_name: s.agent_name, objective: s.objective })),
         reason: `A synthesis over ${this.artifacts.sourceCount} sources on a plan with the synthesis swarm`,
       });
+      this.threaded = true;
       result = await this.threads(o, this.missionId, plan, SPECIALISTS.map((s) => s.agent_name));
       this.o.sink.send("harness_swarm_complete", { mission_id: this.missionId, specialists: SPECIALISTS.length, status: result.status, duration_ms: Math.round(performance.now() - started) });
       this.iteration(2, { specialists: SPECIALISTS.length });

@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it, vi } from "vitest";
 import * as z from "zod";
 import { serviceLog } from "../../../core/log";
 import type { ReadTool } from "../../../core/agent/tools/types";
-import { partialRunOf, RUN_CONTEXT_MAX_CHARS, runAgent, type AgentEvent } from "../../../core/agent/loop";
+import { partialRunOf, RUN_CONTEXT_MAX_BYTES, runAgent, type AgentEvent } from "../../../core/agent/loop";
 import { LocalAgentModel } from "../../../core/agent/local-engine";
 import { TOOLS, type ToolContext } from "../../../core/agent/tools";
 import { MODEL_RATES, type ConversationTurn, type ModelStreamEvent, type StreamingModel } from "../../../core/ai/ports";
@@ -229,8 +229,8 @@ describe("tool results over a long run", () => {
 
     expect(result).toMatchObject({ status: "success", stopReason: "end_turn", text: "Here is what I found.", numTurns: 26 });
     // Every result was clipped to 24,000 characters; 25 of them would be 600,000.
-    expect(Math.max(...sizes)).toBeLessThan(RUN_CONTEXT_MAX_CHARS + 25 * 500);
-    expect(sizes.at(-1)!).toBeGreaterThan(RUN_CONTEXT_MAX_CHARS - 30_000);
+    expect(Math.max(...sizes)).toBeLessThan(RUN_CONTEXT_MAX_BYTES + 25 * 500);
+    expect(sizes.at(-1)!).toBeGreaterThan(RUN_CONTEXT_MAX_BYTES - 30_000);
     // The early results went back whole (clipped), the later ones as the stub telling the model to answer.
     const handed = result.messages.flatMap((m) => m.content.flatMap((p) => (p.type === "tool_result" ? [JSON.stringify(p.content)] : [])));
     expect(handed[0]!.length).toBeGreaterThan(20_000);
