@@ -254,7 +254,10 @@ export async function syncAccount(userId: string, customer: string, source: Stri
     // The latest invoice is not the year's (a later proration invoice voided, uncollectible or open) while the
     // subscription stays live: a year this account was already credited for as paid (same subscription and period,
     // its first month's paid grant on the ledger) keeps its monthly renewals. Nothing is granted here.
-    renewAt = await renewalOfPaidYear(userId, before, sub.id, item.current_period_start, item.current_period_end);
+    // Not for a plan above the one the year was paid at (an upgrade whose proration is unpaid): the sweeper grants the
+    // account's plan's credits, and that plan is not paid for.
+    const paidPlan = (before.period_plan ?? before.plan) as Plan;
+    if (planRank(plan.plan) <= planRank(paidPlan)) renewAt = await renewalOfPaidYear(userId, before, sub.id, item.current_period_start, item.current_period_end);
   }
   // The subscription's period as paid: a subscription cancelled while its renewal was unpaid (Stripe's dunning, or a
   // cancel within the past-due grace) was paid up to the start of its current period only, not to its end.
