@@ -448,7 +448,8 @@ const KEPT_DRAFT_BYTES = 150_000;
  * the task's id in the document's metadata (`redrafted_by_task`), which an attempt finds before it drafts again; the
  * drafted content is kept on the task (step `redraft_content`) before it is written, so an attempt that died between
  * the model run and the write writes what was drafted instead of calling the model again (a draft over
- * KEPT_DRAFT_BYTES is not kept: drafted again, and the run, whose id is derived from the task, is charged once); and
+ * KEPT_DRAFT_BYTES, or one the checkpoint's budget has no room for (core/task/worker.ts CHECKPOINT_MAX_BYTES), is not
+ * kept: drafted again, and the run, whose id is derived from the task, is charged once); and
  * the revision is not saved twice.
  */
 async function redraft(task: TaskItem, ctx: WorkContext): Promise<{ id: string; title: string; version: number; redrafted: true }> {

@@ -72,6 +72,8 @@ export async function runTask(input: TaskExecutionInput): Promise<RunOutcome> {
   const beat = setInterval(() => {
     write({}).catch((err: unknown) => log().warn("task heartbeat failed", { task_id: claimed.id, error: err as Error }));
   }, TaskSettings.heartbeatMs());
+  /** A step was not checkpointed (over the budget): neither are the steps after it, in this attempt. */
+  let unkept = false;
   const ctx: WorkContext = {
     task: claimed,
     signal,
@@ -84,10 +86,13 @@ export async function runTask(input: TaskExecutionInput): Promise<RunOutcome> {
       if (Object.hasOwn(checkpoint, name)) return checkpoint[name] as never;
       const value = await fn();
       const next = { ...checkpoint, [name]: value ?? null };
-      if (jsonBytes(next) > CHECKPOINT_MAX_BYTES) {
+      if (unkept || jsonBytes(next) > CHECKPOINT_MAX_BYTES) {
         // Kept, the checkpoint would push the task past DynamoDB's 400 KB item and fail every write of it, so the
-        // task itself: the step's value stays in this attempt's memory only, and a resumed attempt runs it again.
-        log().warn("a task step's value is not checkpointed: the checkpoint would pass its budget", { task_id: claimed.id, step: name, bytes: jsonBytes(next) });
+        // task itself: the step is not checkpointed, and a resumed attempt runs it again. Nor is any step after it:
+        // a later step may rest on this one's value (a cycle's chunks on its list of sources), and a resumed attempt
+        // must not take a later step's value beside a new run of this one.
+        if (!unkept) log().warn("a task step's value is not checkpointed, nor the steps after it: the checkpoint would pass its budget", { task_id: claimed.id, step: name, bytes: jsonBytes(next) });
+        unkept = true;
         return value;
       }
       checkpoint[name] = value ?? null;

@@ -3,8 +3,8 @@
  * - `GET /api/tasks` ends a page that would pass one Lambda answer (6 MB; `fitResponse`), `total` counting every task
  *   and `offset` reading on. Tasks as heavy as that take long to build here, so the budget is shrunk: `fitResponse` is
  *   the real one, given a budget that fits two of these tasks.
- * - a step whose value would push the checkpoint past its budget is not checkpointed (it was a write DynamoDB refused
- *   past 400 KB, failing the task after its work); a completed task keeps no checkpoint.
+ * - a step whose value would push the checkpoint past its budget is not checkpointed, nor any step after it (it was a
+ *   write DynamoDB refused past 400 KB, failing the task after its work); a completed task keeps no checkpoint.
  */
 import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -61,6 +61,7 @@ describe("task bounds", () => {
     const big = "x".repeat(CHECKPOINT_MAX_BYTES + 210_000); // about 415 KB: with the task's fields, past DynamoDB's 400 KB item
     let seen: Record<string, unknown> | undefined;
     (WORK as Record<string, unknown>).research = async (ctx: Parameters<typeof research>[0]) => {
+      await ctx.step("plan", async () => ({ queries: 2 }));
       const value = await ctx.step("gathered", async () => ({ text: big }));
       await ctx.step("small", async () => ({ n: value.text.length }));
       seen = (await readTask(ctx.task.workspace_id, ctx.task.id))?.checkpoint as Record<string, unknown> | undefined;
@@ -69,8 +70,8 @@ describe("task bounds", () => {
     const id = await spawned(ws, conv, { task_type: "research", prompt: "Gather everything" });
     const done = await settled(ws.owner.token, id);
     expect(done, JSON.stringify(done).slice(0, 500)).toMatchObject({ status: "completed", result_data: { length: big.length } });
-    // While it ran: the small step was kept, the big one only in memory.
-    expect(seen).toEqual({ small: { n: big.length } });
+    // While it ran: the step before the big one was kept; the big one was not, nor the step after it (which rests on it).
+    expect(seen).toEqual({ plan: { queries: 2 } });
     expect((await readTask(ws.workspace.id, id))?.checkpoint).toBeUndefined();
   });
 });
