@@ -1,5 +1,11 @@
 import * as z from "zod";
 
+/**
+ * Characters of issue body a code-host create takes: GitHub's 65,536 less room for the marker line a create appends
+ * (`\n\n<!-- r2d:issue:<32 hex> -->`, or an action's id), so a body the schema takes is never refused by GitHub.
+ */
+export const ISSUE_BODY_MAX = 65_536 - 100;
+
 /** The four integration kinds (spec 02: codehost = GitHub, planner = Linear, tickets = Jira Cloud, filestore = Google Drive). */
 export const IntegrationKind = z.enum(["codehost", "planner", "tickets", "filestore"]).meta({ id: "IntegrationKind" });
 export type IntegrationKind = z.infer<typeof IntegrationKind>;
@@ -94,7 +100,8 @@ export const CreateIssueBody = z
     repo_full_name: z.string().regex(/^[\w.-]+\/[\w.-]+$/).optional(),
     repo: z.string().regex(/^[\w.-]+\/[\w.-]+$/).optional(),
     title: z.string().trim().min(1).max(256).optional(),
-    body: z.string().max(65_536).optional(),
+    // GitHub takes 65,536 characters of body; the marker line a create appends (`<!-- r2d:… -->`) takes the rest.
+    body: z.string().max(ISSUE_BODY_MAX).optional(),
     labels: z.array(z.string().min(1).max(50)).max(20).default([]),
   })
   .refine((b) => b.repository ?? b.repo_full_name ?? b.repo, { message: "repository is required", path: ["repository"] });

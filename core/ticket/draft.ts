@@ -73,6 +73,8 @@ export const MAX_QUOTES_PER_INSIGHT = 3;
 export const EVIDENCE_MAX_CHARS = 20_000;
 /** At most this many cited insight ids are kept on a ticket (the body shows the first MAX_EVIDENCE_INSIGHTS). */
 export const MAX_EVIDENCE_IDS = 100;
+/** Characters kept in the Evidence section for its note on what was left out (the note takes about 100). */
+const NOTE_ROOM = 160;
 /** What ends a summary cut to fit the body. */
 const CUT_NOTE = "\n\n… (cut: the block is longer than a ticket holds; the document has the whole text)";
 const TITLE_MAX = 120;
@@ -249,16 +251,18 @@ function shapeOf(block: BlockForTicket): Shape {
 /** The Evidence section: each insight with its verbatim quotes and source names (quotes are never reworded). */
 export function evidenceMarkdown(insights: EvidenceInsight[], maxChars = EVIDENCE_MAX_CHARS): string {
   if (!insights.length) return "";
-  let used = "## Evidence\n\n".length;
+  // Room is kept for the note that counts what was left out, so the whole section stays within `maxChars`.
+  let used = "## Evidence\n\n".length + NOTE_ROOM;
   let left = 0;
   const items: string[] = [];
   for (const i of insights.slice(0, MAX_EVIDENCE_INSIGHTS)) {
     const head = `**${oneLine(i.title)}** (${i.insight_type.replace(/_/g, " ")}, ${i.severity} severity, ${i.frequency} source${i.frequency === 1 ? "" : "s"})`;
-    if (used + head.length + 2 > maxChars) {
+    // An item is its head, a blank line, its quotes, and the blank line that joins it to the next.
+    if (used + head.length + 4 > maxChars) {
       left += Math.min(i.quotes.length, MAX_QUOTES_PER_INSIGHT);
       continue;
     }
-    used += head.length + 2;
+    used += head.length + 4;
     const quotes: string[] = [];
     for (const q of i.quotes.slice(0, MAX_QUOTES_PER_INSIGHT)) {
       const who = [q.speaker, q.source_name ? `*${q.source_name}*` : null].filter(Boolean).join(", ");
@@ -272,7 +276,7 @@ export function evidenceMarkdown(insights: EvidenceInsight[], maxChars = EVIDENC
     }
     items.push(join(head, quotes.join("\n")));
   }
-  const more = left ? `\n\n(${left} more quote${left === 1 ? "" : "s"} of these insights left out: a ticket holds ${maxChars.toLocaleString("en")} characters of evidence)` : "";
+  const more = left ? `\n\n(${left} more quote${left === 1 ? "" : "s"} of the cited insights left out: a ticket holds ${maxChars.toLocaleString("en")} characters of evidence)` : "";
   return `## Evidence\n\n${items.join("\n\n")}${more}`;
 }
 

@@ -307,7 +307,9 @@ export async function review(userId: string, ticketId: string, input: ReviewTick
   // Each field is within its own limit (the schema); together they must also fit one item (TICKET_TEXT_MAX_BYTES).
   const merged = { title: input.title ?? t.title, body: input.body ?? t.body, acceptance_criteria: input.acceptance_criteria ?? t.acceptance_criteria ?? [], labels: input.labels ?? t.labels ?? [] };
   const bytes = ticketTextBytes(merged);
-  if (bytes > TICKET_TEXT_MAX_BYTES) {
+  // Checked only when a text changes: a ticket stored before the budget approves as it is (its item already fits).
+  const editsText = [input.title, input.body, input.acceptance_criteria, input.labels].some((v) => v !== undefined);
+  if (editsText && bytes > TICKET_TEXT_MAX_BYTES) {
     throw Errors.validation(
       [{ loc: ["body"], msg: `title, body, acceptance criteria and labels take ${bytes} bytes (UTF-8) together; a ticket holds at most ${TICKET_TEXT_MAX_BYTES}`, type: "too_long" }],
       "The ticket's texts are too long together; shorten the body or the acceptance criteria",

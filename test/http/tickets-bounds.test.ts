@@ -53,10 +53,10 @@ describe("ticket size bounds", () => {
     expect(long.body).toContain("… (cut: the block is longer than a ticket holds; the document has the whole text)");
     expect(long.trace.body).toMatch(/\(cut to fit\)/);
     const evidence = long.body.slice(long.body.indexOf("## Evidence"), long.body.indexOf("\n\n---\n\n"));
-    expect(evidence.length).toBeLessThanOrEqual(EVIDENCE_MAX_CHARS + 200);
+    expect(evidence.length).toBeLessThanOrEqual(EVIDENCE_MAX_CHARS);
     // Quotes stay whole: the first one is there verbatim, the ones past the budget are counted.
     expect(evidence).toContain(`“${lines[0]}”`);
-    expect(evidence).toMatch(/\(\d+ more quotes of these insights left out: a ticket holds 20,000 characters of evidence\)/);
+    expect(evidence).toMatch(/\(\d+ more quotes of the cited insights left out: a ticket holds 20,000 characters of evidence\)/);
     expect(long.evidence_insight_ids).toEqual(insightIds);
 
     const wide = of(solution);

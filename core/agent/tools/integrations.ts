@@ -14,6 +14,7 @@ import type { CodeHost } from "../../integration/codehost";
 import { codehost } from "./lazy";
 import { capBytes, MAX_READ_BYTES, sliceLines } from "../../integration/codehost/text";
 import { refusal } from "./refusal";
+import { ISSUE_BODY_MAX } from "../../integration/schema";
 import type { GatedTool, ReadTool, ToolContext } from "./types";
 
 /** Code search requests per workspace a minute (spec 02: the provider's search is limited to 30 a minute). */
@@ -198,7 +199,7 @@ export const createCodehostIssue: GatedTool<CreateIssueInput> = {
   input: z
     .object({
       title: z.string().trim().min(1).max(256).optional(),
-      body: z.string().max(65_536).optional(),
+      body: z.string().max(ISSUE_BODY_MAX).optional(),
       repo: Repo,
       labels: z.array(z.string().min(1).max(50)).max(20).default([]),
       recommendation_id: z.uuid().optional(),
