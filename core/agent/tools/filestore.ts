@@ -110,7 +110,9 @@ export const filestoreRead: ReadTool<{ file_id: string; offset: number }> = {
     onStore(ctx, async (store, F) => {
       const read = await F.readText(store, input.file_id, input.offset);
       // The content is cut so the whole result fits the loop's limit (READ_RESULT_CHARS), the fields before it.
-      const head = { file_id: read.file.id, name: read.file.name, mime_type: read.file.mime_type, web_view_link: read.file.web_view_link, total_bytes: read.total_bytes };
+      // The name is cut to 500 characters: a long one (Drive takes 32 KB) must leave room for content, or a read
+      // would give none and point at the same offset again forever.
+      const head = { file_id: read.file.id, name: fitJson(read.file.name, 500), mime_type: read.file.mime_type, web_view_link: read.file.web_view_link, total_bytes: read.total_bytes };
       const room = READ_RESULT_CHARS - JSON.stringify({ ...head, truncated: false, exported_as: read.exported_as, offset: read.offset, next_offset: Number.MAX_SAFE_INTEGER, content: "" }).length;
       const content = fitJson(read.content, room);
       const more = read.truncated || content.length < read.content.length;
@@ -157,7 +159,7 @@ export const filestoreWrite: GatedTool<WriteInput> = {
     const shown = input.content.length > PREVIEW_CHARS ? `${input.content.slice(0, PREVIEW_CHARS)}…` : input.content;
     // The file's current name, for the approver (the id alone says nothing); without it when the lookup fails: the
     // write checks the file again when it runs.
-    const current = input.file_id ? await onStore(ctx, (store) => store.metadata(input.file_id!)) : undefined;
+    const current = input.file_id ? await onStore(ctx, (store) => store.metadata(input.file_id!)).catch(() => undefined) : undefined;
     const named = current && !("success" in current) ? `'${current.name}' (${input.file_id})` : input.file_id;
     return input.file_id
       ? { summary: `Replace the content of Google Drive file ${named}${input.name ? ` (renaming it '${input.name}')` : ""}`, target: "filestore_file", operation: "update", fields: { ...input, content: shown } }

@@ -18,7 +18,7 @@ export type { FileStore, FileInfo } from "./port";
 
 /** Bytes of text a read returns at most (as the code host's reads), cut at a character boundary. */
 export const MAX_READ_BYTES = 50_000;
-/** A stored file larger than this is not downloaded to be read (`too_large`): the read keeps only its first 50 kB. */
+/** A stored file larger than this is not downloaded to be read (`too_large`): a read returns MAX_READ_BYTES from its offset. */
 export const MAX_DOWNLOAD_BYTES = 10 * 1024 * 1024;
 export { MAX_WRITE_BYTES } from "./port";
 
