@@ -599,17 +599,20 @@ describe("creditMonth", () => {
   });
 });
 
+/** The start of the `k`-th credit month of a year begun at `start` (calendar months from its day and time). */
+const monthsFrom = (start: Date) => (k: number) => {
+  const d = new Date(start);
+  d.setUTCMonth(d.getUTCMonth() + k);
+  return d;
+};
+
 describe("yearly subscriptions: each month's credits without an event from Stripe", () => {
   it("the paid year's first month is granted by the sync; the sweeper grants each next month once, and stops after the year", async () => {
     const o = await payingOwner();
     const sub = stripeHas({ customer: o.customer, start: o.t0, price: PRICE.growthYearly, days: 365 });
     await deliver(eventObject("customer.subscription.created", sub));
     const start = new Date(o.t0 * 1000);
-    const month = (k: number) => {
-      const d = new Date(start);
-      d.setUTCMonth(d.getUTCMonth() + k);
-      return d;
-    };
+    const month = monthsFrom(start);
     expect(await accountRow(o.owner.id)).toMatchObject({ billing_interval: "yearly", renewal: "due", renew_at: month(1).toISOString(), plan: "growth" });
     expect((await get("credits", o.owner.token, o.workspace.id)).monthly_quota).toBe(300);
     // The subscription's period is the paid year, as Stripe bills it; the credit month is the credits' own.
@@ -640,11 +643,7 @@ describe("yearly subscriptions: each month's credits without an event from Strip
     const sub = stripeHas({ customer: o.customer, start: o.t0, price: PRICE.growthYearly, days: 365 });
     await deliver(eventObject("customer.subscription.created", sub));
     const start = new Date(o.t0 * 1000);
-    const month = (k: number) => {
-      const d = new Date(start);
-      d.setUTCMonth(d.getUTCMonth() + k);
-      return d;
-    };
+    const month = monthsFrom(start);
     const monthly = async () => (await grants(o.owner.id)).filter((g) => g.bucket === "monthly").map((g) => g.period_start);
     // The same subscription and paid year; its latest invoice is now a voided mid-year proration.
     const voided = eventObject("customer.subscription.updated", stripeHas({ customer: o.customer, start: o.t0, price: PRICE.growthYearly, days: 365, id: sub.id, invoice: "void" }));
