@@ -5,12 +5,11 @@ import { AppError } from "../error";
 import { serviceLog } from "../log";
 import { parseToolInput, toolSpec, type Tool, type ToolContext } from "./tools";
 import { toolFailureOf } from "./tools/refusal";
+import { MAX_TOOL_RESULT_CHARS } from "./tools/types";
 
 /** The spec's bounds on one query (spec 02 Limits): turns and seconds. */
 export const MAX_TURNS_LIMIT = 30;
 export const QUERY_BUDGET_MS = 300_000;
-/** Largest tool result handed back to the model, in characters of JSON. */
-const MAX_TOOL_RESULT_CHARS = 24_000;
 /**
  * Bytes of JSON (UTF-8) one run's conversation may hold before its tool results stop being handed back: the turns the
  * run was given (history and prompt), the assistant turns it adds, and every tool result of the run. In bytes, not

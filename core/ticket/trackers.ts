@@ -9,7 +9,7 @@ import { AppError, Errors } from "../error";
 import * as Codehost from "../integration/codehost";
 import type { CodeHost } from "../integration/codehost";
 import * as PlannerIntegration from "../integration/planner";
-import { v4From } from "../integration/planner";
+import { v4From } from "../integration/ids";
 import { MAX_PAGE as LINEAR_PAGE } from "../integration/planner/linear";
 import type { Planner, PlannerIssue } from "../integration/planner/port";
 import * as TicketsIntegration from "../integration/tickets";

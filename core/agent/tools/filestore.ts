@@ -10,17 +10,17 @@ import { ProviderError } from "../../integration/errors";
 import { MAX_WRITE_BYTES } from "../../integration/filestore/port";
 import type { FileStore } from "../../integration/filestore/port";
 import { filestore as filestoreModule } from "./lazy";
-import type { GatedTool, ReadTool, ToolContext } from "./types";
+import { MAX_TOOL_RESULT_CHARS, type GatedTool, type ReadTool, type ToolContext } from "./types";
 
 type Failure = { success: false; error: string; error_code: string; retry_after?: number };
 
 /** Characters of the content an approval preview shows. */
 export const PREVIEW_CHARS = 4000;
 /**
- * Characters of JSON a filestore_read result takes at most: the agent loop's MAX_TOOL_RESULT_CHARS (core/agent/loop.ts,
- * not exported), past which the loop hands the model a clipped preview of the JSON instead of the result.
+ * Characters of JSON a filestore_read result takes at most: the agent loop's MAX_TOOL_RESULT_CHARS, past which the loop
+ * hands the model a clipped preview of the JSON instead of the result.
  */
-export const READ_RESULT_CHARS = 24_000;
+export const READ_RESULT_CHARS = MAX_TOOL_RESULT_CHARS;
 /** MIME types a write may store (text the copilot produces). */
 export const WRITE_TYPES = ["text/plain", "text/markdown", "text/csv", "text/html", "application/json"] as const;
 

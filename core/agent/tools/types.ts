@@ -2,6 +2,13 @@ import type * as z from "zod";
 import type { WriteItem } from "../../db/agent-write";
 
 /**
+ * Largest tool result the agent loop hands back to the model, in characters of JSON (core/agent/loop.ts): past it the
+ * model gets a clipped preview of the JSON instead. Here, beside the tool types, so a tool that cuts its own result to
+ * fit (filestore_read) and the loop share one figure without importing each other.
+ */
+export const MAX_TOOL_RESULT_CHARS = 24_000;
+
+/**
  * What a tool call runs with (DESIGN.md 6.1): resolved once per request by the agent loop. `userId` is the member
  * the agent acts for; the workspace membership was checked before the loop started, and the request scope
  * (core/context.ts) keeps core operations from checking it again.

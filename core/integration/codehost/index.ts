@@ -2,7 +2,6 @@
  * The code-host integration (spec 02 "Code-host integration", prefix /api/integrations/codehost): connect, callback,
  * disconnect, status, repos, repos/select, issues, links, sync. GitHub through the `CodeHost` port (./github.ts).
  */
-import { createHash } from "node:crypto";
 import type { EntityItem } from "electrodb";
 import { AppError } from "../../error";
 import { db } from "../../db/service";
@@ -12,6 +11,7 @@ import * as OAuth from "../oauth";
 import { ProviderError, toAppError, tokenError } from "../errors";
 import { isConditionalFailure } from "../../db/errors";
 import { logProviderFailure } from "../log";
+import { sha256Hex as sha256, v4From } from "../ids";
 import { deferJob, WORK_BUDGET_MS } from "../jobs";
 import { markImplemented } from "../implemented";
 import { markSyncFailed, markSynced, recordSyncedLink, unreadInRun } from "../links";
@@ -180,19 +180,11 @@ function markerWindow(since?: string): string {
  */
 export const ISSUE_RETRY_WINDOW_MS = 15 * 60_000;
 
-const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
-
 /**
  * The link of an issue: its id derives from the issue, so whether an issue is linked already is one read of a known
  * key, and a retried write of the same link replaces it instead of adding a second.
  */
 const linkIdOf = (repo: string, number: number) => v4From(sha256(`codehost:${repo}#${number}`));
-
-/** A UUID in version-4 form from 32 or more hex digits (the planner's `v4From`, for a link id as UUID-shaped as a random one). */
-function v4From(hex: string): string {
-  const v = `${hex.slice(0, 12)}4${hex.slice(13, 16)}${((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16)}${hex.slice(17, 32)}`;
-  return `${v.slice(0, 8)}-${v.slice(8, 12)}-${v.slice(12, 16)}-${v.slice(16, 20)}-${v.slice(20)}`;
-}
 
 /**
  * `POST /issues`: an issue in a selected repository for a recommendation of the workspace, and the link between

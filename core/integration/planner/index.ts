@@ -2,7 +2,7 @@
  * The planner integration (spec 02 "Planner integration", prefix /api/integrations/planner): connect, callback,
  * disconnect, status, teams, teams/select, issues, links, sync. Linear through the `Planner` port (./linear.ts).
  */
-import { createHash, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import type { EntityItem } from "electrodb";
 import { AppError } from "../../error";
 import { db } from "../../db/service";
@@ -12,6 +12,7 @@ import * as OAuth from "../oauth";
 import { ProviderError, toAppError, tokenError } from "../errors";
 import { isConditionalFailure } from "../../db/errors";
 import { logProviderFailure } from "../log";
+import { sha256Hex as sha256, v4From } from "../ids";
 import { deferJob, WORK_BUDGET_MS } from "../jobs";
 import { markImplemented } from "../implemented";
 import { markSynced, markSyncFailed, recordSyncedLink, unreadInRun } from "../links";
@@ -141,15 +142,8 @@ export const toLinkView = (l: LinkItem): PlannerLinkView => ({
   created_at: l.created_at,
 });
 
-/**
- * A UUID in version-4 form derived from a stable id: Linear takes a caller-chosen issue or comment id "in UUID v4
- * format", and the same action must always choose the same one (its replay then finds the first run's write).
- */
-export const v4From = (id: string): string => {
-  const hex = id.replace(/-/g, "").toLowerCase();
-  const v = `${hex.slice(0, 12)}4${hex.slice(13, 16)}${((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16)}${hex.slice(17, 32)}`;
-  return `${v.slice(0, 8)}-${v.slice(8, 12)}-${v.slice(12, 16)}-${v.slice(16, 20)}-${v.slice(20)}`;
-};
+/** The planner's issue and comment ids (core/integration/ids.ts), re-exported for its agent tools. */
+export { v4From };
 
 /** Options of `createIssue` for an approved pending action: the issue's and link's ids derive from it. */
 export interface IssueWriteOptions {
@@ -170,8 +164,6 @@ export async function createOrFind(planner: Planner, input: Parameters<Planner["
   }
   return planner.createIssue(input);
 }
-
-const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
 
 /**
  * `POST /issues`: an issue in the selected team for a recommendation of the workspace, and the link between them
