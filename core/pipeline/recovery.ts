@@ -24,6 +24,8 @@ export interface SourceSweepReport {
   settled: number;
   /** Still waiting: a presigned upload whose URL has not expired, or a write another sweeper won. */
   waiting: number;
+  /** Left to the next sweep: too little of the sweep's time was left to start them (`timeLeftMs`). */
+  left: number;
   /** Internal errors, one per source that could not be handled this time (it stays due). */
   errors: unknown[];
 }
@@ -53,20 +55,34 @@ const PRESIGN_VALID_MS = PRESIGN_VALID_SECONDS * 1000;
  * @param opts.now the sweep's clock (default now); `all` looks at every unsettled source whatever its due time (the
  *   embedded runtime at start-up: nothing of a previous process runs any more); `workspaceId` limits the sweep to one
  *   workspace (tests share a table).
+ * @param opts.timeLeftMs the time left to the caller's run, ms (a Lambda's `getRemainingTimeInMillis`), asked before
+ *   each source: under SOURCE_STEP_BUDGET_MS no further source is looked at, and under INDEX_RECOVERY_BUDGET_MS no
+ *   indexing is started (its source stays due, `left`), so the Lambda is not killed part-way through an embedding
+ *   that then counts against the source's attempts. Without it there is no deadline (the embedded runtime).
  */
-export async function sweepSources(opts: { now?: number; all?: boolean; workspaceId?: string; limit?: number } = {}): Promise<SourceSweepReport> {
+export async function sweepSources(
+  opts: { now?: number; all?: boolean; workspaceId?: string; limit?: number; timeLeftMs?: () => number } = {},
+): Promise<SourceSweepReport> {
   const now = opts.now ?? Date.now();
   const query = db().entities.researchSource.query.due({ sweep: SOURCE_DUE });
   const { data } = await (opts.all ? query : query.lte({ due_at: new Date(now).toISOString() }))
     .where((attr, op) => (opts.workspaceId ? op.eq(attr.workspace_id, opts.workspaceId) : ""))
     .go({ limit: opts.limit ?? 200 });
-  const report: SourceSweepReport = { due: data.length, running: 0, restarted: 0, indexed: 0, failed: 0, settled: 0, waiting: 0, errors: [] };
+  const report: SourceSweepReport = { due: data.length, running: 0, restarted: 0, indexed: 0, failed: 0, settled: 0, waiting: 0, left: 0, errors: [] };
   const queue = [...data];
+  const timeLeft = opts.timeLeftMs ?? (() => Number.POSITIVE_INFINITY);
+  const next = () => {
+    if (queue.length > 0 && timeLeft() < SOURCE_STEP_BUDGET_MS) {
+      report.left += queue.length;
+      queue.length = 0;
+    }
+    return queue.shift();
+  };
   // Indexing embeds on this process; two at a time, as the local runner's Index limit.
   const worker = async () => {
-    for (let item = queue.shift(); item; item = queue.shift()) {
+    for (let item = next(); item; item = next()) {
       try {
-        report[await recover(item, now)]++;
+        report[await recover(item, now, timeLeft)]++;
       } catch (err) {
         report.errors.push(err);
       }
@@ -78,7 +94,26 @@ export async function sweepSources(opts: { now?: number; all?: boolean; workspac
 
 type Outcome = Exclude<keyof SourceSweepReport, "due" | "errors">;
 
-async function recover(seen: Research.SourceItem, now: number): Promise<Outcome> {
+/**
+ * Time a sweep needs left to look at one more source, ms: a few reads and a conditional write, or the start of an
+ * extraction (anything slow runs in the execution it starts, not here).
+ */
+export const SOURCE_STEP_BUDGET_MS = 15_000;
+/**
+ * Time a sweep needs left to start indexing a source here, ms: embedding a source's mentions (the Index step's work,
+ * given 300 s there) is usually seconds, but under throttling its retries take far longer, and a sweep killed
+ * part-way has spent one of the source's attempts for nothing.
+ */
+export const INDEX_RECOVERY_BUDGET_MS = 120_000;
+/**
+ * How long a sweeper's claim on a source it indexes holds, ms: longer than the sweeper Lambda may run (300 s,
+ * stacks/Pipelines.ts) with a margin, so a sweep of the next minutes does not claim and embed the same source while
+ * this one still embeds it (claims are conditioned on the due time read, so one claim wins, but only while the first
+ * claim's due time has not come). A sweeper killed part-way leaves the source due after this.
+ */
+export const INDEX_CLAIM_MS = 360_000;
+
+async function recover(seen: Research.SourceItem, now: number, timeLeft: () => number): Promise<Outcome> {
   // The index entry may be stale by now (eventually consistent GSI): decide on the item itself.
   const item = await Research.getItem(seen.workspace_id, seen.id);
   if (!item || item.sweep !== SOURCE_DUE) return "waiting";
@@ -86,7 +121,7 @@ async function recover(seen: Research.SourceItem, now: number): Promise<Outcome>
     return (await pushDue(item, runningLease(item, now))) ? "running" : "waiting";
   }
   if (item.processing_status === "pending") return recoverPending(item, now);
-  if (item.processing_status === "completed" && !item.indexed) return recoverIndexing(item, now);
+  if (item.processing_status === "completed" && !item.indexed) return recoverIndexing(item, now, timeLeft);
   // Failed or indexed with the sweep fields left behind (a write from before they were kept): settle it.
   await Research.settleUnindexed(item.workspace_id, item.id);
   return "settled";
@@ -131,14 +166,17 @@ async function recoverPending(item: Research.SourceItem, now: number): Promise<O
   return "restarted";
 }
 
-async function recoverIndexing(item: Research.SourceItem, now: number): Promise<Outcome> {
+async function recoverIndexing(item: Research.SourceItem, now: number, timeLeft: () => number): Promise<Outcome> {
   const attempts = item.index_attempts ?? 0;
   if (!mentionIndexingEnabled() || attempts >= Config.sourceMaxRecoveries()) {
     await Research.settleUnindexed(item.workspace_id, item.id);
     return "settled";
   }
-  // Count the attempt before the slow work, so a sweeper that dies while embedding still moves towards the bound.
-  if (!(await pushDue(item, Research.dueAfterGrace(now), { index_attempts: attempts + 1 }))) return "waiting";
+  if (timeLeft() < INDEX_RECOVERY_BUDGET_MS) return "left";
+  // Count the attempt before the slow work, so a sweeper that dies while embedding still moves towards the bound; the
+  // claim outlasts this sweeper's run (INDEX_CLAIM_MS), so no other sweep embeds the source meanwhile.
+  const claimUntil = new Date(now + Math.max(INDEX_CLAIM_MS, Config.sourceSweepGraceSeconds() * 1000)).toISOString();
+  if (!(await pushDue(item, claimUntil, { index_attempts: attempts + 1 }))) return "waiting";
   const stillCurrent = async () => {
     const current = await Research.getItem(item.workspace_id, item.id);
     if (!current || current.processing_status !== "completed" || current.processing_attempt !== item.processing_attempt) {

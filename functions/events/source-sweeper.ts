@@ -13,14 +13,23 @@ const logger = new Logger({ serviceName: "research-to-delivery", logLevel: Confi
  * that never arrived. Documents (core/document/deletion.ts): finishes the deletions a DELETE began and did not end.
  * Workspaces (core/workspace/deletion.ts): goes on with the workspace deletions a DELETE or a `user.deleted` began and
  * did not end, within a work budget. Queries sparse `due` indexes; never scans. One sweep failing does not stop the
- * others.
+ * others. In AWS the source sweep stops taking sources when the Lambda's time runs short (`left` counts those).
  * @returns the sweeps' counts by outcome (the sources' at the top level, the documents' under `document_deletions`,
  *   the workspaces' under `workspace_deletions`).
  */
-export async function handler(): Promise<
+export async function handler(
+  _event?: unknown,
+  context?: { getRemainingTimeInMillis?: () => number },
+): Promise<
   Omit<SourceSweepReport, "errors"> & { document_deletions: Omit<DeletionSweepReport, "errors">; workspace_deletions: Omit<WorkspaceDeletionSweepReport, "errors"> }
 > {
-  const [sourcesRun, documentsRun, workspacesRun] = await Promise.allSettled([sweepSources(), sweepDocumentDeletions(), sweepWorkspaceDeletions()]);
+  // In AWS the source sweep starts no work it lacks the time to finish (see sweepSources); locally there is no deadline.
+  const remaining = context?.getRemainingTimeInMillis?.bind(context);
+  const [sourcesRun, documentsRun, workspacesRun] = await Promise.allSettled([
+    sweepSources(remaining ? { timeLeftMs: remaining } : {}),
+    sweepDocumentDeletions(),
+    sweepWorkspaceDeletions(),
+  ]);
   // A sweep whose query failed throws once the others have run (the schedule's next run tries them all again).
   if (sourcesRun.status === "rejected") throw sourcesRun.reason;
   if (documentsRun.status === "rejected") throw documentsRun.reason;

@@ -7,12 +7,13 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { setWorkflowRunner, type ExtractionInput } from "../../../core/pipeline";
-import { sweepSources } from "../../../core/pipeline/recovery";
+import { INDEX_CLAIM_MS, INDEX_RECOVERY_BUDGET_MS, sweepSources } from "../../../core/pipeline/recovery";
 import * as Research from "../../../core/research";
 import { SOURCE_DUE } from "../../../core/research/research-source.entity";
 import { drainLocalWorkflows, localWorkflowRunner } from "../../../local/pipeline";
 import { call, newWorkspace } from "../../support/api";
 import { uploadResearch, waitFor } from "../../support/multipart";
+import { storeFails } from "../../support/store-faults";
 
 const GRACE_MS = 121_000; // past Config.sourceSweepGraceSeconds (120 s)
 
@@ -177,5 +178,60 @@ describe("source recovery sweeper", () => {
     expect(item!.sweep).toBeUndefined();
     const source = await call("GET", `/api/research/sources/${id}`, { token: owner.token });
     expect(source.body.indexed).toBe(true);
+  });
+
+  /** A completed source whose Index step never ran (its execution died after Complete): indexing is owed. */
+  async function owedIndexing() {
+    setWorkflowRunner(localWorkflowRunner({ handlers: { Index: async (input: unknown) => input } }));
+    const { owner, workspace } = await newWorkspace();
+    const id = await uploadText(owner.token, workspace.id);
+    await waitFor(async () => (await itemOf(workspace.id, id))?.processing_status === "completed");
+    await drainLocalWorkflows();
+    return { workspace, id };
+  }
+
+  it("starts no indexing it lacks the time to finish: the source is left due, its attempts untouched", async () => {
+    const { workspace, id } = await owedIndexing();
+    const previous = process.env.MENTION_INDEXING;
+    process.env.MENTION_INDEXING = "on";
+    try {
+      const short = await sweepSources({ workspaceId: workspace.id, now: Date.now() + GRACE_MS, timeLeftMs: () => INDEX_RECOVERY_BUDGET_MS - 1_000 });
+      expect(short).toMatchObject({ due: 1, left: 1, indexed: 0, errors: [] });
+      expect(await itemOf(workspace.id, id)).toMatchObject({ indexed: false, sweep: SOURCE_DUE });
+      expect((await itemOf(workspace.id, id))!.index_attempts ?? 0).toBe(0);
+      // With almost no time left, no source is even looked at.
+      expect(await sweepSources({ workspaceId: workspace.id, now: Date.now() + GRACE_MS, timeLeftMs: () => 1_000 })).toMatchObject({ due: 1, left: 1 });
+      // With the time, the next sweep indexes it.
+      const full = await sweepSources({ workspaceId: workspace.id, now: Date.now() + GRACE_MS, timeLeftMs: () => 280_000 });
+      expect(full).toMatchObject({ due: 1, indexed: 1, left: 0, errors: [] });
+    } finally {
+      process.env.MENTION_INDEXING = previous;
+    }
+    expect(await itemOf(workspace.id, id)).toMatchObject({ indexed: true, index_attempts: 1 });
+  });
+
+  it("a sweeper's indexing claim outlasts its run, so a later sweep does not embed the same source meanwhile", async () => {
+    const { workspace, id } = await owedIndexing();
+    const previous = process.env.MENTION_INDEXING;
+    process.env.MENTION_INDEXING = "on";
+    // The first sweeper's indexing does not finish (its last write fails, as a sweeper killed there would leave it).
+    const fault = storeFails(/^UpdateItem/, '"#indexed"', 1);
+    const now = Date.now() + GRACE_MS;
+    try {
+      const first = await sweepSources({ workspaceId: workspace.id, now });
+      expect(first.errors).toHaveLength(1);
+      expect(fault.failed()).toBe(1);
+      const claimed = await itemOf(workspace.id, id);
+      expect(claimed).toMatchObject({ indexed: false, index_attempts: 1, sweep: SOURCE_DUE });
+      expect(Date.parse(claimed!.due_at!) - now).toBe(INDEX_CLAIM_MS);
+      // Past the grace but within the claim (a sweeper Lambda may still be embedding it): not due.
+      expect(await sweepSources({ workspaceId: workspace.id, now: now + GRACE_MS + 60_000 })).toMatchObject({ due: 0 });
+      // Past the claim: due again, and indexed.
+      expect(await sweepSources({ workspaceId: workspace.id, now: now + INDEX_CLAIM_MS + 1_000 })).toMatchObject({ due: 1, indexed: 1, errors: [] });
+    } finally {
+      fault.remove();
+      process.env.MENTION_INDEXING = previous;
+    }
+    expect(await itemOf(workspace.id, id)).toMatchObject({ indexed: true, index_attempts: 2 });
   });
 });
