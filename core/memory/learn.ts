@@ -15,7 +15,7 @@ import { queue } from "../queue";
 import { serviceLog } from "../log";
 import { extractByRules } from "./rules";
 import { extractWithModel } from "./model-extract";
-import { reconcile, type Decision } from "./reconcile";
+import { inTimeOrder, reconcile, type Decision } from "./reconcile";
 import { applyWrite, forgetCached, knownFacts, loadMemory, type FactItem, type LoadedMemory } from "./store";
 import { memoryAvailable } from "./settings";
 import type { ExtractedFact } from "./types";
@@ -164,8 +164,10 @@ export async function learnFromStatement(statement: Statement, opts: LearnOption
       result.facts.push({ content: fact.content, subject: fact.subject, kind: fact.kind, action: "same", id, supersedes: [], contradicts: [] });
       continue;
     }
-    const decision = reconcile({ ...fact, vector: vectors[i]!, source_message_id: statement.messageId }, knownFacts(memory));
-    memory = await write(memory, statement, { id, fact, vector: vectors[i]!, embedderId: emb.id, extractor: result.extractor! }, decision);
+    const known = knownFacts(memory);
+    // A statement learned late (re-sent by the outbox, or retried behind later exchanges) replaces nothing said after it.
+    const { decision, history } = inTimeOrder(reconcile({ ...fact, vector: vectors[i]!, source_message_id: statement.messageId }, known), statement.at, known);
+    memory = await write(memory, statement, { id, fact, vector: vectors[i]!, embedderId: emb.id, extractor: result.extractor!, history }, decision);
     result.facts.push({
       content: fact.content,
       subject: fact.subject,
@@ -189,7 +191,7 @@ export async function learnFromStatement(statement: Statement, opts: LearnOption
 async function write(
   memory: LoadedMemory,
   s: Statement,
-  created: { id: string; fact: ExtractedFact; vector: Float32Array; embedderId: string; extractor: "rules" | "model" },
+  created: { id: string; fact: ExtractedFact; vector: Float32Array; embedderId: string; extractor: "rules" | "model"; history?: { by: string; at: string } },
   decision: Decision,
 ): Promise<LoadedMemory> {
   const supersedes = decision.action === "same" || decision.action === "changed" ? decision.supersedes : [];
@@ -226,6 +228,8 @@ async function write(
           vector: encodeVector(created.vector),
           embedder_id: created.embedderId,
           ...(disagree.length ? { contradicts: disagree } : {}),
+          // Learned after a newer statement that replaces it: history from the start.
+          ...(created.history ? { invalid_at: created.history.at, superseded_by: created.history.by } : {}),
           created_at: now,
           updated_at: now,
         };

@@ -40,6 +40,8 @@ export interface KnownFact {
   value: string;
   multi: boolean;
   source_message_id: string;
+  /** When it was stated (ISO 8601); absent on facts handed in without it (taken as older than any statement). */
+  valid_at?: string;
   vector: Float32Array;
 }
 
@@ -142,4 +144,25 @@ export function reconcile(fact: IncomingFact, current: readonly KnownFact[]): De
 
   // 4. New.
   return { action: "new" };
+}
+
+/**
+ * A decision put in the order things were said, for a statement learned after newer ones (an exchange the outbox
+ * re-sent, or one retried behind later jobs of its queue group): what was said later stays current.
+ * - Candidates to supersede stated after `at` are left current.
+ * - When such a newer candidate was to be replaced by this "changed" fact, the fact itself is history: it stopped
+ *   being true when the earliest of them was stated (`history`), while the older candidates are still superseded by
+ *   it (at `at`), so the record reads in time order: older, this fact, newer.
+ * @param at when the incoming fact was stated (ISO 8601)
+ * @returns the decision with only older candidates superseded, and `history` when the fact is stored as history
+ */
+export function inTimeOrder(decision: Decision, at: string, current: readonly KnownFact[]): { decision: Decision; history?: { by: string; at: string } } {
+  if (decision.action !== "changed" && decision.action !== "same") return { decision };
+  const saidAt = new Map(current.map((c) => [c.id, c.valid_at]));
+  const newer = decision.supersedes.filter((id) => (saidAt.get(id) ?? "") > at);
+  if (newer.length === 0) return { decision };
+  const supersedes = decision.supersedes.filter((id) => !newer.includes(id));
+  if (decision.action === "same") return { decision: { ...decision, supersedes } };
+  const first = newer.map((id) => ({ by: id, at: saidAt.get(id)! })).sort((a, b) => a.at.localeCompare(b.at) || a.by.localeCompare(b.by))[0]!;
+  return { decision: { action: "changed", supersedes }, history: first };
 }

@@ -184,6 +184,7 @@ export function knownFacts(memory: LoadedMemory) {
     value: f.value,
     multi: f.multi,
     source_message_id: f.source_message_id,
+    valid_at: f.valid_at,
     vector: data.subarray(i * dims, (i + 1) * dims),
   }));
 }
@@ -199,18 +200,20 @@ export function applyWrite(memory: LoadedMemory, change: { added?: { item: FactI
   const gone = new Set(change.updated.filter((f) => !isCurrent(f)).map((f) => f.id));
   const facts = memory.facts.map((f) => replaced.get(f.id) ?? f);
   if (change.added) facts.push(change.added.item);
+  // A fact stored as history (learned after a newer statement replaced it) is not current: no row in the matrix.
+  const added = change.added && isCurrent(change.added.item) ? change.added : undefined;
   // `current` keeps its order (oldest first): the rows that stay, then the new fact, so the matrix is copied in runs.
   const kept: number[] = [];
   for (let r = 0; r < memory.current.length; r++) if (!gone.has(memory.current[r]!.id)) kept.push(r);
   const current = kept.map((r) => replaced.get(memory.current[r]!.id) ?? memory.current[r]!);
-  if (change.added) current.push(change.added.item);
+  if (added) current.push(added.item);
   let matrix: Matrix | null = null;
   if (memory.matrix && gone.size === 0 && memory.matrix.data.length >= current.length * memory.matrix.dims) {
     // Only appended, and the buffer has room: the row goes after the others in place. Holders of the previous memory
     // read only its `rows` rows, which do not change; and no second write can append to that previous memory, since
     // its write is conditioned on the version this one moved past.
     const { dims, data } = memory.matrix;
-    if (change.added) data.set(change.added.vector, (current.length - 1) * dims);
+    if (added) data.set(added.vector, (current.length - 1) * dims);
     matrix = { data, rows: current.length, dims };
   } else if (memory.matrix) {
     const { dims, data: old } = memory.matrix;
@@ -224,7 +227,7 @@ export function applyWrite(memory: LoadedMemory, change: { added?: { item: FactI
       dest += (j - i + 1) * dims;
       i = j + 1;
     }
-    if (change.added) data.set(change.added.vector, dest);
+    if (added) data.set(added.vector, dest);
     matrix = { data, rows: current.length, dims };
   }
   const next: LoadedMemory = { ...memory, version: change.version, facts, current, matrix };

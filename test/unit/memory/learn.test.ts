@@ -126,6 +126,45 @@ describe("learnFromStatement with the local rules", () => {
   });
 });
 
+describe("a statement learned after newer ones (re-sent by the outbox, or retried behind later exchanges)", () => {
+  it("does not replace newer dated context: the newer fact stays current and the late one is history", async () => {
+    const s = scope();
+    const early = statement(s, "We're focused on onboarding this sprint.");
+    const late = statement(s, "We're focused on billing this sprint.");
+    await learnFromStatement(late, { model: null });
+    const res = await learnFromStatement(early, { model: null });
+    expect(res.facts[0]!.action).toBe("changed");
+    expect(res.facts[0]!.supersedes).toEqual([]);
+    const facts = await byContent(s);
+    const billing = facts.get("We're focused on billing this sprint.")!;
+    const onboarding = facts.get("We're focused on onboarding this sprint.")!;
+    expect(billing.invalid_at).toBeUndefined();
+    expect(onboarding).toMatchObject({ valid_at: early.at, invalid_at: late.at, superseded_by: billing.id });
+    // The learner's cache agrees with the table: only the newer fact is current.
+    const memory = await loadMemory(s.workspaceId, s.userId, await embedder());
+    expect(memory.current.map((f) => f.content)).toEqual(["We're focused on billing this sprint."]);
+    expect(memory.matrix!.rows).toBe(1);
+  });
+
+  it("a late change still supersedes what was said before it, and is itself superseded by what was said after", async () => {
+    const s = scope();
+    const first = statement(s, "We use Mixpanel for product analytics.");
+    const change = statement(s, "Actually, we switched to Amplitude for product analytics.");
+    const latest = statement(s, "Actually, we switched to Heap for product analytics.");
+    await learnFromStatement(first, { model: null });
+    await learnFromStatement(latest, { model: null });
+    // The middle statement arrives last.
+    await learnFromStatement(change, { model: null });
+    const facts = await byContent(s);
+    const heap = facts.get("We switched to Heap for product analytics.")!;
+    const amplitude = facts.get("We switched to Amplitude for product analytics.")!;
+    expect(heap.invalid_at).toBeUndefined();
+    expect(amplitude).toMatchObject({ invalid_at: latest.at, superseded_by: heap.id });
+    const current = [...facts.values()].filter((f) => !f.invalid_at).map((f) => f.content);
+    expect(current).toEqual(["We switched to Heap for product analytics."]);
+  });
+});
+
 describe("the learner's cache", () => {
   it("after its own writes equals a fresh read of the table (facts, current set, vectors, version)", async () => {
     const s = scope();
