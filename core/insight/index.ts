@@ -202,7 +202,9 @@ export async function update(
   // No field to change: the insight as it is, unwritten (a write would move `updated_at`). An approved pending action
   // still writes, as its tag and settlement go with the write.
   if (!opts.settle && Object.values(input).every((v) => v === undefined)) return toView(item);
-  const textChanged = input.title !== undefined || input.description !== undefined;
+  // Only a new value is a text change: a client resending the title or description as it is (a form's whole state)
+  // must not drop the synthesis centroid (dedup of later runs) nor re-embed the search vector.
+  const textChanged = (input.title !== undefined && input.title !== item.title) || (input.description !== undefined && input.description !== item.description);
   const { notes, rating, ...rest } = input;
   const removals: ("notes" | "rating" | "vector" | "embedder_id" | "search_vector" | "search_scale" | "search_embedder_id")[] = [];
   // An empty note is no note: "" clears it like null (it used to be ignored, leaving the old note in place).

@@ -76,21 +76,39 @@ export function mergedMentions(stored: Pick<InsightItem, "mention_count" | "ment
 }
 
 /**
- * Merge a draft into an existing insight: union of sources and quotes (at most 12), frequency recomputed; the mention
- * counts are `mergedMentions` of the run's drafts into it so far.
+ * The frequency of an insight after a run merges sources into it: the stored frequency, or its known sources if more,
+ * plus the sources the run added. The rule of `mergedMentions` for an insight without per-source counts: a manual
+ * insight's frequency (a member's count, e.g. 8 with one source named) may exceed its source ids, and a merge must
+ * never lower it to the number of source ids; a source it already names is not counted again.
+ * @param stored the insight as read when the run began
+ * @param sourceIds its source ids after the run's merges (stored ones included)
+ */
+export function mergedFrequency(stored: Pick<InsightItem, "frequency" | "source_ids">, sourceIds: readonly string[]): number {
+  const known = new Set(stored.source_ids ?? []);
+  const added = new Set(sourceIds.filter((id) => !known.has(id))).size;
+  return Math.max(stored.frequency, known.size) + added;
+}
+
+/** A quote's identity when merging: the same words from another source are another piece of evidence, kept. */
+const quoteKey = (q: { source_id: string; text: string }) => JSON.stringify([q.source_id, q.text]);
+
+/**
+ * Merge a draft into an existing insight: union of sources and quotes (at most 12, one per source and text, as
+ * `groundQuotes` keeps them), frequency `mergedFrequency`; the mention counts are `mergedMentions` of the run's
+ * drafts into it so far.
  */
 function mergedFields(stored: InsightItem, current: InsightItem, draft: InsightDraft, run: Map<string, number>) {
   const sourceIds = [...new Set([...(current.source_ids ?? []), ...draft.source_ids])];
-  const seen = new Set((current.quotes ?? []).map((q) => q.text));
+  const seen = new Set((current.quotes ?? []).map(quoteKey));
   const quotes = [...(current.quotes ?? [])];
   for (const q of draft.quotes) {
-    if (!seen.has(q.text) && quotes.length < 12) {
+    if (!seen.has(quoteKey(q)) && quotes.length < 12) {
       quotes.push({ text: q.text, source_id: q.source_id, ...(q.speaker ? { speaker: q.speaker } : {}) });
-      seen.add(q.text);
+      seen.add(quoteKey(q));
     }
   }
   for (const [id, n] of Object.entries(draft.mentions_by_source)) run.set(id, (run.get(id) ?? 0) + n);
-  return { source_ids: sourceIds, quotes, frequency: sourceIds.length, ...mergedMentions(stored, run) };
+  return { source_ids: sourceIds, quotes, frequency: mergedFrequency(stored, sourceIds), ...mergedMentions(stored, run) };
 }
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
@@ -184,7 +202,9 @@ export async function synthesize(userId: string, input: SynthesizeInput, opts: A
   const release = await takeSynthesisLock(input.workspace_id, opts.pendingActionId);
   try {
     const sources = await Promise.all(items.map(loadSource));
-    const existingItems = await allOf(input.workspace_id);
+    // Archived insights are no merge targets: a member archived the theme, and GET /api/insights hides it by default,
+    // so evidence merged into it would be invisible; a recurring theme becomes a new active insight instead.
+    const existingItems = (await allOf(input.workspace_id)).filter((i) => !i.is_archived);
     const engine = aiEngine();
     const emb = await embedder();
     const existing = existingItems.map((i) => ({
