@@ -12,7 +12,7 @@ import { rateLimit } from "../rate-limit";
 import * as Research from "../research";
 import { getObject } from "../storage";
 import { aiEngine, embedder, isModelEngine, model } from "../ai/select";
-import { decodeVector, encodeVector } from "../ai/vectors";
+import { decodeInt8, decodeVector, dequantizeInt8, encodeVector, normalize } from "../ai/vectors";
 import { groundQuotes } from "../ai/synthesis/quotes";
 import type { InsightDraft, SynthesisOutput, SynthesisSource } from "../ai/synthesis";
 import type { StoredMentions } from "../pipeline/mentions";
@@ -211,7 +211,12 @@ export async function synthesize(userId: string, input: SynthesizeInput, opts: A
       id: i.id,
       title: i.title,
       description: i.description,
-      ...(i.vector && i.embedder_id === emb.id ? { vector: decodeVector(i.vector) } : {}),
+      ...(i.vector && i.embedder_id === emb.id
+        ? { vector: decodeVector(i.vector) }
+        : i.search_vector && i.search_embedder_id === emb.id && i.search_scale
+          ? // Its search vector embeds the same "title. description" (searchText): no need to embed it again.
+            { textVector: normalize(dequantizeInt8({ codes: decodeInt8(i.search_vector), scale: i.search_scale })) }
+          : {}),
     }));
     /**
      * Store a run's drafts: new insights and merges in one transaction with the action's settlement (when given).

@@ -4,13 +4,16 @@
  *   (only a new value is a text change);
  * - a merge never lowers an insight's frequency (a member's count of 8 with one source stays 8, plus the new source);
  * - the same verbatim quote from a second source is kept, so every merged source is cited;
- * - an archived insight is no merge target: a recurring theme becomes a new active insight, listed by default.
+ * - an archived insight is no merge target: a recurring theme becomes a new active insight, listed by default;
+ * - an insight without a centroid (made by hand, or edited) is compared by its search vector, not embedded again on
+ *   every synthesis.
  *
  * Every workspace holds the same interview note uploaded twice (two sources, same text): a synthesis of the second
  * finds exactly the first one's themes, with the same quotes, so each of its findings merges into an insight of the
  * first (centroid cosine 1).
  */
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
+import { embedder } from "../../core/ai/select";
 import { db } from "../../core/db/service";
 import { call, newWorkspace } from "../support/api";
 import { realFile, uploadResearch, waitFor } from "../support/multipart";
@@ -138,6 +141,28 @@ describe("synthesis merges", () => {
       const item = await stored(ws.workspaceId, id);
       expect(item.is_archived).toBe(true);
       expect(item.source_ids).toEqual([ws.a]);
+    }
+  }, 180_000);
+
+  it("compares an insight without a centroid by its search vector: its text is not embedded again on every synthesis", async () => {
+    const ws = await twinSources("Merge: no centroid");
+    const first = await synthesize(ws.token, ws.workspaceId, [ws.a]);
+    // As a hand-made insight, or one whose text was edited: a search vector, no centroid.
+    const plain = first.insights[0]!;
+    await db().entities.insight.patch({ workspace_id: ws.workspaceId, id: plain.id }).remove(["vector", "embedder_id"]).go();
+    expect((await stored(ws.workspaceId, plain.id)).search_vector).toBeDefined();
+
+    const emb = await embedder();
+    const embed = vi.spyOn(emb, "embed");
+    try {
+      const second = await synthesize(ws.token, ws.workspaceId, [ws.b]);
+      const texts = embed.mock.calls.flatMap(([batch]) => batch);
+      expect(texts.length, "the run embeds its mentions").toBeGreaterThan(0);
+      expect(texts).not.toContain(`${plain.title}. ${plain.description}`);
+      // Its text's vector still finds the theme it states (the same words as the new source's finding).
+      expect(second.merged.map((m) => m.insight_id)).toContain(plain.id);
+    } finally {
+      embed.mockRestore();
     }
   }, 180_000);
 });

@@ -19,8 +19,9 @@ export interface MatchOptions {
  * An existing insight with a stored vector of the same dimension is compared with the new insight's centroid
  * (both are centroids of mention vectors from the same embedder; same theme ⇒ cosine ≥ `threshold`). One without
  * a usable vector (created by hand through POST /api/insights, or by another embedder) is embedded from
- * "title. description" and compared with the centroid at `textThreshold` (a statement about a theme sits
- * further from the mean mention than another mean mention does). The best match above threshold wins; ties go
+ * "title. description" (or brings that text's vector, `textVector`: its search vector) and compared with the
+ * centroid at `textThreshold` (a statement about a theme sits further from the mean mention than another mean
+ * mention does). The best match above threshold wins; ties go
  * to the earlier existing insight.
  * @param drafts new insights' unit-length centroids
  * @param existing the workspace's insights
@@ -35,11 +36,15 @@ export async function matchExisting(
   const threshold = opts.threshold ?? 0.85;
   const textThreshold = opts.textThreshold ?? 0.6;
   if (!existing.length || !drafts.length) return drafts.map(() => undefined);
-  const needText = existing.filter((e) => !e.vector || e.vector.length !== embedder.dimensions);
+  const usable = (v: Float32Array | undefined): v is Float32Array => v !== undefined && v.length === embedder.dimensions;
+  // Only insights with neither a centroid nor their text's vector are embedded here: a workspace's older insights
+  // (made by hand, or edited) would otherwise be embedded again on every synthesis, a cost growing with the workspace.
+  const needText = existing.filter((e) => !usable(e.vector) && !usable(e.textVector));
   const textVecs = needText.length ? await embedder.embed(needText.map((e) => `${e.title}. ${e.description}`)) : [];
   const compare = existing.map((e) => {
+    if (usable(e.vector)) return { id: e.id, vector: e.vector, min: threshold };
     const i = needText.indexOf(e);
-    return i >= 0 ? { id: e.id, vector: textVecs[i], min: textThreshold } : { id: e.id, vector: e.vector!, min: threshold };
+    return { id: e.id, vector: i >= 0 ? textVecs[i]! : e.textVector!, min: textThreshold };
   });
   return drafts.map((d) => {
     let best: string | undefined;

@@ -34,6 +34,11 @@ export interface ExistingInsight {
   description: string;
   /** Its stored vector (the centroid of its mentions from an earlier synthesis, same embedder). */
   vector?: Float32Array;
+  /**
+   * Its "title. description" already embedded by the same embedder (the insight's search vector, unit length), for
+   * an insight without a centroid: dedup then compares with it instead of embedding the text again on every run.
+   */
+  textVector?: Float32Array;
 }
 
 export interface SynthesisOptions {
