@@ -19,6 +19,7 @@ import { db } from "../db/service";
 import { dynamoClient } from "../db/client";
 import { cancelCodes, isConditionalFailure } from "../db/errors";
 import { deleteKeys, partitionKeys, queryPrefix } from "../db/partition";
+import { conflictPause } from "../db/transact";
 import { requireMember, partitionOf } from "../workspace";
 import { requireFeature } from "../billing/gates";
 import { COUNTED_TRIES, limitsOfWorkspace } from "../billing/counters";
@@ -606,8 +607,9 @@ export async function updateCustom(userId: string, slug: string, input: UpdateCu
 /**
  * Delete a custom skill (spec 01 `DELETE /api/skills/custom/{slug}`), author workspace only: the skill, its
  * installation and slug claim, and one off the workspace's counter go in one transaction; its feedback before and
- * after it.
- * @throws AppError FORBIDDEN (403); NOT_FOUND (404).
+ * after it. A transaction cancelled by a conflict or throttle is sent again (up to COUNTED_TRIES); the counter is
+ * left out only when its own condition says it is already at 0.
+ * @throws AppError FORBIDDEN (403); NOT_FOUND (404); CONFLICT (409, retryable) when concurrent writes keep cancelling it.
  */
 export async function deleteCustom(userId: string, slug: string, workspaceId: string): Promise<{ status: "deleted"; slug: string }> {
   await authored(userId, slug, workspaceId);
@@ -623,17 +625,23 @@ export async function deleteCustom(userId: string, slug: string, workspaceId: st
       skillSlug.delete({ slug }).where((a, op) => op.eq(a.workspace_id, workspaceId)).commit(),
       ...(withCounter ? [skillCounter.update({ workspace_id: workspaceId }).subtract({ custom_skills: 1 }).where((a, op) => op.gt(a.custom_skills, 0)).commit()] : []),
     ]).go();
-  let result = await tx(true);
-  let codes = cancelCodes(result);
-  if (result.canceled && codes.slice(0, 3).every((c) => c === "None")) {
-    // The counter was already at 0 (it never goes below): delete without it, and say so in the log.
-    log().warn("custom skills counter was 0 while deleting a custom skill", { workspace_id: workspaceId, slug });
-    result = await tx(false);
-    codes = cancelCodes(result);
-  }
-  if (result.canceled) {
+  let withCounter = true;
+  for (let attempt = 1; ; attempt++) {
+    const codes = cancelCodes(await tx(withCounter));
+    if (codes.length === 0) break;
     if (codes[0] === "ConditionalCheckFailed") throw new AppError("NOT_FOUND", `Custom skill ${slug} not found`);
-    throw new AppError("CONFLICT", `Skill ${slug} could not be deleted; try again`);
+    if (withCounter && codes[3] === "ConditionalCheckFailed" && codes.slice(0, 3).every((c) => c === "None")) {
+      // Only the counter's own condition refused: it was already at 0 (it never goes below). Delete without it, and
+      // say so in the log. A conflict or throttle on the counter is no such proof: it would leave the count one high.
+      log().warn("custom skills counter was 0 while deleting a custom skill", { workspace_id: workspaceId, slug });
+      withCounter = false;
+      continue;
+    }
+    // A refused slug claim cannot change by retrying; a conflict or throttle (another delete or create moving the
+    // counter at the same moment) wrote nothing, and the counted delete is tried again.
+    if (codes.includes("ConditionalCheckFailed")) throw new AppError("CONFLICT", `Skill ${slug} could not be deleted; try again`);
+    if (attempt >= COUNTED_TRIES) throw new AppError("CONFLICT", `Skill ${slug} could not be deleted while the workspace's skills changed; try again`, { retryable: true });
+    await conflictPause(attempt);
   }
   forgetUsage(slug);
   await purgeFeedback();
