@@ -95,8 +95,9 @@ async function read(workspaceId: string, id: string): Promise<PendingActionItem 
 
 /**
  * Claim a row for this executor: approved → executing, or executing (lease expired) → executing, in one
- * conditional write on exactly the state that was read (status, and for a reclaim the previous lease owner).
- * @returns the claimed row, or null when another executor got there first.
+ * conditional write on exactly the state that was read (status, and for a reclaim the previous lease owner and its
+ * lease still expired at `now`: a live executor that renewed its lease since the read keeps the row).
+ * @returns the claimed row, or null when another executor got there first or the lease was renewed.
  */
 async function claim(row: PendingActionItem, owner: string, now: number): Promise<PendingActionItem | null> {
   const expires = now + leaseMs();
@@ -108,7 +109,9 @@ async function claim(row: PendingActionItem, owner: string, now: number): Promis
       .remove(["retry_at"])
       .where((attr, op) =>
         row.status === "executing"
-          ? `${op.eq(attr.status, "executing")} AND ${op.eq(attr.lease_owner, row.lease_owner ?? "")}`
+          ? // The owner alone is not enough: a live executor renews its lease under the same owner (keepLease), and a
+            // reclaim racing that renewal would run the tool a second time alongside it.
+            `${op.eq(attr.status, "executing")} AND ${op.eq(attr.lease_owner, row.lease_owner ?? "")} AND ${op.lte(attr.lease_expires_at, now)}`
           : op.eq(attr.status, "approved"),
       )
       .go({ response: "all_new" });
@@ -223,7 +226,8 @@ async function giveUp(row: PendingActionItem, error: string): Promise<boolean> {
       .remove([...UNLISTED])
       .where((attr, op) =>
         row.status === "executing"
-          ? `${op.eq(attr.status, "executing")} AND ${op.eq(attr.lease_owner, row.lease_owner ?? "")}`
+          ? // As in `claim`: a lease renewed since the read means the row is running, not interrupted.
+            `${op.eq(attr.status, "executing")} AND ${op.eq(attr.lease_owner, row.lease_owner ?? "")} AND ${op.lte(attr.lease_expires_at, Date.now())}`
           : op.eq(attr.status, "approved"),
       )
       .go();
