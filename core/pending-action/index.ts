@@ -5,7 +5,7 @@ import { db } from "../db/service";
 import { getAll } from "../db/bulk";
 import { Config } from "../config";
 import { isConditionalFailure } from "../db/errors";
-import { requireMember, requireResourceMember, requireResourceById } from "../workspace";
+import { locateFresh, requireMember, requireResourceMember, requireResourceById } from "../workspace";
 import { fitResponse } from "../response-size";
 import type { GatedTool, Preview, ToolContext } from "../agent/tools/types";
 import { DUE, type PendingActionEntity } from "./pending-action.entity";
@@ -249,7 +249,9 @@ export function transactionChunks<T>(items: readonly T[], bytesOf: (item: T) => 
 
 /**
  * `POST /api/pending-actions/batch/{batch_id}/approve` (spec 01 batch rules). The batch's rows come from the batch
- * index; the caller's membership is checked once, against the first (oldest) row. Each listed row that is pending is
+ * index, asked again briefly while it shows none (it lags the table); the caller's membership is checked once,
+ * against the first (oldest) row. A listed row the index does not show yet is read strongly consistent from that
+ * row's workspace and counts as in the batch when its batch_id is this one. Each listed row that is pending is
  * approved (or rejected when `exclude`) in transactions of at most 100 rows, each row's write conditioned on it
  * still being pending. When a transaction is cancelled, its rows are written one by one with the same condition:
  * a row that was pending when listed but resolved by another session before the write counts as `skipped`. Rows
@@ -267,14 +269,25 @@ export function transactionChunks<T>(items: readonly T[], bytesOf: (item: T) => 
  *   retryable) when the store failed after this request resolved some rows, with the counts so far and the rows left.
  */
 export async function batchApprove(userId: string, batchId: string, input: BatchApproveInput): Promise<BatchApproveResult> {
-  const { data: rows } = await db().entities.pendingAction.query.byBatch({ batch_id: batchId }).go({ pages: "all" });
+  // The batch index (gsi2) is eventually consistent: a batch whose rows were all written a moment ago can be missing
+  // from it for a few hundred ms, so an empty answer is asked again (`locateFresh`) before it is a 404.
+  const rows =
+    (await locateFresh(async () => {
+      const { data } = await db().entities.pendingAction.query.byBatch({ batch_id: batchId }).go({ pages: "all" });
+      return data.length ? data : undefined;
+    })) ?? [];
   if (rows.length === 0) throw Errors.notFound("Batch");
   const first = rows[0]!;
   await requireResourceMember(userId, first.workspace_id, "Batch");
   const workspaces = new Set(rows.map((r) => r.workspace_id));
   if (workspaces.size > 1) throw new AppError("INVARIANT_VIOLATION", `Batch ${batchId} spans ${workspaces.size} workspaces`);
 
+  // The listed rows as they are now, strongly consistent, from the workspace the caller was checked against: they
+  // give the status "at listing", and a listed row the lagging index does not show yet is in the batch when its own
+  // batch_id says so (a row of another workspace is not read at all, so stays "not in batch").
+  const current = await consistentRows(first.workspace_id, input.items.map((i) => i.pendingActionId));
   const inBatch = new Set(rows.map((r) => r.id));
+  for (const row of current.values()) if (row.batch_id === batchId) inBatch.add(row.id);
   const seen = new Set<string>();
   const problems: FieldError[] = [];
   input.items.forEach((item, i) => {
@@ -288,8 +301,6 @@ export async function batchApprove(userId: string, batchId: string, input: Batch
   });
   if (problems.length) throw Errors.validation(problems);
 
-  // The index is eventually consistent: the status "at listing" is read strongly consistent from the table.
-  const current = await consistentRows(first.workspace_id, input.items.map((i) => i.pendingActionId));
   const todo = input.items.filter((i) => current.get(i.pendingActionId)?.status === "pending");
 
   const counts = { approved: 0, rejected: 0, skipped: 0 };
