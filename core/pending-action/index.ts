@@ -9,6 +9,7 @@ import { locateFresh, requireMember, requireResourceMember, requireResourceById 
 import { fitResponse } from "../response-size";
 import type { GatedTool, Preview, ToolContext } from "../agent/tools/types";
 import { DUE, type PendingActionEntity } from "./pending-action.entity";
+import { listedActions, newestFirst } from "./listing";
 import { storedStatusesOf, wireStatus, type StoredStatus } from "./status";
 import {
   MAX_JSON_BYTES,
@@ -128,8 +129,6 @@ export async function requirePendingAction(userId: string, id: string): Promise<
   });
 }
 
-/** Newest first, then id, so pages are stable. */
-const newestFirst = (a: PendingActionItem, b: PendingActionItem) => b.created_at.localeCompare(a.created_at) || b.id.localeCompare(a.id);
 
 /**
  * `GET /api/pending-actions` (spec 01 Pending actions): the workspace's pending actions, newest first, optionally of
@@ -142,10 +141,15 @@ const newestFirst = (a: PendingActionItem, b: PendingActionItem) => b.created_at
  */
 export async function list(userId: string, q: ListPendingActionsQuery): Promise<{ items: PendingActionView[]; total: number }> {
   await requireMember(userId, q.workspace_id);
-  const { data } = await db().entities.pendingAction.query.byWorkspace({ workspace_id: q.workspace_id }).go({ pages: "all", consistent: true });
-  const wanted = q.status ? new Set<StoredStatus>(storedStatusesOf(q.status)) : null;
-  const matching = data.filter((i) => !wanted || wanted.has(i.status)).sort(newestFirst);
-  return { items: fitResponse(matching.slice(q.offset, q.offset + q.limit).map(toView)), total: matching.length };
+  const wanted = q.status ? storedStatusesOf(q.status) : undefined;
+  // Counted and ordered on the slim index (ids and times only); only the page's rows are read whole.
+  const keys = await listedActions(q.workspace_id, wanted);
+  const page = keys.slice(q.offset, q.offset + q.limit);
+  if (!page.length) return { items: [], total: keys.length };
+  const rows = (await getAll(page.map((k) => ({ workspace_id: q.workspace_id, id: k.id })), (k) => db().entities.pendingAction.get(k).go({ consistent: true }))) as PendingActionItem[];
+  // A row whose status moved off the filter since the index (eventually consistent) was read is left out of the page.
+  const shown = wanted ? rows.filter((r) => wanted.includes(r.status)) : rows;
+  return { items: fitResponse(shown.sort(newestFirst).map(toView)), total: keys.length };
 }
 
 /**

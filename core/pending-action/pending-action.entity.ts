@@ -1,4 +1,6 @@
-import { Entity } from "electrodb";
+import { createConversions, Entity } from "electrodb";
+import type { SlimIndex } from "../db/slim-index";
+import { SLIM_LIST_ATTRIBUTES, slimKeysOf, type SlimKeys } from "../db/table";
 import { STORED_STATUSES } from "./status";
 
 /**
@@ -25,6 +27,9 @@ export const APPROVED_STREAM_FILTER = {
  * - byWorkspace: the workspace partition (`ws#<id>`, sk `pa#<id>`), for lists and strongly consistent reads.
  * - byId (gsi1): look-up by id alone (the `/{pa_id}` routes).
  * - byBatch (gsi2): the rows of a batch `{missionId}:{toolName}`, oldest first (batch approve).
+ * - listed (gsi4, slim): the workspace's rows newest first (`wspa#<ws>`, sk `pa#<created_at>#<id>`), each entry only
+ *   id, status and created_at (`GET /api/pending-actions` counts and orders them without reading rows of up to
+ *   4 x 64 KiB; core/pending-action/listing.ts).
  * - due (gsi3, SPARSE): only rows an executor still owes, i.e. approved or executing, in one partition `pa#due`,
  *   sorted by when the sweeper should next look at them (`due_at`: approved_at + grace, the lease's expiry, or the
  *   retry time of a deferred row).
@@ -133,6 +138,13 @@ export const buildPendingActionEntity = () => new Entity({
       pk: { field: "gsi2pk", composite: ["batch_id"], template: "pabatch#${batch_id}", casing: "none" },
       sk: { field: "gsi2sk", composite: ["created_at", "id"], template: "${created_at}#${id}", casing: "none" },
     },
+    listed: {
+      index: "gsi4",
+      // The index's INCLUDE projection (core/db/table.ts); ElectroDB reads its identifiers from it to recognise rows.
+      projection: SLIM_LIST_ATTRIBUTES,
+      pk: { field: "gsi4pk", composite: ["workspace_id"], template: "wspa#${workspace_id}", casing: "none" },
+      sk: { field: "gsi4sk", composite: ["created_at", "id"], template: "pa#${created_at}#${id}", casing: "none" },
+    },
     due: {
       index: "gsi3",
       // Sparse: ElectroDB writes the keys only when this holds, and deletes them when a write makes it false.
@@ -143,3 +155,26 @@ export const buildPendingActionEntity = () => new Entity({
   },
 });
 export type PendingActionEntity = ReturnType<typeof buildPendingActionEntity>;
+
+let conversions: ReturnType<typeof createConversions> | undefined;
+
+/** The keys of a row's `listed` (gsi4) entry, built by ElectroDB from the index above, for the backfill of older rows. */
+const listKeysOf = (workspaceId: string, row: { created_at: string; id: string }): SlimKeys =>
+  slimKeysOf((conversions ??= createConversions(buildPendingActionEntity() as never)).byAccessPattern.listed.fromComposite.toKeys({ workspace_id: workspaceId, ...row }));
+
+/**
+ * The pending actions' slim list for core/db/slim-index.ts: the partition's `pa#` items of entity `pending_action`,
+ * each keyed as `listed` writes it (every row is listed); the backfill reads back id, created_at and status. The
+ * workspace's mark is the raw item `ws#<ws>` / `paindex`.
+ */
+export const PENDING_ACTION_LIST_INDEX: SlimIndex<"gsi4"> = {
+  index: "gsi4",
+  markSk: "paindex",
+  skPrefix: "pa#",
+  entity: "pending_action",
+  attributes: ["id", "created_at", "status"],
+  keysOf: (workspaceId, row) => {
+    if (typeof row.id !== "string" || typeof row.created_at !== "string") return undefined;
+    return listKeysOf(workspaceId, { created_at: row.created_at, id: row.id });
+  },
+};

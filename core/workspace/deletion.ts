@@ -27,6 +27,7 @@ import { partitionOf } from "./keys";
 import { WORKSPACE_DELETION_SWEEP } from "./deletion.entity";
 import { markDelete } from "../db/slim-index";
 import { TASK_LIST_INDEX } from "../task/task.entity";
+import { PENDING_ACTION_LIST_INDEX } from "../pending-action/pending-action.entity";
 import { ANSWER_INDEX } from "../chat/conversation.entity";
 import { DOCUMENT_INDEX } from "../document/document.entity";
 
@@ -178,6 +179,7 @@ export async function runWorkspaceDeletion(ownerId: string, workspaceId: string,
         // last pass above; it goes with the workspace item, whose existence its write is conditioned on.
         markDelete(DOCUMENT_INDEX, workspaceId) as never,
         markDelete(TASK_LIST_INDEX, workspaceId) as never,
+        markDelete(PENDING_ACTION_LIST_INDEX, workspaceId) as never,
         markDelete(ANSWER_INDEX, workspaceId) as never,
         workspaceDeletion.delete({ workspace_id: workspaceId }).commit(),
       ]).go(),

@@ -11,6 +11,7 @@ import { requestScope } from "../context";
 import { countByPrefix } from "../db/partition";
 import { markPut } from "../db/slim-index";
 import { TASK_LIST_INDEX } from "../task/task.entity";
+import { PENDING_ACTION_LIST_INDEX } from "../pending-action/pending-action.entity";
 import { ANSWER_INDEX } from "../chat/conversation.entity";
 import { DOCUMENT_INDEX } from "../document/document.entity";
 import { HIGHEST_PLAN, subscriptionOf } from "../billing";
@@ -313,10 +314,11 @@ export function createTransaction(w: { id: string; ownerId: string; input: Creat
       membership.create({ workspace_id: id, user_id: ownerId, role: "owner", added_by: ownerId }).commit(),
       workspaceSettings.create({ workspace_id: id, researchCycleEnabled: false, overnightCycleNotifyEmail: false }).commit(),
       usage.update({ workspace_id: id }).set({ members: 1 }).commit(),
-      // A new workspace's documents, tasks and assistant messages are all in their indexes from the start
-      // (core/db/slim-index.ts): no backfill to pay. The documents' mark keeps its create's condition.
+      // A new workspace's documents, tasks, pending actions and assistant messages are all in their indexes from the
+      // start (core/db/slim-index.ts): no backfill to pay. The documents' mark keeps its create's condition.
       markPut(DOCUMENT_INDEX, id) as never,
       markPut(TASK_LIST_INDEX, id) as never,
+      markPut(PENDING_ACTION_LIST_INDEX, id) as never,
       markPut(ANSWER_INDEX, id) as never,
       // The owned-workspaces counter is the last write: a refusal of it alone is told apart by `create`.
       w.counted
