@@ -19,6 +19,7 @@ import {
   suppressBoundSecrets,
   type BucketAccess,
 } from "./defaults";
+import { alarmOnDeadLetters, alarmOnErrors } from "./Alarms";
 import { boundSecrets, GROUP_INTEGRATIONS, integrationEnvironment, integrationSecrets, INTEGRATIONS_CONSUMER_USE } from "./integrations";
 import { Pipelines } from "./Pipelines";
 import { runtimeEnvironment, Secrets, type SecretName } from "./Secrets";
@@ -251,7 +252,7 @@ const GATEWAY_CORS_ALLOW_HEADERS = [...CORS_ALLOW_HEADERS, "x-request-id"];
  */
 export function Api({ stack, app }: StackContext) {
   const { table, bucket, tokenKey } = use(Storage);
-  const { secrets, parameters } = use(Secrets);
+  const { secrets, parameters, alarms } = use(Secrets);
   const { extraction } = use(Pipelines);
   const { machine: taskMachine } = use(Tasks);
   const environment = {
@@ -421,6 +422,8 @@ export function Api({ stack, app }: StackContext) {
   grantTableData(memorySweeper, table.cdk.table);
   memory.grantSendMessages(memorySweeper);
   new Cron(stack, "MemorySweep", { schedule: MEMORY_SWEEPER_SCHEDULE, job: memorySweeper });
+  alarmOnErrors(memorySweeper, alarms);
+  for (const dlq of [paymentsDeadLetters, integrationsDeadLetters, memoryDeadLetters]) alarmOnDeadLetters(dlq, alarms);
 
   const origins = parameters.CORS_ORIGINS.value.split(",").map((s) => s.trim()).filter(Boolean);
   const served = groups().filter((group) => !isStreamingGroup(group));

@@ -1,4 +1,5 @@
 import { Cron, Function, use, type StackContext } from "sst/constructs";
+import { alarmOnErrors } from "./Alarms";
 import { grantTableData } from "./defaults";
 import { runtimeEnvironment, Secrets } from "./Secrets";
 import { Storage } from "./Storage";
@@ -14,7 +15,7 @@ export const CREDIT_SWEEPER_SCHEDULE = "rate(5 minutes)";
  */
 export function Billing({ stack, app }: StackContext) {
   const { table, bucket } = use(Storage);
-  const { parameters } = use(Secrets);
+  const { parameters, alarms } = use(Secrets);
   const environment = runtimeEnvironment(app.stage, { tableName: table.tableName, bucketName: bucket.bucketName }, parameters);
   const sweeper = new Function(stack, "CreditSweeper", {
     handler: CREDIT_SWEEPER_HANDLER,
@@ -24,5 +25,6 @@ export function Billing({ stack, app }: StackContext) {
   });
   grantTableData(sweeper, table.cdk.table);
   new Cron(stack, "CreditSweep", { schedule: CREDIT_SWEEPER_SCHEDULE, job: sweeper });
+  alarmOnErrors(sweeper, alarms);
   return { sweeper };
 }

@@ -2,6 +2,7 @@ import { aws_lambda as lambda, aws_lambda_event_sources as sources } from "aws-c
 import { NagSuppressions } from "cdk-nag";
 import { Cron, Function, use, type StackContext } from "sst/constructs";
 import { APPROVED_STREAM_FILTER } from "../core/pending-action/pending-action.entity";
+import { alarmOnErrors } from "./Alarms";
 import { bedrockInvokeStatement, grantBucket, grantTableData, grantTokenKey, suppressBedrockRegions, suppressBoundSecrets, type BucketAccess } from "./defaults";
 import { boundSecrets, EXECUTOR_INTEGRATIONS, integrationEnvironment } from "./integrations";
 import { runtimeEnvironment, Secrets } from "./Secrets";
@@ -41,7 +42,7 @@ export const EXECUTOR_BUCKET_ACCESS: readonly BucketAccess[] = ["read", "write",
  */
 export function PendingActions({ stack, app }: StackContext) {
   const { table, bucket, tokenKey } = use(Storage);
-  const { secrets, parameters } = use(Secrets);
+  const { secrets, parameters, alarms } = use(Secrets);
   const environment = {
     ...runtimeEnvironment(app.stage, { tableName: table.tableName, bucketName: bucket.bucketName }, parameters),
     ...integrationEnvironment(EXECUTOR_INTEGRATIONS, tokenKey),
@@ -86,6 +87,7 @@ export function PendingActions({ stack, app }: StackContext) {
 
   const sweeper = executor("PendingActionSweeper", PENDING_ACTION_SWEEPER_HANDLER, "Re-drive pending actions the stream did not finish");
   new Cron(stack, "PendingActionSweep", { schedule: SWEEPER_SCHEDULE, job: sweeper });
+  alarmOnErrors(sweeper, alarms);
 
   return { consumer, sweeper };
 }

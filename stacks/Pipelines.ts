@@ -2,6 +2,7 @@ import { aws_iam as iam, aws_logs as logs, aws_s3 as s3, aws_s3_notifications as
 import { NagSuppressions } from "cdk-nag";
 import { Cron, Function, use, type StackContext } from "sst/constructs";
 import { STEP_TASKS, arnPlaceholder, extractionDefinition, type StepTaskName } from "../functions/steps/extraction.asl";
+import { alarmOnErrors, alarmOnExecutions } from "./Alarms";
 import { bedrockInvokeStatement, grantBucket, grantTableData, suppressBedrockRegions, type BucketAccess } from "./defaults";
 import { runtimeEnvironment, Secrets } from "./Secrets";
 import { Storage, UPLOAD_PREFIX } from "./Storage";
@@ -79,7 +80,7 @@ export const SOURCE_SWEEPER_BUCKET_ACCESS: readonly BucketAccess[] = ["read", "w
  */
 export function Pipelines({ stack, app }: StackContext) {
   const { table, bucket } = use(Storage);
-  const { parameters } = use(Secrets);
+  const { parameters, alarms } = use(Secrets);
   const environment = runtimeEnvironment(app.stage, { tableName: table.tableName, bucketName: bucket.bucketName }, parameters);
 
   const grantStorage = (fn: Function, access: readonly BucketAccess[]) => {
@@ -201,6 +202,8 @@ export function Pipelines({ stack, app }: StackContext) {
   sweeper.addToRolePolicy(bedrockInvokeStatement(stack));
   suppressBedrockRegions(sweeper);
   new Cron(stack, "SourceSweep", { schedule: SOURCE_SWEEPER_SCHEDULE, job: sweeper });
+  alarmOnExecutions(extraction, alarms);
+  alarmOnErrors(sweeper, alarms);
 
   stack.addOutputs({ ExtractionStateMachineArn: extraction.stateMachineArn });
   return { extraction, tasks, onUpload, sweeper };

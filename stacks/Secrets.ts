@@ -1,4 +1,5 @@
 import { Config, type StackContext } from "sst/constructs";
+import { alarmTopic } from "./Alarms";
 import { AWS_ENGINES } from "./defaults";
 
 /**
@@ -80,7 +81,7 @@ function parameterValue(name: ParameterName, env: NodeJS.ProcessEnv, mode: strin
   throw new Error(`Parameter ${name} is not set: export ${name}=... (or put it in .env.<stage>) before running sst`);
 }
 
-/** The Secrets stack: one `Config.Secret` per secret and one `Config.Parameter` per setting. */
+/** The Secrets stack: one `Config.Secret` per secret, one `Config.Parameter` per setting, and the alarm topic. */
 export function Secrets({ stack, app }: StackContext) {
   const secrets = Object.fromEntries(SECRET_NAMES.map((name) => [name, new Config.Secret(stack, name)])) as Record<
     SecretName,
@@ -89,7 +90,9 @@ export function Secrets({ stack, app }: StackContext) {
   const parameters = Object.fromEntries(
     PARAMETER_NAMES.map((name) => [name, new Config.Parameter(stack, name, { value: parameterValue(name, process.env, app.mode) })]),
   ) as Record<ParameterName, Config.Parameter>;
-  return { secrets, parameters };
+  // The stage's one operational alarm topic (stacks/Alarms.ts), here because every other stack uses this one.
+  const alarms = alarmTopic(stack);
+  return { secrets, parameters, alarms };
 }
 
 /**

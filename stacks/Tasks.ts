@@ -4,6 +4,7 @@ import { Config, Cron, Function, use, type StackContext } from "sst/constructs";
 import { TASK_STEPS, taskArnPlaceholder, taskDefinition, LONGEST_TASK_SECONDS, type TaskStepName } from "../functions/steps/task.asl";
 import { CYCLE_SCHEDULE } from "../core/cycle";
 import { ENTROPY_SCAN_SCHEDULE } from "../core/entropy/settings";
+import { alarmOnErrors, alarmOnExecutions } from "./Alarms";
 import { bedrockInvokeStatement, grantBucket, grantTableData, grantTokenKey, sesSendStatement, settingsFrom, suppressBedrockRegions, suppressBoundSecrets, type BucketAccess } from "./defaults";
 import { boundSecrets, integrationEnvironment, type IntegrationUse } from "./integrations";
 import { runtimeEnvironment, Secrets } from "./Secrets";
@@ -84,7 +85,7 @@ export function suppressExecutions(fn: IConstruct): void {
  */
 export function Tasks({ stack, app }: StackContext) {
   const { table, bucket, tokenKey } = use(Storage);
-  const { parameters, secrets } = use(Secrets);
+  const { parameters, secrets, alarms } = use(Secrets);
   const environment = runtimeEnvironment(app.stage, { tableName: table.tableName, bucketName: bucket.bucketName }, parameters);
   const mailFrom = settingsFrom(["MAIL_FROM"]).MAIL_FROM;
   const workerSecrets = boundSecrets(TASK_WORKER_INTEGRATIONS, secrets as Record<string, Config.Secret>);
@@ -166,6 +167,8 @@ export function Tasks({ stack, app }: StackContext) {
   machine.grantExecution(sweeper, "states:DescribeExecution");
   suppressExecutions(sweeper);
   new Cron(stack, "TaskSweep", { schedule: TASK_SWEEPER_SCHEDULE, job: sweeper });
+  alarmOnExecutions(machine, alarms);
+  alarmOnErrors(sweeper, alarms);
 
   // The overnight research cycles, at 02:00 UTC from EventBridge Scheduler (its role may invoke this function only).
   const cycles = new Function(stack, "TaskCycles", {
@@ -179,6 +182,7 @@ export function Tasks({ stack, app }: StackContext) {
   // Each schedule has its own role, allowed to invoke its one function, unqualified (CDK's grantInvoke would add every
   // version, `:*`), and only from this account's schedules.
   const schedule = (id: string, fn: Function, expression: string, description: string) => {
+    alarmOnErrors(fn, alarms);
     const role = new iam.Role(stack, `${id}Role`, {
       assumedBy: new iam.ServicePrincipal("scheduler.amazonaws.com", { conditions: { StringEquals: { "aws:SourceAccount": stack.account } } }),
       description: `EventBridge Scheduler: ${description}`,

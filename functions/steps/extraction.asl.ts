@@ -46,7 +46,21 @@ export const JOB_DEADLINE_SECONDS = EXECUTION_TIMEOUT_SECONDS - 15 * 60;
 /** Placeholder for a task's Lambda ARN in the definition; the stack substitutes it (DefinitionSubstitutions). */
 export const arnPlaceholder = (task: StepTaskName) => `\${${task}Arn}`;
 
-// Throttling and transient Lambda faults are retried with exponential backoff; anything else is a real failure.
+/**
+ * Lambda's transient faults, AWS's recommended Retry set for a Lambda task (plus Lambda.Unknown: a runtime that died).
+ * Exported so the other state machine (task.asl.ts) can share it; this file imports nothing, so no cycle.
+ */
+export const LAMBDA_TRANSIENT_ERRORS = [
+  "Lambda.ServiceException",
+  "Lambda.AWSLambdaException",
+  "Lambda.SdkClientException",
+  "Lambda.TooManyRequestsException",
+  "Lambda.Unknown",
+] as const;
+
+// Throttling (the services' and Lambda's) and transient Lambda faults are retried with jittered exponential backoff;
+// anything else is a real failure.
+// Retrying is safe: every step is idempotent (Start steps use a per-attempt job name / client token, Check steps only poll).
 const RETRY = [
   {
     ErrorEquals: [
@@ -55,13 +69,12 @@ const RETRY = [
       "ProvisionedThroughputExceeded",
       "TooManyRequestsException",
       "LimitExceededException",
-      "Lambda.TooManyRequestsException",
-      "Lambda.ServiceException",
-      "Lambda.SdkClientException",
+      ...LAMBDA_TRANSIENT_ERRORS,
     ],
     IntervalSeconds: 2,
     MaxAttempts: 5,
     BackoffRate: 2,
+    JitterStrategy: "FULL",
   },
 ];
 const CATCH = [{ ErrorEquals: ["States.ALL"], ResultPath: "$.error", Next: "MarkFailed" }];

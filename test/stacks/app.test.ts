@@ -131,6 +131,8 @@ const SETTINGS = {
   // Growth: the sender (with a display name) and the spreadsheet.
   MAIL_FROM: "Research to Delivery <no-reply@mail.example.test>",
   GOOGLE_SHEETS_ID: "sheet-test-id",
+  // Operational alarms: the address subscribed to the stage's alarm topic.
+  ALARM_EMAIL: "oncall@example.test",
 };
 
 type Resource = { Type: string; Properties: Record<string, any> };
@@ -302,6 +304,53 @@ function expectWildcardsOnlyFor(template: Template, fnId: string, allowed: RegEx
   }
 }
 const TRACING = /^xray:(PutTraceSegments|PutTelemetryRecords)$/;
+
+/** AWS's recommended Retry set for a Lambda task, and Lambda.Unknown (a runtime that died); written out, not imported. */
+const LAMBDA_TRANSIENT_FAULTS = ["Lambda.AWSLambdaException", "Lambda.SdkClientException", "Lambda.ServiceException", "Lambda.TooManyRequestsException", "Lambda.Unknown"];
+
+/** Every stack's template, by stack name. */
+const allTemplates = () => Object.entries(templates) as [string, Template][];
+
+/** The `Fn::GetAtt` target of a `{ "Fn::GetAtt": [id, "Arn"] }`, else undefined. */
+const getAttTarget = (value: unknown): string | undefined => {
+  const att = (value as { "Fn::GetAtt"?: [string, string] } | undefined)?.["Fn::GetAtt"];
+  return att?.[1] === "Arn" ? att[0] : undefined;
+};
+
+/**
+ * How an alarm of `stackName` names the stage's alarm topic: a Ref in the Secrets stack that holds it, the Secrets
+ * stack's export of that Ref anywhere else.
+ */
+function alarmTopicIn(stackName: string): unknown {
+  const topics = Object.keys(resourcesOf(templates.Secrets, "AWS::SNS::Topic"));
+  expect(topics).toHaveLength(1);
+  if (stackName === "Secrets") return { Ref: topics[0] };
+  const outputs = Object.values(templates.Secrets.toJSON().Outputs ?? {}) as { Value: unknown; Export?: { Name: string } }[];
+  const exported = outputs.filter((o) => JSON.stringify(o.Value) === JSON.stringify({ Ref: topics[0] }) && o.Export);
+  expect(exported).toHaveLength(1);
+  return { "Fn::ImportValue": exported[0].Export!.Name };
+}
+
+/** The stack's CloudWatch alarms on `metric` of `namespace` whose one dimension `dimension` is `value`. */
+function alarmsOn(template: Template, namespace: string, metric: string, dimension: string, value: unknown) {
+  return Object.values(resourcesOf(template, "AWS::CloudWatch::Alarm"))
+    .map((r) => r.Properties)
+    .filter((a) => a.Namespace === namespace && a.MetricName === metric && JSON.stringify(a.Dimensions) === JSON.stringify([{ Name: dimension, Value: value }]));
+}
+
+/** The alarm fires on the first 5-minute datapoint above 0, treats missing data as fine and notifies the alarm topic. */
+function expectAlarmToTopic(alarms: Record<string, any>[], stackName: string, label: string): void {
+  expect(alarms, label).toHaveLength(1);
+  expect(alarms[0], label).toMatchObject({
+    Threshold: 0,
+    ComparisonOperator: "GreaterThanThreshold",
+    EvaluationPeriods: 1,
+    DatapointsToAlarm: 1,
+    Period: 300,
+    TreatMissingData: "notBreaching",
+  });
+  expect(alarms[0].AlarmActions, label).toEqual([alarmTopicIn(stackName)]);
+}
 
 describe("handler modules referenced by the stacks", () => {
   const handlers = [
@@ -1174,6 +1223,72 @@ describe("synthesized app", () => {
     });
   });
 
+  describe("Alarms", () => {
+    it("has one alarm topic for the stage, in the Secrets stack, TLS only, e-mailing the deploy's ALARM_EMAIL", () => {
+      for (const [name, template] of allTemplates()) template.resourceCountIs("AWS::SNS::Topic", name === "Secrets" ? 1 : 0);
+      const topic = alarmTopicIn("Secrets");
+      templates.Secrets.resourceCountIs("AWS::SNS::Subscription", 1);
+      templates.Secrets.hasResourceProperties("AWS::SNS::Subscription", { Protocol: "email", Endpoint: SETTINGS.ALARM_EMAIL, TopicArn: topic });
+      templates.Secrets.hasResourceProperties("AWS::SNS::TopicPolicy", {
+        Topics: [topic],
+        PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Effect: "Deny", Condition: { Bool: { "aws:SecureTransport": "false" } } })]) },
+      });
+    });
+
+    it("alarms every dead-letter queue on a visible message, to the alarm topic", () => {
+      let dlqs = 0;
+      for (const [name, template] of allTemplates()) {
+        // Every queue any queue's redrive policy sends to, so a new dead-letter queue without an alarm fails here.
+        const targets = new Set(
+          Object.values(resourcesOf(template, "AWS::SQS::Queue"))
+            .map((q) => getAttTarget(q.Properties.RedrivePolicy?.deadLetterTargetArn))
+            .filter((id): id is string => id !== undefined),
+        );
+        for (const dlq of targets) {
+          expectAlarmToTopic(alarmsOn(template, "AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", { "Fn::GetAtt": [dlq, "QueueName"] }), name, dlq);
+          dlqs += 1;
+        }
+      }
+      // The payments, integrations and memory dead-letter queues (Api), at least.
+      expect(dlqs).toBeGreaterThanOrEqual(3);
+    });
+
+    it("alarms failed and timed-out executions of every state machine, to the alarm topic", () => {
+      let machines = 0;
+      for (const [name, template] of allTemplates()) {
+        for (const id of Object.keys(resourcesOf(template, "AWS::StepFunctions::StateMachine"))) {
+          for (const metric of ["ExecutionsFailed", "ExecutionsTimedOut"]) {
+            expectAlarmToTopic(alarmsOn(template, "AWS/States", metric, "StateMachineArn", { Ref: id }), name, `${id} ${metric}`);
+          }
+          machines += 1;
+        }
+      }
+      // Extraction (Pipelines) and the background task machine (Tasks).
+      expect(machines).toBe(2);
+    });
+
+    it("alarms errors of every scheduled function, to the alarm topic", () => {
+      let scheduled = 0;
+      for (const [name, template] of allTemplates()) {
+        const fnIds = new Set(Object.keys(lambdas(template)));
+        const targets = [
+          ...Object.values(resourcesOf(template, "AWS::Events::Rule"))
+            .filter((r) => r.Properties.ScheduleExpression)
+            .flatMap((r) => (r.Properties.Targets as { Arn: unknown }[]).map((t) => t.Arn)),
+          ...Object.values(resourcesOf(template, "AWS::Scheduler::Schedule")).map((r) => r.Properties.Target.Arn),
+        ].map(getAttTarget);
+        for (const fnId of targets) {
+          expect(fnIds.has(fnId!), `${name}: schedule target ${fnId}`).toBe(true);
+          expectAlarmToTopic(alarmsOn(template, "AWS/Lambda", "Errors", "FunctionName", { Ref: fnId }), name, fnId!);
+          scheduled += 1;
+        }
+      }
+      // Source sweeper (Pipelines), task sweeper, cycles and entropy scanner (Tasks), memory sweeper (Api), pending-action
+      // sweeper (PendingActions), credit sweeper (Billing).
+      expect(scheduled).toBe(7);
+    });
+  });
+
   describe("Pipelines", () => {
     const tasks = Object.keys(STEP_TASKS) as StepTaskName[];
 
@@ -1190,8 +1305,8 @@ describe("synthesized app", () => {
       for (const task of tasks) {
         const state = definition.States[task];
         expect(state, task).toMatchObject({ Type: "Task", Resource: `\${${substitutionKey(task)}}` });
-        expect(state.Retry[0].ErrorEquals, task).toContain("Lambda.TooManyRequestsException");
-        expect(state.Retry[0]).toMatchObject({ IntervalSeconds: 2, MaxAttempts: 5, BackoffRate: 2 });
+        expect(state.Retry[0].ErrorEquals, task).toEqual(expect.arrayContaining(LAMBDA_TRANSIENT_FAULTS));
+        expect(state.Retry[0]).toMatchObject({ IntervalSeconds: 2, MaxAttempts: 5, BackoffRate: 2, JitterStrategy: "FULL" });
         // Every task but the failure recorder catches everything (into MarkFailed, or its own fallback).
         const source = extractionDefinition.States[task] as { Catch?: unknown };
         if (task === "MarkFailed") expect(state.Catch).toBeUndefined();
