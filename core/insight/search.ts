@@ -9,6 +9,7 @@ import { db } from "../db/service";
 import { partitionKeys } from "../db/partition";
 import { embedder } from "../ai/select";
 import { embedQuery } from "../ai/query-cache";
+import type { Embedder } from "../ai/ports";
 import { toView, type InsightItem } from "./view";
 import type { Insight as InsightView } from "./schema";
 import { headKey, keptHeadKey, loadSnapshot, parseHead, readHead, rebuild, refreshRows, repairStale, saveLexical, type SearchRow, type SnapshotHead } from "./search-index";
@@ -26,6 +27,31 @@ const MAX_CACHED_ROWS = 100_000;
 
 /** Rows from which a built lexical index is stored for other containers (below, building it costs ~10 ms or less). */
 const PERSIST_LEXICAL_FROM = 300;
+
+/**
+ * How long a search waits for a remote embedder's query embedding (Bedrock, an OpenAI-compatible server) before
+ * answering with the text fallback (spec 01). Bedrock's embedder retries throttling with backoff (core/ai/bedrock.ts
+ * DEFAULT_RETRY: about 16–24 s in all), and the insights function has API Gateway's 29 s: waiting that out would time
+ * the search out instead of falling back. A healthy Titan embedding takes a fraction of this; a cached one nothing.
+ */
+export const QUERY_EMBED_DEADLINE_MS = 2_000;
+
+/**
+ * The query's vector, or null when the embedding fails or has not arrived within QUERY_EMBED_DEADLINE_MS. The
+ * Embedder port takes no abort signal, so a late embedding goes on in the background: its failure is swallowed here,
+ * and its success stays in the query cache (core/ai/query-cache.ts) for the next search of the same text.
+ */
+function queryVectorWithin(emb: Embedder, query: string): Promise<Float32Array | null> {
+  // The local embedder has no throttling and no retry backoff: its one wait is its model's first load (seconds on a
+  // small machine), after which the semantic answer is worth having; a deadline would only make first searches text.
+  if (emb.id.startsWith("local:")) return embedQuery(emb, query).catch(() => null);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), QUERY_EMBED_DEADLINE_MS);
+    timer.unref?.(); // never keeps the process (or a Lambda's event loop) alive by itself
+  });
+  return Promise.race([embedQuery(emb, query).catch(() => null), late]).finally(() => clearTimeout(timer));
+}
 
 interface Cached {
   version: number;
@@ -310,7 +336,8 @@ export async function snapshotInsights(workspaceId: string): Promise<InsightView
  * `POST /api/insights/search` (spec 01): rank the workspace's insights (archived included) by relevance to the query:
  * hybrid BM25 + vector ranking fused by reciprocal rank fusion (core/insight/search-rank.ts) over the workspace's
  * search snapshot; when vector search is unavailable (no embedder, the query cannot be embedded, or no insight has a
- * vector of the current embedder), the spec's fallback: case-insensitive matching on title and description.
+ * vector of the current embedder, or the query's embedding takes longer than QUERY_EMBED_DEADLINE_MS), the spec's
+ * fallback: case-insensitive matching on title and description.
  * Only the query is embedded; insight vectors are written with the insights.
  * @returns at most `limit` insights with a `score` in (0, 1], `total` candidates after the filters, the `query`, and
  *   `mode`: "semantic" (hybrid ranking) or "text" (the fallback).
@@ -320,9 +347,10 @@ export async function search(userId: string, input: SearchInsightsInput) {
   // Two things at once: the query's embedding (off this thread; from this container's cache when the same text was
   // embedded before, core/ai/query-cache.ts) and one BatchGet of the membership and the snapshot head, or nothing when
   // this request verified the membership and read the head moments ago (`recentHead`). Nothing of the workspace is
-  // used before the membership check has passed; a failed embedding only means the text fallback.
+  // used before the membership check has passed; a failed or late embedding (QUERY_EMBED_DEADLINE_MS) only means the
+  // text fallback.
   const emb = await embedder().catch(() => null);
-  const queryVector = emb ? embedQuery(emb, input.query).catch(() => null) : Promise.resolve(null);
+  const queryVector = emb ? queryVectorWithin(emb, input.query) : Promise.resolve(null);
   const { first, index, head } = await keptSnapshot(input.workspace_id, recentHead(userId, input.workspace_id), () => memberAndHead(userId, input.workspace_id));
   const filters = { insight_type: input.insight_type, severity: input.severity, min_frequency: input.min_frequency };
   // The BM25 list while the query's embedding is under way, then the vectors and the fusion.
