@@ -12,6 +12,8 @@ import type { MemoryFactEntity } from "./fact.entity";
 import type { Prefetch } from "../db/read";
 import { requestScope } from "../context";
 import { isConditionalFailure } from "../db/errors";
+import { serviceLog } from "../log";
+import pLimit from "p-limit";
 
 export type FactItem = EntityItem<MemoryFactEntity>;
 
@@ -45,6 +47,12 @@ export class EmbedderUnavailable extends Error {
     super(`The embedder is unavailable: ${reason instanceof Error ? reason.message : String(reason)}`);
   }
 }
+
+/**
+ * Vector patches in flight at once while a load stores re-embedded vectors (after an embedder change every fact of the
+ * user is patched: thousands of UpdateItems at once would be throttled by the table and slow every other request).
+ */
+export const REEMBED_PATCH_CONCURRENCY = 8;
 
 /** Cached memories, at most this many (users × workspaces) per container; the oldest goes first. */
 const MAX_CACHED = 50;
@@ -109,9 +117,10 @@ export const isCurrent = (f: FactItem): boolean => !f.invalid_at;
 /**
  * The user's memory in a workspace, from the cache when its head version is unchanged. With an embedder, facts
  * whose vector is missing or from another embedder are embedded and their vectors stored (not a memory change: no
- * version bump), and `matrix` holds the current facts' vectors. A fact deleted while its vector was being stored is
- * left out (its patch finds no item).
- * @throws EmbedderUnavailable when embedding missing vectors fails; whatever the table throws
+ * version bump; at most REEMBED_PATCH_CONCURRENCY patches at once), and `matrix` holds the current facts' vectors. A
+ * fact deleted while its vector was being stored is left out (its patch finds no item). A patch that fails otherwise
+ * (throttled, the store not answering) is logged and left for a later load: this load has the vector in memory.
+ * @throws EmbedderUnavailable when embedding missing vectors fails; whatever the table throws reading the facts
  */
 export async function loadMemory(workspaceId: string, userId: string, emb: Embedder | null): Promise<LoadedMemory> {
   const key = keyOf(workspaceId, userId);
@@ -131,20 +140,30 @@ export async function loadMemory(workspaceId: string, userId: string, emb: Embed
         throw new EmbedderUnavailable(err);
       }
       const gone = new Set<string>();
-      await Promise.all(
-        missing.map(async (f, i) => {
-          f.vector = encodeVector(vectors[i]!);
-          f.embedder_id = emb.id;
-          try {
-            await db().entities.memoryFact.patch({ workspace_id: workspaceId, user_id: userId, id: f.id }).set({ vector: f.vector, embedder_id: emb.id }).go();
-          } catch (err) {
-            // A patch needs the item: refused, the fact was deleted since it was read (its deletion bumped the head,
-            // so this load is not served again from the cache). Not an error of the read: the fact is just gone.
-            if (!isConditionalFailure(err)) throw err;
-            gone.add(f.id);
-          }
-        }),
-      );
+      const unsaved: unknown[] = [];
+      await pLimit(REEMBED_PATCH_CONCURRENCY).map(missing, async (f, i) => {
+        f.vector = encodeVector(vectors[i]!);
+        f.embedder_id = emb.id;
+        try {
+          await db().entities.memoryFact.patch({ workspace_id: workspaceId, user_id: userId, id: f.id }).set({ vector: f.vector, embedder_id: emb.id }).go();
+        } catch (err) {
+          // A patch needs the item: refused, the fact was deleted since it was read (its deletion bumped the head,
+          // so this load is not served again from the cache). Not an error of the read: the fact is just gone.
+          if (isConditionalFailure(err)) gone.add(f.id);
+          // Any other failure only loses the stored copy: this load has the vector, and a later load that finds it
+          // missing or stale embeds and patches it again. Failing the read would fail search and the copilot's run.
+          else unsaved.push(err);
+        }
+      });
+      if (unsaved.length) {
+        const first = unsaved[0];
+        serviceLog("memory").warn("memory vectors not stored; a later load stores them", {
+          workspace_id: workspaceId,
+          failed: unsaved.length,
+          of: missing.length,
+          error: first instanceof Error ? `${first.name}: ${first.message}` : String(first),
+        });
+      }
       if (gone.size) {
         facts = facts.filter((f) => !gone.has(f.id));
         current = current.filter((f) => !gone.has(f.id));
