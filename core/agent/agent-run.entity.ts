@@ -1,4 +1,6 @@
-import { Entity } from "electrodb";
+import { createConversions, Entity } from "electrodb";
+import type { SlimIndex } from "../db/slim-index";
+import { indexKeysOf, RUN_LIST_ATTRIBUTES, type IndexKeys } from "../db/table";
 
 /** One AI call (spec 02 Agent run): what ran, how long, what it cost. Newest first by sort key. */
 export const buildAgentRunEntity = () => new Entity({
@@ -39,9 +41,43 @@ export const buildAgentRunEntity = () => new Entity({
       pk: { field: "pk", composite: ["workspace_id"], template: "ws#${workspace_id}", casing: "none" },
       sk: { field: "sk", composite: ["executed_at", "id"], template: "agentrun#${executed_at}#${id}", casing: "none" },
     },
+    /**
+     * gsi5, slim: the workspace's runs newest first by their key (`wsruns#<ws>` / `run#<executed_at>#<id>`), each entry
+     * only `RUN_LIST_ATTRIBUTES` (core/db/table.ts): the admin list counts and filters, and its stats add up, without
+     * reading the runs' inputs and outputs.
+     */
+    listed: {
+      index: "gsi5",
+      projection: RUN_LIST_ATTRIBUTES,
+      pk: { field: "gsi5pk", composite: ["workspace_id"], template: "wsruns#${workspace_id}", casing: "none" },
+      sk: { field: "gsi5sk", composite: ["executed_at", "id"], template: "run#${executed_at}#${id}", casing: "none" },
+    },
   },
 });
 export type AgentRunEntity = ReturnType<typeof buildAgentRunEntity>;
+
+let runConversions: ReturnType<typeof createConversions> | undefined;
+
+/** The keys of a run's `listed` (gsi5) entry, built by ElectroDB from the index above, for the backfill of older runs. */
+const runListKeysOf = (workspaceId: string, run: { executed_at: string; id: string }): IndexKeys<"gsi5"> =>
+  indexKeysOf("gsi5", (runConversions ??= createConversions(buildAgentRunEntity() as never)).byAccessPattern.listed.fromComposite.toKeys({ workspace_id: workspaceId, ...run }));
+
+/**
+ * The agent runs' slim list for core/db/slim-index.ts: the partition's `agentrun#` items of entity `agent_run`, each
+ * keyed as `listed` writes it; the backfill reads back what the admin list and stats use. The workspace's mark is the
+ * raw item `ws#<ws>` / `runindex`.
+ */
+export const AGENT_RUN_LIST_INDEX: SlimIndex<"gsi5"> = {
+  index: "gsi5",
+  markSk: "runindex",
+  skPrefix: "agentrun#",
+  entity: "agent_run",
+  attributes: ["id", "executed_at", "status", "agent_type", "tool_name", "cost_usd"],
+  keysOf: (workspaceId, r) => {
+    if (typeof r.id !== "string" || typeof r.executed_at !== "string") return undefined;
+    return runListKeysOf(workspaceId, { executed_at: r.executed_at, id: r.id });
+  },
+};
 
 /** Short-lived guard items: the per-workspace synthesis lock and fixed-window rate counters. Expire by TTL. */
 export const buildGuardEntity = () => new Entity({

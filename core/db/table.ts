@@ -7,6 +7,9 @@
  * - gsi1 (gsi1pk, gsi1sk): look-up by an item's own id (resources fetched by id alone).
  * - gsi2 (gsi2pk, gsi2sk): look-up by the owning user or another secondary key (e-mail, user's memberships).
  * - gsi3 (gsi3pk, gsi3sk): spare ordering index for lists that need a second sort.
+ * - gsi5 (gsi5pk, gsi5sk): the slim list of a workspace's agent runs, with what the admin list filters on and its
+ *   stats count (`RUN_LIST_ATTRIBUTES`): a run keeps up to 40,000 characters of input and output, and every AI call
+ *   writes one (docs/decisions.md "Agent runs on a slim index").
  * - gsi4 (gsi4pk, gsi4sk): slim lists. Its entries carry only `SLIM_LIST_ATTRIBUTES` (an INCLUDE projection), so a
  *   list that must count and order every item of a kind (a workspace's tasks, its assistant messages) reads a few
  *   hundred bytes per item instead of the whole item, and fetches the page's items by key (docs/decisions.md "Slim
@@ -19,6 +22,13 @@
  * DynamoDB cannot change an index's projection in place: adding a name here means a new index.
  */
 export const SLIM_LIST_ATTRIBUTES = ["__edb_e__", "__edb_v__", "id", "status", "created_at"] as const;
+
+/**
+ * What a gsi5 entry (an agent run) carries besides the keys: ElectroDB's identifiers, and what `GET
+ * /api/admin/agent-runs` filters and fetches by and its stats count (core/observability). As for gsi4, adding a name
+ * here means a new index.
+ */
+export const RUN_LIST_ATTRIBUTES = ["__edb_e__", "__edb_v__", "id", "status", "agent_type", "tool_name", "cost_usd", "executed_at"] as const;
 
 /** A global secondary index of the table, by name (`TABLE_KEYS.globalIndexes`). */
 export type GlobalIndexName = keyof typeof TABLE_KEYS.globalIndexes;
@@ -72,6 +82,7 @@ export const TABLE_KEYS = {
     gsi2: { partitionKey: "gsi2pk", sortKey: "gsi2sk" },
     gsi3: { partitionKey: "gsi3pk", sortKey: "gsi3sk" },
     gsi4: { partitionKey: "gsi4pk", sortKey: "gsi4sk", include: SLIM_LIST_ATTRIBUTES },
+    gsi5: { partitionKey: "gsi5pk", sortKey: "gsi5sk", include: RUN_LIST_ATTRIBUTES },
   } as const satisfies Record<string, GlobalIndexKeys>,
 } as const;
 

@@ -1,7 +1,8 @@
 /**
  * Admin observability (spec 02 "Admin observability (workspace membership required)"; issue #21;
  * docs/decisions.md "Admin observability"): agent runs, their stats, research quality (RQS), message feedback and
- * entropy, for a member of the workspace. Every read is a Query of a workspace partition or index; nothing Scans.
+ * entropy, for a member of the workspace. Every read is a Query of a workspace partition or index; nothing Scans. The
+ * run list and stats read the runs' slim index (gsi5), never the runs' inputs and outputs, except the page's.
  *
  * One rule decides which workspaces a figure covers: the headline figures are those of `workspace_id`; a list that
  * names workspaces (`worst_workspaces`, `recent_scans`) or a count of workspaces (`affected_workspaces`) ranges over
@@ -15,7 +16,8 @@ import { requireMember } from "../workspace";
 import { feedbackOf } from "../chat";
 import { answerIdsSince } from "../chat/answers";
 import { recentScans } from "../entropy/scans";
-import type { AgentRunEntity } from "../agent/agent-run.entity";
+import { AGENT_RUN_LIST_INDEX, type AgentRunEntity } from "../agent/agent-run.entity";
+import { readIndexed } from "../db/slim-index";
 import type {
   AgentRunsPage,
   AgentRunsQuery,
@@ -91,29 +93,46 @@ const toRunView = (r: RunItem, callerId: string): AgentRunView => ({
   executed_at: r.executed_at,
 });
 
+/** What the runs' slim index (gsi5, `AGENT_RUN_LIST_INDEX`) gives of a run. */
+type ListedRun = Pick<RunItem, "id" | "executed_at" | "status" | "agent_type" | "cost_usd"> & { tool_name?: string };
+
+/**
+ * Every run of the workspace as its slim index entry, newest first, optionally filtered (exact) by agent_type, status
+ * and tool_name: one Query of gsi5 (filters applied by DynamoDB), paged through, beside a read of the workspace's
+ * index mark; without the mark, the runs of the partition as the backfill read them (core/db/slim-index.ts). An entry
+ * is a few hundred bytes; a run itself keeps up to 40,000 characters of input and output.
+ */
+async function listedRuns(workspaceId: string, f: Partial<Pick<AgentRunsQuery, "agent_type" | "status" | "tool_name">> = {}): Promise<ListedRun[]> {
+  const query = db().entities.agentRun.query.listed({ workspace_id: workspaceId });
+  const filtered = f.agent_type || f.status || f.tool_name;
+  const read = await readIndexed(AGENT_RUN_LIST_INDEX, workspaceId, async () =>
+    (
+      await (filtered
+        ? query.where((a, op) =>
+            [f.agent_type ? op.eq(a.agent_type, f.agent_type) : "", f.status ? op.eq(a.status, f.status) : "", f.tool_name ? op.eq(a.tool_name, f.tool_name) : ""]
+              .filter(Boolean)
+              .join(" AND "),
+          )
+        : query
+      ).go({ order: "desc", pages: "all", attributes: ["id", "executed_at", "status", "agent_type", "tool_name", "cost_usd"] })
+    ).data as ListedRun[],
+  );
+  if (read.marked) return read.data;
+  return (read.items as unknown as ListedRun[])
+    .filter((r) => (!f.agent_type || r.agent_type === f.agent_type) && (!f.status || r.status === f.status) && (!f.tool_name || r.tool_name === f.tool_name))
+    .sort((a, b) => b.executed_at.localeCompare(a.executed_at) || b.id.localeCompare(a.id));
+}
+
 /**
  * `GET /api/admin/agent-runs` (spec 02): the workspace's agent runs, newest first, filtered by agent_type, status and
- * tool_name (exact), paged by limit (default 50, max 100) and offset. Counting needs every matching run's key, so the
- * first Query reads keys only (filters applied by DynamoDB); the page's runs are then fetched whole in one batch get.
+ * tool_name (exact), paged by limit (default 50, max 100) and offset. Counted and filtered on the runs' slim index
+ * (gsi5: a few hundred bytes a run, not its input and output); the page's runs are then fetched whole in one batch get.
  * @returns {runs, total, limit, offset}, each run with exactly spec 02's Agent run fields
  * @throws AppError FORBIDDEN (403) for a non-member.
  */
 export async function listRuns(userId: string, q: AgentRunsQuery): Promise<AgentRunsPage> {
   await requireMember(userId, q.workspace_id);
-  const filtered = q.agent_type || q.status || q.tool_name;
-  const query = db().entities.agentRun.query.byWorkspace({ workspace_id: q.workspace_id });
-  const { data: keys } = await (filtered
-    ? query.where((a, op) =>
-        [
-          q.agent_type ? op.eq(a.agent_type, q.agent_type) : "",
-          q.status ? op.eq(a.status, q.status) : "",
-          q.tool_name ? op.eq(a.tool_name, q.tool_name) : "",
-        ]
-          .filter(Boolean)
-          .join(" AND "),
-      )
-    : query
-  ).go({ order: "desc", pages: "all", attributes: ["id", "executed_at"] });
+  const keys = await listedRuns(q.workspace_id, q);
   const page = keys.slice(q.offset, q.offset + q.limit);
   let runs: AgentRunView[] = [];
   if (page.length) {
@@ -128,16 +147,14 @@ export async function listRuns(userId: string, q: AgentRunsQuery): Promise<Agent
 }
 
 /**
- * `GET /api/admin/agent-runs/stats` (spec 02): counts and cost of every run of the workspace, all time, from one
- * projected Query.
+ * `GET /api/admin/agent-runs/stats` (spec 02): counts and cost of every run of the workspace, all time, from the runs'
+ * slim index (gsi5), which carries each run's type, status and cost.
  * @returns total_runs, total_cost_usd (USD, 6 decimals), runs_by_type and runs_by_status (only values that occur)
  * @throws AppError FORBIDDEN (403) for a non-member.
  */
 export async function runStats(userId: string, q: ObservabilityWorkspaceQuery): Promise<AgentRunStats> {
   await requireMember(userId, q.workspace_id);
-  const { data } = await db()
-    .entities.agentRun.query.byWorkspace({ workspace_id: q.workspace_id })
-    .go({ pages: "all", attributes: ["agent_type", "status", "cost_usd"] });
+  const data = await listedRuns(q.workspace_id);
   const runs_by_type: Record<string, number> = {};
   const runs_by_status: Record<string, number> = {};
   let cost = 0;

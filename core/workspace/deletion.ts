@@ -28,6 +28,7 @@ import { WORKSPACE_DELETION_SWEEP } from "./deletion.entity";
 import { markDelete } from "../db/slim-index";
 import { TASK_LIST_INDEX } from "../task/task.entity";
 import { PENDING_ACTION_LIST_INDEX } from "../pending-action/pending-action.entity";
+import { AGENT_RUN_LIST_INDEX } from "../agent/agent-run.entity";
 import { ANSWER_INDEX } from "../chat/conversation.entity";
 import { DOCUMENT_INDEX } from "../document/document.entity";
 
@@ -180,6 +181,7 @@ export async function runWorkspaceDeletion(ownerId: string, workspaceId: string,
         markDelete(DOCUMENT_INDEX, workspaceId) as never,
         markDelete(TASK_LIST_INDEX, workspaceId) as never,
         markDelete(PENDING_ACTION_LIST_INDEX, workspaceId) as never,
+        markDelete(AGENT_RUN_LIST_INDEX, workspaceId) as never,
         markDelete(ANSWER_INDEX, workspaceId) as never,
         workspaceDeletion.delete({ workspace_id: workspaceId }).commit(),
       ]).go(),

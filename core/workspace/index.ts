@@ -12,6 +12,7 @@ import { countByPrefix } from "../db/partition";
 import { markPut } from "../db/slim-index";
 import { TASK_LIST_INDEX } from "../task/task.entity";
 import { PENDING_ACTION_LIST_INDEX } from "../pending-action/pending-action.entity";
+import { AGENT_RUN_LIST_INDEX } from "../agent/agent-run.entity";
 import { ANSWER_INDEX } from "../chat/conversation.entity";
 import { DOCUMENT_INDEX } from "../document/document.entity";
 import { HIGHEST_PLAN, subscriptionOf } from "../billing";
@@ -319,6 +320,7 @@ export function createTransaction(w: { id: string; ownerId: string; input: Creat
       markPut(DOCUMENT_INDEX, id) as never,
       markPut(TASK_LIST_INDEX, id) as never,
       markPut(PENDING_ACTION_LIST_INDEX, id) as never,
+      markPut(AGENT_RUN_LIST_INDEX, id) as never,
       markPut(ANSWER_INDEX, id) as never,
       // The owned-workspaces counter is the last write: a refusal of it alone is told apart by `create`.
       w.counted

@@ -416,6 +416,76 @@ describe("GET /api/admin/quality/feedback counts answers on their slim index, no
   });
 });
 
+describe("GET /api/admin/agent-runs and its stats read the runs' slim index (gsi5), not the runs", () => {
+  /** Each run holds ~40 KB of input and output: the count, the filters and the stats must not pay for them. */
+  const HEAVY = { prompt: "p".repeat(20_000) };
+  const RUNS = 30;
+  let ws: Awaited<ReturnType<typeof newWorkspace>>;
+
+  beforeAll(async () => {
+    ws = await newWorkspace("Heavy runs");
+    for (let i = 0; i < RUNS; i++) {
+      await seedRun(ws.workspace.id, {
+        agent_type: i % 3 === 0 ? "synthesis" : "chat", status: i % 5 === 0 ? "failed" : "success", tool_name: i % 3 === 0 ? "synthesize" : "agent_loop",
+        executed_at: new Date(Date.parse("2026-05-01T00:00:00.000Z") + i * 60_000).toISOString(), cost_usd: 0.01, input_data: HEAVY, user_id: ws.owner.id,
+      });
+    }
+  }, 120_000);
+
+  it("a workspace created now carries its runs' index mark, so nothing is ever backfilled", async () => {
+    expect(await markOf(ws.workspace.id, "runindex")).toMatchObject({ backfilled: 0 });
+  });
+
+  it("lists and filters from a few read units, reading whole only the page's runs", async () => {
+    const { result: res, reads } = await readsOn(ws.workspace.id, () => get("/api/admin/agent-runs", ws.owner.token, { workspace_id: ws.workspace.id, agent_type: "synthesis", status: "success", limit: 2 }));
+    expect(res.status, res.text).toBe(200);
+    // i % 3 === 0 and i % 5 !== 0: 3, 6, 9, 12, 18, 21, 24, 27 (8 runs), newest first.
+    expect(res.body.total).toBe(8);
+    expect(res.body.runs.map((r: { executed_at: string }) => r.executed_at)).toEqual([27, 24].map((i) => new Date(Date.parse("2026-05-01T00:00:00.000Z") + i * 60_000).toISOString()));
+    expect(res.body.runs[0].input_data).toEqual(HEAVY);
+    expect(reads.filter((r) => r.partitionRead)).toEqual([]);
+    const queries = reads.filter((r) => /Query/.test(r.command));
+    for (const q of queries) expect(q.index).toBe("gsi5");
+    // The partition holds ~1.2 MB of runs: reading them to count is hundreds of units.
+    expect(queries.reduce((n, r) => n + r.units, 0)).toBeLessThan(5);
+  });
+
+  it("counts the stats from the index alone", async () => {
+    const { result: res, reads } = await readsOn(ws.workspace.id, () => get("/api/admin/agent-runs/stats", ws.owner.token, { workspace_id: ws.workspace.id }));
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual({ total_runs: RUNS, total_cost_usd: 0.3, runs_by_type: { synthesis: 10, chat: 20 }, runs_by_status: { failed: 6, success: 24 } });
+    expect(reads.filter((r) => r.partitionRead)).toEqual([]);
+    expect(reads.filter((r) => /Query/.test(r.command)).reduce((n, r) => n + r.units, 0)).toBeLessThan(5);
+  });
+});
+
+describe("GET /api/admin/agent-runs on a workspace older than the runs' index", () => {
+  it("backfills its runs once, answers right, then reads the index only", async () => {
+    const { owner: o, workspace } = await newWorkspace("Older runs");
+    const wsId = workspace.id;
+    const runs: { id: string; executed_at: string }[] = [];
+    for (let i = 0; i < 4; i++) {
+      const executed_at = new Date(Date.parse("2026-04-01T00:00:00.000Z") + i * 60_000).toISOString();
+      const id = await seedRun(wsId, { agent_type: i === 0 ? "drafting" : "chat", status: "success", tool_name: "agent_loop", executed_at, cost_usd: 0.5 });
+      // As the old code wrote it: no gsi5 keys.
+      await dynamoClient().send(new UpdateCommand({ TableName: Config.tableName(), Key: { pk: `ws#${wsId}`, sk: `agentrun#${executed_at}#${id}` }, UpdateExpression: "REMOVE gsi5pk, gsi5sk", ConditionExpression: "attribute_exists(pk)" }));
+      runs.push({ id, executed_at });
+    }
+    await dynamoClient().send(new DeleteCommand({ TableName: Config.tableName(), Key: { pk: `ws#${wsId}`, sk: "runindex" } }));
+
+    const first = await readsOn(wsId, () => get("/api/admin/agent-runs", o.token, { workspace_id: wsId, agent_type: "chat" }));
+    expect(first.result.status, first.result.text).toBe(200);
+    expect(first.result.body.total).toBe(3);
+    expect(first.result.body.runs.map((r: { id: string }) => r.id)).toEqual([runs[3]!.id, runs[2]!.id, runs[1]!.id]);
+    expect(first.reads.filter((r) => r.partitionRead).length).toBeGreaterThan(0);
+    expect(await markOf(wsId, "runindex")).toMatchObject({ backfilled: 4 });
+
+    const later = await readsOn(wsId, () => get("/api/admin/agent-runs/stats", o.token, { workspace_id: wsId }));
+    expect(later.result.body).toEqual({ total_runs: 4, total_cost_usd: 2, runs_by_type: { drafting: 1, chat: 3 }, runs_by_status: { success: 4 } });
+    expect(later.reads.filter((r) => r.partitionRead)).toEqual([]);
+  });
+});
+
 describe("GET /api/admin/quality/feedback on a workspace older than the answers' index", () => {
   it("backfills its answers once (user messages stay out), counts them right, then reads the index only", async () => {
     const { owner: o, workspace } = await newWorkspace("Older answers");

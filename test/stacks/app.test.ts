@@ -12,7 +12,7 @@ import { App, getStack } from "sst/constructs";
 import { initProject, setProject, useProject } from "sst/project.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import sstConfig from "../../sst.config";
-import { createTableInput, SLIM_LIST_ATTRIBUTES, TABLE_KEYS } from "../../core/db/table";
+import { createTableInput, RUN_LIST_ATTRIBUTES, SLIM_LIST_ATTRIBUTES, TABLE_KEYS } from "../../core/db/table";
 import { toApiGatewayEvent } from "../../local/apigw";
 import { groups, routes, routesOf, timeoutOf, DEFAULT_TIMEOUT_SECONDS } from "../../functions/http/routes";
 import { STEP_TASKS, extractionDefinition, type StepTaskName } from "../../functions/steps/extraction.asl";
@@ -562,15 +562,21 @@ describe("synthesized app", () => {
           { AttributeName: k.partitionKey, KeyType: "HASH" },
           { AttributeName: k.sortKey, KeyType: "RANGE" },
         ],
-        // gsi4's slim list entries: the deployed index projects exactly what DynamoDB Local's create-table does.
-        Projection: name === "gsi4" ? { ProjectionType: "INCLUDE", NonKeyAttributes: [...SLIM_LIST_ATTRIBUTES] } : { ProjectionType: "ALL" },
+        // gsi4's slim list entries and gsi5's runs: the deployed index projects exactly what DynamoDB Local's
+        // create-table does.
+        Projection:
+          name === "gsi4"
+            ? { ProjectionType: "INCLUDE", NonKeyAttributes: [...SLIM_LIST_ATTRIBUTES] }
+            : name === "gsi5"
+              ? { ProjectionType: "INCLUDE", NonKeyAttributes: [...RUN_LIST_ATTRIBUTES] }
+              : { ProjectionType: "ALL" },
       }));
-      expect(expectedIndexes.map((i) => i.IndexName)).toEqual(["gsi1", "gsi2", "gsi3", "gsi4"]);
-      expect(t.GlobalSecondaryIndexes).toHaveLength(4);
+      expect(expectedIndexes.map((i) => i.IndexName)).toEqual(["gsi1", "gsi2", "gsi3", "gsi4", "gsi5"]);
+      expect(t.GlobalSecondaryIndexes).toHaveLength(5);
       expect(t.GlobalSecondaryIndexes).toEqual(expect.arrayContaining(expectedIndexes));
       expect(expectedIndexes.map((i) => i.Projection)).toEqual(createTableInput("t").GlobalSecondaryIndexes.map((i) => i.Projection));
 
-      const keyAttrs = ["pk", "sk", "gsi1pk", "gsi1sk", "gsi2pk", "gsi2sk", "gsi3pk", "gsi3sk", "gsi4pk", "gsi4sk"];
+      const keyAttrs = ["pk", "sk", "gsi1pk", "gsi1sk", "gsi2pk", "gsi2sk", "gsi3pk", "gsi3sk", "gsi4pk", "gsi4sk", "gsi5pk", "gsi5sk"];
       expect(t.AttributeDefinitions).toHaveLength(keyAttrs.length);
       expect(t.AttributeDefinitions).toEqual(expect.arrayContaining(keyAttrs.map((a) => ({ AttributeName: a, AttributeType: "S" }))));
     });
