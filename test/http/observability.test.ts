@@ -19,6 +19,7 @@ import { tryLock } from "../../core/agent";
 import { call, newUser, newWorkspace } from "../support/api";
 import { expectEnvelope, headersOf, withEnv } from "./_helpers";
 import { withholdBatchKeys } from "../support/throttle";
+import { readsDuring } from "../support/read-units";
 import { PLANTED, REAL } from "../unit/entropy/realdata-insights";
 
 type User = Awaited<ReturnType<typeof newUser>>;
@@ -340,36 +341,7 @@ describe("GET /api/admin/quality/feedback", () => {
  * The DynamoDB reads `fn` makes on one workspace (inputs naming its id): each command's name, index, the read units
  * DynamoDB says it consumed (ReturnConsumedCapacity TOTAL, set here on every read) and the bytes of what it returned.
  */
-async function readsOn<T>(workspaceId: string, fn: () => Promise<T>) {
-  const reads: { command: string; index?: string; partitionRead: boolean; units: number; bytes: number }[] = [];
-  const name = `feedbackCapacity-${randomUUID()}`;
-  dynamoClient().middlewareStack.add(
-    (next, context) => async (args) => {
-      const command = String(context.commandName);
-      const input = args.input as Record<string, unknown>;
-      if (!/Query|Get/.test(command) || !JSON.stringify(input).includes(workspaceId)) return next(args);
-      input.ReturnConsumedCapacity = "TOTAL";
-      const result = await next(args);
-      const output = result.output as { ConsumedCapacity?: { CapacityUnits?: number } | { CapacityUnits?: number }[]; Items?: unknown[]; Item?: unknown; Responses?: Record<string, unknown[]> };
-      const items = output.Items ?? (output.Item ? [output.Item] : Object.values(output.Responses ?? {}).flat());
-      reads.push({
-        command,
-        index: input.IndexName as string | undefined,
-        // A Query of the workspace's own partition (the table, not an index): what reads its items whole.
-        partitionRead: /Query/.test(command) && input.IndexName === undefined,
-        units: [output.ConsumedCapacity ?? []].flat().reduce((n, c) => n + (c.CapacityUnits ?? 0), 0),
-        bytes: JSON.stringify(items).length,
-      });
-      return result;
-    },
-    { step: "initialize", name },
-  );
-  try {
-    return { result: await fn(), reads };
-  } finally {
-    dynamoClient().middlewareStack.remove(name);
-  }
-}
+const readsOn = readsDuring;
 
 /** The raw index mark `sk` of a workspace (core/db/slim-index.ts), strongly consistent; undefined when absent. */
 const markOf = async (workspaceId: string, sk: string) =>

@@ -13,6 +13,7 @@ import { db } from "../../core/db/service";
 import { Config } from "../../core/config";
 import { PENDING_ACTION_LIST_INDEX } from "../../core/pending-action/pending-action.entity";
 import { call, newWorkspace } from "../support/api";
+import { readsDuring } from "../support/read-units";
 
 type Ws = Awaited<ReturnType<typeof newWorkspace>>;
 /** About 50 KB of tool input and preview per row. */
@@ -39,29 +40,9 @@ async function rows(ws: Ws, n: number): Promise<string[]> {
 
 /** The DynamoDB reads of one list request on this workspace, with the read units each consumed. */
 async function measured(ws: Ws, query: Record<string, string | number>) {
-  const reads: { command: string; index?: string; units: number; keys: number }[] = [];
-  const name = `paListCapacity-${Math.random()}`;
-  dynamoClient().middlewareStack.add(
-    (next, context) => async (args) => {
-      const command = String(context.commandName);
-      const input = args.input as Record<string, unknown>;
-      if (!/Query|Get/.test(command) || !JSON.stringify(input).includes(ws.workspace.id)) return next(args);
-      input.ReturnConsumedCapacity = "TOTAL";
-      const result = await next(args);
-      const output = result.output as { ConsumedCapacity?: { CapacityUnits?: number } | { CapacityUnits?: number }[] };
-      const keys = Object.values((input.RequestItems ?? {}) as Record<string, { Keys: unknown[] }>).reduce((n, r) => n + r.Keys.length, 0);
-      reads.push({ command, index: input.IndexName as string | undefined, units: [output.ConsumedCapacity ?? []].flat().reduce((n, c) => n + (c.CapacityUnits ?? 0), 0), keys });
-      return result;
-    },
-    { step: "initialize", name },
-  );
-  try {
-    const res = await call("GET", "/api/pending-actions", { token: ws.owner.token, query: { workspace_id: ws.workspace.id, ...query } });
-    expect(res.status, res.text).toBe(200);
-    return { body: res.body as { items: { id: string; status: string }[]; total: number }, reads };
-  } finally {
-    dynamoClient().middlewareStack.remove(name);
-  }
+  const { result: res, reads } = await readsDuring(ws.workspace.id, () => call("GET", "/api/pending-actions", { token: ws.owner.token, query: { workspace_id: ws.workspace.id, ...query } }));
+  expect(res.status, res.text).toBe(200);
+  return { body: res.body as { items: { id: string; status: string }[]; total: number }, reads };
 }
 
 describe("GET /api/pending-actions on the slim index", () => {

@@ -10,6 +10,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { call, newUser, newWorkspace } from "../support/api";
+import { readsDuring } from "../support/read-units";
 import { realFile, uploadResearch, waitFor } from "../support/multipart";
 import { sourceWith } from "../support/sources";
 import { conversation, firstAttemptDies, realRun, settled, spawned } from "../support/tasks";
@@ -272,37 +273,11 @@ describe("GET /api/tasks reads slim index entries, not the tasks' results", () =
     }
   }, 120_000);
 
-  /**
-   * The DynamoDB reads of one list request on this workspace: each command's name, the read units DynamoDB says it
-   * consumed (ReturnConsumedCapacity TOTAL, set here on every read) and the bytes of the items it returned.
-   */
+  /** The DynamoDB reads of one list request on this workspace, with the read units each consumed (test/support/read-units.ts). */
   async function measured(query: Record<string, string | number>) {
-    const { dynamoClient } = await import("../../core/db/client");
-    const reads: { command: string; index?: string; units: number; bytes: number; keys: number }[] = [];
-    const name = "taskListCapacity";
-    dynamoClient().middlewareStack.add(
-      (next, context) => async (args) => {
-        const command = String(context.commandName);
-        const input = args.input as Record<string, unknown>;
-        if (!/Query|Get/.test(command) || !JSON.stringify(input).includes(ws.workspace.id)) return next(args);
-        input.ReturnConsumedCapacity = "TOTAL";
-        const result = await next(args);
-        const output = result.output as { ConsumedCapacity?: { CapacityUnits?: number } | { CapacityUnits?: number }[]; Items?: unknown[]; Item?: unknown; Responses?: Record<string, unknown[]> };
-        const capacity = [output.ConsumedCapacity ?? []].flat();
-        const items = output.Items ?? (output.Item ? [output.Item] : Object.values(output.Responses ?? {}).flat());
-        const keys = Object.values((input.RequestItems ?? {}) as Record<string, { Keys: unknown[] }>).reduce((n, r) => n + r.Keys.length, 0);
-        reads.push({ command, index: input.IndexName as string | undefined, units: capacity.reduce((n, c) => n + (c.CapacityUnits ?? 0), 0), bytes: JSON.stringify(items).length, keys });
-        return result;
-      },
-      { step: "initialize", name },
-    );
-    try {
-      const res = await call("GET", "/api/tasks", { token: ws.owner.token, query: { workspace_id: ws.workspace.id, ...query } });
-      expect(res.status, res.text).toBe(200);
-      return { res, reads };
-    } finally {
-      dynamoClient().middlewareStack.remove(name);
-    }
+    const { result: res, reads } = await readsDuring(ws.workspace.id, () => call("GET", "/api/tasks", { token: ws.owner.token, query: { workspace_id: ws.workspace.id, ...query } }));
+    expect(res.status, res.text).toBe(200);
+    return { res, reads };
   }
 
   it("counts and orders the workspace's tasks from a few read units, and reads whole only the page's tasks", async () => {
