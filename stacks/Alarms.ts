@@ -2,6 +2,7 @@ import {
   Duration,
   aws_cloudwatch as cloudwatch,
   aws_cloudwatch_actions as actions,
+  aws_iam as iam,
   aws_sns as sns,
   aws_sns_subscriptions as subscriptions,
   Stack,
@@ -33,6 +34,17 @@ export const ALARM_PERIOD = Duration.minutes(5);
  */
 export function alarmTopic(scope: Construct, env: NodeJS.ProcessEnv = process.env): sns.Topic {
   const topic = new sns.Topic(scope, "OperationalAlarms", { displayName: `${Stack.of(scope).stackName} alarms`, enforceSSL: true });
+  // enforceSSL writes a topic policy, which replaces SNS's default one; CloudWatch alarms publish with no role of their
+  // own, so without this statement every alarm's notification is refused ("no resource-based policy allows").
+  topic.addToResourcePolicy(
+    new iam.PolicyStatement({
+      sid: "CloudWatchAlarmsPublish",
+      principals: [new iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+      actions: ["sns:Publish"],
+      resources: [topic.topicArn],
+      conditions: { StringEquals: { "aws:SourceAccount": Stack.of(topic).account } },
+    }),
+  );
   const addresses = (env[ALARM_EMAIL_SETTING] ?? "").split(",").map((a) => a.trim()).filter(Boolean);
   for (const address of addresses) topic.addSubscription(new subscriptions.EmailSubscription(address));
   return topic;

@@ -34,6 +34,10 @@ describe("alarm topic", () => {
     }
     const statements = Object.values(template.findResources("AWS::SNS::TopicPolicy")).flatMap((p) => p.Properties.PolicyDocument.Statement);
     expect(statements).toEqual(expect.arrayContaining([expect.objectContaining({ Effect: "Deny", Condition: { Bool: { "aws:SecureTransport": "false" } } })]));
+    // That policy replaces SNS's default one: CloudWatch alarms (no role of their own) may publish only if it says so.
+    expect(statements).toEqual(
+      expect.arrayContaining([expect.objectContaining({ Effect: "Allow", Action: "sns:Publish", Principal: { Service: "cloudwatch.amazonaws.com" } })]),
+    );
   });
 });
 
