@@ -205,6 +205,9 @@ export async function update(
   // Only a new value is a text change: a client resending the title or description as it is (a form's whole state)
   // must not drop the synthesis centroid (dedup of later runs) nor re-embed the search vector.
   const textChanged = (input.title !== undefined && input.title !== item.title) || (input.description !== undefined && input.description !== item.description);
+  // Text sent, changed or not, is written: only over the text read, or a resend of the old title could undo another
+  // request's rename that committed meanwhile (and leave that rename's search vector on the old text).
+  const textSent = input.title !== undefined || input.description !== undefined;
   const { notes, rating, ...rest } = input;
   const removals: ("notes" | "rating" | "vector" | "embedder_id" | "search_vector" | "search_scale" | "search_embedder_id")[] = [];
   // An empty note is no note: "" clears it like null (it used to be ignored, leaving the old note in place).
@@ -224,7 +227,7 @@ export async function update(
     // the vector of a text the insight no longer has).
     .where((a, op) =>
       [
-        ...(textChanged ? [op.eq(a.title, item.title), op.eq(a.description, item.description)] : []),
+        ...(textSent ? [op.eq(a.title, item.title), op.eq(a.description, item.description)] : []),
         ...(opts.expectedUpdatedAt !== undefined ? [op.eq(a.updated_at, opts.expectedUpdatedAt)] : []),
       ].join(" AND "),
     );

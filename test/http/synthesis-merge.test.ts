@@ -15,6 +15,7 @@
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import { embedder } from "../../core/ai/select";
 import { db } from "../../core/db/service";
+import { dynamoClient } from "../../core/db/client";
 import { call, newWorkspace } from "../support/api";
 import { realFile, uploadResearch, waitFor } from "../support/multipart";
 
@@ -165,4 +166,32 @@ describe("synthesis merges", () => {
       embed.mockRestore();
     }
   }, 180_000);
+
+  it("a PATCH resending the text it read is refused (409) when another request renamed the insight meanwhile", async () => {
+    const { owner, workspace } = await newWorkspace("Merge: concurrent rename");
+    const made = await call("POST", "/api/insights", { token: owner.token, body: { workspace_id: workspace.id, insight_type: "pain_point", title: "Export is hidden", description: "Users cannot find export.", severity: "medium" } });
+    expect(made.status, made.text).toBe(201);
+    const id = made.body.id as string;
+    // Between this request's read and its write, another request renames the insight (its write commits first).
+    const hook = `renameMeanwhile-${Math.random()}`;
+    let renamed = false;
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (!renamed && /^UpdateItem/.test(String(context.commandName)) && JSON.stringify(args.input).includes(id)) {
+          renamed = true;
+          await db().entities.insight.patch({ workspace_id: workspace.id, id }).set({ title: "Export is buried" }).go();
+        }
+        return next(args);
+      },
+      { step: "initialize", name: hook },
+    );
+    try {
+      const res = await call("PATCH", `/api/insights/${id}`, { token: owner.token, body: { title: "Export is hidden", notes: "seen in 3 calls" } });
+      expect(res.status, res.text).toBe(409);
+    } finally {
+      dynamoClient().middlewareStack.remove(hook);
+    }
+    expect(renamed).toBe(true);
+    expect((await stored(workspace.id, id)).title).toBe("Export is buried");
+  });
 });
