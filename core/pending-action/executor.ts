@@ -110,8 +110,9 @@ async function claim(row: PendingActionItem, owner: string, now: number): Promis
       .where((attr, op) =>
         row.status === "executing"
           ? // The owner alone is not enough: a live executor renews its lease under the same owner (keepLease), and a
-            // reclaim racing that renewal would run the tool a second time alongside it.
-            `${op.eq(attr.status, "executing")} AND ${op.eq(attr.lease_owner, row.lease_owner ?? "")} AND ${op.lte(attr.lease_expires_at, now)}`
+            // reclaim racing that renewal would run the tool a second time alongside it. A row with no lease time is
+            // expired, as the read side takes it (`?? 0`).
+            `${op.eq(attr.status, "executing")} AND ${op.eq(attr.lease_owner, row.lease_owner ?? "")} AND (${op.notExists(attr.lease_expires_at)} OR ${op.lte(attr.lease_expires_at, now)})`
           : op.eq(attr.status, "approved"),
       )
       .go({ response: "all_new" });
@@ -227,7 +228,7 @@ async function giveUp(row: PendingActionItem, error: string): Promise<boolean> {
       .where((attr, op) =>
         row.status === "executing"
           ? // As in `claim`: a lease renewed since the read means the row is running, not interrupted.
-            `${op.eq(attr.status, "executing")} AND ${op.eq(attr.lease_owner, row.lease_owner ?? "")} AND ${op.lte(attr.lease_expires_at, Date.now())}`
+            `${op.eq(attr.status, "executing")} AND ${op.eq(attr.lease_owner, row.lease_owner ?? "")} AND (${op.notExists(attr.lease_expires_at)} OR ${op.lte(attr.lease_expires_at, Date.now())})`
           : op.eq(attr.status, "approved"),
       )
       .go();

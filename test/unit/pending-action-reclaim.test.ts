@@ -73,4 +73,12 @@ describe("reclaiming an executing row whose lease was renewed after it was read"
     expect(await insightsOf(id)).toHaveLength(1);
     expect(await rowOf(id)).toMatchObject({ status: "executed", attempts: 2 });
   });
+
+  it("reclaims a row with no lease time at all (the read side takes it as expired), and runs it once", async () => {
+    const id = await executingRow("gone");
+    await db().entities.pendingAction.patch({ workspace_id: ws, id }).remove(["lease_expires_at"]).go();
+    expect(await executeAction(ws, id)).toMatchObject({ outcome: "executed" });
+    expect(await insightsOf(id)).toHaveLength(1);
+    expect(await rowOf(id)).toMatchObject({ status: "executed" });
+  });
 });
