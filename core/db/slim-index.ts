@@ -69,6 +69,18 @@ export interface SlimIndex<I extends GlobalIndexName = GlobalIndexName> {
   mark?(workspaceId: string, backfilled: number, table: string): MarkPut;
 }
 
+/** What a slim list orders and fetches an item by: its id and creation time (ISO 8601). */
+export interface ListedItem {
+  id: string;
+  created_at: string;
+}
+
+/**
+ * Newest first, then id (descending), so pages are stable: the order of a slim list keyed `<prefix>#<created_at>#<id>`
+ * read in descending order, for the lists a backfill answers from the partition (tasks, pending actions).
+ */
+export const newestFirst = (a: ListedItem, b: ListedItem): number => b.created_at.localeCompare(a.created_at) || b.id.localeCompare(a.id);
+
 /** Conditional updates in flight at once while backfilling a workspace. */
 const BACKFILL_CONCURRENCY = 8;
 

@@ -15,19 +15,14 @@
  * counted under the status it just left, typically for well under a second. The page's rows are read by key,
  * strongly consistently (core/pending-action `list`).
  */
-import { readIndexed } from "../db/slim-index";
+import { newestFirst, readIndexed, type ListedItem } from "../db/slim-index";
 import { db } from "../db/service";
 import { PENDING_ACTION_LIST_INDEX } from "./pending-action.entity";
 import type { StoredStatus } from "./status";
 
-/** What the list orders and fetches a row by. */
-export interface ListedAction {
-  id: string;
-  created_at: string;
-}
-
-/** Newest first, then id (the index's own order: its sort key is `pa#<created_at>#<id>`). */
-export const newestFirst = (a: ListedAction, b: ListedAction) => b.created_at.localeCompare(a.created_at) || b.id.localeCompare(a.id);
+/** What the list orders and fetches a row by (core/db/slim-index.ts `ListedItem`). */
+export type ListedAction = ListedItem;
+export { newestFirst };
 
 /**
  * Every pending action of a workspace, optionally of the given stored statuses, newest first: one Query of the

@@ -18,19 +18,14 @@
  * task that just changed status may be counted under its previous one, typically for well under a second. The page's
  * tasks themselves are read by key, strongly consistently (core/task `list`).
  */
-import { readIndexed } from "../db/slim-index";
+import { newestFirst, readIndexed, type ListedItem } from "../db/slim-index";
 import { db } from "../db/service";
 import { TASK_LIST_INDEX } from "./task.entity";
 import type { TaskStatus } from "./schema";
 
-/** What the list orders and fetches a task by. */
-export interface ListedTask {
-  id: string;
-  created_at: string;
-}
-
-/** Newest first, then id (the index's own order: its sort key is `task#<created_at>#<id>`). */
-export const newestFirst = (a: ListedTask, b: ListedTask) => b.created_at.localeCompare(a.created_at) || b.id.localeCompare(a.id);
+/** What the list orders and fetches a task by (core/db/slim-index.ts `ListedItem`). */
+export type ListedTask = ListedItem;
+export { newestFirst };
 
 /**
  * Every task of a workspace, optionally of one status, newest first: one Query of the `listed` index (status filtered
