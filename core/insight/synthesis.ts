@@ -1,10 +1,10 @@
 import { serviceLog } from "../log";
 import { randomUUID } from "node:crypto";
+import { takeSynthesisLock } from "./synthesis-lock";
 import { AppError } from "../error";
 import { db } from "../db/service";
 import { getAll } from "../db/bulk";
 import { asWrite, commitWrites, createOnce, idFor, MAX_WRITE_ITEMS, runIdFor, tagOf, type AgentWrite, type WriteItem } from "../db/agent-write";
-import { isConditionalFailure } from "../db/errors";
 import { requireActiveSubscription } from "../billing";
 import { requireMember } from "../workspace";
 import { recordRun } from "../agent";
@@ -27,8 +27,7 @@ const ModelEngine = () => import("../ai/synthesis/bedrock");
 
 /** Synthesis requests per user per minute (spec 01 Limits). */
 export const SYNTHESIS_RATE_PER_MINUTE = 10;
-/** The per-workspace synthesis lock expires after this long, so a crashed synthesis cannot block forever. */
-export const SYNTHESIS_LOCK_SECONDS = 300;
+export { SYNTHESIS_LOCK_SECONDS } from "./synthesis-lock";
 
 async function loadSource(item: Research.SourceItem): Promise<SynthesisSource> {
   const [extraction, mentionsRaw] = await Promise.all([
@@ -111,46 +110,6 @@ function mergedFields(stored: InsightItem, current: InsightItem, draft: InsightD
   return { source_ids: sourceIds, quotes, frequency: mergedFrequency(stored, sourceIds), ...mergedMentions(stored, run) };
 }
 
-const nowSeconds = () => Math.floor(Date.now() / 1000);
-
-/** The lock owner of a synthesis a pending action runs: `<prefix><random>`, the prefix naming the action. */
-const actionOwnerPrefix = (actionId: string) => `pending-action#${actionId}#`;
-
-/**
- * Take the workspace's synthesis lock for `SYNTHESIS_LOCK_SECONDS`. A lock expired by then is free. A synthesis run
- * for a pending action may also take over a lock held by a run of the same action (a crashed or replaced execution of
- * it, DESIGN.md 6.2): that is not a conflict, and the replay must not wait 5 minutes for its own lock. Each take gets
- * an owner of its own, so a replaced run that ends late does not release its successor's lock.
- * @returns the release (deletes the lock only while it is still this take's).
- * @throws AppError SYNTHESIS_IN_PROGRESS (409) while another synthesis (a request, or another action) holds it.
- */
-async function takeSynthesisLock(workspaceId: string, actionId: string | undefined): Promise<() => Promise<void>> {
-  const owner = `${actionId ? actionOwnerPrefix(actionId) : ""}${randomUUID()}`;
-  const key = { scope: `ws#${workspaceId}`, name: "synthesis" };
-  const now = nowSeconds();
-  try {
-    await db()
-      .entities.guard.put({ ...key, owner, ttl: now + SYNTHESIS_LOCK_SECONDS })
-      .where((attr, op) =>
-        [op.notExists(attr.owner), op.lt(attr.ttl, now), ...(actionId ? [op.begins(attr.owner, actionOwnerPrefix(actionId))] : [])].join(" OR "),
-      )
-      .go();
-  } catch (err) {
-    if (!isConditionalFailure(err)) throw err;
-    throw new AppError("SYNTHESIS_IN_PROGRESS", "A synthesis is already running in this workspace; try again when it finishes");
-  }
-  return async () => {
-    try {
-      await db().entities.guard.delete(key).where((attr, op) => op.eq(attr.owner, owner)).go();
-    } catch (err) {
-      if (isConditionalFailure(err)) return; // expired and taken by someone else: nothing to release
-      // The release runs after the synthesis (stored or not): its failure must not turn a stored run into an error
-      // that a client retries (creating every insight again). The lock expires by itself (SYNTHESIS_LOCK_SECONDS).
-      serviceLog("synthesis").warn("the synthesis lock could not be released; it expires by itself", { workspace_id: workspaceId, error: err as Error });
-    }
-  };
-}
-
 /** What a synthesis hands its settlement (AgentWrite.settle): the run's result as the tool reports it. */
 export interface SynthesisWritten {
   /** Created then merged insights, in that order. */
@@ -199,7 +158,7 @@ export async function synthesize(userId: string, input: SynthesizeInput, opts: A
       { source_ids: notReady.map((s) => s.id) },
     );
   }
-  const release = await takeSynthesisLock(input.workspace_id, opts.pendingActionId);
+  const lock = await takeSynthesisLock(input.workspace_id, opts.pendingActionId);
   try {
     const sources = await Promise.all(items.map(loadSource));
     // Archived insights are no merge targets: a member archived the theme, and GET /api/insights hides it by default,
@@ -280,17 +239,23 @@ export async function synthesize(userId: string, input: SynthesizeInput, opts: A
         input.workspace_id,
         insightIds,
         async () => {
-          if (creates.length + merges.length + (settlement ? 1 : 0) <= MAX_WRITE_ITEMS) {
+          // One item more than the run's writes: the check that this run still holds the workspace's lock.
+          if (creates.length + merges.length + 1 + (settlement ? 1 : 0) <= MAX_WRITE_ITEMS) {
             const writes: WriteItem[] = [
               ...creates.map((c) => asWrite(db().entities.insight.create(c))),
               ...merges.map((m) => asWrite(db().entities.insight.patch(m.key).set(m.set))),
+              lock.heldCheck(),
             ];
-            const codes = await commitWrites(["insight"], writes, settlement);
+            const codes = await commitWrites(["insight", "guard"], writes, settlement);
+            // The lock lost to another synthesis (this one outlived it): nothing of the run was written.
+            if (codes?.at(-1) === "ConditionalCheckFailed") await lock.assertHeld();
             if (codes) {
               // A refused merge: the insight it merges into was deleted meanwhile (nothing of the run was written).
               throw new AppError("CONFLICT", "Insights of this workspace changed while the synthesis ran; run it again", { retryable: true });
             }
           } else {
+            // Writes one by one cannot be conditioned on the lock together: it is checked once, just before them.
+            await lock.assertHeld();
             for (const c of creates) {
               await createOnce<unknown>(
                 opts,
@@ -342,6 +307,6 @@ export async function synthesize(userId: string, input: SynthesizeInput, opts: A
     const insights = fresh.sort((a, b) => order.get(a.id)! - order.get(b.id)!).map(toView);
     return { insights, insight_ids: insightIds, summary: output.summary, created_ids: createdIds, merged, engine };
   } finally {
-    await release();
+    await lock.release();
   }
 }

@@ -167,6 +167,67 @@ describe("POST /api/research/synthesize", () => {
     await db().entities.guard.delete({ scope: `ws#${ctx.workspaceId}`, name: "synthesis" }).go();
   }, 120_000);
 
+  it("a synthesis that lost its lock to another one while it ran stores nothing: 409 SYNTHESIS_IN_PROGRESS, retryable", async () => {
+    const name = `lockTaken-${randomUUID()}`;
+    const other = randomUUID();
+    let taken = false;
+    // Just before the run's commit: its lock expired and another synthesis took it (the run outlived the lock).
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (!taken && /^TransactWrite/.test(context.commandName ?? "") && JSON.stringify(args.input).includes(`"sk":"insight#`) && JSON.stringify(args.input).includes(ctx.workspaceId)) {
+          taken = true;
+          await db().entities.guard.put({ scope: `ws#${ctx.workspaceId}`, name: "synthesis", owner: other, ttl: Math.floor(Date.now() / 1000) + 300 }).go();
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    const listed = async () => (await call("GET", "/api/insights", { token: ctx.token, query: { workspace_id: ctx.workspaceId, limit: 100 } })).body;
+    const before = await listed();
+    try {
+      const res = await synthesize(ctx.token, ctx.workspaceId, ctx.sourceIds);
+      expect(taken, "the lock was taken before the commit").toBe(true);
+      expectEnvelope(res, 409, "SYNTHESIS_IN_PROGRESS");
+      expect(res.body).toMatchObject({ retryable: true });
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    // Nothing of the run was written: no insight created, none merged into.
+    const after = await listed();
+    expect(after.total).toBe(before.total);
+    const updated = new Map((before.insights as { id: string; updated_at: string }[]).map((i) => [i.id, i.updated_at]));
+    for (const i of after.insights as { id: string; updated_at: string }[]) expect(i.updated_at).toBe(updated.get(i.id));
+    // The other synthesis keeps its lock: the refused run neither extended nor released it.
+    const lock = await db().entities.guard.get({ scope: `ws#${ctx.workspaceId}`, name: "synthesis" }).go({ consistent: true });
+    expect(lock.data?.owner).toBe(other);
+    await db().entities.guard.delete({ scope: `ws#${ctx.workspaceId}`, name: "synthesis" }).go();
+  }, 120_000);
+
+  it("a running synthesis extends its lock, so a run longer than the lock period keeps it", async () => {
+    const name = `lockExtended-${randomUUID()}`;
+    const extended: number[] = [];
+    dynamoClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = JSON.stringify(args.input);
+        if (/^Update/.test(context.commandName ?? "") && input.includes(`ws#${ctx.workspaceId}`) && input.includes("guard#synthesis")) {
+          extended.push(Date.now());
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    try {
+      const res = await withEnv({ SYNTHESIS_LOCK_HEARTBEAT_MS: "40" }, () => synthesize(ctx.token, ctx.workspaceId, ctx.sourceIds));
+      expect(res.status, res.text).toBe(200);
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+    }
+    expect(extended.length, "the lock was extended while the run went on").toBeGreaterThan(0);
+    // Released at the end (no extension outlives the run).
+    const lock = await db().entities.guard.get({ scope: `ws#${ctx.workspaceId}`, name: "synthesis" }).go({ consistent: true });
+    expect(lock.data).toBeNull();
+  }, 120_000);
+
   it("a stored synthesis whose insights cannot be read back answers 200 with the values it wrote, not a 5xx inviting a retry", async () => {
     const name = `rereadFails-${randomUUID()}`;
     let refused = 0;
