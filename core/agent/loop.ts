@@ -212,6 +212,9 @@ export async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
           assistant.push({ type: "tool_use", id: ev.id, name: ev.name, input: ev.input });
         } else if (ev.type === "retry") {
           input.emit({ event: "harness_retry", data: { kind: "transient", attempt: ev.attempt, delay_ms: ev.delayMs, reason: ev.reason } });
+        } else if (ev.type === "cut") {
+          // The call ends in an error next (an abort, a failure after output): its billed use is the run's all the same.
+          addUsage(ev.usage);
         } else {
           reason = ev.reason;
           addUsage(ev.usage);

@@ -41,6 +41,7 @@ import { DEFAULT_RETRY, isTransient, type RetrySettings } from "./bedrock";
 import { catalogue, modelCostUsd, outputTokens, type Catalogue, type CatalogueModel } from "./catalogue";
 import { validTurns } from "./turns";
 import {
+  estimatedTokens,
   MODEL_RATES,
   type CallUsage,
   type ConversationTurn,
@@ -145,22 +146,29 @@ export class BedrockStreamingModel implements StreamingModel {
     const input = converseStreamInput(req, entry);
     const started = performance.now();
     let attempts = 0;
+    // What a call cut short is billed at (the `cut` event): the request as sent, and the output streamed so far.
+    const requestChars = JSON.stringify({ system: input.system, messages: input.messages, toolConfig: input.toolConfig }).length;
 
     for (;;) {
       attempts++;
       // Output already handed to the consumer by this call: once true, a retry would repeat it.
       let yielded = false;
+      // Whether Bedrock accepted the request (its stream opened), and the characters of output it streamed since.
+      let opened = false;
+      let streamedChars = 0;
+      // The usage the provider reported (at the stream's end), when it did.
+      let inputTokens = 0;
+      let outputTokens = 0;
       try {
         req.signal?.throwIfAborted();
         const res = await this.client.send(new ConverseStreamCommand(input), { abortSignal: req.signal });
         if (!res.stream) throw new AppError("INTERNAL", "Bedrock ConverseStream answered without an event stream");
+        opened = true;
 
         const tools = new Map<number, { id: string; name: string; parts: string[] }>();
         const reasoning = new Map<number, { parts: string[]; signature?: string; redacted?: Uint8Array[] }>();
         let reason: StopReason | undefined;
         const unparsed: AppError[] = [];
-        let inputTokens = 0;
-        let outputTokens = 0;
         for await (const ev of res.stream) {
           // The SDK only notices an abort on its next read; stop handing out events at once.
           if (req.signal?.aborted) throw abortError(req.signal);
@@ -178,6 +186,7 @@ export class BedrockStreamingModel implements StreamingModel {
             if (delta.text !== undefined) {
               if (delta.text !== "") {
                 yielded = true;
+                streamedChars += delta.text.length;
                 yield { type: "text", delta: delta.text };
               }
             } else if (delta.reasoningContent) {
@@ -189,6 +198,7 @@ export class BedrockStreamingModel implements StreamingModel {
               if (r.text !== undefined && r.text !== "") {
                 block.parts.push(r.text);
                 yielded = true;
+                streamedChars += r.text.length;
                 yield { type: "thinking", delta: r.text };
               }
             } else if (delta.toolUse) {
@@ -197,6 +207,7 @@ export class BedrockStreamingModel implements StreamingModel {
                 throw new AppError("INTERNAL", `Bedrock streamed tool input for content block ${index}, which did not start as a tool call`);
               }
               tool.parts.push(delta.toolUse.input ?? "");
+              streamedChars += delta.toolUse.input?.length ?? 0;
             }
           } else if (ev.contentBlockStop) {
             const thought = reasoning.get(index);
@@ -248,6 +259,16 @@ export class BedrockStreamingModel implements StreamingModel {
         yield { type: "stop", reason, usage };
         return;
       } catch (err) {
+        // A call Bedrock accepted and that ends here is billed once the model generated (or the caller
+        // aborted it while it ran); one refused or throttled before any output is not. Its usage goes before the error.
+        if (opened && (req.signal?.aborted || yielded || streamedChars > 0)) {
+          const billedIn = inputTokens || estimatedTokens(requestChars);
+          const billedOut = outputTokens || estimatedTokens(streamedChars);
+          yield {
+            type: "cut",
+            usage: { modelId, tier: entry.tier, inputTokens: billedIn, outputTokens: billedOut, costUsd: modelCostUsd(entry, billedIn, billedOut), latencyMs: Math.round(performance.now() - started), attempts },
+          };
+        }
         // A destroyed connection surfaces as some stream error; the caller asked for the abort, so say so.
         if (req.signal?.aborted) throw abortError(req.signal);
         if (!isRetryable(err)) throw err;

@@ -52,7 +52,7 @@ import {
   type TokenRates,
 } from "./openai";
 import { validTurns } from "./turns";
-import type { CallUsage, ConversationTurn, ModelStreamEvent, StopReason, StreamRequest, StreamingModel, TurnContent } from "./ports";
+import { estimatedTokens, type CallUsage, type ConversationTurn, type ModelStreamEvent, type StopReason, type StreamRequest, type StreamingModel, type TurnContent } from "./ports";
 
 /** Options of `OpenAICompatibleStreamingModel`. */
 export interface OpenAICompatibleStreamingModelOptions extends OpenAICompatibleConnection {
@@ -118,20 +118,27 @@ export class OpenAICompatibleStreamingModel implements StreamingModel {
     const body = streamBody(req, model);
     const started = performance.now();
     let attempts = 0;
+    // What a call cut short is billed at (the `cut` event): the request as sent, and the output streamed so far.
+    const requestChars = JSON.stringify({ messages: body.messages, tools: body.tools }).length;
 
     for (;;) {
       attempts++;
       // Output already handed to the consumer by this call: once true, a retry would repeat it.
       let yielded = false;
+      // Whether the server accepted the request (its stream opened), and the characters of output it streamed since.
+      let opened = false;
+      let streamedChars = 0;
+      // The usage the provider reported (at the stream's end), when it did.
+      let inputTokens = 0;
+      let outputTokens = 0;
       try {
         req.signal?.throwIfAborted();
         const stream = await this.client.chat.completions.create(body, { signal: req.signal });
+        opened = true;
 
         const tools = new Map<number, { id: string; name: string; parts: string[] }>();
         const reasoningParts: string[] = [];
         let finish: string | undefined;
-        let inputTokens = 0;
-        let outputTokens = 0;
         for await (const chunk of stream) {
           // Stop handing out events as soon as the caller gave up.
           if (req.signal?.aborted) throw abortError(req.signal);
@@ -146,6 +153,7 @@ export class OpenAICompatibleStreamingModel implements StreamingModel {
           if (typeof reasoning === "string" && reasoning !== "") {
             reasoningParts.push(reasoning);
             yielded = true;
+            streamedChars += reasoning.length;
             yield { type: "thinking", delta: reasoning };
           }
           // Reasoning ends where the answer (text or a tool call) begins: its block goes first in the turn.
@@ -154,6 +162,7 @@ export class OpenAICompatibleStreamingModel implements StreamingModel {
           }
           if (typeof delta.content === "string" && delta.content !== "") {
             yielded = true;
+            streamedChars += delta.content.length;
             yield { type: "text", delta: delta.content };
           }
           for (const piece of delta.tool_calls ?? []) {
@@ -166,7 +175,10 @@ export class OpenAICompatibleStreamingModel implements StreamingModel {
             }
             if (piece.id) tool.id = piece.id;
             if (piece.function?.name) tool.name = piece.function.name;
-            if (piece.function?.arguments) tool.parts.push(piece.function.arguments);
+            if (piece.function?.arguments) {
+              tool.parts.push(piece.function.arguments);
+              streamedChars += piece.function.arguments.length;
+            }
           }
           if (choice.finish_reason) finish = choice.finish_reason;
         }
@@ -188,6 +200,12 @@ export class OpenAICompatibleStreamingModel implements StreamingModel {
         yield { type: "stop", reason: stopReason(finish, sent > 0), usage };
         return;
       } catch (err) {
+        // A call the server accepted and that ends here is billed once the model generated (or the caller
+        // aborted it while it ran); one refused or throttled before any output is not. Its usage goes before the error.
+        if (opened && (req.signal?.aborted || yielded || streamedChars > 0)) {
+          const usage = callUsage({ modelId: model, tier: req.tier, rates: this.rates, started, attempts }, inputTokens || estimatedTokens(requestChars), outputTokens || estimatedTokens(streamedChars));
+          yield { type: "cut", usage };
+        }
         // The SDK reports the caller's abort as its own error; say it the one way callers know.
         if (req.signal?.aborted) throw abortError(req.signal);
         if (isUnreachable(err)) throw unreachableError(err, this.client.baseURL);

@@ -130,7 +130,9 @@ export interface StreamRequest {
  * block complete with its signature, or redacted, at the block's end: the loop keeps it in the assistant turn),
  * `tool_call` (each complete: the adapter joins tool-input fragments and parses them at the block's end) and `retry`
  * (a transient failure before any output, retried with backoff), then exactly one `stop` carrying the stop reason
- * and the call's usage. Blocks arrive in the order the model wrote them.
+ * and the call's usage. Blocks arrive in the order the model wrote them. A call that ends without its `stop` (the
+ * caller's abort, a failure after output) yields `cut` with its estimated usage just before it throws: the provider
+ * bills the request it accepted, and the run must be charged for it (DESIGN.md 6.3, the actual cost).
  */
 export type ModelStreamEvent =
   | { type: "text"; delta: string }
@@ -138,7 +140,17 @@ export type ModelStreamEvent =
   | { type: "thinking_block"; block: ThinkingContent }
   | { type: "tool_call"; id: string; name: string; input: Record<string, unknown> }
   | { type: "retry"; attempt: number; delayMs: number; reason: string }
-  | { type: "stop"; reason: StopReason; usage: CallUsage };
+  | { type: "stop"; reason: StopReason; usage: CallUsage }
+  | { type: "cut"; usage: CallUsage };
+
+/** Characters per token of the estimate a cut call is billed at (Anthropic's rule of thumb for English text). */
+export const CHARS_PER_TOKEN = 4;
+
+/**
+ * Tokens of `chars` characters, estimated at `CHARS_PER_TOKEN` (rounded up): the usage of a call the provider never
+ * reported (it reports usage at the stream's end only).
+ */
+export const estimatedTokens = (chars: number): number => Math.ceil(chars / CHARS_PER_TOKEN);
 
 /**
  * The streaming Model port (DESIGN.md 6.1): Bedrock ConverseStream in AWS (core/ai/bedrock-stream.ts), the

@@ -255,7 +255,11 @@ describe("a client that leaves, and the 300 s budget", () => {
     await vi.waitFor(async () => {
       const runs = await runsOf(ws);
       const run = runs.find((r) => (r.input_data as { prompt?: string }).prompt === "Tell me a long story");
-      expect(run).toMatchObject({ status: "partial", credits_charged: 0.25 });
+      expect(run).toMatchObject({ status: "partial" });
+      // The cut call was accepted and generated: it is charged at its estimated use (at least the 0.25 minimum).
+      expect(run!.tokens_used).toBeGreaterThan(0);
+      expect(run!.cost_usd).toBeGreaterThan(0);
+      expect(run!.credits_charged).toBeGreaterThanOrEqual(0.25);
     }, { timeout: 10_000, interval: 100 });
     // What the run left: the prompt and a readable answer in the conversation, and every stream slot free again.
     await vi.waitFor(async () => {

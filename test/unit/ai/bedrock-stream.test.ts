@@ -175,7 +175,9 @@ describe("BedrockStreamingModel: decoding the stream", () => {
     expect(error).toBeInstanceOf(AppError);
     expect((error as AppError).code).toBe("INTERNAL");
     expect((error as AppError).message).toMatch(/not valid JSON for search_insights \(tooluse_b\)/);
-    expect(events).toEqual([]);
+    // Nothing usable came out, but the model generated it: the call is billed (its estimate, before the error).
+    expect(events.map((e) => e.type)).toEqual(["cut"]);
+    expect(events[0]).toMatchObject({ usage: { outputTokens: Math.ceil('{"query": "sign-out'.length / 4) } });
     expect(http.requests).toHaveLength(1); // malformed output is not a transient error
   });
 
@@ -373,6 +375,15 @@ describe("BedrockStreamingModel: transient failures", () => {
     expect(error).toBeInstanceOf(AppError);
     expect((error as AppError).code).toBe("SERVICE_UNAVAILABLE");
     expect(http.requests).toHaveLength(1);
+    // The call produced output, so it is billed: its estimated usage comes last, before the error.
+    expect(events.at(-1)).toMatchObject({ type: "cut", usage: { outputTokens: Math.ceil("The most common complaint".length / 4), attempts: 1 } });
+  });
+
+  it("reports no usage for a call throttled until it gave up (nothing was generated)", async () => {
+    const throttled = { frames: stream("throttled.json") };
+    const { model } = setup([throttled, throttled, throttled, throttled]);
+    const { events } = await collectUntilError(model.stream(request()));
+    expect(ofType(events, "cut")).toEqual([]);
   });
 
   it("gives up with SERVICE_UNAVAILABLE after the configured retries", async () => {
@@ -414,7 +425,7 @@ describe("BedrockStreamingModel: transient failures", () => {
 describe("BedrockStreamingModel: abort", () => {
   it("stops the generator with an AbortError when the signal fires mid-stream", async () => {
     const frames = stream("text-only.json");
-    const { model } = setup([{ frames, holdAfter: 3 }]);
+    const { model, http } = setup([{ frames, holdAfter: 3 }]);
     const controller = new AbortController();
     const iter = model.stream(request({ signal: controller.signal }))[Symbol.asyncIterator]();
 
@@ -424,7 +435,14 @@ describe("BedrockStreamingModel: abort", () => {
     const pending = iter.next();
     controller.abort();
 
-    await expect(pending).rejects.toMatchObject({ name: "AbortError" });
+    // Bedrock accepted the request and generated: the call is billed, at an estimate (4 characters a token) of the
+    // request as sent and the output streamed, reported before the abort.
+    const cut = await pending;
+    const sent = http.requests[0]!.body as { system: unknown; messages: unknown; toolConfig?: unknown };
+    const requestChars = JSON.stringify({ system: sent.system, messages: sent.messages, toolConfig: sent.toolConfig }).length;
+    expect(cut.value).toMatchObject({ type: "cut", usage: { inputTokens: Math.ceil(requestChars / 4), outputTokens: Math.ceil("The most common complaint".length / 4), attempts: 1 } });
+    expect((cut.value as Extract<ModelStreamEvent, { type: "cut" }>).usage.costUsd).toBeGreaterThan(0);
+    await expect(iter.next()).rejects.toMatchObject({ name: "AbortError" });
     expect(await iter.next()).toEqual({ done: true, value: undefined });
   }, 5_000);
 

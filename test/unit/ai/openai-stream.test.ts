@@ -147,7 +147,8 @@ describe("OpenAICompatibleStreamingModel: decoding the stream", () => {
 
     const { events, error } = await collectUntilError(model.stream(request({ tools: TOOLS })));
 
-    expect(events).toEqual([]);
+    // Nothing usable came out, but the call was generated and billed: the usage the server reported, before the error.
+    expect(events).toEqual([{ type: "cut", usage: expect.objectContaining({ inputTokens: 1400, outputTokens: 20, attempts: 1 }) }]);
     expect(error).toBeInstanceOf(AppError);
     expect(error.code).toBe("INTERNAL");
     expect(error.message).toContain("search_insights (chatcmpl-tool-6b2d9f4a1c8e4b3d)");
@@ -296,6 +297,9 @@ describe("OpenAICompatibleStreamingModel: transient failures", () => {
     expect(error).toBeInstanceOf(AppError);
     expect(error.code).toBe("SERVICE_UNAVAILABLE");
     expect(server.requests).toHaveLength(1);
+    // It generated output, so it is billed: estimated (no usage came), 4 characters a token.
+    expect(events.at(-1)).toMatchObject({ type: "cut", usage: { outputTokens: Math.ceil("Users most often".length / 4) } });
+    expect((events.at(-1) as Extract<ModelStreamEvent, { type: "cut" }>).usage.inputTokens).toBeGreaterThan(0);
   });
 
   it("gives up with SERVICE_UNAVAILABLE after the configured retries", async () => {
@@ -305,6 +309,7 @@ describe("OpenAICompatibleStreamingModel: transient failures", () => {
     const { events, error } = await collectUntilError(model.stream(request()));
 
     expect(ofType(events, "retry")).toHaveLength(fastRetry.retries);
+    expect(ofType(events, "cut")).toEqual([]); // refused with 429: nothing generated, nothing billed
     expect(error.code).toBe("SERVICE_UNAVAILABLE");
     expect(server.requests).toHaveLength(fastRetry.retries + 1);
   });
@@ -340,6 +345,11 @@ describe("OpenAICompatibleStreamingModel: abort", () => {
     expect(err.name).toBe("AbortError");
     expect(texts(events).length).toBeGreaterThanOrEqual(2);
     expect(ofType(events, "stop")).toHaveLength(0);
+    // The server accepted the request and generated: its estimated use is reported before the abort.
+    const cut = ofType(events, "cut");
+    expect(cut).toHaveLength(1);
+    expect(cut[0]!.usage.outputTokens).toBe(Math.ceil(texts(events).join("").length / 4));
+    expect(cut[0]!.usage.inputTokens).toBeGreaterThan(0);
   });
 
   it("stops waiting between retries when the signal fires", async () => {
