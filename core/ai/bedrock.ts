@@ -37,7 +37,7 @@ import { isServerError, isThrottlingError, isTransientError } from "@smithy/serv
 import { describeIssues, retryTransient, type RetrySettings } from "./retry";
 import * as z from "zod";
 import { AppError } from "../error";
-import { type CallUsage, type Embedder, type Model, type ModelTier, type StructuredRequest } from "./ports";
+import { type CallUsage, type EmbedOptions, type Embedder, type Model, type ModelTier, type StructuredRequest } from "./ports";
 import { callCostUsd, catalogue, DEFAULT_CATALOGUE } from "./catalogue";
 import { currentSignal } from "../context";
 
@@ -88,10 +88,11 @@ export function isTransient(err: unknown): boolean {
 }
 
 /** Run `fn` with backoff on transient errors (`retryTransient`); still transient at the end, the model is busy (503). */
-async function withBackoff<T>(fn: () => Promise<T>, retry: RetrySettings, onAttempt: () => void): Promise<T> {
+async function withBackoff<T>(fn: () => Promise<T>, retry: RetrySettings, onAttempt: () => void, signal?: AbortSignal): Promise<T> {
   try {
-    return await retryTransient(fn, retry, isTransient, onAttempt);
+    return await retryTransient(fn, retry, isTransient, onAttempt, signal);
   } catch (err) {
+    if (signal?.aborted) throw err;
     if (isTransient(err)) {
       throw new AppError("SERVICE_UNAVAILABLE", "The AI model is busy; please retry shortly", {
         retry_after_seconds: Math.ceil(retry.maxTimeoutMs / 1000),
@@ -275,12 +276,12 @@ export class BedrockEmbedder implements Embedder {
     this.retry = { ...DEFAULT_RETRY, ...opts.retry };
   }
 
-  async embed(texts: string[]): Promise<Float32Array[]> {
+  async embed(texts: string[], opts: EmbedOptions = {}): Promise<Float32Array[]> {
     const limit = pLimit(this.concurrency);
-    return Promise.all(texts.map((t) => limit(() => this.embedOne(t))));
+    return Promise.all(texts.map((t) => limit(() => this.embedOne(t, opts.signal))));
   }
 
-  private async embedOne(text: string): Promise<Float32Array> {
+  private async embedOne(text: string, signal: AbortSignal | undefined): Promise<Float32Array> {
     const inputText = text.trim() === "" ? " " : text.slice(0, TITAN_MAX_CHARS);
     const res = await withBackoff(
       () =>
@@ -291,9 +292,11 @@ export class BedrockEmbedder implements Embedder {
             accept: "application/json",
             body: JSON.stringify({ inputText, dimensions: this.dimensions, normalize: true }),
           }),
+          { abortSignal: signal },
         ),
       this.retry,
       () => {},
+      signal,
     );
     const body = JSON.parse(new TextDecoder().decode(res.body)) as { embedding: number[]; inputTextTokenCount?: number };
     if (!Array.isArray(body.embedding) || body.embedding.length !== this.dimensions) {

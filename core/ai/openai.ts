@@ -52,7 +52,7 @@ import { Config } from "../config";
 import { AppError } from "../error";
 import { currentSignal } from "../context";
 import type { RetrySettings } from "./retry";
-import type { CallUsage, Embedder, Model, ModelTier, StructuredRequest } from "./ports";
+import type { CallUsage, EmbedOptions, Embedder, Model, ModelTier, StructuredRequest } from "./ports";
 import { toolInputSchema } from "./tool-schema";
 
 /** The engine's name, as AI_ENGINE spells it and agent runs record it. */
@@ -145,10 +145,11 @@ export function unreachableError(err: unknown, baseURL: string): AppError {
 }
 
 /** Run `fn` with backoff on transient errors (`retryTransient`); then busy (503) or unreachable (503 naming the address). */
-async function withBackoff<T>(fn: () => Promise<T>, retry: RetrySettings, baseURL: string, onAttempt: () => void): Promise<T> {
+async function withBackoff<T>(fn: () => Promise<T>, retry: RetrySettings, baseURL: string, onAttempt: () => void, signal?: AbortSignal): Promise<T> {
   try {
-    return await retryTransient(fn, retry, isTransient, onAttempt);
+    return await retryTransient(fn, retry, isTransient, onAttempt, signal);
   } catch (err) {
+    if (signal?.aborted) throw err;
     if (isTransient(err)) throw busyError(retry);
     if (isUnreachable(err)) throw unreachableError(err, baseURL);
     throw err;
@@ -400,14 +401,14 @@ export class OpenAICompatibleEmbedder implements Embedder {
     return embedder;
   }
 
-  async embed(texts: string[]): Promise<Float32Array[]> {
+  async embed(texts: string[], opts: EmbedOptions = {}): Promise<Float32Array[]> {
     const limit = pLimit(this.concurrency);
     const batches: string[][] = [];
     for (let i = 0; i < texts.length; i += this.batchSize) batches.push(texts.slice(i, i + this.batchSize));
     const results = await Promise.all(
       batches.map((batch) =>
         limit(async () => {
-          const { vectors, tokens } = await OpenAICompatibleEmbedder.request(this.client, this.model, batch, this.retry);
+          const { vectors, tokens } = await OpenAICompatibleEmbedder.request(this.client, this.model, batch, this.retry, opts.signal);
           this.tokensUsed += tokens;
           for (const v of vectors) {
             if (v.length !== this.dimensions) throw new Error(`The embedding model ${this.model} returned ${v.length} dimensions, expected ${this.dimensions}`);
@@ -419,13 +420,13 @@ export class OpenAICompatibleEmbedder implements Embedder {
     return results.flat();
   }
 
-  private static async request(client: OpenAI, model: string, texts: string[], retry: RetrySettings) {
+  private static async request(client: OpenAI, model: string, texts: string[], retry: RetrySettings, signal?: AbortSignal) {
     const body: EmbeddingCreateParams = {
       model,
       input: texts.map((t) => (t.trim() === "" ? " " : t.slice(0, EMBED_MAX_CHARS))),
       encoding_format: "float",
     };
-    const res = await withBackoff(() => client.embeddings.create(body), retry, client.baseURL, () => {});
+    const res = await withBackoff(() => client.embeddings.create(body, signal ? { signal } : undefined), retry, client.baseURL, () => {}, signal);
     const data = [...(res.data ?? [])].sort((a, b) => a.index - b.index);
     if (data.length !== texts.length) throw new Error(`The embedding model ${model} returned ${data.length} vectors for ${texts.length} texts`);
     return { vectors: data.map((d) => unit(d.embedding)), tokens: res.usage?.prompt_tokens ?? 0 };

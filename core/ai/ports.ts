@@ -53,6 +53,12 @@ export interface EmbedOptions {
    * Bedrock serves every request at once and ignores it.
    */
   background?: boolean;
+  /**
+   * The caller stops waiting when this fires (a search's deadline for its query's embedding). A remote embedder
+   * (Bedrock, an OpenAI-compatible server) aborts its request and its retries and rejects with an AbortError; the
+   * local embedder, with no network, throttling or backoff to wait out, ignores it.
+   */
+  signal?: AbortSignal;
 }
 
 /** The Embedder port: Titan text embeddings in AWS, the Universal Sentence Encoder locally. Unit-length vectors. */

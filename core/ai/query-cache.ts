@@ -5,7 +5,8 @@
  * never stale: the cache bounds memory, not freshness.
  */
 import { LRUCache } from "lru-cache";
-import type { Embedder } from "./ports";
+import type { EmbedOptions, Embedder } from "./ports";
+import { abortError } from "./retry";
 
 /**
  * Entries kept per container, least recently used dropped first. 1,000 × 512 floats (local) is 2 MB; with Titan's
@@ -30,20 +31,23 @@ export const queryCacheCounts = (): { hits: number; misses: number } => ({ ...co
 /**
  * The embedding of one query text by `emb`, from the cache when this container embedded the same text with the same
  * embedder (by id) before. A failed embedding is not kept: the next call tries again.
+ * @param opts.signal the caller's deadline (EmbedOptions): passed to the embedding this call starts; a call that
+ *   joins one already in flight stops waiting when its own signal fires (the shared embedding goes on for the others)
  * @returns the embedder's vector for `text` (unit length, `emb.dimensions` long); callers must not modify it (it is
  *   shared by every caller of the same text).
- * @throws whatever `emb.embed` throws, or Error when it returns no vector
+ * @throws whatever `emb.embed` throws, or Error when it returns no vector; an AbortError when `opts.signal` fired
+ *   first (an embedding it aborted is not kept)
  */
-export function embedQuery(emb: Embedder, text: string): Promise<Float32Array> {
-  if (text.length > QUERY_CACHE_MAX_CHARS) return embedOne(emb, text);
+export function embedQuery(emb: Embedder, text: string, opts: Pick<EmbedOptions, "signal"> = {}): Promise<Float32Array> {
+  if (text.length > QUERY_CACHE_MAX_CHARS) return embedOne(emb, text, opts.signal);
   const key = `${emb.id}\u0000${text}`;
   const hit = cache.get(key);
   if (hit) {
     counts.hits++;
-    return hit;
+    return opts.signal ? raceAbort(hit, opts.signal) : hit;
   }
   counts.misses++;
-  const pending = embedOne(emb, text);
+  const pending = embedOne(emb, text, opts.signal);
   cache.set(key, pending);
   // Only successes stay; a rejection is removed (if still this entry) so the next search asks again.
   pending.catch(() => {
@@ -52,8 +56,18 @@ export function embedQuery(emb: Embedder, text: string): Promise<Float32Array> {
   return pending;
 }
 
-async function embedOne(emb: Embedder, text: string): Promise<Float32Array> {
-  const [v] = await emb.embed([text]);
+async function embedOne(emb: Embedder, text: string, signal: AbortSignal | undefined): Promise<Float32Array> {
+  const [v] = await emb.embed([text], signal ? { signal } : undefined);
   if (!v) throw new Error(`embedder ${emb.id} returned no vector`);
   return v;
+}
+
+/** `p`, or an AbortError as soon as `signal` fires (`p` itself goes on). */
+function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(abortError(signal));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(abortError(signal));
+    signal.addEventListener("abort", onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
 }

@@ -26,21 +26,31 @@ export function describeIssues(error: z.ZodError): string {
 /**
  * Run `fn` with exponential backoff and jitter while it fails with an error `isTransient` accepts; any other error
  * fails at once. `onAttempt` is called before every attempt (adapters count attempts in their usage).
- * @throws the last error, unchanged: the adapter maps it (busy, unreachable) to its own AppError.
+ * @param signal stops the retries (also the wait between two) when it fires: `fn` should pass it to its request
+ * @throws the last error, unchanged: the adapter maps it (busy, unreachable) to its own AppError; an Error named
+ *   "AbortError" when `signal` fired.
  */
-export function retryTransient<T>(fn: () => Promise<T>, retry: RetrySettings, isTransient: (err: unknown) => boolean, onAttempt: () => void): Promise<T> {
-  return pRetry(
-    async () => {
-      onAttempt();
-      try {
-        return await fn();
-      } catch (err) {
-        if (isTransient(err)) throw err;
-        throw new AbortError(err instanceof Error ? err : new Error(String(err)));
-      }
-    },
-    { retries: retry.retries, factor: 2, minTimeout: retry.minTimeoutMs, maxTimeout: retry.maxTimeoutMs, randomize: true },
-  );
+export async function retryTransient<T>(fn: () => Promise<T>, retry: RetrySettings, isTransient: (err: unknown) => boolean, onAttempt: () => void, signal?: AbortSignal): Promise<T> {
+  try {
+    return await pRetry(
+      async () => {
+        signal?.throwIfAborted();
+        onAttempt();
+        try {
+          return await fn();
+        } catch (err) {
+          // A request cut by the caller's abort is no transient failure to retry.
+          if (!signal?.aborted && isTransient(err)) throw err;
+          throw new AbortError(err instanceof Error ? err : new Error(String(err)));
+        }
+      },
+      { retries: retry.retries, factor: 2, minTimeout: retry.minTimeoutMs, maxTimeout: retry.maxTimeoutMs, randomize: true, ...(signal ? { signal } : {}) },
+    );
+  } catch (err) {
+    // However the abort surfaced (the SDK's own error, p-retry's, the signal's reason), say it the one way callers know.
+    if (signal?.aborted) throw abortError(signal);
+    throw err;
+  }
 }
 
 /** "Name: message" of an error, for a `retry` event's reason. */

@@ -37,20 +37,13 @@ const PERSIST_LEXICAL_FROM = 300;
 export const QUERY_EMBED_DEADLINE_MS = 2_000;
 
 /**
- * The query's vector, or null when the embedding fails or has not arrived within QUERY_EMBED_DEADLINE_MS. The
- * Embedder port takes no abort signal, so a late embedding goes on in the background: its failure is swallowed here,
- * and its success stays in the query cache (core/ai/query-cache.ts) for the next search of the same text.
+ * The query's vector, or null when the embedding fails or is cut by its deadline (QUERY_EMBED_DEADLINE_MS, an
+ * EmbedOptions signal): a remote embedder aborts its request and stops retrying then. The local embedder ignores the
+ * signal: it has no throttling or backoff, and its one wait, its model's first load, is worth sitting out (a deadline
+ * would only make first searches text).
  */
 function queryVectorWithin(emb: Embedder, query: string): Promise<Float32Array | null> {
-  // The local embedder has no throttling and no retry backoff: its one wait is its model's first load (seconds on a
-  // small machine), after which the semantic answer is worth having; a deadline would only make first searches text.
-  if (emb.id.startsWith("local:")) return embedQuery(emb, query).catch(() => null);
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<null>((resolve) => {
-    timer = setTimeout(() => resolve(null), QUERY_EMBED_DEADLINE_MS);
-    timer.unref?.(); // never keeps the process (or a Lambda's event loop) alive by itself
-  });
-  return Promise.race([embedQuery(emb, query).catch(() => null), late]).finally(() => clearTimeout(timer));
+  return embedQuery(emb, query, { signal: AbortSignal.timeout(QUERY_EMBED_DEADLINE_MS) }).catch(() => null);
 }
 
 interface Cached {

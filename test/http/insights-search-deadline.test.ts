@@ -7,7 +7,7 @@
  */
 import { createServer, type Http2Server, type ServerHttp2Session } from "node:http2";
 import type { AddressInfo } from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { call, newWorkspace } from "../support/api";
 
 const QUERY = "password reset";
@@ -17,6 +17,8 @@ const HANG_MS = 60_000;
 let server: Http2Server;
 const sessions = new Set<ServerHttp2Session>();
 let queryRequests = 0;
+/** Query embeddings the client gave up on (the stream was reset before an answer). */
+let queryCancelled = 0;
 let otherRequests = 0;
 
 /** A unit vector of Titan's 1,024 dimensions that depends on the text (any will do: the ranking is not under test). */
@@ -44,6 +46,9 @@ beforeAll(async () => {
           res.end(JSON.stringify({ message: "Too many requests" }));
         }, HANG_MS);
         timer.unref();
+        res.on("close", () => {
+          if (!res.writableEnded) queryCancelled++;
+        });
         return;
       }
       otherRequests++;
@@ -96,5 +101,8 @@ describe("POST /api/insights/search when the query's embedding hangs", () => {
     // Title matches rank above description matches; the paraphrase has no literal match.
     expect(res.body.insights.map((i: { id: string }) => i.id)).toEqual([ids.titleHit, ids.descHit]);
     expect(res.body.total).toBe(2);
+    // The late embedding was cancelled at the deadline (its request aborted, no retry), not left to run on.
+    await vi.waitFor(() => expect(queryCancelled).toBe(1), { timeout: 2_000, interval: 20 });
+    expect(queryRequests).toBe(1);
   });
 });
