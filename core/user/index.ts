@@ -70,13 +70,24 @@ export async function get(id: string): Promise<User | null> {
  * sign in through several identities (a password and a Google account, each its own user), and a provider that does
  * not verify addresses lets anyone claim one. So only users whose provider did not say the address was unverified
  * (`email_verified` true or unsaid) count, and of those the earliest to sign up: the same user for every caller,
- * never one who merely claimed the address (docs/decisions.md "Adding a member by e-mail").
+ * never one who merely claimed the address (docs/decisions.md "Adding a member by e-mail"). A user being deleted
+ * (`deleting_at`) is left out.
  */
 export async function findByEmail(email: string): Promise<User | null> {
   // Every user of the address (pages): many who merely claim it must not hide its owner.
   const { data } = await db().entities.user.query.byEmail({ email: email.toLowerCase() }).go({ pages: "all" });
-  const owners = data.filter((u) => u.email_verified !== false).sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
+  // A user whose deletion has begun names no one: a membership added now would outlive the deletion's cascade.
+  const owners = data.filter((u) => u.email_verified !== false && !u.deleting_at).sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
   return owners[0] ?? null;
+}
+
+/** What a user is created from (`ensure`): the identity provider's id and the claims of its first token or event. */
+export interface NewUserInput {
+  idpId: string;
+  email: string;
+  name?: string;
+  avatarUrl?: string;
+  emailVerified?: boolean;
 }
 
 /**
@@ -84,8 +95,21 @@ export async function findByEmail(email: string): Promise<User | null> {
  * New users are `pending` while access gating is on, `active` when it is off; founders are always active.
  * The user item and its referral-code guard are written in one transaction; concurrent first requests
  * resolve to the same user because the id is derived from the idp id.
+ * @throws AppError UNAUTHORIZED (401) when the user was deleted within a token's lifetime (its tombstone holds), even
+ *   when the deletion lands between the caller's own check and this write.
  */
-export async function ensure(input: { idpId: string; email: string; name?: string; avatarUrl?: string; emailVerified?: boolean }): Promise<User> {
+export async function ensure(input: NewUserInput): Promise<User> {
+  const user = await ensureUnlessDeleted(input);
+  if (!user) throw Errors.unauthorized("This account was deleted");
+  return user;
+}
+
+/**
+ * `ensure`, answering null instead of creating a user whose tombstone holds. The transaction checks the tombstone
+ * itself: a `user.deleted` that lands after a caller's `isDeleted` read and before the write would otherwise find no
+ * user to delete, and the account would come back under the same id (docs/decisions.md "A deleted user stays deleted").
+ */
+async function ensureUnlessDeleted(input: NewUserInput): Promise<User | null> {
   const id = userIdFor(input.idpId);
   const existing = await get(id);
   if (existing) return existing;
@@ -96,7 +120,8 @@ export async function ensure(input: { idpId: string; email: string; name?: strin
   const now = new Date().toISOString();
   for (let attempt = 0; attempt < 5; attempt++) {
     const code = randomCode();
-    const result = await createWriteTransaction(db().pick("user", "referralCode"), ({ user, referralCode }) => [
+    const nowSeconds = Math.floor(Date.now() / 1000);
+    const result = await createWriteTransaction(db().pick("user", "referralCode", "guard"), ({ user, referralCode, guard }) => [
       user
         .create({
           id,
@@ -112,8 +137,15 @@ export async function ensure(input: { idpId: string; email: string; name?: strin
         })
         .commit(),
       referralCode.create({ code, user_id: id }).commit(),
+      // No tombstone, or only an expired one that TTL has not removed yet (as `isDeleted` reads it).
+      guard
+        .check(tombstone(id))
+        .where((a, op) => `${op.notExists(a.ttl)} OR ${op.lt(a.ttl, nowSeconds)}`)
+        .commit(),
     ]).go();
     if (!result.canceled) return (await get(id))!;
+    // Deleted meanwhile (the check refused, or the tombstone's write collided with this transaction).
+    if (await isDeleted(id)) return null;
     const raced = await get(id);
     if (raced) return raced; // another request created this user first
     // otherwise the referral code collided: draw another
@@ -122,11 +154,18 @@ export async function ensure(input: { idpId: string; email: string; name?: strin
 }
 
 /**
- * Whether a token vouches for the stored address of a user whose address is marked unverified: it carries that same
- * address, and its provider does not say it is unverified (true, or unsaid: what a new user's token is taken at).
+ * What a token says of the stored address that the user item does not say yet: `{ verified }` to record (undefined:
+ * remove the stored false), or null when there is nothing to record. Only a token carrying that same address speaks
+ * for it. Its `email_verified` is recorded whenever it differs from the stored one, in both directions: a `false` for
+ * a user stored without the claim (the user.created webhook stores none) must stop that user from naming the address
+ * (`findByEmail`). A token without the claim only clears a stored false (unsaid is what a new user's token is taken
+ * at); against a stored true it says nothing new, so it writes nothing.
  */
-const verifiesStored = (user: Pick<User, "email" | "email_verified">, claims: TokenClaims): boolean =>
-  user.email_verified === false && claims.email_verified !== false && claims.email?.toLowerCase() === user.email;
+function verificationToRecord(user: Pick<User, "email" | "email_verified">, claims: TokenClaims): { verified: boolean | undefined } | null {
+  if (claims.email?.toLowerCase() !== user.email) return null;
+  if (claims.email_verified === undefined) return user.email_verified === false ? { verified: undefined } : null;
+  return claims.email_verified === user.email_verified ? null : { verified: claims.email_verified };
+}
 
 /**
  * Resolve the caller from verified token claims (the auth middleware, functions/lib/http.ts), creating the user from
@@ -141,24 +180,27 @@ export async function fromClaims(claims: TokenClaims): Promise<User> {
   const key = cacheKey(id);
   const hit = recentUsers.get(key);
   // A copy: no caller may change the item the next request of this container is served.
-  // (A token that now verifies an address the cached user had unverified goes on to record it.)
-  if (hit && !verifiesStored(hit, claims)) return { ...hit };
+  // (A token that says otherwise of the cached user's address than is stored goes on to record it.)
+  if (hit && !verificationToRecord(hit, claims)) return { ...hit };
   let user = await get(id);
   if (user?.deleting_at) throw Errors.unauthorized("This account is being deleted");
-  if (user && verifiesStored(user, claims)) {
-    // Verified since (or a token of the provider's that does not say, as for a new user): the address now names this
-    // user too (one write, on that change only).
+  const record = user && verificationToRecord(user, claims);
+  if (record) {
+    // The provider's latest word on the address (verified since, or unverified after all): whether it names this user
+    // (findByEmail) follows it. One write, on a change only; conditioned on the address it is about.
     try {
       const patch = db().entities.user.patch({ id });
-      const write = claims.email_verified === true ? patch.set({ email_verified: true }) : patch.remove(["email_verified"]);
-      user = (await write.go({ response: "all_new" })).data as User;
+      const write = record.verified === undefined ? patch.remove(["email_verified"]) : patch.set({ email_verified: record.verified });
+      user = (await write.where((a, op) => op.eq(a.email, user!.email)).go({ response: "all_new" })).data as User;
     } catch (err) {
       if (!isConditionalFailure(err)) throw err;
-      user = null; // deleted meanwhile: refused below
+      user = await get(id); // deleted meanwhile (refused below), or its address changed: the new one is not this token's
+      if (user?.deleting_at) throw Errors.unauthorized("This account is being deleted");
     }
   }
   if (!user) {
-    // Unknown: a first request, or a deleted user's token that is still valid (refused, never re-created).
+    // Unknown: a first request, or a deleted user's token that is still valid (refused, never re-created; `ensure`
+    // checks the tombstone again in its write, for a deletion that lands after this read).
     if (await isDeleted(id)) throw Errors.unauthorized("This account was deleted");
     if (claims.email) user = await ensure({ idpId: claims.sub, email: claims.email, name: claims.name, avatarUrl: claims.picture, emailVerified: claims.email_verified });
   }
@@ -311,7 +353,8 @@ export async function applyIdpEvent(event: IdpUserEvent, removeOwned: (user: Use
       // A creation or change delivered after the user's deletion (webhooks arrive in any order) creates nothing.
       if (await isDeleted(id)) return;
       if (!data.email) throw new AppError("BAD_REQUEST", `${type} without an email for an unknown user`);
-      await ensure({ idpId: data.id, email: data.email, name: data.name, avatarUrl: data.avatar_url });
+      // Null when the deletion landed after the check above: nothing created, as in that case.
+      await ensureUnlessDeleted({ idpId: data.id, email: data.email, name: data.name, avatarUrl: data.avatar_url });
       return;
     }
     if (type === "user.updated") {

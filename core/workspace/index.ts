@@ -576,16 +576,22 @@ export async function listMembers(userId: string, workspaceId: string): Promise<
 
 /**
  * Add a known user by e-mail with a role; owner or admin. The address names its earliest user whose provider did not
- * call it unverified (core/user `findByEmail`). The membership and the workspace's seats counter are one
- * transaction, the counter conditioned on the plan's `max_seats_per_workspace` (core/billing/counters.ts), so
- * concurrent adds cannot pass it; the route's plan gate (`usage: "seats"`) answers first with the figures.
- * @throws AppError USER_NOT_FOUND (404) when nobody with that e-mail has signed in yet; ALREADY_MEMBER (409);
- *   USAGE_LIMIT_EXCEEDED (402) when the workspace has as many members as the owner's plan in effect allows.
+ * call it unverified and who is not being deleted (core/user `findByEmail`). The membership and the workspace's seats
+ * counter are one transaction, the counter conditioned on the plan's `max_seats_per_workspace`
+ * (core/billing/counters.ts), so concurrent adds cannot pass it; the route's plan gate (`usage: "seats"`) answers
+ * first with the figures. The same transaction checks that the user still exists without `deleting_at`, and that the
+ * workspace still exists with no deletion begun (its `wsdelete` record, core/workspace/deletion.ts): a membership
+ * written after either deletion's cascade read the memberships would outlive it.
+ * @throws AppError USER_NOT_FOUND (404) when nobody with that e-mail has signed in yet (or that user is being deleted);
+ *   ALREADY_MEMBER (409); FORBIDDEN (403) when the workspace's deletion began meanwhile (what `requireMember` answers
+ *   from then on); USAGE_LIMIT_EXCEEDED (402) when the workspace has as many members as the owner's plan in effect
+ *   allows.
  */
 export async function addMember(userId: string, workspaceId: string, input: AddMemberInput): Promise<Member> {
   await requireMember(userId, workspaceId, ["owner", "admin"]);
   const target = await User.findByEmail(input.email);
-  if (!target) throw new AppError("USER_NOT_FOUND", `No user with the verified e-mail ${input.email} has signed in yet; ask them to sign in once, then add them`);
+  const notFound = () => new AppError("USER_NOT_FOUND", `No user with the verified e-mail ${input.email} has signed in yet; ask them to sign in once, then add them`);
+  if (!target) throw notFound();
   for (let attempt = 0; ; attempt++) {
     if (attempt >= COUNTED_TRIES) throw new AppError("SERVICE_UNAVAILABLE", "Too many members are being added at once; try again", { retryable: true });
     const { plan, limits } = await limitsOfWorkspace(workspaceId);
@@ -594,14 +600,24 @@ export async function addMember(userId: string, workspaceId: string, input: AddM
     // A workspace older than the counter starts it from its members (conditioned on it still being unset).
     const members = counter?.members ?? (await countByPrefix(partitionOf(workspaceId), "member#", "membership"));
     if (limit !== null && members >= limit) throw usageLimitError("seats", members, limit, plan);
-    const result = await createWriteTransaction(db().pick("membership", "usage"), ({ membership, usage }) => [
-      membership.create({ workspace_id: workspaceId, user_id: target.id, role: input.role, added_by: userId }).commit(),
-      counter?.members === undefined
-        ? usage.update({ workspace_id: workspaceId }).set({ members: members + 1 }).where((a, op) => op.notExists(a.members)).commit()
-        : usage.update({ workspace_id: workspaceId }).add({ members: 1 }).where((a, op) => (limit === null ? "" : op.lt(a.members, limit))).commit(),
-    ]).go();
+    const result = await createWriteTransaction(
+      db().pick("membership", "usage", "user", "workspace", "workspaceDeletion"),
+      ({ membership, usage, user, workspace, workspaceDeletion }) => [
+        membership.create({ workspace_id: workspaceId, user_id: target.id, role: input.role, added_by: userId }).commit(),
+        counter?.members === undefined
+          ? usage.update({ workspace_id: workspaceId }).set({ members: members + 1 }).where((a, op) => op.notExists(a.members)).commit()
+          : usage.update({ workspace_id: workspaceId }).add({ members: 1 }).where((a, op) => (limit === null ? "" : op.lt(a.members, limit))).commit(),
+        // The user's deletion (user.deleted) may begin after the lookup: its cascade would not see this membership.
+        user.check({ id: target.id }).where((a, op) => `${op.exists(a.id)} AND ${op.notExists(a.deleting_at)}`).commit(),
+        // Likewise the workspace's: its cascade deletes the memberships it read when it began.
+        workspace.check({ id: workspaceId }).where((a, op) => op.exists(a.id)).commit(),
+        workspaceDeletion.check({ workspace_id: workspaceId }).where((a, op) => op.notExists(a.workspace_id)).commit(),
+      ],
+    ).go();
     const codes = cancelCodes(result);
+    if (codes[3] === "ConditionalCheckFailed" || codes[4] === "ConditionalCheckFailed") throw Errors.forbidden();
     if (codes[0] === "ConditionalCheckFailed") throw new AppError("ALREADY_MEMBER", `${input.email} is already a member of this workspace`);
+    if (codes[2] === "ConditionalCheckFailed") throw notFound();
     if (!result.canceled) break;
     // The counter refused: the limit was reached meanwhile (the next read says so), or a concurrent add moved it.
   }
