@@ -3,6 +3,7 @@ import { randomInt, randomUUID } from "node:crypto";
 import { v5 as uuidv5 } from "uuid";
 import type { EntityItem } from "electrodb";
 import { Config } from "../config";
+import { serviceLog } from "../log";
 import { AppError, Errors } from "../error";
 import { createWriteTransaction } from "electrodb";
 import { db } from "../db/service";
@@ -361,15 +362,26 @@ export async function applyIdpEvent(event: IdpUserEvent, removeOwned: (user: Use
       // A new address is not known to be verified: its `email_verified` is the provider's word on the old one. Until a
       // token of that address says otherwise it names no one (findByEmail) and grants nothing (ADMIN_EMAILS).
       const changed = data.email !== undefined && data.email.toLowerCase() !== existing.email;
-      await db()
-        .entities.user.patch({ id })
-        .set({
-          ...(data.email ? { email: data.email.toLowerCase() } : {}),
-          ...(changed ? { email_verified: false } : {}),
-          ...(data.name !== undefined ? { name: data.name } : {}),
-          ...(data.avatar_url !== undefined ? { avatar_url: data.avatar_url } : {}),
-        })
-        .go();
+      // Deliveries are deduplicated per message, not ordered: an older change retried after a newer one would undo
+      // it. With the event's own time, only a change at least as new as the last one applied is written.
+      const at = eventTime(event.timestamp);
+      try {
+        await db()
+          .entities.user.patch({ id })
+          .set({
+            ...(data.email ? { email: data.email.toLowerCase() } : {}),
+            ...(changed ? { email_verified: false } : {}),
+            ...(data.name !== undefined ? { name: data.name } : {}),
+            ...(data.avatar_url !== undefined ? { avatar_url: data.avatar_url } : {}),
+            ...(at ? { idp_event_at: at } : {}),
+          })
+          .where((a, op) => (at ? `${op.notExists(a.idp_event_at)} OR ${op.lte(a.idp_event_at, at)}` : ""))
+          .go();
+      } catch (err) {
+        if (!isConditionalFailure(err)) throw err;
+        // Older than a change already applied, or the user deleted meanwhile: nothing to write either way.
+        if (await get(id)) serviceLog("idp").info("an older user.updated arrived after a newer one; not applied", { user_id: id, event_at: at });
+      }
       forget(id);
     }
     return;
@@ -394,6 +406,12 @@ export async function applyIdpEvent(event: IdpUserEvent, removeOwned: (user: Use
   await db().entities.referralCode.delete({ code: existing.referral_code }).go();
   await db().entities.user.delete({ id }).go();
   forget(id);
+}
+
+/** An event's occurrence time as stored (ISO 8601 UTC, milliseconds), or undefined when it has none or not a time. */
+function eventTime(timestamp: string | undefined): string | undefined {
+  const ms = timestamp === undefined ? NaN : Date.parse(timestamp);
+  return Number.isFinite(ms) ? new Date(ms).toISOString() : undefined;
 }
 
 /**

@@ -54,6 +54,11 @@ export const IDP_USER_EVENT_TYPES = ["user.created", "user.updated", "user.delet
 /** A user event: one the service applies (`applyIdpEvent`). */
 export const IdpUserEvent = z.object({
   type: z.enum(IDP_USER_EVENT_TYPES),
+  /**
+   * When the event occurred (Standard Webhooks envelope, ISO 8601): the same on every delivery of it, unlike the
+   * `webhook-timestamp` header (the attempt's). Orders `user.updated` events; a value that is not a time is ignored.
+   */
+  timestamp: z.string().optional(),
   data: z.object({
     id: z.string().min(1),
     email: z.string().email().optional(),

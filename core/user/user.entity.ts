@@ -15,6 +15,11 @@ export const buildUserEntity = () => new Entity({
     name: { type: "string", default: "" },
     avatar_url: { type: "string" },
     access_status: { type: ["pending", "active", "suspended"] as const, required: true },
+    /**
+     * The occurrence time (ISO 8601, UTC) of the newest identity-provider `user.updated` event applied to the user (the
+     * Standard Webhooks envelope's `timestamp`): an older event delivered late changes nothing.
+     */
+    idp_event_at: { type: "string" },
     /** ISO 8601 time its deletion (`user.deleted`) started: from then the user is refused, as if deleted already. */
     deleting_at: { type: "string" },
     is_founder: { type: "boolean", default: false },

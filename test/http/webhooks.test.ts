@@ -125,6 +125,23 @@ describe("user.updated", () => {
     }
   });
 
+  it("an older change delivered after a newer one (a provider's retry) does not undo it: events are ordered by their own time", async () => {
+    const u = idpUser();
+    await send({ type: "user.created", data: { id: u.idpId, email: u.email, name: "First" } });
+    const newer = `newer-${randomUUID().slice(0, 8)}@example.com`;
+    // Both events occurred a minute apart; the newer is delivered first, the older is retried after it.
+    expect((await send({ type: "user.updated", timestamp: "2026-11-29T10:01:00.000000Z", data: { id: u.idpId, email: newer, name: "Newer" } })).status).toBe(200);
+    expect((await send({ type: "user.updated", timestamp: "2026-11-29T10:00:00.000000Z", data: { id: u.idpId, email: u.email, name: "Older", avatar_url: "https://img.example/old.png" } })).status).toBe(200);
+    const stored = await User.get(u.id);
+    expect(stored).toMatchObject({ email: newer, name: "Newer", idp_event_at: "2026-11-29T10:01:00.000Z" });
+    expect(stored!.avatar_url).toBeUndefined();
+    // A later change applies; one without a time (a provider that sends none) applies as it comes.
+    expect((await send({ type: "user.updated", timestamp: "2026-11-29T10:02:00Z", data: { id: u.idpId, name: "Latest" } })).status).toBe(200);
+    expect(await User.get(u.id)).toMatchObject({ name: "Latest", idp_event_at: "2026-11-29T10:02:00.000Z" });
+    expect((await send({ type: "user.updated", data: { id: u.idpId, name: "Untimed" } })).status).toBe(200);
+    expect(await User.get(u.id)).toMatchObject({ name: "Untimed" });
+  });
+
   it("a partial update leaves the other fields alone", async () => {
     const u = idpUser();
     await send({ type: "user.created", data: { id: u.idpId, email: u.email, name: "Keep Email" } });
