@@ -106,13 +106,25 @@ export function modelChoice(input: { effort?: string; reasoning_mode?: string; m
 }
 
 /**
+ * The stream Lambda's timeout, seconds: the `stream` group's in functions/http/routes.ts (`GROUP_TIMEOUT_SECONDS`),
+ * restated here because that module loads every route table (test/http/stream.test.ts checks they agree). A stream
+ * lives at most this long; its 300 s budget starts only after the slot is taken, so the budget cannot bound the slot.
+ */
+export const STREAM_LAMBDA_TIMEOUT_SECONDS = 330;
+/** How long a stream slot outlives the longest stream (clock skew between the Lambda and DynamoDB, the release's own write). */
+const STREAM_SLOT_MARGIN_SECONDS = 30;
+/** A stream slot's lifetime, seconds: never shorter than a stream that still runs. */
+export const STREAM_SLOT_SECONDS = STREAM_LAMBDA_TIMEOUT_SECONDS + STREAM_SLOT_MARGIN_SECONDS;
+
+/**
  * Take one of the user's stream slots (at most 3 streams at once). A slot is a lock (`tryLock`) that expires a
- * little after the 300 s budget, so a crashed stream frees its slot by itself.
+ * little after the stream Lambda's timeout (`STREAM_SLOT_SECONDS`): a running stream keeps its slot to the end, and a
+ * crashed stream frees its slot by itself.
  * @returns release function. @throws AppError RATE_LIMITED (429, Retry-After) when all slots are taken.
  */
 export async function acquireStreamSlot(userId: string): Promise<() => Promise<void>> {
   for (let slot = 0; slot < MAX_STREAMS_PER_USER; slot++) {
-    const release = await tryLock(`user#${userId}`, `stream#${slot}`, QUERY_BUDGET_MS / 1000 + 10);
+    const release = await tryLock(`user#${userId}`, `stream#${slot}`, STREAM_SLOT_SECONDS);
     if (release) return release;
   }
   throw new AppError("RATE_LIMITED", `At most ${MAX_STREAMS_PER_USER} streams at once; wait for one to finish`, { retry_after_seconds: 5 });
@@ -478,11 +490,14 @@ async function execute(
         (r) => ({ status: r.status, stop_reason: r.stopReason, num_turns: r.numTurns, tools: r.steps.map((s) => s.name), pending_action_ids: r.pendingActionIds, mission_id: h.missionId }),
       );
     } catch (err) {
-      if (!result && !budget.aborted && harness?.lastComplete) {
-        // The answer was finished and streamed when a check after it failed (the post-flight's reads, a repair): the
-        // conversation keeps the answer the client saw, and the error event says what failed.
+      if (!result && harness?.lastComplete) {
+        // The answer was finished and streamed when a check after it failed (the post-flight's reads, a repair) or the
+        // budget or a disconnect stopped a repair: the conversation keeps the answer the client saw, and the error
+        // event says what failed (TIMEOUT or CANCELLED for a stop).
         result = harness.lastComplete;
-        failure = { code: err instanceof AppError ? err.code : "INTERNAL", message: err instanceof AppError ? err.message : "The answer could not be checked; quote the message id when reporting it" };
+        failure = budget.aborted
+          ? stopFailure(sink.signal.aborted)
+          : { code: err instanceof AppError ? err.code : "INTERNAL", message: err instanceof AppError ? err.message : "The answer could not be checked; quote the message id when reporting it" };
       } else if (result && !budget.aborted) {
         // The run finished and its answer went out; only its bookkeeping failed. The settlement is tried again below
         // (else the sweeper gives the reservation back); the record of the run is lost, and said so in the log.

@@ -485,17 +485,59 @@ function cutToBytes(text: string, bytes: number): string {
   return cut;
 }
 
+/** Room kept for the assistant's other fields when its content alone is cut to bytes (`fitMessage`). */
+const FIELDS_ROOM_BYTES = 20_000;
+
+/** `text` cut to at most `chars` characters (never between a surrogate pair), with a visible marker saying how much went. */
+function cutAnswer(text: string, chars: number): string {
+  const marker = (left: number) => `\n\n[Answer cut to fit the message: ${left} more characters]`;
+  let keep = Math.max(0, chars - marker(text.length).length);
+  if (/[\uD800-\uDBFF]/.test(text.charAt(keep - 1))) keep--; // a character cut in two
+  return `${text.slice(0, keep)}${marker(text.length - keep)}`;
+}
+
+/** The message with its execution_metadata's steps cut to the first and last `keep` (and a count of those left out). */
+function withSteps(message: NewMessage, steps: unknown[], keep: number): NewMessage {
+  const kept = keep * 2 >= steps.length ? steps : [...steps.slice(0, keep), ...steps.slice(steps.length - keep)];
+  if (kept === steps) return message;
+  return { ...message, execution_metadata: { ...message.execution_metadata, steps: kept, steps_left_out: steps.length - kept.length } };
+}
+
 /**
- * An assistant message made to fit its item (`MAX_MESSAGE_BYTES`): when its thinking blocks (spec 01 Message
- * `thinking_blocks`, kept whole by the copilot) leave no room, each block's text is cut to an equal share of what
- * the answer and the other fields leave, and marked so; a cut block loses its signature (it no longer verifies),
- * a redacted block its opaque data. A long reasoning run then keeps its answer instead of failing to store it. A
- * message that fits, or has no thinking, is returned as it is (what does not fit then is `appendMessage`'s 422).
+ * An assistant message made to fit its item (`MAX_MESSAGE_CHARS`, `MAX_MESSAGE_BYTES`), so an answer the client has
+ * already received whole is stored rather than refused (422) after the stream. In this order, each only as far as
+ * needed: content over 100,000 characters (or whose bytes alone fill the item) is cut and ends with a visible marker
+ * saying how much was cut; the tool steps of `execution_metadata` keep the first and last ones, with
+ * `steps_left_out` counting the others; each thinking block's text (spec 01 Message `thinking_blocks`, kept whole by
+ * the copilot) is cut to an equal share of what the rest leaves, and marked so; a cut block loses its signature (it no
+ * longer verifies), a redacted block its opaque data. A message that fits, and a user message, are returned as they
+ * are (what does not fit then is `appendMessage`'s 422).
  */
 export function fitMessage(message: NewMessage): NewMessage {
-  const blocks = message.thinking_blocks as ({ type: string; content?: string; signature?: string; data?: string } | null)[] | undefined;
-  if (message.role !== "assistant" || !blocks?.length || messageBytes(message) <= MAX_MESSAGE_BYTES) return message;
-  const others = messageBytes({ ...message, thinking_blocks: undefined });
+  if (message.role !== "assistant") return message;
+  let m = message;
+  if (m.content.length > MAX_MESSAGE_CHARS) m = { ...m, content: cutAnswer(m.content, MAX_MESSAGE_CHARS) };
+  // Content and its lower-cased copy must leave room for the other fields: a long answer of multi-byte characters.
+  for (let chars = m.content.length; messageBytes({ role: m.role, content: m.content }) > MAX_MESSAGE_BYTES - FIELDS_ROOM_BYTES && chars > 0; ) {
+    chars = Math.floor(chars * 0.9);
+    m = { ...m, content: cutAnswer(message.content, chars) };
+  }
+  if (messageBytes(m) <= MAX_MESSAGE_BYTES) return m;
+  // Tool steps before thinking: the steps of a long run are a log; its thinking is its reasoning. The message without
+  // its thinking must fit; the thinking then gets what is left.
+  const steps = (m.execution_metadata as { steps?: unknown } | undefined)?.steps;
+  if (Array.isArray(steps) && steps.length > 2 && messageBytes({ ...m, thinking_blocks: undefined }) > MAX_MESSAGE_BYTES) {
+    let keep = Math.ceil(steps.length / 2);
+    let trimmed = withSteps(m, steps, keep);
+    while (keep > 0 && messageBytes({ ...trimmed, thinking_blocks: undefined }) > MAX_MESSAGE_BYTES) {
+      keep = keep > 1 ? Math.floor(keep / 2) : 0;
+      trimmed = withSteps(m, steps, keep);
+    }
+    m = trimmed;
+  }
+  const blocks = m.thinking_blocks as ({ type: string; content?: string; signature?: string; data?: string } | null)[] | undefined;
+  if (!blocks?.length || messageBytes(m) <= MAX_MESSAGE_BYTES) return m;
+  const others = messageBytes({ ...m, thinking_blocks: undefined });
   const fit = (share: number) =>
     blocks.map((b) => {
       if (!b || typeof b !== "object") return b;
@@ -508,10 +550,10 @@ export function fitMessage(message: NewMessage): NewMessage {
   // An equal share of the room left, less the blocks' JSON and markers; JSON escapes can grow a text, so a share that
   // still does not fit is halved.
   for (let share = Math.floor((MAX_MESSAGE_BYTES - others - 2_000) / blocks.length) - 120; share > 0; share = Math.floor(share / 2)) {
-    const fitted = { ...message, thinking_blocks: fit(share) };
+    const fitted = { ...m, thinking_blocks: fit(share) };
     if (messageBytes(fitted) <= MAX_MESSAGE_BYTES) return fitted;
   }
-  return { ...message, thinking_blocks: fit(0) };
+  return { ...m, thinking_blocks: fit(0) };
 }
 
 /**

@@ -124,7 +124,8 @@ export class Harness {
   quality: RunQuality | undefined;
   /**
    * The run's answer once the loop finished it and before the post-flight judged it: what the client has seen when a
-   * check after it fails (a read of the judged artifacts, a repair's model call), so the caller can keep it.
+   * check after it fails (a read of the judged artifacts, a repair's model call) or the query's budget or the client's
+   * disconnect stops a repair, so the caller can keep it.
    */
   lastComplete: AgentRunResult | undefined;
   /**
@@ -367,7 +368,13 @@ export class Harness {
           emit: this.emit,
           onToolResult: this.onToolResult,
         });
-        if (next.status !== "success" && next.stopReason === "aborted") return merge(current, next); // the client left: partial
+        if (next.status !== "success" && next.stopReason === "aborted") {
+          // The client left or the budget ran out during the rewrite: the finished answer before it is what the
+          // client saw whole, so it stands (a cut rewrite is a fragment, often empty); the run stays aborted (partial),
+          // with the rewrite's turns and usage counted.
+          const spent = merge(current, next);
+          return { ...spent, text: current.text, thinking: current.thinking, thinkingBlocks: current.thinkingBlocks, messages: current.messages };
+        }
         if (next.status !== "success") {
           // The rewrite ran out of turns or output before it finished: the complete answer before it stands, as
           // judged (the rewrite's turns and usage were spent, and what it queued is queued).

@@ -799,6 +799,32 @@ describe("agent operations", () => {
     expect(Chat.fitMessage(small)).toBe(small);
   });
 
+  it("fitMessage cuts an answer over 100,000 characters with a marker, and a long run's steps to the first and last, so it is stored", async () => {
+    const conv = await newConv(owner);
+    // Every turn's text of a long run (123,200 characters) and 400 tool steps of about 1.2 KB each (their compacted input).
+    const answer = "Sign-in loops after every update are the top complaint. ".repeat(2_200);
+    const steps = Array.from({ length: 400 }, (_, i) => ({ turn: i + 1, name: "search_insights", input: { truncated: true, preview: `step ${i} `.padEnd(1_000, "q") }, status: "success", duration_ms: 12, result_chars: 900, truncated: false }));
+    const message: Chat.NewMessage = { role: "assistant", content: answer, decision_context: { model: "m" }, execution_metadata: { steps, num_turns: 400, stop_reason: "end_turn", duration_ms: 1, pending_action_ids: [] } };
+    await rejectsWith(Chat.appendMessage(conv, message), "VALIDATION_ERROR"); // as it is: refused after the stream sent it
+    const stored = await Chat.appendMessage(conv, Chat.fitMessage(message));
+    expect(stored.content.length).toBeLessThanOrEqual(100_000);
+    expect(answer.startsWith(stored.content.slice(0, 99_000))).toBe(true);
+    const left = Number(/\[Answer cut to fit the message: (\d+) more characters\]$/.exec(stored.content)?.[1]);
+    expect(stored.content.lastIndexOf("\n\n[Answer cut")).toBe(answer.length - left); // the count is what was cut
+    const meta = stored.execution_metadata as { steps: { turn: number }[]; steps_left_out: number; num_turns: number };
+    expect(meta.steps[0]!.turn).toBe(1);
+    expect(meta.steps.at(-1)!.turn).toBe(400);
+    expect(meta.steps.length + meta.steps_left_out).toBe(400);
+    expect(meta.steps.length).toBeGreaterThan(2);
+    expect(meta.num_turns).toBe(400);
+    // Multi-byte text whose 100,000 characters and their lower-cased copy pass the item's bytes is cut to them too.
+    const wide = await Chat.appendMessage(conv, Chat.fitMessage({ role: "assistant", content: "登录问题。".repeat(20_000) }));
+    expect(wide.content).toMatch(/^登录问题。/);
+    expect(wide.content).toMatch(/\[Answer cut to fit the message: \d+ more characters\]$/);
+    const got = await call("GET", `/api/chat/conversations/${conv.id}`, { token: owner.token });
+    expect(got.body.messages.map((m: { id: string }) => m.id)).toEqual([stored.id, wide.id]);
+  });
+
   it("appendMessage sets an inferred title in its own transaction, only over an automatic title: a user's title, or a rename racing the append, is kept", async () => {
     const got = async (id: string) => (await call("GET", `/api/chat/conversations/${id}`, { token: owner.token })).body;
     const patches = vi.spyOn(chatDb().entities.conversation, "patch");

@@ -63,6 +63,17 @@ function thinkingThenTool(name: string, input: Record<string, unknown>): Frame[]
   ];
 }
 
+/** One text turn as Bedrock streams it: the text in deltas of 4,000 characters, then the end of the turn and its usage. */
+function textTurn(text: string, usage = { inputTokens: 1_200, outputTokens: 300 }): Frame[] {
+  return [
+    { type: "messageStart", body: { role: "assistant" } },
+    ...(text.match(/[\s\S]{1,4000}/g) ?? []).map((piece) => ({ type: "contentBlockDelta", body: { contentBlockIndex: 0, delta: { text: piece } } })),
+    { type: "contentBlockStop", body: { contentBlockIndex: 0 } },
+    { type: "messageStop", body: { stopReason: "end_turn" } },
+    { type: "metadata", body: { usage: { ...usage, totalTokens: usage.inputTokens + usage.outputTokens }, metrics: { latencyMs: 800 } } },
+  ];
+}
+
 const usageOf = (frames: Frame[]) => (frames.find((f) => f.type === "metadata")!.body as { usage: { inputTokens: number; outputTokens: number } }).usage;
 
 beforeAll(async () => {
@@ -299,6 +310,52 @@ describe("a client that leaves, and the 300 s budget", () => {
     const conv = await call("GET", `/api/chat/conversations/${done.conversation_id}`, { token: owner.token });
     const answer = conv.body.messages.find((m: { id: string }) => m.id === done.message_id);
     expect(answer.content).toBe("Stopped before answering: the query ran past its 300 s budget.");
+  });
+});
+
+describe("a finished answer the budget overtakes during its quality rewrite", () => {
+  it("is the answer the conversation keeps, with error TIMEOUT (it stored the rewrite's fragment or a stop notice)", async () => {
+    // A block quote that cites nothing fails the answer's contract: the harness asks the model to rewrite it.
+    const first = "Users keep describing the same problem:\n\n> I keep getting sent back to the login screen\n\nSign-in is the top complaint.";
+    // The rewrite's model call sends its start and one text delta, then holds as a slow model would.
+    bedrock.reply({ frames: textTurn(first) }, { frames: recorded("claude-v2-text.json").frames, holdAfter: 2 });
+    const before = bedrock.requests.length;
+    let events: WireEvent[];
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"], shouldAdvanceTime: true });
+    try {
+      const reading = readStream(gw.base, "/api/stream/chat", owner.token, { workspace_id: ws, prompt: "What do users say about signing in?", model: haiku.id, effort: "low" }, { timeoutMs: 2 * QUERY_BUDGET_MS });
+      await vi.waitFor(() => expect(bedrock.requests.length).toBe(before + 2), { timeout: 20_000, interval: 20 });
+      await vi.advanceTimersByTimeAsync(QUERY_BUDGET_MS);
+      events = await reading;
+    } finally {
+      vi.useRealTimers();
+    }
+    await bedrock.requests[before + 1]!.closed; // the rewrite's model call was stopped
+    expect(of(events, "harness_retry").map((e) => e.data)).toEqual([expect.objectContaining({ kind: "quality", rewrites_answer: true })]);
+    expect(of(events, "error").map((e) => e.data)).toEqual([{ code: "TIMEOUT", message: `The query ran past its ${QUERY_BUDGET_MS / 1000} s budget` }]);
+    const done = events.at(-1)!.data;
+    expect(done.num_turns).toBeGreaterThan(0);
+    const conv = await call("GET", `/api/chat/conversations/${done.conversation_id}`, { token: owner.token });
+    const answer = conv.body.messages.find((m: { id: string }) => m.id === done.message_id);
+    expect(answer.content).toBe(first);
+  });
+});
+
+describe("an answer longer than a message may be", () => {
+  it("is stored cut to 100,000 characters with a marker after the client received it whole (it was refused, 422, and lost)", async () => {
+    const long = "Sign-in loops after every update are the top complaint. ".repeat(2_200); // 123,200 characters
+    bedrock.reply({ frames: textTurn(long) });
+    const events = await readStream(gw.base, "/api/stream/chat", owner.token, { workspace_id: ws, prompt: "Tell me everything about sign-in", model: haiku.id, effort: "low" });
+    expect(of(events, "token").map((e) => e.data.content).join("")).toBe(long);
+    expect(of(events, "error")).toEqual([]);
+    const done = events.at(-1)!.data;
+    expect(done.message_id).toBeTruthy();
+    const conv = await call("GET", `/api/chat/conversations/${done.conversation_id}`, { token: owner.token });
+    const answer = conv.body.messages.find((m: { id: string }) => m.id === done.message_id);
+    expect(answer.role).toBe("assistant");
+    expect(answer.content.length).toBeLessThanOrEqual(100_000);
+    expect(long.startsWith(answer.content.slice(0, 90_000))).toBe(true);
+    expect(answer.content).toMatch(/\[Answer cut to fit the message: \d+ more characters\]$/);
   });
 });
 

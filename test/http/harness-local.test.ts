@@ -23,6 +23,8 @@ import { call, newWorkspace, type ApiResponse } from "../support/api";
 import { insightQuoting, notesAsSources } from "../support/sources";
 import { liveGateway, orderProblems, readStream, type WireEvent } from "../support/sse";
 import { withholdBatchKeys } from "../support/throttle";
+import { currentSignal } from "../../core/context";
+import { QUERY_BUDGET_MS } from "../../core/agent/loop";
 
 let gw: Awaited<ReturnType<typeof liveGateway>>;
 
@@ -343,6 +345,43 @@ describe("a member's change during a repair's redraft wins (local engine)", () =
     expect(of(events, "harness_degraded")).toEqual([expect.objectContaining({ abandoned: [note] })]);
     expect((await call("GET", `/api/documents/${docId}`, { token: s.token })).status).toBe(404);
     expect((run.quality as { abandoned_repairs?: string[] }).abandoned_repairs).toEqual([note]);
+  }, 120_000);
+});
+
+describe("the query's budget runs out during a repair's redraft (local engine)", () => {
+  it("the conversation keeps the finished answer the client saw, with error TIMEOUT and the run's turns (it stored a stop notice, 0 turns)", async () => {
+    const s = await seeded("Budget during repair");
+    let hanging = false;
+    const original = localDocumentEngine.draft;
+    // The stream's own draft runs; the repair's redraft (recognised by the instruction it adds) is a model call that
+    // does not answer before the budget, and stops on the run's signal as a real one does.
+    const spy = vi.spyOn(localDocumentEngine, "draft").mockImplementation(async (input) => {
+      if (!input.user_instructions?.includes("Include a Solution section.")) return original(input);
+      const signal = currentSignal()!;
+      hanging = true;
+      return new Promise<never>((_, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true }));
+    });
+    let events: WireEvent[];
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"], shouldAdvanceTime: true });
+    try {
+      const reading = readStream(gw.base, "/api/stream/draft", s.token, { workspace_id: s.ws, prompt: "Draft a PRD", recommendation_id: s.recommendation, user_instructions: "Keep it short, without a solution section." }, { timeoutMs: 2 * QUERY_BUDGET_MS });
+      await vi.waitFor(() => expect(hanging).toBe(true), { timeout: 60_000, interval: 20 });
+      await vi.advanceTimersByTimeAsync(QUERY_BUDGET_MS);
+      events = await reading;
+    } finally {
+      vi.useRealTimers();
+      spy.mockRestore();
+    }
+    expect(of(events, "harness_contract")[0]).toMatchObject({ passed: false });
+    expect(of(events, "error")).toEqual([{ code: "TIMEOUT", message: `The query ran past its ${QUERY_BUDGET_MS / 1000} s budget` }]);
+    const streamed = text(events);
+    expect(streamed.trim()).not.toBe("");
+    const done = events.at(-1)!.data;
+    expect(done.num_turns).toBeGreaterThan(0);
+    const conv = await call("GET", `/api/chat/conversations/${done.conversation_id}`, { token: s.token });
+    const stored = conv.body.messages.find((m: { id: string }) => m.id === done.message_id);
+    expect(stored.role).toBe("assistant");
+    expect(stored.content.trim()).toBe(streamed.trim());
   }, 120_000);
 });
 

@@ -9,7 +9,8 @@ import { setAccount } from "../support/billing";
 import { db } from "../../core/db/service";
 import { dynamoClient } from "../../core/db/client";
 import { embedder } from "../../core/ai/select";
-import { acquireStreamSlot, MAX_STREAMS_PER_USER } from "../../core/agent/copilot";
+import { acquireStreamSlot, MAX_STREAMS_PER_USER, STREAM_LAMBDA_TIMEOUT_SECONDS } from "../../core/agent/copilot";
+import { GROUP_TIMEOUT_SECONDS } from "../../functions/http/routes";
 import { runsOf } from "../../core/agent";
 
 let gw: Awaited<ReturnType<typeof liveGateway>>;
@@ -323,6 +324,20 @@ describe("stream errors before the stream opens", () => {
     } finally {
       dynamoClient().middlewareStack.remove(name);
     }
+  });
+
+  it("a slot outlives the stream Lambda: its ttl is at least the stream group's timeout beyond its take (it was 310 s of 330 s)", async () => {
+    const user = await newUser();
+    const taken = Math.floor(Date.now() / 1000);
+    const release = await acquireStreamSlot(user.id);
+    try {
+      const { data } = await db().entities.guard.get({ scope: `user#${user.id}`, name: "stream#0" }).go({ consistent: true });
+      expect(data!.ttl - taken).toBeGreaterThan(GROUP_TIMEOUT_SECONDS.stream!);
+    } finally {
+      await release();
+    }
+    // The bound the slot is sized from is the one the stack gives the stream Lambda (restated: routes.ts loads every route).
+    expect(STREAM_LAMBDA_TIMEOUT_SECONDS).toBe(GROUP_TIMEOUT_SECONDS.stream);
   });
 
   it("frees the stream's slot before done, so a client's next stream on done is never refused (429)", async () => {
