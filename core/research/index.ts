@@ -230,7 +230,8 @@ export async function upload(userId: string, body: UploadBody): Promise<SourceVi
   const sub = await requireActiveSubscription(body.workspace_id);
   const { content, filename, mimetype, truncated } = body.file;
   if (truncated) {
-    throw new AppError("PAYLOAD_TOO_LARGE", `Files over ${MULTIPART_MAX_BYTES / 1024 / 1024} MB go through POST /api/research/upload-url (up to 100 MB)`);
+    // The envelope of the HTTP stack's 413 (`payloadTooLarge`), limit_bytes naming the file's limit that was passed.
+    throw new AppError("PAYLOAD_TOO_LARGE", `Files over ${MULTIPART_MAX_BYTES / 1024 / 1024} MB go through POST /api/research/upload-url (up to 100 MB)`, { limit_bytes: MULTIPART_MAX_BYTES });
   }
   const inspected = await inspectUpload({ head: content.subarray(0, 8192), declaredType: mimetype, filename, size: content.length });
   const item = newSourceItem(userId, body, { file_name: filename, size: content.length, verdict: inspected, method: "multipart" });

@@ -118,6 +118,20 @@ const jsonBodyMiddleware = (rawRoutes: ReadonlySet<string>, bodyless: ReadonlySe
 });
 
 /**
+ * The multipart parser for the group's upload routes only: a route that takes JSON or no body never parses a
+ * multipart one (as `jsonBodyMiddleware` skips `bodyless`), so a stray multipart body there is ignored, not a 422.
+ * An event without a known route key (a Function URL's `$default`) is still parsed, as the JSON parser does.
+ * @param skip the route keys of the group's routes that are not multipart
+ * @param parser the group's multipart parser (`GroupOptions.multipart`)
+ */
+const multipartRoutesOnly = (skip: ReadonlySet<string>, parser: middy.MiddlewareObj<Event, APIGatewayProxyResultV2>): middy.MiddlewareObj<Event, APIGatewayProxyResultV2> => ({
+  before: async (request) => {
+    if (skip.has(request.event.routeKey)) return;
+    await parser.before?.(request);
+  },
+});
+
+/**
  * One spelling per response header: middy's middlewares add capitalised names (Content-Security-Policy), our code
  * lower-case ones. Without this a route's own header (the docs page's CSP) would go out next to the middleware's
  * default and a browser would enforce both. Lower-cases every name; a route's lower-case header wins.
@@ -397,6 +411,7 @@ export function httpGroup<T extends Record<string, RouteSpec>>(table: T, impls: 
   const isAuthenticated = (spec: RouteSpec) => spec.access === "user" || spec.access === "admin";
   const authenticated = new Set(entries.filter(([, spec]) => isAuthenticated(spec)).map(([, spec]) => keyOf(spec)));
   const multipart = entries.some(([, spec]) => spec.bodyType === "multipart");
+  const notMultipart = new Set(entries.filter(([, spec]) => spec.bodyType !== "multipart").map(([, spec]) => keyOf(spec)));
   if (multipart && !opts.multipart) throw new Error(`Group ${group} has multipart routes: pass httpGroup a multipart parser`);
   // A plan gate reads the workspace from the request itself; a by-id route would have to load the resource first.
   const unscoped = entries.filter(([, spec]) => (spec.feature || spec.usage) && spec.workspaceScope === "resource");
@@ -416,7 +431,7 @@ export function httpGroup<T extends Record<string, RouteSpec>>(table: T, impls: 
       bodyLimitMiddleware(specs),
       jsonBodyMiddleware(rawRoutes, bodyless),
       // Only groups with upload routes parse multipart bodies; elsewhere such a body fails the route's validation.
-      ...(multipart && opts.multipart ? [opts.multipart as unknown as middy.MiddlewareObj<Event, APIGatewayProxyResultV2>] : []),
+      ...(multipart && opts.multipart ? [multipartRoutesOnly(notMultipart, opts.multipart as unknown as middy.MiddlewareObj<Event, APIGatewayProxyResultV2>)] : []),
     ])
     .use(oneSpellingPerHeader())
     // After (and on error) middlewares run in reverse: this marks the answer before the spellings are merged.

@@ -13,7 +13,8 @@
  *   each of those workspaces: a member removed since gets the route's 403 (404 on a route naming a resource alone),
  *   not the answer. The caller's own status (deleted, suspended, product access) is checked before, as on any request.
  * - While the first request runs, another with the key answers 409 CONFLICT (Retry-After). If the first fails (a 4xx
- *   or 5xx), nothing is stored and a retry runs again. If its Lambda died mid-run, a retry runs again once the
+ *   or 5xx), nothing is stored and a retry runs again; it answers its own error even when its in-progress record
+ *   could not be deleted (then the key waits as below). If its Lambda died mid-run, a retry runs again once the
  *   Lambda's time is over (the in-progress record expires with the invocation's remaining time).
  * - The key sent with another path, query or body answers 422 VALIDATION_ERROR.
  * - An answer over STORED_ANSWER_MAX_BYTES is not kept whole: a replay answers 409 CONFLICT (`idempotency:
@@ -130,9 +131,17 @@ export async function runOncePerKey(routeId: string, userId: string, key: string
     throw Errors.validation([{ loc: ["header", "Idempotency-Key"], msg: "An Idempotency-Key is 1 to 255 printable ASCII characters", type: "idempotency_key" }]);
   }
   let fresh: Reply | undefined;
+  // What the work itself threw: the library may report a failed cleanup in its place (below).
+  let failed: { error: unknown } | undefined;
   const once = makeIdempotent(
     async (_payload: { key: unknown; request: unknown }): Promise<StoredAnswer> => {
-      const reply = await work();
+      let reply: Reply;
+      try {
+        reply = await work();
+      } catch (error) {
+        failed = { error };
+        throw error;
+      }
       fresh = reply;
       const workspaces = verifiedWorkspaces(userId);
       // Plain JSON, as a replay will read it back (no undefined, dates as strings), measured in the bytes DynamoDB counts.
@@ -156,6 +165,13 @@ export async function runOncePerKey(routeId: string, userId: string, key: string
     if (fresh && err instanceof IdempotencyPersistenceLayerError) {
       logger.warn("an answer could not be kept for its Idempotency-Key", { route: routeId, error: err });
       return fresh;
+    }
+    // The work failed and the library could not delete the in-progress record after it (the store busy): the library
+    // reports that failure instead, but the client's answer is the work's own error (its 402, not a 500). The key stays
+    // in progress until the invocation's time is over, as for a Lambda that died mid-run.
+    if (failed && err instanceof IdempotencyPersistenceLayerError) {
+      logger.warn("a failed request's Idempotency-Key could not be released", { route: routeId, error: err });
+      throw failed.error;
     }
     throw translate(err);
   }

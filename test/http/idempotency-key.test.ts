@@ -13,7 +13,8 @@ import { dynamoBaseClient } from "../../core/db/client";
 import { call, newUser, newWorkspace as bareWorkspace } from "../support/api";
 import { signedDelivery, useIdpWebhookSecret } from "../support/idp-webhook";
 import { sourceWith } from "../support/sources";
-import { documentCreateFailsOnce, documentCreateHeld } from "../support/store-faults";
+import { documentCreateFailsOnce, documentCreateHeld, storeFails } from "../support/store-faults";
+import { setAccount } from "../support/billing";
 import { expectEnvelope, headersOf, partitionItems } from "./_helpers";
 
 const QUOTE = "I keep getting logged out and have to sign in again every time";
@@ -117,6 +118,22 @@ describe("Idempotency-Key on POST /api/documents/draft", () => {
     expect(retry.status, retry.text).toBe(200);
     expect(headersOf(retry)["idempotent-replayed"]).toBeUndefined();
     expect(await documentsOf(owner.token, workspace.id)).toBe(1);
+  });
+
+  it("a first request refused by its own work answers that refusal (402), not a 500, when its in-progress record cannot be deleted after it", async () => {
+    const { owner, workspace } = await newWorkspace("Idempotent refusal, record stuck");
+    await setAccount(owner.id, { status: "cancelled" });
+    // Powertools deletes the in-progress record (a DeleteItem in the caller's partition) once the work has thrown.
+    const fault = storeFails(/^DeleteItem/, `"${User.idempotencyPartitionOf(owner.id)}"`);
+    let first;
+    try {
+      first = await draft(owner.token, workspace.id, "refused-then-stuck");
+    } finally {
+      fault.remove();
+    }
+    expect(fault.failed()).toBeGreaterThan(0);
+    expectEnvelope(first, 402, "SUBSCRIPTION_REQUIRED");
+    expect(await drafts(workspace.id)).toBe(0);
   });
 
   it("a first request whose answer could not be kept still gets its answer (the store refused the idempotency record's update)", async () => {

@@ -253,6 +253,17 @@ describe("DELETE /api/research/sources/{id}", () => {
     expect((await bucketKeys(`workspaces/${workspace.id}/sources/${keep.id}/`)).length).toBeGreaterThanOrEqual(2);
   });
 
+  it("a multipart body sent with the delete (which takes no body) is ignored, not parsed: 204, not a 422", async () => {
+    const { owner, workspace } = await newWorkspace();
+    const gone = await uploadNote(owner.token, workspace.id, "stray-body.md");
+    const res = await call("DELETE", `/api/research/sources/${gone.id}`, {
+      token: owner.token,
+      raw: { data: "not a form at all", contentType: "multipart/form-data; boundary=x" },
+    });
+    expect(res.status, res.text).toBe(204);
+    expectEnvelope(await call("GET", `/api/research/sources/${gone.id}`, { token: owner.token }), 404, "NOT_FOUND");
+  });
+
   it("a derived file a pipeline step writes while the delete runs (it found the item just before it went) is deleted too", async () => {
     const { owner, workspace } = await newWorkspace();
     const gone = await uploadNote(owner.token, workspace.id, "late.md");
