@@ -7,8 +7,8 @@ import { cancelCodes, isConditionalFailure } from "../db/errors";
 import { db, type EntityName } from "../db/service";
 import type { WriteItem } from "../db/agent-write";
 import { getAll } from "../db/bulk";
-import { deleteKeys, partitionKeys } from "../db/partition";
-import { locateFresh, partitionOf, requireMember, requireResourceMember } from "../workspace";
+import { purgeConversation } from "./purge";
+import { locateFresh, requireMember, requireResourceMember } from "../workspace";
 import { limitsOfWorkspace } from "../billing/counters";
 import type { PlanLimits } from "../billing/plans";
 import { fitNewest } from "../response-size";
@@ -39,7 +39,6 @@ type MessageItem = EntityItem<MessageEntity>;
 type FeedbackItem = EntityItem<MessageFeedbackEntity>;
 
 /** Sort-key prefix of a conversation and all its children (messages, feedback) in the workspace partition. */
-const conversationPrefix = (conversationId: string) => `conversation#${conversationId}`;
 
 /**
  * Largest message item we write, in bytes of content, its lower-cased copy and the assistant's JSON fields together;
@@ -293,12 +292,7 @@ export async function setArchived(userId: string, conversationId: string, archiv
  */
 export async function remove(userId: string, conversationId: string): Promise<void> {
   const item = await requireConversation(userId, conversationId);
-  const own = conversationPrefix(item.id);
-  const pk = partitionOf(item.workspace_id);
-  const keys = await partitionKeys(pk, own);
-  await deleteKeys(keys.filter((k) => k.sk !== own));
-  await deleteKeys([{ pk, sk: own }]);
-  await deleteKeys(await partitionKeys(pk, own));
+  await purgeConversation(item.workspace_id, item.id);
 }
 
 /**

@@ -30,6 +30,7 @@ import { TASK_LIST_INDEX } from "../task/task.entity";
 import { PENDING_ACTION_LIST_INDEX } from "../pending-action/pending-action.entity";
 import { AGENT_RUN_LIST_INDEX } from "../agent/agent-run.entity";
 import { ANSWER_INDEX } from "../chat/conversation.entity";
+import { purgeUserConversations } from "../chat/purge";
 import { DOCUMENT_INDEX } from "../document/document.entity";
 
 const memberSk = (userId: string) => `member#${userId}`;
@@ -332,16 +333,19 @@ export async function dropMembership(workspaceId: string, memberId: string): Pro
 /**
  * Delete what a member keeps for themselves in a workspace: their memory (facts `memory#<user>#…` and head
  * `memhead#<user>`, DESIGN.md 6.6: "the person the fact was learned from and who alone sees it") and their skill
- * suggestions; with `feedback`, also their skill ratings (`skillfb#<slug>#<user>`, the user's deletion). Once they
- * are no longer a member no route can reach these, so they go with the membership. Can be run again.
+ * suggestions. Once they are no longer a member no route can reach these, so they go with the membership. With
+ * `account` (the user's own deletion, spec 02 `user.deleted`: "all owned data"), also their skill ratings
+ * (`skillfb#<slug>#<user>`) and their conversations with their messages and feedback (core/chat/purge.ts); a member
+ * merely removed keeps their conversations, for when they are added back. Can be run again.
  */
-export async function purgeMemberItems(workspaceId: string, memberId: string, opts: { feedback?: boolean } = {}): Promise<void> {
+export async function purgeMemberItems(workspaceId: string, memberId: string, opts: { account?: boolean } = {}): Promise<void> {
   const pk = partitionOf(workspaceId);
   const [facts, heads, suggestions, ratings] = await Promise.all([
     partitionKeys(pk, `memory#${memberId}#`),
     partitionKeys(pk, `memhead#${memberId}`),
     partitionKeys(pk, `skillsug#${memberId}#`),
-    opts.feedback ? partitionKeys(pk, "skillfb#") : Promise.resolve([]),
+    opts.account ? partitionKeys(pk, "skillfb#") : Promise.resolve([]),
+    opts.account ? purgeUserConversations(workspaceId, memberId) : Promise.resolve(0),
   ]);
   await deleteKeys([
     ...facts,

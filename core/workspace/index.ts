@@ -666,7 +666,7 @@ const OWNED_RECHECK_MS = 500;
  * begun durably, its slot given back, and its cascade run within one budget shared by the whole delivery,
  * `WORKSPACE_DELETION_BUDGET_MS`; what is left the recovery sweeper finishes; a redelivery finds the owner's
  * membership, marked, and goes on); their memberships elsewhere are removed with their seats given back, and their
- * memory, skill suggestions and ratings there deleted (`purgeMemberItems`).
+ * memory, skill suggestions, ratings and conversations there deleted (`purgeMemberItems`).
  *
  * The user's memberships are found on gsi2, which is eventually consistent: a workspace whose create committed a
  * moment before the deletion began (its transaction checked the user item before `deleting_at`) may be missing from
@@ -700,9 +700,9 @@ async function removeMemberships(user: User.User, deadline: number): Promise<voi
     }
     // Purged before the membership goes (a redelivery after a crash finds the membership, so the purge runs again)
     // and after (what a request already past its membership check wrote meanwhile).
-    await purgeMemberItems(m.workspace_id, user.id, { feedback: true });
+    await purgeMemberItems(m.workspace_id, user.id, { account: true });
     await dropMembership(m.workspace_id, user.id);
-    await purgeMemberItems(m.workspace_id, user.id, { feedback: true });
+    await purgeMemberItems(m.workspace_id, user.id, { account: true });
   }
 }
 

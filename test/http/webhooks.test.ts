@@ -6,6 +6,7 @@ import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { Webhook } from "standardwebhooks";
 import * as User from "../../core/user";
+import * as Chat from "../../core/chat";
 import * as Workspaces from "../../core/workspace";
 import { AppError } from "../../core/error";
 import { db } from "../../core/db/service";
@@ -180,6 +181,12 @@ describe("user.deleted", () => {
     );
     expect(learned.facts.length).toBeGreaterThan(0);
     expect((await call("POST", "/api/skills/research-plan/feedback", { token, body: { workspace_id: elsewhere.id, rating: 2, feedback_text: "by the leaver" } })).status).toBe(200);
+    // And their conversation there, with a message; the owner's own conversation stays.
+    const conv = (await call("POST", "/api/chat/conversations", { token, body: { workspace_id: elsewhere.id, title: "The leaver's questions" } })).body;
+    await Chat.appendMessage({ id: conv.id, workspace_id: elsewhere.id, user_id: u.id }, { role: "user", content: "What do users say about exports?" });
+    const kept = (await call("POST", "/api/chat/conversations", { token: other.token, body: { workspace_id: elsewhere.id, title: "The owner's" } })).body;
+    const ofConversation = async (id: string) => (await partitionItems(`ws#${elsewhere.id}`)).filter((i) => String(i.sk).startsWith(`conversation#${id}`));
+    expect(await ofConversation(conv.id)).toHaveLength(2);
     const theirs = async () => (await partitionItems(`ws#${elsewhere.id}`)).map((i) => String(i.sk)).filter((sk) => sk.includes(u.id));
     expect((await theirs()).length).toBeGreaterThan(2);
 
@@ -196,6 +203,9 @@ describe("user.deleted", () => {
     // The leaver's seat elsewhere is given back with the membership, and what they kept there goes with them.
     expect((await db().entities.usage.get({ workspace_id: elsewhere.id }).go({ consistent: true })).data?.members).toBe(1);
     expect(await theirs()).toEqual([]);
+    // Spec 02 "all owned data": their conversation went with its message; nobody else's did.
+    expect(await ofConversation(conv.id)).toEqual([]);
+    expect(await ofConversation(kept.id)).toHaveLength(1);
   });
 
   /**
