@@ -6,6 +6,7 @@
  * Reading creates the owner's account on first use (`accountOf`), as every ledger operation does.
  */
 import type { z } from "zod";
+import pLimit from "p-limit";
 import { db } from "../db/service";
 import { documentsOf } from "../document/listing";
 import { countByPrefix } from "../db/partition";
@@ -232,13 +233,32 @@ async function milestoneRuns(workspaceId: string): Promise<{ firstSuccess: strin
   return { firstSuccess, third };
 }
 
-/** User messages of the workspace's conversations written at or after `since`. */
+/** Members whose conversation indexes `chatMessagesSince` reads at once. */
+const MEMBER_READS_AT_ONCE = 8;
+
+/**
+ * The members' own (user-role) messages in the workspace written at or after `since`. Each member's conversation
+ * index (gsi2 `chatuser#<member>#ws#<ws>`, messages sorted by time) is read from `since` on, so the read is bounded
+ * by the period's messages, not the workspace's whole chat history as a read of its `conversation#` items was (each
+ * answer weighs up to ~400 KB, and they are kept for the plan's history days). Messages of people no longer members
+ * are not counted; gsi2 is eventually consistent, so one written in the last second may be missing.
+ */
 async function chatMessagesSince(workspaceId: string, since: string): Promise<number> {
-  const { data } = await db()
-    .entities.message.query.byConversation({ workspace_id: workspaceId })
-    .where((a, op) => `${op.gte(a.created_at, since)} AND ${op.eq(a.role, "user")}`)
-    .go({ pages: "all", attributes: ["id"] });
-  return data.length;
+  const { data: members } = await db().entities.membership.query.byWorkspace({ workspace_id: workspaceId }).go({ pages: "all", attributes: ["user_id"] });
+  const limit = pLimit(MEMBER_READS_AT_ONCE);
+  const counts = await Promise.all(
+    members.map((m) =>
+      limit(async () => {
+        const { data } = await db()
+          .entities.message.query.byUser({ user_id: m.user_id, workspace_id: workspaceId })
+          .gte({ created_at: since })
+          .where((a, op) => op.eq(a.role, "user"))
+          .go({ pages: "all", attributes: ["id"] });
+        return data.length;
+      }),
+    ),
+  );
+  return counts.reduce((a, n) => a + n, 0);
 }
 
 const startOfUtcDay = (d = new Date()) => new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate())).toISOString();
