@@ -13,8 +13,10 @@ import { jwtVerify } from "jose";
 import { http, HttpResponse } from "msw";
 import { setupServer } from "msw/node";
 import type { sheets_v4 } from "@googleapis/sheets";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { SHEETS_SCOPE } from "../../core/growth/sheets";
+import { APPROVALS_AT_ONCE } from "../../core/growth";
+import { OutboxMailer } from "../../core/mail/outbox";
 import { ensureTable } from "../../local/dynamodb";
 import { routes } from "../../functions/http/routes";
 import type { RouteSpec } from "../../functions/lib/route";
@@ -213,6 +215,34 @@ describe("POST /api/admin/plg/waitlist/approve", () => {
     const again = await call("POST", "/api/admin/plg/waitlist/approve", { token, body: { waitlist_entry_ids: ids } });
     expect(again.body).toEqual({ approved_count: 0, codes_generated: 0, emails_sent: 0 });
     expect((await mailTo(a)).filter((m) => m.subject.includes("invitation"))).toHaveLength(1);
+  });
+
+  it("approves and invites several entries at once (at most APPROVALS_AT_ONCE), so 100 ids fit the function's time", async () => {
+    const { token } = await admin();
+    const addresses = Array.from({ length: 12 }, () => email());
+    for (const address of addresses) await join_({ email: address });
+    const ids = (await waitlist(token, { limit: "100" })).entries.filter((e) => addresses.includes(e.email)).map((e) => e.id);
+    expect(ids).toHaveLength(12);
+    // Each invitation takes 100 ms to send, as an SES call from Lambda may.
+    let inFlight = 0;
+    let most = 0;
+    const send = vi.spyOn(OutboxMailer.prototype, "send").mockImplementation(async function (this: OutboxMailer, message) {
+      inFlight++;
+      most = Math.max(most, inFlight);
+      await new Promise((r) => setTimeout(r, 100));
+      inFlight--;
+      return { id: `sent-${message.to}` };
+    });
+    let res;
+    try {
+      res = await call("POST", "/api/admin/plg/waitlist/approve", { token, body: { waitlist_entry_ids: ids } });
+    } finally {
+      send.mockRestore();
+    }
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual({ approved_count: 12, codes_generated: 12, emails_sent: 12 });
+    expect(most).toBeGreaterThan(1);
+    expect(most).toBeLessThanOrEqual(APPROVALS_AT_ONCE);
   });
 
   it("an invitation sent whose invited_at write fails is still counted as sent (emails_sent), not reported unsent", async () => {
