@@ -594,13 +594,22 @@ export async function loadRows(workspaceId: string): Promise<SearchRow[]> {
 }
 
 /**
+ * The largest deflated lexical index stored (bytes): its pages and the surplus deletes go in one transaction, which
+ * DynamoDB refuses past 4 MB (a ValidationException) or 100 items. A larger one (tens of thousands of long insights)
+ * is not stored: each container builds its own, as for small workspaces.
+ */
+export const LEXICAL_MAX_BYTES = 3_500_000;
+
+/**
  * Store a workspace's lexical index (MiniSearch's JSON, deflated, in pages) as of head version `version`, unless one
  * of a later version is there already. Written by the reader that had to build it, so the next containers load it
- * instead of building it; derived from stored text only.
+ * instead of building it; derived from stored text only. An index past `LEXICAL_MAX_BYTES` deflated is not stored.
  * @param oldPages pages of the stored index read with the rows (so surplus ones are deleted)
+ * @returns whether it was stored (false: too large, or a newer one is there or being written)
  */
-export async function saveLexical(workspaceId: string, version: number, json: string, oldPages: number): Promise<void> {
+export async function saveLexical(workspaceId: string, version: number, json: string, oldPages: number): Promise<boolean> {
   const blob = deflateRawSync(Buffer.from(json, "utf8"), { level: 1 });
+  if (blob.length > LEXICAL_MAX_BYTES) return false;
   const pages: Buffer[] = [];
   for (let off = 0; off < blob.length; off += PAGE_BYTES) pages.push(blob.subarray(off, off + PAGE_BYTES));
   const table = Config.tableName();
@@ -613,16 +622,17 @@ export async function saveLexical(workspaceId: string, version: number, json: st
   try {
     if (pages.length === 1 && oldPages <= 1) {
       await dynamoClient().send(new PutCommand(page0));
-      return;
+      return true;
     }
     const rest = pages.slice(1).map((b, k) => ({ Put: { TableName: table, Item: { pk: pk(workspaceId), sk: `${LEXICAL_PREFIX}${k + 1}`, lexv: version, blob: b } } }));
     const surplus = Array.from({ length: Math.max(0, oldPages - pages.length) }, (_, k) => ({
       Delete: { TableName: table, Key: { pk: pk(workspaceId), sk: `${LEXICAL_PREFIX}${pages.length + k}` } },
     }));
     await dynamoClient().send(new TransactWriteCommand({ TransactItems: [{ Put: page0 }, ...rest, ...surplus] }));
+    return true;
   } catch (err) {
     // A newer index is there already, or another reader is writing one: either way, nothing to do.
-    if (err instanceof ConditionalCheckFailedException || err instanceof TransactionCanceledException) return;
+    if (err instanceof ConditionalCheckFailedException || err instanceof TransactionCanceledException) return false;
     throw err;
   }
 }

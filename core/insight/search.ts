@@ -1,3 +1,4 @@
+import { serviceLog } from "../log";
 import { Errors } from "../error";
 import { Config } from "../config";
 import { fitResponse } from "../response-size";
@@ -124,7 +125,12 @@ async function snapshot(workspaceId: string, first: SnapshotHead, refreshed = fa
   const index = buildIndex(rows, current);
   // The first container to load a changed workspace stores the lexical index it built, so the next ones load it
   // (about five times faster than building it). Small workspaces build theirs in a few milliseconds: not stored.
-  if (!current && rows.length >= PERSIST_LEXICAL_FROM) await saveLexical(workspaceId, head.version, serializeLexical(index), lexical?.pages ?? 0);
+  if (!current && rows.length >= PERSIST_LEXICAL_FROM) {
+    // A cache for the next containers: failing to store it (a throttle, a refused write) must not fail this search.
+    await saveLexical(workspaceId, head.version, serializeLexical(index), lexical?.pages ?? 0).catch((err: unknown) =>
+      serviceLog("insights").warn("the search's lexical index could not be stored; the next container builds its own", { workspace_id: workspaceId, error: err as Error }),
+    );
+  }
   remember(workspaceId, { version: head.version, index });
   return { index, head };
 }

@@ -10,7 +10,7 @@
  * query is not embedded again (the container's query-embedding cache). A head a request keeps never hides that
  * request's own change, even when one of its reads ran beside the change, nor lets another caller skip the membership.
  */
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { DeleteCommand, PutCommand, QueryCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { embedder } from "../../core/ai/select";
@@ -22,7 +22,11 @@ import { requestScope, withRequestScope } from "../../core/context";
 import { requireMember, requireMemberWithWorkspace } from "../../core/workspace";
 import { create as createInsight, remove as removeInsight } from "../../core/insight";
 import { CreateInsightInput } from "../../core/insight/schema";
-import { decodeShard, encodeShard, headKey, keptHeadKey, loadSnapshot, readHead, shardOf, STALE_PENDING_MS, type SearchRow } from "../../core/insight/search-index";
+import { decodeShard, encodeShard, headKey, keptHeadKey, LEXICAL_MAX_BYTES, loadSnapshot, readHead, saveLexical, shardOf, STALE_PENDING_MS, type SearchRow } from "../../core/insight/search-index";
+import { storeFails } from "../support/store-faults";
+
+/** A query's embedding is asked with the search's deadline (EmbedOptions.signal, QUERY_EMBED_DEADLINE_MS). */
+const withDeadline = { signal: expect.any(AbortSignal) };
 import { call, newUser, newWorkspace } from "../support/api";
 import { expectEnvelope } from "./_helpers";
 import { deletedBeforeUpdate } from "../support/races";
@@ -98,7 +102,7 @@ describe("insight search over the workspace's search snapshot", () => {
     expect(found(cold)[0]).toBe(ids[0]);
     const warm = await search("spreadsheet export");
     expect(found(warm)[0]).toBe(ids[1]);
-    expect(spy.mock.calls).toEqual([[["login problems"]], [["spreadsheet export"]]]);
+    expect(spy.mock.calls).toEqual([[["login problems"], withDeadline], [["spreadsheet export"], withDeadline]]);
   });
 
   it("never returns a deleted insight and never misses a new one, in a container that holds the workspace", async () => {
@@ -263,6 +267,37 @@ describe("insight search over the workspace's search snapshot", () => {
     expect(found(second)).toEqual(found(first));
   });
 
+  it("a lexical index that cannot be stored (DynamoDB refuses the write: past 4 MB, a throttle) still answers the search", async () => {
+    const { owner, workspace } = await newWorkspace("Lexical index refused");
+    await asOlderThanSnapshots(workspace.id);
+    const items = Array.from({ length: 320 }, (_, k) => ({
+      id: randomUUID(), workspace_id: workspace.id, insight_type: "feedback_theme",
+      title: k % 40 === 0 ? `Offline mode is missing (${k})` : `Survey answer number ${k}`, description: `Respondent ${k} wrote about topic ${k % 17}.`,
+    }));
+    await db().entities.insight.put(items).go();
+    // What DynamoDB answers a transaction over 4 MB (DynamoDB Local does not enforce the limit).
+    const fault = storeFails(/^(Put|TransactWrite)/, "searchix#lex#", 1, () => Object.assign(new Error("Transaction request cannot be larger than 4 MB"), { name: "ValidationException" }));
+    clearSearchCache();
+    let res;
+    try {
+      res = await call("POST", "/api/insights/search", { token: owner.token, body: { workspace_id: workspace.id, query: "offline mode", limit: 20 } });
+    } finally {
+      fault.remove();
+    }
+    expect(fault.failed()).toBe(1);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.total).toBe(8);
+    expect((await loadSnapshot(workspace.id)).lexical).toBeNull();
+  });
+
+  it("does not store a lexical index past LEXICAL_MAX_BYTES deflated (one transaction could not hold it)", async () => {
+    const ws = randomUUID();
+    const big = JSON.stringify({ v: 1, text: randomBytes(LEXICAL_MAX_BYTES).toString("base64") });
+    expect(await saveLexical(ws, 1, big, 0)).toBe(false);
+    expect((await loadSnapshot(ws)).lexical).toBeNull();
+    expect(await saveLexical(ws, 1, '{"v":1}', 0)).toBe(true);
+  });
+
   it("builds the snapshot of a workspace whose insights predate it on its first search, embedding nothing but the query", async () => {
     const { owner, workspace } = await newWorkspace("Older than the snapshot");
     await asOlderThanSnapshots(workspace.id);
@@ -278,7 +313,7 @@ describe("insight search over the workspace's search snapshot", () => {
     // No stored search vector: the spec's text fallback ranks them, and they are not embedded on this read.
     expect(res.body).toMatchObject({ mode: "text", total: 1 });
     expect(found(res)).toEqual([old[0]]);
-    expect(spy.mock.calls).toEqual([[["kernel"]]]);
+    expect(spy.mock.calls).toEqual([[["kernel"], withDeadline]]);
     expect((await readHead(workspace.id)).built).toBe(true);
     // The next write of the workspace (a write path) embeds them on the side: search turns semantic.
     await call("POST", "/api/insights", { token: owner.token, body: { workspace_id: workspace.id, insight_type: "behavior", title: "Teams share notebooks by e-mail", description: "Files go back and forth." } });
@@ -386,7 +421,7 @@ describe("insight search over the workspace's search snapshot", () => {
     const first = await search("notifications sent twice");
     const again = await search("notifications sent twice");
     expect(found(again)).toEqual(found(first));
-    expect(spy.mock.calls).toEqual([[["notifications sent twice"]]]);
+    expect(spy.mock.calls).toEqual([[["notifications sent twice"], withDeadline]]);
   });
 });
 

@@ -58,16 +58,22 @@ export function documentCreateHeld(): { atHold: Promise<void>; release: () => vo
  * Make the DynamoDB commands matching `command` whose input names `marker` fail with a 5xx-class store error
  * (`InternalServerError`, thrown before the SDK's retries), the first `times` of them (default: every one), as a store
  * that stopped answering or a process that died at that write would leave it.
+ * @param error what the store throws instead (default the 5xx-class error above), e.g. a ValidationException
  * @returns `failed()` (how many have failed so far) and `remove()` (take the middleware off; call it in a `finally`)
  */
-export function storeFails(command: RegExp, marker: string, times = Number.POSITIVE_INFINITY): { failed: () => number; remove: () => void } {
+export function storeFails(
+  command: RegExp,
+  marker: string,
+  times = Number.POSITIVE_INFINITY,
+  error: () => Error = () => Object.assign(new Error("the store did not answer"), { name: "InternalServerError" }),
+): { failed: () => number; remove: () => void } {
   const name = `storeFails-${marker}-${Math.random()}`;
   let failed = 0;
   dynamoClient().middlewareStack.add(
     (next, context) => async (args) => {
       if (failed < times && command.test(context.commandName ?? "") && JSON.stringify(args.input).includes(marker)) {
         failed++;
-        throw Object.assign(new Error("the store did not answer"), { name: "InternalServerError" });
+        throw error();
       }
       return next(args);
     },
