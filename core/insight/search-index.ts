@@ -350,7 +350,8 @@ export async function finishChange(change: Change, embedder?: Embedder): Promise
 async function backfill(workspaceId: string, embedder: Embedder): Promise<void> {
   const missing = (await loadRows(workspaceId)).filter((r) => r.embedder_id !== embedder.id).slice(0, BACKFILL_PER_CHANGE);
   if (missing.length) {
-    await embedRows(workspaceId, missing, embedder);
+    // Not embedded (the embedder unavailable): nothing is counted off, a later write tries again.
+    if (!(await embedRows(workspaceId, missing, embedder))) return;
     await applyRows(workspaceId, missing.map((r) => r.id));
   }
   const left = missing.length < BACKFILL_PER_CHANGE ? 0 : undefined;
@@ -503,14 +504,21 @@ async function applyRows(workspaceId: string, ids: string[], embedder?: Embedder
   );
 }
 
-/** Embed rows without a current vector and store the vectors on their insights too (a write path's backfill). */
-async function embedRows(workspaceId: string, rows: SearchRow[], embedder: Embedder): Promise<void> {
+/** A row's whole description: the row's own is cut at `MAX_DESCRIPTION`, and its view keeps the rest (`rowOf`). */
+const wholeDescription = (row: SearchRow): string => row.view?.description ?? row.description;
+
+/**
+ * Embed rows without a current vector and store the vectors on their insights too (a write path's backfill). The
+ * insight's whole text is embedded, as a write embeds it (`searchText`), and the store is conditioned on that text.
+ * @returns false when the embedder was unavailable (nothing stored)
+ */
+async function embedRows(workspaceId: string, rows: SearchRow[], embedder: Embedder): Promise<boolean> {
   let vectors: Float32Array[];
   try {
-    vectors = await embedder.embed(rows.map(searchText));
+    vectors = await embedder.embed(rows.map((r) => searchText({ title: r.title, description: wholeDescription(r) })));
   } catch (err) {
     warn("insight search vectors not backfilled (embedder unavailable)", err);
-    return;
+    return false;
   }
   await Promise.all(
     rows.map(async (row, k) => {
@@ -526,7 +534,7 @@ async function embedRows(workspaceId: string, rows: SearchRow[], embedder: Embed
             // Only while the text is the one embedded: a concurrent retitle wins and brings its own vector.
             ConditionExpression: "title = :t AND description = :d",
             UpdateExpression: "SET search_vector = :v, search_scale = :s, search_embedder_id = :e",
-            ExpressionAttributeValues: { ":t": row.title, ":d": row.description, ":v": encodeInt8(q.codes), ":s": q.scale, ":e": embedder.id },
+            ExpressionAttributeValues: { ":t": row.title, ":d": wholeDescription(row), ":v": encodeInt8(q.codes), ":s": q.scale, ":e": embedder.id },
           }),
         );
       } catch (err) {
@@ -534,6 +542,7 @@ async function embedRows(workspaceId: string, rows: SearchRow[], embedder: Embed
       }
     }),
   );
+  return true;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

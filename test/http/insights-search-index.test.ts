@@ -11,7 +11,7 @@
  * request's own change, even when one of its reads ran beside the change, nor lets another caller skip the membership.
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import { DeleteCommand, PutCommand, QueryCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { embedder } from "../../core/ai/select";
 import { Config } from "../../core/config";
@@ -24,9 +24,6 @@ import { create as createInsight, remove as removeInsight } from "../../core/ins
 import { CreateInsightInput } from "../../core/insight/schema";
 import { decodeShard, encodeShard, headKey, keptHeadKey, LEXICAL_MAX_BYTES, loadSnapshot, readHead, saveLexical, shardOf, STALE_PENDING_MS, type SearchRow } from "../../core/insight/search-index";
 import { storeFails } from "../support/store-faults";
-
-/** A query's embedding is asked with the search's deadline (EmbedOptions.signal, QUERY_EMBED_DEADLINE_MS). */
-const withDeadline = { signal: expect.any(AbortSignal) };
 import { call, newUser, newWorkspace } from "../support/api";
 import { expectEnvelope } from "./_helpers";
 import { deletedBeforeUpdate } from "../support/races";
@@ -102,7 +99,7 @@ describe("insight search over the workspace's search snapshot", () => {
     expect(found(cold)[0]).toBe(ids[0]);
     const warm = await search("spreadsheet export");
     expect(found(warm)[0]).toBe(ids[1]);
-    expect(spy.mock.calls).toEqual([[["login problems"], withDeadline], [["spreadsheet export"], withDeadline]]);
+    expect(spy.mock.calls).toEqual([[["login problems"]], [["spreadsheet export"]]]);
   });
 
   it("never returns a deleted insight and never misses a new one, in a container that holds the workspace", async () => {
@@ -313,7 +310,7 @@ describe("insight search over the workspace's search snapshot", () => {
     // No stored search vector: the spec's text fallback ranks them, and they are not embedded on this read.
     expect(res.body).toMatchObject({ mode: "text", total: 1 });
     expect(found(res)).toEqual([old[0]]);
-    expect(spy.mock.calls).toEqual([[["kernel"], withDeadline]]);
+    expect(spy.mock.calls).toEqual([[["kernel"]]]);
     expect((await readHead(workspace.id)).built).toBe(true);
     // The next write of the workspace (a write path) embeds them on the side: search turns semantic.
     await call("POST", "/api/insights", { token: owner.token, body: { workspace_id: workspace.id, insight_type: "behavior", title: "Teams share notebooks by e-mail", description: "Files go back and forth." } });
@@ -321,6 +318,25 @@ describe("insight search over the workspace's search snapshot", () => {
     expect(after.body.mode).toBe("semantic");
     const { data } = await db().entities.insight.get(old.map((id) => ({ workspace_id: workspace.id, id }))).go();
     expect(data.every((i) => typeof i.search_vector === "string")).toBe(true);
+  });
+
+  it("a write path's backfill stores the vector of an older insight whose description is longer than a row keeps (8,000 characters)", async () => {
+    const { owner, workspace } = await newWorkspace("Long descriptions, older than the snapshot");
+    await asOlderThanSnapshots(workspace.id);
+    const id = randomUUID();
+    const description = `Kernel restarts lose work. ${"The notebook forgets every variable after a restart. ".repeat(180)}`.slice(0, 9_500);
+    await db().entities.insight.put({ id, workspace_id: workspace.id, insight_type: "pain_point", title: "Kernel restarts", description }).go();
+    expect((await call("POST", "/api/insights/search", { token: owner.token, body: { workspace_id: workspace.id, query: "kernel" } })).status).toBe(200);
+    const unembedded = async () => (await dynamoClient().send(new GetCommand({ TableName: Config.tableName(), Key: headKey(workspace.id), ConsistentRead: true }))).Item?.unembedded;
+    expect(await unembedded()).toBe(1);
+    // A write of the workspace backfills it: the whole text is embedded, and the vector lands on the insight.
+    const spy = vi.spyOn(await embedder(), "embed");
+    await call("POST", "/api/insights", { token: owner.token, body: { workspace_id: workspace.id, insight_type: "behavior", title: "Teams share notebooks", description: "By e-mail." } });
+    expect(spy.mock.calls.flatMap(([texts]) => texts)).toContain(`Kernel restarts. ${description}`);
+    spy.mockRestore();
+    const { data } = await db().entities.insight.get({ workspace_id: workspace.id, id }).go({ consistent: true });
+    expect(typeof data?.search_vector).toBe("string");
+    expect(await unembedded()).toBe(0);
   });
 
   it("checks membership with the snapshot head in one BatchGetItem and answers from the rows; a non-member gets 403 and reads nothing", async () => {
@@ -421,7 +437,7 @@ describe("insight search over the workspace's search snapshot", () => {
     const first = await search("notifications sent twice");
     const again = await search("notifications sent twice");
     expect(found(again)).toEqual(found(first));
-    expect(spy.mock.calls).toEqual([[["notifications sent twice"], withDeadline]]);
+    expect(spy.mock.calls).toEqual([[["notifications sent twice"]]]);
   });
 });
 
