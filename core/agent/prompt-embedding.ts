@@ -29,6 +29,7 @@ const MAX_BATCH = 64;
 export class Coalescing implements Embedder {
   readonly id: string;
   readonly dimensions: number;
+  readonly noDeadline?: boolean;
   /** The batch the embedder is working on, if any: the next batch is dispatched when it settles. */
   private running: Promise<unknown> | undefined;
   private readonly loader: DataLoader<string, Float32Array>;
@@ -36,6 +37,7 @@ export class Coalescing implements Embedder {
   constructor(private readonly inner: Embedder) {
     this.id = inner.id;
     this.dimensions = inner.dimensions;
+    this.noDeadline = inner.noDeadline;
     this.loader = new DataLoader<string, Float32Array>((texts) => this.run(texts), {
       cache: false,
       maxBatchSize: MAX_BATCH,

@@ -261,7 +261,9 @@ export class BedrockStreamingModel implements StreamingModel {
       } catch (err) {
         // A call Bedrock accepted and that ends here is billed once the model generated (or the caller
         // aborted it while it ran); one refused or throttled before any output is not. Its usage goes before the error.
-        if (opened && (req.signal?.aborted || yielded || streamedChars > 0)) {
+        // Only for a call that ends here: an attempt that is retried reports nothing (its use could only be guessed).
+        const retried = !req.signal?.aborted && isRetryable(err) && !yielded && attempts <= this.retry.retries;
+        if (opened && !retried && (req.signal?.aborted || yielded || streamedChars > 0)) {
           const billedIn = inputTokens || estimatedTokens(requestChars);
           const billedOut = outputTokens || estimatedTokens(streamedChars);
           yield {

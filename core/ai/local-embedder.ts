@@ -134,6 +134,8 @@ function unit(v: Float32Array): Float32Array {
  */
 export class LocalEmbedder implements Embedder {
   readonly id = "local:use-lite:512";
+  /** No network, throttling or backoff: a caller's deadline does not apply (its model's first load is waited out). */
+  readonly noDeadline = true;
   readonly dimensions = LOCAL_DIMENSIONS;
   private readonly workers: number;
   private readonly batchSize: number;

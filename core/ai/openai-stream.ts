@@ -202,7 +202,9 @@ export class OpenAICompatibleStreamingModel implements StreamingModel {
       } catch (err) {
         // A call the server accepted and that ends here is billed once the model generated (or the caller
         // aborted it while it ran); one refused or throttled before any output is not. Its usage goes before the error.
-        if (opened && (req.signal?.aborted || yielded || streamedChars > 0)) {
+        // Only for a call that ends here: an attempt that is retried reports nothing (its use could only be guessed).
+        const retried = !req.signal?.aborted && !isUnreachable(err) && isRetryable(err) && !yielded && attempts <= this.retry.retries;
+        if (opened && !retried && (req.signal?.aborted || yielded || streamedChars > 0)) {
           const usage = callUsage({ modelId: model, tier: req.tier, rates: this.rates, started, attempts }, inputTokens || estimatedTokens(requestChars), outputTokens || estimatedTokens(streamedChars));
           yield { type: "cut", usage };
         }

@@ -55,8 +55,8 @@ export interface EmbedOptions {
   background?: boolean;
   /**
    * The caller stops waiting when this fires (a search's deadline for its query's embedding). A remote embedder
-   * (Bedrock, an OpenAI-compatible server) aborts its request and its retries and rejects with an AbortError; the
-   * local embedder, with no network, throttling or backoff to wait out, ignores it.
+   * (Bedrock, an OpenAI-compatible server) aborts its request and its retries and rejects with an AbortError; an
+   * embedder with `noDeadline` (the local one) ignores it.
    */
   signal?: AbortSignal;
 }
@@ -66,6 +66,11 @@ export interface Embedder {
   /** Identifies model and dimension, so stored vectors from another embedder are never compared. */
   readonly id: string;
   readonly dimensions: number;
+  /**
+   * True for an engine with no network, throttling or backoff to wait out (the local embedder): its one wait, its
+   * model's first load, is worth sitting out, so callers' deadlines (`EmbedOptions.signal`) do not apply to it.
+   */
+  readonly noDeadline?: boolean;
   embed(texts: string[], opts?: EmbedOptions): Promise<Float32Array[]>;
 }
 

@@ -28,36 +28,67 @@ export function clearQueryCache(): void {
 /** Hits and misses since the process started (the benchmark reports them). */
 export const queryCacheCounts = (): { hits: number; misses: number } => ({ ...counts });
 
+/** A shared embedding in flight: its own abort, and how many callers still wait on it without a deadline of theirs. */
+interface InFlight {
+  controller: AbortController;
+  /** Callers still waiting (a caller without a signal waits for good: the embedding is then never aborted). */
+  waiting: number;
+}
+
+const inFlight = new Map<Promise<Float32Array>, InFlight>();
+
 /**
  * The embedding of one query text by `emb`, from the cache when this container embedded the same text with the same
  * embedder (by id) before. A failed embedding is not kept: the next call tries again.
- * @param opts.signal the caller's deadline (EmbedOptions): passed to the embedding this call starts; a call that
- *   joins one already in flight stops waiting when its own signal fires (the shared embedding goes on for the others)
+ * @param opts.signal the caller's deadline (EmbedOptions): the caller stops waiting when it fires. The embedding is
+ *   shared by every caller of the same text, so it is aborted (its request and retries stopped) only once every
+ *   caller waiting on it has given up. An embedder with `noDeadline` (the local one) is waited out: no signal applies.
  * @returns the embedder's vector for `text` (unit length, `emb.dimensions` long); callers must not modify it (it is
  *   shared by every caller of the same text).
  * @throws whatever `emb.embed` throws, or Error when it returns no vector; an AbortError when `opts.signal` fired
- *   first (an embedding it aborted is not kept)
+ *   first (an embedding aborted is not kept)
  */
 export function embedQuery(emb: Embedder, text: string, opts: Pick<EmbedOptions, "signal"> = {}): Promise<Float32Array> {
-  if (text.length > QUERY_CACHE_MAX_CHARS) return embedOne(emb, text, opts.signal);
+  const signal = emb.noDeadline ? undefined : opts.signal;
+  if (text.length > QUERY_CACHE_MAX_CHARS) return embedOne(emb, text, signal);
   const key = `${emb.id}\u0000${text}`;
-  const hit = cache.get(key);
-  if (hit) {
-    counts.hits++;
-    return opts.signal ? raceAbort(hit, opts.signal) : hit;
+  let pending = cache.get(key);
+  if (pending) counts.hits++;
+  else {
+    counts.misses++;
+    const controller = new AbortController();
+    const started = embedOne(emb, text, controller.signal);
+    pending = started;
+    cache.set(key, started);
+    inFlight.set(started, { controller, waiting: 0 });
+    // Only successes stay; a rejection is removed (if still this entry) so the next search asks again.
+    started.then(
+      () => inFlight.delete(started),
+      () => {
+        inFlight.delete(started);
+        if (cache.get(key) === started) cache.delete(key);
+      },
+    );
   }
-  counts.misses++;
-  const pending = embedOne(emb, text, opts.signal);
-  cache.set(key, pending);
-  // Only successes stay; a rejection is removed (if still this entry) so the next search asks again.
-  pending.catch(() => {
-    if (cache.get(key) === pending) cache.delete(key);
-  });
-  return pending;
+  const shared = inFlight.get(pending);
+  if (!shared) return signal ? raceAbort(pending, signal) : pending; // done already, or cached
+  shared.waiting++;
+  if (!signal) {
+    shared.waiting = Number.POSITIVE_INFINITY; // someone waits for good: never aborted
+    return pending;
+  }
+  signal.addEventListener(
+    "abort",
+    () => {
+      if (--shared.waiting <= 0) shared.controller.abort(signal.reason);
+    },
+    { once: true },
+  );
+  return raceAbort(pending, signal);
 }
 
 async function embedOne(emb: Embedder, text: string, signal: AbortSignal | undefined): Promise<Float32Array> {
-  const [v] = await emb.embed([text], signal ? { signal } : undefined);
+  const [v] = await (signal && !emb.noDeadline ? emb.embed([text], { signal }) : emb.embed([text]));
   if (!v) throw new Error(`embedder ${emb.id} returned no vector`);
   return v;
 }

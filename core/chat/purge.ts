@@ -4,6 +4,7 @@
  * /api/chat/conversations/{id}` and by a user's deletion (spec 02 `user.deleted`: their conversations in every
  * workspace are their own data, which no route can reach once they are gone).
  */
+import pLimit from "p-limit";
 import { db } from "../db/service";
 import { deleteKeys, partitionKeys } from "../db/partition";
 import { partitionOf } from "../workspace/keys";
@@ -27,6 +28,9 @@ export async function purgeConversation(workspaceId: string, conversationId: str
   await deleteKeys(await partitionKeys(pk, own));
 }
 
+/** Conversations `purgeUserConversations` deletes at once (each a few queries and batch deletes). */
+const PURGES_AT_ONCE = 4;
+
 /**
  * Delete every conversation `userId` owns in a workspace (`purgeConversation` each), found on the user's
  * conversation index (gsi2, `chatuser#<user>#ws#<ws>`, its keys only). Can be run again.
@@ -36,6 +40,6 @@ export async function purgeUserConversations(workspaceId: string, userId: string
   const { data } = await db()
     .entities.conversation.query.byUser({ user_id: userId, workspace_id: workspaceId })
     .go({ pages: "all", attributes: ["id"] });
-  for (const c of data) await purgeConversation(workspaceId, c.id);
+  await pLimit(PURGES_AT_ONCE).map(data, (c) => purgeConversation(workspaceId, c.id));
   return data.length;
 }

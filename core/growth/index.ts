@@ -181,9 +181,17 @@ export async function approveWaitlist(input: ApproveInput): Promise<{ approved_c
   let approved = 0;
   let codes = 0;
   let sent = 0;
+  const limit = pLimit(APPROVALS_AT_ONCE);
   // Entries go APPROVALS_AT_ONCE at a time: one by one, 100 ids (four calls each, an SES send among them) could
   // outlast the function's 29 s, cut off with an entry approved whose invitation was never sent.
-  await pLimit(APPROVALS_AT_ONCE).map([...new Set(input.waitlist_entry_ids)], async (id) => {
+  // Every entry runs to its end before the answer (a failure of one must not leave the others running unanswered);
+  // the first failure is then thrown, and the entries approved meanwhile are skipped by a retry (no longer waiting).
+  const outcomes = await Promise.allSettled([...new Set(input.waitlist_entry_ids)].map((id) => limit(() => approveAndInvite(id))));
+  const failure = outcomes.find((o): o is PromiseRejectedResult => o.status === "rejected");
+  if (failure) throw failure.reason;
+  return { approved_count: approved, codes_generated: codes, emails_sent: sent };
+
+  async function approveAndInvite(id: string): Promise<void> {
     const entry = await entryById(id);
     if (!entry || entry.status !== "waiting") return;
     const code = await approveOne(entry, metadata);
@@ -203,8 +211,7 @@ export async function approveWaitlist(input: ApproveInput): Promise<{ approved_c
       .set({ invited_at: new Date().toISOString() })
       .go()
       .catch((err: unknown) => log().warn("invitation sent; recording invited_at failed", { waitlist_entry_id: id, error: err as Error }));
-  });
-  return { approved_count: approved, codes_generated: codes, emails_sent: sent };
+  }
 }
 
 /** One approval's transaction; the code, or null when the entry is no longer waiting. */

@@ -39,6 +39,12 @@ export interface SynthesisLock {
   heldCheck(): WriteItem;
   /** @throws AppError SYNTHESIS_IN_PROGRESS (409, retryable) when this take no longer owns the lock (strong read). */
   assertHeld(): Promise<void>;
+  /**
+   * Stop extending the lock and wait for an extension under way: before the commit, whose transaction checks the lock
+   * (an extension of the same item meanwhile would cancel it as a TransactionConflict). The lock then holds for what
+   * is left of its period, ample for one commit.
+   */
+  stopExtending(): Promise<void>;
   /** Stop extending and delete the lock while it is still this take's. Never throws (the lock expires by itself). */
   release(): Promise<void>;
 }
@@ -104,6 +110,10 @@ export async function takeSynthesisLock(workspaceId: string, actionId: string | 
       if (lost) throw lockLost();
       const { data } = await db().entities.guard.get(key).go({ consistent: true, attributes: ["owner", "ttl"] });
       if (data?.owner !== owner) throw lockLost();
+    },
+    stopExtending: async () => {
+      clearInterval(timer);
+      await extending;
     },
     release: async () => {
       clearInterval(timer);

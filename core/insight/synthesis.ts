@@ -234,6 +234,8 @@ export async function synthesize(userId: string, input: SynthesizeInput, opts: A
       creates.forEach((c, k) => Object.assign(c, vectorFields[k]));
       const merges = [...mergedFieldsOf].map(([id, fields]) => ({ key: { workspace_id: input.workspace_id, id }, set: { ...fields, ...tag } }));
       const settlement = opts.settle?.({ insight_ids: insightIds, created_ids: createdIds, summary: output.summary });
+      // The lock is checked by the commit (below): no extension of it may run beside that transaction.
+      await lock.stopExtending();
       // One change of the search snapshot for the whole run (core/insight/search-index.ts), applied after the writes.
       await asChange(
         input.workspace_id,

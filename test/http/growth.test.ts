@@ -245,6 +245,26 @@ describe("POST /api/admin/plg/waitlist/approve", () => {
     expect(most).toBeLessThanOrEqual(APPROVALS_AT_ONCE);
   });
 
+  it("one entry failing does not leave the others running unanswered: each ends (approved and invited) before the error", async () => {
+    const { token } = await admin();
+    const addresses = Array.from({ length: 6 }, () => email());
+    for (const address of addresses) await join_({ email: address });
+    const ids = (await waitlist(token, { limit: "100" })).entries.filter((e) => addresses.includes(e.email)).map((e) => e.id);
+    // The first entry's approval fails for good (its transaction names its address).
+    const fault = storeFails(/^TransactWrite/, addresses[0]!);
+    let res;
+    try {
+      res = await call("POST", "/api/admin/plg/waitlist/approve", { token, body: { waitlist_entry_ids: ids } });
+    } finally {
+      fault.remove();
+    }
+    expect(res.status).toBe(500);
+    // When the error was answered, every other entry was approved and its invitation sent (none still in flight).
+    const approved = (await waitlist(token, { status: "approved", limit: "100" })).entries.filter((e) => addresses.includes(e.email));
+    expect(approved.map((e) => e.email).sort()).toEqual(addresses.slice(1).sort());
+    for (const address of addresses.slice(1)) expect((await mailTo(address)).filter((m) => m.subject.includes("invitation"))).toHaveLength(1);
+  });
+
   it("an invitation sent whose invited_at write fails is still counted as sent (emails_sent), not reported unsent", async () => {
     const { token } = await admin();
     const address = email();

@@ -379,6 +379,21 @@ describe("BedrockStreamingModel: transient failures", () => {
     expect(events.at(-1)).toMatchObject({ type: "cut", usage: { outputTokens: Math.ceil("The most common complaint".length / 4), attempts: 1 } });
   });
 
+  it("reports no usage for an attempt that is retried, even after tool input streamed (only a call that ends does)", async () => {
+    const frames = [
+      { type: "messageStart", body: { role: "assistant" } },
+      { type: "contentBlockStart", body: { contentBlockIndex: 0, start: { toolUse: { toolUseId: "tooluse_r", name: "search_insights" } } } },
+      { type: "contentBlockDelta", body: { contentBlockIndex: 0, delta: { toolUse: { input: "{\"query\": \"sign" } } } },
+      { type: "throttlingException", messageType: "exception" as const, body: { message: "Too many tokens, please wait before trying again." } },
+    ];
+    const { model, http } = setup([{ frames }, { frames: stream("text-only.json") }]);
+    const events = await collect(model.stream(request({ tools: TOOLS })));
+    expect(http.requests).toHaveLength(2);
+    expect(ofType(events, "cut")).toEqual([]);
+    expect(ofType(events, "stop")).toHaveLength(1);
+    expect(ofType(events, "stop")[0]!.usage.attempts).toBe(2);
+  });
+
   it("reports no usage for a call throttled until it gave up (nothing was generated)", async () => {
     const throttled = { frames: stream("throttled.json") };
     const { model } = setup([throttled, throttled, throttled, throttled]);

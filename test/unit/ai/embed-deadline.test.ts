@@ -47,40 +47,78 @@ describe("retryTransient with a signal", () => {
 
 describe("embedQuery with a signal", () => {
   /** An embedder whose embeddings end when the test says, recording the signal each call was given. */
-  function heldEmbedder() {
+  function heldEmbedder(noDeadline = false) {
     const calls: { opts?: EmbedOptions; finish: (v: Float32Array) => void }[] = [];
     const emb: Embedder = {
-      id: "test:held:2",
+      id: `test:held:${noDeadline}:2`,
       dimensions: 2,
-      embed: (_texts, opts) => new Promise((resolve) => calls.push({ opts, finish: (v) => resolve([v]) })),
+      ...(noDeadline ? { noDeadline } : {}),
+      embed: (_texts, opts) =>
+        new Promise((resolve, reject) => {
+          calls.push({ opts, finish: (v) => resolve([v]) });
+          opts?.signal?.addEventListener("abort", () => reject(Object.assign(new Error("aborted"), { name: "AbortError" })), { once: true });
+        }),
     };
     return { emb, calls };
   }
 
-  it("passes the caller's signal to the embedding it starts", async () => {
+  it("one embedding for callers of the same text; the first caller's deadline does not cut it short for a later one", async () => {
     clearQueryCache();
     const { emb, calls } = heldEmbedder();
-    const signal = new AbortController().signal;
-    const pending = embedQuery(emb, "sign-in problems", { signal });
-    expect(calls).toHaveLength(1);
-    expect(calls[0]!.opts?.signal).toBe(signal);
-    calls[0]!.finish(Float32Array.from([1, 0]));
-    expect(Array.from(await pending)).toEqual([1, 0]);
-  });
-
-  it("a caller joining an embedding in flight stops waiting on its own signal; the embedding goes on for the first", async () => {
-    clearQueryCache();
-    const { emb, calls } = heldEmbedder();
-    const first = embedQuery(emb, "export to csv");
-    const late = new AbortController();
-    const joined = embedQuery(emb, "export to csv", { signal: late.signal });
+    const first = new AbortController();
+    const second = new AbortController();
+    const a = embedQuery(emb, "export to csv", { signal: first.signal });
+    const b = embedQuery(emb, "export to csv", { signal: second.signal });
     expect(calls).toHaveLength(1); // shared, not embedded twice
-    late.abort();
-    await expect(joined).rejects.toMatchObject({ name: "AbortError" });
+    first.abort();
+    await expect(a).rejects.toMatchObject({ name: "AbortError" });
+    expect(calls[0]!.opts?.signal?.aborted).toBe(false); // still running for the second caller
     calls[0]!.finish(Float32Array.from([0, 1]));
-    expect(Array.from(await first)).toEqual([0, 1]);
+    expect(Array.from(await b)).toEqual([0, 1]);
     // And it stays cached: the next caller gets it without a call.
     expect(Array.from(await embedQuery(emb, "export to csv", { signal: AbortSignal.timeout(1_000) }))).toEqual([0, 1]);
     expect(calls).toHaveLength(1);
+  });
+
+  it("is aborted (its request stopped) once every caller waiting on it gave up, and not kept", async () => {
+    clearQueryCache();
+    const { emb, calls } = heldEmbedder();
+    const first = new AbortController();
+    const second = new AbortController();
+    const a = embedQuery(emb, "sign-in problems", { signal: first.signal });
+    const b = embedQuery(emb, "sign-in problems", { signal: second.signal });
+    first.abort();
+    second.abort();
+    await expect(a).rejects.toMatchObject({ name: "AbortError" });
+    await expect(b).rejects.toMatchObject({ name: "AbortError" });
+    expect(calls[0]!.opts?.signal?.aborted).toBe(true);
+    // Not kept: the next search asks again.
+    const again = embedQuery(emb, "sign-in problems");
+    expect(calls).toHaveLength(2);
+    calls[1]!.finish(Float32Array.from([1, 0]));
+    expect(Array.from(await again)).toEqual([1, 0]);
+  });
+
+  it("a caller without a deadline keeps the embedding going whatever the others' deadlines", async () => {
+    clearQueryCache();
+    const { emb, calls } = heldEmbedder();
+    const late = new AbortController();
+    const forGood = embedQuery(emb, "dark mode");
+    const joined = embedQuery(emb, "dark mode", { signal: late.signal });
+    late.abort();
+    await expect(joined).rejects.toMatchObject({ name: "AbortError" });
+    expect(calls[0]!.opts?.signal?.aborted).toBe(false);
+    calls[0]!.finish(Float32Array.from([1, 0]));
+    expect(Array.from(await forGood)).toEqual([1, 0]);
+  });
+
+  it("an embedder with noDeadline (the local one) is waited out: the caller's signal does not apply", async () => {
+    clearQueryCache();
+    const { emb, calls } = heldEmbedder(true);
+    const signal = AbortSignal.abort();
+    const pending = embedQuery(emb, "kernel restarts", { signal });
+    expect(calls[0]!.opts).toBeUndefined();
+    calls[0]!.finish(Float32Array.from([0, 1]));
+    expect(Array.from(await pending)).toEqual([0, 1]);
   });
 });
