@@ -332,22 +332,33 @@ async function setTrialEnd(userId: string, from: string, days: number): Promise<
  * rounded to 4 decimals (0 when none is approved).
  */
 export async function stats(): Promise<GrowthStats> {
-  const [waiting, approved, codes, activeUsers] = await Promise.all([
-    entriesWithStatus("waiting"),
-    entriesWithStatus("approved"),
+  const [entries, codes, activeUsers] = await Promise.all([
+    everyEntry(),
     db().entities.accessCode.query.all({}).go({ pages: "all", attributes: ["code", "status", "waitlist_entry_id"] }),
     User.countByAccessStatus("active"),
   ]);
+  const approved = entries.filter((e) => e.status === "approved");
   const redeemed = codes.data.filter((c) => c.status === "redeemed");
   const converted = redeemed.filter((c) => c.waitlist_entry_id).length;
   return {
-    total_waitlist: waiting.length + approved.length,
+    total_waitlist: entries.length,
     total_approved: approved.length,
     total_codes_generated: codes.data.length,
     total_codes_redeemed: redeemed.length,
     total_active_users: activeUsers,
     conversion_rate: approved.length === 0 ? 0 : Math.round((converted / approved.length) * 10_000) / 10_000,
   };
+}
+
+/**
+ * Every waitlist entry, once each. An entry only moves waiting → approved, so the waiting ones are read first: one
+ * approved between the two reads is in both, and its approved copy is kept (read the other way round it would be in
+ * neither).
+ */
+async function everyEntry(): Promise<Entry[]> {
+  const byId = new Map((await entriesWithStatus("waiting")).map((e) => [e.id, e]));
+  for (const e of await entriesWithStatus("approved")) byId.set(e.id, e);
+  return [...byId.values()];
 }
 
 /** The spreadsheet's columns, in order (the CSV's header row). */
@@ -363,7 +374,7 @@ export async function syncSheets(): Promise<{ status: "synced"; synced_count: nu
   // with the growth group's every cold start (bench/cold.ts).
   const { sheetTarget } = await import("./sheets");
   const target = sheetTarget();
-  const entries = [...(await entriesWithStatus("waiting")), ...(await entriesWithStatus("approved"))].sort((a, b) => a.position - b.position);
+  const entries = (await everyEntry()).sort((a, b) => a.position - b.position);
   const rows = entries.map((e) => {
     const view = entryView(e);
     return SHEET_COLUMNS.map((col) => (view[col] === null ? "" : String(view[col])));

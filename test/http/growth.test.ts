@@ -680,4 +680,35 @@ describe("GET /api/admin/plg/stats", () => {
       process.env.TABLE_NAME = outer;
     }
   });
+
+  it("counts an entry approved between its reads of the waiting and the approved lists once", async () => {
+    const outer = process.env.TABLE_NAME;
+    await freshTable();
+    const name = `approvedBetween-${randomUUID()}`;
+    try {
+      const { token } = await admin();
+      const seeded = [email(), email(), email()];
+      for (const address of seeded) await join_({ email: address });
+      const [first] = (await waitlist(token)).entries.map((e) => e.id);
+      let approvedBetween = false;
+      dynamoClient().middlewareStack.add(
+        (next, context) => async (args) => {
+          if (!approvedBetween && /^Query/.test(context.commandName ?? "") && JSON.stringify(args.input).includes("waitlist#status#approved")) {
+            approvedBetween = true;
+            const res = await call("POST", "/api/admin/plg/waitlist/approve", { token, body: { waitlist_entry_ids: [first] } });
+            expect(res.body.approved_count).toBe(1);
+          }
+          return next(args);
+        },
+        { step: "initialize", name },
+      );
+      const res = await call("GET", "/api/admin/plg/stats", { token });
+      dynamoClient().middlewareStack.remove(name);
+      expect(approvedBetween).toBe(true);
+      expect(res.body).toMatchObject({ total_waitlist: 3, total_approved: 1 });
+    } finally {
+      dynamoClient().middlewareStack.remove(name);
+      process.env.TABLE_NAME = outer;
+    }
+  });
 });
