@@ -28,10 +28,10 @@ export function clearQueryCache(): void {
 /** Hits and misses since the process started (the benchmark reports them). */
 export const queryCacheCounts = (): { hits: number; misses: number } => ({ ...counts });
 
-/** A shared embedding in flight: its own abort, and how many callers still wait on it without a deadline of theirs. */
+/** A shared embedding in flight: its own abort, and how many callers with a deadline still wait on it. */
 interface InFlight {
   controller: AbortController;
-  /** Callers still waiting (a caller without a signal waits for good: the embedding is then never aborted). */
+  /** Callers with a deadline still waiting; Infinity once a caller without one joined (it is then never aborted). */
   waiting: number;
 }
 
@@ -72,18 +72,21 @@ export function embedQuery(emb: Embedder, text: string, opts: Pick<EmbedOptions,
   }
   const shared = inFlight.get(pending);
   if (!shared) return signal ? raceAbort(pending, signal) : pending; // done already, or cached
-  shared.waiting++;
   if (!signal) {
     shared.waiting = Number.POSITIVE_INFINITY; // someone waits for good: never aborted
     return pending;
   }
-  signal.addEventListener(
-    "abort",
-    () => {
-      if (--shared.waiting <= 0) shared.controller.abort(signal.reason);
-    },
-    { once: true },
-  );
+  const giveUp = () => {
+    if (--shared.waiting <= 0) shared.controller.abort(signal.reason);
+  };
+  shared.waiting++;
+  if (signal.aborted) giveUp(); // a caller out of time already: it does not hold the embedding up
+  else {
+    signal.addEventListener("abort", giveUp, { once: true });
+    // Once the embedding has settled, a later deadline has nothing to give up.
+    const forget = () => signal.removeEventListener("abort", giveUp);
+    pending.then(forget, forget);
+  }
   return raceAbort(pending, signal);
 }
 

@@ -99,6 +99,13 @@ describe("embedQuery with a signal", () => {
     expect(Array.from(await again)).toEqual([1, 0]);
   });
 
+  it("a sole caller already out of time does not hold the embedding up: it is aborted", async () => {
+    clearQueryCache();
+    const { emb, calls } = heldEmbedder();
+    await expect(embedQuery(emb, "onboarding checklist", { signal: AbortSignal.abort() })).rejects.toMatchObject({ name: "AbortError" });
+    expect(calls[0]!.opts?.signal?.aborted).toBe(true);
+  });
+
   it("a caller without a deadline keeps the embedding going whatever the others' deadlines", async () => {
     clearQueryCache();
     const { emb, calls } = heldEmbedder();
